@@ -1,0 +1,3 @@
+from costcalc.cli.app import main
+
+main()

@@ -1,0 +1,1 @@
+"""The command-line interface: thin Typer commands over the library."""

@@ -1,0 +1,26 @@
+"""The ``costcalc`` command: registers the subcommands; each lives in a module of its own.
+
+Exit codes: 0 success; 1 invalid model or input (a message on stderr, never a traceback);
+2 wrong usage (unknown option, malformed value).
+"""
+
+from __future__ import annotations
+
+import typer
+
+from costcalc.cli import params, presets
+
+app = typer.Typer(
+    name="costcalc",
+    help="What a transformer language model costs: exact parameters, MACs, FLOPs and bytes.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("params")(params.params)
+app.add_typer(presets.app, name="presets")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(prog_name="costcalc")

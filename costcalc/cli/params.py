@@ -1,0 +1,150 @@
+"""`costcalc params`: where a model's parameters sit and what its weights weigh."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from costcalc.cli.common import (
+    ConfigOption,
+    ContextOption,
+    FfnHiddenOption,
+    FfnMultOption,
+    FfnOption,
+    FormatOption,
+    HeadDimOption,
+    HeadsOption,
+    KvHeadsOption,
+    LayersOption,
+    NormOption,
+    PositionOption,
+    PresetOption,
+    TieOption,
+    VocabOption,
+    WidthOption,
+    emit,
+    load_models,
+    overrides_from,
+    user_errors,
+)
+from costcalc.render import OutputFormat
+
+if TYPE_CHECKING:
+    from costcalc.render import Grid
+    from costcalc.results import ParamsResult
+
+ROWS = (
+    ("token_embedding", "token embedding"),
+    ("position_embedding", "position embedding"),
+    ("embedding_projection", "embedding projections"),
+    ("attention", "  attention (per block)"),
+    ("ffn", "  FFN (per block)"),
+    ("norms", "  norms (per block)"),
+    ("per_block", "per block"),
+    ("blocks", "all blocks"),
+    ("final_norm", "final norm"),
+    ("lm_head", "LM head"),
+    ("total", "total"),
+    ("untied_total", "untied total"),
+)
+
+
+def params(
+    preset: PresetOption = None,
+    config: ConfigOption = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show each row's formula with the numbers put in.")
+    ] = False,
+    fmt: FormatOption = OutputFormat.table,
+    vocab: VocabOption = None,
+    context: ContextOption = None,
+    d: WidthOption = None,
+    layers: LayersOption = None,
+    heads: HeadsOption = None,
+    kv_heads: KvHeadsOption = None,
+    head_dim: HeadDimOption = None,
+    ffn: FfnOption = None,
+    ffn_mult: FfnMultOption = None,
+    ffn_hidden: FfnHiddenOption = None,
+    norm: NormOption = None,
+    tie: TieOption = None,
+    position: PositionOption = None,
+) -> None:
+    """Count a model's parameters exactly: tables, blocks, LM head, tying, weight bytes.
+
+    Several --preset/--config render side by side. Totals count a tied matrix once, as
+    PyTorch's sum(p.numel() for p in model.parameters()) does.
+    """
+    from costcalc.results import params_result
+
+    with user_errors():
+        overrides = overrides_from(
+            vocab=vocab,
+            context=context,
+            d=d,
+            layers=layers,
+            heads=heads,
+            kv_heads=kv_heads,
+            head_dim=head_dim,
+            ffn=ffn,
+            ffn_mult=ffn_mult,
+            ffn_hidden=ffn_hidden,
+            norm=norm,
+            tie=tie,
+            position=position,
+        )
+        results = [params_result(model) for model in load_models(preset, config, overrides)]
+    data = [result.to_dict() for result in results]
+    emit(fmt, data[0] if len(data) == 1 else data, params_grids(results, explain))
+
+
+def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
+    """The parameter table (a column per model) and the weight-bytes table."""
+    from costcalc.explain import explain as explain_rows
+    from costcalc.render import Grid
+    from costcalc.units import DTYPES, format_bytes, format_count, format_percent
+
+    names = [result.model.name for result in results]
+    counts = [result.parameters for result in results]
+    shown = [
+        (key, label)
+        for key, label in ROWS
+        if key != "embedding_projection" or any(c.embedding_projection for c in counts)
+    ]
+    rows = [[label, *(format_count(getattr(c, key)) for c in counts)] for key, label in shown]
+    rows.append(
+        [
+            "tying saves",
+            *(f"{c.tying_saving:,} (+{format_percent(c.untied_increase)})" for c in counts),
+        ]
+    )
+    if any(c.active != c.total for c in counts):
+        rows.append(["active per token", *(format_count(c.active) for c in counts)])
+    emphasis = frozenset(index for index, (key, _) in enumerate(shown) if key == "total")
+    notes = [
+        "Totals count tied weights once; the untied total gives the LM head a matrix of its own.",
+    ]
+    grids = [Grid("Parameters", ["", *names], rows, notes, emphasis)]
+    if explain:
+        for result in results:
+            formulas = explain_rows(result.model.spec, result.parameters)
+            explain_rows_ = [[label, formulas[key]] for key, label in shown if key in formulas]
+            grids.append(
+                Grid(f"How {result.model.name} is counted", ["", "formula"], explain_rows_)
+            )
+    byte_rows = []
+    for dtype in DTYPES:
+        for result in results:
+            n = result.weight_bytes[dtype]
+            label = dtype if len(results) == 1 else f"{dtype} {result.model.name}"
+            byte_rows.append([label, f"{n:,}", format_bytes(n, "si"), format_bytes(n, "iec")])
+    grids.append(
+        Grid(
+            "Weight bytes (parameters only; no gradients, optimizer state or activations)",
+            ["dtype", "bytes", "SI (10^3)", "binary (2^10)"],
+            byte_rows,
+            ["int4 packs two weights per byte."],
+        )
+    )
+    return grids

@@ -1,0 +1,61 @@
+"""`costcalc presets`: the shipped model presets."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.render import OutputFormat
+
+app = typer.Typer(help="List the shipped presets, or show one as YAML.", no_args_is_help=False)
+
+
+@app.callback(invoke_without_command=True)
+def presets(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
+    """List the shipped presets: name, what it is, where its numbers come from."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from costcalc.loaders import load_preset
+    from costcalc.params import total_params
+    from costcalc.presets import aliases, preset_names
+    from costcalc.render import Grid
+    from costcalc.units import format_count
+
+    with user_errors():
+        models = [load_preset(name) for name in preset_names()]
+    alias_of: dict[str, list[str]] = {}
+    for alias, target in aliases().items():
+        alias_of.setdefault(target, []).append(alias)
+    counts = [total_params(m.spec) for m in models]
+    data = [
+        {
+            "name": m.name,
+            "aliases": alias_of.get(m.name, []),
+            "description": m.description,
+            "source": m.source,
+            "parameters": count,
+        }
+        for m, count in zip(models, counts, strict=True)
+    ]
+    rows = [
+        [
+            ", ".join([m.name, *alias_of.get(m.name, [])]),
+            format_count(count),
+            m.description or "",
+            m.source or "",
+        ]
+        for m, count in zip(models, counts, strict=True)
+    ]
+    emit(fmt, data, [Grid("Presets", ["name", "parameters", "model", "source"], rows)])
+
+
+@app.command("show")
+def show(name: Annotated[str, typer.Argument(help="Preset name or alias.")]) -> None:
+    """Print a preset's YAML: a valid --config file to start from."""
+    from costcalc.presets import preset_text
+
+    with user_errors():
+        text = preset_text(name)
+    typer.echo(text.rstrip("\n"))

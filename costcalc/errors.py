@@ -1,0 +1,70 @@
+"""Errors costcalc raises for a user's mistake.
+
+Every error is a :class:`CostcalcError`; each subclass also inherits the matching built-in, keeps
+its fields and builds its message from them. The CLI prints the message and exits non-zero; it
+never shows a traceback for one of these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class CostcalcError(Exception):
+    """Root of every error costcalc raises on bad input."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a config: where it is and what was expected."""
+
+    field: str
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f" (line {self.line})" if self.line is not None else ""
+        return f"{self.field}{where}: {self.message}" if self.field else self.message
+
+
+class ConfigError(CostcalcError, ValueError):
+    """A config (file, preset or command-line overrides) that does not describe a valid model."""
+
+    def __init__(self, source: str, problems: list[Problem]) -> None:
+        self.source = source
+        self.problems = problems
+        lines = "\n".join(f"  {p}" for p in problems)
+        super().__init__(f"{source}: invalid model config\n{lines}")
+
+
+class FileReadError(CostcalcError, OSError):
+    """A config file that cannot be read or parsed at all."""
+
+    def __init__(self, path: str, reason: str, line: int | None = None) -> None:
+        self.path = path
+        self.reason = reason
+        self.line = line
+        where = f":{line}" if line is not None else ""
+        super().__init__(f"{path}{where}: {reason}")
+
+
+class UnknownPresetError(CostcalcError, KeyError):
+    """A preset name that is not shipped."""
+
+    def __init__(self, name: str, known: list[str], suggestion: str | None) -> None:
+        self.name = name
+        self.known = known
+        self.suggestion = suggestion
+        hint = f" Did you mean '{suggestion}'?" if suggestion else ""
+        super().__init__(f"unknown preset '{name}'.{hint} Presets: {', '.join(known)}")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class UsageError(CostcalcError, ValueError):
+    """Command-line values that are wrong before any model is loaded."""
+
+    exit_code = 2

@@ -1,0 +1,1 @@
+"""Translators from other projects' config files to ModelSpec fields."""

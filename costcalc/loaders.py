@@ -1,0 +1,126 @@
+"""From a preset, a file and command-line overrides to one validated :class:`LoadedModel`.
+
+A file is recognised by its keys: ``model_type`` marks a Hugging Face ``config.json``; nanoGPT's
+``n_embd``/``n_layer``/``n_head``/``block_size`` mark a nanoGPT-style config; anything else is
+costcalc's own format. Overrides (``--d 512``) are applied on top of what the file says, then the
+whole model is validated once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import ValidationError
+
+from costcalc.config import CONFIG_FIELDS, SPEC_FIELDS, Budget, ConfigFile, problems_from
+from costcalc.errors import ConfigError
+from costcalc.files import Document, parse_document, read_document
+from costcalc.spec import ModelSpec
+
+M = TypeVar("M", bound=ModelSpec)
+FormatName = Literal["costcalc", "nanogpt", "huggingface"]
+
+
+@dataclass(frozen=True)
+class Translation:
+    """A foreign config turned into ModelSpec fields.
+
+    ``key_names`` maps each spec field to the file's own key, so errors name what the user wrote.
+    """
+
+    fields: dict[str, Any]
+    key_names: dict[str, str] = field(default_factory=dict)
+    name: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A validated model with what its config says about itself."""
+
+    spec: ModelSpec
+    name: str
+    origin: str
+    format: FormatName = "costcalc"
+    description: str | None = None
+    source: str | None = None
+    budget: Budget | None = None
+
+
+def detect_format(data: Mapping[str, Any]) -> FormatName:
+    """Which format a parsed config is in, judged by its keys."""
+    if "model_type" in data:
+        return "huggingface"
+    if {"n_embd", "n_layer", "n_head"} <= data.keys():
+        return "nanogpt"
+    return "costcalc"
+
+
+def load_preset(name: str, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
+    """A shipped preset, with overrides applied."""
+    from costcalc.presets import preset_text, resolve_preset
+
+    key = resolve_preset(name)
+    doc = parse_document(preset_text(key), f"preset {key}")
+    return _load_native(doc, key, overrides or {})
+
+
+def load_file(path: str | Path, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
+    """A config file in any supported format, with overrides applied."""
+    return load_document(read_document(path), overrides)
+
+
+def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
+    """A parsed config in any supported format, with overrides applied."""
+    kind = detect_format(doc.data)
+    if kind == "costcalc":
+        return _load_native(doc, Path(doc.path).stem, overrides or {})
+    from costcalc.formats import huggingface, nanogpt
+
+    translator = huggingface.translate if kind == "huggingface" else nanogpt.translate
+    translation = translator(doc)
+    spec = _validate(
+        ModelSpec,
+        {**translation.fields, **(overrides or {})},
+        doc,
+        overrides,
+        translation.key_names,
+    )
+    return LoadedModel(
+        spec=spec,
+        name=translation.name or Path(doc.path).stem,
+        origin=doc.path,
+        format=kind,
+        description=translation.description,
+    )
+
+
+def _load_native(doc: Document, default_name: str, overrides: Mapping[str, Any]) -> LoadedModel:
+    parsed = _validate(ConfigFile, {**doc.data, **overrides}, doc, overrides)
+    spec = ModelSpec.model_validate(parsed.model_dump(include=set(SPEC_FIELDS)))
+    return LoadedModel(
+        spec=spec,
+        name=parsed.name or default_name,
+        origin=doc.path,
+        description=parsed.description,
+        source=parsed.source,
+        budget=parsed.budget,
+    )
+
+
+def _validate(
+    model: type[M],
+    data: dict[str, Any],
+    doc: Document,
+    overrides: Mapping[str, Any] | None,
+    key_names: Mapping[str, str] | None = None,
+) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        known = CONFIG_FIELDS if model is ConfigFile else SPEC_FIELDS
+        problems = problems_from(exc, doc, overrides or {}, known, key_names)
+        raise ConfigError(doc.path, problems) from None

@@ -1,0 +1,164 @@
+"""Parameter counts, one pure integer function per quantity.
+
+Convention: a tensor shared by two modules (tied embeddings) is counted once, as
+``sum(p.numel() for p in model.parameters())`` counts it in PyTorch. The untied total adds the
+output matrix a second time. Sources: GPT-2 (Radford et al. 2019) for the block layout
+(12 d^2 + 13 d with biases and two LayerNorms); the families' modeling code in Hugging Face
+``transformers`` for the variants (GQA, gated FFNs, RMSNorm, biases, offsets, projections).
+
+Symbols: V vocabulary rows, D width, E token-table width, L layers, H query heads,
+K key/value heads, d head width, h FFN hidden width, X experts, N context rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from costcalc.spec import ModelSpec
+
+
+def token_embedding_params(spec: ModelSpec) -> int:
+    """Token table: V * E."""
+    return spec.vocab_rows * spec.embed_width
+
+
+def position_embedding_params(spec: ModelSpec) -> int:
+    """Learned position table: (N + offset) * D; sinusoidal, rotary and none have no weights."""
+    return spec.position_rows * spec.d_model
+
+
+def embedding_projection_params(spec: ModelSpec) -> int:
+    """Projections in and out when the table is narrower than the model: 2 * E * D, no bias."""
+    return 0 if spec.embed_width == spec.d_model else 2 * spec.embed_width * spec.d_model
+
+
+def norm_params(spec: ModelSpec) -> int:
+    """One norm: D weights, plus D biases for LayerNorm with bias."""
+    return spec.d_model * (2 if spec.has_norm_bias else 1)
+
+
+def attention_params(spec: ModelSpec) -> int:
+    """Q, K, V and output projections: D*H*d + 2*D*K*d + H*d*D, plus their biases."""
+    D, H, K, d = spec.d_model, spec.n_heads, spec.kv_heads, spec.head_width
+    qkv_width = (H + 2 * K) * d
+    weights = D * qkv_width + H * d * D
+    biases = (qkv_width if spec.qkv_bias else 0) + (D if spec.attn_out_bias else 0)
+    return weights + biases
+
+
+def expert_ffn_params(spec: ModelSpec) -> int:
+    """One feed-forward network: plain D*h + h*D; gated (first projection 2h wide) 2*D*h + h*D."""
+    D, h = spec.d_model, spec.ffn_width
+    first = 2 * h if spec.gated else h
+    weights = D * first + h * D
+    biases = first + D if spec.ffn_bias else 0
+    return weights + biases
+
+
+def router_params(spec: ModelSpec) -> int:
+    """Mixture-of-experts router: D * X (no bias); 0 for a dense block."""
+    return spec.d_model * spec.moe_experts if spec.moe_experts is not None else 0
+
+
+def ffn_params(spec: ModelSpec) -> int:
+    """All FFN weights of one block: X experts plus the router (X = 1 when dense)."""
+    return spec.experts * expert_ffn_params(spec) + router_params(spec)
+
+
+def block_norm_params(spec: ModelSpec) -> int:
+    """The norms inside one block."""
+    return spec.norms_per_block * norm_params(spec)
+
+
+def block_params(spec: ModelSpec) -> int:
+    """One block: attention + FFN + norms (12 D^2 + 13 D for a GPT-2 block)."""
+    return attention_params(spec) + ffn_params(spec) + block_norm_params(spec)
+
+
+def blocks_params(spec: ModelSpec) -> int:
+    """All blocks: L * block."""
+    return spec.n_layers * block_params(spec)
+
+
+def final_norm_params(spec: ModelSpec) -> int:
+    """The norm after the last block, if there is one."""
+    return norm_params(spec) if spec.final_norm else 0
+
+
+def lm_head_params(spec: ModelSpec) -> int:
+    """Output matrix V * E (0 when tied to the token table), plus V biases if it has them."""
+    weights = 0 if spec.tie_embeddings else spec.vocab_rows * spec.embed_width
+    return weights + (spec.vocab_rows if spec.lm_head_bias else 0)
+
+
+def total_params(spec: ModelSpec) -> int:
+    """Every parameter once: tables + projections + L * block + final norm + LM head."""
+    return (
+        token_embedding_params(spec)
+        + position_embedding_params(spec)
+        + embedding_projection_params(spec)
+        + blocks_params(spec)
+        + final_norm_params(spec)
+        + lm_head_params(spec)
+    )
+
+
+def untied_total_params(spec: ModelSpec) -> int:
+    """The total with an output matrix of its own: tied total + V * E when tied."""
+    extra = spec.vocab_rows * spec.embed_width if spec.tie_embeddings else 0
+    return total_params(spec) + extra
+
+
+def active_params(spec: ModelSpec) -> int:
+    """Parameters one token uses: the total less the experts it is not routed to."""
+    idle_experts = spec.experts - spec.experts_active
+    return total_params(spec) - spec.n_layers * idle_experts * expert_ffn_params(spec)
+
+
+@dataclass(frozen=True)
+class ParamReport:
+    """Every parameter quantity of one model; the parts add up to ``total``."""
+
+    token_embedding: int
+    position_embedding: int
+    embedding_projection: int
+    attention: int
+    ffn: int
+    norms: int
+    per_block: int
+    blocks: int
+    final_norm: int
+    lm_head: int
+    total: int
+    untied_total: int
+    active: int
+
+    @property
+    def tying_saving(self) -> int:
+        """Parameters tying saves: untied total - total."""
+        return self.untied_total - self.total
+
+    @property
+    def untied_increase(self) -> Fraction:
+        """How much larger the untied model is, as a fraction of the tied total."""
+        return Fraction(self.tying_saving, self.total)
+
+
+def param_report(spec: ModelSpec) -> ParamReport:
+    """All parameter counts of ``spec``."""
+    return ParamReport(
+        token_embedding=token_embedding_params(spec),
+        position_embedding=position_embedding_params(spec),
+        embedding_projection=embedding_projection_params(spec),
+        attention=attention_params(spec),
+        ffn=ffn_params(spec),
+        norms=block_norm_params(spec),
+        per_block=block_params(spec),
+        blocks=blocks_params(spec),
+        final_norm=final_norm_params(spec),
+        lm_head=lm_head_params(spec),
+        total=total_params(spec),
+        untied_total=untied_total_params(spec),
+        active=active_params(spec),
+    )

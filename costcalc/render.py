@@ -1,0 +1,84 @@
+"""Rendering result tables for people (Rich, Markdown) and machines (CSV, JSON).
+
+A :class:`Grid` is a titled table of strings; every command builds grids from its result
+objects and hands them here, so all commands render the same way. JSON never goes through Rich.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class OutputFormat(StrEnum):
+    """How a command prints its result."""
+
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    csv = "csv"
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A titled table: a header row, body rows, and notes printed under it."""
+
+    title: str
+    columns: Sequence[str]
+    rows: Sequence[Sequence[str]]
+    notes: Sequence[str] = field(default_factory=tuple)
+    emphasis: frozenset[int] = frozenset()
+    """Indexes of rows shown in bold (totals)."""
+
+
+def to_json(data: Any) -> str:
+    """Machine-clean JSON with integers kept exact."""
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def to_markdown(grids: Sequence[Grid]) -> str:
+    """GitHub-flavoured Markdown tables."""
+    parts = []
+    for grid in grids:
+        lines = [f"### {grid.title}", ""]
+        lines.append("| " + " | ".join(grid.columns) + " |")
+        aligns = ["---"] + ["---:"] * (len(grid.columns) - 1)
+        lines.append("| " + " | ".join(aligns) + " |")
+        for row in grid.rows:
+            lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+        lines += [""] + [f"{note}  " for note in grid.notes]
+        parts.append("\n".join(lines).rstrip())
+    return "\n\n".join(parts)
+
+
+def to_csv(grids: Sequence[Grid]) -> str:
+    """Every grid as CSV: a header row, then its rows, each led by the grid's title."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for grid in grids:
+        writer.writerow(["table", *grid.columns])
+        for row in grid.rows:
+            writer.writerow([grid.title, *row])
+    return out.getvalue().rstrip("\n")
+
+
+def print_grids(grids: Sequence[Grid]) -> None:
+    """Rich tables on standard output."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for grid in grids:
+        table = Table(title=grid.title, title_justify="left", title_style="bold")
+        for index, name in enumerate(grid.columns):
+            table.add_column(name, justify="left" if index == 0 else "right")
+        for index, row in enumerate(grid.rows):
+            table.add_row(*row, style="bold" if index in grid.emphasis else None)
+        console.print(table)
+        for note in grid.notes:
+            console.print(note, highlight=False)

@@ -1,0 +1,60 @@
+"""Result objects: what a command computed, before it is rendered as a table or as JSON.
+
+``to_dict`` is the JSON contract (docs/json.md): counts and bytes are JSON integers; ratios are
+given as exact ``[numerator, denominator]`` pairs next to a rounded display string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from typing import Any
+
+from costcalc.loaders import LoadedModel
+from costcalc.params import ParamReport, param_report
+from costcalc.units import DTYPES, dtype_bytes, format_percent
+
+
+def ratio_dict(value: Fraction) -> dict[str, Any]:
+    """An exact ratio for JSON: numerator, denominator and a rounded percentage string."""
+    return {
+        "numerator": value.numerator,
+        "denominator": value.denominator,
+        "percent": format_percent(value),
+    }
+
+
+def model_header(model: LoadedModel) -> dict[str, Any]:
+    """The part of every per-model JSON record that says which model it is."""
+    return {
+        "name": model.name,
+        "origin": model.origin,
+        "format": model.format,
+        "source": model.source,
+        "model": model.spec.resolved(),
+    }
+
+
+@dataclass(frozen=True)
+class ParamsResult:
+    """Parameter counts and weight bytes of one model."""
+
+    model: LoadedModel
+    parameters: ParamReport
+    weight_bytes: dict[str, int]
+
+    def to_dict(self) -> dict[str, Any]:
+        parameters: dict[str, Any] = asdict(self.parameters)
+        parameters["tying_saving"] = self.parameters.tying_saving
+        parameters["untied_increase"] = ratio_dict(self.parameters.untied_increase)
+        return {**model_header(self.model), "parameters": parameters, "bytes": self.weight_bytes}
+
+
+def params_result(model: LoadedModel) -> ParamsResult:
+    """Count the parameters of ``model`` and the bytes of its weights in every dtype."""
+    report = param_report(model.spec)
+    return ParamsResult(
+        model=model,
+        parameters=report,
+        weight_bytes={dtype: dtype_bytes(report.total, dtype) for dtype in DTYPES},
+    )

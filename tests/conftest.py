@@ -1,0 +1,32 @@
+"""Shared fixtures: a CLI runner with Rich's width and colour fixed."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from costcalc.cli.app import app
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+# Rich reads these: a wide, colourless terminal so tables do not wrap in assertions.
+os.environ.update(COLUMNS="160", NO_COLOR="1", TERM="dumb")
+
+Invoke = Callable[..., Result]
+
+
+@pytest.fixture
+def cli() -> Invoke:
+    """Run ``costcalc ARGS...`` in-process; stdout and stderr are kept apart."""
+    runner = CliRunner()
+
+    def invoke(*args: str) -> Result:
+        return runner.invoke(app, list(args), catch_exceptions=False)
+
+    return invoke
