@@ -44,3 +44,11 @@ def test_module_entry_point(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "gpt2-small" in {entry["name"] for entry in json.loads(result.stdout)}
+
+
+def test_version(tmp_path: Path) -> None:
+    from costcalc import __version__
+
+    result = run(tmp_path, "--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"costcalc {__version__}"
