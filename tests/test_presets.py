@@ -9,7 +9,7 @@ import yaml
 
 from costcalc.loaders import load_preset
 from costcalc.presets import aliases, preset_names, preset_text
-from tests.conftest import Invoke
+from tests.conftest import GOLDEN, Invoke
 
 # seed 000 (lrn-gpt), seed 004 (book-gpt), GPT-2 paper Table 2, issue #2's Qwen2.5-0.5B.
 REQUIRED = {
@@ -66,3 +66,27 @@ def test_presets_list(cli: Invoke) -> None:
     assert by_name["gpt2-small"]["aliases"] == ["gpt2"]
     assert by_name["gpt2-small"]["parameters"] == 124_439_808  # transformers' count
     assert by_name["book-gpt-small"]["parameters"] == 4_273_664  # seed 004
+
+
+GOLDEN_NAMES = {
+    "gpt2-small": "gpt2",
+    "gpt2-medium": "gpt2-medium",
+    "gpt2-large": "gpt2-large",
+    "gpt2-xl": "gpt2-xl",
+    "qwen2.5-0.5b": "qwen2.5-0.5b",
+    "book-gpt-small": "book-gpt-small",
+    "book-gpt-fairytale": "book-gpt-fairytale",
+}
+
+
+@pytest.mark.parametrize(("preset", "golden"), sorted(GOLDEN_NAMES.items()))
+def test_preset_totals_equal_transformers(preset: str, golden: str) -> None:
+    # tests/golden/hf_reference.json: sum(p.numel() for p in model.parameters()) of the
+    # transformers model built from the published config.json (tests/reference/make_golden.py).
+    from costcalc.params import param_report
+
+    reference = json.loads((GOLDEN / "hf_reference.json").read_text())["models"][golden]
+    report = param_report(load_preset(preset).spec)
+    assert report.total == reference["parameters_total"]
+    assert report.per_block == reference["parameters_per_layer"]
+    assert report.untied_total - report.total == reference["parameters_untied_extra"]
