@@ -13,7 +13,7 @@ from typing import Any
 
 from costcalc.formats.hf_reader import Reader, rotary_dim, standard_sizes
 
-GPT_KEYS = {
+GPT_KEYS: dict[str, tuple[str, ...]] = {
     "vocab_size": ("vocab_size",),
     "d_model": ("n_embd", "hidden_size"),
     "n_layers": ("n_layer", "num_hidden_layers"),

@@ -7,7 +7,7 @@ mistyped key before failing once with all of them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from costcalc.errors import ConfigError, Problem
 from costcalc.files import Document
@@ -94,7 +94,7 @@ class Reader:
         )
 
 
-STANDARD_KEYS = {
+STANDARD_KEYS: dict[str, tuple[str, ...]] = {
     "vocab_size": ("vocab_size",),
     "d_model": ("hidden_size",),
     "n_layers": ("num_hidden_layers",),
@@ -126,5 +126,5 @@ def rotary_dim(r: Reader, fields: dict[str, Any], keys: tuple[str, ...], default
     return int(head_dim * factor)
 
 
-def _positive_int(value: Any) -> bool:
+def _positive_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
