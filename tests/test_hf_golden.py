@@ -2,7 +2,10 @@
 
 Golden values: tests/golden/hf_reference.json, written by tests/reference/make_golden.py
 (torch 2.13.0 + transformers 5.24.0, each model built from its fixture config on the meta
-device; ``sum(p.numel() for p in model.parameters())``, per-layer sums and every tensor's shape).
+device; ``sum(p.numel() for p in model.parameters())``, per-layer sums and every tensor's shape),
+and tests/golden/hf_reference_extra.json, written the same way by
+tests/reference/make_golden_defaults.py from minimal configs that leave every optional key to the
+family's defaults.
 """
 
 from __future__ import annotations
@@ -24,8 +27,16 @@ GOLDEN = ROOT / "tests" / "golden"
 
 @cache
 def golden() -> dict[str, dict[str, Any]]:
+    """Published models by name, plus each family's minimal config as ``defaults/<family>``."""
+    models: dict[str, dict[str, Any]] = read_models("hf_reference.json")
+    extra = read_models("hf_reference_extra.json")
+    models.update({f"defaults/{name}": record for name, record in extra.items()})
+    return models
+
+
+def read_models(file_name: str) -> dict[str, dict[str, Any]]:
     models: dict[str, dict[str, Any]] = json.loads(
-        (GOLDEN / "hf_reference.json").read_text(encoding="utf-8")
+        (GOLDEN / file_name).read_text(encoding="utf-8")
     )["models"]
     return models
 
@@ -96,16 +107,31 @@ def test_breakdown_matches_transformers_tensors(name: str) -> None:
     assert our_parts(report, [*keys, "final_norm", "lm_head"]) == other
 
 
-def test_every_family_is_checked_against_transformers() -> None:
-    checked = {
+def model_types(file_name: str) -> set[str]:
+    return {
         json.loads((ROOT / record["config"]).read_text(encoding="utf-8"))["model_type"]
-        for record in golden().values()
+        for record in read_models(file_name).values()
     }
-    assert set(FAMILIES) <= checked
+
+
+def test_every_family_is_checked_against_transformers() -> None:
+    assert set(FAMILIES) <= model_types("hf_reference.json")
+    assert set(FAMILIES) <= model_types("hf_reference_extra.json")
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_family_defaults_are_transformers_defaults(family: str) -> None:
+    defaults = golden()[f"defaults/{family}"]["config_defaults"]
+    spec = load(f"defaults/{family}").spec
+    assert spec.tie_embeddings == defaults["tie_word_embeddings"]
+    assert spec.kv_heads == defaults.get("num_key_value_heads", spec.n_heads)
+    assert spec.head_width == (defaults.get("head_dim") or spec.d_model // spec.n_heads)
+    assert spec.sliding_window == defaults.get("sliding_window")
 
 
 @pytest.mark.parametrize(
-    "name", [name for name in NAMES if "expert_parameters" in golden()[name].get("macs_forward", {})]
+    "name",
+    [name for name in NAMES if "expert_parameters" in golden()[name].get("macs_forward", {})],
 )
 def test_moe_expert_size_and_active_parameters(name: str) -> None:
     moe = golden()[name]["macs_forward"]

@@ -36,12 +36,13 @@ class Reader:
         return self.doc.data[key]
 
     def value(self, field: str, *keys: str, default: Any) -> Any:
-        """A value with the family's default (as its transformers config class sets it)."""
+        """A value with the family's default (as its transformers config class sets it).
+
+        Errors about ``field`` name the key found, or the first of ``keys`` when none is there.
+        """
         key = self._find(keys)
-        if key is None:
-            return default
-        self.key_names[field] = key
-        return self.doc.data[key]
+        self.key_names[field] = key or keys[0]
+        return default if key is None else self.doc.data[key]
 
     def flag(self, key: str, default: bool) -> bool:
         """A true/false switch the translation itself depends on."""

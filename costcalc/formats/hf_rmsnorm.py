@@ -22,14 +22,16 @@ def llama_layout(
     tie: bool = False,
     qkv_bias: bool = False,
     ffn_bias: bool = False,
+    act: str = "silu",
 ) -> dict[str, Any]:
     """The shared layout: ``embed_tokens`` (V x D); per block ``input_layernorm`` and
     ``post_attention_layernorm`` (RMSNorm, D each), ``q_proj`` (D x H d), ``k_proj``/``v_proj``
     (D x K d), ``o_proj`` (H d x D), ``gate_proj``/``up_proj`` (D x h each), ``down_proj``
     (h x D); final ``norm``; ``lm_head`` (V x D, no bias). d is ``head_dim`` (default D / H),
-    K ``num_key_value_heads``; the defaults given here are the family's own."""
+    K ``num_key_value_heads``; the defaults given here are the family's own (a gated FFN is
+    GeGLU when ``hidden_act`` is a GELU, else SwiGLU)."""
     fields = standard_sizes(r)
-    act = r.value("ffn", "hidden_act", "hidden_activation", default="silu")
+    act = r.value("ffn", "hidden_act", default=act)
     fields.update(
         n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=kv_heads),
         head_dim=r.value("head_dim", "head_dim", default=head_dim),
@@ -68,9 +70,10 @@ def mistral(r: Reader) -> dict[str, Any]:
 
 def qwen2(r: Reader) -> dict[str, Any]:
     """Qwen2ForCausalLM (Qwen2, Qwen2.5): the shared layout with a bias on q/k/v (not on
-    ``o_proj``, not in the MLP); untied by default. ``sliding_window`` applies only with
+    ``o_proj``, not in the MLP); untied by default, 32 key/value heads when
+    ``num_key_value_heads`` is absent. ``sliding_window`` applies only with
     ``use_sliding_window``, and then only to layers from ``max_window_layers`` on."""
-    fields = llama_layout(r, qkv_bias=True)
+    fields = llama_layout(r, kv_heads=32, qkv_bias=True)
     fields["attn_out_bias"] = False
     fields["sliding_window"] = _qwen2_sliding_window(r, fields["n_layers"])
     return fields
@@ -78,9 +81,9 @@ def qwen2(r: Reader) -> dict[str, Any]:
 
 def gemma(r: Reader) -> dict[str, Any]:
     """GemmaForCausalLM: the shared layout with GeGLU, ``head_dim`` 256 unless given (H d may
-    differ from D), RMSNorm weights stored as offsets (still D each), q/k/v/o bias when
-    ``attention_bias``; tied by default."""
-    fields = llama_layout(r, head_dim=256, tie=True)
+    differ from D), 16 key/value heads when ``num_key_value_heads`` is absent, RMSNorm weights
+    stored as offsets (still D each), q/k/v/o bias when ``attention_bias``; tied by default."""
+    fields = llama_layout(r, kv_heads=16, head_dim=256, tie=True, act="gelu_pytorch_tanh")
     fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
         "qkv_bias", "attention_bias", default=False
     )
