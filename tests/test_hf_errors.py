@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import Result
 
-from tests.conftest import FIXTURES, Invoke
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+Invoke = Callable[..., Result]  # the `cli` fixture of conftest.py
 
 
 def write_config(tmp_path: Path, fixture: str, **changes: Any) -> Path:

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from typer.testing import Result
 
 from costcalc.errors import HubCacheError, UsageError
 from costcalc.hub import cached_config, hub_cache_dir
-from tests.conftest import FIXTURES, Invoke
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+Invoke = Callable[..., Result]  # the `cli` fixture of conftest.py
 
 HUB_ENV = ("HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")
 

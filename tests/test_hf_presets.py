@@ -4,13 +4,16 @@ transformers' count (golden: tests/golden/hf_reference.json)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from typer.testing import Result
 
 from costcalc.loaders import load_file, load_preset
 from costcalc.params import total_params
-from tests.conftest import Invoke
+
+Invoke = Callable[..., Result]  # the `cli` fixture of conftest.py
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = json.loads((ROOT / "tests" / "golden" / "hf_reference.json").read_text())["models"]
