@@ -30,7 +30,7 @@ class Reader:
         """A value the model cannot be built without; recorded as the source of ``field``."""
         key = self._find(keys)
         if key is None:
-            self.problems.append(Problem(" or ".join(keys), "required key is missing"))
+            self.problems.append(Problem(" or ".join(keys), "required key is missing (or null)"))
             return None
         self.key_names[field] = key
         return self.doc.data[key]
