@@ -55,8 +55,7 @@ def gpt_neox(r: Reader) -> dict[str, Any]:
     (h x D + D); ``final_layer_norm``; ``embed_out`` (V x D, no bias), untied by default. Rotary
     on ``rotary_pct`` (default 0.25) of each head."""
     fields = standard_sizes(r)
-    attention_bias = r.value("qkv_bias", "attention_bias", default=True)
-    r.key_names.setdefault("attn_out_bias", r.key_names.get("qkv_bias", "attention_bias"))
+    attention_bias = r.value(("qkv_bias", "attn_out_bias"), "attention_bias", default=True)
     fields.update(
         position="rotary",
         ffn_hidden=r.size("ffn_hidden", "intermediate_size"),
@@ -79,9 +78,7 @@ def opt(r: Reader) -> dict[str, Any]:
     fields = standard_sizes(r)
     width = fields["d_model"]
     embedding_dim = r.value("embedding_dim", "word_embed_proj_dim", default=None)
-    bias = r.value("qkv_bias", "enable_bias", default=True)
-    for field in ("attn_out_bias", "ffn_bias"):
-        r.key_names[field] = r.key_names.get("qkv_bias", "enable_bias")
+    bias = r.value(("qkv_bias", "attn_out_bias", "ffn_bias"), "enable_bias", default=True)
     if not r.flag("layer_norm_elementwise_affine", True):
         r.unsupported("layer_norm_elementwise_affine", "LayerNorms without weights")
     pre_norm = r.flag("do_layer_norm_before", True)

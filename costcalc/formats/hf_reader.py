@@ -35,13 +35,15 @@ class Reader:
         self.key_names[field] = key
         return self.doc.data[key]
 
-    def value(self, field: str, *keys: str, default: Any) -> Any:
+    def value(self, field: str | tuple[str, ...], *keys: str, default: Any) -> Any:
         """A value with the family's default (as its transformers config class sets it).
 
-        Errors about ``field`` name the key found, or the first of ``keys`` when none is there.
+        ``field`` may name several spec fields one key sets (a bias switch). Errors about them
+        name the key found, or the first of ``keys`` when none is there.
         """
         key = self._find(keys)
-        self.key_names[field] = key or keys[0]
+        for name in (field,) if isinstance(field, str) else field:
+            self.key_names[name] = key or keys[0]
         return default if key is None else self.doc.data[key]
 
     def flag(self, key: str, default: bool) -> bool:

@@ -21,7 +21,6 @@ def llama_layout(
     head_dim: int | None = None,
     tie: bool = False,
     qkv_bias: bool = False,
-    ffn_bias: bool = False,
     act: str = "silu",
 ) -> dict[str, Any]:
     """The shared layout: ``embed_tokens`` (V x D); per block ``input_layernorm`` and
@@ -41,7 +40,7 @@ def llama_layout(
         norm="rmsnorm",
         qkv_bias=qkv_bias,
         attn_out_bias=qkv_bias,
-        ffn_bias=ffn_bias,
+        ffn_bias=False,
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=tie),
     )
     return fields
@@ -52,9 +51,8 @@ def llama(r: Reader) -> dict[str, Any]:
     ``attention_bias``, gate/up/down when ``mlp_bias`` (both default false); untied by default."""
     fields = llama_layout(r)
     fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
-        "qkv_bias", "attention_bias", default=False
+        ("qkv_bias", "attn_out_bias"), "attention_bias", default=False
     )
-    r.key_names["attn_out_bias"] = "attention_bias"
     fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
     return fields
 
@@ -85,9 +83,8 @@ def gemma(r: Reader) -> dict[str, Any]:
     stored as offsets (still D each), q/k/v/o bias when ``attention_bias``; tied by default."""
     fields = llama_layout(r, kv_heads=16, head_dim=256, tie=True, act="gelu_pytorch_tanh")
     fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
-        "qkv_bias", "attention_bias", default=False
+        ("qkv_bias", "attn_out_bias"), "attention_bias", default=False
     )
-    r.key_names["attn_out_bias"] = "attention_bias"
     return fields
 
 
