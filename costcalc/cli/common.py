@@ -30,6 +30,14 @@ ConfigOption = Annotated[
         dir_okay=True,
     ),
 ]
+HfOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--hf",
+        metavar="ORG/NAME",
+        help="A model's config.json from the local Hugging Face cache (no network); repeatable.",
+    ),
+]
 FormatOption = Annotated[
     OutputFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
 ]
@@ -129,18 +137,21 @@ def load_models(
     configs: Sequence[Path] | None,
     overrides: dict[str, Any],
     default_preset: str | None = None,
+    hf: Sequence[str] | None = None,
 ) -> list[LoadedModel]:
-    """Every model named by --preset and --config (in that order), with overrides applied."""
+    """Every model named by --preset, --config and --hf (in that order), with overrides."""
     from costcalc.errors import UsageError
-    from costcalc.loaders import load_file, load_preset
+    from costcalc.loaders import load_file, load_hub, load_preset
 
     models = [load_preset(name, overrides) for name in presets or ()]
     models += [load_file(path, overrides) for path in configs or ()]
+    models += [load_hub(repo_id, overrides) for repo_id in hf or ()]
     if not models and default_preset is not None:
         models.append(load_preset(default_preset, overrides))
     if not models:
         raise UsageError(
-            "name a model with --preset NAME or --config FILE (see `costcalc presets`)"
+            "name a model with --preset NAME, --config FILE or --hf ORG/NAME "
+            "(see `costcalc presets`)"
         )
     return models
 

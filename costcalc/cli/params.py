@@ -15,6 +15,7 @@ from costcalc.cli.common import (
     FormatOption,
     HeadDimOption,
     HeadsOption,
+    HfOption,
     KvHeadsOption,
     LayersOption,
     NormOption,
@@ -53,6 +54,7 @@ ROWS = (
 def params(
     preset: PresetOption = None,
     config: ConfigOption = None,
+    hf: HfOption = None,
     explain: Annotated[
         bool, typer.Option("--explain", help="Show each row's formula with the numbers put in.")
     ] = False,
@@ -73,7 +75,7 @@ def params(
 ) -> None:
     """Count a model's parameters exactly: tables, blocks, LM head, tying, weight bytes.
 
-    Several --preset/--config render side by side. Totals count a tied matrix once, as
+    Several --preset/--config/--hf render side by side. Totals count a tied matrix once, as
     PyTorch's sum(p.numel() for p in model.parameters()) does.
     """
     from costcalc.results import params_result
@@ -94,7 +96,7 @@ def params(
             tie=tie,
             position=position,
         )
-        results = [params_result(model) for model in load_models(preset, config, overrides)]
+        results = [params_result(model) for model in load_models(preset, config, overrides, hf=hf)]
     data = [result.to_dict() for result in results]
     emit(fmt, data[0] if len(data) == 1 else data, params_grids(results, explain))
 
