@@ -50,7 +50,7 @@ def test_non_integer_option_is_a_usage_error(cli: Invoke) -> None:
 
 
 def test_no_model_named(cli: Invoke) -> None:
-    assert "--preset NAME or --config FILE" in fails(cli, "params", code=2)
+    assert "name a model with --preset NAME" in fails(cli, "params", code=2)
 
 
 def test_missing_file(cli: Invoke, tmp_path: Path) -> None:
