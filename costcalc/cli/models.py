@@ -30,7 +30,10 @@ SELECTION: dict[str, Any] = {
     "preset": Annotated[
         list[str] | None,
         typer.Option(
-            "--preset", "-p", help="A shipped preset (see `costcalc presets`); repeatable."
+            "--preset",
+            "-p",
+            metavar="NAME",
+            help="A shipped preset (see `costcalc presets`); repeatable.",
         ),
     ],
     "config": Annotated[
@@ -38,6 +41,7 @@ SELECTION: dict[str, Any] = {
         typer.Option(
             "--config",
             "-c",
+            metavar="FILE",
             help="A config file: costcalc YAML/JSON, nanoGPT-style or Hugging Face config.json; "
             "repeatable.",
         ),
