@@ -68,3 +68,13 @@ class UsageError(CostcalcError, ValueError):
     """Command-line values that are wrong before any model is loaded."""
 
     exit_code = 2
+
+
+class WorkloadError(CostcalcError, ValueError):
+    """A batch, sequence length or token count that the model cannot run."""
+
+    def __init__(self, name: str, value: int, expected: str) -> None:
+        self.name = name
+        self.value = value
+        self.expected = expected
+        super().__init__(f"{name} {value}: {expected}")

@@ -28,6 +28,15 @@ from costcalc.cli.common import (
     overrides_from,
     user_errors,
 )
+from costcalc.cli.workload import (
+    BatchOption,
+    CausalOption,
+    GenerateOption,
+    LengthOption,
+    PromptOption,
+    RecomputeOption,
+    workload_from,
+)
 from costcalc.render import OutputFormat
 
 if TYPE_CHECKING:
@@ -70,11 +79,19 @@ def params(
     norm: NormOption = None,
     tie: TieOption = None,
     position: PositionOption = None,
+    batch: BatchOption = None,
+    length: LengthOption = None,
+    causal: CausalOption = False,
+    recompute: RecomputeOption = False,
+    prompt: PromptOption = None,
+    generate: GenerateOption = None,
 ) -> None:
     """Count a model's parameters exactly: tables, blocks, LM head, tying, weight bytes.
 
     Several --preset/--config render side by side. Totals count a tied matrix once, as
-    PyTorch's sum(p.numel() for p in model.parameters()) does.
+    PyTorch's sum(p.numel() for p in model.parameters()) does. With --length (and --batch),
+    also the forward MACs and FLOPs; with --prompt and --generate, the cost of decoding with a
+    KV cache.
     """
     from costcalc.results import params_result
 
@@ -94,13 +111,16 @@ def params(
             tie=tie,
             position=position,
         )
-        results = [params_result(model) for model in load_models(preset, config, overrides)]
+        workload = workload_from(batch, length, causal, recompute, prompt, generate)
+        models = load_models(preset, config, overrides)
+        results = [params_result(model, workload) for model in models]
     data = [result.to_dict() for result in results]
     emit(fmt, data[0] if len(data) == 1 else data, params_grids(results, explain))
 
 
 def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
-    """The parameter table (a column per model) and the weight-bytes table."""
+    """The parameter table (a column per model), the weight-bytes table and the MAC tables."""
+    from costcalc.compute import compute_grids
     from costcalc.explain import explain as explain_rows
     from costcalc.render import Grid
     from costcalc.units import DTYPES, format_bytes, format_count, format_percent
@@ -147,4 +167,7 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
             ["int4 packs two weights per byte."],
         )
     )
+    computed = [result.compute for result in results if result.compute is not None]
+    if computed:
+        grids += compute_grids(names, computed)
     return grids
