@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from costcalc import macs
-from costcalc.errors import WorkloadError
+from costcalc.errors import RangeError
 from costcalc.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -30,10 +30,12 @@ class Workload:
     generated: int | None = None
 
 
-def check_count(name: str, value: int) -> int:
-    """``value`` if it is a positive integer, else a WorkloadError."""
+def check_count(name: str, value: int, maximum: int | None = None) -> int:
+    """``value`` if it is a positive integer (at most ``maximum``), else a RangeError."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise WorkloadError(name, value, "expected a positive whole number")
+        raise RangeError(name, value, "expected a positive whole number")
+    if maximum is not None and value > maximum:
+        raise RangeError(name, value, f"expected at most {maximum:,}")
     return value
 
 
@@ -41,7 +43,7 @@ def check_positions(spec: ModelSpec, name: str, value: int, positions: int) -> N
     """A learned position table has one row per position: ``positions`` must fit in it."""
     rows = spec.position_rows
     if spec.position == "learned" and positions > rows:
-        raise WorkloadError(
+        raise RangeError(
             name,
             value,
             f"needs {positions:,} positions, past the learned position table of {rows:,} rows "

@@ -70,8 +70,8 @@ class UsageError(CostcalcError, ValueError):
     exit_code = 2
 
 
-class WorkloadError(CostcalcError, ValueError):
-    """A batch, sequence length or token count that the model cannot run."""
+class RangeError(CostcalcError, ValueError):
+    """A size, batch, length or token count outside the range it must lie in."""
 
     def __init__(self, name: str, value: int, expected: str) -> None:
         self.name = name

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from costcalc.cli import params, presets
+from costcalc.cli import heads, params, presets, scale
 
 app = typer.Typer(
     name="costcalc",
@@ -19,6 +19,8 @@ app = typer.Typer(
 )
 app.command("params")(params.params)
 app.add_typer(presets.app, name="presets")
+app.command("scale", cls=scale.ListOptionsCommand)(scale.scale)
+app.command("heads")(heads.heads)
 
 
 def main() -> None:
