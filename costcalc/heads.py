@@ -34,8 +34,16 @@ class HeadSplit:
     head_dim: int
 
 
+def check_sizes(**sizes: int | None) -> None:
+    """Each given size is a positive integer no larger than a model size may be."""
+    for name, value in sizes.items():
+        if value is not None:
+            check_count(name, value, MAX_SIZE)
+
+
 def head_splits(d_model: int, kv_heads: int | None = None) -> list[HeadSplit]:
     """Every equal split of ``d_model`` (H divides D), with H a multiple of ``kv_heads``."""
+    check_sizes(d_model=d_model, n_kv_heads=kv_heads)
     return [
         HeadSplit(h, d_model // h)
         for h in divisors(d_model)
@@ -100,11 +108,7 @@ def check_heads(
     d_model: int, n_heads: int, kv_heads: int | None = None, head_dim: int | None = None
 ) -> HeadCheck:
     """Check a head layout; with an explicit ``head_dim`` no equal split is needed."""
-    for name, value in (("d_model", d_model), ("n_heads", n_heads), ("n_kv_heads", kv_heads)):
-        if value is not None:
-            check_count(name, value, MAX_SIZE)
-    if head_dim is not None:
-        check_count("head_dim", head_dim, MAX_SIZE)
+    check_sizes(d_model=d_model, n_heads=n_heads, n_kv_heads=kv_heads, head_dim=head_dim)
     problems = []
     width = head_dim
     if head_dim is None:

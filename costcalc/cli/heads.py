@@ -39,7 +39,6 @@ def heads(
         if h is None:
             if head_dim is not None:
                 raise UsageError("--head-dim needs --h: the head count it belongs to")
-            check_heads(d, 1, kv_heads)  # the sizes alone
             splits = head_splits(d, kv_heads)
             data = {"d_model": d, "n_kv_heads": kv_heads, "splits": [vars(s) for s in splits]}
             emit(fmt, data, [splits_grid(d, kv_heads, splits)])
