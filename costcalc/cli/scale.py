@@ -10,7 +10,7 @@ import typer
 from typer.core import TyperCommand
 
 from costcalc.cli.common import ConfigOption, FormatOption, PresetOption, emit, user_errors
-from costcalc.cli.workload import BatchOption, CausalOption
+from costcalc.cli.workload import PANEL, CausalOption
 from costcalc.render import OutputFormat
 
 if TYPE_CHECKING:
@@ -67,6 +67,10 @@ LayersOption = Annotated[list[int] | None, typer.Option("--layers", help="Layer 
 LengthsOption = Annotated[
     list[int] | None,
     typer.Option("--length", "-T", help="Tokens T per sequence (default 4, seed 000)."),
+]
+BatchOption = Annotated[
+    int | None,
+    typer.Option("--batch", "-B", help="Sequences B (default 2, seed 000).", rich_help_panel=PANEL),
 ]
 ContextOption = Annotated[
     list[int] | None, typer.Option("--context", help="Context lengths (position table rows).")
