@@ -1,22 +1,35 @@
 """ModelSpecs of the models in tests/golden/hf_reference.json, for tests that compare with it.
 
-GPT-2-family fixtures load through the Hugging Face loader; the others are written out from their
-fixture config.json (tests/fixtures/hf/<name>.json) and the family's modeling code in transformers.
-test_golden_specs_match_parameter_counts checks each against the golden parameter count.
+GPT-2-family fixtures load through the Hugging Face loader, and presets stand for the models they
+name; the others are written out from their fixture config.json (tests/fixtures/hf/<name>.json)
+and the family's modeling code in transformers. test_golden_specs_match_parameter_counts checks
+each against the golden parameter count.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from costcalc.loaders import load_file, load_preset
 from costcalc.spec import ModelSpec
 
-HF = Path(__file__).resolve().parent / "fixtures" / "hf"
-GOLDEN = Path(__file__).resolve().parent / "golden"
+TESTS = Path(__file__).resolve().parent
+HF = TESTS / "fixtures" / "hf"
+GOLDEN = TESTS / "golden"
 
+SHORT = {
+    "V": "vocab_size",
+    "N": "context_length",
+    "D": "d_model",
+    "L": "n_layers",
+    "H": "n_heads",
+    "K": "n_kv_heads",
+    "d": "head_dim",
+    "h": "ffn_hidden",
+}
 # Llama-style blocks: rotary positions, SwiGLU, RMSNorm, no biases, untied.
-LLAMA: dict[str, object] = {
+LLAMA: dict[str, Any] = {
     "position": "rotary",
     "ffn": "swiglu",
     "norm": "rmsnorm",
@@ -25,15 +38,13 @@ LLAMA: dict[str, object] = {
     "ffn_bias": False,
     "tie_embeddings": False,
 }
-QWEN2 = {**LLAMA, "qkv_bias": True}
+QWEN2 = {**LLAMA, "qkv_bias": True, "tie_embeddings": True}  # bias on q/k/v only
+GPT2: dict[str, Any] = {}  # the ModelSpec defaults describe a GPT-2 block
 
 
-def _llama(**fields: object) -> ModelSpec:
-    return ModelSpec.model_validate({**LLAMA, **fields})
-
-
-def _qwen2(**fields: object) -> ModelSpec:
-    return ModelSpec.model_validate({**QWEN2, **fields})
+def spec(family: dict[str, Any], **fields: Any) -> ModelSpec:
+    """A spec of ``family``'s block with ``fields`` (short names V, N, D, L, H, K, d, h allowed)."""
+    return ModelSpec.model_validate({**family, **{SHORT.get(k, k): v for k, v in fields.items()}})
 
 
 def golden_spec(name: str) -> ModelSpec:
@@ -45,167 +56,39 @@ def golden_spec(name: str) -> ModelSpec:
     return SPECS[name]
 
 
+# fmt: off
 SPECS: dict[str, ModelSpec] = {
     # GPT-1: GPT-2's block with post-norm, so no final norm.
-    "openai-gpt": ModelSpec(
-        vocab_size=40478, context_length=512, d_model=768, n_layers=12, n_heads=12, final_norm=False
-    ),
+    "openai-gpt": spec(GPT2, V=40478, N=512, D=768, L=12, H=12, final_norm=False),
     # GPT-NeoX: rotary on a quarter of each head (16 of 64), untied embed_out.
-    "pythia-160m": ModelSpec(
-        vocab_size=50304,
-        context_length=2048,
-        d_model=768,
-        n_layers=12,
-        n_heads=12,
-        position="rotary",
-        rotary_dim=16,
-        tie_embeddings=False,
-    ),
-    # OPT: learned positions with 2 extra rows; opt-350m has a 512-wide table, projected, and
-    # post-norm blocks without a final norm.
-    "opt-125m": ModelSpec(
-        vocab_size=50272,
-        context_length=2048,
-        position_offset=2,
-        d_model=768,
-        n_layers=12,
-        n_heads=12,
-    ),
-    "opt-350m": ModelSpec(
-        vocab_size=50272,
-        context_length=2048,
-        position_offset=2,
-        d_model=1024,
-        embedding_dim=512,
-        n_layers=24,
-        n_heads=16,
-        final_norm=False,
-    ),
-    "smollm2-135m": _llama(
-        vocab_size=49152,
-        context_length=8192,
-        d_model=576,
-        n_layers=30,
-        n_heads=9,
-        n_kv_heads=3,
-        ffn_hidden=1536,
-        tie_embeddings=True,
-    ),
-    "llama-3.2-1b": _llama(
-        vocab_size=128256,
-        context_length=131072,
-        d_model=2048,
-        n_layers=16,
-        n_heads=32,
-        n_kv_heads=8,
-        head_dim=64,
-        ffn_hidden=8192,
-        tie_embeddings=True,
-    ),
-    "mistral-7b-v0.1": _llama(
-        vocab_size=32000,
-        context_length=32768,
-        d_model=4096,
-        n_layers=32,
-        n_heads=32,
-        n_kv_heads=8,
-        ffn_hidden=14336,
-        sliding_window=4096,
-    ),
-    "qwen2.5-1.5b": _qwen2(
-        vocab_size=151936,
-        context_length=131072,
-        d_model=1536,
-        n_layers=28,
-        n_heads=12,
-        n_kv_heads=2,
-        ffn_hidden=8960,
-        tie_embeddings=True,
-    ),
+    "pythia-160m": spec(GPT2, V=50304, N=2048, D=768, L=12, H=12, position="rotary",
+                        rotary_dim=16, tie_embeddings=False),
+    # OPT: 2 extra position rows; opt-350m projects a 512-wide table and has no final norm.
+    "opt-125m": spec(GPT2, V=50272, N=2048, position_offset=2, D=768, L=12, H=12),
+    "opt-350m": spec(GPT2, V=50272, N=2048, position_offset=2, D=1024, embedding_dim=512,
+                     L=24, H=16, final_norm=False),
     # Phi-2: parallel block with one LayerNorm, rotary on 32 of 80 dims, LM head with bias.
-    "phi-2": ModelSpec(
-        vocab_size=51200,
-        context_length=2048,
-        d_model=2560,
-        n_layers=32,
-        n_heads=32,
-        ffn_hidden=10240,
-        position="rotary",
-        rotary_dim=32,
-        norms_per_block=1,
-        lm_head_bias=True,
-        tie_embeddings=False,
-    ),
-    "phi-3-mini-4k": _llama(
-        vocab_size=32064,
-        context_length=4096,
-        d_model=3072,
-        n_layers=32,
-        n_heads=32,
-        ffn_hidden=8192,
-        sliding_window=2047,
-    ),
-    "llama-3.1-8b": _llama(
-        vocab_size=128256,
-        context_length=131072,
-        d_model=4096,
-        n_layers=32,
-        n_heads=32,
-        n_kv_heads=8,
-        ffn_hidden=14336,
-    ),
-    "qwen2.5-3b": _qwen2(
-        vocab_size=151936,
-        context_length=32768,
-        d_model=2048,
-        n_layers=36,
-        n_heads=16,
-        n_kv_heads=2,
-        ffn_hidden=11008,
-        tie_embeddings=True,
-    ),
-    "qwen2.5-7b": _qwen2(
-        vocab_size=152064,
-        context_length=131072,
-        d_model=3584,
-        n_layers=28,
-        n_heads=28,
-        n_kv_heads=4,
-        ffn_hidden=18944,
-    ),
+    "phi-2": spec(GPT2, V=51200, N=2048, D=2560, L=32, H=32, h=10240, position="rotary",
+                  rotary_dim=32, norms_per_block=1, lm_head_bias=True, tie_embeddings=False),
+    "smollm2-135m": spec(LLAMA, V=49152, N=8192, D=576, L=30, H=9, K=3, h=1536,
+                         tie_embeddings=True),
+    "llama-3.2-1b": spec(LLAMA, V=128256, N=131072, D=2048, L=16, H=32, K=8, d=64, h=8192,
+                         tie_embeddings=True),
+    "llama-3.1-8b": spec(LLAMA, V=128256, N=131072, D=4096, L=32, H=32, K=8, h=14336),
+    "mistral-7b-v0.1": spec(LLAMA, V=32000, N=32768, D=4096, L=32, H=32, K=8, h=14336,
+                            sliding_window=4096),
+    "phi-3-mini-4k": spec(LLAMA, V=32064, N=4096, D=3072, L=32, H=32, h=8192,
+                          sliding_window=2047),
+    "qwen2.5-1.5b": spec(QWEN2, V=151936, N=131072, D=1536, L=28, H=12, K=2, h=8960),
+    "qwen2.5-3b": spec(QWEN2, V=151936, N=32768, D=2048, L=36, H=16, K=2, h=11008),
+    "qwen2.5-7b": spec(QWEN2, V=152064, N=131072, D=3584, L=28, H=28, K=4, h=18944,
+                       tie_embeddings=False),
     # Gemma: GeGLU, head_dim 256 given explicitly, multi-query (1 KV head), tied.
-    "gemma-2b": _llama(
-        vocab_size=256000,
-        context_length=8192,
-        d_model=2048,
-        n_layers=18,
-        n_heads=8,
-        n_kv_heads=1,
-        head_dim=256,
-        ffn="geglu",
-        ffn_hidden=16384,
-        tie_embeddings=True,
-    ),
-    "mixtral-8x7b": _llama(
-        vocab_size=32000,
-        context_length=32768,
-        d_model=4096,
-        n_layers=32,
-        n_heads=32,
-        n_kv_heads=8,
-        ffn_hidden=14336,
-        moe_experts=8,
-        moe_top_k=2,
-    ),
-    "tiny-mixtral": _llama(
-        vocab_size=128,
-        context_length=64,
-        d_model=64,
-        n_layers=2,
-        n_heads=4,
-        n_kv_heads=2,
-        ffn_hidden=96,
-        moe_experts=4,
-        moe_top_k=2,
-    ),
+    "gemma-2b": spec(LLAMA, V=256000, N=8192, D=2048, L=18, H=8, K=1, d=256, ffn="geglu",
+                     h=16384, tie_embeddings=True),
+    "mixtral-8x7b": spec(LLAMA, V=32000, N=32768, D=4096, L=32, H=32, K=8, h=14336,
+                         moe_experts=8, moe_top_k=2),
+    "tiny-mixtral": spec(LLAMA, V=128, N=64, D=64, L=2, H=4, K=2, h=96, moe_experts=4,
+                         moe_top_k=2),
 }
+# fmt: on

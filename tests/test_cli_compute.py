@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 from conftest import Invoke
-from golden_specs import GOLDEN
+from expect import expect_error
+from golden_specs import GOLDEN, golden_spec
 
 from costcalc import macs
 from costcalc.loaders import load_preset
@@ -85,12 +86,7 @@ def test_side_by_side(cli: Invoke) -> None:
 def test_moe_rows(cli: Invoke, tmp_path: Path) -> None:
     # tiny-mixtral (tests/golden/hf_reference.json): router and expert MACs at B=1, T=16.
     golden = GOLDEN_MODELS["tiny-mixtral"]["macs_forward"]
-    config = {
-        "vocab_size": 128, "context_length": 64, "d_model": 64, "n_layers": 2, "n_heads": 4,
-        "n_kv_heads": 2, "ffn": "swiglu", "ffn_hidden": 96, "moe_experts": 4, "moe_top_k": 2,
-        "position": "rotary", "norm": "rmsnorm", "qkv_bias": False, "attn_out_bias": False,
-        "ffn_bias": False, "tie_embeddings": False,
-    }  # fmt: skip
+    config = golden_spec("tiny-mixtral").model_dump(exclude_none=True)
     data = params_json(cli, "-c", write_config(tmp_path, config), "-T", "16")
     assert data["macs"]["router"] == golden["macs_router"]
     assert data["macs"]["ffn"] == golden["macs_experts"]
@@ -160,9 +156,7 @@ def test_markdown_and_csv(cli: Invoke) -> None:
 )
 def test_bad_input(cli: Invoke, args: list[str], code: int, message: str) -> None:
     result = cli("params", "-p", "gpt2-small", *args)
-    assert result.exit_code == code
-    assert message in result.stderr
-    assert "Traceback" not in result.stderr
+    expect_error(result, code, message)
 
 
 def test_non_integer_length(cli: Invoke) -> None:

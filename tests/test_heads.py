@@ -6,6 +6,7 @@ import json
 
 import pytest
 from conftest import Invoke
+from expect import expect_error
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,6 +23,12 @@ def test_seed_000_valid_splits(cli: Invoke, d: int, h: int, head_dim: int) -> No
     data = json.loads(result.stdout)
     assert data["head_dim"] == head_dim
     assert data["valid"] is True
+
+
+def test_long_option_names(cli: Invoke) -> None:
+    # seed 000: D=192, heads=4 -> head_dim 48, spelled with the long names.
+    result = cli("heads", "--d-model", "192", "--heads", "4", "-f", "json")
+    assert json.loads(result.stdout)["head_dim"] == 48
 
 
 def test_seed_000_invalid_split(cli: Invoke) -> None:
@@ -93,9 +100,7 @@ def test_explicit_head_dim_is_valid(cli: Invoke) -> None:
 )
 def test_bad_input(cli: Invoke, args: list[str], code: int, message: str) -> None:
     result = cli("heads", *args)
-    assert result.exit_code == code
-    assert message in result.stderr
-    assert "Traceback" not in result.stderr
+    expect_error(result, code, message)
 
 
 def test_non_integer_and_missing_width(cli: Invoke) -> None:
