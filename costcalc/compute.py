@@ -158,7 +158,19 @@ class ComputeResult:
                 "training": macs.flops(macs.training_macs(self.forward.total, w.recompute)),
             }
         if self.decoding is not None:
-            data["decode"] = {"macs": asdict(self.decoding)}
+            d = self.decoding
+            data["decode"] = {
+                "prompt": d.prompt,
+                "generated": d.generated,
+                "steps": d.steps,
+                "macs": {
+                    "prefill": d.prefill,
+                    "first_step": d.first_step,
+                    "last_step": d.last_step,
+                    "decode": d.decode,
+                    "total": d.total,
+                },
+            }
         return data
 
 

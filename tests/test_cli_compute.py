@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Invoke
-from expect import expect_error
-from golden_specs import GOLDEN, golden_spec
 
 from costcalc import macs
 from costcalc.loaders import load_preset
+from tests.conftest import Invoke
+from tests.expect import expect_error
+from tests.golden_specs import GOLDEN, golden_spec
 
 GOLDEN_MODELS: dict[str, Any] = json.loads((GOLDEN / "hf_reference.json").read_text())["models"]
 
@@ -117,7 +117,8 @@ def test_decoding(cli: Invoke) -> None:
     decode = data["decode"]["macs"]
     spec = load_preset("gpt2-small").spec
     assert decode["prefill"] == macs.forward_macs(spec, 1, 100)
-    assert decode["steps"] == 28
+    assert data["decode"]["steps"] == 28
+    assert data["decode"]["prompt"] == 100
     assert decode["first_step"] == macs.decode_token_macs(spec, 100)
     assert decode["last_step"] == macs.decode_token_macs(spec, 127)
     assert decode["total"] == decode["prefill"] + decode["decode"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import Invoke
-from expect import expect_error
 from hypothesis import given
 from hypothesis import strategies as st
 
 from costcalc.heads import check_heads, divisors, head_splits, nearest_splits
+from tests.conftest import Invoke
+from tests.expect import expect_error
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import pytest
-from golden_specs import GOLDEN, golden_spec
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,6 +13,7 @@ from costcalc import macs
 from costcalc.compute import decode_report, mac_report
 from costcalc.params import param_report
 from costcalc.spec import ModelSpec
+from tests.golden_specs import GOLDEN, golden_spec
 
 GOLDEN_MODELS: dict[str, Any] = json.loads((GOLDEN / "hf_reference.json").read_text())["models"]
 MACS_GOLDEN = {

@@ -7,14 +7,14 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from conftest import Invoke
-from expect import expect_error
 from hypothesis import given
 from hypothesis import strategies as st
 
 from costcalc.cli.scale import LIST_OPTIONS, spread_values
 from costcalc.scale import TERMS, format_ratio, leading_terms, ratios
 from costcalc.spec import ModelSpec
+from tests.conftest import Invoke
+from tests.expect import expect_error
 
 # seed 000: leading_cost(50257, 1024, 256, batch=2, length=4), printed by the seed's model.
 SEED_VALUES_D256 = {
@@ -185,7 +185,9 @@ def test_markdown_and_csv_have_no_chart(cli: Invoke) -> None:
         (["--d", "256", "512", "-T", "2048"], 1, "past the learned position table"),
         (["--context", "2", "8"], 1, "past the learned position table"),
         (["--d", "256", "512", "-B", "0"], 1, "batch 0"),
+        (["--d", "768", "1536", "-p", "gpt2", "-c", "gpt2.yaml"], 2, "one model"),
         (["--d", "768", "1536", "-p", "gpt2", "-p", "gpt2-medium"], 2, "one model"),
+        (["--d", "768", "1536", "-p", "gtp2"], 1, "unknown preset 'gtp2'"),
     ],
 )
 def test_bad_input(cli: Invoke, args: list[str], code: int, message: str) -> None:

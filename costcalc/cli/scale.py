@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
-from costcalc.cli.common import ConfigOption, FormatOption, PresetOption, emit, user_errors
+from costcalc.cli.common import FormatOption, emit, user_errors
 from costcalc.cli.workload import PANEL, CausalOption
 from costcalc.render import OutputFormat
 
@@ -68,6 +69,14 @@ LengthsOption = Annotated[
     list[int] | None,
     typer.Option("--length", "-T", help="Tokens T per sequence (default 4, seed 000)."),
 ]
+PresetOption = Annotated[
+    list[str] | None,
+    typer.Option("--preset", "-p", metavar="NAME", help="The base model: a shipped preset."),
+]
+ConfigOption = Annotated[
+    list[Path] | None,
+    typer.Option("--config", "-c", metavar="FILE", help="The base model: a config file."),
+]
 BatchOption = Annotated[
     int | None,
     typer.Option("--batch", "-B", help="Sequences B (default 2, seed 000).", rich_help_panel=PANEL),
@@ -119,9 +128,10 @@ def scale(
         ]
         for value, model in models:
             _check(model, B, value if T is None else T)
-        name = models[0][1].name if preset or config else "seed 000's setting"
+        seed = not preset and not config
+        name = "seed 000's setting" if seed else models[0][1].name
         result = scale_result(name, dimension, [(v, m.spec) for v, m in models], B, T, causal)
-    setting = _setting(models[0][1], preset, config, B, T)
+    setting = _setting(models[0][1], seed, B, T)
     emit(fmt, result.to_dict(), scale_grids(result, setting, chart=fmt is OutputFormat.table))
 
 
@@ -130,19 +140,20 @@ def _override(dimension: str, value: int) -> dict[str, int]:
 
 
 def _load(
-    preset: list[str] | None, config: list[Any] | None, overrides: dict[str, Any]
+    preset: list[str] | None, config: list[Path] | None, overrides: dict[str, Any]
 ) -> LoadedModel:
     """The one base model with ``overrides``; seed 000's setting when none is named."""
-    from costcalc.cli.common import load_models
     from costcalc.errors import UsageError
-    from costcalc.loaders import load_preset
+    from costcalc.loaders import load_file, load_preset
 
-    if not preset and not config:
-        return load_preset(SEED_PRESET, {"n_layers": 1, **overrides})
-    models = load_models(preset, config, overrides)
-    if len(models) > 1:
+    named = [*(preset or ()), *(config or ())]
+    if len(named) > 1:
         raise UsageError("scale compares one model: give one --preset or --config")
-    return models[0]
+    if config:
+        return load_file(config[0], overrides)
+    if preset:
+        return load_preset(preset[0], overrides)
+    return load_preset(SEED_PRESET, {"n_layers": 1, **overrides})
 
 
 def _check(model: LoadedModel, batch: int, length: int) -> None:
@@ -153,12 +164,10 @@ def _check(model: LoadedModel, batch: int, length: int) -> None:
     check_positions(model.spec, "length", length, length)
 
 
-def _setting(
-    model: LoadedModel, preset: list[str] | None, config: list[Any] | None, B: int, T: int | None
-) -> str:
+def _setting(model: LoadedModel, seed: bool, B: int, T: int | None) -> str:
     """One line saying what the base model and workload are."""
     workload = f"B={B:,}" + ("" if T is None else f", T={T:,}")
-    if not preset and not config:
+    if seed:
         return (
             "Seed 000's setting: V=50,257, context 1,024, one GPT-2 block (r=4, H=8, as lrn-gpt's "
             f"GPTConfig), {workload}."
