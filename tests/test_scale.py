@@ -49,6 +49,19 @@ def test_seed_000_table(cli: Invoke) -> None:
     assert "Seed 000's setting" in result.stdout
 
 
+def test_chart_bars_are_proportional(cli: Invoke) -> None:
+    # D = 256 -> 1,024: the k^2 terms (16x) get the full bar, the k terms (4x) a quarter of it.
+    result = cli("scale", "--d", "256", "1024")
+    bars = {
+        line.split("│")[1].strip(): line.count("█")
+        for line in result.stdout.splitlines()
+        if "█" in line
+    }
+    assert bars["projection_ffn_macs"] == bars["block_matrix_parameters"] == 24
+    assert bars["lm_head_macs"] == bars["token_parameters"] == 6
+    assert "16.0x" in result.stdout
+
+
 def test_seed_000_json(cli: Invoke) -> None:
     result = cli("scale", "--d", "256", "512", "--format", "json")
     assert result.exit_code == 0
