@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from costcalc.cli import params, presets
+from costcalc.cli import heads, params, presets, scale
 
 app = typer.Typer(
     name="costcalc",
@@ -41,6 +41,8 @@ def _root(
 
 app.command("params")(params.params)
 app.add_typer(presets.app, name="presets")
+app.command("scale", cls=scale.ListOptionsCommand)(scale.scale)
+app.command("heads")(heads.heads)
 
 
 def main() -> None:
