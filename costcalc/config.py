@@ -8,16 +8,60 @@ errors with a "did you mean" hint. Presets are files in this format.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+)
 
-from costcalc.errors import Problem
+from costcalc.errors import Problem, UsageError
 from costcalc.files import Document, KeyPath
 from costcalc.spec import ModelSpec, StructureError
+from costcalc.units import DTYPES, check_dtype, parse_bytes, parse_count
 
 METADATA_KEYS = ("name", "description", "source")
+
+
+def _quantity(parse: Callable[[str], int]) -> Callable[[object], object]:
+    """A before-validator: a string like '30M' goes through ``parse``; a number stays as it is
+    (the strict integer check after it refuses booleans and floats)."""
+
+    def convert(value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return parse(value)
+            except UsageError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    return convert
+
+
+def _quantity_schema(example: str) -> WithJsonSchema:
+    return WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 1},
+                {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*[A-Za-z]*\s*$"},
+            ],
+            "examples": [example],
+        }
+    )
+
+
+ParamLimit = Annotated[
+    int, BeforeValidator(_quantity(parse_count)), Field(strict=True, ge=1), _quantity_schema("30M")
+]
+ByteLimit = Annotated[
+    int, BeforeValidator(_quantity(parse_bytes)), Field(strict=True, ge=1), _quantity_schema("1GiB")
+]
 
 
 class Budget(BaseModel):
@@ -25,13 +69,25 @@ class Budget(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_params: int | str | None = Field(
+    max_params: ParamLimit | None = Field(
         default=None, description="Most parameters allowed: a count like 124439808 or 30M."
     )
-    max_weight_bytes: int | str | None = Field(
-        default=None, description="Most weight bytes allowed: like 1GiB or 500MB."
+    max_weight_bytes: ByteLimit | None = Field(
+        default=None, description="Most weight bytes allowed: like 1GiB (2^30) or 500MB (10^6)."
     )
-    dtype: str = Field(default="bf16", description="The dtype max_weight_bytes is measured in.")
+    dtype: str = Field(
+        default="bf16",
+        description="The dtype max_weight_bytes is measured in.",
+        json_schema_extra={"enum": list(DTYPES)},
+    )
+
+    @field_validator("dtype")
+    @classmethod
+    def _known_dtype(cls, value: str) -> str:
+        try:
+            return check_dtype(value)
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class ConfigFile(ModelSpec):
@@ -94,4 +150,6 @@ def _message(error: Any, loc: KeyPath, known: tuple[str, ...]) -> str:
         return f"required{what}"
     value = error.get("input")
     shown = repr(value) if not isinstance(value, dict | list) else type(value).__name__
+    if kind == "value_error":  # our own validators' messages already say what was given
+        return str((error.get("ctx") or {}).get("error", error["msg"]))
     return f"{error['msg']} (got {shown})"
