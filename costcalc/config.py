@@ -8,7 +8,7 @@ errors with a "did you mean" hint. Presets are files in this format.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Annotated, Any
 
 from pydantic import (
@@ -99,6 +99,15 @@ class ConfigFile(ModelSpec):
     budget: Budget | None = Field(default=None, description="Limits for `costcalc check`.")
 
 
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of costcalc's config format."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **ConfigFile.model_json_schema(),
+        "title": "costcalc model config",
+    }
+
+
 SPEC_FIELDS: tuple[str, ...] = tuple(ModelSpec.model_fields)
 CONFIG_FIELDS: tuple[str, ...] = tuple(ConfigFile.model_fields)
 
@@ -121,7 +130,7 @@ def problems_from(
             continue
         loc = tuple(str(part) for part in error["loc"])
         problems.append(_problem(loc, _message(error, loc, known), doc, overrides, names))
-    return problems
+    return list(dict.fromkeys(problems))  # several fields read from one key fail once
 
 
 def _problem(
@@ -138,12 +147,16 @@ def _problem(
     return Problem(".".join(file_loc), message, line)
 
 
+def unknown_key_message(key: str, known: Collection[str], what: str = "unknown key") -> str:
+    """``what``, with a "did you mean" hint naming the closest of the ``known`` keys."""
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f"{what}; did you mean '{close[0]}'?" if close else what
+
+
 def _message(error: Any, loc: KeyPath, known: tuple[str, ...]) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
-        close = difflib.get_close_matches(loc[-1], known, n=1, cutoff=0.6)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        return f"unknown key{hint}"
+        return unknown_key_message(loc[-1], known)
     if kind == "missing":
         field = ConfigFile.model_fields.get(loc[0]) if loc else None
         what = f" ({field.description})" if field is not None and field.description else ""

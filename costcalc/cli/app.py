@@ -1,6 +1,7 @@
 """The ``costcalc`` command: registers the subcommands; each lives in a module of its own.
 
-Exit codes: 0 success; 1 invalid model or input (a message on stderr, never a traceback);
+Exit codes: 0 success; 1 invalid model or input (a message on stderr, never a traceback), or
+findings of `costcalc check`;
 2 wrong usage (unknown option, malformed value).
 """
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from costcalc.cli import params, presets
+from costcalc.cli import check, params, presets, schema
 
 app = typer.Typer(
     name="costcalc",
@@ -18,6 +19,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("params")(params.params)
+app.command("check")(check.check)
+app.command("schema")(schema.schema)
 app.add_typer(presets.app, name="presets")
 
 
