@@ -127,7 +127,7 @@ def check_file(path: str | Path, limits: Limits) -> FileReport:
     except FileReadError as exc:
         return FileReport(name, [Problem("", exc.reason, exc.line)])
     except ConfigError as exc:
-        return FileReport(name, exc.problems)
+        return FileReport(name, sorted(exc.problems, key=_by_line))
     count = total_params(model.spec)
     findings = limit_problems(model, count, doc, limits)
     return FileReport(name, findings, model, count)
@@ -175,6 +175,10 @@ def budget_problems(count: int, budget: Budget, where: Locator) -> list[Problem]
             )
             problems.append(Problem(field_name, message, line))
     return problems
+
+
+def _by_line(problem: Problem) -> tuple[bool, int]:
+    return problem.line is None, problem.line or 0
 
 
 def _option(key: str) -> str:

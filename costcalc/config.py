@@ -8,6 +8,7 @@ errors with a "did you mean" hint. Presets are files in this format.
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Callable, Collection, Mapping
 from typing import Annotated, Any
 
@@ -23,10 +24,12 @@ from pydantic import (
 
 from costcalc.errors import Problem, UsageError
 from costcalc.files import Document, KeyPath
-from costcalc.spec import ModelSpec, StructureError
+from costcalc.spec import ModelSpec, StructureError, structural_problems
 from costcalc.units import DTYPES, check_dtype, parse_bytes, parse_count
 
 METADATA_KEYS = ("name", "description", "source")
+
+_KINDS = {dict: "a mapping", list: "a list"}
 
 
 def _quantity(parse: Callable[[str], int]) -> Callable[[object], object]:
@@ -118,19 +121,39 @@ def problems_from(
     overrides: Mapping[str, Any],
     known: tuple[str, ...],
     key_names: Mapping[str, str] | None = None,
+    data: Mapping[str, Any] | None = None,
 ) -> list[Problem]:
-    """One :class:`Problem` per pydantic error: field path, line where known, what was expected."""
+    """One :class:`Problem` per pydantic error: field path, line where known, what was expected.
+
+    Given the ``data`` that failed, the structural rules that read only valid fields run too,
+    so a file hears about all its problems at once.
+    """
     names = key_names or {}
+    errors = exc.errors(include_url=False)
+    structure: list[tuple[str, str]] = []
     problems: list[Problem] = []
-    for error in exc.errors(include_url=False):
+    for error in errors:
         cause = (error.get("ctx") or {}).get("error")
         if isinstance(cause, StructureError):
-            for field, message in cause.problems:
-                problems.append(_problem((field,), message, doc, overrides, names))
+            structure += cause.problems
             continue
         loc = tuple(str(part) for part in error["loc"])
         problems.append(_problem(loc, _message(error, loc, known), doc, overrides, names))
+    if not structure and data is not None:
+        structure = _structure_of_valid_fields(data, {str(e["loc"][0]) for e in errors if e["loc"]})
+    problems += [_problem((field,), message, doc, overrides, names) for field, message in structure]
     return list(dict.fromkeys(problems))  # several fields read from one key fail once
+
+
+def _structure_of_valid_fields(data: Mapping[str, Any], invalid: set[str]) -> list[tuple[str, str]]:
+    """The structural rules broken by the fields that passed validation on their own."""
+    usable = [
+        name
+        for name, info in ModelSpec.model_fields.items()
+        if name not in invalid and (name in data or not info.is_required())
+    ]
+    spec = ModelSpec.model_construct(**{name: data[name] for name in usable if name in data})
+    return structural_problems(spec, usable)
 
 
 def _problem(
@@ -162,7 +185,11 @@ def _message(error: Any, loc: KeyPath, known: tuple[str, ...]) -> str:
         what = f" ({field.description})" if field is not None and field.description else ""
         return f"required{what}"
     value = error.get("input")
-    shown = repr(value) if not isinstance(value, dict | list) else type(value).__name__
+    shown = (  # as the file spells it: true, 768.0, "yes"
+        json.dumps(value, default=repr)
+        if not isinstance(value, dict | list)
+        else _KINDS[type(value)]
+    )
     if kind == "value_error":  # our own validators' messages already say what was given
         return str((error.get("ctx") or {}).get("error", error["msg"]))
     return f"{error['msg']} (got {shown})"

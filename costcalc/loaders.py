@@ -133,5 +133,5 @@ def _validate(
         return model.model_validate(data)
     except ValidationError as exc:
         known = CONFIG_FIELDS if model is ConfigFile else SPEC_FIELDS
-        problems = problems_from(exc, doc, overrides or {}, known, key_names)
+        problems = problems_from(exc, doc, overrides or {}, known, key_names, data)
         raise ConfigError(doc.path, problems) from None
