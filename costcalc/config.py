@@ -179,7 +179,7 @@ def unknown_key_message(key: str, known: Collection[str], what: str = "unknown k
 def _message(error: Any, loc: KeyPath, known: tuple[str, ...]) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
-        return unknown_key_message(loc[-1], known)
+        return unknown_key_message(loc[-1], Budget.model_fields if loc[0] == "budget" else known)
     if kind == "missing":
         field = ConfigFile.model_fields.get(loc[0]) if loc else None
         what = f" ({field.description})" if field is not None and field.description else ""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import FIXTURES, Invoke
 
 REPO = FIXTURES / "repo"
@@ -197,7 +196,9 @@ def test_github_annotations_for_every_finding(cli: Invoke) -> None:
     findings = sum(len(item[4]) for item in EXPECTED)
     assert len([line for line in lines if line.startswith("::error ")]) == findings
     assert any(
-        line.startswith("::error file=configs/bad/heads-7.yaml,line=7,title=costcalc check::n_heads:")
+        line.startswith(
+            "::error file=configs/bad/heads-7.yaml,line=7,title=costcalc check::n_heads:"
+        )
         for line in lines
     )
     assert (
