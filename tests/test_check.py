@@ -484,3 +484,26 @@ def test_schema_describes_the_config_format(cli: Invoke) -> None:
     budget = schema["$defs"]["Budget"]
     assert set(budget["properties"]) == {"max_params", "max_weight_bytes", "dtype"}
     assert budget["properties"]["dtype"]["enum"] == ["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+
+
+# --- Ecosystem -----------------------------------------------------------------------------
+
+
+def test_pre_commit_hook_runs_check_on_yaml_and_json() -> None:
+    [hook] = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert hook["id"] == "costcalc-check"
+    assert hook["entry"] == "costcalc check"
+    assert hook["types_or"] == ["yaml", "json"]
+    assert f"id: {hook['id']}" in (ROOT / "docs" / "ci.md").read_text()
+
+
+@pytest.mark.parametrize("command", ["check", "schema"])
+def test_commands_have_help_and_docs(cli: Invoke, command: str) -> None:
+    result = cli(command, "--help")
+    assert result.exit_code == 0
+    docs = (ROOT / "docs" / "check.md").read_text() + (ROOT / "docs" / "ci.md").read_text()
+    assert f"costcalc {command}" in docs
+    if command == "check":
+        for option in ("--max-params", "--max-weight-bytes", "--dtype", "--length", "--format"):
+            assert option in result.stdout
+            assert option in docs
