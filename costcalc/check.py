@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from costcalc.config import Budget
-from costcalc.errors import ConfigError, FileReadError, Problem
+from costcalc.errors import ConfigError, CostcalcError, FileReadError, Problem
 from costcalc.files import Document, read_document
 from costcalc.loaders import LoadedModel, load_document
 from costcalc.params import total_params
@@ -128,6 +128,8 @@ def check_file(path: str | Path, limits: Limits) -> FileReport:
         return FileReport(name, [Problem("", exc.reason, exc.line)])
     except ConfigError as exc:
         return FileReport(name, sorted(exc.problems, key=_by_line))
+    except CostcalcError as exc:
+        return FileReport(name, [Problem("", str(exc))])
     count = total_params(model.spec)
     findings = limit_problems(model, count, doc, limits)
     return FileReport(name, findings, model, count)

@@ -25,6 +25,14 @@ def _bomb() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _nested_yaml(depth: int) -> str:
+    return "a: " + "[" * depth + "]" * depth + "\n"
+
+
+def _nested_json(depth: int) -> str:
+    return '{"a": ' + "[" * depth + "]" * depth + "}"
+
+
 # (case, file name, content, line or None, message)
 CASES: list[tuple[str, str, str | bytes, int | None, str]] = [
     (
@@ -131,28 +139,28 @@ CASES: list[tuple[str, str, str | bytes, int | None, str]] = [
     (
         "deep YAML",
         "deep.yaml",
-        "a: " + "[" * 200 + "]" * 200 + "\n",
+        _nested_yaml(200),
         None,
         "nested more than 64 levels deep; refused",
     ),
     (
         "very deep YAML",
         "deeper.yaml",
-        "a: " + "[" * 100_000 + "]" * 100_000 + "\n",
+        _nested_yaml(100_000),
         1,
         "malformed YAML: exceeded maximum nesting depth (column 1003)",
     ),
     (
         "deep JSON",
         "deep.json",
-        '{"a": ' + "[" * 200 + "]" * 200 + "}",
+        _nested_json(200),
         None,
         "nested more than 64 levels deep; refused",
     ),
     (
         "very deep JSON",
         "deeper.json",
-        '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        _nested_json(100_000),
         None,
         "JSON nested too deeply to be a config",
     ),
