@@ -185,6 +185,10 @@ def test_table_report_groups_findings_by_file_and_sums_up(cli: Invoke) -> None:
     assert "ok    configs/good/gpt2-small.yaml  gpt2-small (costcalc), 124,439,808 parameters" in (
         lines
     )
+    assert (
+        "FAIL  configs/bad/over-budget.yaml  book-gpt-fairytale (costcalc), 27,579,392 parameters"
+        in lines
+    )
     assert not any(".drafts" in line or "README" in line for line in lines)
 
 

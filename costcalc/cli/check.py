@@ -91,14 +91,12 @@ def print_report(reports: list[FileReport]) -> None:
 
     out = Text()
     for report in reports:
-        if report.ok and report.model is not None:
+        out.append("ok    " if report.ok else "FAIL  ", style="green" if report.ok else "bold red")
+        out.append(report.path, style="bold")
+        if report.model is not None:
             model = report.model
-            out.append("ok    ", style="green")
-            out.append(report.path, style="bold")
-            out.append(f"  {model.name} ({model.format}), {report.parameters:,} parameters\n")
-            continue
-        out.append("FAIL  ", style="bold red")
-        out.append(report.path + "\n", style="bold")
+            out.append(f"  {model.name} ({model.format}), {report.parameters:,} parameters")
+        out.append("\n")
         for finding in report.findings:
             where = f"line {finding.line}" if finding.line is not None else ""
             out.append(f"      {where:<10}", style="dim")
