@@ -186,7 +186,7 @@ def _message(error: Any, loc: KeyPath, known: tuple[str, ...]) -> str:
         return f"required{what}"
     value = error.get("input")
     shown = (  # as the file spells it: true, 768.0, "yes"
-        json.dumps(value, default=repr)
+        json.dumps(value, default=str)
         if not isinstance(value, dict | list)
         else _KINDS[type(value)]
     )

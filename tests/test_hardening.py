@@ -362,3 +362,25 @@ def test_one_bad_file_never_stops_the_others(cli: Invoke, tmp_path: Path) -> Non
     assert [r["findings"][0]["message"] for r in records[:-1]] == [case[4] for case in CASES]
     # transformers' count of GPT-2 small (tests/golden/hf_reference.json)
     assert records[-1]["ok"] and records[-1]["parameters"] == 124_439_808
+
+
+def test_anchors_and_merge_keys_are_plain_data(cli: Invoke, tmp_path: Path) -> None:
+    """`<<: *base` is not a duplicate key, and a key after it overrides the merged one."""
+    path = tmp_path / "merge.yaml"
+    path.write_text(
+        "vocab_size: &vocab 50257\ncontext_length: 1024\nd_model: 768\nn_layers: 12\n"
+        "n_heads: 12\nbudget:\n  <<: {max_params: 1M, dtype: fp32}\n  max_params: 125M\n"
+    )
+    result = cli("check", str(path), "-f", "json")
+    assert result.exit_code == 0, result.stdout
+    # transformers' count of GPT-2 small (tests/golden/hf_reference.json)
+    assert json.loads(result.stdout)[0]["parameters"] == 124_439_808
+
+
+def test_yaml_dates_are_named_as_written(cli: Invoke, tmp_path: Path) -> None:
+    path = tmp_path / "date.yaml"
+    path.write_text(GOOD.replace("name: gpt2-small", "name: 2019-02-14"))
+    result = cli("check", str(path), "-f", "json")
+    assert json.loads(result.stdout)[0]["findings"] == [
+        {"field": "name", "line": 1, "message": 'Input should be a valid string (got "2019-02-14")'}
+    ]
