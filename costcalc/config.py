@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Annotated, Any
 
@@ -167,7 +168,14 @@ def _problem(
         return Problem(f"--{loc[0]} (command line)", message)
     file_loc = (names.get(loc[0], loc[0]), *loc[1:]) if loc else loc
     line = doc.line_of(file_loc) if doc is not None else None
-    return Problem(".".join(file_loc), message, line)
+    return Problem(".".join(file_loc), _in_file_terms(message, names), line)
+
+
+def _in_file_terms(message: str, names: Mapping[str, str]) -> str:
+    """``message`` with each spec field name replaced by the file's own key for it."""
+    for field, key in names.items():
+        message = re.sub(rf"\b{field}\b", key, message)
+    return message
 
 
 def unknown_key_message(key: str, known: Collection[str], what: str = "unknown key") -> str:

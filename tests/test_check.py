@@ -225,10 +225,9 @@ def test_hugging_face_ignores_unrelated_keys_but_needs_required_ones(
     config = json.loads((FIXTURES / "hf" / "gpt2.json").read_text())
     assert messages(cli, str(write(json.dumps(config), "config.json"))) == []
     del config["n_layer"], config["vocab_size"]
-    assert messages(cli, str(write(json.dumps(config), "config.json"))) == [
-        ("vocab_size", "required key is missing"),
-        ("n_layer", "required key is missing"),
-    ]
+    found = messages(cli, str(write(json.dumps(config), "config.json")))
+    assert [field for field, _ in found] == ["vocab_size", "n_layer"]
+    assert all(message.startswith("required key is missing") for _, message in found)
     config.update(n_layer=12, vocab_size=50257, n_head=7)
     assert messages(cli, str(write(json.dumps(config), "config.json")))[0][0] == "n_head"
 

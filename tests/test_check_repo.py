@@ -64,7 +64,7 @@ EXPECTED = [
             (
                 "n_head",
                 5,
-                "d_model 768 does not split into 7 equal heads (768 % 7 = 5); heads that divide "
+                "n_embd 768 does not split into 7 equal heads (768 % 7 = 5); heads that divide "
                 "768: 3, 4, 6, 8, or give head_dim explicitly",
             ),
             ("dropuot", 8, "unknown key in a nanoGPT-style config; did you mean 'dropout'?"),
@@ -124,11 +124,18 @@ EXPECTED = [
         ],
     ),
     (
-        "configs/bad/hf-missing/config.json",
+        "configs/bad/hf-gpt2/config.json",
         None,
         None,
         None,
-        [("n_embd", None, "required key is missing")],
+        [
+            (
+                "n_head",
+                15,
+                "n_embd 768 does not split into 7 equal heads (768 % 7 = 5); heads that divide "
+                "768: 3, 4, 6, 8, or give head_dim explicitly",
+            )
+        ],
     ),
     # seed 004: book-gpt-small, 4,273,664 parameters (as a nanoGPT-style GPTConfig)
     ("configs/good/book-gpt-small.json", "nanogpt", "book-gpt-small", 4_273_664, []),
