@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import FIXTURES, ROOT, Invoke
+
+from tests.conftest import FIXTURES, ROOT, Invoke
 
 PRESETS = ROOT / "presets"
 GPT2_SMALL = PRESETS / "gpt2-small.yaml"

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import FIXTURES, Invoke
+
+from tests.conftest import FIXTURES, Invoke
 
 REPO = FIXTURES / "repo"
 

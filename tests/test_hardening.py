@@ -12,7 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, Invoke
+
+from tests.conftest import ROOT, Invoke
 
 GOOD = (ROOT / "presets" / "gpt2-small.yaml").read_text(encoding="utf-8")
 
