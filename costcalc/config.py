@@ -8,7 +8,6 @@ errors with a "did you mean" hint. Presets are files in this format.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Annotated, Any
@@ -29,8 +28,6 @@ from costcalc.spec import ModelSpec, StructureError, structural_problems
 from costcalc.units import DTYPES, check_dtype, parse_bytes, parse_count
 
 METADATA_KEYS = ("name", "description", "source")
-
-_KINDS = {dict: "a mapping", list: "a list"}
 
 
 def _quantity(parse: Callable[[str], int]) -> Callable[[object], object]:
@@ -193,11 +190,7 @@ def _message(error: Any, loc: KeyPath, known: tuple[str, ...]) -> str:
         what = f" ({field.description})" if field is not None and field.description else ""
         return f"required{what}"
     value = error.get("input")
-    shown = (  # as the file spells it: true, 768.0, "yes"
-        json.dumps(value, default=str)
-        if not isinstance(value, dict | list)
-        else _KINDS[type(value)]
-    )
+    shown = repr(value) if not isinstance(value, dict | list) else type(value).__name__
     if kind == "value_error":  # our own validators' messages already say what was given
         return str((error.get("ctx") or {}).get("error", error["msg"]))
     return f"{error['msg']} (got {shown})"

@@ -110,13 +110,13 @@ def test_rotary_head_dim_must_be_even(cli: Invoke, write: Any) -> None:
 @pytest.mark.parametrize(
     ("value", "spelled", "message"),
     [
-        ("true", "true", "Input should be a valid integer (got true)"),
+        ("true", "True", "Input should be a valid integer (got True)"),
         ("768.0", "768.0", "Input should be a valid integer (got 768.0)"),
         ("768.5", "768.5", "Input should be a valid integer (got 768.5)"),
-        ('"768"', '"768"', 'Input should be a valid integer (got "768")'),
+        ('"768"', "'768'", "Input should be a valid integer (got '768')"),
         ("0", "0", "Input should be greater than or equal to 1 (got 0)"),
         ("-768", "-768", "Input should be greater than or equal to 1 (got -768)"),
-        ("[768]", "[768]", "Input should be a valid integer (got a list)"),
+        ("[768]", "list", "Input should be a valid integer (got list)"),
     ],
 )
 def test_sizes_are_positive_integers(
@@ -125,7 +125,7 @@ def test_sizes_are_positive_integers(
     text = yaml.safe_dump({k: v for k, v in LRN_GPT.items() if k != "d_model"}, sort_keys=False)
     path = write(text + f"d_model: {value}\n")
     assert findings(cli, str(path)) == [{"field": "d_model", "line": 6, "message": message}]
-    assert spelled in message or "a list" in message
+    assert f"(got {spelled})" in message
 
 
 def test_every_problem_of_a_file_at_once(cli: Invoke, write: Any) -> None:
@@ -140,7 +140,7 @@ def test_every_problem_of_a_file_at_once(cli: Invoke, write: Any) -> None:
             "message": "d_model 256 does not split into 7 equal heads (256 % 7 = 4); heads "
             "that divide 256: 1, 2, 4, 8, or give head_dim explicitly",
         },
-        {"field": "n_layers", "line": 5, "message": "Input should be a valid integer (got true)"},
+        {"field": "n_layers", "line": 5, "message": "Input should be a valid integer (got True)"},
         {"field": "norm_bias", "line": 7, "message": "RMSNorm has no bias; use norm: layernorm"},
         {
             "field": "ffn_hidden",
@@ -181,7 +181,7 @@ def test_every_problem_of_a_file_at_once(cli: Invoke, write: Any) -> None:
         ),
         (
             {"position": "learned", "ffn": "relu"},
-            [("ffn", "Input should be 'mlp', 'swiglu' or 'geglu' (got \"relu\")")],
+            [("ffn", "Input should be 'mlp', 'swiglu' or 'geglu' (got 'relu')")],
         ),
     ],
 )
@@ -227,7 +227,7 @@ def test_hugging_face_ignores_unrelated_keys_but_needs_required_ones(
     assert messages(cli, str(write(json.dumps(config), "config.json"))) == []
     del config["n_layer"], config["vocab_size"]
     found = messages(cli, str(write(json.dumps(config), "config.json")))
-    assert [field for field, _ in found] == ["vocab_size", "n_layer"]
+    assert [field.split(" or ")[0] for field, _ in found] == ["vocab_size", "n_layer"]
     assert all(message.startswith("required key is missing") for _, message in found)
     config.update(n_layer=12, vocab_size=50257, n_head=7)
     assert messages(cli, str(write(json.dumps(config), "config.json")))[0][0] == "n_head"
@@ -238,8 +238,8 @@ def test_nanogpt_problems_come_together(cli: Invoke, write: Any) -> None:
     config |= {"dropout": 1.5, "n_emb": 1}
     found = findings(cli, str(write(json.dumps(config, indent=0), "nano.json")))
     assert [(f["field"], f["line"], f["message"]) for f in found] == [
-        ("n_layer", 3, "Input should be a valid integer (got true)"),
-        ("bias", 6, 'Input should be a valid boolean (got "no")'),
+        ("n_layer", 3, "Input should be a valid integer (got True)"),
+        ("bias", 6, "Input should be a valid boolean (got 'no')"),
         ("dropout", 7, "a probability in [0, 1) (got 1.5)"),
         ("n_emb", 8, "unknown key in a nanoGPT-style config; did you mean 'n_embd'?"),
         ("block_size", None, "required (Longest sequence (rows of a learned position table).)"),
@@ -316,7 +316,7 @@ def test_budget_in_the_file_and_on_the_command_line(cli: Invoke, write: Any) -> 
             "budget.max_params",
             "Input should be greater than or equal to 1 (got 0)",
         ),
-        ("max_params: true", "budget.max_params", "Input should be a valid integer (got true)"),
+        ("max_params: true", "budget.max_params", "Input should be a valid integer (got True)"),
         (
             "max_weight_bytes: 1GiBs",
             "budget.max_weight_bytes",
@@ -346,7 +346,7 @@ def test_malformed_budget_is_a_finding_with_its_line(
 def test_budget_must_be_a_mapping(cli: Invoke, write: Any) -> None:
     path = write(GPT2_SMALL.read_text() + "budget: 30M\n")
     assert messages(cli, str(path)) == [
-        ("budget", 'Input should be a valid dictionary or instance of Budget (got "30M")')
+        ("budget", "Input should be a valid dictionary or instance of Budget (got '30M')")
     ]
 
 

@@ -103,7 +103,7 @@ EXPECTED = [
         None,
         [
             ("d_model", 4, "Input should be a valid integer (got 768.0)"),
-            ("n_layers", 5, "Input should be a valid integer (got true)"),
+            ("n_layers", 5, "Input should be a valid integer (got True)"),
             ("n_heads", 6, "Input should be a valid integer (got 12.5)"),
         ],
     ),

@@ -376,12 +376,3 @@ def test_anchors_and_merge_keys_are_plain_data(cli: Invoke, tmp_path: Path) -> N
     assert result.exit_code == 0, result.stdout
     # transformers' count of GPT-2 small (tests/golden/hf_reference.json)
     assert json.loads(result.stdout)[0]["parameters"] == 124_439_808
-
-
-def test_yaml_dates_are_named_as_written(cli: Invoke, tmp_path: Path) -> None:
-    path = tmp_path / "date.yaml"
-    path.write_text(GOOD.replace("name: gpt2-small", "name: 2019-02-14"))
-    result = cli("check", str(path), "-f", "json")
-    assert json.loads(result.stdout)[0]["findings"] == [
-        {"field": "name", "line": 1, "message": 'Input should be a valid string (got "2019-02-14")'}
-    ]
