@@ -175,12 +175,6 @@ def _in_file_terms(message: str, names: Mapping[str, str]) -> str:
     return message
 
 
-def unknown_key_message(key: str, known: Collection[str], what: str = "unknown key") -> str:
-    """``what``, with a "did you mean" hint naming the closest of the ``known`` keys."""
-    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
-    return f"{what}; did you mean '{close[0]}'?" if close else what
-
-
 def _message(error: Any, loc: KeyPath, known: tuple[str, ...]) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
@@ -194,3 +188,9 @@ def _message(error: Any, loc: KeyPath, known: tuple[str, ...]) -> str:
     if kind == "value_error":  # our own validators' messages already say what was given
         return str((error.get("ctx") or {}).get("error", error["msg"]))
     return f"{error['msg']} (got {shown})"
+
+
+def unknown_key_message(key: str, known: Collection[str], what: str = "unknown key") -> str:
+    """``what``, with a "did you mean" hint naming the closest of the ``known`` keys."""
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f"{what}; did you mean '{close[0]}'?" if close else what
