@@ -9,16 +9,60 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Mapping
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+)
 
-from costcalc.errors import Problem
+from costcalc.errors import Problem, UsageError
 from costcalc.files import Document, KeyPath
-from costcalc.spec import ModelSpec, StructureError
+from costcalc.spec import ModelSpec, StructureError, structural_problems
+from costcalc.units import DTYPES, check_dtype, parse_bytes, parse_count
 
 METADATA_KEYS = ("name", "description", "source")
+
+
+def _quantity(parse: Callable[[str], int]) -> Callable[[object], object]:
+    """A before-validator: a string like '30M' goes through ``parse``; a number stays as it is
+    (the strict integer check after it refuses booleans and floats)."""
+
+    def convert(value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return parse(value)
+            except UsageError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    return convert
+
+
+def _quantity_schema(example: str) -> WithJsonSchema:
+    return WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 1},
+                {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*[A-Za-z]*\s*$"},
+            ],
+            "examples": [example],
+        }
+    )
+
+
+ParamLimit = Annotated[
+    int, BeforeValidator(_quantity(parse_count)), Field(strict=True, ge=1), _quantity_schema("30M")
+]
+ByteLimit = Annotated[
+    int, BeforeValidator(_quantity(parse_bytes)), Field(strict=True, ge=1), _quantity_schema("1GiB")
+]
 
 
 class Budget(BaseModel):
@@ -26,13 +70,25 @@ class Budget(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_params: int | str | None = Field(
+    max_params: ParamLimit | None = Field(
         default=None, description="Most parameters allowed: a count like 124439808 or 30M."
     )
-    max_weight_bytes: int | str | None = Field(
-        default=None, description="Most weight bytes allowed: like 1GiB or 500MB."
+    max_weight_bytes: ByteLimit | None = Field(
+        default=None, description="Most weight bytes allowed: like 1GiB (2^30) or 500MB (10^6)."
     )
-    dtype: str = Field(default="bf16", description="The dtype max_weight_bytes is measured in.")
+    dtype: str = Field(
+        default="bf16",
+        description="The dtype max_weight_bytes is measured in.",
+        json_schema_extra={"enum": list(DTYPES)},
+    )
+
+    @field_validator("dtype")
+    @classmethod
+    def _known_dtype(cls, value: str) -> str:
+        try:
+            return check_dtype(value)
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class ConfigFile(ModelSpec):
@@ -42,6 +98,15 @@ class ConfigFile(ModelSpec):
     description: str | None = Field(default=None, description="One line about the model.")
     source: str | None = Field(default=None, description="Where the numbers come from.")
     budget: Budget | None = Field(default=None, description="Limits for `costcalc check`.")
+
+
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of costcalc's config format."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **ConfigFile.model_json_schema(),
+        "title": "costcalc model config",
+    }
 
 
 SPEC_FIELDS: tuple[str, ...] = tuple(ModelSpec.model_fields)
@@ -54,19 +119,39 @@ def problems_from(
     overrides: Mapping[str, Any],
     known: tuple[str, ...],
     key_names: Mapping[str, str] | None = None,
+    data: Mapping[str, Any] | None = None,
 ) -> list[Problem]:
-    """One :class:`Problem` per pydantic error: field path, line where known, what was expected."""
+    """One :class:`Problem` per pydantic error: field path, line where known, what was expected.
+
+    Given the ``data`` that failed, the structural rules that read only valid fields run too,
+    so a file hears about all its problems at once.
+    """
     names = key_names or {}
+    errors = exc.errors(include_url=False)
+    structure: list[tuple[str, str]] = []
     problems: list[Problem] = []
-    for error in exc.errors(include_url=False):
+    for error in errors:
         cause = (error.get("ctx") or {}).get("error")
         if isinstance(cause, StructureError):
-            for field, message in cause.problems:
-                problems.append(_problem((field,), message, doc, overrides, names))
+            structure += cause.problems
             continue
         loc = tuple(str(part) for part in error["loc"])
         problems.append(_problem(loc, _message(error, loc, known), doc, overrides, names))
-    return problems
+    if not structure and data is not None:
+        structure = _structure_of_valid_fields(data, {str(e["loc"][0]) for e in errors if e["loc"]})
+    problems += [_problem((field,), message, doc, overrides, names) for field, message in structure]
+    return list(dict.fromkeys(problems))  # several fields read from one key fail once
+
+
+def _structure_of_valid_fields(data: Mapping[str, Any], invalid: set[str]) -> list[tuple[str, str]]:
+    """The structural rules broken by the fields that passed validation on their own."""
+    usable = [
+        name
+        for name, info in ModelSpec.model_fields.items()
+        if name not in invalid and (name in data or not info.is_required())
+    ]
+    spec = ModelSpec.model_construct(**{name: data[name] for name in usable if name in data})
+    return structural_problems(spec, usable)
 
 
 def _problem(
@@ -93,13 +178,19 @@ def _in_file_terms(message: str, names: Mapping[str, str]) -> str:
 def _message(error: Any, loc: KeyPath, known: tuple[str, ...]) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
-        close = difflib.get_close_matches(loc[-1], known, n=1, cutoff=0.6)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        return f"unknown key{hint}"
+        return unknown_key_message(loc[-1], Budget.model_fields if loc[0] == "budget" else known)
     if kind == "missing":
         field = ConfigFile.model_fields.get(loc[0]) if loc else None
         what = f" ({field.description})" if field is not None and field.description else ""
         return f"required{what}"
     value = error.get("input")
     shown = repr(value) if not isinstance(value, dict | list) else type(value).__name__
+    if kind == "value_error":  # our own validators' messages already say what was given
+        return str((error.get("ctx") or {}).get("error", error["msg"]))
     return f"{error['msg']} (got {shown})"
+
+
+def unknown_key_message(key: str, known: Collection[str], what: str = "unknown key") -> str:
+    """``what``, with a "did you mean" hint naming the closest of the ``known`` keys."""
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f"{what}; did you mean '{close[0]}'?" if close else what

@@ -16,7 +16,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import ValidationError
 
 from costcalc.config import CONFIG_FIELDS, SPEC_FIELDS, Budget, ConfigFile, problems_from
-from costcalc.errors import ConfigError
+from costcalc.errors import ConfigError, Problem
 from costcalc.files import Document, parse_document, read_document
 from costcalc.spec import ModelSpec
 
@@ -35,6 +35,9 @@ class Translation:
     key_names: dict[str, str] = field(default_factory=dict)
     name: str | None = None
     description: str | None = None
+    problems: list[Problem] = field(default_factory=list)
+    """What is wrong with the file beyond its fields' values (unknown keys); reported together
+    with whatever validating the fields finds."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,8 @@ class LoadedModel:
     description: str | None = None
     source: str | None = None
     budget: Budget | None = None
+    key_names: Mapping[str, str] = field(default_factory=dict)
+    """The file's own key for each spec field, where it differs (``block_size``)."""
 
 
 def detect_format(data: Mapping[str, Any]) -> FormatName:
@@ -89,19 +94,25 @@ def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> 
 
     translator = huggingface.translate if kind == "huggingface" else nanogpt.translate
     translation = translator(doc)
-    spec = _validate(
-        ModelSpec,
-        {**translation.fields, **(overrides or {})},
-        doc,
-        overrides,
-        translation.key_names,
-    )
+    try:
+        spec = _validate(
+            ModelSpec,
+            {**translation.fields, **(overrides or {})},
+            doc,
+            overrides,
+            translation.key_names,
+        )
+    except ConfigError as exc:
+        raise ConfigError(doc.path, [*translation.problems, *exc.problems]) from None
+    if translation.problems:
+        raise ConfigError(doc.path, translation.problems)
     return LoadedModel(
         spec=spec,
         name=translation.name or Path(doc.path).stem,
         origin=doc.path,
         format=kind,
         description=translation.description,
+        key_names=translation.key_names,
     )
 
 
@@ -129,5 +140,5 @@ def _validate(
         return model.model_validate(data)
     except ValidationError as exc:
         known = CONFIG_FIELDS if model is ConfigFile else SPEC_FIELDS
-        problems = problems_from(exc, doc, overrides or {}, known, key_names)
+        problems = problems_from(exc, doc, overrides or {}, known, key_names, data)
         raise ConfigError(doc.path, problems) from None

@@ -11,6 +11,7 @@ biases on every linear layer but the LM head, tied embeddings (12 d^2 + 13 d per
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterator
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -180,71 +181,109 @@ class ModelSpec(BaseModel):
         return data
 
 
-def structural_problems(spec: ModelSpec) -> list[tuple[str, str]]:
-    """Rules a buildable model must satisfy, as (field, message) pairs; empty when it is valid."""
-    problems: list[tuple[str, str]] = []
+Rule = Callable[[ModelSpec], Iterator[tuple[str, str]]]
+
+RULES: list[tuple[frozenset[str], Rule]] = []
+"""Each structural rule with the fields it reads."""
+
+
+def _rule(*fields: str) -> Callable[[Rule], Rule]:
+    def register(check: Rule) -> Rule:
+        RULES.append((frozenset(fields), check))
+        return check
+
+    return register
+
+
+def structural_problems(
+    spec: ModelSpec, usable: Collection[str] | None = None
+) -> list[tuple[str, str]]:
+    """Rules a buildable model must satisfy, as (field, message) pairs; empty when it is valid.
+
+    With ``usable``, only the rules that read nothing but those fields run: a file whose other
+    fields are invalid still hears about every rule its valid fields break.
+    """
+    return [
+        problem
+        for fields, check in RULES
+        if usable is None or fields <= set(usable)
+        for problem in check(spec)
+    ]
+
+
+@_rule("d_model", "n_heads", "head_dim")
+def _equal_head_split(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Seed 000: an implicit head_dim is D / H, so H must divide D (never corrected)."""
     d, h = spec.d_model, spec.n_heads
     if spec.head_dim is None and d % h:
         nearest = _nearest_divisors(d, h)
-        problems.append(
-            (
-                "n_heads",
-                f"d_model {d} does not split into {h} equal heads ({d} % {h} = {d % h}); "
-                f"heads that divide {d}: {', '.join(map(str, nearest))}, "
-                "or give head_dim explicitly",
-            )
+        yield (
+            "n_heads",
+            f"d_model {d} does not split into {h} equal heads ({d} % {h} = {d % h}); "
+            f"heads that divide {d}: {', '.join(map(str, nearest))}, "
+            "or give head_dim explicitly",
         )
-    if spec.kv_heads > h or h % spec.kv_heads:
-        problems.append(
-            (
-                "n_kv_heads",
-                f"{h} query heads cannot be grouped over {spec.kv_heads} key/value heads "
-                "(n_heads must be a multiple of n_kv_heads)",
-            )
+
+
+@_rule("n_heads", "n_kv_heads")
+def _kv_grouping(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """GQA/MQA: each key/value head serves a whole group of query heads."""
+    h, k = spec.n_heads, spec.kv_heads
+    if k > h or h % k:
+        yield (
+            "n_kv_heads",
+            f"{h} query heads cannot be grouped over {k} key/value heads "
+            "(n_heads must be a multiple of n_kv_heads)",
         )
-    if (
-        spec.ffn_hidden is not None
-        and spec.ffn_mult is not None
-        and spec.ffn_hidden != spec.ffn_mult * d
-    ):
-        problems.append(
-            (
-                "ffn_hidden",
-                f"ffn_hidden {spec.ffn_hidden} contradicts ffn_mult {spec.ffn_mult} "
-                f"(which means {spec.ffn_mult * d}); give one of them",
-            )
+
+
+@_rule("ffn_hidden", "ffn_mult", "d_model")
+def _one_ffn_width(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    hidden, mult, d = spec.ffn_hidden, spec.ffn_mult, spec.d_model
+    if hidden is not None and mult is not None and hidden != mult * d:
+        yield (
+            "ffn_hidden",
+            f"ffn_hidden {hidden} contradicts ffn_mult {mult} (which means {mult * d}); "
+            "give one of them",
         )
+
+
+@_rule("norm", "norm_bias")
+def _rmsnorm_without_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.norm == "rmsnorm" and spec.norm_bias:
-        problems.append(("norm_bias", "RMSNorm has no bias; use norm: layernorm"))
+        yield ("norm_bias", "RMSNorm has no bias; use norm: layernorm")
+
+
+@_rule("position", "position_offset")
+def _offset_needs_table(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.position != "learned" and spec.position_offset:
-        problems.append(("position_offset", "an offset only applies to a learned position table"))
-    if spec.rotary_dim is not None:
-        if spec.position != "rotary":
-            problems.append(("rotary_dim", "rotary_dim is given but position is not rotary"))
-        elif spec.rotary_dim > spec.head_width:
-            problems.append(
-                ("rotary_dim", f"rotary_dim {spec.rotary_dim} exceeds head_dim {spec.head_width}")
-            )
-    rotary = spec.rotary_width
-    heads_divide = spec.head_dim is not None or d % h == 0
-    if rotary is not None and rotary % 2 and heads_divide:
-        problems.append(
-            ("head_dim", f"rotary positions rotate pairs of dimensions; {rotary} is odd")
-        )
-    if (spec.moe_experts is None) != (spec.moe_top_k is None):
-        problems.append(("moe_top_k", "a mixture of experts needs both moe_experts and moe_top_k"))
-    elif (
-        spec.moe_experts is not None
-        and spec.moe_top_k is not None
-        and spec.moe_top_k > spec.moe_experts
-    ):
-        problems.append(
-            (
-                "moe_top_k",
-                f"cannot route to {spec.moe_top_k} of {spec.moe_experts} experts",
-            )
-        )
-    return problems
+        yield ("position_offset", "an offset only applies to a learned position table")
+
+
+@_rule("position", "rotary_dim", "head_dim", "d_model", "n_heads")
+def _rotary_dims(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Rotary positions rotate pairs of dimensions within one head."""
+    if spec.position != "rotary":
+        if spec.rotary_dim is not None:
+            yield ("rotary_dim", "rotary_dim is given but position is not rotary")
+        return
+    if spec.head_dim is None and spec.d_model % spec.n_heads:
+        return  # no head width until the equal split is fixed (reported above)
+    head, rotary = spec.head_width, spec.rotary_width
+    field = "rotary_dim" if spec.rotary_dim is not None else "head_dim"
+    if rotary is not None and rotary > head:
+        yield (field, f"rotary_dim {rotary} exceeds head_dim {head}")
+    elif rotary is not None and rotary % 2:
+        yield (field, f"rotary positions rotate pairs of dimensions; {rotary} is odd")
+
+
+@_rule("moe_experts", "moe_top_k")
+def _expert_routing(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    experts, top_k = spec.moe_experts, spec.moe_top_k
+    if (experts is None) != (top_k is None):
+        yield ("moe_top_k", "a mixture of experts needs both moe_experts and moe_top_k")
+    elif experts is not None and top_k is not None and top_k > experts:
+        yield ("moe_top_k", f"cannot route to {top_k} of {experts} experts")
 
 
 def _nearest_divisors(d: int, h: int, count: int = 4) -> list[int]:

@@ -1,6 +1,7 @@
 """The ``costcalc`` command: registers the subcommands; each lives in a module of its own.
 
-Exit codes: 0 success; 1 invalid model or input (a message on stderr, never a traceback);
+Exit codes: 0 success; 1 invalid model or input (a message on stderr, never a traceback), or
+findings of `costcalc check`;
 2 wrong usage (unknown option, malformed value).
 """
 
@@ -10,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from costcalc.cli import heads, params, presets, scale
+from costcalc.cli import check, heads, params, presets, scale, schema
 
 app = typer.Typer(
     name="costcalc",
@@ -40,6 +41,8 @@ def _root(
 
 
 app.command("params")(params.params)
+app.command("check")(check.check)
+app.command("schema")(schema.schema)
 app.add_typer(presets.app, name="presets")
 app.command("scale", cls=scale.ListOptionsCommand)(scale.scale)
 app.command("heads")(heads.heads)
