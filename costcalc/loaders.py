@@ -89,7 +89,7 @@ def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> 
     """A parsed config in any supported format, with overrides applied."""
     kind = detect_format(doc.data)
     if kind == "costcalc":
-        return _load_native(doc, Path(doc.path).stem, overrides or {})
+        return _load_native(doc, file_model_name(doc.path), overrides or {})
     from costcalc.formats import huggingface, nanogpt
 
     translator = huggingface.translate if kind == "huggingface" else nanogpt.translate
@@ -108,12 +108,18 @@ def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> 
         raise ConfigError(doc.path, translation.problems)
     return LoadedModel(
         spec=spec,
-        name=translation.name or Path(doc.path).stem,
+        name=translation.name or file_model_name(doc.path),
         origin=doc.path,
         format=kind,
         description=translation.description,
         key_names=translation.key_names,
     )
+
+
+def file_model_name(path: str) -> str:
+    """A model's name from its file: the stem, or the folder of a file named ``config.json``."""
+    p = Path(path)
+    return p.parent.name if p.stem == "config" and p.parent.name else p.stem
 
 
 def _load_native(doc: Document, default_name: str, overrides: Mapping[str, Any]) -> LoadedModel:

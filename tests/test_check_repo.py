@@ -142,7 +142,7 @@ EXPECTED = [
     ("configs/good/book-gpt-small.json", "nanogpt", "book-gpt-small", 4_273_664, []),
     # transformers' count of GPT-2 small (tests/golden/hf_reference.json)
     ("configs/good/gpt2-small.yaml", "costcalc", "gpt2-small", 124_439_808, []),
-    ("configs/good/hf-gpt2/config.json", "huggingface", "config", 124_439_808, []),
+    ("configs/good/hf-gpt2/config.json", "huggingface", "hf-gpt2", 124_439_808, []),
     (  # transformers' count of GPT-2 medium (tests/golden/hf_reference.json)
         "experiments/gpt2-medium.yml",
         "costcalc",
