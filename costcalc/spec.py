@@ -92,6 +92,13 @@ class ModelSpec(BaseModel):
     norms_per_block: Count = Field(default=2, description="Norms in each block.")
     final_norm: Flag = Field(default=True, description="A norm after the last block.")
     qkv_bias: Flag = Field(default=True, description="Bias on the query/key/value projections.")
+    fused_qkv: Flag = Field(
+        default=True,
+        description=(
+            "Q, K and V are one tensor (GPT-2's c_attn); false for separate q/k/v projections "
+            "(Llama, Qwen). Changes the tensor count, not the parameter count."
+        ),
+    )
     attn_out_bias: Flag = Field(default=True, description="Bias on the attention output.")
     ffn_bias: Flag = Field(default=True, description="Bias on the FFN projections.")
     lm_head_bias: Flag = Field(default=False, description="Bias on the LM head.")
