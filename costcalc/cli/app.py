@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from costcalc.cli import params, presets
+from costcalc.cli import memory, params, presets
 
 app = typer.Typer(
     name="costcalc",
@@ -18,6 +18,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command("params")(params.params)
+app.command("memory")(memory.memory)
 app.add_typer(presets.app, name="presets")
 
 
