@@ -51,15 +51,18 @@ def attention_shapes(spec: ModelSpec) -> list[Shape]:
 def ffn_shapes(spec: ModelSpec) -> list[Shape]:
     """Dense: up (or gate and up) h x D and down D x h; MoE: router X x D, stacked experts."""
     D, h = spec.d_model, spec.ffn_width
+    shapes: list[Shape]
+    biases: list[Shape]
     if spec.moe_experts is None:
         firsts = [h, h] if spec.gated else [h]
-        shapes: list[Shape] = [(width, D) for width in firsts] + [(D, h)]
-        biases: list[Shape] = [(width,) for width in firsts] + [(D,)]
-        return shapes + (biases if spec.ffn_bias else [])
-    X = spec.moe_experts
-    first = 2 * h if spec.gated else h
-    shapes = [(X, D), (X, first, D), (X, D, h)]
-    return shapes + ([(X, first), (X, D)] if spec.ffn_bias else [])
+        shapes = [*((width, D) for width in firsts), (D, h)]
+        biases = [*((width,) for width in firsts), (D,)]
+    else:
+        X = spec.moe_experts
+        first = 2 * h if spec.gated else h
+        shapes = [(X, D), (X, first, D), (X, D, h)]
+        biases = [(X, first), (X, D)]
+    return shapes + (biases if spec.ffn_bias else [])
 
 
 def block_shapes(spec: ModelSpec) -> list[Shape]:

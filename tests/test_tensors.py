@@ -1,0 +1,80 @@
+"""Parameter tensors: shapes and counts against the tensors transformers builds."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from golden_models import LLAMA_FAMILY, PRESET_OF, golden, golden_spec, memory_reference
+from hypothesis import given
+from spec_strategies import specs
+
+from costcalc.loaders import load_preset
+from costcalc.params import total_params
+from costcalc.presets import preset_names
+from costcalc.spec import ModelSpec
+from costcalc.tensors import Shape, block_shapes, elements, parameter_shapes, parameter_tensors
+
+
+def as_multiset(shapes: list[Shape] | list[list[int]]) -> Counter[tuple[int, ...]]:
+    """Shapes with their dimensions sorted: GPT-2's Conv1D stores (in, out), nn.Linear (out, in)."""
+    return Counter(tuple(sorted(shape)) for shape in shapes)
+
+
+GOLDEN_SHAPES = [*PRESET_OF, *LLAMA_FAMILY]
+
+
+@pytest.mark.parametrize("name", GOLDEN_SHAPES)
+def test_block_tensors_are_those_transformers_builds(name: str) -> None:
+    # tests/golden/hf_reference.json: parameters_by_tensor_layer0 (make_golden.py)
+    expected = golden(name)["parameters_by_tensor_layer0"].values()
+    assert as_multiset(block_shapes(golden_spec(name))) == as_multiset(list(expected))
+
+
+@pytest.mark.parametrize("name", GOLDEN_SHAPES)
+def test_model_tensors_are_those_transformers_builds(name: str) -> None:
+    # tests/golden/hf_reference.json: layer-0 tensors x layers + parameters_by_tensor_other
+    record = golden(name)
+    expected = list(record["parameters_by_tensor_layer0"].values()) * record["n_layers"]
+    expected += record["parameters_by_tensor_other"].values()
+    assert as_multiset(parameter_shapes(golden_spec(name))) == as_multiset(expected)
+
+
+@pytest.mark.parametrize(("name", "tensors"), [("gpt2", 148), ("qwen2.5-0.5b", 290)])
+def test_tensor_count_is_what_the_optimizer_sees(name: str, tensors: int) -> None:
+    # tests/golden/memory_reference.json: len(model.parameters()) given to torch.optim.AdamW
+    recorded = memory_reference()["models"][name]["optimizers"]["adamw"]["n_param_tensors"]
+    assert recorded == tensors
+    assert parameter_tensors(golden_spec(name)) == tensors
+
+
+def test_gpt2_tensor_count_matches_the_adamw_golden_step() -> None:
+    # tests/golden/hf_reference.json: adamw_state.n_param_tensors of GPT-2 after one real step
+    assert (
+        parameter_tensors(golden_spec("gpt2")) == golden("gpt2")["adamw_state"]["n_param_tensors"]
+    )
+
+
+def test_fusing_qkv_changes_tensors_not_parameters() -> None:
+    qwen = load_preset("qwen2.5-0.5b").spec
+    fused = qwen.model_copy(update={"fused_qkv": True})
+    # q/k/v weights and biases: 6 tensors become 2 in each of the 24 blocks
+    assert parameter_tensors(qwen) - parameter_tensors(fused) == 4 * 24
+    assert sum(map(elements, parameter_shapes(fused))) == total_params(qwen)
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_preset_tensors_add_up_to_the_parameter_count(name: str) -> None:
+    spec = load_preset(name).spec
+    assert sum(map(elements, parameter_shapes(spec))) == total_params(spec)
+
+
+@given(specs())
+def test_tensors_add_up_to_the_parameter_count(spec: ModelSpec) -> None:
+    assert sum(map(elements, parameter_shapes(spec))) == total_params(spec)
+
+
+@given(specs())
+def test_tensor_count_is_linear_in_layers(spec: ModelSpec) -> None:
+    deeper = spec.model_copy(update={"n_layers": spec.n_layers + 1})
+    assert parameter_tensors(deeper) - parameter_tensors(spec) == len(block_shapes(spec))
