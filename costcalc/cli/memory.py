@@ -26,7 +26,7 @@ from costcalc.cli.common import (
     WidthOption,
     emit,
     load_models,
-    overrides_from,
+    overrides_among,
     user_errors,
 )
 from costcalc.render import OutputFormat
@@ -126,21 +126,7 @@ def memory(
             recompute=recompute,
         )
         capacity = parse_bytes(fits) if fits is not None else None
-        overrides = overrides_from(
-            vocab=vocab,
-            context=context,
-            d=d,
-            layers=layers,
-            heads=heads,
-            kv_heads=kv_heads,
-            head_dim=head_dim,
-            ffn=ffn,
-            ffn_mult=ffn_mult,
-            ffn_hidden=ffn_hidden,
-            norm=norm,
-            tie=tie,
-            position=position,
-        )
+        overrides = overrides_among(locals())
         models = load_models(preset, config, overrides)
         results = [memory_result(model, setup, capacity) for model in models]
     data = [result.to_dict() for result in results]
