@@ -113,12 +113,12 @@ class MemoryResult:
             "weights": {"elements": r.params_total, "dtype": setup.dtype, "bytes": r.bytes_weights},
             "gradients": {
                 "elements": r.params_total if setup.train else 0,
-                "dtype": setup.dtype,
+                "dtype": setup.dtype if setup.train else None,
                 "bytes": r.bytes_gradients,
             },
             "master_weights": {
                 "elements": r.params_total if setup.mixed_precision else 0,
-                "dtype": MASTER_DTYPE,
+                "dtype": MASTER_DTYPE if setup.mixed_precision else None,
                 "bytes": r.bytes_master_weights,
             },
             "optimizer": {
@@ -126,8 +126,8 @@ class MemoryResult:
                 "elements": r.elements_optimizer,
                 "moment_elements": r.elements_optimizer_moments,
                 "step_elements": r.elements_optimizer_steps,
-                "moment_dtype": setup.state_dtype,
-                "step_dtype": STEP_DTYPE,
+                "moment_dtype": setup.state_dtype if r.elements_optimizer_moments else None,
+                "step_dtype": STEP_DTYPE if r.elements_optimizer_steps else None,
                 "bytes": r.bytes_optimizer,
                 "source": OPTIMIZER_SOURCES[setup.optimizer] if setup.train else None,
             },
@@ -140,7 +140,7 @@ class MemoryResult:
             "kv_cache": {
                 "elements": r.elements_kv_cache,
                 "tokens": r.kv_cache_tokens,
-                "dtype": r.kv_dtype,
+                "dtype": None if setup.train else r.kv_dtype,
                 "bytes": r.bytes_kv_cache,
             },
             "total": {"bytes": r.bytes_total, "includes_estimate": r.bytes_activations > 0},
@@ -165,7 +165,7 @@ def setup_dict(setup: MemorySetup, report: MemoryReport) -> dict[str, Any]:
         "mixed_precision": setup.mixed_precision,
         "batch": setup.batch,
         "length": report.length,
-        "kv_dtype": report.kv_dtype,
+        "kv_dtype": None if setup.train else report.kv_dtype,
         "recompute": setup.recompute if setup.train else None,
     }
 
