@@ -106,11 +106,14 @@ def test_gqa_with_kv_heads_equal_to_heads_is_mha(spec: ModelSpec) -> None:
 # --------------------------------------------------------------------------- optimizer state
 
 
-def test_adamw_state_of_gpt2_after_a_real_step() -> None:
-    # tests/golden/hf_reference.json: gpt2 adamw_state (real CPU step after a backward pass)
-    record = golden("gpt2")["adamw_state"]
-    assert optimizer_moment_elements(GPT2, "adamw") == record["moments_numel"]
-    assert optimizer_state_elements(GPT2, "adamw") == record["moments_numel"] + record["step_numel"]
+@pytest.mark.parametrize("name", OPTIMIZER_MODELS)
+def test_adamw_state_after_a_real_step(name: str) -> None:
+    # tests/golden/hf_reference.json: adamw_state (real CPU step after a backward pass)
+    record = golden(name)["adamw_state"]
+    spec = golden_spec(name)
+    assert optimizer_moment_elements(spec, "adamw") == record["moments_numel"]
+    assert optimizer_state_elements(spec, "adamw") == record["moments_numel"] + record["step_numel"]
+    assert parameter_tensors(spec) == record["n_step_tensors"]
 
 
 @pytest.mark.parametrize("name", OPTIMIZER_MODELS)
