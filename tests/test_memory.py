@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 from golden_models import LLAMA_FAMILY, PRESET_OF, golden, golden_spec, memory_reference
 from hypothesis import given
 from hypothesis import strategies as st
 from spec_strategies import specs
 
+from costcalc.cli.memory import bar
 from costcalc.errors import UsageError
-from costcalc.loaders import load_preset
+from costcalc.loaders import LoadedModel, load_preset
 from costcalc.memory import (
     OPTIMIZERS,
     RECOMPUTE,
@@ -26,6 +29,7 @@ from costcalc.memory import (
     optimizer_state_elements,
     weight_bytes,
 )
+from costcalc.memory_results import memory_result
 from costcalc.spec import ModelSpec
 from costcalc.tensors import parameter_tensors
 
@@ -239,21 +243,25 @@ def test_recomputation_only_ever_saves(spec: ModelSpec, length: int) -> None:
 # --------------------------------------------------------------------------- the whole report
 
 
-@given(specs(), st.sampled_from(OPTIMIZERS), st.booleans())
-def test_training_total_is_the_sum_of_its_parts(
-    spec: ModelSpec, optimizer: str, mixed: bool
+@given(specs(), st.booleans(), st.sampled_from(OPTIMIZERS), st.booleans())
+def test_the_rows_shown_add_up_to_the_total(
+    spec: ModelSpec, train: bool, optimizer: str, mixed: bool
 ) -> None:
-    setup = memory_setup(dtype="bf16", train=True, optimizer=optimizer, mixed_precision=mixed)
-    r = memory_report(spec, setup)
-    assert r.bytes_kv_cache == 0
-    assert r.bytes_total == (
-        r.bytes_weights
-        + r.bytes_gradients
-        + r.bytes_master_weights
-        + r.bytes_optimizer
-        + r.bytes_activations
-    )
-    assert (r.bytes_master_weights > 0) == mixed
+    options = {"optimizer": optimizer, "mixed_precision": mixed} if train else {}
+    setup = memory_setup(dtype="bf16", train=train, **options)  # type: ignore[arg-type]
+    model = LoadedModel(spec, "model", "test")
+    result = memory_result(model, setup)
+    rows = result.components()
+    assert sum(row.bytes for row in rows) == result.report.bytes_total
+    assert ("master_weights" in {row.key for row in rows}) == (train and mixed)
+    assert sum(result.share(row) for row in rows) == 1
+
+
+def test_bars_are_proportional() -> None:
+    assert bar(Fraction(1, 2), 30) == "█" * 15 + "·" * 15
+    assert bar(Fraction(1), 30) == "█" * 30
+    assert bar(Fraction(1, 1000), 30) == "▏" + "·" * 29
+    assert bar(Fraction(0), 30) == "·" * 30
 
 
 def test_inference_is_weights_and_kv_cache() -> None:
