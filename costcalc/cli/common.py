@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -95,41 +95,33 @@ PositionOption = Annotated[
 ]
 
 
-OVERRIDE_FIELDS = {
-    "vocab": "vocab_size",
-    "context": "context_length",
-    "d": "d_model",
-    "layers": "n_layers",
-    "heads": "n_heads",
-    "kv_heads": "n_kv_heads",
-    "head_dim": "head_dim",
-    "ffn": "ffn",
-    "ffn_mult": "ffn_mult",
-    "ffn_hidden": "ffn_hidden",
-    "norm": "norm",
-    "tie": "tie_embeddings",
-    "position": "position",
-}
-"""Override option (parameter name) -> ModelSpec field."""
-
-
 def overrides_from(**values: Any) -> dict[str, Any]:
     """The overrides the user gave, as ModelSpec fields (options left unset are dropped).
 
     Giving the FFN width one way (--ffn-hidden or --ffn-mult) replaces the other way the file
     may have used, since a config states one of them.
     """
-    chosen = {OVERRIDE_FIELDS[key]: value for key, value in values.items() if value is not None}
+    fields = {
+        "vocab": "vocab_size",
+        "context": "context_length",
+        "d": "d_model",
+        "layers": "n_layers",
+        "heads": "n_heads",
+        "kv_heads": "n_kv_heads",
+        "head_dim": "head_dim",
+        "ffn": "ffn",
+        "ffn_mult": "ffn_mult",
+        "ffn_hidden": "ffn_hidden",
+        "norm": "norm",
+        "tie": "tie_embeddings",
+        "position": "position",
+    }
+    chosen = {fields[key]: value for key, value in values.items() if value is not None}
     if "ffn_hidden" in chosen:
         chosen.setdefault("ffn_mult", None)
     elif "ffn_mult" in chosen:
         chosen.setdefault("ffn_hidden", None)
     return chosen
-
-
-def overrides_among(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The overrides among a command's parameters (pass ``locals()``), as ModelSpec fields."""
-    return overrides_from(**{key: options[key] for key in OVERRIDE_FIELDS})
 
 
 def load_models(

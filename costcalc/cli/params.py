@@ -25,7 +25,7 @@ from costcalc.cli.common import (
     WidthOption,
     emit,
     load_models,
-    overrides_among,
+    overrides_from,
     user_errors,
 )
 from costcalc.render import OutputFormat
@@ -79,7 +79,21 @@ def params(
     from costcalc.results import params_result
 
     with user_errors():
-        overrides = overrides_among(locals())
+        overrides = overrides_from(
+            vocab=vocab,
+            context=context,
+            d=d,
+            layers=layers,
+            heads=heads,
+            kv_heads=kv_heads,
+            head_dim=head_dim,
+            ffn=ffn,
+            ffn_mult=ffn_mult,
+            ffn_hidden=ffn_hidden,
+            norm=norm,
+            tie=tie,
+            position=position,
+        )
         results = [params_result(model) for model in load_models(preset, config, overrides)]
     data = [result.to_dict() for result in results]
     emit(fmt, data[0] if len(data) == 1 else data, params_grids(results, explain))
