@@ -8,6 +8,7 @@ errors with a "did you mean" hint. Presets are files in this format.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -79,7 +80,14 @@ def _problem(
         return Problem(f"--{loc[0]} (command line)", message)
     file_loc = (names.get(loc[0], loc[0]), *loc[1:]) if loc else loc
     line = doc.line_of(file_loc) if doc is not None else None
-    return Problem(".".join(file_loc), message, line)
+    return Problem(".".join(file_loc), _in_file_terms(message, names), line)
+
+
+def _in_file_terms(message: str, names: Mapping[str, str]) -> str:
+    """``message`` with each spec field name replaced by the file's own key for it."""
+    for field, key in names.items():
+        message = re.sub(rf"\b{field}\b", key, message)
+    return message
 
 
 def _message(error: Any, loc: KeyPath, known: tuple[str, ...]) -> str:

@@ -68,3 +68,17 @@ class UsageError(CostcalcError, ValueError):
     """Command-line values that are wrong before any model is loaded."""
 
     exit_code = 2
+
+
+class HubCacheError(CostcalcError, FileNotFoundError):
+    """A model's config.json that is not in the local Hugging Face cache."""
+
+    def __init__(self, repo_id: str, cache: str, reason: str) -> None:
+        self.repo_id = repo_id
+        self.cache = cache
+        self.reason = reason
+        super().__init__(
+            f"{repo_id}: {reason} (looked in {cache}). costcalc never downloads; fetch the file "
+            f"with `huggingface-cli download {repo_id} config.json` (or `hf download "
+            f"{repo_id} config.json`), or pass a local file with --config"
+        )

@@ -9,7 +9,7 @@ whole model is validated once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -71,6 +71,13 @@ def load_preset(name: str, overrides: Mapping[str, Any] | None = None) -> Loaded
 def load_file(path: str | Path, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
     """A config file in any supported format, with overrides applied."""
     return load_document(read_document(path), overrides)
+
+
+def load_hub(repo_id: str, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
+    """A model's config.json from the local Hugging Face cache, named by its ``ORG/NAME``."""
+    from costcalc.hub import cached_config
+
+    return replace(load_file(cached_config(repo_id), overrides), name=repo_id)
 
 
 def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> LoadedModel:

@@ -233,7 +233,8 @@ def structural_problems(spec: ModelSpec) -> list[tuple[str, str]]:
                 ("rotary_dim", f"rotary_dim {spec.rotary_dim} exceeds head_dim {spec.head_width}")
             )
     rotary = spec.rotary_width
-    if rotary is not None and rotary % 2:
+    heads_divide = spec.head_dim is not None or d % h == 0
+    if rotary is not None and rotary % 2 and heads_divide:
         problems.append(
             ("head_dim", f"rotary positions rotate pairs of dimensions; {rotary} is odd")
         )

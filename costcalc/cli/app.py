@@ -6,6 +6,8 @@ Exit codes: 0 success; 1 invalid model or input (a message on stderr, never a tr
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from costcalc.cli import memory, params, presets
@@ -17,6 +19,26 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from costcalc import __version__
+
+        typer.echo(f"costcalc {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """What a transformer language model costs: exact parameters, MACs, FLOPs and bytes."""
+
+
 app.command("params")(params.params)
 app.command("memory")(memory.memory)
 app.add_typer(presets.app, name="presets")

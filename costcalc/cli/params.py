@@ -6,28 +6,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from costcalc.cli.common import (
-    ConfigOption,
-    ContextOption,
-    FfnHiddenOption,
-    FfnMultOption,
-    FfnOption,
-    FormatOption,
-    HeadDimOption,
-    HeadsOption,
-    KvHeadsOption,
-    LayersOption,
-    NormOption,
-    PositionOption,
-    PresetOption,
-    TieOption,
-    VocabOption,
-    WidthOption,
-    emit,
-    load_models,
-    overrides_from,
-    user_errors,
-)
+from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
 
 if TYPE_CHECKING:
@@ -50,51 +30,23 @@ ROWS = (
 )
 
 
+@takes_models
 def params(
-    preset: PresetOption = None,
-    config: ConfigOption = None,
+    models: ModelSelection,
     explain: Annotated[
         bool, typer.Option("--explain", help="Show each row's formula with the numbers put in.")
     ] = False,
     fmt: FormatOption = OutputFormat.table,
-    vocab: VocabOption = None,
-    context: ContextOption = None,
-    d: WidthOption = None,
-    layers: LayersOption = None,
-    heads: HeadsOption = None,
-    kv_heads: KvHeadsOption = None,
-    head_dim: HeadDimOption = None,
-    ffn: FfnOption = None,
-    ffn_mult: FfnMultOption = None,
-    ffn_hidden: FfnHiddenOption = None,
-    norm: NormOption = None,
-    tie: TieOption = None,
-    position: PositionOption = None,
 ) -> None:
     """Count a model's parameters exactly: tables, blocks, LM head, tying, weight bytes.
 
-    Several --preset/--config render side by side. Totals count a tied matrix once, as
+    Several --preset/--config/--hf render side by side. Totals count a tied matrix once, as
     PyTorch's sum(p.numel() for p in model.parameters()) does.
     """
     from costcalc.results import params_result
 
     with user_errors():
-        overrides = overrides_from(
-            vocab=vocab,
-            context=context,
-            d=d,
-            layers=layers,
-            heads=heads,
-            kv_heads=kv_heads,
-            head_dim=head_dim,
-            ffn=ffn,
-            ffn_mult=ffn_mult,
-            ffn_hidden=ffn_hidden,
-            norm=norm,
-            tie=tie,
-            position=position,
-        )
-        results = [params_result(model) for model in load_models(preset, config, overrides)]
+        results = [params_result(model) for model in models.load()]
     data = [result.to_dict() for result in results]
     emit(fmt, data[0] if len(data) == 1 else data, params_grids(results, explain))
 

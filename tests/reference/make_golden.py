@@ -66,10 +66,12 @@ ADAMW_BATCH, ADAMW_SEQ = 1, 8
 MOE_BATCH, MOE_SEQ = 1, 16
 
 MOE_MODELS = {"mixtral-8x7b", "tiny-mixtral"}
-SKIP_MACS = {
-    "mixtral-8x7b": "skipped: expert routing is data dependent and cannot run on meta tensors; "
-    "see tiny-mixtral for the MoE MAC structure",
-}
+# Expert routing (nonzero/where) needs real values, so the eager expert loop only runs on real
+# weights. The "batched_mm" implementation gathers each token's top-k expert matrices and runs one
+# bmm per projection: no data-dependent shapes, so it also runs on meta and does the same MACs.
+MOE_IMPL = {"cpu": "eager", "meta": "batched_mm"}
+EXPERTS = "mlp.experts"
+ROUTER = "mlp.gate"
 ADAMW_MODELS = {"gpt2", "qwen2.5-0.5b"}
 ATTENTION_PAIR_OPS = {"aten.bmm", "aten.baddbmm"}
 LINEAR_OPS = {"aten.mm", "aten.addmm"}
@@ -82,10 +84,9 @@ def fixture_path(name: str) -> Path:
     return FIXTURES / f"{name}.json"
 
 
-def load_config(name: str, **overrides):
+def load_config(name: str):
     """Turn a fixture config.json into the transformers config object of its model_type."""
     data = json.loads(fixture_path(name).read_text())
-    data.update(overrides)
     return CONFIG_MAPPING[data["model_type"]].from_dict(data)
 
 
@@ -98,9 +99,9 @@ def build_model(config, device: str = "meta", **kwargs) -> nn.Module:
     return model.eval()
 
 
-def model_kwargs(name: str) -> dict:
-    """The eager expert loop is used for MoE models: one F.linear per (expert, token group)."""
-    return {"experts_implementation": "eager"} if name in MOE_MODELS else {}
+def model_kwargs(name: str, device: str) -> dict:
+    """MoE models need an explicit experts implementation, chosen by device (see MOE_IMPL)."""
+    return {"experts_implementation": MOE_IMPL[device]} if name in MOE_MODELS else {}
 
 
 def token_ids(batch: int, seq: int, device: str, vocab: int = 1) -> torch.Tensor:
@@ -197,60 +198,81 @@ def check_linear_ops(model: nn.Module, flops: dict) -> None:
         assert ops <= LINEAR_OPS, f"{name} uses {ops}, expected only mm/addmm"
 
 
+def submodule_flops(model: nn.Module, flops: dict, suffix: str) -> dict[str, int]:
+    """Per-op FLOPs summed over all modules whose dotted name ends with `suffix`."""
+    prefix = type(model).__name__ + "."
+    total: dict[str, int] = {}
+    for name, _ in model.named_modules():
+        if name.endswith(suffix):
+            for op, n in flops.get(prefix + name, {}).items():
+                total[str(op)] = total.get(str(op), 0) + n
+    return total
+
+
+def attention_pair_flops(model: nn.Module, flops: dict) -> int:
+    """bmm/baddbmm FLOPs (Q.K^T and weights.V) outside the experts (batched_mm uses bmm too)."""
+    experts = submodule_flops(model, flops, EXPERTS)
+    return ops_total(flops["Global"], ATTENTION_PAIR_OPS) - ops_total(experts, ATTENTION_PAIR_OPS)
+
+
 def macs_record(model: nn.Module, batch: int, seq: int, device: str = "meta") -> dict:
     ids = token_ids(batch, seq, device, model.config.vocab_size)
     counter = count_flops(model, ids)
     flops = counter.get_flop_counts()
     check_linear_ops(model, flops)
-    everything = flops["Global"]
     lm_head = flops[module_key(model, model.get_output_embeddings())]
     total = counter.get_total_flops()
-    return {
+    record = {
         "batch": batch,
         "seq_len": seq,
         "flops_total": total,
         "macs_total": total // 2,
         "macs_lm_head": sum(lm_head.values()) // 2,
-        "macs_attention_pair": ops_total(everything, ATTENTION_PAIR_OPS) // 2,
-        "flops_by_op": by_op(everything),
+        "macs_attention_pair": attention_pair_flops(model, flops) // 2,
+        "flops_by_op": by_op(flops["Global"]),
     }
+    if model.config.model_type == "mixtral":
+        record.update(moe_fields(model, flops))
+    return record
 
 
-def moe_submodule_macs(model: nn.Module, flops: dict, suffix: str) -> int:
-    """Sum of MACs over all modules whose dotted name ends with `suffix` (e.g. 'mlp.gate')."""
-    prefix = type(model).__name__ + "."
-    total = 0
-    for name, _ in model.named_modules():
-        if name.endswith(suffix):
-            total += sum(flops.get(prefix + name, {}).values())
-    return total // 2
+def moe_fields(model: nn.Module, flops: dict) -> dict:
+    config = model.config
+    return {
+        "experts_implementation": config._experts_implementation,
+        "macs_router": sum(submodule_flops(model, flops, ROUTER).values()) // 2,
+        "macs_experts": sum(submodule_flops(model, flops, EXPERTS).values()) // 2,
+        "num_experts": config.num_local_experts,
+        "experts_per_token": config.num_experts_per_tok,
+        "expert_parameters": expert_numel(model),
+    }
 
 
 def expert_numel(model: nn.Module) -> int:
     """Parameters of one expert: its slice of the stacked gate_up_proj and down_proj tensors."""
     _, layers = decoder_layers(model, model.config)
-    experts = layers[0].mlp.experts
-    return sum(p[0].numel() for p in experts.parameters())
+    return sum(p[0].numel() for p in layers[0].mlp.experts.parameters())
 
 
-def moe_macs_record(name: str) -> dict:
-    """Real CPU weights (MoE routing needs values); MAC count does not depend on the routing."""
+def real_moe_macs(name: str, batch: int, seq: int) -> dict:
+    """The eager expert loop on real random weights: each token visits exactly top_k experts."""
     torch.manual_seed(0)
-    model = build_model(load_config(name), device="cpu", **model_kwargs(name))
-    record = macs_record(model, MOE_BATCH, MOE_SEQ, device="cpu")
-    flops = count_flops(model, token_ids(MOE_BATCH, MOE_SEQ, "cpu", 128)).get_flop_counts()
-    config = model.config
-    record.update(
-        {
-            "weights": "real float32 on CPU, torch.manual_seed(0), experts_implementation=eager",
-            "macs_router": moe_submodule_macs(model, flops, "mlp.gate"),
-            "macs_experts": moe_submodule_macs(model, flops, "mlp.experts"),
-            "num_experts": config.num_local_experts,
-            "experts_per_token": config.num_experts_per_tok,
-            "expert_parameters": expert_numel(model),
-        }
-    )
+    model = build_model(load_config(name), device="cpu", **model_kwargs(name, "cpu"))
+    record = macs_record(model, batch, seq, device="cpu")
+    record["weights"] = "real float32 on CPU, torch.manual_seed(0)"
     return record
+
+
+def macs_for(name: str, model: nn.Module) -> dict:
+    """tiny-mixtral: real weights at B=1, T=16, cross-checked against the meta/batched_mm count."""
+    if name != "tiny-mixtral":
+        return macs_record(model, MACS_BATCH, MACS_SEQ)
+    real = real_moe_macs(name, MOE_BATCH, MOE_SEQ)
+    meta = macs_record(model, MOE_BATCH, MOE_SEQ)
+    for key in ("macs_total", "macs_lm_head", "macs_attention_pair", "macs_router", "macs_experts"):
+        assert real[key] == meta[key], f"{key}: eager {real[key]} != batched_mm {meta[key]}"
+    real["cross_check"] = "same MACs from meta weights with experts_implementation=batched_mm"
+    return real
 
 
 # --------------------------------------------------------------------------- KV cache
@@ -258,7 +280,10 @@ def moe_macs_record(name: str) -> dict:
 
 def kv_record(model: nn.Module, batch: int, seq: int) -> dict:
     ids = token_ids(batch, seq, "meta")
-    cache = forward(model, ids, use_cache=True).past_key_values
+    output = forward(model, ids, use_cache=True)
+    cache = getattr(output, "cache", None) or getattr(output, "past_key_values", None)
+    if cache is None:
+        return {"note": f"{type(model).__name__} returns no KV cache"}
     keys = sum(layer.keys.numel() for layer in cache.layers)
     values = sum(layer.values.numel() for layer in cache.layers)
     return {
@@ -266,6 +291,9 @@ def kv_record(model: nn.Module, batch: int, seq: int) -> dict:
         "seq_len": seq,
         "cache_class": type(cache).__name__,
         "n_cache_layers": len(cache.layers),
+        "cache_layer_classes": sorted({type(layer).__name__ for layer in cache.layers}),
+        "sliding_window": getattr(cache.layers[0], "sliding_window", None),
+        "key_shape_layer0": list(cache.layers[0].keys.shape),
         "key_elements": keys,
         "value_elements": values,
         "kv_cache_elements": keys + values,
@@ -304,7 +332,7 @@ def adamw_record(name: str, batch: int, seq: int) -> dict:
 
 def run_model(name: str, steps: list[str], record: dict) -> dict:
     config = load_config(name)
-    model = build_model(config, **model_kwargs(name))
+    model = build_model(config, **model_kwargs(name, "meta"))
     record["config"] = str(fixture_path(name).relative_to(ROOT))
     if "params" in steps:
         record.update(params_record(model, config))
@@ -312,18 +340,10 @@ def run_model(name: str, steps: list[str], record: dict) -> dict:
         record["macs_forward"] = macs_for(name, model)
     if "kv" in steps:
         record["kv_cache"] = kv_record(model, KV_BATCH, KV_SEQ)
-        record["kv_cache_elements"] = record["kv_cache"]["kv_cache_elements"]
+        record["kv_cache_elements"] = record["kv_cache"].get("kv_cache_elements")
     if "adamw" in steps and name in ADAMW_MODELS:
         record["adamw_state"] = adamw_record(name, ADAMW_BATCH, ADAMW_SEQ)
     return record
-
-
-def macs_for(name: str, model: nn.Module) -> dict:
-    if name in SKIP_MACS:
-        return {"note": SKIP_MACS[name]}
-    if name in MOE_MODELS:
-        return moe_macs_record(name)
-    return macs_record(model, MACS_BATCH, MACS_SEQ)
 
 
 def load_output() -> dict:

@@ -1,0 +1,156 @@
+"""Choosing models on the command line, the same way for every command that takes one.
+
+``--preset`` (repeatable), ``--config`` (repeatable), ``--hf`` (repeatable) and overrides
+(``--d 512``) applied on top. A command decorated with :func:`takes_models` gets these options
+and receives a :class:`ModelSelection` as its ``models`` argument.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from costcalc.loaders import LoadedModel
+
+OVERRIDE_PANEL = "Overrides, applied on top of the preset or file"
+
+
+def _override(decls: tuple[str, ...], kind: Any, help: str) -> Any:
+    return Annotated[kind | None, typer.Option(*decls, help=help, rich_help_panel=OVERRIDE_PANEL)]
+
+
+SELECTION: dict[str, Any] = {
+    "preset": Annotated[
+        list[str] | None,
+        typer.Option(
+            "--preset",
+            "-p",
+            metavar="NAME",
+            help="A shipped preset (see `costcalc presets`); repeatable.",
+        ),
+    ],
+    "config": Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--config",
+            "-c",
+            metavar="FILE",
+            help="A config file: costcalc YAML/JSON, nanoGPT-style or Hugging Face config.json; "
+            "repeatable.",
+        ),
+    ],
+    "hf": Annotated[
+        list[str] | None,
+        typer.Option(
+            "--hf",
+            metavar="ORG/NAME",
+            help="A model's config.json from the local Hugging Face cache (no network); "
+            "repeatable.",
+        ),
+    ],
+}
+
+# parameter -> (ModelSpec field, option annotation)
+OVERRIDES: dict[str, tuple[str, Any]] = {
+    "vocab": ("vocab_size", _override(("--vocab",), int, "Vocabulary size V.")),
+    "context": (
+        "context_length",
+        _override(("--context",), int, "Context length (position table rows)."),
+    ),
+    "d": ("d_model", _override(("--d", "--d-model"), int, "Width D.")),
+    "layers": ("n_layers", _override(("--layers",), int, "Layers L.")),
+    "heads": ("n_heads", _override(("--heads",), int, "Attention heads H.")),
+    "kv_heads": ("n_kv_heads", _override(("--kv-heads",), int, "Key/value heads (GQA/MQA).")),
+    "head_dim": ("head_dim", _override(("--head-dim",), int, "Explicit head width.")),
+    "ffn": ("ffn", _override(("--ffn",), str, "FFN kind: mlp, swiglu or geglu.")),
+    "ffn_mult": ("ffn_mult", _override(("--ffn-mult",), int, "FFN width as a multiple r of D.")),
+    "ffn_hidden": ("ffn_hidden", _override(("--ffn-hidden",), int, "FFN hidden width.")),
+    "norm": ("norm", _override(("--norm",), str, "Norm kind: layernorm or rmsnorm.")),
+    "tie": (
+        "tie_embeddings",
+        _override(("--tie/--no-tie",), bool, "Tie the LM head to the token table."),
+    ),
+    "position": (
+        "position",
+        _override(("--position",), str, "Position scheme: learned, sinusoidal, rotary or none."),
+    ),
+}
+
+MODEL_PARAMETERS: tuple[inspect.Parameter, ...] = tuple(
+    inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+    for name, annotation in [
+        *SELECTION.items(),
+        *((name, annotation) for name, (_, annotation) in OVERRIDES.items()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class ModelSelection:
+    """The models a command was asked about, and the overrides to apply to each."""
+
+    presets: Sequence[str] = ()
+    configs: Sequence[Path] = ()
+    hub_ids: Sequence[str] = ()
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_options(cls, values: dict[str, Any]) -> ModelSelection:
+        """From the parsed options; unset overrides are dropped.
+
+        Giving the FFN width one way (--ffn-hidden or --ffn-mult) replaces the other way the
+        file may have used, since a config states one of them.
+        """
+        chosen = {
+            spec_field: values[name]
+            for name, (spec_field, _) in OVERRIDES.items()
+            if values.get(name) is not None
+        }
+        if "ffn_hidden" in chosen:
+            chosen.setdefault("ffn_mult", None)
+        elif "ffn_mult" in chosen:
+            chosen.setdefault("ffn_hidden", None)
+        return cls(
+            presets=values.get("preset") or (),
+            configs=values.get("config") or (),
+            hub_ids=values.get("hf") or (),
+            overrides=chosen,
+        )
+
+    def load(self, default_preset: str | None = None) -> list[LoadedModel]:
+        """Every model named by --preset, --config and --hf (in that order), with overrides."""
+        from costcalc.errors import UsageError
+        from costcalc.loaders import load_file, load_hub, load_preset
+
+        models = [load_preset(name, self.overrides) for name in self.presets]
+        models += [load_file(path, self.overrides) for path in self.configs]
+        models += [load_hub(repo_id, self.overrides) for repo_id in self.hub_ids]
+        if not models and default_preset is not None:
+            models.append(load_preset(default_preset, self.overrides))
+        if not models:
+            raise UsageError(
+                "name a model with --preset NAME, --config FILE or --hf ORG/NAME "
+                "(see `costcalc presets`)"
+            )
+        return models
+
+
+def takes_models(command: Callable[..., None]) -> Callable[..., None]:
+    """Give ``command`` the model options; it receives them as ``models: ModelSelection``."""
+    signature = inspect.signature(command, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.name != "models"]
+
+    @functools.wraps(command)
+    def run(**kwargs: Any) -> None:
+        picked = {p.name: kwargs.pop(p.name) for p in MODEL_PARAMETERS}
+        command(models=ModelSelection.from_options(picked), **kwargs)
+
+    setattr(run, "__signature__", signature.replace(parameters=[*own, *MODEL_PARAMETERS]))  # noqa: B010
+    return run

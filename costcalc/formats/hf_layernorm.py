@@ -1,0 +1,118 @@
+"""Hugging Face families with LayerNorm (weight and bias) and a plain two-matrix MLP:
+gpt2, openai-gpt, gpt_neox, opt and phi.
+
+Each function reads the keys its ``transformers`` configuration class defines, with that class's
+defaults, and its docstring names the tensors the family's modeling code builds (transformers
+5.24, ``models/<family>/modeling_<family>.py``). D is ``hidden_size`` (``n_embd``), h the MLP
+width, V the vocabulary.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costcalc.formats.hf_reader import Reader, rotary_dim, standard_sizes
+
+GPT_KEYS: dict[str, tuple[str, ...]] = {
+    "vocab_size": ("vocab_size",),
+    "d_model": ("n_embd", "hidden_size"),
+    "n_layers": ("n_layer", "num_hidden_layers"),
+    "n_heads": ("n_head", "num_attention_heads"),
+    "context_length": ("n_positions", "max_position_embeddings"),
+}
+"""GPT-2 and GPT-1 keys; the second names are the ``attribute_map`` aliases transformers accepts."""
+
+
+def gpt2(r: Reader) -> dict[str, Any]:
+    """GPT2LMHeadModel: ``wte`` (V x D), ``wpe`` (n_positions x D); per block ``ln_1``,
+    ``attn.c_attn`` (D x 3D + 3D, fused q/k/v), ``attn.c_proj`` (D x D + D), ``ln_2``,
+    ``mlp.c_fc`` (D x h + h, h = ``n_inner`` or 4D), ``mlp.c_proj`` (h x D + D); final ``ln_f``;
+    ``lm_head`` without bias, tied to ``wte`` unless ``tie_word_embeddings`` is false."""
+    return {
+        **standard_sizes(r, GPT_KEYS),
+        "ffn_hidden": r.value("ffn_hidden", "n_inner", default=None),
+        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=True),
+    }
+
+
+def openai_gpt(r: Reader) -> dict[str, Any]:
+    """OpenAIGPTLMHeadModel (GPT-1): ``tokens_embed`` (V x D), ``positions_embed``
+    (n_positions x D); per block ``attn.c_attn`` (D x 3D + 3D), ``attn.c_proj``, ``ln_1``,
+    ``mlp.c_fc`` (D x 4D + 4D), ``mlp.c_proj``, ``ln_2`` (post-norm); no final norm; ``lm_head``
+    without bias, tied to ``tokens_embed``."""
+    return {
+        **standard_sizes(r, GPT_KEYS),
+        "final_norm": False,
+        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=True),
+    }
+
+
+def gpt_neox(r: Reader) -> dict[str, Any]:
+    """GPTNeoXForCausalLM (Pythia): ``embed_in`` (V x D); per block ``input_layernorm``,
+    ``post_attention_layernorm`` (both kept with ``use_parallel_residual``),
+    ``attention.query_key_value`` (D x 3D, fused), ``attention.dense`` (D x D), both with bias when
+    ``attention_bias`` (default true), ``mlp.dense_h_to_4h`` (D x h + h), ``mlp.dense_4h_to_h``
+    (h x D + D); ``final_layer_norm``; ``embed_out`` (V x D, no bias), untied by default. Rotary
+    on ``rotary_pct`` (default 0.25) of each head."""
+    fields = standard_sizes(r)
+    attention_bias = r.value(("qkv_bias", "attn_out_bias"), "attention_bias", default=True)
+    fields.update(
+        position="rotary",
+        ffn_hidden=r.size("ffn_hidden", "intermediate_size"),
+        qkv_bias=attention_bias,
+        attn_out_bias=attention_bias,
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    )
+    fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor", "rotary_pct"), 0.25)
+    return fields
+
+
+def opt(r: Reader) -> dict[str, Any]:
+    """OPTForCausalLM: ``embed_tokens`` (V x E, E = ``word_embed_proj_dim``, default D),
+    ``embed_positions`` ((max_position_embeddings + 2) x D: OPT's learned table keeps an offset
+    of 2), ``project_in`` (E x D) and ``project_out`` (D x E) without bias when E != D; per block
+    ``self_attn.q_proj/k_proj/v_proj/out_proj`` (D x D each), ``fc1`` (D x ``ffn_dim``),
+    ``fc2``, all with bias when ``enable_bias``, ``self_attn_layer_norm`` and
+    ``final_layer_norm``; a model-level ``final_layer_norm`` only when ``do_layer_norm_before``
+    (OPT-350m is post-norm and has none); ``lm_head`` (V x E, no bias), tied by default."""
+    fields = standard_sizes(r)
+    width = fields["d_model"]
+    embedding_dim = r.value("embedding_dim", "word_embed_proj_dim", default=None)
+    bias = r.value(("qkv_bias", "attn_out_bias", "ffn_bias"), "enable_bias", default=True)
+    if not r.flag("layer_norm_elementwise_affine", True):
+        r.unsupported("layer_norm_elementwise_affine", "LayerNorms without weights")
+    pre_norm = r.flag("do_layer_norm_before", True)
+    remove_final = r.flag("_remove_final_layer_norm", False)
+    fields.update(
+        position_offset=2,
+        embedding_dim=None if embedding_dim == width else embedding_dim,
+        ffn_hidden=r.size("ffn_hidden", "ffn_dim"),
+        qkv_bias=bias,
+        attn_out_bias=bias,
+        ffn_bias=bias,
+        final_norm=pre_norm and not remove_final,
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
+    )
+    return fields
+
+
+def phi(r: Reader) -> dict[str, Any]:
+    """PhiForCausalLM (Phi-1, Phi-1.5, Phi-2): ``embed_tokens`` (V x D); per block ONE
+    ``input_layernorm`` (attention and MLP run in parallel on it), ``self_attn.q_proj``
+    (D x H d), ``k_proj``/``v_proj`` (D x K d), ``dense`` (H d x D), all with bias, ``mlp.fc1``
+    (D x h + h), ``mlp.fc2`` (h x D + D); ``final_layernorm``; ``lm_head`` (V x D) WITH a bias,
+    untied by default. Rotary on ``partial_rotary_factor`` (default 0.5) of each head."""
+    fields = standard_sizes(r)
+    if r.flag("qk_layernorm", False):
+        r.unsupported("qk_layernorm", "LayerNorms on queries and keys")
+    fields.update(
+        n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=None),
+        head_dim=r.value("head_dim", "head_dim", default=None),
+        position="rotary",
+        ffn_hidden=r.size("ffn_hidden", "intermediate_size"),
+        norms_per_block=1,
+        lm_head_bias=True,
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    )
+    fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 0.5)
+    return fields

@@ -1,0 +1,133 @@
+"""Reading the keys of one Hugging Face ``config.json``.
+
+A :class:`Reader` hands out values by the file's own key names, remembers which key each
+ModelSpec field came from (so later errors name the user's key) and collects every missing or
+mistyped key before failing once with all of them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeGuard
+
+from costcalc.errors import ConfigError, Problem
+from costcalc.files import Document
+from costcalc.loaders import Translation
+
+
+class Reader:
+    """Reads keys of one config, collecting every problem before failing."""
+
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+        self.key_names: dict[str, str] = {}
+        self.problems: list[Problem] = []
+
+    def _find(self, keys: tuple[str, ...]) -> str | None:
+        """The first of ``keys`` present with a value (``null`` counts as absent)."""
+        return next((key for key in keys if self.doc.data.get(key) is not None), None)
+
+    def size(self, field: str, *keys: str) -> Any:
+        """A value the model cannot be built without; recorded as the source of ``field``."""
+        key = self._find(keys)
+        if key is None:
+            self.problems.append(Problem(" or ".join(keys), "required key is missing (or null)"))
+            return None
+        self.key_names[field] = key
+        return self.doc.data[key]
+
+    def value(self, field: str | tuple[str, ...], *keys: str, default: Any) -> Any:
+        """A value with the family's default (as its transformers config class sets it).
+
+        ``field`` may name several spec fields one key sets (a bias switch). Errors about them
+        name the key found, or the first of ``keys`` when none is there.
+        """
+        key = self._find(keys)
+        for name in (field,) if isinstance(field, str) else field:
+            self.key_names[name] = key or keys[0]
+        return default if key is None else self.doc.data[key]
+
+    def flag(self, key: str, default: bool) -> bool:
+        """A true/false switch the translation itself depends on."""
+        value = self.doc.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            self.fail(key, f"expected true or false (got {value!r})")
+            return default
+        return value
+
+    def factor(self, keys: tuple[str, ...], default: float) -> tuple[float, str | None]:
+        """A number in (0, 1] (such as a partial-rotary factor) and the key it came from.
+
+        ``rope_parameters.<key>`` (transformers 5) is looked at before the top-level keys.
+        """
+        rope = self.doc.data.get("rope_parameters")
+        for key in keys:
+            nested = rope.get(key) if isinstance(rope, dict) else None
+            name, value = (
+                (f"rope_parameters.{key}", nested)
+                if nested is not None
+                else (key, self.doc.data.get(key))
+            )
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+                self.fail(name, f"expected a number above 0 and at most 1 (got {value!r})")
+                return default, None
+            return value, name
+        return default, None
+
+    def fail(self, key: str, message: str) -> None:
+        """Record a problem with ``key`` (its line is looked up)."""
+        self.problems.append(Problem(key, message, self.doc.line_of((key.split(".")[0],))))
+
+    def unsupported(self, key: str, reason: str) -> None:
+        """A setting the file uses that costcalc does not count."""
+        self.fail(key, f"not supported: {reason}")
+
+    def finish(self, fields: dict[str, Any]) -> Translation:
+        """The translation, or one error listing every problem found."""
+        if self.problems:
+            raise ConfigError(self.doc.path, self.problems)
+        name = self.doc.data.get("_name_or_path")
+        return Translation(
+            {k: v for k, v in fields.items() if v is not None},
+            self.key_names,
+            name=name if isinstance(name, str) and name else None,
+        )
+
+
+STANDARD_KEYS: dict[str, tuple[str, ...]] = {
+    "vocab_size": ("vocab_size",),
+    "d_model": ("hidden_size",),
+    "n_layers": ("num_hidden_layers",),
+    "n_heads": ("num_attention_heads",),
+    "context_length": ("max_position_embeddings",),
+}
+"""The key names most transformers configuration classes share (``PretrainedConfig``)."""
+
+
+def standard_sizes(r: Reader, keys: dict[str, tuple[str, ...]] = STANDARD_KEYS) -> dict[str, Any]:
+    """Vocabulary, width, layers, heads and context, read from ``keys``."""
+    return {field: r.size(field, *names) for field, names in keys.items()}
+
+
+def rotary_dim(r: Reader, fields: dict[str, Any], keys: tuple[str, ...], default: float) -> Any:
+    """Rotary dimensions per head, ``int(head_dim * factor)`` as transformers computes them;
+    ``None`` when the whole head rotates (or the sizes are invalid, reported elsewhere)."""
+    factor, key = r.factor(keys, default)
+    head_dim = fields.get("head_dim")
+    if head_dim is None:
+        d, h = fields.get("d_model"), fields.get("n_heads")
+        if not (_positive_int(d) and _positive_int(h)) or d % h:
+            return None
+        head_dim = d // h
+    if factor == 1 or not _positive_int(head_dim):
+        return None
+    if key is not None:
+        r.key_names["rotary_dim"] = key
+    return int(head_dim * factor)
+
+
+def _positive_int(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0

@@ -1,0 +1,142 @@
+"""Hugging Face families built like Llama: RMSNorm twice per block and a final RMSNorm, rotary
+positions, q/k/v/o projections, a gated FFN (``gate``, ``up``, ``down``), no position table:
+llama, mistral, qwen2, gemma, phi3 and mixtral.
+
+Each function reads the keys its ``transformers`` configuration class defines, with that class's
+defaults, and its docstring names what the family's modeling code builds beyond the shared
+layout of :func:`llama_layout` (transformers 5.24, ``models/<family>/modeling_<family>.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costcalc.formats.hf_reader import Reader, rotary_dim, standard_sizes
+
+
+def llama_layout(
+    r: Reader,
+    *,
+    kv_heads: int | None = None,
+    head_dim: int | None = None,
+    tie: bool = False,
+    qkv_bias: bool = False,
+    act: str = "silu",
+) -> dict[str, Any]:
+    """The shared layout: ``embed_tokens`` (V x D); per block ``input_layernorm`` and
+    ``post_attention_layernorm`` (RMSNorm, D each), ``q_proj`` (D x H d), ``k_proj``/``v_proj``
+    (D x K d), ``o_proj`` (H d x D), ``gate_proj``/``up_proj`` (D x h each), ``down_proj``
+    (h x D); final ``norm``; ``lm_head`` (V x D, no bias). d is ``head_dim`` (default D / H),
+    K ``num_key_value_heads``; the defaults given here are the family's own (a gated FFN is
+    GeGLU when ``hidden_act`` is a GELU, else SwiGLU)."""
+    fields = standard_sizes(r)
+    act = r.value("ffn", "hidden_act", default=act)
+    fields.update(
+        n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=kv_heads),
+        head_dim=r.value("head_dim", "head_dim", default=head_dim),
+        position="rotary",
+        ffn="geglu" if isinstance(act, str) and act.startswith("gelu") else "swiglu",
+        ffn_hidden=r.size("ffn_hidden", "intermediate_size"),
+        norm="rmsnorm",
+        qkv_bias=qkv_bias,
+        attn_out_bias=qkv_bias,
+        ffn_bias=False,
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=tie),
+    )
+    return fields
+
+
+def llama(r: Reader) -> dict[str, Any]:
+    """LlamaForCausalLM (Llama 1-3, SmolLM): the shared layout; q/k/v/o carry a bias when
+    ``attention_bias``, gate/up/down when ``mlp_bias`` (both default false); untied by default."""
+    fields = llama_layout(r)
+    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
+        ("qkv_bias", "attn_out_bias"), "attention_bias", default=False
+    )
+    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    return fields
+
+
+def mistral(r: Reader) -> dict[str, Any]:
+    """MistralForCausalLM: the shared layout, no biases, untied by default, 8 key/value heads
+    when ``num_key_value_heads`` is absent; every layer attends within ``sliding_window``
+    (default 4,096; null for none)."""
+    fields = llama_layout(r, kv_heads=8)
+    fields["sliding_window"] = _sliding_window(r, default=4096)
+    return fields
+
+
+def qwen2(r: Reader) -> dict[str, Any]:
+    """Qwen2ForCausalLM (Qwen2, Qwen2.5): the shared layout with a bias on q/k/v (not on
+    ``o_proj``, not in the MLP); untied by default, 32 key/value heads when
+    ``num_key_value_heads`` is absent. ``sliding_window`` applies only with
+    ``use_sliding_window``, and then only to layers from ``max_window_layers`` on."""
+    fields = llama_layout(r, kv_heads=32, qkv_bias=True)
+    fields["attn_out_bias"] = False
+    fields["sliding_window"] = _qwen2_sliding_window(r, fields["n_layers"])
+    return fields
+
+
+def gemma(r: Reader) -> dict[str, Any]:
+    """GemmaForCausalLM: the shared layout with GeGLU, ``head_dim`` 256 unless given (H d may
+    differ from D), 16 key/value heads when ``num_key_value_heads`` is absent, RMSNorm weights
+    stored as offsets (still D each), q/k/v/o bias when ``attention_bias``; tied by default."""
+    fields = llama_layout(r, kv_heads=16, head_dim=256, tie=True, act="gelu_pytorch_tanh")
+    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
+        ("qkv_bias", "attn_out_bias"), "attention_bias", default=False
+    )
+    return fields
+
+
+def phi3(r: Reader) -> dict[str, Any]:
+    """Phi3ForCausalLM: the shared layout with q/k/v fused into ``qkv_proj`` (D x (H + 2K) d)
+    and gate/up fused into ``gate_up_proj`` (D x 2h), no biases, untied by default; rotary on
+    ``partial_rotary_factor`` (default 1) of each head; ``sliding_window`` when given."""
+    fields = llama_layout(r)
+    fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 1.0)
+    fields["sliding_window"] = _sliding_window(r, default=None)
+    return fields
+
+
+def mixtral(r: Reader) -> dict[str, Any]:
+    """MixtralForCausalLM: the shared layout with the MLP replaced by a sparse mixture of
+    experts: ``mlp.gate`` (router, X x D, no bias) and ``mlp.experts`` holding X SwiGLU experts
+    (``gate_up_proj`` X x 2h x D, ``down_proj`` X x D x h), X = ``num_local_experts``, each token
+    routed to ``num_experts_per_tok``; no biases, untied by default, 8 key/value heads when
+    ``num_key_value_heads`` is absent, ``sliding_window`` when given."""
+    fields = llama_layout(r, kv_heads=8)
+    fields["moe_experts"] = r.value("moe_experts", "num_local_experts", "num_experts", default=8)
+    fields["moe_top_k"] = r.value("moe_top_k", "num_experts_per_tok", default=2)
+    fields["sliding_window"] = _sliding_window(r, default=None)
+    return fields
+
+
+def _sliding_window(r: Reader, default: int | None) -> Any:
+    """``sliding_window``: the family's default when the key is absent, none when it is null."""
+    if "sliding_window" not in r.doc.data:
+        return default
+    return r.value("sliding_window", "sliding_window", default=None)
+
+
+def _qwen2_sliding_window(r: Reader, n_layers: Any) -> Any:
+    """Qwen2's window, when every layer uses it; a mix of windowed and full layers is refused."""
+    window = r.value("sliding_window", "sliding_window", default=4096)
+    if not r.flag("use_sliding_window", False) or window is None:
+        r.key_names.pop("sliding_window", None)
+        return None
+    layer_types = r.doc.data.get("layer_types")
+    if isinstance(layer_types, list):
+        sliding = [kind == "sliding_attention" for kind in layer_types]
+    else:
+        first = r.doc.data.get("max_window_layers", 28)
+        if not isinstance(first, int) or not isinstance(n_layers, int):
+            return window
+        sliding = [i >= first for i in range(n_layers)]
+    if all(sliding):
+        return window
+    if any(sliding):
+        r.unsupported(
+            "max_window_layers" if layer_types is None else "layer_types",
+            "sliding-window attention on some layers and full attention on others",
+        )
+    return None

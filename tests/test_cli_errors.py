@@ -1,0 +1,104 @@
+"""Bad input to `costcalc params`: one clear message, a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Invoke
+
+
+def fails(cli: Invoke, *args: str, code: int = 1) -> str:
+    result = cli(*args)
+    assert result.exit_code == code, result.stdout
+    assert "Traceback" not in result.stderr + result.stdout
+    return result.stderr
+
+
+def test_unknown_preset_lists_and_suggests(cli: Invoke) -> None:
+    message = fails(cli, "params", "--preset", "gpt2-smal")
+    assert "unknown preset 'gpt2-smal'" in message
+    assert "Did you mean 'gpt2-small'?" in message
+    assert "book-gpt-small" in message and "qwen2.5-0.5b" in message
+
+
+def test_heads_that_do_not_divide_the_width(cli: Invoke) -> None:
+    # seed 000: D=256 with 7 heads is "invalid equal split"; reported, never auto-corrected.
+    message = fails(cli, "params", "-p", "lrn-gpt", "--heads", "7")
+    assert "n_heads" in message
+    assert "256 does not split into 7 equal heads" in message
+    assert "8" in message  # the nearest valid head counts are named
+
+
+def test_kv_heads_that_do_not_group(cli: Invoke) -> None:
+    message = fails(cli, "params", "-p", "qwen2.5-0.5b", "--kv-heads", "4")
+    assert "n_kv_heads" in message and "multiple of n_kv_heads" in message
+
+
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_non_positive_sizes(cli: Invoke, value: str) -> None:
+    message = fails(cli, "params", "-p", "gpt2", "--layers", value)
+    assert "--n_layers (command line)" in message
+    assert "greater than or equal to 1" in message
+
+
+def test_non_integer_option_is_a_usage_error(cli: Invoke) -> None:
+    result = cli("params", "-p", "gpt2", "--d", "768.5")
+    assert result.exit_code == 2
+    assert "Invalid value for '--d'" in result.stderr
+
+
+def test_no_model_named(cli: Invoke) -> None:
+    assert "name a model with --preset NAME" in fails(cli, "params", code=2)
+
+
+def test_missing_file(cli: Invoke, tmp_path: Path) -> None:
+    message = fails(cli, "params", "--config", str(tmp_path / "nope.yaml"))
+    assert "nope.yaml: no such file" in message
+
+
+def test_directory(cli: Invoke, tmp_path: Path) -> None:
+    assert "is a directory" in fails(cli, "params", "--config", str(tmp_path))
+
+
+def test_malformed_yaml_names_file_and_line(cli: Invoke, tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("vocab_size: 50257\nd_model: [1, 2\n")
+    message = fails(cli, "params", "-c", str(path))
+    assert f"{path}:" in message and "malformed YAML" in message
+
+
+def test_unknown_key_with_hint_and_line(cli: Invoke, tmp_path: Path) -> None:
+    path = tmp_path / "typo.yaml"
+    path.write_text("vocab_size: 4096\ncontext_length: 256\nd_model: 256\nn_layers: 4\nn_head: 4\n")
+    message = fails(cli, "params", "-c", str(path))
+    assert "n_head (line 5): unknown key; did you mean 'n_heads'?" in message
+    assert "n_heads: required" in message
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [("true", "True"), ("768.0", "768.0"), ("'768'", "'768'")]
+)
+def test_sizes_are_strict_integers(cli: Invoke, tmp_path: Path, value: str, shown: str) -> None:
+    path = tmp_path / "strict.yaml"
+    path.write_text(
+        f"vocab_size: 4096\ncontext_length: 256\nd_model: {value}\nn_layers: 4\nn_heads: 4\n"
+    )
+    message = fails(cli, "params", "-c", str(path))
+    assert "d_model (line 3): Input should be a valid integer" in message
+    assert f"(got {shown})" in message
+
+
+def test_contradicting_ffn_width(cli: Invoke) -> None:
+    message = fails(cli, "params", "-p", "gpt2", "--ffn-mult", "4", "--ffn-hidden", "1000")
+    assert "ffn_hidden 1000 contradicts ffn_mult 4" in message
+
+
+def test_unknown_choice(cli: Invoke) -> None:
+    message = fails(cli, "params", "-p", "gpt2", "--ffn", "swishy")
+    assert "--ffn (command line)" in message and "'mlp', 'swiglu' or 'geglu'" in message
+
+
+def test_presets_show_unknown(cli: Invoke) -> None:
+    assert "unknown preset 'nope'" in fails(cli, "presets", "show", "nope")

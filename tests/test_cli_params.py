@@ -1,0 +1,163 @@
+"""`costcalc params` through the command line."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Invoke
+
+
+def params_json(cli: Invoke, *args: str) -> dict:
+    result = cli("params", *args, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_table_for_gpt2_small(cli: Invoke) -> None:
+    result = cli("params", "--preset", "gpt2-small")
+    assert result.exit_code == 0
+    # Radford et al. 2019 / transformers: 124,439,808; seed 000: token table 38,597,376.
+    assert "124,439,808" in result.stdout
+    assert "38,597,376" in result.stdout
+    assert "786,432" in result.stdout
+    # fp32 bytes of the whole model: 4 x 124,439,808, labelled in both unit systems.
+    assert "497,759,232" in result.stdout
+    assert "497.76 MB" in result.stdout
+    assert "474.70 MiB" in result.stdout
+
+
+def test_alias(cli: Invoke) -> None:
+    assert params_json(cli, "-p", "gpt2")["parameters"]["total"] == 124_439_808
+
+
+def test_json_contract(cli: Invoke) -> None:
+    data = params_json(cli, "--preset", "book-gpt-small")
+    p = data["parameters"]
+    # seed 004, sources/gpt/train_gpt_small.out section 1.
+    assert p["token_embedding"] == 1_048_576
+    assert p["position_embedding"] == 65_536
+    assert p["per_block"] == 789_760
+    assert p["blocks"] == 3_159_040
+    assert p["final_norm"] == 512
+    assert p["lm_head"] == 0
+    assert p["total"] == 4_273_664
+    assert p["untied_total"] == 5_322_240
+    assert p["untied_increase"]["percent"] == "24.5%"
+    assert data["bytes"]["fp32"] == 4 * 4_273_664
+    assert data["bytes"]["bf16"] == 2 * 4_273_664
+    assert data["bytes"]["int4"] == 4_273_664 // 2
+    assert data["model"]["d_model"] == 256
+    assert data["model"]["head_dim"] == 64
+    assert isinstance(p["total"], int)
+
+
+def test_several_models_side_by_side(cli: Invoke) -> None:
+    data = params_json(cli, "-p", "book-gpt-small", "-p", "book-gpt-fairytale")
+    # seed 004: 4,273,664 and 27,579,392.
+    assert [d["parameters"]["total"] for d in data] == [4_273_664, 27_579_392]
+    table = cli("params", "-p", "book-gpt-small", "-p", "book-gpt-fairytale").stdout
+    assert re.search(r"total\s+│\s+4,273,664\s+│\s+27,579,392", table)
+
+
+def test_explain_rows_evaluate_to_the_counts(cli: Invoke) -> None:
+    result = cli("params", "-p", "book-gpt-small", "--explain")
+    assert result.exit_code == 0
+    # seed 004 writes the block as "12d^2 + 13d, d = 256 => 786,432 + 3,328 = 789,760".
+    assert "12d^2 + 13d, d = 256 => 786,432 + 3,328 = 789,760" in result.stdout
+
+
+def test_explain_arithmetic_is_right() -> None:
+    from costcalc.explain import explain
+    from costcalc.loaders import load_preset
+    from costcalc.params import param_report
+
+    checked = 0
+    for name in ("gpt2-small", "qwen2.5-0.5b", "lrn-gpt", "book-gpt-fairytale"):
+        spec = load_preset(name).spec
+        report = param_report(spec)
+        for row, text in explain(spec, report).items():
+            *_, expression, value = re.split(r" = | => ", text)
+            assert int(value.replace(",", "")) == getattr(report, row), (name, row)
+            if re.fullmatch(r"[\d,x+() ]+", expression):
+                expression = expression.replace(",", "").replace("x", "*")
+                assert eval(expression) == getattr(report, row), (name, row, text)
+                checked += 1
+    assert checked >= 24
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "expected"),
+    [
+        (["--vocab", "4096"], "vocab_size", 4096),
+        (["--context", "512"], "context_length", 512),
+        (["--d", "1536"], "d_model", 1536),
+        (["--layers", "4"], "n_layers", 4),
+        (["--heads", "16"], "n_heads", 16),
+        (["--kv-heads", "4"], "n_kv_heads", 4),
+        (["--head-dim", "128"], "head_dim", 128),
+        (["--ffn", "swiglu"], "ffn", "swiglu"),
+        (["--ffn-mult", "2"], "ffn_hidden", 1536),
+        (["--ffn-hidden", "3072"], "ffn_hidden", 3072),
+        (["--norm", "rmsnorm"], "norm", "rmsnorm"),
+        (["--no-tie"], "tie_embeddings", False),
+        (["--position", "rotary"], "position", "rotary"),
+    ],
+)
+def test_each_override(cli: Invoke, args: list[str], field: str, expected: object) -> None:
+    data = params_json(cli, "-p", "gpt2-small", *args)
+    assert data["model"][field] == expected
+
+
+def test_override_changes_counts(cli: Invoke) -> None:
+    # seed 000: D 768 -> 1536 doubles the token table to 77,194,752.
+    assert params_json(cli, "-p", "gpt2", "--d", "1536")["parameters"]["token_embedding"] == (
+        77_194_752
+    )
+    # Untying GPT-2 small adds its 38,597,376-parameter output matrix (seed 004, problem 4 (c)).
+    untied = params_json(cli, "-p", "gpt2", "--no-tie")["parameters"]
+    assert untied["lm_head"] == 38_597_376
+    assert untied["total"] == 124_439_808 + 38_597_376
+    # A position scheme without a table drops the 786,432 learned positions (seed 000).
+    assert params_json(cli, "-p", "gpt2", "--position", "rotary")["parameters"]["total"] == (
+        124_439_808 - 786_432
+    )
+    tied = params_json(cli, "-p", "lrn-gpt", "--tie")["parameters"]
+    assert tied["lm_head"] == 0
+
+
+def test_config_file_from_presets_show(cli: Invoke, tmp_path: Path) -> None:
+    shown = cli("presets", "show", "book-gpt-fairytale")
+    assert shown.exit_code == 0
+    path = tmp_path / "fairytale.yaml"
+    path.write_text(shown.stdout)
+    data = params_json(cli, "--config", str(path))
+    assert data["parameters"]["total"] == 27_579_392  # seed 004, problem 3
+
+
+def test_json_config_file(cli: Invoke, tmp_path: Path) -> None:
+    path = tmp_path / "small.json"
+    spec = {"vocab_size": 4096, "context_length": 256, "d_model": 256, "n_layers": 4, "n_heads": 4}
+    path.write_text(json.dumps(spec))
+    assert params_json(cli, "-c", str(path))["parameters"]["total"] == 4_273_664  # seed 004
+
+
+def test_markdown_and_csv(cli: Invoke) -> None:
+    md = cli("params", "-p", "book-gpt-small", "--format", "markdown")
+    assert md.exit_code == 0
+    assert "| total | 4,273,664 |" in md.stdout
+    csv = cli("params", "-p", "book-gpt-small", "--format", "csv")
+    assert csv.exit_code == 0
+    assert 'Parameters,total,"4,273,664"' in csv.stdout
+
+
+def test_vocab_padding(tmp_path: Path, cli: Invoke) -> None:
+    # nanoGPT pads GPT-2's 50,257 tokens to 50,304 rows: 47 more rows of 768.
+    path = tmp_path / "padded.yaml"
+    path.write_text(cli("presets", "show", "gpt2-small").stdout + "vocab_pad_multiple: 64\n")
+    data = params_json(cli, "-c", str(path))
+    assert data["parameters"]["token_embedding"] == 50_304 * 768
+    assert data["parameters"]["total"] == 124_439_808 + 47 * 768

@@ -1,0 +1,113 @@
+"""Malformed or inconsistent Hugging Face config.json files: one clear message naming the file
+and the file's own keys, exit code 1, no traceback."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import Result
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+Invoke = Callable[..., Result]  # the `cli` fixture of conftest.py
+
+
+def write_config(tmp_path: Path, fixture: str, **changes: Any) -> Path:
+    """A copy of a fixture config with keys changed (``...`` deletes a key)."""
+    data = json.loads((FIXTURES / "hf" / f"{fixture}.json").read_text())
+    for key, value in changes.items():
+        if value is ...:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+def fails(cli: Invoke, path: Path) -> str:
+    result = cli("params", "--config", str(path))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"error: {path}: invalid model config")
+    return result.stderr
+
+
+@pytest.mark.parametrize(
+    ("fixture", "key"),
+    [
+        ("qwen2.5-0.5b", "hidden_size"),
+        ("gpt2", "n_embd"),
+        ("opt-125m", "ffn_dim"),
+        ("pythia-160m", "intermediate_size"),
+        ("tiny-mixtral", "num_hidden_layers"),
+    ],
+)
+def test_missing_size_is_named(cli: Invoke, tmp_path: Path, fixture: str, key: str) -> None:
+    stderr = fails(cli, write_config(tmp_path, fixture, **{key: ...}))
+    assert f"{key}" in stderr and "required key is missing" in stderr
+
+
+def test_heads_that_do_not_divide_the_width(cli: Invoke, tmp_path: Path) -> None:
+    path = write_config(tmp_path, "llama-3.1-8b", num_attention_heads=30, num_key_value_heads=10)
+    stderr = fails(cli, path)
+    lines = path.read_text().splitlines()
+    heads_line = next(i for i, text in enumerate(lines, 1) if '"num_attention_heads"' in text)
+    assert f"num_attention_heads (line {heads_line}): hidden_size 4096 does not split" in stderr
+    assert not re.search(r"\b(d_model|n_heads)\b", stderr)  # the file's names, not costcalc's
+
+
+def test_kv_heads_that_do_not_divide_the_heads(cli: Invoke, tmp_path: Path) -> None:
+    stderr = fails(cli, write_config(tmp_path, "qwen2.5-0.5b", num_key_value_heads=3))
+    assert "num_key_value_heads" in stderr
+    assert "14 query heads cannot be grouped over 3 key/value heads" in stderr
+    assert "num_attention_heads must be a multiple of num_key_value_heads" in stderr
+
+
+def test_unknown_model_type_lists_the_supported_ones(cli: Invoke, tmp_path: Path) -> None:
+    stderr = fails(cli, write_config(tmp_path, "gpt2", model_type="bert"))
+    assert "unsupported model_type 'bert'" in stderr
+    for family in ("gemma", "gpt2", "gpt_neox", "llama", "mistral", "mixtral", "openai-gpt"):
+        assert family in stderr
+    assert "opt, phi, phi3, qwen2" in stderr
+
+
+def test_wrong_types_name_the_keys(cli: Invoke, tmp_path: Path) -> None:
+    path = write_config(tmp_path, "qwen2.5-0.5b", intermediate_size=4864.5, tie_word_embeddings=1)
+    stderr = fails(cli, path)
+    assert "intermediate_size" in stderr and "4864.5" in stderr
+    assert "tie_word_embeddings" in stderr
+
+
+@pytest.mark.parametrize(
+    ("fixture", "changes", "expected"),
+    [
+        ("phi-2", {"partial_rotary_factor": 1.5}, "partial_rotary_factor"),
+        ("pythia-160m", {"rotary_pct": "quarter"}, "rotary_pct"),
+        ("phi-2", {"qk_layernorm": True}, "qk_layernorm"),
+        ("opt-125m", {"layer_norm_elementwise_affine": False}, "layer_norm_elementwise_affine"),
+        ("opt-125m", {"do_layer_norm_before": "yes"}, "do_layer_norm_before"),
+        (
+            "qwen2.5-0.5b",
+            {"use_sliding_window": True, "max_window_layers": 12},
+            "max_window_layers",
+        ),
+    ],
+)
+def test_settings_costcalc_cannot_count_are_refused(
+    cli: Invoke, tmp_path: Path, fixture: str, changes: dict[str, Any], expected: str
+) -> None:
+    stderr = fails(cli, write_config(tmp_path, fixture, **changes))
+    assert f"  {expected} (line " in stderr
+
+
+def test_every_problem_is_reported_at_once(cli: Invoke, tmp_path: Path) -> None:
+    path = write_config(tmp_path, "mistral-7b-v0.1", hidden_size=..., vocab_size=...)
+    stderr = fails(cli, path)
+    assert "hidden_size: required" in stderr and "vocab_size: required" in stderr

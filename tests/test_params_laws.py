@@ -1,0 +1,88 @@
+"""Laws every parameter count obeys, over random valid models."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from costcalc.params import param_report, total_params
+from costcalc.spec import ModelSpec
+
+
+@st.composite
+def specs(draw: st.DrawFn) -> ModelSpec:
+    kv_heads = draw(st.integers(1, 8))
+    heads = kv_heads * draw(st.integers(1, 4))
+    head_dim = 2 * draw(st.integers(1, 32))
+    explicit_head_dim = draw(st.booleans())
+    d_model = heads * head_dim if not explicit_head_dim else draw(st.integers(8, 512))
+    experts = draw(st.one_of(st.none(), st.integers(2, 8)))
+    return ModelSpec(
+        vocab_size=draw(st.integers(2, 200_000)),
+        vocab_pad_multiple=draw(st.one_of(st.none(), st.sampled_from([64, 128]))),
+        d_model=d_model,
+        n_layers=draw(st.integers(1, 64)),
+        n_heads=heads,
+        n_kv_heads=kv_heads,
+        head_dim=head_dim if explicit_head_dim else None,
+        context_length=draw(st.integers(1, 8192)),
+        position=draw(st.sampled_from(["learned", "sinusoidal", "rotary", "none"])),
+        ffn=draw(st.sampled_from(["mlp", "swiglu", "geglu"])),
+        ffn_hidden=draw(st.one_of(st.none(), st.integers(1, 4096))),
+        moe_experts=experts,
+        moe_top_k=None if experts is None else draw(st.integers(1, experts)),
+        norm=draw(st.sampled_from(["layernorm", "rmsnorm"])),
+        norms_per_block=draw(st.integers(0, 3)),
+        final_norm=draw(st.booleans()),
+        qkv_bias=draw(st.booleans()),
+        attn_out_bias=draw(st.booleans()),
+        ffn_bias=draw(st.booleans()),
+        lm_head_bias=draw(st.booleans()),
+        tie_embeddings=draw(st.booleans()),
+    )
+
+
+@given(specs())
+def test_parts_sum_to_total(spec: ModelSpec) -> None:
+    r = param_report(spec)
+    assert r.attention + r.ffn + r.norms == r.per_block
+    assert r.blocks == spec.n_layers * r.per_block
+    parts = (
+        r.token_embedding
+        + r.position_embedding
+        + r.embedding_projection
+        + r.blocks
+        + r.final_norm
+        + r.lm_head
+    )
+    assert parts == r.total
+
+
+@given(specs())
+def test_untied_minus_tied_is_the_output_matrix(spec: ModelSpec) -> None:
+    tied = total_params(spec.model_copy(update={"tie_embeddings": True}))
+    untied = total_params(spec.model_copy(update={"tie_embeddings": False}))
+    assert untied - tied == spec.vocab_rows * spec.embed_width
+    assert param_report(spec).untied_total == untied
+
+
+@given(specs())
+def test_gqa_with_all_heads_is_mha(spec: ModelSpec) -> None:
+    explicit = spec.model_copy(update={"n_kv_heads": spec.n_heads})
+    implicit = spec.model_copy(update={"n_kv_heads": None})
+    assert total_params(explicit) == total_params(implicit)
+
+
+@given(specs(), st.integers(1, 5))
+def test_count_is_linear_in_layers(spec: ModelSpec, k: int) -> None:
+    one = total_params(spec.model_copy(update={"n_layers": 1}))
+    two = total_params(spec.model_copy(update={"n_layers": 2}))
+    many = total_params(spec.model_copy(update={"n_layers": k}))
+    assert many == one + (k - 1) * (two - one)
+
+
+@given(specs())
+def test_active_never_exceeds_total(spec: ModelSpec) -> None:
+    r = param_report(spec)
+    assert r.active <= r.total
+    assert (r.active == r.total) == (spec.moe_experts is None or spec.moe_top_k == spec.moe_experts)
