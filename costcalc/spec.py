@@ -99,6 +99,13 @@ class ModelSpec(BaseModel):
             "(Llama, Qwen). Changes the tensor count, not the parameter count."
         ),
     )
+    fused_gate_up: Flag = Field(
+        default=False,
+        description=(
+            "A gated FFN's gate and up projections are one tensor (Phi-3's gate_up_proj). "
+            "Changes the tensor count, not the parameter count."
+        ),
+    )
     attn_out_bias: Flag = Field(default=True, description="Bias on the attention output.")
     ffn_bias: Flag = Field(default=True, description="Bias on the FFN projections.")
     lm_head_bias: Flag = Field(default=False, description="Bias on the LM head.")
@@ -221,6 +228,8 @@ def structural_problems(spec: ModelSpec) -> list[tuple[str, str]]:
                 f"(which means {spec.ffn_mult * d}); give one of them",
             )
         )
+    if spec.fused_gate_up and not spec.gated:
+        problems.append(("fused_gate_up", f"a plain {spec.ffn} FFN has no gate to fuse"))
     if spec.norm == "rmsnorm" and spec.norm_bias:
         problems.append(("norm_bias", "RMSNorm has no bias; use norm: layernorm"))
     if spec.position != "learned" and spec.position_offset:

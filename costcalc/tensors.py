@@ -7,10 +7,11 @@ columns).
 
 Conventions, from the Hugging Face ``transformers`` modeling code:
 
-- Q, K and V are one tensor when ``fused_qkv`` (GPT-2's ``c_attn``, nanoGPT, PyTorch
-  ``MultiheadAttention``), three otherwise (Llama, Qwen2, Mistral); each bias likewise.
-- A gated FFN keeps gate, up and down as three tensors (Llama, Qwen2, Gemma). Phi-3 fuses gate and
-  up into one, which this layout does not describe (one tensor fewer per block).
+- Q, K and V are one tensor when ``fused_qkv`` (GPT-2's ``c_attn``, GPT-NeoX, Phi-3, nanoGPT,
+  PyTorch ``MultiheadAttention``), three otherwise (Llama, Qwen2, Mistral, OPT, Phi); each bias
+  likewise.
+- A gated FFN keeps gate, up and down as three tensors (Llama, Qwen2, Gemma), or gate and up as
+  one 2h x D tensor when ``fused_gate_up`` (Phi-3's ``gate_up_proj``).
 - Mixture-of-experts blocks stack their experts (transformers 5: ``experts.gate_up_proj`` of shape
   X x 2h x D and ``experts.down_proj`` of X x D x h) next to one router matrix X x D.
 - A tied LM head is the token table itself (no tensor of its own), as ``parameters()`` yields a
@@ -54,7 +55,7 @@ def ffn_shapes(spec: ModelSpec) -> list[Shape]:
     shapes: list[Shape]
     biases: list[Shape]
     if spec.moe_experts is None:
-        firsts = [h, h] if spec.gated else [h]
+        firsts = [2 * h] if spec.fused_gate_up else [h, h] if spec.gated else [h]
         shapes = [*((width, D) for width in firsts), (D, h)]
         biases = [*((width,) for width in firsts), (D,)]
     else:

@@ -1,87 +1,53 @@
-"""Golden data from transformers/PyTorch and the specs of the models it was generated for.
+"""Golden data from transformers/PyTorch, and the spec costcalc reads from each model's config.
 
-hf_reference.json is written by tests/reference/make_golden.py, memory_reference.json by
-tests/reference/make_memory_reference.py (torch 2.13.0 CPU, transformers 5.24.0; both record
-their versions). Llama-family configs are read here key by key (the fields their transformers
-configuration classes define), so the memory formulas can be checked on GQA, MQA, explicit head
-widths and mixtures of experts.
+hf_reference.json (published configs) and hf_reference_extra.json (each family's minimal config,
+left to its defaults) are written by tests/reference/make_golden.py and make_golden_defaults.py;
+memory_reference.json by tests/reference/make_memory_reference.py (torch 2.13.0 CPU,
+transformers 5.24.0; each file records its versions). Every record names the config it was built
+from, which costcalc reads with its own Hugging Face translators.
 """
 
 from __future__ import annotations
 
 import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-from costcalc.loaders import load_preset
+from costcalc.loaders import load_file
 from costcalc.spec import ModelSpec
-
-TESTS = Path(__file__).resolve().parent
-GOLDEN = TESTS / "golden"
-FIXTURES = TESTS / "fixtures" / "hf"
-
-PRESET_OF = {
-    "gpt2": "gpt2-small",
-    "gpt2-medium": "gpt2-medium",
-    "gpt2-large": "gpt2-large",
-    "gpt2-xl": "gpt2-xl",
-    "qwen2.5-0.5b": "qwen2.5-0.5b",
-    "book-gpt-small": "book-gpt-small",
-    "book-gpt-fairytale": "book-gpt-fairytale",
-}
-"""Golden models that have a preset of the same architecture."""
-
-LLAMA_FAMILY = ("llama-3.1-8b", "gemma-2b", "qwen2.5-3b", "qwen2.5-7b", "mixtral-8x7b")
-"""Golden models with a Llama-style config fixture in tests/fixtures/hf."""
+from tests.conftest import GOLDEN, ROOT
 
 
 @cache
-def hf_reference() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((GOLDEN / "hf_reference.json").read_text())
+def _load(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((GOLDEN / name).read_text())
     return data
 
 
-@cache
+def hf_models() -> dict[str, dict[str, Any]]:
+    """Published models, by fixture name."""
+    models: dict[str, dict[str, Any]] = _load("hf_reference.json")["models"]
+    return models
+
+
+def every_model() -> dict[str, dict[str, Any]]:
+    """Published models, plus each family's minimal config as ``defaults/<family>``."""
+    extra = _load("hf_reference_extra.json")["models"]
+    return {**hf_models(), **{f"defaults/{family}": r for family, r in extra.items()}}
+
+
 def memory_reference() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((GOLDEN / "memory_reference.json").read_text())
-    return data
+    return _load("memory_reference.json")
 
 
 def golden(name: str) -> dict[str, Any]:
-    record: dict[str, Any] = hf_reference()["models"][name]
-    return record
-
-
-def llama_family_spec(name: str) -> ModelSpec:
-    """The spec of a Llama, Gemma, Qwen2 or Mixtral config.json fixture."""
-    c = json.loads((FIXTURES / f"{name}.json").read_text())
-    kind = c["model_type"]
-    bias = c.get("attention_bias", kind == "qwen2")
-    fields: dict[str, Any] = {
-        "vocab_size": c["vocab_size"],
-        "context_length": c["max_position_embeddings"],
-        "d_model": c["hidden_size"],
-        "n_layers": c["num_hidden_layers"],
-        "n_heads": c["num_attention_heads"],
-        "n_kv_heads": c["num_key_value_heads"],
-        "head_dim": c.get("head_dim"),
-        "position": "rotary",
-        "ffn": "geglu" if kind == "gemma" else "swiglu",
-        "ffn_hidden": c["intermediate_size"],
-        "norm": "rmsnorm",
-        "qkv_bias": bias,
-        "attn_out_bias": bias and kind != "qwen2",
-        "ffn_bias": c.get("mlp_bias", False),
-        "lm_head_bias": False,
-        "tie_embeddings": c.get("tie_word_embeddings", kind == "gemma"),
-        "fused_qkv": False,
-        "moe_experts": c.get("num_local_experts"),
-        "moe_top_k": c.get("num_experts_per_tok"),
-    }
-    return ModelSpec(**fields)
+    return every_model()[name]
 
 
 def golden_spec(name: str) -> ModelSpec:
-    """The spec of a golden model: its preset, or its Llama-family fixture."""
-    return load_preset(PRESET_OF[name]).spec if name in PRESET_OF else llama_family_spec(name)
+    """The spec costcalc reads from the config the golden record was generated from."""
+    return load_file(ROOT / golden(name)["config"]).spec
+
+
+KV_MODELS = sorted(name for name, r in hf_models().items() if r.get("kv_cache_elements"))
+"""Models whose forward with use_cache=True returned a cache (GPT-1 keeps none)."""

@@ -17,6 +17,7 @@ def specs(draw: st.DrawFn) -> ModelSpec:
     d_model = heads * head_dim if not explicit_head_dim else draw(st.integers(8, 512))
     experts = draw(st.one_of(st.none(), st.integers(2, 8)))
     norm = draw(st.sampled_from(["layernorm", "rmsnorm"]))
+    ffn = draw(st.sampled_from(["mlp", "swiglu", "geglu"]))
     return ModelSpec(
         vocab_size=draw(st.integers(1, 70_000)),
         context_length=draw(st.integers(1, 4096)),
@@ -27,7 +28,8 @@ def specs(draw: st.DrawFn) -> ModelSpec:
         head_dim=head_dim if explicit_head_dim else None,
         position=draw(st.sampled_from(["learned", "sinusoidal", "rotary", "none"])),
         embedding_dim=draw(st.one_of(st.none(), st.integers(8, 512))),
-        ffn=draw(st.sampled_from(["mlp", "swiglu", "geglu"])),
+        ffn=ffn,
+        fused_gate_up=ffn != "mlp" and draw(st.booleans()),
         ffn_hidden=draw(st.integers(1, 4096)),
         moe_experts=experts,
         moe_top_k=None if experts is None else draw(st.integers(1, experts)),

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, ROOT, Invoke
-from golden_models import golden, memory_reference
+
+from tests.conftest import FIXTURES, ROOT, Invoke
+from tests.golden_models import golden, memory_reference
 
 
 def memory_json(cli: Invoke, *args: str) -> Any:

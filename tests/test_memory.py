@@ -5,10 +5,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from golden_models import LLAMA_FAMILY, PRESET_OF, golden, golden_spec, memory_reference
 from hypothesis import given
 from hypothesis import strategies as st
-from spec_strategies import specs
 
 from costcalc.cli.memory import bar
 from costcalc.errors import UsageError
@@ -32,6 +30,8 @@ from costcalc.memory import (
 from costcalc.memory_results import memory_result
 from costcalc.spec import ModelSpec
 from costcalc.tensors import parameter_tensors
+from tests.golden_models import KV_MODELS, golden, golden_spec, memory_reference
+from tests.spec_strategies import specs
 
 GPT2 = load_preset("gpt2-small").spec
 QWEN = load_preset("qwen2.5-0.5b").spec
@@ -46,7 +46,7 @@ def test_gpt2_small_keeps_294912_kv_elements_for_16_tokens() -> None:
     assert kv_cache_elements(GPT2, batch=1, length=16) == 294_912
 
 
-@pytest.mark.parametrize("name", [*PRESET_OF, *LLAMA_FAMILY])
+@pytest.mark.parametrize("name", KV_MODELS)
 def test_kv_cache_elements_equal_transformers(name: str) -> None:
     # tests/golden/hf_reference.json: kv_cache (elements of every layer's keys and values)
     record = golden(name)["kv_cache"]

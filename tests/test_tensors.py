@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from golden_models import LLAMA_FAMILY, PRESET_OF, golden, golden_spec, memory_reference
 from hypothesis import given
-from spec_strategies import specs
 
 from costcalc.loaders import load_preset
 from costcalc.params import total_params
 from costcalc.presets import preset_names
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Shape, block_shapes, elements, parameter_shapes, parameter_tensors
+from tests.golden_models import every_model, golden, golden_spec, memory_reference
+from tests.spec_strategies import specs
 
 
 def as_multiset(shapes: list[Shape] | list[list[int]]) -> Counter[tuple[int, ...]]:
@@ -21,19 +21,19 @@ def as_multiset(shapes: list[Shape] | list[list[int]]) -> Counter[tuple[int, ...
     return Counter(tuple(sorted(shape)) for shape in shapes)
 
 
-GOLDEN_SHAPES = [*PRESET_OF, *LLAMA_FAMILY]
+GOLDEN_SHAPES = sorted(every_model())
 
 
 @pytest.mark.parametrize("name", GOLDEN_SHAPES)
 def test_block_tensors_are_those_transformers_builds(name: str) -> None:
-    # tests/golden/hf_reference.json: parameters_by_tensor_layer0 (make_golden.py)
+    # hf_reference(_extra).json: parameters_by_tensor_layer0 (make_golden(_defaults).py)
     expected = golden(name)["parameters_by_tensor_layer0"].values()
     assert as_multiset(block_shapes(golden_spec(name))) == as_multiset(list(expected))
 
 
 @pytest.mark.parametrize("name", GOLDEN_SHAPES)
 def test_model_tensors_are_those_transformers_builds(name: str) -> None:
-    # tests/golden/hf_reference.json: layer-0 tensors x layers + parameters_by_tensor_other
+    # hf_reference(_extra).json: layer-0 tensors x layers + parameters_by_tensor_other
     record = golden(name)
     expected = list(record["parameters_by_tensor_layer0"].values()) * record["n_layers"]
     expected += record["parameters_by_tensor_other"].values()
@@ -71,3 +71,22 @@ def test_tensors_add_up_to_the_parameter_count(spec: ModelSpec) -> None:
 def test_tensor_count_is_linear_in_layers(spec: ModelSpec) -> None:
     deeper = spec.model_copy(update={"n_layers": spec.n_layers + 1})
     assert parameter_tensors(deeper) - parameter_tensors(spec) == len(block_shapes(spec))
+
+
+@pytest.mark.parametrize(
+    ("preset", "name"),
+    [
+        ("gpt2-small", "gpt2"),
+        ("qwen2.5-0.5b", "qwen2.5-0.5b"),
+        ("book-gpt-small", "book-gpt-small"),
+    ],
+)
+def test_presets_have_the_tensors_of_their_models(preset: str, name: str) -> None:
+    # the preset and the model's config.json describe the same tensors (golden shapes above)
+    spec = load_preset(preset).spec
+    assert parameter_shapes(spec) == parameter_shapes(golden_spec(name))
+
+
+def test_fusing_gate_and_up_needs_a_gate() -> None:
+    with pytest.raises(ValueError, match="a plain mlp FFN has no gate to fuse"):
+        load_preset("gpt2-small", {"fused_gate_up": True})

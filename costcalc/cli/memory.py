@@ -7,28 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from costcalc.cli.common import (
-    ConfigOption,
-    ContextOption,
-    FfnHiddenOption,
-    FfnMultOption,
-    FfnOption,
-    FormatOption,
-    HeadDimOption,
-    HeadsOption,
-    KvHeadsOption,
-    LayersOption,
-    NormOption,
-    PositionOption,
-    PresetOption,
-    TieOption,
-    VocabOption,
-    WidthOption,
-    emit,
-    load_models,
-    overrides_among,
-    user_errors,
-)
+from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
 
 if TYPE_CHECKING:
@@ -40,9 +20,9 @@ BAR_WIDTH = 30
 UNIT_HEADERS = {"si": "SI (10^3)", "iec": "binary (2^10)"}
 
 
+@takes_models
 def memory(
-    preset: PresetOption = None,
-    config: ConfigOption = None,
+    models: ModelSelection,
     dtype: Annotated[
         str, typer.Option("--dtype", help="Weights: fp32, bf16, fp16, fp8, int8 or int4.")
     ] = "bf16",
@@ -89,19 +69,6 @@ def memory(
         str, typer.Option("--units", help="Human figures: iec (MiB, GiB) or si (MB, GB).")
     ] = "iec",
     fmt: FormatOption = OutputFormat.table,
-    vocab: VocabOption = None,
-    context: ContextOption = None,
-    d: WidthOption = None,
-    layers: LayersOption = None,
-    heads: HeadsOption = None,
-    kv_heads: KvHeadsOption = None,
-    head_dim: HeadDimOption = None,
-    ffn: FfnOption = None,
-    ffn_mult: FfnMultOption = None,
-    ffn_hidden: FfnHiddenOption = None,
-    norm: NormOption = None,
-    tie: TieOption = None,
-    position: PositionOption = None,
 ) -> None:
     """Memory a model needs: weights and KV cache for inference; with --train, gradients,
     optimizer state, master weights and an activation ESTIMATE (Korthikanti et al. 2022).
@@ -126,9 +93,7 @@ def memory(
             recompute=recompute,
         )
         capacity = parse_bytes(fits) if fits is not None else None
-        overrides = overrides_among(locals())
-        models = load_models(preset, config, overrides)
-        results = [memory_result(model, setup, capacity) for model in models]
+        results = [memory_result(model, setup, capacity) for model in models.load()]
     data = [result.to_dict() for result in results]
     emit(
         fmt,
