@@ -16,26 +16,27 @@ def specs(draw: st.DrawFn) -> ModelSpec:
     explicit_head_dim = draw(st.booleans())
     d_model = heads * head_dim if not explicit_head_dim else draw(st.integers(8, 512))
     experts = draw(st.one_of(st.none(), st.integers(2, 8)))
-    norm = draw(st.sampled_from(["layernorm", "rmsnorm"]))
     ffn = draw(st.sampled_from(["mlp", "swiglu", "geglu"]))
+    norm = draw(st.sampled_from(["layernorm", "rmsnorm"]))
     return ModelSpec(
-        vocab_size=draw(st.integers(1, 70_000)),
-        context_length=draw(st.integers(1, 4096)),
+        vocab_size=draw(st.integers(2, 200_000)),
+        vocab_pad_multiple=draw(st.one_of(st.none(), st.sampled_from([64, 128]))),
         d_model=d_model,
-        n_layers=draw(st.integers(1, 48)),
+        n_layers=draw(st.integers(1, 64)),
         n_heads=heads,
         n_kv_heads=kv_heads,
         head_dim=head_dim if explicit_head_dim else None,
+        context_length=draw(st.integers(1, 8192)),
         position=draw(st.sampled_from(["learned", "sinusoidal", "rotary", "none"])),
         embedding_dim=draw(st.one_of(st.none(), st.integers(8, 512))),
         ffn=ffn,
+        ffn_hidden=draw(st.one_of(st.none(), st.integers(1, 4096))),
         fused_gate_up=ffn != "mlp" and draw(st.booleans()),
-        ffn_hidden=draw(st.integers(1, 4096)),
         moe_experts=experts,
         moe_top_k=None if experts is None else draw(st.integers(1, experts)),
         norm=norm,
         norm_bias=False if norm == "rmsnorm" else draw(st.booleans()),
-        norms_per_block=draw(st.integers(0, 4)),
+        norms_per_block=draw(st.integers(0, 3)),
         final_norm=draw(st.booleans()),
         qkv_bias=draw(st.booleans()),
         fused_qkv=draw(st.booleans()),
