@@ -21,8 +21,9 @@ from collections.abc import Callable
 
 import torch
 import transformers
-from make_golden import ROOT, build_model, forward, load_config, token_ids
+from make_golden import ROOT, build_model, fixture_path, forward, load_config, token_ids
 from torch import nn
+from transformers import CONFIG_MAPPING
 
 OUTPUT = ROOT / "tests" / "golden" / "memory_reference.json"
 GENERATOR = "tests/reference/make_memory_reference.py"
@@ -33,7 +34,8 @@ OPTIMIZERS: dict[str, tuple[str, Callable[[list[nn.Parameter]], torch.optim.Opti
     "sgd-momentum": ("meta", lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9)),
     "adafactor": ("cpu", lambda params: torch.optim.Adafactor(params)),
 }
-WINDOW, WINDOW_BATCH, WINDOW_SEQ = 8, 1, 16
+WINDOW_BATCH, WINDOW_SEQ = 1, 16
+WINDOW_OVERRIDES = {"use_sliding_window": True, "sliding_window": 8, "max_window_layers": 0}
 
 
 def optimizer_record(name: str, optimizer: str) -> dict:
@@ -63,15 +65,14 @@ def optimizer_record(name: str, optimizer: str) -> dict:
 
 
 def sliding_window_record() -> dict:
-    config = load_config(
-        "qwen2.5-0.5b", use_sliding_window=True, sliding_window=WINDOW, max_window_layers=0
-    )
-    model = build_model(config)
+    data = json.loads(fixture_path("qwen2.5-0.5b").read_text())
+    data.update(WINDOW_OVERRIDES)
+    model = build_model(CONFIG_MAPPING[data["model_type"]].from_dict(data))
     ids = token_ids(WINDOW_BATCH, WINDOW_SEQ, "meta")
     cache = forward(model, ids, use_cache=True).past_key_values
     return {
         "model": "qwen2.5-0.5b",
-        "overrides": {"use_sliding_window": True, "sliding_window": WINDOW, "max_window_layers": 0},
+        "overrides": WINDOW_OVERRIDES,
         "batch": WINDOW_BATCH,
         "seq_len": WINDOW_SEQ,
         "cache_layer_classes": sorted({type(layer).__name__ for layer in cache.layers}),
