@@ -82,3 +82,13 @@ class HubCacheError(CostcalcError, FileNotFoundError):
             f"with `huggingface-cli download {repo_id} config.json` (or `hf download "
             f"{repo_id} config.json`), or pass a local file with --config"
         )
+
+
+class RangeError(CostcalcError, ValueError):
+    """A size, batch, length or token count outside the range it must lie in."""
+
+    def __init__(self, name: str, value: int, expected: str) -> None:
+        self.name = name
+        self.value = value
+        self.expected = expected
+        super().__init__(f"{name} {value}: {expected}")

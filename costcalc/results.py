@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
 
+from costcalc.compute import ComputeResult, Workload, compute_result
 from costcalc.loaders import LoadedModel
 from costcalc.params import ParamReport, param_report
 from costcalc.units import DTYPES, dtype_bytes, format_percent
@@ -37,24 +38,28 @@ def model_header(model: LoadedModel) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ParamsResult:
-    """Parameter counts and weight bytes of one model."""
+    """Parameter counts and weight bytes of one model, and its compute cost when asked."""
 
     model: LoadedModel
     parameters: ParamReport
     weight_bytes: dict[str, int]
+    compute: ComputeResult | None = None
 
     def to_dict(self) -> dict[str, Any]:
         parameters: dict[str, Any] = asdict(self.parameters)
         parameters["tying_saving"] = self.parameters.tying_saving
         parameters["untied_increase"] = ratio_dict(self.parameters.untied_increase)
-        return {**model_header(self.model), "parameters": parameters, "bytes": self.weight_bytes}
+        data = {**model_header(self.model), "parameters": parameters, "bytes": self.weight_bytes}
+        return data if self.compute is None else {**data, **self.compute.to_dict()}
 
 
-def params_result(model: LoadedModel) -> ParamsResult:
-    """Count the parameters of ``model`` and the bytes of its weights in every dtype."""
+def params_result(model: LoadedModel, workload: Workload | None = None) -> ParamsResult:
+    """Count the parameters of ``model``, the bytes of its weights in every dtype and, given a
+    workload, its MACs."""
     report = param_report(model.spec)
     return ParamsResult(
         model=model,
         parameters=report,
         weight_bytes={dtype: dtype_bytes(report.total, dtype) for dtype in DTYPES},
+        compute=None if workload is None else compute_result(model.spec, workload),
     )

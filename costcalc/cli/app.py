@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from costcalc.cli import memory, params, presets
+from costcalc.cli import heads, memory, params, presets, scale
 
 app = typer.Typer(
     name="costcalc",
@@ -42,6 +42,8 @@ def _root(
 app.command("params")(params.params)
 app.command("memory")(memory.memory)
 app.add_typer(presets.app, name="presets")
+app.command("scale", cls=scale.ListOptionsCommand)(scale.scale)
+app.command("heads")(heads.heads)
 
 
 def main() -> None:

@@ -8,6 +8,15 @@ import typer
 
 from costcalc.cli.common import FormatOption, emit, user_errors
 from costcalc.cli.models import ModelSelection, takes_models
+from costcalc.cli.workload import (
+    BatchOption,
+    CausalOption,
+    GenerateOption,
+    LengthOption,
+    PromptOption,
+    RecomputeOption,
+    workload_from,
+)
 from costcalc.render import OutputFormat
 
 if TYPE_CHECKING:
@@ -37,22 +46,32 @@ def params(
         bool, typer.Option("--explain", help="Show each row's formula with the numbers put in.")
     ] = False,
     fmt: FormatOption = OutputFormat.table,
+    batch: BatchOption = None,
+    length: LengthOption = None,
+    causal: CausalOption = False,
+    recompute: RecomputeOption = False,
+    prompt: PromptOption = None,
+    generate: GenerateOption = None,
 ) -> None:
     """Count a model's parameters exactly: tables, blocks, LM head, tying, weight bytes.
 
     Several --preset/--config/--hf render side by side. Totals count a tied matrix once, as
-    PyTorch's sum(p.numel() for p in model.parameters()) does.
+    PyTorch's sum(p.numel() for p in model.parameters()) does. With --length (and --batch),
+    also the forward MACs and FLOPs; with --prompt and --generate, the cost of decoding with a
+    KV cache.
     """
     from costcalc.results import params_result
 
     with user_errors():
-        results = [params_result(model) for model in models.load()]
+        workload = workload_from(batch, length, causal, recompute, prompt, generate)
+        results = [params_result(model, workload) for model in models.load()]
     data = [result.to_dict() for result in results]
     emit(fmt, data[0] if len(data) == 1 else data, params_grids(results, explain))
 
 
 def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
-    """The parameter table (a column per model) and the weight-bytes table."""
+    """The parameter table (a column per model), the weight-bytes table and the MAC tables."""
+    from costcalc.compute import compute_grids
     from costcalc.explain import explain as explain_rows
     from costcalc.render import Grid
     from costcalc.units import DTYPES, format_bytes, format_count, format_percent
@@ -99,4 +118,7 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
             ["int4 packs two weights per byte."],
         )
     )
+    computed = [result.compute for result in results if result.compute is not None]
+    if computed:
+        grids += compute_grids(names, computed)
     return grids

@@ -1,0 +1,104 @@
+"""Workload options shared by the commands that count MACs: batch, length, attention convention."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from costcalc.compute import Workload
+
+PANEL = "Compute (MACs and FLOPs)"
+
+BatchOption = Annotated[
+    int | None,
+    typer.Option(
+        "--batch", "-B", help="Sequences B in a batch (default 1).", rich_help_panel=PANEL
+    ),
+]
+LengthOption = Annotated[
+    int | None,
+    typer.Option(
+        "--length",
+        "-T",
+        help="Tokens T per sequence: adds the forward MAC table.",
+        rich_help_panel=PANEL,
+    ),
+]
+CausalOption = Annotated[
+    bool,
+    typer.Option(
+        "--causal",
+        help="Count only the T(T+1)/2 query-key pairs a causal mask keeps (default: the full "
+        "T^2 square, as eager attention computes it).",
+        rich_help_panel=PANEL,
+    ),
+]
+RecomputeOption = Annotated[
+    bool,
+    typer.Option(
+        "--recompute",
+        help="Training with activation recomputation: 4 x forward instead of 3 x.",
+        rich_help_panel=PANEL,
+    ),
+]
+PromptOption = Annotated[
+    int | None,
+    typer.Option(
+        "--prompt",
+        help="Prompt tokens P for KV-cache decoding (with --generate).",
+        rich_help_panel=PANEL,
+    ),
+]
+GenerateOption = Annotated[
+    int | None,
+    typer.Option(
+        "--generate",
+        help="Tokens N generated after the prompt with a KV cache (with --prompt).",
+        rich_help_panel=PANEL,
+    ),
+]
+
+
+def workload_from(
+    batch: int | None,
+    length: int | None,
+    causal: bool,
+    recompute: bool,
+    prompt: int | None,
+    generated: int | None,
+) -> Workload | None:
+    """The workload the options describe, None when no MACs were asked for.
+
+    Options that only make sense with another (--batch, --causal, --recompute without --length
+    or --prompt; --prompt without --generate) are usage errors rather than ignored.
+    """
+    from costcalc.compute import Workload
+    from costcalc.errors import UsageError
+
+    if (prompt is None) != (generated is None):
+        raise UsageError("--prompt and --generate go together: P prompt tokens, N generated")
+    if length is None and prompt is None:
+        given = [
+            name
+            for name, value in (
+                ("--batch", batch),
+                ("--causal", causal),
+                ("--recompute", recompute),
+            )
+            if value not in (None, False)
+        ]
+        if given:
+            raise UsageError(f"{', '.join(given)} needs --length T (or --prompt P --generate N)")
+        return None
+    if recompute and length is None:
+        raise UsageError("--recompute needs --length T (a training step is a full forward)")
+    return Workload(
+        batch=1 if batch is None else batch,
+        length=length,
+        causal=causal,
+        recompute=recompute,
+        prompt=prompt,
+        generated=generated,
+    )

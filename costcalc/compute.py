@@ -1,0 +1,303 @@
+"""Compute cost of a model under a workload: the MAC report, its JSON and its tables.
+
+A :class:`Workload` says what runs: a full-sequence forward of B sequences of T tokens, and/or a
+prompt of P tokens followed by N generated tokens with a KV cache. The formulas are in
+:mod:`costcalc.macs`; this module checks the workload against the model and collects the counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from costcalc import macs
+from costcalc.errors import RangeError
+from costcalc.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from costcalc.render import Grid
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the model runs: ``length`` and ``prompt``/``generated`` are each optional."""
+
+    batch: int = 1
+    length: int | None = None
+    causal: bool = False
+    recompute: bool = False
+    prompt: int | None = None
+    generated: int | None = None
+
+
+def check_count(name: str, value: int, maximum: int | None = None) -> int:
+    """``value`` if it is a positive integer (at most ``maximum``), else a RangeError."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise RangeError(name, value, "expected a positive whole number")
+    if maximum is not None and value > maximum:
+        raise RangeError(name, value, f"expected at most {maximum:,}")
+    return value
+
+
+def check_positions(spec: ModelSpec, name: str, value: int, positions: int) -> None:
+    """A learned position table has one row per position: ``positions`` must fit in it."""
+    rows = spec.position_rows
+    if spec.position == "learned" and positions > rows:
+        raise RangeError(
+            name,
+            value,
+            f"needs {positions:,} positions, past the learned position table of {rows:,} rows "
+            f"(context_length {spec.context_length:,}"
+            + (f" + offset {spec.position_offset}" if spec.position_offset else "")
+            + "); a learned table has no embedding for later positions",
+        )
+
+
+@dataclass(frozen=True)
+class MacReport:
+    """Forward MACs of one full-sequence pass; the parts add up to ``total``."""
+
+    attention_projections: int
+    ffn: int
+    router: int
+    projection_ffn: int
+    attention_pair: int
+    embedding_projection: int
+    lm_head: int
+    total: int
+
+
+def mac_report(spec: ModelSpec, batch: int, length: int, causal: bool = False) -> MacReport:
+    """Every forward MAC term of ``spec`` for B sequences of T tokens."""
+    return MacReport(
+        attention_projections=macs.attention_projection_macs(spec, batch, length),
+        ffn=macs.ffn_macs(spec, batch, length),
+        router=macs.router_macs(spec, batch, length),
+        projection_ffn=macs.projection_ffn_macs(spec, batch, length),
+        attention_pair=macs.attention_pair_macs(spec, batch, length, causal),
+        embedding_projection=macs.embedding_projection_macs(spec, batch, length),
+        lm_head=macs.lm_head_macs(spec, batch, length),
+        total=macs.forward_macs(spec, batch, length, causal),
+    )
+
+
+@dataclass(frozen=True)
+class DecodeReport:
+    """A prompt of P tokens, then N generated tokens with a KV cache (B sequences)."""
+
+    prompt: int
+    generated: int
+    steps: int
+    prefill: int
+    first_step: int
+    last_step: int
+    decode: int
+    total: int
+
+
+def decode_report(
+    spec: ModelSpec, batch: int, prompt: int, generated: int, causal: bool = False
+) -> DecodeReport:
+    """Prefill (a full-sequence forward of the prompt) plus N - 1 cached decode steps."""
+    prefill = macs.forward_macs(spec, batch, prompt, causal)
+    decode = macs.decode_macs(spec, prompt, generated, batch)
+    return DecodeReport(
+        prompt=prompt,
+        generated=generated,
+        steps=macs.decode_steps(generated),
+        prefill=prefill,
+        first_step=macs.decode_token_macs(spec, prompt, batch),
+        last_step=macs.decode_token_macs(spec, prompt + max(generated - 2, 0), batch),
+        decode=decode,
+        total=prefill + decode,
+    )
+
+
+@dataclass(frozen=True)
+class ComputeResult:
+    """The compute cost of one model under one workload."""
+
+    spec: ModelSpec
+    workload: Workload
+    forward: MacReport | None
+    decoding: DecodeReport | None
+
+    @property
+    def attention(self) -> str:
+        return "causal" if self.workload.causal else "full"
+
+    @property
+    def training_multiplier(self) -> int:
+        return macs.training_macs(1, self.workload.recompute)
+
+    def windowed(self, length: int) -> bool:
+        return macs.window_applies(self.spec, length)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON fields ``workload``, ``convention``, ``macs``, ``flops`` and ``decode``."""
+        w = self.workload
+        data: dict[str, Any] = {
+            "workload": {
+                "batch": w.batch,
+                "length": w.length,
+                "prompt": w.prompt,
+                "generated": w.generated,
+            },
+            "convention": {
+                "attention": self.attention,
+                "sliding_window": self.spec.sliding_window,
+                "training_multiplier": self.training_multiplier,
+                "recompute": w.recompute,
+                "flops_per_mac": macs.flops(1),
+            },
+        }
+        if self.forward is not None:
+            data["macs"] = asdict(self.forward)
+            data["flops"] = {
+                "forward": macs.flops(self.forward.total),
+                "training": macs.flops(macs.training_macs(self.forward.total, w.recompute)),
+            }
+        if self.decoding is not None:
+            d = self.decoding
+            data["decode"] = {
+                "prompt": d.prompt,
+                "generated": d.generated,
+                "steps": d.steps,
+                "macs": {
+                    "prefill": d.prefill,
+                    "first_step": d.first_step,
+                    "last_step": d.last_step,
+                    "decode": d.decode,
+                    "total": d.total,
+                },
+            }
+        return data
+
+
+def compute_result(spec: ModelSpec, workload: Workload) -> ComputeResult:
+    """Check ``workload`` against ``spec`` and count its MACs."""
+    w = workload
+    check_count("batch", w.batch)
+    forward = None
+    if w.length is not None:
+        check_count("length", w.length)
+        check_positions(spec, "length", w.length, w.length)
+        forward = mac_report(spec, w.batch, w.length, w.causal)
+    decoding = None
+    if w.prompt is not None and w.generated is not None:
+        check_count("prompt", w.prompt)
+        check_count("generated", w.generated)
+        # Positions 0 .. P + N - 2 are fed; the last generated token is only produced.
+        check_positions(spec, "generated", w.generated, w.prompt + w.generated - 1)
+        decoding = decode_report(spec, w.batch, w.prompt, w.generated, w.causal)
+    return ComputeResult(spec, workload, forward, decoding)
+
+
+FORWARD_ROWS = (
+    ("attention_projections", "  attention projections (q, k, v, o)"),
+    ("ffn", "  FFN"),
+    ("router", "  MoE router"),
+    ("projection_ffn", "projections + FFN"),
+    ("attention_pair", "attention pairs (QK^T, weights x V)"),
+    ("embedding_projection", "embedding projections (in, out)"),
+    ("lm_head", "LM head"),
+    ("total", "forward total"),
+)
+
+
+def compute_grids(names: list[str], results: list[ComputeResult]) -> list[Grid]:
+    """The forward MAC table and the KV-cache decoding table, a column per model."""
+    from costcalc.render import Grid
+
+    grids = []
+    first = results[0]
+    w = first.workload
+    forwards = [r.forward for r in results if r.forward is not None]
+    if forwards and w.length is not None:
+        rows = [
+            [label, *(f"{getattr(f, key):,}" for f in forwards)]
+            for key, label in FORWARD_ROWS
+            if key not in ("router", "embedding_projection")
+            or any(getattr(f, key) for f in forwards)
+        ]
+        rows.append(["forward FLOPs", *(f"{macs.flops(f.total):,}" for f in forwards)])
+        rows.append(
+            [
+                f"training step FLOPs ({first.training_multiplier} x forward)",
+                *(
+                    f"{macs.flops(macs.training_macs(f.total, first.workload.recompute)):,}"
+                    for f in forwards
+                ),
+            ]
+        )
+        title = f"Forward MACs, B={w.batch:,} sequences of T={w.length:,} tokens (no KV cache)"
+        grids.append(
+            Grid(
+                title,
+                ["", *names],
+                rows,
+                forward_notes(results, w.length),
+                frozenset(index for index, row in enumerate(rows) if row[0] == "forward total"),
+            )
+        )
+    decodings = [r.decoding for r in results if r.decoding is not None]
+    if decodings:
+        grids.append(decode_grid(names, first, decodings))
+    return grids
+
+
+def forward_notes(results: list[ComputeResult], length: int) -> list[str]:
+    """What the forward table counts, in words: convention, FLOPs, training, windows."""
+    first = results[0]
+    if first.workload.causal:
+        pairs = "causal: only the T(T+1)/2 query-key pairs a causal mask keeps"
+    else:
+        pairs = "full T^2 square of query-key pairs, as eager attention and FlopCounterMode count"
+    recompute = " with activation recomputation" if first.workload.recompute else ""
+    notes = [
+        f"Attention convention: {pairs}.",
+        "MACs count matrix products only; FLOPs = 2 x MACs. "
+        f"Training step = {first.training_multiplier} x forward{recompute}.",
+    ]
+    for result in results:
+        if result.windowed(length):
+            notes.append(
+                f"Sliding window {result.spec.sliding_window:,} < T: only pairs inside the window "
+                "are counted (eager attention masks them but computes the whole square)."
+            )
+            break
+    return notes
+
+
+def decode_grid(names: list[str], first: ComputeResult, decodings: list[DecodeReport]) -> Grid:
+    """Prefill, one cached step at the first and last decode position, and the totals."""
+    from costcalc.render import Grid
+
+    d0 = decodings[0]
+    P, N = d0.prompt, d0.generated
+    rows = [
+        [f"prefill: forward of the P={P:,} prompt tokens", *(f"{d.prefill:,}" for d in decodings)],
+        [f"one decode step, token at position t={P:,}", *(f"{d.first_step:,}" for d in decodings)],
+    ]
+    if N > 2:
+        rows.append(
+            [
+                f"one decode step, token at position t={P + N - 2:,}",
+                *(f"{d.last_step:,}" for d in decodings),
+            ]
+        )
+    rows += [
+        [f"decode: {d0.steps:,} cached steps", *(f"{d.decode:,}" for d in decodings)],
+        ["prefill + decode", *(f"{d.total:,}" for d in decodings)],
+    ]
+    notes = [
+        "The prefill yields the first new token; each of the other N - 1 tokens costs one cached "
+        "step over the token before it (its keys: every earlier token, within any sliding window).",
+        "The prefill computes logits for every prompt position, as a plain forward does. "
+        "FLOPs = 2 x MACs.",
+    ]
+    title = (
+        f"Decoding with a KV cache: MACs, B={first.workload.batch:,}, prompt P={P:,}, "
+        f"N={N:,} generated tokens"
+    )
+    return Grid(title, ["", *names], rows, notes, frozenset({len(rows) - 1}))
