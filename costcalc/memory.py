@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from costcalc.errors import UsageError
+from costcalc.macs import cached_keys
 from costcalc.params import total_params
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Shape, elements, parameter_shapes
@@ -132,9 +133,9 @@ def activation_bytes(spec: ModelSpec, batch: int, length: int, recompute: str) -
 
 
 def kv_cache_tokens(spec: ModelSpec, length: int) -> int:
-    """Tokens the cache keeps: T, capped by the sliding window where the model has one."""
-    window = spec.sliding_window
-    return length if window is None else min(length, window)
+    """Tokens the cache keeps after T tokens: the keys the last one attends to, T capped by the
+    sliding window where the model has one (the convention of the decoding MACs)."""
+    return cached_keys(spec, length - 1)
 
 
 def kv_cache_elements(spec: ModelSpec, batch: int, length: int) -> int:

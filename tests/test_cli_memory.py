@@ -99,7 +99,7 @@ def test_table_shows_breakdown_bars_and_the_estimate_source(cli: Invoke) -> None
 
 
 def test_inference_table_shows_the_kv_formula(cli: Invoke) -> None:
-    result = cli("memory", "-p", "qwen2.5-0.5b", "-t", "16")
+    result = cli("memory", "-p", "qwen2.5-0.5b", "-T", "16")
     assert "2 x 24 x 1 x 16 x 2 x 64 elements of bf16" in result.stdout
     assert "98,304" in result.stdout  # golden kv_cache_elements of qwen2.5-0.5b
 
@@ -110,20 +110,20 @@ def test_inference_table_shows_the_kv_formula(cli: Invoke) -> None:
 )
 def test_units_are_labelled(cli: Invoke, units: str, shown: str, absent: str) -> None:
     # 248,879,616 bf16 bytes of GPT-2 small = 248.88 MB = 237.35 MiB
-    result = cli("memory", "-p", "gpt2", "--units", units, "-t", "16")
+    result = cli("memory", "-p", "gpt2", "--units", units, "-T", "16")
     assert shown in result.stdout
     assert absent not in result.stdout
 
 
 def test_fits_with_headroom(cli: Invoke) -> None:
-    data = memory_json(cli, "-p", "gpt2", "-t", "16", "--fits", "1GiB")
+    data = memory_json(cli, "-p", "gpt2", "-T", "16", "--fits", "1GiB")
     assert data["fits"] == {
         "capacity_bytes": 2**30,
         "fits": True,
         "headroom_bytes": 2**30 - data["total"]["bytes"],
         "shortfall_bytes": 0,
     }
-    table = cli("memory", "-p", "gpt2", "-t", "16", "--gpu-memory", "1GiB")
+    table = cli("memory", "-p", "gpt2", "-T", "16", "--gpu-memory", "1GiB")
     assert table.exit_code == 0
     assert "headroom" in table.stdout
 
@@ -140,18 +140,18 @@ def test_does_not_fit_reports_the_shortfall_and_exits_1(cli: Invoke) -> None:
 
 
 def test_several_models_and_a_config_file(cli: Invoke) -> None:
-    data = memory_json(cli, "-p", "gpt2", "-c", str(FIXTURES / "hf" / "gpt2.json"), "-t", "16")
+    data = memory_json(cli, "-p", "gpt2", "-c", str(FIXTURES / "hf" / "gpt2.json"), "-T", "16")
     assert [d["kv_cache"]["elements"] for d in data] == [294_912, 294_912]
 
 
 def test_overrides_apply(cli: Invoke) -> None:
-    data = memory_json(cli, "-p", "qwen2.5-0.5b", "--kv-heads", "14", "-t", "16")
+    data = memory_json(cli, "-p", "qwen2.5-0.5b", "--kv-heads", "14", "-T", "16")
     assert data["kv_cache"]["elements"] == 7 * 98_304
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "csv"])
 def test_other_formats(cli: Invoke, fmt: str) -> None:
-    result = cli("memory", "-p", "gpt2", "-t", "16", "--format", fmt)
+    result = cli("memory", "-p", "gpt2", "-T", "16", "--format", fmt)
     assert result.exit_code == 0
     assert "294,912" in result.stdout
 
@@ -193,8 +193,8 @@ def test_sliding_window_caps_the_cache(cli: Invoke, tmp_path: Path) -> None:
     # 2 x 24 layers x 8 tokens x 2 KV heads x 64 = 49,152: the window of 8, not 16 tokens
     config = tmp_path / "windowed.yaml"
     config.write_text((ROOT / "presets" / "qwen2.5-0.5b.yaml").read_text() + "sliding_window: 8\n")
-    data = memory_json(cli, "-c", str(config), "-t", "16")
+    data = memory_json(cli, "-c", str(config), "-T", "16")
     assert data["kv_cache"]["tokens"] == 8
     assert data["kv_cache"]["elements"] == 49_152
-    table = cli("memory", "-c", str(config), "-t", "16")
+    table = cli("memory", "-c", str(config), "-T", "16")
     assert "T capped by the sliding window of 8" in table.stdout
