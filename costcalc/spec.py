@@ -93,6 +93,20 @@ class ModelSpec(BaseModel):
     norms_per_block: Count = Field(default=2, description="Norms in each block.")
     final_norm: Flag = Field(default=True, description="A norm after the last block.")
     qkv_bias: Flag = Field(default=True, description="Bias on the query/key/value projections.")
+    fused_qkv: Flag = Field(
+        default=True,
+        description=(
+            "Q, K and V are one tensor (GPT-2's c_attn); false for separate q/k/v projections "
+            "(Llama, Qwen). Changes the tensor count, not the parameter count."
+        ),
+    )
+    fused_gate_up: Flag = Field(
+        default=False,
+        description=(
+            "A gated FFN's gate and up projections are one tensor (Phi-3's gate_up_proj). "
+            "Changes the tensor count, not the parameter count."
+        ),
+    )
     attn_out_bias: Flag = Field(default=True, description="Bias on the attention output.")
     ffn_bias: Flag = Field(default=True, description="Bias on the FFN projections.")
     lm_head_bias: Flag = Field(default=False, description="Bias on the LM head.")
@@ -246,6 +260,12 @@ def _one_ffn_width(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             f"ffn_hidden {hidden} contradicts ffn_mult {mult} (which means {mult * d}); "
             "give one of them",
         )
+
+
+@_rule("ffn", "fused_gate_up")
+def _gate_to_fuse(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.fused_gate_up and not spec.gated:
+        yield ("fused_gate_up", f"a plain {spec.ffn} FFN has no gate to fuse")
 
 
 @_rule("norm", "norm_bias")

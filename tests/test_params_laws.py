@@ -7,39 +7,7 @@ from hypothesis import strategies as st
 
 from costcalc.params import param_report, total_params
 from costcalc.spec import ModelSpec
-
-
-@st.composite
-def specs(draw: st.DrawFn) -> ModelSpec:
-    kv_heads = draw(st.integers(1, 8))
-    heads = kv_heads * draw(st.integers(1, 4))
-    head_dim = 2 * draw(st.integers(1, 32))
-    explicit_head_dim = draw(st.booleans())
-    d_model = heads * head_dim if not explicit_head_dim else draw(st.integers(8, 512))
-    experts = draw(st.one_of(st.none(), st.integers(2, 8)))
-    return ModelSpec(
-        vocab_size=draw(st.integers(2, 200_000)),
-        vocab_pad_multiple=draw(st.one_of(st.none(), st.sampled_from([64, 128]))),
-        d_model=d_model,
-        n_layers=draw(st.integers(1, 64)),
-        n_heads=heads,
-        n_kv_heads=kv_heads,
-        head_dim=head_dim if explicit_head_dim else None,
-        context_length=draw(st.integers(1, 8192)),
-        position=draw(st.sampled_from(["learned", "sinusoidal", "rotary", "none"])),
-        ffn=draw(st.sampled_from(["mlp", "swiglu", "geglu"])),
-        ffn_hidden=draw(st.one_of(st.none(), st.integers(1, 4096))),
-        moe_experts=experts,
-        moe_top_k=None if experts is None else draw(st.integers(1, experts)),
-        norm=draw(st.sampled_from(["layernorm", "rmsnorm"])),
-        norms_per_block=draw(st.integers(0, 3)),
-        final_norm=draw(st.booleans()),
-        qkv_bias=draw(st.booleans()),
-        attn_out_bias=draw(st.booleans()),
-        ffn_bias=draw(st.booleans()),
-        lm_head_bias=draw(st.booleans()),
-        tie_embeddings=draw(st.booleans()),
-    )
+from tests.spec_strategies import specs
 
 
 @given(specs())

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from costcalc.cli import check, heads, params, presets, scale, schema
+from costcalc.cli import check, heads, memory, params, presets, scale, schema
 
 app = typer.Typer(
     name="costcalc",
@@ -41,6 +41,7 @@ def _root(
 
 
 app.command("params")(params.params)
+app.command("memory")(memory.memory)
 app.command("check")(check.check)
 app.command("schema")(schema.schema)
 app.add_typer(presets.app, name="presets")

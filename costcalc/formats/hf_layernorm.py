@@ -91,6 +91,7 @@ def opt(r: Reader) -> dict[str, Any]:
         attn_out_bias=bias,
         ffn_bias=bias,
         final_norm=pre_norm and not remove_final,
+        fused_qkv=False,
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
     )
     return fields
@@ -111,6 +112,7 @@ def phi(r: Reader) -> dict[str, Any]:
         position="rotary",
         ffn_hidden=r.size("ffn_hidden", "intermediate_size"),
         norms_per_block=1,
+        fused_qkv=False,
         lm_head_bias=True,
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
     )

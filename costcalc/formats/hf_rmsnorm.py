@@ -41,6 +41,7 @@ def llama_layout(
         qkv_bias=qkv_bias,
         attn_out_bias=qkv_bias,
         ffn_bias=False,
+        fused_qkv=False,
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=tie),
     )
     return fields
@@ -93,6 +94,7 @@ def phi3(r: Reader) -> dict[str, Any]:
     and gate/up fused into ``gate_up_proj`` (D x 2h), no biases, untied by default; rotary on
     ``partial_rotary_factor`` (default 1) of each head; ``sliding_window`` when given."""
     fields = llama_layout(r)
+    fields.update(fused_qkv=True, fused_gate_up=True)
     fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 1.0)
     fields["sliding_window"] = _sliding_window(r, default=None)
     return fields

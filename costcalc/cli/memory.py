@@ -1,0 +1,207 @@
+"""`costcalc memory`: exact bytes of weights, training state and KV cache, and what fits where."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.cli.models import ModelSelection, takes_models
+from costcalc.render import OutputFormat
+
+if TYPE_CHECKING:
+    from costcalc.memory_results import MemoryResult
+    from costcalc.render import Grid
+    from costcalc.units import UnitSystem
+
+BAR_WIDTH = 30
+UNIT_HEADERS = {"si": "SI (10^3)", "iec": "binary (2^10)"}
+
+
+@takes_models
+def memory(
+    models: ModelSelection,
+    dtype: Annotated[
+        str, typer.Option("--dtype", help="Weights: fp32, bf16, fp16, fp8, int8 or int4.")
+    ] = "bf16",
+    train: Annotated[
+        bool, typer.Option("--train", help="Training: gradients, optimizer state, activations.")
+    ] = False,
+    optimizer: Annotated[
+        str | None,
+        typer.Option("--optimizer", help="adamw (default), sgd, sgd-momentum or adafactor."),
+    ] = None,
+    mixed_precision: Annotated[
+        bool | None,
+        typer.Option(
+            "--mixed-precision/--no-mixed-precision",
+            help="fp32 master weights and optimizer state next to 16-bit weights "
+            "(default: on for bf16/fp16 training).",
+        ),
+    ] = None,
+    batch: Annotated[int, typer.Option("--batch", "-B", min=1, help="Sequences B.")] = 1,
+    length: Annotated[
+        int | None,
+        typer.Option("--length", "-T", min=1, help="Tokens T per sequence (default: context)."),
+    ] = None,
+    kv_dtype: Annotated[
+        str | None,
+        typer.Option("--kv-dtype", help="KV-cache dtype (default: the weights' float dtype)."),
+    ] = None,
+    recompute: Annotated[
+        str | None,
+        typer.Option(
+            "--recompute",
+            help="Activation recomputation: none (default), flash, selective or full.",
+        ),
+    ] = None,
+    fits: Annotated[
+        str | None,
+        typer.Option(
+            "--fits",
+            "--gpu-memory",
+            help="Device memory, like 24GiB or 80GB: does it fit? Exit 1 when it does not.",
+        ),
+    ] = None,
+    units: Annotated[
+        str, typer.Option("--units", help="Human figures: iec (MiB, GiB) or si (MB, GB).")
+    ] = "iec",
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Memory a model needs: weights and KV cache for inference; with --train, gradients,
+    optimizer state, master weights and an activation ESTIMATE (Korthikanti et al. 2022).
+
+    Every byte count is exact except the activations. With --fits, says whether the total fits
+    and by how much; the exit code is 1 when it does not.
+    """
+    from costcalc.memory import memory_setup
+    from costcalc.memory_results import memory_result
+    from costcalc.units import parse_bytes
+
+    with user_errors():
+        unit_system = _unit_system(units)
+        setup = memory_setup(
+            dtype=dtype,
+            train=train,
+            optimizer=optimizer,
+            mixed_precision=mixed_precision,
+            batch=batch,
+            length=length,
+            kv_dtype=kv_dtype,
+            recompute=recompute,
+        )
+        capacity = parse_bytes(fits) if fits is not None else None
+        results = [memory_result(model, setup, capacity) for model in models.load()]
+    data = [result.to_dict() for result in results]
+    emit(
+        fmt,
+        data[0] if len(data) == 1 else data,
+        [g for r in results for g in memory_grids(r, unit_system)],
+    )
+    misses = [result for result in results if result.fits is False]
+    for result in misses:
+        shortfall = -(result.headroom or 0)
+        typer.echo(
+            f"does not fit: {result.model.name} needs {result.report.bytes_total:,} bytes, "
+            f"{shortfall:,} ({_human(shortfall, unit_system)}) more than the "
+            f"{result.capacity or 0:,} bytes given",
+            err=True,
+        )
+    if misses:
+        raise typer.Exit(1)
+
+
+def _unit_system(units: str) -> UnitSystem:
+    from costcalc.errors import UsageError
+
+    if units == "si":
+        return "si"
+    if units == "iec":
+        return "iec"
+    raise UsageError(f"unknown units '{units}'; expected si (MB, GB) or iec (MiB, GiB)")
+
+
+def _human(n: int, system: UnitSystem) -> str:
+    from costcalc.units import format_bytes
+
+    return format_bytes(n, system)
+
+
+def bar(share: Fraction, width: int = BAR_WIDTH) -> str:
+    """A share of the total as a bar of ``width`` cells (a thin mark for a non-zero sliver)."""
+    filled = int(share * width + Fraction(1, 2))
+    if filled == 0 and share > 0:
+        return "▏".ljust(width, "·")
+    return "█" * filled + "·" * (width - filled)
+
+
+def memory_grids(result: MemoryResult, system: UnitSystem) -> list[Grid]:
+    """One model's breakdown (a row per component, the total and, with a capacity, the headroom
+    or the shortfall), then a bar per component showing where the memory goes."""
+    from costcalc.render import Grid
+    from costcalc.units import format_percent
+
+    report = result.report
+    components = result.components()
+    rows = [
+        [
+            c.label,
+            f"{c.elements:,}" if c.elements is not None else "",
+            c.dtype or "",
+            f"{c.bytes:,}",
+            _human(c.bytes, system),
+        ]
+        for c in components
+    ]
+    total = report.bytes_total
+    label = "total (incl. estimate)" if report.bytes_activations else "total"
+    rows.append([label, "", "", f"{total:,}", _human(total, system)])
+    emphasis = frozenset({len(rows) - 1})
+    if result.capacity is not None:
+        headroom = result.headroom or 0
+        verdict = "headroom" if headroom >= 0 else "short by (does not fit)"
+        rows.append(
+            ["device memory", "", "", f"{result.capacity:,}", _human(result.capacity, system)]
+        )
+        rows.append([verdict, "", "", f"{abs(headroom):,}", _human(abs(headroom), system)])
+    columns = ["", "elements", "dtype", "bytes", UNIT_HEADERS[system]]
+    title = f"Memory of {result.model.name}: {_mode(result)}"
+    table = Grid(title, columns, rows, _notes(result), emphasis)
+    bars = [[c.label, format_percent(result.share(c)), bar(result.share(c))] for c in components]
+    return [table, Grid(f"Where {result.model.name}'s memory goes", ["", "share", ""], bars)]
+
+
+def _mode(result: MemoryResult) -> str:
+    setup, length = result.report.setup, result.report.length
+    if not setup.train:
+        return f"inference, B={setup.batch}, T={length:,}"
+    mode = f"training with {setup.optimizer}, B={setup.batch}, T={length:,}"
+    return mode + (f", mixed precision ({setup.dtype} + fp32)" if setup.mixed_precision else "")
+
+
+def _notes(result: MemoryResult) -> list[str]:
+    from costcalc.memory import ACTIVATION_FORMULAS, ACTIVATION_SOURCE
+
+    report, setup, spec = result.report, result.report.setup, result.model.spec
+    if not setup.train:
+        capped = report.kv_cache_tokens < report.length
+        return [
+            f"KV cache: 2 x L x B x T x KV-heads x head_dim = 2 x {spec.n_layers} x "
+            f"{setup.batch} x {report.kv_cache_tokens:,} x {spec.kv_heads} x {spec.head_width} "
+            f"elements of {report.kv_dtype}"
+            + (f" (T capped by the sliding window of {spec.sliding_window:,})" if capped else "")
+            + "."
+        ]
+    notes = [
+        f"Activations are an ESTIMATE: {ACTIVATION_FORMULAS[setup.recompute]} "
+        f"(--recompute {setup.recompute}); {ACTIVATION_SOURCE}. "
+        "Embedding, logits and loss buffers are not included.",
+    ]
+    if report.elements_optimizer_steps:
+        notes.append(
+            f"Optimizer state includes {report.elements_optimizer_steps:,} fp32 step scalars, "
+            "one per parameter tensor (torch keeps them on the host unless fused)."
+        )
+    return notes

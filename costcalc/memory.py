@@ -1,0 +1,292 @@
+"""Memory, one pure integer function per quantity: weights, training state, activations, KV cache.
+
+Exact quantities (weights, gradients, master weights, optimizer state, KV cache) count what
+PyTorch allocates for them, checked against golden data from torch and transformers.
+Activations are an ESTIMATE from a published formula (Korthikanti et al. 2022); they depend on
+kernels, dtypes and the framework, and are labelled as such wherever they are shown.
+
+Symbols: P parameters, N parameter tensors, L layers, B (or b) batch, T (or s) tokens,
+K key/value heads, d head width, h = D the width, a = H attention heads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from costcalc.errors import UsageError
+from costcalc.macs import cached_keys
+from costcalc.params import total_params
+from costcalc.spec import ModelSpec
+from costcalc.tensors import Shape, elements, parameter_shapes
+from costcalc.units import DTYPES, dtype_bytes
+
+OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "sgd-momentum", "adafactor")
+RECOMPUTE: tuple[str, ...] = ("none", "flash", "selective", "full")
+TRAINING_DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16")
+MASTER_DTYPE = "fp32"
+STEP_DTYPE = "fp32"
+"""torch keeps each ``step`` as a float32 scalar tensor (``_get_scalar_dtype()``)."""
+
+ACTIVATION_SOURCE = (
+    "Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models, "
+    "Sec. 4 (16-bit activations, no parallelism)"
+)
+ACTIVATION_FORMULAS: dict[str, str] = {
+    "none": "L x s b h (34 + 5 a s / h) bytes",
+    "flash": "L x 34 s b h bytes (no s x s attention matrix stored)",
+    "selective": "L x 34 s b h bytes (attention recomputed)",
+    "full": "L x 2 s b h bytes (only each layer's input stored)",
+}
+OPTIMIZER_SOURCES: dict[str, str] = {
+    "adamw": "torch.optim.AdamW: exp_avg and exp_avg_sq per parameter, one step per tensor",
+    "sgd": "torch.optim.SGD without momentum: no state",
+    "sgd-momentum": "torch.optim.SGD with momentum: one momentum_buffer per parameter",
+    "adafactor": (
+        "Shazeer & Stern 2018 (factored second moments, no momentum) as torch.optim.Adafactor: "
+        "rows + columns per matrix, a full variance per vector, one step per tensor"
+    ),
+}
+
+
+# --------------------------------------------------------------------------- weights and training
+
+
+def weight_bytes(spec: ModelSpec, dtype: str) -> int:
+    """Weights: P x bytes of ``dtype`` (int4 packs two per byte)."""
+    return dtype_bytes(total_params(spec), dtype)
+
+
+def gradient_bytes(spec: ModelSpec, dtype: str) -> int:
+    """Gradients: one per parameter, in the training dtype (``p.grad`` has ``p``'s dtype)."""
+    return dtype_bytes(total_params(spec), dtype)
+
+
+def master_weight_bytes(spec: ModelSpec) -> int:
+    """Mixed precision keeps an fp32 copy of every parameter: 4 P (Micikevicius et al. 2018)."""
+    return dtype_bytes(total_params(spec), MASTER_DTYPE)
+
+
+def adafactor_state_elements(shape: Shape) -> int:
+    """Adafactor's second moment for one tensor: rows + columns of a matrix (a stack of X
+    matrices: X (rows + columns)); the full vector for a 1-D tensor."""
+    if len(shape) == 1:
+        return shape[0]
+    *stack, rows, columns = shape
+    return elements(tuple(stack)) * (rows + columns)
+
+
+def optimizer_moment_elements(spec: ModelSpec, optimizer: str) -> int:
+    """Per-parameter state: AdamW 2 P; SGD 0; SGD with momentum P; Adafactor factored."""
+    P = total_params(spec)
+    if optimizer == "adamw":
+        return 2 * P  # x2: exp_avg and exp_avg_sq
+    if optimizer == "sgd-momentum":
+        return P
+    if optimizer == "adafactor":
+        return sum(adafactor_state_elements(shape) for shape in parameter_shapes(spec))
+    return 0
+
+
+def optimizer_step_elements(spec: ModelSpec, optimizer: str) -> int:
+    """Step counters: one scalar per parameter tensor for AdamW and Adafactor (N); SGD none."""
+    return len(parameter_shapes(spec)) if optimizer in ("adamw", "adafactor") else 0
+
+
+def optimizer_state_elements(spec: ModelSpec, optimizer: str) -> int:
+    """Every element of the optimizer state: moments + step scalars."""
+    return optimizer_moment_elements(spec, optimizer) + optimizer_step_elements(spec, optimizer)
+
+
+def optimizer_state_bytes(spec: ModelSpec, optimizer: str, state_dtype: str) -> int:
+    """Moments in ``state_dtype`` (that of the parameters the optimizer updates) + 4 N bytes of
+    fp32 step scalars (torch keeps these on the host unless fused or capturable)."""
+    moments = dtype_bytes(optimizer_moment_elements(spec, optimizer), state_dtype)
+    return moments + dtype_bytes(optimizer_step_elements(spec, optimizer), STEP_DTYPE)
+
+
+# --------------------------------------------------------------------------- activations (estimate)
+
+
+def activation_bytes_per_layer(spec: ModelSpec, batch: int, length: int, recompute: str) -> int:
+    """ESTIMATE of one layer's stored activations, Korthikanti et al. 2022, Sec. 4.
+
+    Without recomputation s b h (34 + 5 a s / h) = 34 s b h + 5 a s^2 b bytes: 34 s b h for the
+    layer's inputs, projections, dropout masks and norms; 5 a s^2 b for the softmax, its output and
+    the dropout mask of the s x s attention matrix. Selective recomputation (or FlashAttention,
+    which recomputes attention in the backward pass) keeps 34 s b h; full recomputation keeps only
+    the layer's 16-bit input, 2 s b h. Assumes 16-bit activations, a 4h MLP and full multi-head
+    attention; for other layouts it is an approximation.
+    """
+    s, b, h, a = length, batch, spec.d_model, spec.n_heads
+    if recompute == "full":
+        return 2 * s * b * h
+    stored = 34 * s * b * h
+    return stored + (5 * a * s * s * b if recompute == "none" else 0)
+
+
+def activation_bytes(spec: ModelSpec, batch: int, length: int, recompute: str) -> int:
+    """ESTIMATE of all layers' activations: L x per layer (embeddings and logits not included)."""
+    return spec.n_layers * activation_bytes_per_layer(spec, batch, length, recompute)
+
+
+# --------------------------------------------------------------------------- KV cache
+
+
+def kv_cache_tokens(spec: ModelSpec, length: int) -> int:
+    """Tokens the cache keeps after T tokens: the keys the last one attends to, T capped by the
+    sliding window where the model has one (the convention of the decoding MACs)."""
+    return cached_keys(spec, length - 1)
+
+
+def kv_cache_elements(spec: ModelSpec, batch: int, length: int) -> int:
+    """Keys and values of every layer: 2 x L x B x T x K x d (K key/value heads, not H)."""
+    T = kv_cache_tokens(spec, length)
+    return 2 * spec.n_layers * batch * T * spec.kv_heads * spec.head_width  # x2: keys and values
+
+
+def kv_cache_bytes(spec: ModelSpec, batch: int, length: int, kv_dtype: str) -> int:
+    """KV-cache elements x bytes of ``kv_dtype``."""
+    return dtype_bytes(kv_cache_elements(spec, batch, length), kv_dtype)
+
+
+# --------------------------------------------------------------------------- what is counted
+
+
+@dataclass(frozen=True)
+class MemorySetup:
+    """What the memory is for: inference, or training with an optimizer, at a batch and length.
+
+    ``length`` None means the model's context length; ``kv_dtype`` None means the weights' dtype,
+    or bf16 when the weights are quantized (fp8, int8, int4), since the cache holds activations.
+    """
+
+    dtype: str = "bf16"
+    train: bool = False
+    optimizer: str = "adamw"
+    mixed_precision: bool = False
+    batch: int = 1
+    length: int | None = None
+    kv_dtype: str | None = None
+    recompute: str = "none"
+
+    @property
+    def state_dtype(self) -> str:
+        """The dtype of the parameters the optimizer updates: fp32 masters, or the weights."""
+        return MASTER_DTYPE if self.mixed_precision else self.dtype
+
+
+def _choice(value: str, known: tuple[str, ...], what: str) -> str:
+    if value not in known:
+        raise UsageError(f"unknown {what} '{value}'; expected one of {', '.join(known)}")
+    return value
+
+
+def memory_setup(
+    dtype: str = "bf16",
+    train: bool = False,
+    optimizer: str | None = None,
+    mixed_precision: bool | None = None,
+    batch: int = 1,
+    length: int | None = None,
+    kv_dtype: str | None = None,
+    recompute: str | None = None,
+) -> MemorySetup:
+    """A checked :class:`MemorySetup`; training options without ``train`` are errors.
+
+    Mixed precision defaults to on when training in bf16 or fp16 (16-bit weights and gradients,
+    fp32 masters and optimizer state), off for fp32.
+    """
+    _choice(dtype, DTYPES, "dtype")
+    if kv_dtype is not None:
+        _choice(kv_dtype, DTYPES, "KV-cache dtype")
+    if batch < 1 or (length is not None and length < 1):
+        raise UsageError("batch and length must be at least 1")
+    training_only = {
+        "--optimizer": optimizer,
+        "--mixed-precision": mixed_precision,
+        "--recompute": recompute,
+    }
+    if not train:
+        given = [name for name, value in training_only.items() if value is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)} applies to training; add --train")
+        return MemorySetup(dtype=dtype, batch=batch, length=length, kv_dtype=kv_dtype)
+    if dtype not in TRAINING_DTYPES:
+        raise UsageError(
+            f"training keeps weights and gradients in {', '.join(TRAINING_DTYPES)}, not {dtype}"
+        )
+    mixed = dtype != "fp32" if mixed_precision is None else mixed_precision
+    if mixed and dtype == "fp32":
+        raise UsageError("mixed precision trains 16-bit weights: use --dtype bf16 or fp16")
+    return MemorySetup(
+        dtype=dtype,
+        train=True,
+        optimizer=_choice(optimizer or "adamw", OPTIMIZERS, "optimizer"),
+        mixed_precision=mixed,
+        batch=batch,
+        length=length,
+        kv_dtype=kv_dtype,
+        recompute=_choice(recompute or "none", RECOMPUTE, "recompute mode"),
+    )
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """Every memory quantity of one model under one setup; bytes unless named elements."""
+
+    setup: MemorySetup
+    length: int
+    kv_dtype: str
+    params_total: int
+    parameter_tensors: int
+    bytes_weights: int
+    bytes_gradients: int
+    bytes_master_weights: int
+    elements_optimizer_moments: int
+    elements_optimizer_steps: int
+    bytes_optimizer: int
+    bytes_activations: int
+    kv_cache_tokens: int
+    elements_kv_cache: int
+    bytes_kv_cache: int
+
+    @property
+    def elements_optimizer(self) -> int:
+        return self.elements_optimizer_moments + self.elements_optimizer_steps
+
+    @property
+    def bytes_total(self) -> int:
+        """Everything held at once: training state and activations, or weights and KV cache."""
+        return (
+            self.bytes_weights
+            + self.bytes_gradients
+            + self.bytes_master_weights
+            + self.bytes_optimizer
+            + self.bytes_activations
+            + self.bytes_kv_cache
+        )
+
+
+def memory_report(spec: ModelSpec, setup: MemorySetup) -> MemoryReport:
+    """Weights plus, for training, gradients, masters, optimizer state and activations; for
+    inference, the KV cache of ``batch`` sequences of ``length`` tokens."""
+    T = spec.context_length if setup.length is None else setup.length
+    kv_dtype = setup.kv_dtype or (setup.dtype if setup.dtype in TRAINING_DTYPES else "bf16")
+    train, optimizer, B = setup.train, setup.optimizer, setup.batch
+    return MemoryReport(
+        setup=setup,
+        length=T,
+        kv_dtype=kv_dtype,
+        params_total=total_params(spec),
+        parameter_tensors=len(parameter_shapes(spec)),
+        bytes_weights=weight_bytes(spec, setup.dtype),
+        bytes_gradients=gradient_bytes(spec, setup.dtype) if train else 0,
+        bytes_master_weights=master_weight_bytes(spec) if setup.mixed_precision else 0,
+        elements_optimizer_moments=optimizer_moment_elements(spec, optimizer) if train else 0,
+        elements_optimizer_steps=optimizer_step_elements(spec, optimizer) if train else 0,
+        bytes_optimizer=optimizer_state_bytes(spec, optimizer, setup.state_dtype) if train else 0,
+        bytes_activations=activation_bytes(spec, B, T, setup.recompute) if train else 0,
+        kv_cache_tokens=0 if train else kv_cache_tokens(spec, T),
+        elements_kv_cache=0 if train else kv_cache_elements(spec, B, T),
+        bytes_kv_cache=0 if train else kv_cache_bytes(spec, B, T, kv_dtype),
+    )

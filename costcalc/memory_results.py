@@ -1,0 +1,177 @@
+"""What ``costcalc memory`` computed for one model, and its JSON form (docs/memory.md).
+
+Bytes and elements are JSON integers. Components that do not apply (gradients for inference, the
+KV cache for training) are present with 0 bytes, so every key of the contract always exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from costcalc.loaders import LoadedModel
+from costcalc.memory import (
+    ACTIVATION_FORMULAS,
+    ACTIVATION_SOURCE,
+    MASTER_DTYPE,
+    OPTIMIZER_SOURCES,
+    STEP_DTYPE,
+    MemoryReport,
+    MemorySetup,
+    memory_report,
+)
+from costcalc.results import model_header
+
+
+@dataclass(frozen=True)
+class Component:
+    """One row of the memory breakdown."""
+
+    key: str
+    label: str
+    bytes: int
+    elements: int | None
+    dtype: str | None
+    estimate: bool = False
+
+
+@dataclass(frozen=True)
+class MemoryResult:
+    """The memory of one model, and whether it fits in ``capacity`` bytes when one is given."""
+
+    model: LoadedModel
+    report: MemoryReport
+    capacity: int | None = None
+
+    @property
+    def headroom(self) -> int | None:
+        """capacity - total bytes: positive headroom, negative shortfall; None without capacity."""
+        return None if self.capacity is None else self.capacity - self.report.bytes_total
+
+    @property
+    def fits(self) -> bool | None:
+        headroom = self.headroom
+        return None if headroom is None else headroom >= 0
+
+    def components(self) -> list[Component]:
+        """The components that hold memory in this setup: weights, then the training state or
+        the KV cache."""
+        r, setup = self.report, self.report.setup
+        if not setup.train:
+            return [
+                Component("weights", "weights", r.bytes_weights, r.params_total, setup.dtype),
+                Component(
+                    "kv_cache", "KV cache", r.bytes_kv_cache, r.elements_kv_cache, r.kv_dtype
+                ),
+            ]
+        rows = [
+            Component("weights", "weights", r.bytes_weights, r.params_total, setup.dtype),
+            Component("gradients", "gradients", r.bytes_gradients, r.params_total, setup.dtype),
+        ]
+        if setup.mixed_precision:
+            rows.append(
+                Component(
+                    "master_weights",
+                    "master weights",
+                    r.bytes_master_weights,
+                    r.params_total,
+                    MASTER_DTYPE,
+                )
+            )
+        rows += [
+            Component(
+                "optimizer",
+                f"optimizer ({setup.optimizer})",
+                r.bytes_optimizer,
+                r.elements_optimizer,
+                setup.state_dtype if r.elements_optimizer else None,
+            ),
+            Component(
+                "activations",
+                "activations (ESTIMATE)",
+                r.bytes_activations,
+                None,
+                None,
+                estimate=True,
+            ),
+        ]
+        return rows
+
+    def share(self, component: Component) -> Fraction:
+        """The component's part of the total."""
+        total = self.report.bytes_total
+        return Fraction(component.bytes, total) if total else Fraction(0)
+
+    def to_dict(self) -> dict[str, Any]:
+        r, setup = self.report, self.report.setup
+        data: dict[str, Any] = {
+            **model_header(self.model),
+            "setup": setup_dict(setup, r),
+            "parameters": r.params_total,
+            "parameter_tensors": r.parameter_tensors,
+            "weights": {"elements": r.params_total, "dtype": setup.dtype, "bytes": r.bytes_weights},
+            "gradients": {
+                "elements": r.params_total if setup.train else 0,
+                "dtype": setup.dtype if setup.train else None,
+                "bytes": r.bytes_gradients,
+            },
+            "master_weights": {
+                "elements": r.params_total if setup.mixed_precision else 0,
+                "dtype": MASTER_DTYPE if setup.mixed_precision else None,
+                "bytes": r.bytes_master_weights,
+            },
+            "optimizer": {
+                "name": setup.optimizer if setup.train else None,
+                "elements": r.elements_optimizer,
+                "moment_elements": r.elements_optimizer_moments,
+                "step_elements": r.elements_optimizer_steps,
+                "moment_dtype": setup.state_dtype if r.elements_optimizer_moments else None,
+                "step_dtype": STEP_DTYPE if r.elements_optimizer_steps else None,
+                "bytes": r.bytes_optimizer,
+                "source": OPTIMIZER_SOURCES[setup.optimizer] if setup.train else None,
+            },
+            "activations": {
+                "bytes": r.bytes_activations,
+                "estimate": True,
+                "formula": ACTIVATION_FORMULAS[setup.recompute] if setup.train else None,
+                "source": ACTIVATION_SOURCE if setup.train else None,
+            },
+            "kv_cache": {
+                "elements": r.elements_kv_cache,
+                "tokens": r.kv_cache_tokens,
+                "dtype": None if setup.train else r.kv_dtype,
+                "bytes": r.bytes_kv_cache,
+            },
+            "total": {"bytes": r.bytes_total, "includes_estimate": r.bytes_activations > 0},
+            "fits": None,
+        }
+        if self.capacity is not None:
+            data["fits"] = {
+                "capacity_bytes": self.capacity,
+                "fits": self.fits,
+                "headroom_bytes": max(self.headroom or 0, 0),
+                "shortfall_bytes": max(-(self.headroom or 0), 0),
+            }
+        return data
+
+
+def setup_dict(setup: MemorySetup, report: MemoryReport) -> dict[str, Any]:
+    """The setup as it was resolved for this model (length and KV dtype filled in)."""
+    return {
+        "mode": "training" if setup.train else "inference",
+        "dtype": setup.dtype,
+        "optimizer": setup.optimizer if setup.train else None,
+        "mixed_precision": setup.mixed_precision,
+        "batch": setup.batch,
+        "length": report.length,
+        "kv_dtype": None if setup.train else report.kv_dtype,
+        "recompute": setup.recompute if setup.train else None,
+    }
+
+
+def memory_result(
+    model: LoadedModel, setup: MemorySetup, capacity: int | None = None
+) -> MemoryResult:
+    """The memory of ``model`` under ``setup``, judged against ``capacity`` bytes if given."""
+    return MemoryResult(model, memory_report(model.spec, setup), capacity)

@@ -1,0 +1,200 @@
+"""`costcalc memory` from the command line: JSON contract, table, units, --fits, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FIXTURES, ROOT, Invoke
+from tests.golden_models import golden, memory_reference
+
+
+def memory_json(cli: Invoke, *args: str) -> Any:
+    result = cli("memory", *args, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+CONTRACT = [
+    ("weights", "bytes"),
+    ("gradients", "bytes"),
+    ("optimizer", "elements"),
+    ("optimizer", "bytes"),
+    ("kv_cache", "elements"),
+    ("kv_cache", "bytes"),
+    ("activations", "bytes"),
+    ("total", "bytes"),
+]
+
+
+@pytest.mark.parametrize("mode", [(), ("--train",)])
+def test_json_contract_holds_integers(cli: Invoke, mode: tuple[str, ...]) -> None:
+    data = memory_json(cli, "-p", "gpt2", *mode)
+    for group, key in CONTRACT:
+        assert type(data[group][key]) is int, (group, key)
+    assert data["activations"]["estimate"] is True
+
+
+def test_gpt2_inference_json(cli: Invoke) -> None:
+    # tests/golden/hf_reference.json: gpt2 parameters_total and kv_cache_elements (B=1, T=16)
+    data = memory_json(cli, "-p", "gpt2", "--length", "16", "--batch", "1")
+    P, kv = golden("gpt2")["parameters_total"], golden("gpt2")["kv_cache_elements"]
+    assert data["kv_cache"]["elements"] == kv == 294_912
+    assert data["weights"]["bytes"] == 2 * P
+    assert data["kv_cache"]["bytes"] == 2 * kv
+    assert data["total"]["bytes"] == 2 * P + 2 * kv
+    assert data["gradients"]["bytes"] == data["optimizer"]["bytes"] == 0
+    assert data["setup"]["mode"] == "inference"
+
+
+def test_qwen_training_json_with_adamw(cli: Invoke) -> None:
+    # tests/golden/memory_reference.json: AdamW state of Qwen2.5-0.5B after one step
+    record = memory_reference()["models"]["qwen2.5-0.5b"]["optimizers"]["adamw"]
+    data = memory_json(cli, "-p", "qwen2.5-0.5b", "--train", "--length", "8")
+    P = record["param_numel"]
+    assert data["optimizer"]["elements"] == record["state_numel"]
+    assert data["optimizer"]["step_elements"] == record["n_param_tensors"]
+    assert data["optimizer"]["bytes"] == 4 * record["state_numel"]
+    assert data["master_weights"]["bytes"] == 4 * P
+    assert data["gradients"]["bytes"] == 2 * P
+    assert data["activations"]["source"].startswith("Korthikanti et al. 2022")
+    assert data["total"]["includes_estimate"] is True
+    assert data["kv_cache"]["bytes"] == 0
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "sgd-momentum", "adafactor"])
+def test_optimizer_choice(cli: Invoke, optimizer: str) -> None:
+    # tests/golden/memory_reference.json: torch's optimizer state after one step (fp32 training)
+    record = memory_reference()["models"]["gpt2"]["optimizers"][optimizer]
+    data = memory_json(cli, "-p", "gpt2", "--train", "--dtype", "fp32", "--optimizer", optimizer)
+    assert data["optimizer"]["elements"] == record["state_numel"]
+    assert data["optimizer"]["bytes"] == 4 * record["state_numel"]
+    assert data["master_weights"]["bytes"] == 0  # fp32 training needs no masters
+
+
+def test_recompute_changes_only_the_activations(cli: Invoke) -> None:
+    base = memory_json(cli, "-p", "gpt2", "--train")
+    full = memory_json(cli, "-p", "gpt2", "--train", "--recompute", "full")
+    # Korthikanti et al. 2022: full recomputation keeps 2 s b h bytes per layer
+    assert full["activations"]["bytes"] == 12 * 2 * 1024 * 768
+    saved = base["activations"]["bytes"] - full["activations"]["bytes"]
+    assert base["total"]["bytes"] - full["total"]["bytes"] == saved
+
+
+def test_table_shows_breakdown_bars_and_the_estimate_source(cli: Invoke) -> None:
+    result = cli("memory", "-p", "gpt2", "--train")
+    assert result.exit_code == 0
+    out = result.stdout
+    for label in ("weights", "gradients", "master weights", "optimizer (adamw)"):
+        assert label in out
+    assert "activations (ESTIMATE)" in out
+    assert "Korthikanti et al. 2022" in out
+    assert "L x s b h (34 + 5 a s / h) bytes" in out
+    assert "Where gpt2-small's memory goes" in out
+    assert "█" in out
+    assert "248,879,764" in out  # AdamW elements: golden 2 x 124,439,808 + 148 steps
+
+
+def test_inference_table_shows_the_kv_formula(cli: Invoke) -> None:
+    result = cli("memory", "-p", "qwen2.5-0.5b", "-T", "16")
+    assert "2 x 24 x 1 x 16 x 2 x 64 elements of bf16" in result.stdout
+    assert "98,304" in result.stdout  # golden kv_cache_elements of qwen2.5-0.5b
+
+
+@pytest.mark.parametrize(
+    ("units", "shown", "absent"),
+    [("iec", "237.35 MiB", " MB"), ("si", "248.88 MB", "MiB")],
+)
+def test_units_are_labelled(cli: Invoke, units: str, shown: str, absent: str) -> None:
+    # 248,879,616 bf16 bytes of GPT-2 small = 248.88 MB = 237.35 MiB
+    result = cli("memory", "-p", "gpt2", "--units", units, "-T", "16")
+    assert shown in result.stdout
+    assert absent not in result.stdout
+
+
+def test_fits_with_headroom(cli: Invoke) -> None:
+    data = memory_json(cli, "-p", "gpt2", "-T", "16", "--fits", "1GiB")
+    assert data["fits"] == {
+        "capacity_bytes": 2**30,
+        "fits": True,
+        "headroom_bytes": 2**30 - data["total"]["bytes"],
+        "shortfall_bytes": 0,
+    }
+    table = cli("memory", "-p", "gpt2", "-T", "16", "--gpu-memory", "1GiB")
+    assert table.exit_code == 0
+    assert "headroom" in table.stdout
+
+
+def test_does_not_fit_reports_the_shortfall_and_exits_1(cli: Invoke) -> None:
+    result = cli("memory", "-p", "gpt2", "--train", "--fits", "2GB")
+    assert result.exit_code == 1
+    assert "short by (does not fit)" in result.stdout
+    assert "does not fit: gpt2-small needs" in result.stderr
+    assert "2,000,000,000 bytes given" in result.stderr
+    data = json.loads(cli("memory", "-p", "gpt2", "--train", "--fits", "2GB", "-f", "json").stdout)
+    assert data["fits"]["fits"] is False
+    assert data["fits"]["shortfall_bytes"] == data["total"]["bytes"] - 2 * 10**9
+
+
+def test_several_models_and_a_config_file(cli: Invoke) -> None:
+    data = memory_json(cli, "-p", "gpt2", "-c", str(FIXTURES / "hf" / "gpt2.json"), "-T", "16")
+    assert [d["kv_cache"]["elements"] for d in data] == [294_912, 294_912]
+
+
+def test_overrides_apply(cli: Invoke) -> None:
+    data = memory_json(cli, "-p", "qwen2.5-0.5b", "--kv-heads", "14", "-T", "16")
+    assert data["kv_cache"]["elements"] == 7 * 98_304
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "csv"])
+def test_other_formats(cli: Invoke, fmt: str) -> None:
+    result = cli("memory", "-p", "gpt2", "-T", "16", "--format", fmt)
+    assert result.exit_code == 0
+    assert "294,912" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--dtype", "fp64"), "unknown dtype 'fp64'"),
+        (("--kv-dtype", "q8"), "unknown KV-cache dtype 'q8'"),
+        (("--train", "--optimizer", "lion"), "unknown optimizer 'lion'"),
+        (("--fits", "24GX"), "'24GX' is not a byte size"),
+        (("--gpu-memory", "lots"), "'lots' is not a byte size"),
+        (("--units", "metric"), "unknown units 'metric'"),
+        (("--optimizer", "sgd"), "--optimizer applies to training; add --train"),
+        (("--train", "--recompute", "half"), "unknown recompute mode 'half'"),
+        (("--train", "--dtype", "int4"), "training keeps weights and gradients in"),
+    ],
+)
+def test_bad_input_is_one_clear_error(cli: Invoke, args: tuple[str, ...], message: str) -> None:
+    result = cli("memory", "-p", "gpt2", *args)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: ")
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_no_model_and_unknown_preset(cli: Invoke) -> None:
+    assert cli("memory").exit_code == 2
+    unknown = cli("memory", "-p", "gpt3")
+    assert unknown.exit_code == 1
+    assert "unknown preset 'gpt3'" in unknown.stderr
+
+
+def test_batch_must_be_positive(cli: Invoke) -> None:
+    assert cli("memory", "-p", "gpt2", "--batch", "0").exit_code == 2
+
+
+def test_sliding_window_caps_the_cache(cli: Invoke, tmp_path: Path) -> None:
+    # 2 x 24 layers x 8 tokens x 2 KV heads x 64 = 49,152: the window of 8, not 16 tokens
+    config = tmp_path / "windowed.yaml"
+    config.write_text((ROOT / "presets" / "qwen2.5-0.5b.yaml").read_text() + "sliding_window: 8\n")
+    data = memory_json(cli, "-c", str(config), "-T", "16")
+    assert data["kv_cache"]["tokens"] == 8
+    assert data["kv_cache"]["elements"] == 49_152
+    table = cli("memory", "-c", str(config), "-T", "16")
+    assert "T capped by the sliding window of 8" in table.stdout

@@ -1,0 +1,294 @@
+"""Memory formulas against PyTorch/transformers golden data, published figures and their laws."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from costcalc.cli.memory import bar
+from costcalc.errors import UsageError
+from costcalc.loaders import LoadedModel, load_preset
+from costcalc.memory import (
+    OPTIMIZERS,
+    RECOMPUTE,
+    activation_bytes,
+    activation_bytes_per_layer,
+    gradient_bytes,
+    kv_cache_bytes,
+    kv_cache_elements,
+    master_weight_bytes,
+    memory_report,
+    memory_setup,
+    optimizer_moment_elements,
+    optimizer_state_bytes,
+    optimizer_state_elements,
+    weight_bytes,
+)
+from costcalc.memory_results import memory_result
+from costcalc.spec import ModelSpec
+from costcalc.tensors import parameter_tensors
+from tests.golden_models import KV_MODELS, golden, golden_spec, memory_reference
+from tests.spec_strategies import specs
+
+GPT2 = load_preset("gpt2-small").spec
+QWEN = load_preset("qwen2.5-0.5b").spec
+OPTIMIZER_MODELS = ("gpt2", "qwen2.5-0.5b")
+
+# --------------------------------------------------------------------------- KV cache
+
+
+def test_gpt2_small_keeps_294912_kv_elements_for_16_tokens() -> None:
+    # issue 6; tests/golden/hf_reference.json: gpt2 kv_cache_elements (use_cache=True, B=1, T=16)
+    assert golden("gpt2")["kv_cache_elements"] == 294_912
+    assert kv_cache_elements(GPT2, batch=1, length=16) == 294_912
+
+
+@pytest.mark.parametrize("name", KV_MODELS)
+def test_kv_cache_elements_equal_transformers(name: str) -> None:
+    # tests/golden/hf_reference.json: kv_cache (elements of every layer's keys and values)
+    record = golden(name)["kv_cache"]
+    spec = golden_spec(name)
+    assert (
+        kv_cache_elements(spec, record["batch"], record["seq_len"]) == (record["kv_cache_elements"])
+    )
+
+
+def test_qwen_kv_cache_counts_its_two_kv_heads() -> None:
+    # tests/golden/hf_reference.json: qwen2.5-0.5b keys of layer 0 are [1, 2, 16, 64]
+    assert golden("qwen2.5-0.5b")["kv_cache"]["key_shape_layer0"] == [1, 2, 16, 64]
+    assert kv_cache_elements(QWEN, 1, 16) == 98_304
+    assert kv_cache_elements(QWEN.model_copy(update={"n_kv_heads": 14}), 1, 16) == 7 * 98_304
+
+
+def test_sliding_window_caps_the_cache_one_token_above_transformers() -> None:
+    # tests/golden/memory_reference.json: Qwen2.5-0.5B with every layer sliding (window 8),
+    # 16 tokens. transformers' DynamicSlidingWindowLayer keeps window - 1 = 7 tokens between
+    # forwards and appends the new one; costcalc counts the window a decoding step attends to.
+    record = memory_reference()["sliding_window_kv_cache"]
+    window = record["overrides"]["sliding_window"]
+    spec = QWEN.model_copy(update={"sliding_window": window})
+    assert record["key_shape_layer0"][2] == window - 1
+    one_token = 2 * spec.n_layers * spec.kv_heads * spec.head_width
+    assert kv_cache_elements(spec, record["batch"], record["seq_len"]) == (
+        record["kv_cache_elements"] + one_token
+    )
+
+
+def test_kv_cache_bytes_follow_the_kv_dtype() -> None:
+    # 294,912 elements (golden, above): 2 bytes each in bf16, half a byte in int4
+    assert kv_cache_bytes(GPT2, 1, 16, "bf16") == 589_824
+    assert kv_cache_bytes(GPT2, 1, 16, "int4") == 147_456
+    assert kv_cache_bytes(GPT2, 1, 16, "fp32") == 1_179_648
+
+
+@given(specs(), st.integers(1, 8), st.integers(1, 8192))
+def test_kv_cache_is_linear_in_batch_and_layers(spec: ModelSpec, batch: int, length: int) -> None:
+    one = kv_cache_elements(spec, 1, length)
+    assert kv_cache_elements(spec, batch, length) == batch * one
+    deeper = spec.model_copy(update={"n_layers": 2 * spec.n_layers})
+    assert kv_cache_elements(deeper, batch, length) == 2 * batch * one
+
+
+@given(specs(), st.integers(1, 8192))
+def test_kv_cache_stops_growing_at_the_window(spec: ModelSpec, length: int) -> None:
+    window = spec.sliding_window
+    grows = window is None or length < window
+    extra = kv_cache_elements(spec, 1, length + 1) - kv_cache_elements(spec, 1, length)
+    assert extra == (2 * spec.n_layers * spec.kv_heads * spec.head_width if grows else 0)
+
+
+@given(specs())
+def test_gqa_with_kv_heads_equal_to_heads_is_mha(spec: ModelSpec) -> None:
+    mha = spec.model_copy(update={"n_kv_heads": None})
+    gqa = spec.model_copy(update={"n_kv_heads": spec.n_heads})
+    assert kv_cache_elements(gqa, 2, 100) == kv_cache_elements(mha, 2, 100)
+
+
+# --------------------------------------------------------------------------- optimizer state
+
+
+@pytest.mark.parametrize("name", OPTIMIZER_MODELS)
+def test_adamw_state_after_a_real_step(name: str) -> None:
+    # tests/golden/hf_reference.json: adamw_state (real CPU step after a backward pass)
+    record = golden(name)["adamw_state"]
+    spec = golden_spec(name)
+    assert optimizer_moment_elements(spec, "adamw") == record["moments_numel"]
+    assert optimizer_state_elements(spec, "adamw") == record["moments_numel"] + record["step_numel"]
+    assert parameter_tensors(spec) == record["n_step_tensors"]
+
+
+@pytest.mark.parametrize("name", OPTIMIZER_MODELS)
+@pytest.mark.parametrize("optimizer", OPTIMIZERS)
+def test_optimizer_state_elements_equal_torch(name: str, optimizer: str) -> None:
+    # tests/golden/memory_reference.json: every tensor in optimizer.state after one step
+    record = memory_reference()["models"][name]["optimizers"][optimizer]
+    spec = golden_spec(name)
+    assert optimizer_state_elements(spec, optimizer) == record["state_numel"]
+    moments = record["state_numel"] - record["state_numel_by_key"].get("step", 0)
+    assert optimizer_moment_elements(spec, optimizer) == moments
+
+
+@pytest.mark.parametrize("name", OPTIMIZER_MODELS)
+def test_adamw_keeps_two_moments_per_parameter_and_a_step_per_tensor(name: str) -> None:
+    # tests/golden/memory_reference.json: exp_avg and exp_avg_sq per parameter, one fp32 step
+    record = memory_reference()["models"][name]["optimizers"]["adamw"]
+    by_key = record["state_numel_by_key"]
+    assert by_key["exp_avg"] == by_key["exp_avg_sq"] == record["param_numel"]
+    assert by_key["step"] == record["n_param_tensors"]
+    assert record["state_dtype_by_key"]["step"] == "torch.float32"
+    spec = golden_spec(name)
+    steps = parameter_tensors(spec)
+    # fp32 moments and steps: 4 bytes each
+    assert optimizer_state_bytes(spec, "adamw", "fp32") == 4 * (2 * record["param_numel"] + steps)
+    # bf16 moments (pure bf16 training: torch's zeros_like(p)), steps stay fp32
+    assert optimizer_state_bytes(spec, "adamw", "bf16") == 2 * 2 * record["param_numel"] + 4 * steps
+
+
+@given(specs())
+def test_adafactor_keeps_less_than_adamw(spec: ModelSpec) -> None:
+    assert optimizer_state_elements(spec, "adafactor") <= optimizer_state_elements(spec, "adamw")
+
+
+def test_mixed_precision_adam_costs_16_bytes_per_parameter() -> None:
+    # Rajbhandari et al. 2020, ZeRO, Sec. 3.1: mixed-precision Adam keeps 2 + 2 + (4 + 4 + 4)
+    # = 16 bytes per parameter (fp16 weights and gradients, fp32 masters, momentum, variance);
+    # torch adds a 4-byte step per tensor.
+    report = memory_report(QWEN, memory_setup(dtype="bf16", train=True))
+    P, N = 494_032_768, 290  # golden parameters_total and n_param_tensors of Qwen2.5-0.5B
+    state = (
+        report.bytes_weights
+        + report.bytes_gradients
+        + report.bytes_master_weights
+        + report.bytes_optimizer
+    )
+    assert state == 16 * P + 4 * N
+
+
+# --------------------------------------------------------------------------- weights and gradients
+
+
+@pytest.mark.parametrize(
+    ("dtype", "per_parameter"), [("fp32", 4), ("bf16", 2), ("fp16", 2), ("fp8", 1), ("int8", 1)]
+)
+def test_weight_bytes(dtype: str, per_parameter: int) -> None:
+    # golden parameters_total of GPT-2 small: 124,439,808
+    P = golden("gpt2")["parameters_total"]
+    assert weight_bytes(GPT2, dtype) == per_parameter * P
+
+
+def test_int4_packs_two_weights_per_byte() -> None:
+    P = golden("gpt2")["parameters_total"]
+    assert weight_bytes(GPT2, "int4") == P // 2
+    # D = V = 1, one head, FFN width 1, no biases or norms: token 1 + q/k/v 3 + output 1
+    # + FFN 2 = 7 parameters; the odd one still takes a whole byte.
+    tiny = ModelSpec(
+        vocab_size=1,
+        context_length=1,
+        d_model=1,
+        n_layers=1,
+        n_heads=1,
+        position="none",
+        ffn_hidden=1,
+        norm="rmsnorm",
+        norms_per_block=0,
+        final_norm=False,
+        qkv_bias=False,
+        attn_out_bias=False,
+        ffn_bias=False,
+    )
+    assert weight_bytes(tiny, "int4") == 4
+
+
+def test_gradients_and_master_weights() -> None:
+    P = golden("gpt2")["parameters_total"]
+    assert gradient_bytes(GPT2, "bf16") == 2 * P
+    assert master_weight_bytes(GPT2) == 4 * P
+
+
+# --------------------------------------------------------------------------- activations (estimate)
+
+
+def test_activations_follow_korthikanti_per_part() -> None:
+    # Korthikanti et al. 2022, Sec. 4.1: attention block 11 sbh + 5 a s^2 b, MLP 19 sbh,
+    # two layer norms 4 sbh; total sbh (34 + 5 a s / h) per layer, 16-bit activations.
+    s, b, h, a = 1024, 1, 768, 12
+    attention, mlp, norms = 11 * s * b * h + 5 * a * s * s * b, 19 * s * b * h, 4 * s * b * h
+    assert activation_bytes_per_layer(GPT2, b, s, "none") == attention + mlp + norms
+    assert activation_bytes_per_layer(GPT2, b, s, "selective") == 34 * s * b * h
+    assert activation_bytes_per_layer(GPT2, b, s, "flash") == 34 * s * b * h
+    assert activation_bytes_per_layer(GPT2, b, s, "full") == 2 * s * b * h
+    assert activation_bytes(GPT2, b, s, "none") == 12 * (attention + mlp + norms)
+
+
+@given(specs(), st.integers(1, 8), st.integers(1, 4096), st.sampled_from(RECOMPUTE))
+def test_activations_are_linear_in_batch(
+    spec: ModelSpec, batch: int, length: int, recompute: str
+) -> None:
+    one = activation_bytes(spec, 1, length, recompute)
+    assert activation_bytes(spec, batch, length, recompute) == batch * one
+
+
+@given(specs(), st.integers(1, 4096))
+def test_recomputation_only_ever_saves(spec: ModelSpec, length: int) -> None:
+    none, selective, full = (
+        activation_bytes(spec, 2, length, r) for r in ("none", "selective", "full")
+    )
+    assert none >= selective >= full
+    assert none - selective == spec.n_layers * 5 * spec.n_heads * length * length * 2
+
+
+# --------------------------------------------------------------------------- the whole report
+
+
+@given(specs(), st.booleans(), st.sampled_from(OPTIMIZERS), st.booleans())
+def test_the_rows_shown_add_up_to_the_total(
+    spec: ModelSpec, train: bool, optimizer: str, mixed: bool
+) -> None:
+    options = {"optimizer": optimizer, "mixed_precision": mixed} if train else {}
+    setup = memory_setup(dtype="bf16", train=train, **options)  # type: ignore[arg-type]
+    model = LoadedModel(spec, "model", "test")
+    result = memory_result(model, setup)
+    rows = result.components()
+    assert sum(row.bytes for row in rows) == result.report.bytes_total
+    assert ("master_weights" in {row.key for row in rows}) == (train and mixed)
+    assert sum(result.share(row) for row in rows) == 1
+
+
+def test_bars_are_proportional() -> None:
+    assert bar(Fraction(1, 2), 30) == "█" * 15 + "·" * 15
+    assert bar(Fraction(1), 30) == "█" * 30
+    assert bar(Fraction(1, 1000), 30) == "▏" + "·" * 29
+    assert bar(Fraction(0), 30) == "·" * 30
+
+
+def test_inference_is_weights_and_kv_cache() -> None:
+    r = memory_report(GPT2, memory_setup(dtype="bf16", length=16))
+    assert r.bytes_total == 2 * 124_439_808 + 2 * 294_912
+    assert r.bytes_gradients == r.bytes_optimizer == r.bytes_activations == 0
+
+
+def test_length_defaults_to_the_context_and_kv_dtype_to_the_weights() -> None:
+    r = memory_report(GPT2, memory_setup(dtype="fp32"))
+    assert (r.length, r.kv_dtype) == (1024, "fp32")
+    assert memory_report(GPT2, memory_setup(dtype="int4")).kv_dtype == "bf16"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"dtype": "fp64"}, "unknown dtype 'fp64'"),
+        ({"kv_dtype": "q4"}, "unknown KV-cache dtype 'q4'"),
+        ({"train": True, "optimizer": "adam"}, "unknown optimizer 'adam'"),
+        ({"train": True, "recompute": "some"}, "unknown recompute mode 'some'"),
+        ({"optimizer": "sgd"}, "--optimizer applies to training; add --train"),
+        ({"train": True, "dtype": "int8"}, "training keeps weights and gradients in"),
+        ({"train": True, "dtype": "fp32", "mixed_precision": True}, "mixed precision trains"),
+        ({"batch": 0}, "at least 1"),
+    ],
+)
+def test_bad_setups_are_usage_errors(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        memory_setup(**kwargs)  # type: ignore[arg-type]
