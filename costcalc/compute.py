@@ -25,7 +25,7 @@ class Workload:
     batch: int = 1
     length: int | None = None
     causal: bool = False
-    recompute: bool = False
+    recompute: str = "none"
     prompt: int | None = None
     generated: int | None = None
 
@@ -127,8 +127,13 @@ class ComputeResult:
         return "causal" if self.workload.causal else "full"
 
     @property
-    def training_multiplier(self) -> int:
-        return macs.training_macs(1, self.workload.recompute)
+    def training_rule(self) -> str:
+        """How a training step relates to the forward, in words: '3 x forward'."""
+        return macs.TRAINING_RULES[self.workload.recompute]
+
+    def training(self, forward: MacReport) -> int:
+        """MACs of one training step over ``forward``."""
+        return macs.training_macs(forward.total, forward.attention_pair, self.workload.recompute)
 
     def windowed(self, length: int) -> bool:
         return macs.window_applies(self.spec, length)
@@ -146,7 +151,7 @@ class ComputeResult:
             "convention": {
                 "attention": self.attention,
                 "sliding_window": self.spec.sliding_window,
-                "training_multiplier": self.training_multiplier,
+                "training": self.training_rule,
                 "recompute": w.recompute,
                 "flops_per_mac": macs.flops(1),
             },
@@ -155,7 +160,7 @@ class ComputeResult:
             data["macs"] = asdict(self.forward)
             data["flops"] = {
                 "forward": macs.flops(self.forward.total),
-                "training": macs.flops(macs.training_macs(self.forward.total, w.recompute)),
+                "training": macs.flops(self.training(self.forward)),
             }
         if self.decoding is not None:
             d = self.decoding
@@ -223,11 +228,8 @@ def compute_grids(names: list[str], results: list[ComputeResult]) -> list[Grid]:
         rows.append(["forward FLOPs", *(f"{macs.flops(f.total):,}" for f in forwards)])
         rows.append(
             [
-                f"training step FLOPs ({first.training_multiplier} x forward)",
-                *(
-                    f"{macs.flops(macs.training_macs(f.total, first.workload.recompute)):,}"
-                    for f in forwards
-                ),
+                f"training step FLOPs ({first.training_rule})",
+                *(f"{macs.flops(first.training(f)):,}" for f in forwards),
             ]
         )
         title = f"Forward MACs, B={w.batch:,} sequences of T={w.length:,} tokens (no KV cache)"
@@ -253,11 +255,12 @@ def forward_notes(results: list[ComputeResult], length: int) -> list[str]:
         pairs = "causal: only the T(T+1)/2 query-key pairs a causal mask keeps"
     else:
         pairs = "full T^2 square of query-key pairs, as eager attention and FlopCounterMode count"
-    recompute = " with activation recomputation" if first.workload.recompute else ""
+    mode = first.workload.recompute
+    recompute = "" if mode == "none" else f" (--recompute {mode})"
     notes = [
         f"Attention convention: {pairs}.",
         "MACs count matrix products only; FLOPs = 2 x MACs. "
-        f"Training step = {first.training_multiplier} x forward{recompute}.",
+        f"Training step = {first.training_rule}{recompute}.",
     ]
     for result in results:
         if result.windowed(length):

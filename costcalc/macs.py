@@ -24,8 +24,16 @@ from costcalc.spec import ModelSpec
 
 TRAINING_MULTIPLIER = 3
 """Forward + backward: the backward pass costs 2x the forward (input and weight gradients)."""
-RECOMPUTE_MULTIPLIER = 4
-"""With activation recomputation the forward runs twice: 1 + 1 + 2."""
+
+RECOMPUTE_MODES: tuple[str, ...] = ("none", "flash", "selective", "full")
+"""What a training step runs again in the backward pass instead of storing it."""
+
+TRAINING_RULES: dict[str, str] = {
+    "none": "3 x forward",
+    "flash": "3 x forward + QK^T (half the attention pairs)",
+    "selective": "3 x forward + attention pairs",
+    "full": "4 x forward",
+}
 
 
 def flops(macs: int) -> int:
@@ -33,9 +41,14 @@ def flops(macs: int) -> int:
     return 2 * macs
 
 
-def training_macs(forward: int, recompute: bool = False) -> int:
-    """One training step: 3 x forward, or 4 x forward with activation recomputation."""
-    return (RECOMPUTE_MULTIPLIER if recompute else TRAINING_MULTIPLIER) * forward
+def training_macs(forward: int, attention_pair: int, recompute: str = "none") -> int:
+    """One training step: forward + backward = 3 x forward (the backward computes input and
+    weight gradients, 2 x forward; Kaplan et al. 2020, Sec. 2.1), plus what recomputation runs
+    again: ``full`` the whole forward (4 x forward); ``selective`` the attention core's products,
+    QK^T and weights x V (Korthikanti et al. 2022, Sec. 5); ``flash`` the scores QK^T, which
+    FlashAttention's backward recomputes from Q and K (Dao 2023, Algorithm 2): half the pairs."""
+    again = {"none": 0, "flash": attention_pair // 2, "selective": attention_pair, "full": forward}
+    return TRAINING_MULTIPLIER * forward + again[recompute]
 
 
 # Per token: terms linear in the number of tokens.

@@ -14,14 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from costcalc.errors import UsageError
-from costcalc.macs import cached_keys
+from costcalc.macs import RECOMPUTE_MODES, cached_keys
 from costcalc.params import total_params
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Shape, elements, parameter_shapes
 from costcalc.units import DTYPES, dtype_bytes
 
 OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "sgd-momentum", "adafactor")
-RECOMPUTE: tuple[str, ...] = ("none", "flash", "selective", "full")
 TRAINING_DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16")
 MASTER_DTYPE = "fp32"
 STEP_DTYPE = "fp32"
@@ -226,7 +225,7 @@ def memory_setup(
         batch=batch,
         length=length,
         kv_dtype=kv_dtype,
-        recompute=_choice(recompute or "none", RECOMPUTE, "recompute mode"),
+        recompute=_choice(recompute or "none", RECOMPUTE_MODES, "recompute mode"),
     )
 
 

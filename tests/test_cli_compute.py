@@ -49,14 +49,14 @@ def test_presets_match_golden(cli: Invoke, name: str) -> None:
 
 def test_causal_and_recompute(cli: Invoke) -> None:
     full = params_json(cli, "-p", "gpt2-small", "-T", "128")
-    causal = params_json(cli, "-p", "gpt2-small", "-T", "128", "--causal", "--recompute")
+    causal = params_json(cli, "-p", "gpt2-small", "-T", "128", "--causal", "--recompute", "full")
     # 128 x 129 / 2 of the 128^2 pairs.
     assert causal["macs"]["attention_pair"] * 128 * 128 == full["macs"]["attention_pair"] * 8256
     assert causal["convention"] == {
         "attention": "causal",
         "sliding_window": None,
-        "training_multiplier": 4,
-        "recompute": True,
+        "training": "4 x forward",
+        "recompute": "full",
         "flops_per_mac": 2,
     }
     assert causal["flops"]["training"] == 4 * causal["flops"]["forward"]
@@ -67,9 +67,23 @@ def test_table_shows_convention(cli: Invoke) -> None:
     assert "16,114,089,984" in result.stdout
     assert "full T^2 square" in result.stdout
     assert "FLOPs = 2 x MACs" in result.stdout
-    causal = cli("params", "-p", "gpt2-small", "-T", "128", "--causal", "--recompute")
+    causal = cli("params", "-p", "gpt2-small", "-T", "128", "--causal", "--recompute", "full")
     assert "causal: only the T(T+1)/2" in causal.stdout
-    assert "4 x forward with activation recomputation" in causal.stdout
+    assert "Training step = 4 x forward (--recompute full)" in causal.stdout
+
+
+@pytest.mark.parametrize(
+    ("mode", "extra_pairs"), [("none", 0), ("flash", 1), ("selective", 2), ("full", None)]
+)
+def test_recompute_modes(cli: Invoke, mode: str, extra_pairs: int | None) -> None:
+    # GPT-2 small, B=1, T=128: forward 16,114,089,984 MACs, attention pairs 301,989,888
+    # (FlopCounterMode, tests/golden/hf_reference.json). Selective recomputation re-runs both
+    # pair products (QK^T, weights x V), FlashAttention's backward only QK^T (half).
+    data = params_json(cli, "-p", "gpt2-small", "-T", "128", "--recompute", mode)
+    forward, pairs = 16_114_089_984, 301_989_888
+    again = forward if extra_pairs is None else extra_pairs * pairs // 2
+    assert data["flops"]["training"] == 2 * (3 * forward + again)
+    assert data["convention"]["recompute"] == mode
 
 
 def test_side_by_side(cli: Invoke) -> None:
@@ -152,7 +166,12 @@ def test_markdown_and_csv(cli: Invoke) -> None:
         (["--prompt", "4"], 2, "--prompt and --generate go together"),
         (["-B", "4"], 2, "--batch needs --length"),
         (["--causal"], 2, "--causal needs --length"),
-        (["--prompt", "4", "--generate", "4", "--recompute"], 2, "--recompute needs --length"),
+        (
+            ["--prompt", "4", "--generate", "4", "--recompute", "full"],
+            2,
+            "--recompute needs --length",
+        ),
+        (["-T", "8", "--recompute", "half"], 2, "unknown recompute mode 'half'"),
     ],
 )
 def test_bad_input(cli: Invoke, args: list[str], code: int, message: str) -> None:

@@ -65,8 +65,11 @@ def test_golden_specs_match_parameter_counts(name: str) -> None:
 
 def test_flops_and_training_multipliers() -> None:
     assert macs.flops(16_114_089_984) == 32_228_179_968
-    assert macs.training_macs(10) == 30
-    assert macs.training_macs(10, recompute=True) == 40
+    # Forward 10 MACs of which 4 are attention pairs (QK^T 2, weights x V 2).
+    assert macs.training_macs(10, 4) == 30
+    assert macs.training_macs(10, 4, "flash") == 32
+    assert macs.training_macs(10, 4, "selective") == 34
+    assert macs.training_macs(10, 4, "full") == 40
 
 
 def brute_force_pairs(T: int, causal: bool, window: int | None) -> int:

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from costcalc.cli.memory import bar
 from costcalc.errors import UsageError
 from costcalc.loaders import LoadedModel, load_preset
+from costcalc.macs import RECOMPUTE_MODES
 from costcalc.memory import (
     OPTIMIZERS,
-    RECOMPUTE,
     activation_bytes,
     activation_bytes_per_layer,
     gradient_bytes,
@@ -223,7 +223,7 @@ def test_activations_follow_korthikanti_per_part() -> None:
     assert activation_bytes(GPT2, b, s, "none") == 12 * (attention + mlp + norms)
 
 
-@given(specs(), st.integers(1, 8), st.integers(1, 4096), st.sampled_from(RECOMPUTE))
+@given(specs(), st.integers(1, 8), st.integers(1, 4096), st.sampled_from(RECOMPUTE_MODES))
 def test_activations_are_linear_in_batch(
     spec: ModelSpec, batch: int, length: int, recompute: str
 ) -> None:

@@ -49,7 +49,7 @@ def params(
     batch: BatchOption = None,
     length: LengthOption = None,
     causal: CausalOption = False,
-    recompute: RecomputeOption = False,
+    recompute: RecomputeOption = None,
     prompt: PromptOption = None,
     generate: GenerateOption = None,
 ) -> None:

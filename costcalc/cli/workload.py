@@ -36,10 +36,12 @@ CausalOption = Annotated[
     ),
 ]
 RecomputeOption = Annotated[
-    bool,
+    str | None,
     typer.Option(
         "--recompute",
-        help="Training with activation recomputation: 4 x forward instead of 3 x.",
+        metavar="MODE",
+        help="What a training step recomputes: none (3 x forward), flash (+ QK^T), selective "
+        "(+ attention pairs) or full (4 x forward).",
         rich_help_panel=PANEL,
     ),
 ]
@@ -65,7 +67,7 @@ def workload_from(
     batch: int | None,
     length: int | None,
     causal: bool,
-    recompute: bool,
+    recompute: str | None,
     prompt: int | None,
     generated: int | None,
 ) -> Workload | None:
@@ -76,6 +78,7 @@ def workload_from(
     """
     from costcalc.compute import Workload
     from costcalc.errors import UsageError
+    from costcalc.macs import RECOMPUTE_MODES
 
     if (prompt is None) != (generated is None):
         raise UsageError("--prompt and --generate go together: P prompt tokens, N generated")
@@ -92,13 +95,16 @@ def workload_from(
         if given:
             raise UsageError(f"{', '.join(given)} needs --length T (or --prompt P --generate N)")
         return None
-    if recompute and length is None:
+    if recompute is not None and length is None:
         raise UsageError("--recompute needs --length T (a training step is a full forward)")
+    if recompute is not None and recompute not in RECOMPUTE_MODES:
+        modes = ", ".join(RECOMPUTE_MODES)
+        raise UsageError(f"unknown recompute mode '{recompute}'; expected one of {modes}")
     return Workload(
         batch=1 if batch is None else batch,
         length=length,
         causal=causal,
-        recompute=recompute,
+        recompute=recompute or "none",
         prompt=prompt,
         generated=generated,
     )
