@@ -84,15 +84,17 @@ def _parse(text: str, suffixes: dict[str, int], what: str, example: str) -> int:
     value = Fraction(match.group(1)) * factor
     if value.denominator != 1:
         raise UsageError(f"'{text}' is not a whole number of {what}s")
+    if value == 0:
+        raise UsageError(f"'{text}' is not a positive {what}")
     return int(value)
 
 
 def parse_bytes(text: str) -> int:
-    """'24GiB' -> 25,769,803,776; '1.5GB' -> 1,500,000,000; a bare number is bytes."""
+    """'24GiB' -> 25,769,803,776; '1.5GB' -> 1,500,000,000; a bare number is bytes; never 0."""
     suffixes = {"": 1, **_BYTE_SUFFIXES}
     return _parse(text, suffixes, "byte size", "24GiB, 80GB, 512MiB")
 
 
 def parse_count(text: str) -> int:
-    """'30M' -> 30,000,000; '1.5B' -> 1,500,000,000; a bare number is itself."""
+    """'30M' -> 30,000,000; '1.5B' -> 1,500,000,000; a bare number is itself; never 0."""
     return _parse(text, _COUNT_SUFFIXES, "count", "30M, 1.5B, 124439808")

@@ -366,6 +366,8 @@ def test_budget_must_be_a_mapping(cli: Invoke, write: Any) -> None:
             ["--dtype", "fp7"],
             "unknown dtype 'fp7'; expected one of fp32, fp16, bf16, fp8, int8, int4",
         ),
+        (["--max-params", "0"], "'0' is not a positive count"),
+        (["--max-weight-bytes", "0GiB"], "'0GiB' is not a positive byte size"),
     ],
 )
 def test_malformed_limits_are_usage_errors(cli: Invoke, args: list[str], message: str) -> None:
