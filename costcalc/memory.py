@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from costcalc.compute import check_count, check_positions
 from costcalc.errors import UsageError
 from costcalc.macs import RECOMPUTE_MODES, cached_keys
 from costcalc.params import total_params
@@ -198,8 +199,9 @@ def memory_setup(
     _choice(dtype, DTYPES, "dtype")
     if kv_dtype is not None:
         _choice(kv_dtype, DTYPES, "KV-cache dtype")
-    if batch < 1 or (length is not None and length < 1):
-        raise UsageError("batch and length must be at least 1")
+    check_count("batch", batch)
+    if length is not None:
+        check_count("length", length)
     training_only = {
         "--optimizer": optimizer,
         "--mixed-precision": mixed_precision,
@@ -270,6 +272,7 @@ def memory_report(spec: ModelSpec, setup: MemorySetup) -> MemoryReport:
     """Weights plus, for training, gradients, masters, optimizer state and activations; for
     inference, the KV cache of ``batch`` sequences of ``length`` tokens."""
     T = spec.context_length if setup.length is None else setup.length
+    check_positions(spec, "length", T, T)
     kv_dtype = setup.kv_dtype or (setup.dtype if setup.dtype in TRAINING_DTYPES else "bf16")
     train, optimizer, B = setup.train, setup.optimizer, setup.batch
     return MemoryReport(

@@ -163,6 +163,7 @@ def test_other_formats(cli: Invoke, fmt: str) -> None:
         (("--kv-dtype", "q8"), "unknown KV-cache dtype 'q8'"),
         (("--train", "--optimizer", "lion"), "unknown optimizer 'lion'"),
         (("--fits", "24GX"), "'24GX' is not a byte size"),
+        (("--fits", "0"), "'0' is not a positive byte size"),
         (("--gpu-memory", "lots"), "'lots' is not a byte size"),
         (("--units", "metric"), "unknown units 'metric'"),
         (("--optimizer", "sgd"), "--optimizer applies to training; add --train"),
@@ -185,8 +186,22 @@ def test_no_model_and_unknown_preset(cli: Invoke) -> None:
     assert "unknown preset 'gpt3'" in unknown.stderr
 
 
-def test_batch_must_be_positive(cli: Invoke) -> None:
-    assert cli("memory", "-p", "gpt2", "--batch", "0").exit_code == 2
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--batch", "0"), "batch 0: expected a positive whole number"),
+        (("-T", "-3"), "length -3: expected a positive whole number"),
+        (("--train", "-T", "0"), "length 0: expected a positive whole number"),
+        (("-T", "1025"), "length 1025: needs 1,025 positions, past the learned position table"),
+        (("--train", "-T", "2048"), "length 2048: needs 2,048 positions, past the learned"),
+    ],
+)
+def test_sizes_are_checked_as_in_params(cli: Invoke, args: tuple[str, ...], message: str) -> None:
+    # the same words and exit code as `costcalc params -B 0` or a length past gpt2's 1,024 rows
+    result = cli("memory", "-p", "gpt2", *args)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error: {message}")
+    assert result.stdout == ""
 
 
 def test_sliding_window_caps_the_cache(cli: Invoke, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from costcalc.cli.memory import bar
-from costcalc.errors import UsageError
+from costcalc.errors import RangeError, UsageError
 from costcalc.loaders import LoadedModel, load_preset
 from costcalc.macs import RECOMPUTE_MODES
 from costcalc.memory import (
@@ -286,9 +286,19 @@ def test_length_defaults_to_the_context_and_kv_dtype_to_the_weights() -> None:
         ({"optimizer": "sgd"}, "--optimizer applies to training; add --train"),
         ({"train": True, "dtype": "int8"}, "training keeps weights and gradients in"),
         ({"train": True, "dtype": "fp32", "mixed_precision": True}, "mixed precision trains"),
-        ({"batch": 0}, "at least 1"),
     ],
 )
 def test_bad_setups_are_usage_errors(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(UsageError, match=message):
         memory_setup(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kwargs", [{"batch": 0}, {"length": -1}])
+def test_bad_sizes_are_range_errors(kwargs: dict[str, int]) -> None:
+    with pytest.raises(RangeError, match="expected a positive whole number"):
+        memory_setup(**kwargs)  # type: ignore[arg-type]
+
+
+def test_length_past_a_learned_table_is_a_range_error() -> None:
+    with pytest.raises(RangeError, match="past the learned position table of 1,024 rows"):
+        memory_report(GPT2, memory_setup(length=1025))

@@ -41,10 +41,10 @@ def memory(
             "(default: on for bf16/fp16 training).",
         ),
     ] = None,
-    batch: Annotated[int, typer.Option("--batch", "-B", min=1, help="Sequences B.")] = 1,
+    batch: Annotated[int, typer.Option("--batch", "-B", help="Sequences B.")] = 1,
     length: Annotated[
         int | None,
-        typer.Option("--length", "-T", min=1, help="Tokens T per sequence (default: context)."),
+        typer.Option("--length", "-T", help="Tokens T per sequence (default: context)."),
     ] = None,
     kv_dtype: Annotated[
         str | None,
