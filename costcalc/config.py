@@ -24,6 +24,7 @@ from pydantic import (
 
 from costcalc.errors import Problem, UsageError
 from costcalc.files import Document, KeyPath
+from costcalc.overrides import OVERRIDE_OPTIONS
 from costcalc.spec import ModelSpec, StructureError, structural_problems
 from costcalc.units import DTYPES, check_dtype, parse_bytes, parse_count
 
@@ -162,7 +163,7 @@ def _problem(
     names: Mapping[str, str],
 ) -> Problem:
     if loc and loc[0] in overrides:
-        return Problem(f"--{loc[0]} (command line)", message)
+        return Problem(f"{OVERRIDE_OPTIONS.get(loc[0], loc[0])} (command line)", message)
     file_loc = (names.get(loc[0], loc[0]), *loc[1:]) if loc else loc
     line = doc.line_of(file_loc) if doc is not None else None
     return Problem(".".join(file_loc), _in_file_terms(message, names), line)

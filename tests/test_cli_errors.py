@@ -26,7 +26,7 @@ def test_unknown_preset_lists_and_suggests(cli: Invoke) -> None:
 def test_heads_that_do_not_divide_the_width(cli: Invoke) -> None:
     # seed 000: D=256 with 7 heads is "invalid equal split"; reported, never auto-corrected.
     message = fails(cli, "params", "-p", "lrn-gpt", "--heads", "7")
-    assert "n_heads" in message
+    assert "--heads (command line)" in message
     assert "256 does not split into 7 equal heads" in message
     assert "8" in message  # the nearest valid head counts are named
 
@@ -39,7 +39,7 @@ def test_kv_heads_that_do_not_group(cli: Invoke) -> None:
 @pytest.mark.parametrize("value", ["0", "-3"])
 def test_non_positive_sizes(cli: Invoke, value: str) -> None:
     message = fails(cli, "params", "-p", "gpt2", "--layers", value)
-    assert "--n_layers (command line)" in message
+    assert "--layers (command line)" in message
     assert "greater than or equal to 1" in message
 
 

@@ -194,7 +194,7 @@ def test_markdown_and_csv_have_no_chart(cli: Invoke) -> None:
         ([], 2, "nothing to compare"),
         (["--d", "256", "512", "--layers", "1", "2"], 2, "one dimension at a time"),
         (["--d", "256", "500"], 1, "does not split into 8 equal heads"),
-        (["--d", "256", "0"], 1, "d_model"),
+        (["--d", "256", "0"], 1, "--d (command line): Input should be greater than or equal to 1"),
         (["--d", "256", "512", "-T", "2048"], 1, "past the learned position table"),
         (["--context", "2", "8"], 1, "past the learned position table"),
         (["--d", "256", "512", "-B", "0"], 1, "batch 0"),

@@ -16,14 +16,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from costcalc.overrides import OVERRIDE_OPTIONS
+
 if TYPE_CHECKING:
     from costcalc.loaders import LoadedModel
 
 OVERRIDE_PANEL = "Overrides, applied on top of the preset or file"
 
 
-def _override(decls: tuple[str, ...], kind: Any, help: str) -> Any:
-    return Annotated[kind | None, typer.Option(*decls, help=help, rich_help_panel=OVERRIDE_PANEL)]
+def _override(spec_field: str, kind: Any, help: str, *aliases: str) -> tuple[str, Any]:
+    """The option overriding ``spec_field``, named as errors about it name it."""
+    decls = (OVERRIDE_OPTIONS[spec_field], *aliases)
+    option = typer.Option(*decls, help=help, rich_help_panel=OVERRIDE_PANEL)
+    return spec_field, Annotated[kind | None, option]
 
 
 SELECTION: dict[str, Any] = {
@@ -59,28 +64,19 @@ SELECTION: dict[str, Any] = {
 
 # parameter -> (ModelSpec field, option annotation)
 OVERRIDES: dict[str, tuple[str, Any]] = {
-    "vocab": ("vocab_size", _override(("--vocab",), int, "Vocabulary size V.")),
-    "context": (
-        "context_length",
-        _override(("--context",), int, "Context length (position table rows)."),
-    ),
-    "d": ("d_model", _override(("--d", "--d-model"), int, "Width D.")),
-    "layers": ("n_layers", _override(("--layers",), int, "Layers L.")),
-    "heads": ("n_heads", _override(("--heads",), int, "Attention heads H.")),
-    "kv_heads": ("n_kv_heads", _override(("--kv-heads",), int, "Key/value heads (GQA/MQA).")),
-    "head_dim": ("head_dim", _override(("--head-dim",), int, "Explicit head width.")),
-    "ffn": ("ffn", _override(("--ffn",), str, "FFN kind: mlp, swiglu or geglu.")),
-    "ffn_mult": ("ffn_mult", _override(("--ffn-mult",), int, "FFN width as a multiple r of D.")),
-    "ffn_hidden": ("ffn_hidden", _override(("--ffn-hidden",), int, "FFN hidden width.")),
-    "norm": ("norm", _override(("--norm",), str, "Norm kind: layernorm or rmsnorm.")),
-    "tie": (
-        "tie_embeddings",
-        _override(("--tie/--no-tie",), bool, "Tie the LM head to the token table."),
-    ),
-    "position": (
-        "position",
-        _override(("--position",), str, "Position scheme: learned, sinusoidal, rotary or none."),
-    ),
+    "vocab": _override("vocab_size", int, "Vocabulary size V."),
+    "context": _override("context_length", int, "Context length (position table rows)."),
+    "d": _override("d_model", int, "Width D.", "--d-model"),
+    "layers": _override("n_layers", int, "Layers L."),
+    "heads": _override("n_heads", int, "Attention heads H."),
+    "kv_heads": _override("n_kv_heads", int, "Key/value heads (GQA/MQA)."),
+    "head_dim": _override("head_dim", int, "Explicit head width."),
+    "ffn": _override("ffn", str, "FFN kind: mlp, swiglu or geglu."),
+    "ffn_mult": _override("ffn_mult", int, "FFN width as a multiple r of D."),
+    "ffn_hidden": _override("ffn_hidden", int, "FFN hidden width."),
+    "norm": _override("norm", str, "Norm kind: layernorm or rmsnorm."),
+    "tie": _override("tie_embeddings", bool, "Tie the LM head to the token table."),
+    "position": _override("position", str, "Position scheme: learned, sinusoidal, rotary or none."),
 }
 
 MODEL_PARAMETERS: tuple[inspect.Parameter, ...] = tuple(
