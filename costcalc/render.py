@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from fractions import Fraction
 from typing import Any
 
 
@@ -39,6 +40,18 @@ class Grid:
 def to_json(data: Any) -> str:
     """Machine-clean JSON with integers kept exact."""
     return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def ratio_dict(value: Fraction) -> dict[str, Any]:
+    """An exact ratio for JSON, the one shape every command uses: numerator and denominator in
+    lowest terms, and a percentage rounded for display."""
+    from costcalc.units import format_percent
+
+    return {
+        "numerator": value.numerator,
+        "denominator": value.denominator,
+        "percent": format_percent(value),
+    }
 
 
 def to_markdown(grids: Sequence[Grid]) -> str:

@@ -1,28 +1,19 @@
 """Result objects: what a command computed, before it is rendered as a table or as JSON.
 
 ``to_dict`` is the JSON contract (docs/json.md): counts and bytes are JSON integers; ratios are
-given as exact ``[numerator, denominator]`` pairs next to a rounded display string.
+exact objects (:func:`costcalc.render.ratio_dict`).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from fractions import Fraction
 from typing import Any
 
 from costcalc.compute import ComputeResult, Workload, compute_result
 from costcalc.loaders import LoadedModel
 from costcalc.params import ParamReport, param_report
-from costcalc.units import DTYPES, dtype_bytes, format_percent
-
-
-def ratio_dict(value: Fraction) -> dict[str, Any]:
-    """An exact ratio for JSON: numerator, denominator and a rounded percentage string."""
-    return {
-        "numerator": value.numerator,
-        "denominator": value.denominator,
-        "percent": format_percent(value),
-    }
+from costcalc.render import ratio_dict
+from costcalc.units import DTYPES, dtype_bytes
 
 
 def model_header(model: LoadedModel) -> dict[str, Any]:

@@ -106,7 +106,9 @@ class ScaleResult:
 
     def to_dict(self) -> dict[str, Any]:
         """``{dimension: values, "terms": {term: {"values", "ratios"}}}``; a ratio is an exact
-        ``[numerator, denominator]`` pair of integers."""
+        ratio object (:func:`costcalc.render.ratio_dict`)."""
+        from costcalc.render import ratio_dict
+
         workload: dict[str, Any] = {"batch": self.batch}
         if self.length is not None:
             workload["length"] = self.length
@@ -115,7 +117,7 @@ class ScaleResult:
             "terms": {
                 term: {
                     "values": values,
-                    "ratios": [[r.numerator, r.denominator] for r in self.ratios(term)],
+                    "ratios": [ratio_dict(r) for r in self.ratios(term)],
                 }
                 for term, values in self.terms.items()
             },

@@ -71,9 +71,14 @@ def test_seed_000_json(cli: Invoke) -> None:
     for term, value in SEED_VALUES_D256.items():
         values = data["terms"][term]["values"]
         assert values[0] == value
-        numerator, denominator = data["terms"][term]["ratios"][1]
-        assert f"{numerator / denominator:.1f}" == SEED_RATIOS[term]
-        assert data["terms"][term]["ratios"][0] == [1, 1]
+        ratio = data["terms"][term]["ratios"][1]
+        assert f"{ratio['numerator'] / ratio['denominator']:.1f}" == SEED_RATIOS[term]
+        assert ratio["percent"] == f"{float(SEED_RATIOS[term]) * 100:.1f}%"
+        assert data["terms"][term]["ratios"][0] == {
+            "numerator": 1,
+            "denominator": 1,
+            "percent": "100.0%",
+        }
     assert data["workload"] == {"batch": 2, "length": 4}
     assert data["attention"] == "full"
 
@@ -142,7 +147,8 @@ def test_other_dimensions(
     for term in TERMS:
         expected = [4, 1] if key == "length" and term == "attention_pair_macs" else None
         expected = expected or ([2, 1] if term in doubles else [1, 1])
-        assert data["terms"][term]["ratios"][1] == expected, term
+        ratio = data["terms"][term]["ratios"][1]
+        assert [ratio["numerator"], ratio["denominator"]] == expected, term
 
 
 def test_preset_base_and_workload(cli: Invoke) -> None:
