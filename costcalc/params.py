@@ -136,13 +136,15 @@ class ParamReport:
 
     @property
     def tying_saving(self) -> int:
-        """Parameters tying saves: untied total - total."""
-        return self.untied_total - self.total
+        """Parameters tying saves, or would save in an untied model: the output matrix V * E,
+        the size of the token table it shares (untied total - tied total)."""
+        return self.token_embedding
 
     @property
     def untied_increase(self) -> Fraction:
-        """How much larger the untied model is, as a fraction of the tied total."""
-        return Fraction(self.tying_saving, self.total)
+        """How much larger the untied model is than the tied one, as a fraction of the tied
+        total; the same whether this model is tied or not."""
+        return Fraction(self.tying_saving, self.untied_total - self.tying_saving)
 
 
 def param_report(spec: ModelSpec) -> ParamReport:

@@ -40,19 +40,44 @@ def test_json_contract(cli: Invoke) -> None:
     # seed 004, sources/gpt/train_gpt_small.out section 1.
     assert p["token_embedding"] == 1_048_576
     assert p["position_embedding"] == 65_536
+    assert p["embedding_projection"] == 0
+    assert p["attention"] == 263_168
+    assert p["ffn"] == 525_568
+    assert p["norms"] == 1_024
     assert p["per_block"] == 789_760
     assert p["blocks"] == 3_159_040
     assert p["final_norm"] == 512
     assert p["lm_head"] == 0
     assert p["total"] == 4_273_664
     assert p["untied_total"] == 5_322_240
-    assert p["untied_increase"]["percent"] == "24.5%"
+    assert p["active"] == 4_273_664  # dense: every parameter is active
+    assert p["tying_saving"] == 5_322_240 - 4_273_664
+    # (5,322,240 - 4,273,664) / 4,273,664 = 1,048,576 / 4,273,664 = 2,048 / 8,347
+    assert p["untied_increase"] == {"numerator": 2048, "denominator": 8347, "percent": "24.5%"}
     assert data["bytes"]["fp32"] == 4 * 4_273_664
+    assert data["bytes"]["fp16"] == 2 * 4_273_664
+    assert data["bytes"]["fp8"] == data["bytes"]["int8"] == 4_273_664
     assert data["bytes"]["bf16"] == 2 * 4_273_664
     assert data["bytes"]["int4"] == 4_273_664 // 2
     assert data["model"]["d_model"] == 256
     assert data["model"]["head_dim"] == 64
     assert isinstance(p["total"], int)
+
+
+def test_tying_saving_of_an_untied_model(cli: Invoke) -> None:
+    # seed 000: lrn-gpt is untied (tie_embeddings false); its token table V x D = 50,257 x 256 =
+    # 12,865,792 is what tying would save, and the percentage is the same as for its tied twin.
+    untied = params_json(cli, "-p", "lrn-gpt")["parameters"]
+    tied = params_json(cli, "-p", "lrn-gpt", "--tie")["parameters"]
+    assert untied["tying_saving"] == tied["tying_saving"] == 12_865_792
+    assert untied["total"] - tied["total"] == 12_865_792
+    assert untied["untied_increase"] == tied["untied_increase"]
+    assert untied["untied_increase"]["numerator"] * tied["total"] == (
+        12_865_792 * untied["untied_increase"]["denominator"]
+    )
+    table = cli("params", "-p", "lrn-gpt").stdout
+    row = f"12,865,792 (+{untied['untied_increase']['percent']}), not tied"
+    assert row in table
 
 
 def test_several_models_side_by_side(cli: Invoke) -> None:

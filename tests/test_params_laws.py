@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -32,6 +34,15 @@ def test_untied_minus_tied_is_the_output_matrix(spec: ModelSpec) -> None:
     untied = total_params(spec.model_copy(update={"tie_embeddings": False}))
     assert untied - tied == spec.vocab_rows * spec.embed_width
     assert param_report(spec).untied_total == untied
+
+
+@given(specs())
+def test_tying_saving_is_the_output_matrix_tied_or_not(spec: ModelSpec) -> None:
+    tied = param_report(spec.model_copy(update={"tie_embeddings": True}))
+    untied = param_report(spec.model_copy(update={"tie_embeddings": False}))
+    assert tied.tying_saving == untied.tying_saving == untied.total - tied.total
+    assert tied.untied_increase == untied.untied_increase
+    assert tied.untied_increase == Fraction(untied.total - tied.total, tied.total)
 
 
 @given(specs())

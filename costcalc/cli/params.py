@@ -87,7 +87,11 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
     rows.append(
         [
             "tying saves",
-            *(f"{c.tying_saving:,} (+{format_percent(c.untied_increase)})" for c in counts),
+            *(
+                f"{c.tying_saving:,} (+{format_percent(c.untied_increase)})"
+                + ("" if result.model.spec.tie_embeddings else ", not tied")
+                for c, result in zip(counts, results, strict=True)
+            ),
         ]
     )
     if any(c.active != c.total for c in counts):
@@ -95,6 +99,8 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
     emphasis = frozenset(index for index, (key, _) in enumerate(shown) if key == "total")
     notes = [
         "Totals count tied weights once; the untied total gives the LM head a matrix of its own.",
+        "Tying saves the output matrix V x E (an untied model would save it too); the percentage "
+        "is how much larger the untied total is than the tied one.",
     ]
     grids = [Grid("Parameters", ["", *names], rows, notes, emphasis)]
     if explain:
