@@ -191,6 +191,14 @@ def test_more_structural_rules(
     assert messages(cli, str(write({**LRN_GPT, **extra}))) == expected
 
 
+@pytest.mark.parametrize("value", ["0", "-2"])
+def test_length_must_be_positive_as_in_params(cli: Invoke, value: str) -> None:
+    result = cli("check", str(GPT2_SMALL), "-T", value)
+    assert result.exit_code == 1
+    assert result.stderr == f"error: length {value}: expected a positive whole number\n"
+    assert result.stdout == ""
+
+
 def test_length_within_the_learned_position_table(cli: Invoke, write: Any) -> None:
     learned = write(LRN_GPT, "learned.yaml")
     assert messages(cli, str(learned), "--length", "1024") == []

@@ -43,7 +43,7 @@ def check(
     ] = "bf16",
     length: Annotated[
         int | None,
-        typer.Option("--length", min=1, help="A sequence length every model must accept."),
+        typer.Option("--length", "-T", help="A sequence length every model must accept."),
     ] = None,
     fmt: Annotated[
         CheckFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
@@ -56,6 +56,7 @@ def check(
     configs and Hugging Face config.json.
     """
     from costcalc.check import Limits, check_paths
+    from costcalc.compute import check_count
     from costcalc.config import Budget
     from costcalc.units import check_dtype, parse_bytes, parse_count
 
@@ -65,6 +66,8 @@ def check(
             max_weight_bytes=None if max_weight_bytes is None else parse_bytes(max_weight_bytes),
             dtype=check_dtype(dtype),
         )
+        if length is not None:
+            check_count("length", length)
     reports = check_paths(paths, Limits(budget, length))
     if fmt is CheckFormat.json:
         from costcalc.render import to_json
