@@ -70,6 +70,13 @@ class UsageError(CostcalcError, ValueError):
     exit_code = 2
 
 
+def check_choice(value: str, known: tuple[str, ...], what: str) -> str:
+    """``value`` if it is one of ``known``, else a UsageError worded the same for every choice."""
+    if value not in known:
+        raise UsageError(f"unknown {what} '{value}'; expected one of {', '.join(known)}")
+    return value
+
+
 class HubCacheError(CostcalcError, FileNotFoundError):
     """A model's config.json that is not in the local Hugging Face cache."""
 

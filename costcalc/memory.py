@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from costcalc.compute import check_count, check_positions
-from costcalc.errors import UsageError
+from costcalc.errors import UsageError, check_choice
 from costcalc.macs import RECOMPUTE_MODES, cached_keys
 from costcalc.params import total_params
 from costcalc.spec import ModelSpec
@@ -175,12 +175,6 @@ class MemorySetup:
         return MASTER_DTYPE if self.mixed_precision else self.dtype
 
 
-def _choice(value: str, known: tuple[str, ...], what: str) -> str:
-    if value not in known:
-        raise UsageError(f"unknown {what} '{value}'; expected one of {', '.join(known)}")
-    return value
-
-
 def memory_setup(
     dtype: str = "bf16",
     train: bool = False,
@@ -196,9 +190,9 @@ def memory_setup(
     Mixed precision defaults to on when training in bf16 or fp16 (16-bit weights and gradients,
     fp32 masters and optimizer state), off for fp32.
     """
-    _choice(dtype, DTYPES, "dtype")
+    check_choice(dtype, DTYPES, "dtype")
     if kv_dtype is not None:
-        _choice(kv_dtype, DTYPES, "KV-cache dtype")
+        check_choice(kv_dtype, DTYPES, "KV-cache dtype")
     check_count("batch", batch)
     if length is not None:
         check_count("length", length)
@@ -222,12 +216,12 @@ def memory_setup(
     return MemorySetup(
         dtype=dtype,
         train=True,
-        optimizer=_choice(optimizer or "adamw", OPTIMIZERS, "optimizer"),
+        optimizer=check_choice(optimizer or "adamw", OPTIMIZERS, "optimizer"),
         mixed_precision=mixed,
         batch=batch,
         length=length,
         kv_dtype=kv_dtype,
-        recompute=_choice(recompute or "none", RECOMPUTE_MODES, "recompute mode"),
+        recompute=check_choice(recompute or "none", RECOMPUTE_MODES, "recompute mode"),
     )
 
 

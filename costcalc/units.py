@@ -10,7 +10,7 @@ import re
 from fractions import Fraction
 from typing import Literal
 
-from costcalc.errors import UsageError
+from costcalc.errors import UsageError, check_choice
 
 DTYPE_BITS: dict[str, int] = {
     "fp32": 32,
@@ -51,9 +51,7 @@ def dtype_bytes(elements: int, dtype: str) -> int:
 
 def check_dtype(dtype: str) -> str:
     """The dtype name, or a UsageError listing the known ones."""
-    if dtype not in DTYPE_BITS:
-        raise UsageError(f"unknown dtype '{dtype}'; expected one of {', '.join(DTYPES)}")
-    return dtype
+    return check_choice(dtype, DTYPES, "dtype")
 
 
 def format_bytes(n: int, system: UnitSystem = "si") -> str:

@@ -77,7 +77,7 @@ def workload_from(
     or --prompt; --prompt without --generate) are usage errors rather than ignored.
     """
     from costcalc.compute import Workload
-    from costcalc.errors import UsageError
+    from costcalc.errors import UsageError, check_choice
     from costcalc.macs import RECOMPUTE_MODES
 
     if (prompt is None) != (generated is None):
@@ -97,9 +97,8 @@ def workload_from(
         return None
     if recompute is not None and length is None:
         raise UsageError("--recompute needs --length T (a training step is a full forward)")
-    if recompute is not None and recompute not in RECOMPUTE_MODES:
-        modes = ", ".join(RECOMPUTE_MODES)
-        raise UsageError(f"unknown recompute mode '{recompute}'; expected one of {modes}")
+    if recompute is not None:
+        check_choice(recompute, RECOMPUTE_MODES, "recompute mode")
     return Workload(
         batch=1 if batch is None else batch,
         length=length,
