@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from costcalc.compute import position_limit
 from costcalc.config import Budget
 from costcalc.errors import ConfigError, CostcalcError, FileReadError, Problem
 from costcalc.files import Document, read_document
@@ -144,18 +145,10 @@ def limit_problems(model: LoadedModel, count: int, doc: Document, limits: Limits
             count, model.budget, lambda key: (f"budget.{key}", doc.line_of(("budget", key)))
         )
     problems += budget_problems(count, limits.budget, lambda key: (_option(key), None))
-    if limits.length is not None and model.spec.position == "learned":
-        rows = model.spec.context_length
-        if limits.length > rows:
-            key = model.key_names.get("context_length", "context_length")
-            problems.append(
-                Problem(
-                    key,
-                    f"--length {limits.length:,} does not fit the learned position table of "
-                    f"{rows:,} positions",
-                    doc.line_of((key,)),
-                )
-            )
+    beyond = None if limits.length is None else position_limit(model.spec, limits.length)
+    if beyond is not None:
+        key = model.key_names.get("context_length", "context_length")
+        problems.append(Problem(key, f"--length {limits.length:,} {beyond}", doc.line_of((key,))))
     return problems
 
 

@@ -39,18 +39,26 @@ def check_count(name: str, value: int, maximum: int | None = None) -> int:
     return value
 
 
+def position_limit(spec: ModelSpec, positions: int) -> str | None:
+    """Why ``positions`` positions do not fit a learned position table; None when they fit.
+
+    A learned table embeds positions 0 .. context_length - 1 (OPT's two offset rows shift the
+    lookup, they add no position); rotary, sinusoidal and no positions have no such limit.
+    """
+    limit = spec.context_length
+    if spec.position != "learned" or positions <= limit:
+        return None
+    return (
+        f"needs {positions:,} positions, past the learned position table of {limit:,} positions "
+        "(context_length); a learned table has no embedding for later positions"
+    )
+
+
 def check_positions(spec: ModelSpec, name: str, value: int, positions: int) -> None:
-    """A learned position table has one row per position: ``positions`` must fit in it."""
-    rows = spec.position_rows
-    if spec.position == "learned" and positions > rows:
-        raise RangeError(
-            name,
-            value,
-            f"needs {positions:,} positions, past the learned position table of {rows:,} rows "
-            f"(context_length {spec.context_length:,}"
-            + (f" + offset {spec.position_offset}" if spec.position_offset else "")
-            + "); a learned table has no embedding for later positions",
-        )
+    """A RangeError when ``positions`` do not fit the model's learned position table."""
+    problem = position_limit(spec, positions)
+    if problem is not None:
+        raise RangeError(name, value, problem)
 
 
 @dataclass(frozen=True)

@@ -206,7 +206,9 @@ def test_length_within_the_learned_position_table(cli: Invoke, write: Any) -> No
         {
             "field": "context_length",
             "line": 2,
-            "message": "--length 1,025 does not fit the learned position table of 1,024 positions",
+            "message": "--length 1,025 needs 1,025 positions, past the learned position table "
+            "of 1,024 positions (context_length); a learned table has no embedding for later "
+            "positions",
         }
     ]
     rotary = write({**LRN_GPT, "position": "rotary"}, "rotary.yaml")
@@ -216,7 +218,8 @@ def test_length_within_the_learned_position_table(cli: Invoke, write: Any) -> No
         {
             "field": "block_size",
             "line": 3,
-            "message": "--length 512 does not fit the learned position table of 256 positions",
+            "message": "--length 512 needs 512 positions, past the learned position table of 256 "
+            "positions (context_length); a learned table has no embedding for later positions",
         }
     ]
 

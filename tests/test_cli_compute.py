@@ -156,7 +156,7 @@ def test_markdown_and_csv(cli: Invoke) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["-T", "1025"], 1, "past the learned position table of 1,024 rows"),
+        (["-T", "1025"], 1, "past the learned position table of 1,024 positions"),
         (["-T", "0"], 1, "length 0: expected a positive whole number"),
         (["-T", "-3"], 1, "length -3"),
         (["-T", "8", "-B", "0"], 1, "batch 0"),
@@ -189,3 +189,13 @@ def test_rotary_has_no_table_limit(cli: Invoke) -> None:
     # Qwen2.5-0.5B has no learned table: any length runs (its context is a different matter).
     data = params_json(cli, "-p", "qwen2.5-0.5b", "-T", "40000")
     assert data["macs"]["total"] > 0
+
+
+def test_opt_offset_rows_add_no_positions(cli: Invoke) -> None:
+    # transformers OPTLearnedPositionalEmbedding: max_position_embeddings + 2 rows, positions
+    # looked up at 2 .. T + 1, so T <= max_position_embeddings (2,048 for OPT-125m).
+    ok = cli("params", "-p", "opt-125m", "-T", "2048", "--format", "json")
+    assert ok.exit_code == 0, ok.stderr
+    beyond = cli("params", "-p", "opt-125m", "-T", "2049")
+    assert beyond.exit_code == 1
+    assert "past the learned position table of 2,048 positions" in beyond.stderr

@@ -300,5 +300,5 @@ def test_bad_sizes_are_range_errors(kwargs: dict[str, int]) -> None:
 
 
 def test_length_past_a_learned_table_is_a_range_error() -> None:
-    with pytest.raises(RangeError, match="past the learned position table of 1,024 rows"):
+    with pytest.raises(RangeError, match="past the learned position table of 1,024 positions"):
         memory_report(GPT2, memory_setup(length=1025))
