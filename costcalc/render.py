@@ -89,9 +89,15 @@ def print_grids(grids: Sequence[Grid]) -> None:
     for grid in grids:
         table = Table(title=grid.title, title_justify="left", title_style="bold")
         for index, name in enumerate(grid.columns):
-            table.add_column(name, justify="left" if index == 0 else "right")
+            cells = [row[index] for row in grid.rows]
+            table.add_column(name, justify="right" if index and _numeric(cells) else "left")
         for index, row in enumerate(grid.rows):
             table.add_row(*row, style="bold" if index in grid.emphasis else None)
         console.print(table)
         for note in grid.notes:
             console.print(note, highlight=False)
+
+
+def _numeric(cells: Sequence[str]) -> bool:
+    """A column of numbers (right-aligned): every cell starts with a digit, a sign or a dash."""
+    return all(not cell or cell[0].isdigit() or cell[0] in "+-~" for cell in cells)

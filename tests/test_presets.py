@@ -61,6 +61,9 @@ def test_presets_list(cli: Invoke) -> None:
     assert result.exit_code == 0
     for name in REQUIRED:
         assert name in result.stdout
+    # The list shows each source's first clause; `presets show` prints it whole.
+    assert "seed 004, problem 3" in result.stdout
+    assert "Hugging Face Qwen/Qwen2.5-0.5B config.json" in result.stdout
     data = json.loads(cli("presets", "--format", "json").stdout)
     by_name = {entry["name"]: entry for entry in data}
     assert by_name["gpt2-small"]["aliases"] == ["gpt2"]

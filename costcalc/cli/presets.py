@@ -44,7 +44,7 @@ def presets(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
             ", ".join([m.name, *alias_of.get(m.name, [])]),
             format_count(count),
             m.description or "",
-            m.source or "",
+            short_source(m.source or ""),
         ]
         for m, count in zip(models, counts, strict=True)
     ]
@@ -59,3 +59,8 @@ def show(name: Annotated[str, typer.Argument(help="Preset name or alias.")]) -> 
     with user_errors():
         text = preset_text(name)
     typer.echo(text.rstrip("\n"))
+
+
+def short_source(source: str) -> str:
+    """The first clause of a preset's source, for the list (``presets show`` has it all)."""
+    return source.split(";")[0].split(" (")[0].rstrip(".")
