@@ -11,19 +11,12 @@ automatic fix was dropped).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import isqrt
 from typing import Any
 
 from costcalc.compute import check_count
-from costcalc.spec import MAX_SIZE
+from costcalc.spec import MAX_SIZE, divisors, grouping_problem, nearest_head_counts, split_problem
 
 INVALID_SPLIT = "invalid equal split"
-
-
-def divisors(n: int) -> list[int]:
-    """Every divisor of ``n``, ascending (sqrt(n) steps)."""
-    small = [k for k in range(1, isqrt(n) + 1) if n % k == 0]
-    return small + [n // k for k in reversed(small) if k * k != n]
 
 
 @dataclass(frozen=True)
@@ -53,10 +46,8 @@ def head_splits(d_model: int, kv_heads: int | None = None) -> list[HeadSplit]:
 
 def nearest_splits(d_model: int, n_heads: int, kv_heads: int | None = None) -> list[HeadSplit]:
     """The valid splits with the nearest head count below and above ``n_heads``."""
-    splits = head_splits(d_model, kv_heads)
-    below = [s for s in splits if s.n_heads < n_heads]
-    above = [s for s in splits if s.n_heads > n_heads]
-    return below[-1:] + above[:1]
+    check_sizes(d_model=d_model, n_kv_heads=kv_heads)
+    return [HeadSplit(h, d_model // h) for h in nearest_head_counts(d_model, n_heads, kv_heads)]
 
 
 @dataclass(frozen=True)
@@ -109,20 +100,9 @@ def check_heads(
 ) -> HeadCheck:
     """Check a head layout; with an explicit ``head_dim`` no equal split is needed."""
     check_sizes(d_model=d_model, n_heads=n_heads, n_kv_heads=kv_heads, head_dim=head_dim)
-    problems = []
-    width = head_dim
-    if head_dim is None:
-        if d_model % n_heads:
-            problems.append(
-                f"D={d_model:,} does not split into {n_heads:,} equal heads "
-                f"({d_model:,} % {n_heads:,} = {d_model % n_heads:,})"
-            )
-        else:
-            width = d_model // n_heads
-    if kv_heads is not None and (kv_heads > n_heads or n_heads % kv_heads):
-        problems.append(
-            f"{n_heads:,} query heads cannot be grouped over {kv_heads:,} key/value heads "
-            "(H must be a multiple of the key/value heads)"
-        )
+    split = None if head_dim is not None else split_problem(d_model, n_heads)
+    grouping = None if kv_heads is None else grouping_problem(n_heads, kv_heads)
+    problems = [problem for problem in (split, grouping) if problem is not None]
+    width = head_dim if head_dim is not None or split else d_model // n_heads
     nearest = nearest_splits(d_model, n_heads, kv_heads) if problems and head_dim is None else []
     return HeadCheck(d_model, n_heads, kv_heads, width, head_dim is not None, problems, nearest)

@@ -12,6 +12,7 @@ biases on every linear layer but the LM head, tied embeddings (12 d^2 + 13 d per
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
+from math import isqrt
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -225,30 +226,52 @@ def structural_problems(
     ]
 
 
+def divisors(n: int) -> list[int]:
+    """Every divisor of ``n``, ascending (sqrt(n) steps)."""
+    small = [k for k in range(1, isqrt(n) + 1) if n % k == 0]
+    return small + [n // k for k in reversed(small) if k * k != n]
+
+
+def nearest_head_counts(d: int, h: int, kv_heads: int | None = None) -> list[int]:
+    """The valid equal-split head counts of width ``d`` nearest ``h``, one below and one above
+    (multiples of ``kv_heads`` when given)."""
+    valid = [k for k in divisors(d) if kv_heads is None or k % kv_heads == 0]
+    return [k for k in valid if k < h][-1:] + [k for k in valid if k > h][:1]
+
+
+def split_problem(d: int, h: int) -> str | None:
+    """Seed 000: an implicit head_dim is D / H, so H must divide D (never corrected)."""
+    if d % h == 0:
+        return None
+    return f"d_model {d:,} does not split into {h:,} equal heads ({d:,} % {h:,} = {d % h:,})"
+
+
+def grouping_problem(h: int, k: int) -> str | None:
+    """GQA/MQA: each key/value head serves a whole group of query heads."""
+    if k <= h and h % k == 0:
+        return None
+    return (
+        f"{h:,} query heads cannot be grouped over {k:,} key/value heads "
+        "(n_heads must be a multiple of n_kv_heads)"
+    )
+
+
 @_rule("d_model", "n_heads", "head_dim")
 def _equal_head_split(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    """Seed 000: an implicit head_dim is D / H, so H must divide D (never corrected)."""
-    d, h = spec.d_model, spec.n_heads
-    if spec.head_dim is None and d % h:
-        nearest = _nearest_divisors(d, h)
+    problem = None if spec.head_dim is not None else split_problem(spec.d_model, spec.n_heads)
+    if problem is not None:
+        nearest = ", ".join(f"{k:,}" for k in nearest_head_counts(spec.d_model, spec.n_heads))
         yield (
             "n_heads",
-            f"d_model {d} does not split into {h} equal heads ({d} % {h} = {d % h}); "
-            f"heads that divide {d}: {', '.join(map(str, nearest))}, "
-            "or give head_dim explicitly",
+            f"{problem}; nearest valid head counts: {nearest}; or give head_dim explicitly",
         )
 
 
 @_rule("n_heads", "n_kv_heads")
 def _kv_grouping(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    """GQA/MQA: each key/value head serves a whole group of query heads."""
-    h, k = spec.n_heads, spec.kv_heads
-    if k > h or h % k:
-        yield (
-            "n_kv_heads",
-            f"{h} query heads cannot be grouped over {k} key/value heads "
-            "(n_heads must be a multiple of n_kv_heads)",
-        )
+    problem = grouping_problem(spec.n_heads, spec.kv_heads)
+    if problem is not None:
+        yield ("n_kv_heads", problem)
 
 
 @_rule("ffn_hidden", "ffn_mult", "d_model")
@@ -304,9 +327,3 @@ def _expert_routing(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("moe_top_k", "a mixture of experts needs both moe_experts and moe_top_k")
     elif experts is not None and top_k is not None and top_k > experts:
         yield ("moe_top_k", f"cannot route to {top_k} of {experts} experts")
-
-
-def _nearest_divisors(d: int, h: int, count: int = 4) -> list[int]:
-    """Head counts that divide d, nearest to h first."""
-    divisors = [k for k in range(1, min(d, 4 * h + 64) + 1) if d % k == 0]
-    return sorted(sorted(divisors, key=lambda k: (abs(k - h), k))[:count])

@@ -66,8 +66,8 @@ def test_equal_head_split(cli: Invoke, write: Any, d: int, h: int, valid: bool) 
         assert found == [
             (
                 "n_heads",
-                "d_model 256 does not split into 7 equal heads (256 % 7 = 4); heads that divide "
-                "256: 1, 2, 4, 8, or give head_dim explicitly",
+                "d_model 256 does not split into 7 equal heads (256 % 7 = 4); nearest valid head "
+                "counts: 4, 8; or give head_dim explicitly",
             )
         ]
 
@@ -137,8 +137,8 @@ def test_every_problem_of_a_file_at_once(cli: Invoke, write: Any) -> None:
         {
             "field": "n_heads",
             "line": 4,
-            "message": "d_model 256 does not split into 7 equal heads (256 % 7 = 4); heads "
-            "that divide 256: 1, 2, 4, 8, or give head_dim explicitly",
+            "message": "d_model 256 does not split into 7 equal heads (256 % 7 = 4); nearest "
+            "valid head counts: 4, 8; or give head_dim explicitly",
         },
         {"field": "n_layers", "line": 5, "message": "Input should be a valid integer (got True)"},
         {"field": "norm_bias", "line": 7, "message": "RMSNorm has no bias; use norm: layernorm"},
@@ -455,7 +455,7 @@ def test_table_report(cli: Invoke, write: Any) -> None:
         f"ok    {GPT2_SMALL}  gpt2-small (costcalc), 124,439,808 parameters",
         f"FAIL  {bad}",
         "      line 5    n_heads: d_model 256 does not split into 7 equal heads (256 % 7 = 4); "
-        "heads that divide 256: 1, 2, 4, 8, or give head_dim explicitly",
+        "nearest valid head counts: 4, 8; or give head_dim explicitly",
         "2 files, 1 failed",
     ]
 

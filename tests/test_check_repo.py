@@ -51,8 +51,8 @@ EXPECTED = [
             (  # seed 000: D=256, H=7 -> invalid equal split
                 "n_heads",
                 7,
-                "d_model 256 does not split into 7 equal heads (256 % 7 = 4); heads that divide "
-                "256: 1, 2, 4, 8, or give head_dim explicitly",
+                "d_model 256 does not split into 7 equal heads (256 % 7 = 4); nearest valid head "
+                "counts: 4, 8; or give head_dim explicitly",
             )
         ],
     ),
@@ -65,8 +65,8 @@ EXPECTED = [
             (
                 "n_head",
                 5,
-                "n_embd 768 does not split into 7 equal heads (768 % 7 = 5); heads that divide "
-                "768: 3, 4, 6, 8, or give head_dim explicitly",
+                "n_embd 768 does not split into 7 equal heads (768 % 7 = 5); nearest valid head "
+                "counts: 6, 8; or give head_dim explicitly",
             ),
             ("dropuot", 8, "unknown key in a nanoGPT-style config; did you mean 'dropout'?"),
         ],
@@ -133,8 +133,8 @@ EXPECTED = [
             (
                 "n_head",
                 15,
-                "n_embd 768 does not split into 7 equal heads (768 % 7 = 5); heads that divide "
-                "768: 3, 4, 6, 8, or give head_dim explicitly",
+                "n_embd 768 does not split into 7 equal heads (768 % 7 = 5); nearest valid head "
+                "counts: 6, 8; or give head_dim explicitly",
             )
         ],
     ),

@@ -37,7 +37,7 @@ def test_seed_000_invalid_split(cli: Invoke) -> None:
     assert result.exit_code == 1
     assert "invalid equal split" in result.stdout
     assert "H=4 (head_dim 64), H=8 (head_dim 32)" in result.stdout
-    assert result.stderr.startswith("error: D=256 does not split into 7 equal heads")
+    assert result.stderr.startswith("error: d_model 256 does not split into 7 equal heads")
 
 
 def test_invalid_split_json_lists_nearest(cli: Invoke) -> None:

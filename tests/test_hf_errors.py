@@ -59,7 +59,7 @@ def test_heads_that_do_not_divide_the_width(cli: Invoke, tmp_path: Path) -> None
     stderr = fails(cli, path)
     lines = path.read_text().splitlines()
     heads_line = next(i for i, text in enumerate(lines, 1) if '"num_attention_heads"' in text)
-    assert f"num_attention_heads (line {heads_line}): hidden_size 4096 does not split" in stderr
+    assert f"num_attention_heads (line {heads_line}): hidden_size 4,096 does not split" in stderr
     assert not re.search(r"\b(d_model|n_heads)\b", stderr)  # the file's names, not costcalc's
 
 
