@@ -124,7 +124,8 @@ def file_model_name(path: str) -> str:
 
 def _load_native(doc: Document, default_name: str, overrides: Mapping[str, Any]) -> LoadedModel:
     parsed = _validate(ConfigFile, {**doc.data, **overrides}, doc, overrides)
-    spec = ModelSpec.model_validate(parsed.model_dump(include=set(SPEC_FIELDS)))
+    # The model part of an already validated config: no second validation.
+    spec = ModelSpec.model_construct(**parsed.model_dump(include=set(SPEC_FIELDS)))
     return LoadedModel(
         spec=spec,
         name=parsed.name or default_name,
