@@ -103,9 +103,13 @@ class ConfigFile(ModelSpec):
 
 def config_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of costcalc's config format."""
+    schema = ConfigFile.model_json_schema()
+    # n_layers may be left out when layers gives every layer.
+    schema["required"] = [key for key in schema["required"] if key != "n_layers"]
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        **ConfigFile.model_json_schema(),
+        **schema,
+        "anyOf": [{"required": ["n_layers"]}, {"required": ["layers"]}],
         "title": "costcalc model config",
     }
 

@@ -45,7 +45,7 @@ def is_gpt2_block(spec: ModelSpec) -> bool:
 def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
     """Formula and substituted numbers for each row of the parameter report."""
     V, D, E, L = spec.vocab_rows, spec.d_model, spec.embed_width, spec.n_layers
-    H, K, d, h = spec.n_heads, spec.kv_heads, spec.head_width, spec.ffn_width
+    H, K, d, h = spec.n_heads or 0, spec.kv_heads, spec.head_width, spec.ffn_width
     rows: dict[str, str] = {}
     rows["token_embedding"] = f"V x E = {_n(V)} x {_n(E)} = {_n(report.token_embedding)}"
     if spec.position == "learned":

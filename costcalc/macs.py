@@ -21,6 +21,7 @@ H query heads, K key/value heads, d head width, h FFN hidden width, X experts, k
 from __future__ import annotations
 
 from costcalc.spec import ModelSpec
+from costcalc.tensors import ffn_tensors, mixer_tensors
 
 TRAINING_MULTIPLIER = 3
 """Forward + backward: the backward pass costs 2x the forward (input and weight gradients)."""
@@ -54,25 +55,34 @@ def training_macs(forward: int, attention_pair: int, recompute: str = "none") ->
 # Per token: terms linear in the number of tokens.
 
 
+def _stack_macs_per_token(spec: ModelSpec, part: str, uses: tuple[str, ...]) -> int:
+    """MACs one token spends on the block tensors of ``part`` used as ``uses``, all layers."""
+    return sum(
+        stack.n_layers * t.macs_per_token(stack.experts_active)
+        for stack in spec.stacks
+        for t in (mixer_tensors(stack) if part == "mixer" else ffn_tensors(stack))
+        if t.use in uses
+    )
+
+
 def attention_projection_macs_per_token(spec: ModelSpec) -> int:
-    """Q, K, V and output projections of all blocks, one token: L (D (H + 2K) d + H d D)."""
-    D, H, K, d = spec.d_model, spec.n_heads, spec.kv_heads, spec.head_width
-    return spec.n_layers * (D * (H + 2 * K) * d + H * d * D)
+    """Q, K, V and output projections of all blocks, one token: L (D (H + 2K) d + H d D)
+    (every matrix of the token mixer, MLA's low-rank paths included)."""
+    return _stack_macs_per_token(spec, "mixer", ("matmul",))
 
 
 def ffn_macs_per_token(spec: ModelSpec) -> int:
     """FFNs of all blocks, one token: L k (D h + h D); a gated FFN's first projection is 2h wide.
 
-    A mixture of experts runs only the k experts a token is routed to (k = 1 when dense).
+    A mixture of experts runs only the k experts a token is routed to (k = 1 when dense), and
+    its shared expert.
     """
-    D, h = spec.d_model, spec.ffn_width
-    first = 2 * h if spec.gated else h
-    return spec.n_layers * spec.experts_active * (D * first + h * D)
+    return _stack_macs_per_token(spec, "ffn", ("matmul", "experts"))
 
 
 def router_macs_per_token(spec: ModelSpec) -> int:
     """Mixture-of-experts routers of all blocks, one token: L D X; 0 for dense blocks."""
-    return spec.n_layers * spec.d_model * spec.moe_experts if spec.moe_experts is not None else 0
+    return _stack_macs_per_token(spec, "ffn", ("router",))
 
 
 def embedding_projection_macs_per_token(spec: ModelSpec) -> int:
@@ -115,13 +125,20 @@ def projection_ffn_macs(spec: ModelSpec, batch: int, length: int) -> int:
     )
 
 
-def attention_pairs(length: int, causal: bool = False, window: int | None = None) -> int:
+def attention_pairs(
+    length: int, causal: bool = False, window: int | None = None, chunk: int | None = None
+) -> int:
     """Query-key pairs of one sequence and one head.
 
     Full: T^2 (T W when a window W < T). Causal: T (T + 1) / 2, or with a window W < T the
-    W (W + 1) / 2 pairs of the first W queries plus W for each of the other T - W.
+    W (W + 1) / 2 pairs of the first W queries plus W for each of the other T - W. Chunked
+    attention (chunks of C) keeps the pairs inside each chunk: q C^2 + R^2 (full) or
+    q C (C + 1) / 2 + R (R + 1) / 2 (causal), T = q C + R.
     """
     T = length
+    if chunk is not None and chunk < T:
+        q, rest = divmod(T, chunk)
+        return q * attention_pairs(chunk, causal) + attention_pairs(rest, causal)
     W = T if window is None else min(window, T)
     if not causal:
         return T * W
@@ -129,8 +146,23 @@ def attention_pairs(length: int, causal: bool = False, window: int | None = None
 
 
 def window_applies(spec: ModelSpec, length: int) -> bool:
-    """Whether the spec's sliding window is shorter than the sequence and so drops pairs."""
-    return spec.sliding_window is not None and spec.sliding_window < length
+    """Whether a sliding window or attention chunk shorter than the sequence drops pairs."""
+    return any(
+        (stack.sliding_window or length) < length or (stack.attention_chunk or length) < length
+        for stack in spec.stacks
+        if stack.has_attention
+    )
+
+
+def pair_width(spec: ModelSpec) -> int:
+    """MACs of one query-key pair over all heads of one block: H (d_qk + d_v); 2 H d for
+    attention, H (n + r + v) for MLA; 0 without attention."""
+    H = spec.n_heads or 0
+    if spec.mixer == "mla":
+        return H * (
+            (spec.qk_nope_head_dim or 0) + (spec.qk_rope_head_dim or 0) + (spec.v_head_dim or 0)
+        )
+    return 2 * H * spec.head_width if spec.mixer == "attention" else 0
 
 
 def attention_pair_macs(spec: ModelSpec, batch: int, length: int, causal: bool = False) -> int:
@@ -138,8 +170,12 @@ def attention_pair_macs(spec: ModelSpec, batch: int, length: int, causal: bool =
 
     Grouped key/value heads are repeated to H heads before the products, so H (not K) counts.
     """
-    pairs = attention_pairs(length, causal, spec.sliding_window)
-    return 2 * batch * spec.n_layers * spec.n_heads * spec.head_width * pairs
+    return batch * sum(
+        stack.n_layers
+        * pair_width(stack)
+        * attention_pairs(length, causal, stack.sliding_window, stack.attention_chunk)
+        for stack in spec.stacks
+    )
 
 
 def embedding_projection_macs(spec: ModelSpec, batch: int, length: int) -> int:
@@ -166,9 +202,11 @@ def forward_macs(spec: ModelSpec, batch: int, length: int, causal: bool = False)
 
 
 def cached_keys(spec: ModelSpec, position: int) -> int:
-    """Keys the token at ``position`` (0-based) attends to: itself and every earlier token,
-    or the last W of them under a sliding window."""
+    """Keys the token at ``position`` (0-based) attends to in a block of ``spec``: itself and
+    every earlier token, the last W of them under a sliding window, or those of its own chunk."""
     keys = position + 1
+    if spec.attention_chunk is not None:
+        return position % spec.attention_chunk + 1
     return keys if spec.sliding_window is None else min(keys, spec.sliding_window)
 
 
@@ -186,7 +224,9 @@ def linear_macs_per_token(spec: ModelSpec) -> int:
 def decode_token_macs(spec: ModelSpec, position: int, batch: int = 1) -> int:
     """One token at ``position`` decoded with a KV cache, for each of B sequences:
     B (linear terms + 2 L H d keys(position))."""
-    pairs = 2 * spec.n_layers * spec.n_heads * spec.head_width * cached_keys(spec, position)
+    pairs = sum(
+        stack.n_layers * pair_width(stack) * cached_keys(stack, position) for stack in spec.stacks
+    )
     return batch * (linear_macs_per_token(spec) + pairs)
 
 
@@ -202,9 +242,25 @@ def decode_macs(spec: ModelSpec, prompt: int, generated: int, batch: int = 1) ->
     Closed form of the sum of ``decode_token_macs`` over those positions.
     """
     steps = decode_steps(generated)
-    keys = _sum_of_min(prompt + 1, prompt + steps, spec.sliding_window)
-    pairs = 2 * spec.n_layers * spec.n_heads * spec.head_width * keys
+    pairs = sum(
+        stack.n_layers * pair_width(stack) * _keys_over(stack, prompt, prompt + steps - 1)
+        for stack in spec.stacks
+    )
     return batch * (steps * linear_macs_per_token(spec) + pairs)
+
+
+def _keys_over(spec: ModelSpec, first: int, last: int) -> int:
+    """sum(cached_keys(spec, p) for p in first..last), in closed form."""
+    C = spec.attention_chunk
+    if C is None:
+        return _sum_of_min(first + 1, last + 1, spec.sliding_window)
+    return _chunk_keys_below(last + 1, C) - _chunk_keys_below(first, C)
+
+
+def _chunk_keys_below(n: int, chunk: int) -> int:
+    """sum(p % C + 1 for p in 0..n-1): whole chunks C (C + 1) / 2 each, then R (R + 1) / 2."""
+    q, rest = divmod(n, chunk)
+    return q * chunk * (chunk + 1) // 2 + rest * (rest + 1) // 2
 
 
 def _sum_of_min(first: int, last: int, cap: int | None) -> int:

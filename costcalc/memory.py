@@ -18,7 +18,7 @@ from costcalc.errors import UsageError, check_choice
 from costcalc.macs import RECOMPUTE_MODES, cached_keys
 from costcalc.params import total_params
 from costcalc.spec import ModelSpec
-from costcalc.tensors import Shape, elements, parameter_shapes
+from costcalc.tensors import Shape, elements, parameter_tensors, tensor_count
 from costcalc.units import DTYPES, dtype_bytes
 
 OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "sgd-momentum", "adafactor")
@@ -83,13 +83,13 @@ def optimizer_moment_elements(spec: ModelSpec, optimizer: str) -> int:
     if optimizer == "sgd-momentum":
         return P
     if optimizer == "adafactor":
-        return sum(adafactor_state_elements(shape) for shape in parameter_shapes(spec))
+        return sum(t.copies * adafactor_state_elements(t.shape) for t in parameter_tensors(spec))
     return 0
 
 
 def optimizer_step_elements(spec: ModelSpec, optimizer: str) -> int:
     """Step counters: one scalar per parameter tensor for AdamW and Adafactor (N); SGD none."""
-    return len(parameter_shapes(spec)) if optimizer in ("adamw", "adafactor") else 0
+    return tensor_count(spec) if optimizer in ("adamw", "adafactor") else 0
 
 
 def optimizer_state_elements(spec: ModelSpec, optimizer: str) -> int:
@@ -117,7 +117,7 @@ def activation_bytes_per_layer(spec: ModelSpec, batch: int, length: int, recompu
     the layer's 16-bit input, 2 s b h. Assumes 16-bit activations, a 4h MLP and full multi-head
     attention; for other layouts it is an approximation.
     """
-    s, b, h, a = length, batch, spec.d_model, spec.n_heads
+    s, b, h, a = length, batch, spec.d_model, spec.n_heads or 0
     if recompute == "full":
         return 2 * s * b * h
     stored = 34 * s * b * h
@@ -126,22 +126,48 @@ def activation_bytes_per_layer(spec: ModelSpec, batch: int, length: int, recompu
 
 def activation_bytes(spec: ModelSpec, batch: int, length: int, recompute: str) -> int:
     """ESTIMATE of all layers' activations: L x per layer (embeddings and logits not included)."""
-    return spec.n_layers * activation_bytes_per_layer(spec, batch, length, recompute)
+    return sum(
+        stack.n_layers * activation_bytes_per_layer(stack, batch, length, recompute)
+        for stack in spec.stacks
+    )
 
 
 # --------------------------------------------------------------------------- KV cache
 
 
 def kv_cache_tokens(spec: ModelSpec, length: int) -> int:
-    """Tokens the cache keeps after T tokens: the keys the last one attends to, T capped by the
-    sliding window where the model has one (the convention of the decoding MACs)."""
+    """Tokens the cache of a block of ``spec`` keeps after T tokens: the keys the last one
+    attends to, T capped by the sliding window (the convention of the decoding MACs); a
+    chunked block keeps one chunk."""
+    if spec.attention_chunk is not None:
+        return min(length, spec.attention_chunk)
     return cached_keys(spec, length - 1)
 
 
+def longest_cache(spec: ModelSpec, length: int) -> int:
+    """The most tokens any attention block keeps (0 when no block caches keys)."""
+    return max(
+        (kv_cache_tokens(stack, length) for stack in spec.stacks if stack.has_attention),
+        default=0,
+    )
+
+
+def kv_width(spec: ModelSpec) -> int:
+    """Cached elements per token in one block: keys and values 2 K d (K key/value heads, not
+    H); MLA as transformers caches it, keys and values expanded per head H (n + r) + H v;
+    0 without attention."""
+    if spec.mixer == "mla":
+        H = spec.n_heads or 0
+        n, r, v = spec.qk_nope_head_dim or 0, spec.qk_rope_head_dim or 0, spec.v_head_dim or 0
+        return H * (n + r + v)
+    return 2 * spec.kv_heads * spec.head_width if spec.mixer == "attention" else 0
+
+
 def kv_cache_elements(spec: ModelSpec, batch: int, length: int) -> int:
-    """Keys and values of every layer: 2 x L x B x T x K x d (K key/value heads, not H)."""
-    T = kv_cache_tokens(spec, length)
-    return 2 * spec.n_layers * batch * T * spec.kv_heads * spec.head_width  # x2: keys and values
+    """Keys and values of every layer: 2 x L x B x T x K x d, summed over the stacks."""
+    return batch * sum(
+        stack.n_layers * kv_cache_tokens(stack, length) * kv_width(stack) for stack in spec.stacks
+    )
 
 
 def kv_cache_bytes(spec: ModelSpec, batch: int, length: int, kv_dtype: str) -> int:
@@ -274,7 +300,7 @@ def memory_report(spec: ModelSpec, setup: MemorySetup) -> MemoryReport:
         length=T,
         kv_dtype=kv_dtype,
         params_total=total_params(spec),
-        parameter_tensors=len(parameter_shapes(spec)),
+        parameter_tensors=tensor_count(spec),
         bytes_weights=weight_bytes(spec, setup.dtype),
         bytes_gradients=gradient_bytes(spec, setup.dtype) if train else 0,
         bytes_master_weights=master_weight_bytes(spec) if setup.mixed_precision else 0,
@@ -282,7 +308,7 @@ def memory_report(spec: ModelSpec, setup: MemorySetup) -> MemoryReport:
         elements_optimizer_steps=optimizer_step_elements(spec, optimizer) if train else 0,
         bytes_optimizer=optimizer_state_bytes(spec, optimizer, setup.state_dtype) if train else 0,
         bytes_activations=activation_bytes(spec, B, T, setup.recompute) if train else 0,
-        kv_cache_tokens=0 if train else kv_cache_tokens(spec, T),
+        kv_cache_tokens=0 if train else longest_cache(spec, T),
         elements_kv_cache=0 if train else kv_cache_elements(spec, B, T),
         bytes_kv_cache=0 if train else kv_cache_bytes(spec, B, T, kv_dtype),
     )

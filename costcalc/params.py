@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from costcalc.spec import ModelSpec
+from costcalc.tensors import Tensor, ffn_tensors, mixer_tensors
 
 
 def token_embedding_params(spec: ModelSpec) -> int:
@@ -33,23 +34,32 @@ def embedding_projection_params(spec: ModelSpec) -> int:
     return 0 if spec.embed_width == spec.d_model else 2 * spec.embed_width * spec.d_model
 
 
-def norm_params(spec: ModelSpec) -> int:
-    """One norm: D weights, plus D biases for LayerNorm with bias."""
-    return spec.d_model * (2 if spec.has_norm_bias else 1)
+def embedding_norm_params(spec: ModelSpec) -> int:
+    """A norm on the token embeddings (BLOOM): E weights (+ E biases for LayerNorm)."""
+    return norm_params(spec, spec.embed_width) if spec.embedding_norm else 0
+
+
+def norm_params(spec: ModelSpec, width: int | None = None) -> int:
+    """One norm over D (or ``width``): D weights, plus D biases for LayerNorm with bias."""
+    return (width or spec.d_model) * (2 if spec.has_norm_bias else 1)
+
+
+def _sum(tensors: list[Tensor]) -> int:
+    return sum(t.elements for t in tensors)
 
 
 def attention_params(spec: ModelSpec) -> int:
-    """Q, K, V and output projections: D*H*d + 2*D*K*d + H*d*D, plus their biases."""
-    D, H, K, d = spec.d_model, spec.n_heads, spec.kv_heads, spec.head_width
-    qkv_width = (H + 2 * K) * d
-    weights = D * qkv_width + H * d * D
-    biases = (qkv_width if spec.qkv_bias else 0) + (D if spec.attn_out_bias else 0)
-    return weights + biases
+    """The token mixer of one block. Attention: D*H*d + 2*D*K*d + H*d*D, plus biases, q/k norms
+    (2 d or (H + K) d) and sinks (H); MLA: its low-rank paths (:func:`tensors.mla_tensors`)."""
+    return _sum(mixer_tensors(spec))
 
 
 def expert_ffn_params(spec: ModelSpec) -> int:
-    """One feed-forward network: plain D*h + h*D; gated (first projection 2h wide) 2*D*h + h*D."""
-    D, h = spec.d_model, spec.ffn_width
+    """One routed expert (or the dense FFN): plain D*h + h*D; gated (first projection 2h wide)
+    2*D*h + h*D; plus biases."""
+    if spec.ffn == "none":
+        return 0
+    D, h = spec.d_model, spec.expert_width if spec.moe_experts else spec.ffn_width
     first = 2 * h if spec.gated else h
     weights = D * first + h * D
     biases = first + D if spec.ffn_bias else 0
@@ -57,13 +67,16 @@ def expert_ffn_params(spec: ModelSpec) -> int:
 
 
 def router_params(spec: ModelSpec) -> int:
-    """Mixture-of-experts router: D * X (no bias); 0 for a dense block."""
-    return spec.d_model * spec.moe_experts if spec.moe_experts is not None else 0
+    """Mixture-of-experts router: D * X (+ X with a router bias); 0 for a dense block."""
+    if spec.moe_experts is None:
+        return 0
+    return spec.moe_experts * (spec.d_model + (1 if spec.moe_router_bias else 0))
 
 
 def ffn_params(spec: ModelSpec) -> int:
-    """All FFN weights of one block: X experts plus the router (X = 1 when dense)."""
-    return spec.experts * expert_ffn_params(spec) + router_params(spec)
+    """All FFN weights of one block: X experts, the router, the shared expert and its gate
+    (X = 1 when dense)."""
+    return _sum(ffn_tensors(spec))
 
 
 def block_norm_params(spec: ModelSpec) -> int:
@@ -77,8 +90,8 @@ def block_params(spec: ModelSpec) -> int:
 
 
 def blocks_params(spec: ModelSpec) -> int:
-    """All blocks: L * block."""
-    return spec.n_layers * block_params(spec)
+    """All blocks: L * block, summed over the stacks of a layered model."""
+    return sum(stack.n_layers * block_params(stack) for stack in spec.stacks)
 
 
 def final_norm_params(spec: ModelSpec) -> int:
@@ -93,11 +106,13 @@ def lm_head_params(spec: ModelSpec) -> int:
 
 
 def total_params(spec: ModelSpec) -> int:
-    """Every parameter once: tables + projections + L * block + final norm + LM head."""
+    """Every parameter once: tables + projections + embedding norm + blocks + final norm +
+    LM head."""
     return (
         token_embedding_params(spec)
         + position_embedding_params(spec)
         + embedding_projection_params(spec)
+        + embedding_norm_params(spec)
         + blocks_params(spec)
         + final_norm_params(spec)
         + lm_head_params(spec)
@@ -110,10 +125,18 @@ def untied_total_params(spec: ModelSpec) -> int:
     return total_params(spec) + extra
 
 
+def idle_expert_params(spec: ModelSpec) -> int:
+    """Routed experts one token skips, all blocks: L (X - k) expert, summed over stacks."""
+    return sum(
+        stack.n_layers * (stack.experts - stack.experts_active) * expert_ffn_params(stack)
+        for stack in spec.stacks
+        if stack.moe_experts is not None
+    )
+
+
 def active_params(spec: ModelSpec) -> int:
     """Parameters one token uses: the total less the experts it is not routed to."""
-    idle_experts = spec.experts - spec.experts_active
-    return total_params(spec) - spec.n_layers * idle_experts * expert_ffn_params(spec)
+    return total_params(spec) - idle_expert_params(spec)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from costcalc import macs
 from costcalc.params import position_embedding_params, token_embedding_params
 from costcalc.spec import ModelSpec
+from costcalc.tensors import block_tensors
 
 if TYPE_CHECKING:
     from costcalc.render import Grid
@@ -47,11 +48,12 @@ BAR_WIDTH = 24
 def block_matrix_params(spec: ModelSpec) -> int:
     """Weight matrices of all blocks, no biases or norms: L (D (H + 2K) d + H d D + X F + D X),
     F = D h + h D (2 D h + h D gated); (4 + 2r) D^2 per GPT-2 block (seed 000)."""
-    D, H, K, d, h = spec.d_model, spec.n_heads, spec.kv_heads, spec.head_width, spec.ffn_width
-    attention = D * (H + 2 * K) * d + H * d * D
-    expert = D * (2 * h if spec.gated else h) + h * D
-    router = D * spec.moe_experts if spec.moe_experts is not None else 0
-    return spec.n_layers * (attention + spec.experts * expert + router)
+    return sum(
+        stack.n_layers * t.elements
+        for stack in spec.stacks
+        for t in block_tensors(stack)
+        if t.use != "none"
+    )
 
 
 def leading_terms(spec: ModelSpec, batch: int, length: int, causal: bool = False) -> dict[str, int]:

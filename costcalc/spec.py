@@ -7,15 +7,21 @@ does not divide the width is an error, not a silently changed head count.
 
 The defaults describe a GPT-2 block: learned positions, LayerNorm with bias, a plain 4x MLP,
 biases on every linear layer but the LM head, tied embeddings (12 d^2 + 13 d per block).
+
+Layers: the flat block keys describe L identical blocks. ``layers`` may instead list consecutive
+groups of blocks, each group overriding any block key (:data:`BLOCK_FIELDS`) and optionally cycling
+through a ``pattern`` of runs (alternating sliding/full attention, MoE every n-th layer). Every
+count is computed per distinct kind of block (:meth:`ModelSpec.stacks`), in closed form: nothing
+grows with the number of layers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
 from math import isqrt
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 # Sizes are strict positive integers: a YAML `true` is not 1 and `768.0` is not 768.
 # The upper bound keeps absurd values (a typo with extra digits) from passing as a model.
@@ -25,10 +31,13 @@ Count = Annotated[int, Field(strict=True, ge=0, le=MAX_SIZE)]
 Flag = Annotated[bool, Field(strict=True)]
 
 PositionScheme = Literal["learned", "sinusoidal", "rotary", "none"]
-FfnKind = Literal["mlp", "swiglu", "geglu"]
+FfnKind = Literal["mlp", "swiglu", "geglu", "none"]
 NormKind = Literal["layernorm", "rmsnorm"]
+MixerKind = Literal["attention", "mla", "none"]
+QkNorm = Literal["none", "head", "full"]
 
 GATED_FFNS: frozenset[str] = frozenset({"swiglu", "geglu"})
+ATTENTION_MIXERS: frozenset[str] = frozenset({"attention", "mla"})
 
 
 class StructureError(ValueError):
@@ -39,10 +48,204 @@ class StructureError(ValueError):
         super().__init__("; ".join(f"{field}: {message}" for field, message in problems))
 
 
-class ModelSpec(BaseModel):
-    """A decoder-only transformer, as far as its size and cost are concerned."""
+class BlockFields(BaseModel):
+    """What one transformer block holds: its token mixer, its FFN and its norms.
+
+    A flat config gives these once for all L blocks; a layered one overrides them per group.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # Token mixer.
+    mixer: MixerKind = Field(
+        default="attention",
+        description=(
+            "Token mixer: attention (MHA/GQA/MQA), mla (multi-head latent attention, "
+            "DeepSeek-V2/V3) or none (a block with an FFN only)."
+        ),
+    )
+    n_heads: Size | None = Field(default=None, description="Attention (query) heads H.")
+    n_kv_heads: Size | None = Field(
+        default=None, description="Key/value heads (GQA/MQA); default: n_heads."
+    )
+    head_dim: Size | None = Field(
+        default=None,
+        description="Width of one head; default d_model / n_heads, which must then divide exactly.",
+    )
+    qkv_bias: Flag = Field(default=True, description="Bias on the query/key/value projections.")
+    attn_out_bias: Flag = Field(default=True, description="Bias on the attention output.")
+    fused_qkv: Flag = Field(
+        default=True,
+        description=(
+            "Q, K and V are one tensor (GPT-2's c_attn); false for separate q/k/v projections "
+            "(Llama, Qwen). Changes the tensor count, not the parameter count."
+        ),
+    )
+    qk_norm: QkNorm = Field(
+        default="none",
+        description=(
+            "Norms on queries and keys: head (one weight of head_dim for all heads: Qwen3, "
+            "Gemma 3) or full (over the whole projection, H d and K d: OLMo 2)."
+        ),
+    )
+    attention_sinks: Flag = Field(
+        default=False, description="A learned sink logit per query head (gpt-oss): H parameters."
+    )
+    attention_gate: Flag = Field(
+        default=False,
+        description="The query projection also yields a sigmoid output gate (Qwen3-Next): 2 H d.",
+    )
+    sliding_window: Size | None = Field(
+        default=None, description="Each token attends to at most this many positions."
+    )
+    attention_chunk: Size | None = Field(
+        default=None,
+        description="Chunked attention (Llama 4): tokens attend only within chunks of this size.",
+    )
+    q_lora_rank: Size | None = Field(
+        default=None, description="MLA: rank of the query's low-rank path (none: direct q_proj)."
+    )
+    kv_lora_rank: Size | None = Field(
+        default=None, description="MLA: rank of the key/value latent."
+    )
+    qk_rope_head_dim: Size | None = Field(
+        default=None, description="MLA: rotary dimensions per head (shared key part)."
+    )
+    qk_nope_head_dim: Size | None = Field(
+        default=None, description="MLA: dimensions per head without positions."
+    )
+    v_head_dim: Size | None = Field(default=None, description="MLA: value width per head.")
+    # Feed-forward network.
+    ffn: FfnKind = Field(
+        default="mlp", description="Feed-forward kind: plain MLP, gated (swiglu, geglu) or none."
+    )
+    ffn_mult: Size | None = Field(
+        default=None,
+        description=(
+            "FFN hidden width as a multiple r of d_model (default 4). For a gated FFN the first "
+            "projection's output width doubles (2 r D)."
+        ),
+    )
+    ffn_hidden: Size | None = Field(
+        default=None, description="FFN hidden width, when it is not a whole multiple of d_model."
+    )
+    ffn_bias: Flag = Field(default=True, description="Bias on the FFN projections.")
+    fused_gate_up: Flag = Field(
+        default=False,
+        description=(
+            "A gated FFN's gate and up projections are one tensor (Phi-3's gate_up_proj). "
+            "Changes the tensor count, not the parameter count."
+        ),
+    )
+    moe_experts: Size | None = Field(
+        default=None, description="Experts per block (mixture of experts); default: dense."
+    )
+    moe_top_k: Size | None = Field(default=None, description="Experts each token is routed to.")
+    moe_ffn_hidden: Size | None = Field(
+        default=None, description="Hidden width of one routed expert; default: the FFN width."
+    )
+    moe_shared_ffn_hidden: Size | None = Field(
+        default=None,
+        description="Hidden width of the shared expert every token also runs; default: none.",
+    )
+    moe_shared_gate: Flag = Field(
+        default=False, description="A sigmoid gate D x 1 on the shared expert (Qwen2-MoE)."
+    )
+    moe_router_bias: Flag = Field(
+        default=False, description="The router carries a bias of X (gpt-oss)."
+    )
+    # Norms.
+    norms_per_block: Count = Field(
+        default=2,
+        description="Norms in each block: 2 pre- or post-norm, 4 sandwich, 1 parallel.",
+    )
+
+    # Resolved values: the defaults above, filled in by ModelSpec.stacks().
+
+    @property
+    def kv_heads(self) -> int:
+        heads = self.n_heads or 0
+        return heads if self.n_kv_heads is None else self.n_kv_heads
+
+    @property
+    def gated(self) -> bool:
+        return self.ffn in GATED_FFNS
+
+    @property
+    def experts(self) -> int:
+        return 1 if self.moe_experts is None else self.moe_experts
+
+    @property
+    def experts_active(self) -> int:
+        return 1 if self.moe_top_k is None else self.moe_top_k
+
+    @property
+    def has_attention(self) -> bool:
+        return self.mixer in ATTENTION_MIXERS
+
+
+BLOCK_FIELDS: tuple[str, ...] = tuple(BlockFields.model_fields)
+"""The keys a layer group may override."""
+
+
+def _optional_block_fields() -> dict[str, Any]:
+    """Every block field as an optional override (None: keep the model's value)."""
+    fields: dict[str, Any] = {}
+    for name, info in BlockFields.model_fields.items():
+        annotation: Any = info.annotation
+        fields[name] = (annotation | None, Field(default=None, description=info.description))
+    return fields
+
+
+class _LayerRun(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    count: Size = Field(description="Consecutive layers built this way.")
+
+    def overrides(self) -> dict[str, Any]:
+        """The block keys this run sets."""
+        return {
+            name: value for name in BLOCK_FIELDS if (value := getattr(self, name, None)) is not None
+        }
+
+
+class _LayerGroup(_LayerRun):
+    pattern: tuple[_LayerRun, ...] | None = Field(
+        default=None,
+        min_length=1,
+        description=(
+            "Runs the group's layers cycle through, in order (e.g. 5 sliding-window layers, "
+            "then 1 full); the last cycle may stop early."
+        ),
+    )
+
+
+if TYPE_CHECKING:
+    LayerRun = _LayerRun
+    LayerGroup = _LayerGroup
+else:
+    LayerRun = create_model("LayerRun", __base__=_LayerRun, **_optional_block_fields())
+    LayerGroup = create_model(
+        "LayerGroup",
+        __base__=LayerRun,
+        pattern=(tuple[LayerRun, ...] | None, _LayerGroup.model_fields["pattern"]),
+    )
+
+
+def pattern_counts(count: int, runs: tuple[int, ...]) -> list[int]:
+    """Layers of each run when ``count`` layers cycle through runs of these lengths:
+    full cycles x run + what the last, partial cycle reaches (closed form)."""
+    period = sum(runs)
+    cycles, rest = divmod(count, period)
+    counts, start = [], 0
+    for run in runs:
+        counts.append(cycles * run + min(max(rest - start, 0), run))
+        start += run
+    return counts
+
+
+class ModelSpec(BlockFields):
+    """A decoder-only transformer, as far as its size and cost are concerned."""
 
     vocab_size: Size = Field(description="Tokens in the vocabulary (rows of the token table).")
     vocab_pad_multiple: Size | None = Field(
@@ -51,14 +254,6 @@ class ModelSpec(BaseModel):
     )
     d_model: Size = Field(description="Width D of the residual stream.")
     n_layers: Size = Field(description="Number of transformer blocks L.")
-    n_heads: Size = Field(description="Attention (query) heads H.")
-    n_kv_heads: Size | None = Field(
-        default=None, description="Key/value heads (GQA/MQA); default: n_heads."
-    )
-    head_dim: Size | None = Field(
-        default=None,
-        description="Width of one head; default d_model / n_heads, which must then divide exactly.",
-    )
     context_length: Size = Field(description="Longest sequence (rows of a learned position table).")
     position: PositionScheme = Field(default="learned", description="Position scheme.")
     position_offset: Count = Field(
@@ -72,51 +267,37 @@ class ModelSpec(BaseModel):
         default=None,
         description="Width of the token table when it differs from d_model (projected in and out).",
     )
-    ffn: FfnKind = Field(default="mlp", description="Feed-forward kind: plain MLP or gated.")
-    ffn_mult: Size | None = Field(
-        default=None,
-        description=(
-            "FFN hidden width as a multiple r of d_model (default 4). For a gated FFN the first "
-            "projection's output width doubles (2 r D)."
-        ),
+    embedding_norm: Flag = Field(
+        default=False, description="A norm right after the token table (BLOOM)."
     )
-    ffn_hidden: Size | None = Field(
-        default=None, description="FFN hidden width, when it is not a whole multiple of d_model."
-    )
-    moe_experts: Size | None = Field(
-        default=None, description="Experts per block (mixture of experts); default: dense."
-    )
-    moe_top_k: Size | None = Field(default=None, description="Experts each token is routed to.")
     norm: NormKind = Field(default="layernorm", description="Normalisation kind.")
     norm_bias: Flag | None = Field(
         default=None, description="LayerNorm carries a bias (default: yes; RMSNorm never does)."
     )
-    norms_per_block: Count = Field(default=2, description="Norms in each block.")
     final_norm: Flag = Field(default=True, description="A norm after the last block.")
-    qkv_bias: Flag = Field(default=True, description="Bias on the query/key/value projections.")
-    fused_qkv: Flag = Field(
-        default=True,
-        description=(
-            "Q, K and V are one tensor (GPT-2's c_attn); false for separate q/k/v projections "
-            "(Llama, Qwen). Changes the tensor count, not the parameter count."
-        ),
-    )
-    fused_gate_up: Flag = Field(
-        default=False,
-        description=(
-            "A gated FFN's gate and up projections are one tensor (Phi-3's gate_up_proj). "
-            "Changes the tensor count, not the parameter count."
-        ),
-    )
-    attn_out_bias: Flag = Field(default=True, description="Bias on the attention output.")
-    ffn_bias: Flag = Field(default=True, description="Bias on the FFN projections.")
     lm_head_bias: Flag = Field(default=False, description="Bias on the LM head.")
     tie_embeddings: Flag = Field(
         default=True, description="The LM head reuses the token table (no matrix of its own)."
     )
-    sliding_window: Size | None = Field(
-        default=None, description="Each token attends to at most this many positions."
+    layers: tuple[LayerGroup, ...] | None = Field(
+        default=None,
+        min_length=1,
+        description=(
+            "Consecutive groups of identical blocks, each overriding block keys (n_layers, "
+            "their sum, may then be left out); default: n_layers blocks as the keys describe."
+        ),
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _count_layers(cls, data: Any) -> Any:
+        """n_layers may be left out when layers gives every layer."""
+        groups = data.get("layers") if isinstance(data, dict) else None
+        if data.get("n_layers") is None and isinstance(groups, list | tuple) and groups:
+            counts = [g.get("count") if isinstance(g, dict) else None for g in groups]
+            if all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+                return {**data, "n_layers": sum(counts)}
+        return data
 
     @model_validator(mode="after")
     def _check_structure(self) -> ModelSpec:
@@ -134,13 +315,11 @@ class ModelSpec(BaseModel):
         return self.vocab_size if m is None else -(-self.vocab_size // m) * m
 
     @property
-    def kv_heads(self) -> int:
-        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
-
-    @property
     def head_width(self) -> int:
-        """head_dim, or d_model / n_heads (divisibility was checked)."""
-        return self.head_dim if self.head_dim is not None else self.d_model // self.n_heads
+        """head_dim, or d_model / n_heads (divisibility was checked); 0 without attention."""
+        if self.head_dim is not None:
+            return self.head_dim
+        return self.d_model // self.n_heads if self.n_heads else 0
 
     @property
     def ffn_width(self) -> int:
@@ -150,8 +329,9 @@ class ModelSpec(BaseModel):
         return (4 if self.ffn_mult is None else self.ffn_mult) * self.d_model
 
     @property
-    def gated(self) -> bool:
-        return self.ffn in GATED_FFNS
+    def expert_width(self) -> int:
+        """Hidden width of one routed expert: moe_ffn_hidden, or the FFN width."""
+        return self.ffn_width if self.moe_ffn_hidden is None else self.moe_ffn_hidden
 
     @property
     def embed_width(self) -> int:
@@ -169,31 +349,64 @@ class ModelSpec(BaseModel):
         return self.head_width if self.rotary_dim is None else self.rotary_dim
 
     @property
-    def experts(self) -> int:
-        return 1 if self.moe_experts is None else self.moe_experts
-
-    @property
-    def experts_active(self) -> int:
-        return 1 if self.moe_top_k is None else self.moe_top_k
-
-    @property
     def position_rows(self) -> int:
         """Rows of the learned position table (context plus offset); 0 for other schemes."""
         return self.context_length + self.position_offset if self.position == "learned" else 0
 
+    @property
+    def stacks(self) -> tuple[ModelSpec, ...]:
+        """The model as stacks of identical blocks, one flat spec per kind of block, each with
+        ``n_layers`` = the layers of that kind (in order of first appearance). A flat spec is
+        one stack: itself."""
+        if self.layers is None:
+            return (self,)
+        kinds: dict[tuple[Any, ...], tuple[dict[str, Any], int]] = {}
+        for _, overrides, count in layer_runs(self):
+            block = {name: overrides.get(name, getattr(self, name)) for name in BLOCK_FIELDS}
+            key = tuple(block.values())
+            _, before = kinds.get(key, (block, 0))
+            kinds[key] = (block, before + count)
+        return tuple(
+            self.model_copy(update={**block, "n_layers": count, "layers": None})
+            for block, count in kinds.values()
+        )
+
+    @property
+    def uniform(self) -> bool:
+        """Every block is built the same way."""
+        return len(self.stacks) == 1
+
     def resolved(self) -> dict[str, object]:
         """Every field with its default filled in, as the model is actually built."""
-        data = self.model_dump()
+        data = self.model_dump(exclude_none=False)
         data.update(
-            n_kv_heads=self.kv_heads,
-            head_dim=self.head_width,
-            ffn_hidden=self.ffn_width,
+            n_kv_heads=self.kv_heads or None,
+            head_dim=self.head_width or None,
+            ffn_hidden=self.ffn_width if self.ffn != "none" else None,
             embedding_dim=self.embed_width,
             norm_bias=self.has_norm_bias,
             rotary_dim=self.rotary_width,
         )
         data.pop("ffn_mult")
+        if self.layers is None:
+            data.pop("layers")
         return data
+
+
+def layer_runs(spec: ModelSpec) -> Iterator[tuple[str, dict[str, Any], int]]:
+    """Each run of ``spec.layers``: its key path, the block keys it sets, its layer count.
+
+    A group's pattern is expanded in closed form (:func:`pattern_counts`); a pattern's keys
+    apply on top of its group's.
+    """
+    for i, group in enumerate(spec.layers or ()):
+        if group.pattern is None:
+            yield f"layers.{i}", group.overrides(), group.count
+            continue
+        counts = pattern_counts(group.count, tuple(run.count for run in group.pattern))
+        for j, (run, count) in enumerate(zip(group.pattern, counts, strict=True)):
+            if count:
+                yield f"layers.{i}.pattern.{j}", {**group.overrides(), **run.overrides()}, count
 
 
 Rule = Callable[[ModelSpec], Iterator[tuple[str, str]]]
@@ -216,8 +429,26 @@ def structural_problems(
     """Rules a buildable model must satisfy, as (field, message) pairs; empty when it is valid.
 
     With ``usable``, only the rules that read nothing but those fields run: a file whose other
-    fields are invalid still hears about every rule its valid fields break.
+    fields are invalid still hears about every rule its valid fields break. A layered spec is
+    checked run by run; a problem with a key a run sets is named by the run's path
+    (``layers.1.n_heads``).
     """
+    if spec.layers is None or (usable is not None and "layers" not in usable):
+        return _rule_problems(spec, usable)
+    total = sum(group.count for group in spec.layers)
+    problems = []
+    if (usable is None or "n_layers" in usable) and total != spec.n_layers:
+        problems.append(
+            ("n_layers", f"n_layers {spec.n_layers:,} but the layer groups add up to {total:,}")
+        )
+    for path, overrides, _ in layer_runs(spec):
+        run = spec.model_copy(update={**overrides, "layers": None})
+        for field, message in _rule_problems(run, usable):
+            problems.append((f"{path}.{field}" if field in overrides else field, message))
+    return list(dict.fromkeys(problems))
+
+
+def _rule_problems(spec: ModelSpec, usable: Collection[str] | None) -> list[tuple[str, str]]:
     return [
         problem
         for fields, check in RULES
@@ -256,9 +487,17 @@ def grouping_problem(h: int, k: int) -> str | None:
     )
 
 
-@_rule("d_model", "n_heads", "head_dim")
+@_rule("mixer", "n_heads")
+def _heads_for_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.has_attention and spec.n_heads is None:
+        yield ("n_heads", f"required for {spec.mixer} blocks (attention query heads H)")
+
+
+@_rule("mixer", "d_model", "n_heads", "head_dim")
 def _equal_head_split(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    problem = None if spec.head_dim is not None else split_problem(spec.d_model, spec.n_heads)
+    if spec.mixer != "attention" or spec.n_heads is None or spec.head_dim is not None:
+        return
+    problem = split_problem(spec.d_model, spec.n_heads)
     if problem is not None:
         nearest = ", ".join(f"{k:,}" for k in nearest_head_counts(spec.d_model, spec.n_heads))
         yield (
@@ -267,11 +506,43 @@ def _equal_head_split(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         )
 
 
-@_rule("n_heads", "n_kv_heads")
+@_rule("mixer", "n_heads", "n_kv_heads")
 def _kv_grouping(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.mixer != "attention" or spec.n_heads is None:
+        return
     problem = grouping_problem(spec.n_heads, spec.kv_heads)
     if problem is not None:
         yield ("n_kv_heads", problem)
+
+
+MLA_SIZES = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+MLA_FIELDS = ("q_lora_rank", *MLA_SIZES)
+
+
+@_rule("mixer", *MLA_FIELDS)
+def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """MLA needs its four sizes; they mean nothing to another mixer."""
+    for name in MLA_SIZES if spec.mixer == "mla" else ():
+        if getattr(spec, name) is None:
+            yield (name, "required for mla blocks (multi-head latent attention)")
+    for name in MLA_FIELDS if spec.mixer != "mla" else ():
+        if getattr(spec, name) is not None:
+            yield (name, f"applies to mla blocks; this block's mixer is {spec.mixer}")
+
+
+@_rule("mixer", "qk_norm", "attention_sinks", "attention_gate", "n_kv_heads", "head_dim")
+def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.mixer == "attention":
+        return
+    given = {
+        "n_kv_heads": spec.n_kv_heads is not None,
+        "head_dim": spec.head_dim is not None,
+        "qk_norm": spec.qk_norm != "none",
+        "attention_sinks": spec.attention_sinks,
+        "attention_gate": spec.attention_gate,
+    }
+    for name in (name for name, set_ in given.items() if set_):
+        yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")
 
 
 @_rule("ffn_hidden", "ffn_mult", "d_model")
@@ -303,13 +574,15 @@ def _offset_needs_table(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("position_offset", "an offset only applies to a learned position table")
 
 
-@_rule("position", "rotary_dim", "head_dim", "d_model", "n_heads")
+@_rule("mixer", "position", "rotary_dim", "head_dim", "d_model", "n_heads")
 def _rotary_dims(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     """Rotary positions rotate pairs of dimensions within one head."""
     if spec.position != "rotary":
         if spec.rotary_dim is not None:
             yield ("rotary_dim", "rotary_dim is given but position is not rotary")
         return
+    if spec.mixer != "attention" or spec.n_heads is None:
+        return  # MLA rotates qk_rope_head_dim; a block without attention rotates nothing
     if spec.head_dim is None and spec.d_model % spec.n_heads:
         return  # no head width until the equal split is fixed (reported above)
     head, rotary = spec.head_width, spec.rotary_width
@@ -327,3 +600,25 @@ def _expert_routing(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("moe_top_k", "a mixture of experts needs both moe_experts and moe_top_k")
     elif experts is not None and top_k is not None and top_k > experts:
         yield ("moe_top_k", f"cannot route to {top_k} of {experts} experts")
+
+
+MOE_DETAILS = ("moe_ffn_hidden", "moe_shared_ffn_hidden", "moe_shared_gate", "moe_router_bias")
+
+
+@_rule("ffn", "moe_experts", *MOE_DETAILS)
+def _expert_details(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Expert settings need experts, and experts need an FFN kind to build them from."""
+    if spec.moe_experts is not None and spec.ffn == "none":
+        yield ("ffn", "a mixture of experts needs an FFN kind for its experts (mlp, swiglu, geglu)")
+    if spec.moe_experts is None:
+        for name in MOE_DETAILS:
+            if getattr(spec, name):
+                yield (name, "applies to a mixture of experts; give moe_experts and moe_top_k")
+    if spec.moe_shared_gate and spec.moe_shared_ffn_hidden is None:
+        yield ("moe_shared_gate", "gates a shared expert; give moe_shared_ffn_hidden")
+
+
+@_rule("mixer", "ffn")
+def _something_in_the_block(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.mixer == "none" and spec.ffn == "none":
+        yield ("ffn", "a block with neither a token mixer nor an FFN holds nothing")

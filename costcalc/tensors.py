@@ -1,19 +1,26 @@
-"""Parameter tensors: the shapes PyTorch holds, one entry per ``model.parameters()`` tensor.
+"""Parameter tensors: the shapes PyTorch holds, what each is for and how the forward pass uses it.
 
-The element counts are those of :mod:`costcalc.params` (a law the tests check: the shapes' sizes
-add up to ``total_params``); what this module adds is how the elements are split into tensors,
-which decides per-tensor optimizer state (AdamW's ``step`` scalar, Adafactor's factored rows and
-columns).
+This is the anatomy every count is read from: parameters are the tensors' elements, MACs per
+token are the elements of the tensors a token multiplies by (``use``), optimizer state follows the
+tensors one by one. A tensor repeated ``copies`` times (a block's norms, every block of a stack) is
+listed once with its multiplicity, so nothing grows with the number of layers or norms.
 
-Conventions, from the Hugging Face ``transformers`` modeling code:
+Conventions, from the Hugging Face ``transformers`` modeling code (transformers 5.24):
 
-- Q, K and V are one tensor when ``fused_qkv`` (GPT-2's ``c_attn``, GPT-NeoX, Phi-3, nanoGPT,
-  PyTorch ``MultiheadAttention``), three otherwise (Llama, Qwen2, Mistral, OPT, Phi); each bias
-  likewise.
+- Q, K and V are one tensor when ``fused_qkv`` (GPT-2's ``c_attn``, GPT-NeoX, Phi-3, nanoGPT),
+  three otherwise (Llama, Qwen2, Mistral, OPT, Phi); each bias likewise. q/k norms are RMSNorm
+  (or LayerNorm) weights of head_dim each (``qk_norm: head``) or of the whole projection width
+  (``full``). Attention sinks are one logit per query head.
+- Multi-head latent attention (DeepSeek-V2/V3, ``modeling_deepseek_v3.py``): ``q_a_proj`` (D ->
+  q rank), ``q_a_layernorm``, ``q_b_proj`` (q rank -> H (nope + rope)) or one ``q_proj`` without a
+  query rank; ``kv_a_proj_with_mqa`` (D -> kv rank + rope), ``kv_a_layernorm``, ``kv_b_proj``
+  (kv rank -> H (nope + v)); ``o_proj`` (H v -> D).
 - A gated FFN keeps gate, up and down as three tensors (Llama, Qwen2, Gemma), or gate and up as
   one 2h x D tensor when ``fused_gate_up`` (Phi-3's ``gate_up_proj``).
 - Mixture-of-experts blocks stack their experts (transformers 5: ``experts.gate_up_proj`` of shape
-  X x 2h x D and ``experts.down_proj`` of X x D x h) next to one router matrix X x D.
+  X x 2h x D and ``experts.down_proj`` of X x D x h, with X x 2h and X x D biases when the FFN has
+  them) next to one router matrix X x D (plus X biases when ``moe_router_bias``); a shared expert
+  is a dense FFN of its own width, optionally gated by a D -> 1 linear layer.
 - A tied LM head is the token table itself (no tensor of its own), as ``parameters()`` yields a
   shared tensor once.
 
@@ -23,78 +30,221 @@ transpose, which changes no count here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import prod
+from typing import Literal
 
 from costcalc.spec import ModelSpec
 
 Shape = tuple[int, ...]
+Part = Literal["mixer", "ffn", "norms", "model"]
+Use = Literal["matmul", "router", "experts", "none"]
+"""How a token uses a tensor: ``matmul`` (and a MoE ``router``) multiplies by all of it;
+``experts`` by the top-k of its X stacked matrices; ``none`` by none of it (norms, biases, tables
+looked up, sinks)."""
 
 
-def norm_shapes(spec: ModelSpec) -> list[Shape]:
-    """One norm: a weight of D, plus a bias of D for LayerNorm with bias."""
-    D = spec.d_model
-    return [(D,), (D,)] if spec.has_norm_bias else [(D,)]
+@dataclass(frozen=True)
+class Tensor:
+    """One parameter tensor, repeated ``copies`` times."""
 
+    name: str
+    shape: Shape
+    part: Part
+    use: Use = "none"
+    copies: int = 1
 
-def attention_shapes(spec: ModelSpec) -> list[Shape]:
-    """Q, K, V (fused into one (H + 2K) d x D matrix, or three) and the output D x H d."""
-    D, H, K, d = spec.d_model, spec.n_heads, spec.kv_heads, spec.head_width
-    widths = [(H + 2 * K) * d] if spec.fused_qkv else [H * d, K * d, K * d]
-    shapes: list[Shape] = [(width, D) for width in widths]
-    if spec.qkv_bias:
-        shapes += [(width,) for width in widths]
-    shapes.append((D, H * d))
-    if spec.attn_out_bias:
-        shapes.append((D,))
-    return shapes
+    @property
+    def elements(self) -> int:
+        """Elements of all copies: copies x the product of the dimensions."""
+        return self.copies * prod(self.shape)
 
-
-def ffn_shapes(spec: ModelSpec) -> list[Shape]:
-    """Dense: up (or gate and up) h x D and down D x h; MoE: router X x D, stacked experts."""
-    D, h = spec.d_model, spec.ffn_width
-    shapes: list[Shape]
-    biases: list[Shape]
-    if spec.moe_experts is None:
-        firsts = [2 * h] if spec.fused_gate_up else [h, h] if spec.gated else [h]
-        shapes = [*((width, D) for width in firsts), (D, h)]
-        biases = [*((width,) for width in firsts), (D,)]
-    else:
-        X = spec.moe_experts
-        first = 2 * h if spec.gated else h
-        shapes = [(X, D), (X, first, D), (X, D, h)]
-        biases = [(X, first), (X, D)]
-    return shapes + (biases if spec.ffn_bias else [])
-
-
-def block_shapes(spec: ModelSpec) -> list[Shape]:
-    """One block: its norms, attention and FFN."""
-    norms = [shape for _ in range(spec.norms_per_block) for shape in norm_shapes(spec)]
-    return norms + attention_shapes(spec) + ffn_shapes(spec)
-
-
-def parameter_shapes(spec: ModelSpec) -> list[Shape]:
-    """Every parameter tensor of the model, each shared tensor once."""
-    V, E, D = spec.vocab_rows, spec.embed_width, spec.d_model
-    shapes: list[Shape] = [(V, E)]
-    if spec.position_rows:
-        shapes.append((spec.position_rows, D))
-    if E != D:
-        shapes += [(D, E), (E, D)]
-    shapes += block_shapes(spec) * spec.n_layers
-    if spec.final_norm:
-        shapes += norm_shapes(spec)
-    if not spec.tie_embeddings:
-        shapes.append((V, E))
-    if spec.lm_head_bias:
-        shapes.append((V,))
-    return shapes
-
-
-def parameter_tensors(spec: ModelSpec) -> int:
-    """How many tensors ``model.parameters()`` yields: 12 L + 4 for GPT-2, 12 L + 2 for Qwen2."""
-    return len(parameter_shapes(spec))
+    def macs_per_token(self, top_k: int) -> int:
+        """Multiply-accumulates one token spends on this tensor (all copies): every element of
+        a matrix it multiplies by; top_k of X stacked experts; 0 for what it does not."""
+        if self.use == "experts":
+            return self.elements // self.shape[0] * top_k
+        return self.elements if self.use in ("matmul", "router") else 0
 
 
 def elements(shape: Shape) -> int:
     """Elements of one tensor: the product of its dimensions."""
     return prod(shape)
+
+
+def _linear(name: str, out: int, inp: int, bias: bool, part: Part) -> list[Tensor]:
+    """An ``nn.Linear(inp, out)``: weight (out, inp), and bias (out) when it has one."""
+    weight = Tensor(f"{name}.weight", (out, inp), part, "matmul")
+    return [weight, Tensor(f"{name}.bias", (out,), part)] if bias else [weight]
+
+
+def _norm(spec: ModelSpec, name: str, width: int, part: Part, copies: int = 1) -> list[Tensor]:
+    """One norm over ``width``: a weight, plus a bias for LayerNorm with bias."""
+    shapes = [("weight", (width,))] + ([("bias", (width,))] if spec.has_norm_bias else [])
+    return [Tensor(f"{name}.{kind}", shape, part, copies=copies) for kind, shape in shapes]
+
+
+# --------------------------------------------------------------------------- token mixers
+
+
+def attention_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Q, K, V (fused into one (H + 2K) d x D matrix, or three), the output D x H d, q/k norms
+    and sinks. An output gate doubles the query projection (2 H d)."""
+    D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
+    q = (2 if spec.attention_gate else 1) * H * d
+    bias = spec.qkv_bias
+    if spec.fused_qkv:
+        tensors = _linear("attn.qkv_proj", q + 2 * K * d, D, bias, "mixer")
+    else:
+        tensors = [
+            *_linear("attn.q_proj", q, D, bias, "mixer"),
+            *_linear("attn.k_proj", K * d, D, bias, "mixer"),
+            *_linear("attn.v_proj", K * d, D, bias, "mixer"),
+        ]
+    tensors += _linear("attn.o_proj", D, H * d, spec.attn_out_bias, "mixer")
+    if spec.qk_norm != "none":
+        q_width, k_width = (d, d) if spec.qk_norm == "head" else (H * d, K * d)
+        tensors += _norm(spec, "attn.q_norm", q_width, "mixer")
+        tensors += _norm(spec, "attn.k_norm", k_width, "mixer")
+    if spec.attention_sinks:
+        tensors.append(Tensor("attn.sinks", (H,), "mixer"))
+    return tensors
+
+
+def mla_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Multi-head latent attention (DeepSeek-V2/V3): low-rank query and key/value paths.
+
+    q: D x rq + rq x H (n + r) with a norm of rq (or D x H (n + r) directly); kv: D x (rkv + r),
+    a norm of rkv, rkv x H (n + v); output H v x D. n, r, v: no-rope, rope and value head dims.
+    """
+    D, H = spec.d_model, spec.n_heads or 0
+    n, r, v = spec.qk_nope_head_dim or 0, spec.qk_rope_head_dim or 0, spec.v_head_dim or 0
+    rkv, rq = spec.kv_lora_rank or 0, spec.q_lora_rank
+    bias = spec.qkv_bias
+    if rq is None:
+        tensors = _linear("attn.q_proj", H * (n + r), D, False, "mixer")
+    else:
+        tensors = [
+            *_linear("attn.q_a_proj", rq, D, bias, "mixer"),
+            *_norm(spec, "attn.q_a_layernorm", rq, "mixer"),
+            *_linear("attn.q_b_proj", H * (n + r), rq, False, "mixer"),
+        ]
+    return [
+        *tensors,
+        *_linear("attn.kv_a_proj_with_mqa", rkv + r, D, bias, "mixer"),
+        *_norm(spec, "attn.kv_a_layernorm", rkv, "mixer"),
+        *_linear("attn.kv_b_proj", H * (n + v), rkv, False, "mixer"),
+        *_linear("attn.o_proj", D, H * v, spec.attn_out_bias, "mixer"),
+    ]
+
+
+MIXERS = {"attention": attention_tensors, "mla": mla_tensors}
+"""Mixer kind -> its tensors; a block with mixer ``none`` has none."""
+
+
+def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
+    """The token mixer of one block."""
+    build = MIXERS.get(spec.mixer)
+    return [] if build is None else build(spec)
+
+
+# --------------------------------------------------------------------------- feed-forward
+
+
+def dense_ffn_tensors(spec: ModelSpec, width: int, name: str = "mlp") -> list[Tensor]:
+    """Up (or gate and up, fused or not) h x D and down D x h, with biases when the FFN has them."""
+    D, bias = spec.d_model, spec.ffn_bias
+    if spec.fused_gate_up:
+        firsts = _linear(f"{name}.gate_up_proj", 2 * width, D, bias, "ffn")
+    elif spec.gated:
+        firsts = [
+            *_linear(f"{name}.gate_proj", width, D, bias, "ffn"),
+            *_linear(f"{name}.up_proj", width, D, bias, "ffn"),
+        ]
+    else:
+        firsts = _linear(f"{name}.up_proj", width, D, bias, "ffn")
+    return [*firsts, *_linear(f"{name}.down_proj", D, width, bias, "ffn")]
+
+
+def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
+    """Router X x D (+ X bias), stacked experts X x 2h x D (X x h x D plain) and X x D x h
+    (+ their biases), and the shared expert with its gate when there is one."""
+    D, X, h = spec.d_model, experts, spec.expert_width
+    first = 2 * h if spec.gated else h
+    tensors = [Tensor("mlp.router.weight", (X, D), "ffn", "router")]
+    if spec.moe_router_bias:
+        tensors.append(Tensor("mlp.router.bias", (X,), "ffn"))
+    tensors += [
+        Tensor("mlp.experts.gate_up_proj", (X, first, D), "ffn", "experts"),
+        Tensor("mlp.experts.down_proj", (X, D, h), "ffn", "experts"),
+    ]
+    if spec.ffn_bias:
+        tensors += [
+            Tensor("mlp.experts.gate_up_proj_bias", (X, first), "ffn"),
+            Tensor("mlp.experts.down_proj_bias", (X, D), "ffn"),
+        ]
+    if spec.moe_shared_ffn_hidden is not None:
+        tensors += dense_ffn_tensors(spec, spec.moe_shared_ffn_hidden, "mlp.shared_expert")
+    if spec.moe_shared_gate:
+        tensors += _linear("mlp.shared_expert_gate", 1, D, False, "ffn")
+    return tensors
+
+
+def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
+    """The FFN of one block: dense, a mixture of experts, or none."""
+    if spec.ffn == "none":
+        return []
+    if spec.moe_experts is not None:
+        return moe_tensors(spec, spec.moe_experts)
+    return dense_ffn_tensors(spec, spec.ffn_width)
+
+
+# --------------------------------------------------------------------------- blocks and model
+
+
+def block_norm_tensors(spec: ModelSpec) -> list[Tensor]:
+    """The norms of one block: ``norms_per_block`` copies of a norm over D."""
+    copies = spec.norms_per_block
+    return _norm(spec, "norm", spec.d_model, "norms", copies) if copies else []
+
+
+def block_tensors(spec: ModelSpec) -> list[Tensor]:
+    """One block of a uniform stack: its norms, token mixer and FFN."""
+    return block_norm_tensors(spec) + mixer_tensors(spec) + ffn_tensors(spec)
+
+
+def model_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Every tensor outside the blocks: tables, embedding projections and norm, final norm,
+    LM head (none when tied: the token table serves), each shared tensor once."""
+    V, E, D = spec.vocab_rows, spec.embed_width, spec.d_model
+    tensors = [Tensor("embed_tokens.weight", (V, E), "model")]
+    if spec.position_rows:
+        tensors.append(Tensor("embed_positions.weight", (spec.position_rows, D), "model"))
+    if E != D:
+        tensors += _linear("project_in", D, E, False, "model")
+        tensors += _linear("project_out", E, D, False, "model")
+    if spec.embedding_norm:
+        tensors += _norm(spec, "embed_norm", E, "model")
+    if spec.final_norm:
+        tensors += _norm(spec, "norm", D, "model")
+    if not spec.tie_embeddings:
+        tensors.append(Tensor("lm_head.weight", (V, E), "model", "matmul"))
+    if spec.lm_head_bias:
+        tensors.append(Tensor("lm_head.bias", (V,), "model"))
+    return tensors
+
+
+def parameter_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Every parameter tensor of the model with its multiplicity: the model's own, then each
+    stack's block tensors times its layers."""
+    stacked = [
+        Tensor(t.name, t.shape, t.part, t.use, t.copies * stack.n_layers)
+        for stack in spec.stacks
+        for t in block_tensors(stack)
+    ]
+    return model_tensors(spec) + stacked
+
+
+def tensor_count(spec: ModelSpec) -> int:
+    """How many tensors ``model.parameters()`` yields: 12 L + 4 for GPT-2, 12 L + 2 for Qwen2."""
+    return sum(t.copies for t in parameter_tensors(spec))

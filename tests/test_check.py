@@ -181,7 +181,7 @@ def test_every_problem_of_a_file_at_once(cli: Invoke, write: Any) -> None:
         ),
         (
             {"position": "learned", "ffn": "relu"},
-            [("ffn", "Input should be 'mlp', 'swiglu' or 'geglu' (got 'relu')")],
+            [("ffn", "Input should be 'mlp', 'swiglu', 'geglu' or 'none' (got 'relu')")],
         ),
     ],
 )
@@ -488,9 +488,8 @@ def test_schema_describes_the_config_format(cli: Invoke) -> None:
     schema = json.loads(result.stdout)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["additionalProperties"] is False
-    assert sorted(schema["required"]) == sorted(
-        ["vocab_size", "d_model", "n_layers", "n_heads", "context_length"]
-    )
+    assert sorted(schema["required"]) == sorted(["vocab_size", "d_model", "context_length"])
+    assert schema["anyOf"] == [{"required": ["n_layers"]}, {"required": ["layers"]}]
     preset = yaml.safe_load(GPT2_SMALL.read_text())
     assert set(preset) <= set(schema["properties"])
     assert schema["properties"]["d_model"]["type"] == "integer"

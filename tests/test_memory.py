@@ -29,7 +29,7 @@ from costcalc.memory import (
 )
 from costcalc.memory_results import memory_result
 from costcalc.spec import ModelSpec
-from costcalc.tensors import parameter_tensors
+from costcalc.tensors import tensor_count
 from tests.golden_models import KV_MODELS, golden, golden_spec, memory_reference
 from tests.spec_strategies import specs
 
@@ -117,7 +117,7 @@ def test_adamw_state_after_a_real_step(name: str) -> None:
     spec = golden_spec(name)
     assert optimizer_moment_elements(spec, "adamw") == record["moments_numel"]
     assert optimizer_state_elements(spec, "adamw") == record["moments_numel"] + record["step_numel"]
-    assert parameter_tensors(spec) == record["n_step_tensors"]
+    assert tensor_count(spec) == record["n_step_tensors"]
 
 
 @pytest.mark.parametrize("name", OPTIMIZER_MODELS)
@@ -140,7 +140,7 @@ def test_adamw_keeps_two_moments_per_parameter_and_a_step_per_tensor(name: str) 
     assert by_key["step"] == record["n_param_tensors"]
     assert record["state_dtype_by_key"]["step"] == "torch.float32"
     spec = golden_spec(name)
-    steps = parameter_tensors(spec)
+    steps = tensor_count(spec)
     # fp32 moments and steps: 4 bytes each
     assert optimizer_state_bytes(spec, "adamw", "fp32") == 4 * (2 * record["param_numel"] + steps)
     # bf16 moments (pure bf16 training: torch's zeros_like(p)), steps stay fp32
