@@ -168,7 +168,7 @@ def _problem(
 ) -> Problem:
     if loc and loc[0] in overrides:
         return Problem(f"{OVERRIDE_OPTIONS.get(loc[0], loc[0])} (command line)", message)
-    file_loc = (names.get(loc[0], loc[0]), *loc[1:]) if loc else loc
+    file_loc = (*names.get(loc[0], loc[0]).split("."), *loc[1:]) if loc else loc
     line = doc.line_of(file_loc) if doc is not None else None
     return Problem(".".join(file_loc), _in_file_terms(message, names), line)
 

@@ -16,28 +16,12 @@ from typing import Any, Literal, TypeVar
 from pydantic import ValidationError
 
 from costcalc.config import CONFIG_FIELDS, SPEC_FIELDS, Budget, ConfigFile, problems_from
-from costcalc.errors import ConfigError, Problem
+from costcalc.errors import ConfigError
 from costcalc.files import Document, parse_document, read_document
 from costcalc.spec import ModelSpec
 
 M = TypeVar("M", bound=ModelSpec)
 FormatName = Literal["costcalc", "nanogpt", "huggingface"]
-
-
-@dataclass(frozen=True)
-class Translation:
-    """A foreign config turned into ModelSpec fields.
-
-    ``key_names`` maps each spec field to the file's own key, so errors name what the user wrote.
-    """
-
-    fields: dict[str, Any]
-    key_names: dict[str, str] = field(default_factory=dict)
-    name: str | None = None
-    description: str | None = None
-    problems: list[Problem] = field(default_factory=list)
-    """What is wrong with the file beyond its fields' values (unknown keys); reported together
-    with whatever validating the fields finds."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +37,8 @@ class LoadedModel:
     budget: Budget | None = None
     key_names: Mapping[str, str] = field(default_factory=dict)
     """The file's own key for each spec field, where it differs (``block_size``)."""
+    notes: tuple[str, ...] = ()
+    """What the count leaves out, in words."""
 
 
 def detect_format(data: Mapping[str, Any]) -> FormatName:
@@ -113,6 +99,7 @@ def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> 
         format=kind,
         description=translation.description,
         key_names=translation.key_names,
+        notes=translation.notes,
     )
 
 
@@ -125,7 +112,7 @@ def file_model_name(path: str) -> str:
 def _load_native(doc: Document, default_name: str, overrides: Mapping[str, Any]) -> LoadedModel:
     parsed = _validate(ConfigFile, {**doc.data, **overrides}, doc, overrides)
     # The model part of an already validated config: no second validation.
-    spec = ModelSpec.model_construct(**parsed.model_dump(include=set(SPEC_FIELDS)))
+    spec = ModelSpec.model_construct(**{name: getattr(parsed, name) for name in SPEC_FIELDS})
     return LoadedModel(
         spec=spec,
         name=parsed.name or default_name,

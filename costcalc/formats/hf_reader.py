@@ -11,29 +11,40 @@ from typing import Any, TypeGuard
 
 from costcalc.errors import ConfigError, Problem
 from costcalc.files import Document
-from costcalc.loaders import Translation
+from costcalc.formats.translation import Translation
 
 
 class Reader:
     """Reads keys of one config, collecting every problem before failing."""
 
-    def __init__(self, doc: Document) -> None:
+    def __init__(self, doc: Document, prefix: tuple[str, ...] = ()) -> None:
+        """Read ``doc``, or the mapping at key path ``prefix`` in it (``text_config``)."""
         self.doc = doc
+        self.prefix = prefix
+        self.data: dict[str, Any] = doc.data
+        for key in prefix:
+            self.data = self.data[key]
         self.key_names: dict[str, str] = {}
         self.problems: list[Problem] = []
 
+    def name(self, key: str) -> str:
+        """``key`` as the file spells its path (``text_config.hidden_size``)."""
+        return ".".join((*self.prefix, key))
+
     def _find(self, keys: tuple[str, ...]) -> str | None:
         """The first of ``keys`` present with a value (``null`` counts as absent)."""
-        return next((key for key in keys if self.doc.data.get(key) is not None), None)
+        return next((key for key in keys if self.data.get(key) is not None), None)
 
     def size(self, field: str, *keys: str) -> Any:
         """A value the model cannot be built without; recorded as the source of ``field``."""
         key = self._find(keys)
         if key is None:
-            self.problems.append(Problem(" or ".join(keys), "required key is missing (or null)"))
+            names = " or ".join(self.name(key) for key in keys)
+            line = self.doc.line_of(self.prefix) if self.prefix else None
+            self.problems.append(Problem(names, "required key is missing (or null)", line))
             return None
-        self.key_names[field] = key
-        return self.doc.data[key]
+        self.key_names[field] = self.name(key)
+        return self.data[key]
 
     def value(self, field: str | tuple[str, ...], *keys: str, default: Any) -> Any:
         """A value with the family's default (as its transformers config class sets it).
@@ -43,12 +54,12 @@ class Reader:
         """
         key = self._find(keys)
         for name in (field,) if isinstance(field, str) else field:
-            self.key_names[name] = key or keys[0]
-        return default if key is None else self.doc.data[key]
+            self.key_names[name] = self.name(key or keys[0])
+        return default if key is None else self.data[key]
 
     def flag(self, key: str, default: bool) -> bool:
         """A true/false switch the translation itself depends on."""
-        value = self.doc.data.get(key)
+        value = self.data.get(key)
         if value is None:
             return default
         if not isinstance(value, bool):
@@ -61,13 +72,13 @@ class Reader:
 
         ``rope_parameters.<key>`` (transformers 5) is looked at before the top-level keys.
         """
-        rope = self.doc.data.get("rope_parameters")
+        rope = self.data.get("rope_parameters")
         for key in keys:
             nested = rope.get(key) if isinstance(rope, dict) else None
             name, value = (
                 (f"rope_parameters.{key}", nested)
                 if nested is not None
-                else (key, self.doc.data.get(key))
+                else (key, self.data.get(key))
             )
             if value is None:
                 continue
@@ -79,7 +90,8 @@ class Reader:
 
     def fail(self, key: str, message: str) -> None:
         """Record a problem with ``key`` (its line is looked up)."""
-        self.problems.append(Problem(key, message, self.doc.line_of((key.split(".")[0],))))
+        path = (*self.prefix, *key.split("."))
+        self.problems.append(Problem(".".join(path), message, self.doc.line_of(path)))
 
     def unsupported(self, key: str, reason: str) -> None:
         """A setting the file uses that costcalc does not count."""
@@ -125,7 +137,7 @@ def rotary_dim(r: Reader, fields: dict[str, Any], keys: tuple[str, ...], default
     if factor == 1 or not _positive_int(head_dim):
         return None
     if key is not None:
-        r.key_names["rotary_dim"] = key
+        r.key_names["rotary_dim"] = r.name(key)
     return int(head_dim * factor)
 
 

@@ -1,53 +1,59 @@
 """Hugging Face ``config.json`` files, recognised by ``model_type``.
 
-Each family's translator (:mod:`costcalc.formats.hf_layernorm`,
-:mod:`costcalc.formats.hf_rmsnorm`) reads the keys its ``transformers`` configuration class
-defines, with that class's defaults, and states which tensors the modeling code builds. Keys the
-count does not depend on are ignored; a missing key the count needs is an error naming it.
+Each family's translator (:mod:`costcalc.formats.families`) reads the keys its ``transformers``
+configuration class defines, with that class's defaults, and states which tensors the modeling
+code builds. Keys the count does not depend on are ignored; a missing key the count needs is an
+error naming it. A multimodal config whose language model sits under ``text_config`` is read for
+that text decoder, and says that the rest (the vision tower) is not counted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from costcalc.errors import ConfigError, Problem
 from costcalc.files import Document
-from costcalc.formats import hf_layernorm, hf_rmsnorm
+from costcalc.formats.families import registry
 from costcalc.formats.hf_reader import Reader
-from costcalc.loaders import Translation
+from costcalc.formats.translation import Translation
 
-FAMILIES: dict[str, Callable[[Reader], dict[str, Any]]] = {
-    "gemma": hf_rmsnorm.gemma,
-    "gpt2": hf_layernorm.gpt2,
-    "gpt_neox": hf_layernorm.gpt_neox,
-    "llama": hf_rmsnorm.llama,
-    "mistral": hf_rmsnorm.mistral,
-    "mixtral": hf_rmsnorm.mixtral,
-    "openai-gpt": hf_layernorm.openai_gpt,
-    "opt": hf_layernorm.opt,
-    "phi": hf_layernorm.phi,
-    "phi3": hf_rmsnorm.phi3,
-    "qwen2": hf_rmsnorm.qwen2,
-}
-"""``model_type`` -> translator."""
+UNSUPPORTED_HELP = (
+    "costcalc has no formula for this family; two ways forward: read the exact total from the "
+    "checkpoint's safetensors headers (--config MODEL_FOLDER), or describe the model in costcalc "
+    "YAML (docs/config.md, 'A family costcalc does not read')"
+)
 
 
 def translate(doc: Document) -> Translation:
     """ModelSpec fields for a Hugging Face config, by its ``model_type``."""
+    families = registry()
     model_type = doc.data.get("model_type")
-    family = FAMILIES.get(model_type) if isinstance(model_type, str) else None
-    if family is None:
-        supported = ", ".join(sorted(FAMILIES))
-        raise ConfigError(
-            doc.path,
-            [
-                Problem(
-                    "model_type",
-                    f"unsupported model_type {model_type!r}; supported: {supported}",
-                    doc.line_of(("model_type",)),
-                )
-            ],
+    family = families.get(model_type) if isinstance(model_type, str) else None
+    if family is not None:
+        reader = Reader(doc)
+        return reader.finish(family(reader))
+    text = doc.data.get("text_config")
+    text_type = text.get("model_type") if isinstance(text, dict) else None
+    if isinstance(text, dict) and isinstance(text_type, str) and text_type in families:
+        reader = Reader(doc, ("text_config",))
+        translation = reader.finish(families[text_type](reader))
+        note = (
+            f"{model_type} is multimodal: counted is its text decoder ({text_type}, "
+            "text_config); the vision tower and projector are not counted."
         )
-    reader = Reader(doc)
-    return reader.finish(family(reader))
+        return Translation(
+            translation.fields,
+            translation.key_names,
+            name=translation.name,
+            notes=(note,),
+        )
+    shown = text_type if model_type is None and isinstance(text_type, str) else model_type
+    raise ConfigError(
+        doc.path,
+        [
+            Problem(
+                "model_type",
+                f"unsupported model_type {shown!r}; {UNSUPPORTED_HELP}; supported: "
+                + ", ".join(sorted(families)),
+                doc.line_of(("model_type",)),
+            )
+        ],
+    )

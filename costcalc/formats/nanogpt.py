@@ -17,7 +17,7 @@ from typing import Any
 from costcalc.config import unknown_key_message
 from costcalc.errors import Problem
 from costcalc.files import Document
-from costcalc.loaders import Translation
+from costcalc.formats.translation import Translation
 
 SIZES = {
     "vocab_size": "vocab_size",

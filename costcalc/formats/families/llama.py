@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from costcalc.formats import hf_layers
 from costcalc.formats.hf_reader import Reader, rotary_dim, standard_sizes
 
 
@@ -71,10 +72,11 @@ def qwen2(r: Reader) -> dict[str, Any]:
     """Qwen2ForCausalLM (Qwen2, Qwen2.5): the shared layout with a bias on q/k/v (not on
     ``o_proj``, not in the MLP); untied by default, 32 key/value heads when
     ``num_key_value_heads`` is absent. ``sliding_window`` applies only with
-    ``use_sliding_window``, and then only to layers from ``max_window_layers`` on."""
+    ``use_sliding_window``, and then only to layers from ``max_window_layers`` on (or those
+    ``layer_types`` marks)."""
     fields = llama_layout(r, kv_heads=32, qkv_bias=True)
     fields["attn_out_bias"] = False
-    fields["sliding_window"] = _qwen2_sliding_window(r, fields["n_layers"])
+    _qwen_windows(r, fields)
     return fields
 
 
@@ -115,30 +117,49 @@ def mixtral(r: Reader) -> dict[str, Any]:
 
 def _sliding_window(r: Reader, default: int | None) -> Any:
     """``sliding_window``: the family's default when the key is absent, none when it is null."""
-    if "sliding_window" not in r.doc.data:
+    if "sliding_window" not in r.data:
         return default
     return r.value("sliding_window", "sliding_window", default=None)
 
 
-def _qwen2_sliding_window(r: Reader, n_layers: Any) -> Any:
-    """Qwen2's window, when every layer uses it; a mix of windowed and full layers is refused."""
+def _qwen_windows(r: Reader, fields: dict[str, Any], first_default: int = 28) -> None:
+    """Qwen2/Qwen3 windows: none unless ``use_sliding_window``; then the layers ``layer_types``
+    marks ``sliding_attention``, or (without it) those from ``max_window_layers`` on."""
     window = r.value("sliding_window", "sliding_window", default=4096)
     if not r.flag("use_sliding_window", False) or window is None:
         r.key_names.pop("sliding_window", None)
-        return None
-    layer_types = r.doc.data.get("layer_types")
-    if isinstance(layer_types, list):
-        sliding = [kind == "sliding_attention" for kind in layer_types]
+        return
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return
+    listed = hf_layers.layer_types(r, n)
+    if listed is not None:
+        kind_runs = hf_layers.runs(listed)
     else:
-        first = r.doc.data.get("max_window_layers", 28)
-        if not isinstance(first, int) or not isinstance(n_layers, int):
-            return window
-        sliding = [i >= first for i in range(n_layers)]
-    if all(sliding):
-        return window
-    if any(sliding):
-        r.unsupported(
-            "max_window_layers" if layer_types is None else "layer_types",
-            "sliding-window attention on some layers and full attention on others",
-        )
-    return None
+        first = r.value("layers", "max_window_layers", default=first_default)
+        kind_runs = hf_layers.split_at(n, first, "full_attention", "sliding_attention")
+    hf_layers.apply(r, fields, kind_runs, hf_layers.attention_windows(window))
+
+
+def qwen3(r: Reader) -> dict[str, Any]:
+    """Qwen3ForCausalLM: the shared layout with ``head_dim`` 128 unless given, an RMSNorm of
+    head_dim on queries and on keys (``q_norm``, ``k_norm``), q/k/v/o bias when
+    ``attention_bias``; untied by default; windows as Qwen2."""
+    fields = llama_layout(r, head_dim=128)
+    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
+        ("qkv_bias", "attn_out_bias"), "attention_bias", default=False
+    )
+    fields["qk_norm"] = "head"
+    _qwen_windows(r, fields)
+    return fields
+
+
+FAMILIES = {
+    "gemma": gemma,
+    "llama": llama,
+    "mistral": mistral,
+    "mixtral": mixtral,
+    "phi3": phi3,
+    "qwen2": qwen2,
+    "qwen3": qwen3,
+}

@@ -118,3 +118,12 @@ def phi(r: Reader) -> dict[str, Any]:
     )
     fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 0.5)
     return fields
+
+
+FAMILIES = {
+    "gpt2": gpt2,
+    "gpt_neox": gpt_neox,
+    "openai-gpt": openai_gpt,
+    "opt": opt,
+    "phi": phi,
+}
