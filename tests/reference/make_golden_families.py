@@ -113,6 +113,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-jamba", ("tiny-jamba", False, "cpu")),
         ("tiny-lfm2", ("tiny-lfm2", False, "cpu")),
         ("tiny-mamba2", ("tiny-mamba2", False, "cpu")),
+        ("tiny-dbrx", ("tiny-dbrx", False, "cpu")),
     ]
 )
 STEPS = ["params", "macs", "kv"]
@@ -288,6 +289,26 @@ def weight_leaf_ops(model: nn.Module, flops: dict) -> dict[str, list[str]]:
     return odd
 
 
+def is_softmax_attention(module: nn.Module) -> bool:
+    """Softmax attention modules (not Mamba mixers, gated DeltaNet or short convolutions)."""
+    name = type(module).__name__
+    return name.endswith("Attention") and not any(
+        word in name for word in ("Linear", "Delta", "Mamba", "Lightning")
+    )
+
+
+def attention_module_flops(model: nn.Module, flops: dict) -> dict[str, int]:
+    prefix = type(model).__name__ + "."
+    total: dict[str, int] = {}
+    picked: list[str] = []
+    for name, module in model.named_modules():
+        if is_softmax_attention(module) and not any(name.startswith(p + ".") for p in picked):
+            picked.append(name)
+            for op, n in flops.get(prefix + name, {}).items():
+                total[str(op)] = total.get(str(op), 0) + int(n)
+    return total
+
+
 def macs_record(model: nn.Module, config, batch: int, seq: int, device: str) -> dict:
     ids = token_ids(batch, seq, device, getattr(config, "vocab_size", 1))
     counter = count_flops(model, ids)
@@ -299,14 +320,18 @@ def macs_record(model: nn.Module, config, batch: int, seq: int, device: str) -> 
     experts = modules_flops(model, flops, EXPERT_NAMES)
     routers = modules_flops(model, flops, ROUTER_NAMES)
     shared = modules_flops(model, flops, SHARED_NAMES)
+    attention = attention_module_flops(model, flops)
     record = {
         "batch": batch,
         "seq_len": seq,
         "flops_total": total,
         "macs_total": total // 2,
         "macs_lm_head": sum(head_flops.values()) // 2,
-        "macs_attention_pair": (
-            ops_total(flops["Global"], ATTENTION_PAIR_OPS) - ops_total(experts, ATTENTION_PAIR_OPS)
+        "macs_attention_pair": ops_total(attention, ATTENTION_PAIR_OPS) // 2,
+        "macs_bmm_other": (
+            ops_total(flops["Global"], ATTENTION_PAIR_OPS)
+            - ops_total(experts, ATTENTION_PAIR_OPS)
+            - ops_total(attention, ATTENTION_PAIR_OPS)
         )
         // 2,
         "macs_linear": (
@@ -318,6 +343,11 @@ def macs_record(model: nn.Module, config, batch: int, seq: int, device: str) -> 
         "macs_experts": sum(experts.values()) // 2,
         "macs_router": sum(routers.values()) // 2,
         "macs_shared_experts": sum(shared.values()) // 2,
+        "macs_other_ops": {
+            op: n // 2
+            for op, n in by_op(flops["Global"]).items()
+            if op not in ATTENTION_PAIR_OPS | LINEAR_OPS
+        },
         "flops_by_op": by_op(flops["Global"]),
         "flops_by_layer_child": by_layer_child(model, flops, prefix, layers),
     }
@@ -338,8 +368,9 @@ def cache_tensors(layer) -> dict[str, list[int]]:
             continue  # bookkeeping scalars such as _sliding_window_tensor
         if isinstance(value, torch.Tensor):
             out[attr] = list(value.shape)
-        elif isinstance(value, (list, tuple)):
-            for i, item in enumerate(value):
+        elif isinstance(value, (list, tuple, dict)):
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for i, item in items:
                 if isinstance(item, torch.Tensor):
                     out[f"{attr}[{i}]"] = list(item.shape)
     return out
@@ -382,7 +413,8 @@ def kv_record(model: nn.Module, config, batch: int, seq: int, device: str) -> di
         n = {k: numel(v) for k, v in tensors.items()}
         per_layer.append(sum(n.values()))
         for k, v in n.items():
-            by_attr[k] = by_attr.get(k, 0) + v
+            base = k.split("[", 1)[0]
+            by_attr[base] = by_attr.get(base, 0) + v
     keys = by_attr.get("keys", 0)
     values = by_attr.get("values", 0)
     return {
@@ -409,6 +441,7 @@ def error_text(exc: BaseException) -> str:
 def run_model(name: str, steps: list[str], record: dict) -> dict:
     fixture, text, device = MODELS[name]
     config, model, impl = build(fixture, text, device)
+    model.requires_grad_(False)
     record["config"] = str(fixture_path(fixture).relative_to(ROOT))
     record["built_from"] = "text_config" if text else "config"
     record["device"] = device
