@@ -1,0 +1,522 @@
+"""Generate tests/golden/hf_families.json: golden data for decoder families beyond make_golden.py.
+
+Run by hand (pytest does not collect this file), one model at a time if memory is short:
+
+    python tests/reference/make_golden_families.py                        # every model
+    python tests/reference/make_golden_families.py --only gemma-2-2b gpt-oss-20b
+    python tests/reference/make_golden_families.py --steps params kv
+
+Every model is built from its fixture config (tests/fixtures/hf/<fixture>.json) with
+``AutoModelForCausalLM.from_config(config, attn_implementation="eager")`` on the meta device,
+through make_golden.py's builder. A multimodal fixture (one with a ``text_config``) is recorded
+through its text decoder: ``config.get_text_config()``, whose model_type is e.g. gemma3_text.
+Layers may differ in this file, so ``parameters_per_layer`` is always a list and ``layer_kinds``
+groups the layers by layout. Families that cannot run a forward pass on meta get a tiny real-weight
+twin (its own fixture, ``tiny-*``) or a ``*_error`` field with the exception text.
+Results are merged into the existing output file. See tests/reference/README.md for every field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import re
+import sys
+import traceback
+from collections import OrderedDict
+
+import torch
+import transformers
+from make_golden import (
+    ATTENTION_PAIR_OPS,
+    LINEAR_OPS,
+    ROOT,
+    build_model,
+    by_op,
+    count_flops,
+    decoder_layers,
+    fixture_path,
+    forward,
+    is_tied,
+    module_key,
+    ops_total,
+    shapes,
+    token_ids,
+)
+from torch import nn
+from transformers import CONFIG_MAPPING
+
+OUTPUT = ROOT / "tests" / "golden" / "hf_families.json"
+GENERATOR = "tests/reference/make_golden_families.py"
+
+# record name -> (fixture name, build the text decoder of a multimodal config, device)
+MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
+    (name, spec)
+    for name, spec in [
+        ("qwen3-0.6b", ("qwen3-0.6b", False, "meta")),
+        ("qwen3-8b", ("qwen3-8b", False, "meta")),
+        ("qwen3-30b-a3b", ("qwen3-30b-a3b", False, "meta")),
+        ("qwen1.5-moe-a2.7b", ("qwen1.5-moe-a2.7b", False, "meta")),
+        ("gemma-2-2b", ("gemma-2-2b", False, "meta")),
+        ("gemma-3-1b", ("gemma-3-1b", False, "meta")),
+        ("gemma-3-4b", ("gemma-3-4b", True, "meta")),
+        ("deepseek-v3", ("deepseek-v3", False, "meta")),
+        ("deepseek-v2-lite", ("deepseek-v2-lite", False, "meta")),
+        ("gpt-oss-20b", ("gpt-oss-20b", False, "meta")),
+        ("gpt-oss-120b", ("gpt-oss-120b", False, "meta")),
+        ("llama-4-scout", ("llama-4-scout", False, "meta")),
+        ("llama-4-scout-text", ("llama-4-scout", True, "meta")),
+        ("glm-4-9b-0414", ("glm-4-9b-0414", False, "meta")),
+        ("glm-4.5-air", ("glm-4.5-air", False, "meta")),
+        ("olmo-2-1b", ("olmo-2-1b", False, "meta")),
+        ("olmo-3-7b", ("olmo-3-7b", False, "meta")),
+        ("olmoe-1b-7b", ("olmoe-1b-7b", False, "meta")),
+        ("falcon-7b", ("falcon-7b", False, "meta")),
+        ("falcon-40b", ("falcon-40b", False, "meta")),
+        ("starcoderbase-1b", ("starcoderbase-1b", False, "meta")),
+        ("gpt-j-6b", ("gpt-j-6b", False, "meta")),
+        ("gpt-neo-125m", ("gpt-neo-125m", False, "meta")),
+        ("bloom-560m", ("bloom-560m", False, "meta")),
+        ("starcoder2-3b", ("starcoder2-3b", False, "meta")),
+        ("starcoder2-7b", ("starcoder2-7b", False, "meta")),
+        ("stablelm-2-1.6b", ("stablelm-2-1.6b", False, "meta")),
+        ("granite-3.1-2b", ("granite-3.1-2b", False, "meta")),
+        ("granite-3.1-1b-a400m", ("granite-3.1-1b-a400m", False, "meta")),
+        ("phi-3.5-moe", ("phi-3.5-moe", False, "meta")),
+        ("smollm3-3b", ("smollm3-3b", False, "meta")),
+        ("c4ai-command-r-v01", ("c4ai-command-r-v01", False, "meta")),
+        ("aya-23-8b", ("aya-23-8b", False, "meta")),
+        ("c4ai-command-r7b", ("c4ai-command-r7b", False, "meta")),
+        ("ministral-8b", ("ministral-8b", False, "meta")),
+        ("ernie-4.5-0.3b", ("ernie-4.5-0.3b", False, "meta")),
+        ("ernie-4.5-21b-a3b", ("ernie-4.5-21b-a3b", False, "meta")),
+        ("exaone-4.0-1.2b", ("exaone-4.0-1.2b", False, "meta")),
+        ("seed-oss-36b", ("seed-oss-36b", False, "meta")),
+        ("helium-1-2b", ("helium-1-2b", False, "meta")),
+        ("qwen3-next-80b-a3b", ("qwen3-next-80b-a3b", False, "meta")),
+        ("qwen3.5-35b-a3b-text", ("qwen3.5-35b-a3b", True, "meta")),
+        ("nemotron-h-8b", ("nemotron-h-8b", False, "meta")),
+        ("jamba-v0.1", ("jamba-v0.1", False, "meta")),
+        ("lfm2-1.2b", ("lfm2-1.2b", False, "meta")),
+        ("mamba2-130m", ("mamba2-130m", False, "meta")),
+        ("mpt-7b", ("mpt-7b", False, "meta")),
+        ("dbrx", ("dbrx", False, "meta")),
+        ("persimmon-8b", ("persimmon-8b", False, "meta")),
+        ("minitron-4b", ("minitron-4b", False, "meta")),
+        ("arcee-afm-4.5b", ("arcee-afm-4.5b", False, "meta")),
+        ("apertus-8b", ("apertus-8b", False, "meta")),
+        # tiny real-weight twins of families whose forward pass needs values (see README)
+        ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
+        ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
+        ("tiny-nemotron-h", ("tiny-nemotron-h", False, "cpu")),
+        ("tiny-jamba", ("tiny-jamba", False, "cpu")),
+        ("tiny-lfm2", ("tiny-lfm2", False, "cpu")),
+        ("tiny-mamba2", ("tiny-mamba2", False, "cpu")),
+        ("tiny-dbrx", ("tiny-dbrx", False, "cpu")),
+    ]
+)
+STEPS = ["params", "macs", "kv"]
+
+MACS_BATCH, MACS_SEQ = 1, 128
+KV_BATCH, KV_SEQ = 1, 16
+LONG_KV = {"gemma-2-2b": 4096, "gpt-oss-20b": 4096}
+# MoE experts: "batched_mm" gathers each token's top-k expert matrices (no data-dependent shapes,
+# so it runs on meta). On real CPU weights the eager per-expert loop is used.
+EXPERTS_IMPL = {"meta": "batched_mm", "cpu": "eager"}
+EXPERT_NAMES = {"experts"}
+ROUTER_NAMES = {"gate", "router"}
+SHARED_NAMES = {"shared_experts", "shared_expert", "shared_mlp"}
+LAYER_INDEX = re.compile(r"\.(\d+)\.")
+
+
+# --------------------------------------------------------------------------- building
+
+
+def load_config(fixture: str, text: bool):
+    """Fixture config.json -> transformers config; the text decoder's config if `text`."""
+    data = json.loads(fixture_path(fixture).read_text())
+    config = CONFIG_MAPPING[data["model_type"]].from_dict(data)
+    return config.get_text_config() if text else config
+
+
+def build(fixture: str, text: bool, device: str):
+    """Build with an explicit experts implementation where the family accepts one."""
+    config = load_config(fixture, text)
+    torch.manual_seed(0)
+    try:
+        model = build_model(config, device, experts_implementation=EXPERTS_IMPL[device])
+        impl = getattr(model.config, "_experts_implementation", None)
+    except (ValueError, TypeError):
+        model, impl = build_model(config, device), None
+    return config, model, impl
+
+
+def n_layers_of(config) -> int:
+    return config.num_hidden_layers
+
+
+def layers_of(model: nn.Module, config) -> tuple[str, nn.ModuleList]:
+    try:
+        return decoder_layers(model, config)
+    except (LookupError, AttributeError):
+        for name, module in model.named_modules():
+            if isinstance(module, nn.ModuleList) and name.endswith("layers"):
+                return name, module
+        raise
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def layout(layer: nn.Module) -> tuple:
+    return tuple((n, tuple(p.shape)) for n, p in layer.named_parameters())
+
+
+def params_record(model: nn.Module, config) -> dict:
+    total = sum(p.numel() for p in model.parameters())
+    prefix, layers = layers_of(model, config)
+    per_layer = [sum(p.numel() for p in layer.parameters()) for layer in layers]
+    other = {n: p for n, p in model.named_parameters() if not n.startswith(prefix + ".")}
+    other_numel = sum(p.numel() for p in other.values())
+    assert sum(per_layer) + other_numel == total, "layers + other != total"
+    out = model.get_output_embeddings()
+    untied_extra = out.weight.numel() if out is not None and is_tied(model) else 0
+    kinds: dict[tuple, dict] = {}
+    for index, layer in enumerate(layers):
+        key = (type(layer).__name__, layout(layer))
+        kind = kinds.setdefault(
+            key,
+            {
+                "layer_class": type(layer).__name__,
+                "parameters": per_layer[index],
+                "layers": [],
+                "tensors": shapes(layer.named_parameters()),
+            },
+        )
+        kind["layers"].append(index)
+    return {
+        "model_class": type(model).__name__,
+        "config_class": type(config).__name__,
+        "model_type": config.model_type,
+        "parameters_total": total,
+        "parameters_untied_extra": untied_extra,
+        "tied_embeddings": bool(untied_extra),
+        "n_layers": len(layers),
+        "layers_prefix": prefix,
+        "parameters_per_layer": per_layer,
+        "parameters_other": other_numel,
+        "parameters_by_tensor_layer0": shapes(layers[0].named_parameters()),
+        "layer_kinds": list(kinds.values()),
+        "parameters_by_tensor_other": shapes(other.items()),
+        **buffers_record(model),
+    }
+
+
+def buffers_record(model: nn.Module) -> dict:
+    """Buffers (never parameters), grouped by name with the layer index replaced by '*'."""
+    params = {id(p) for p in model.parameters()}
+    groups: dict[str, dict] = {}
+    total = persistent_total = 0
+    for module_name, module in model.named_modules():
+        for name, buf in module.named_buffers(recurse=False):
+            if buf is None or id(buf) in params:
+                continue
+            full = f"{module_name}.{name}" if module_name else name
+            persistent = name not in module._non_persistent_buffers_set
+            key = LAYER_INDEX.sub(".*.", full)
+            group = groups.setdefault(
+                key,
+                {"shape": list(buf.shape), "dtype": str(buf.dtype), "persistent": persistent, "count": 0},
+            )
+            group["count"] += 1
+            total += buf.numel()
+            persistent_total += buf.numel() if persistent else 0
+    return {
+        "buffers_total": total,
+        "buffers_persistent_total": persistent_total,
+        "buffers": dict(sorted(groups.items())),
+    }
+
+
+# --------------------------------------------------------------------------- MACs
+
+
+def last(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def modules_flops(model: nn.Module, flops: dict, names: set[str]) -> dict[str, int]:
+    """Per-op FLOPs of modules whose last name component is in `names` (outermost only)."""
+    prefix = type(model).__name__ + "."
+    picked: list[str] = []
+    for name, _ in model.named_modules():
+        if last(name) in names and not any(name.startswith(p + ".") for p in picked):
+            picked.append(name)
+    total: dict[str, int] = {}
+    for name in picked:
+        for op, n in flops.get(prefix + name, {}).items():
+            total[str(op)] = total.get(str(op), 0) + int(n)
+    return total
+
+
+def by_layer_child(model: nn.Module, flops: dict, prefix: str, layers: nn.ModuleList) -> dict:
+    """FLOPs per op of each direct child of the decoder layers, summed over layers, by child name."""
+    key = type(model).__name__
+    out: dict[str, dict[str, int]] = {}
+    for index, layer in enumerate(layers):
+        for child, _ in layer.named_children():
+            counts = flops.get(f"{key}.{prefix}.{index}.{child}", {})
+            slot = out.setdefault(child, {})
+            for op, n in counts.items():
+                slot[str(op)] = slot.get(str(op), 0) + int(n)
+    return {k: dict(sorted(v.items())) for k, v in sorted(out.items()) if v}
+
+
+def weight_leaf_ops(model: nn.Module, flops: dict) -> dict[str, list[str]]:
+    """Weight-matrix leaves (2-D weight) that ran anything but mm/addmm (normally empty)."""
+    prefix = type(model).__name__
+    odd = {}
+    for name, module in model.named_modules():
+        weight = getattr(module, "weight", None)
+        if any(True for _ in module.children()) or not isinstance(weight, torch.Tensor):
+            continue
+        if weight.dim() != 2:
+            continue
+        ops = sorted(str(op) for op in flops.get(f"{prefix}.{name}", {}))
+        if ops and not set(ops) <= LINEAR_OPS:
+            odd[LAYER_INDEX.sub(".*.", name)] = ops
+    return odd
+
+
+def is_softmax_attention(module: nn.Module) -> bool:
+    """Softmax attention modules (not Mamba mixers, gated DeltaNet or short convolutions)."""
+    name = type(module).__name__
+    return name.endswith("Attention") and not any(
+        word in name for word in ("Linear", "Delta", "Mamba", "Lightning")
+    )
+
+
+def attention_module_flops(model: nn.Module, flops: dict) -> dict[str, int]:
+    prefix = type(model).__name__ + "."
+    total: dict[str, int] = {}
+    picked: list[str] = []
+    for name, module in model.named_modules():
+        if is_softmax_attention(module) and not any(name.startswith(p + ".") for p in picked):
+            picked.append(name)
+            for op, n in flops.get(prefix + name, {}).items():
+                total[str(op)] = total.get(str(op), 0) + int(n)
+    return total
+
+
+def macs_record(model: nn.Module, config, batch: int, seq: int, device: str) -> dict:
+    ids = token_ids(batch, seq, device, getattr(config, "vocab_size", 1))
+    counter = count_flops(model, ids)
+    flops = counter.get_flop_counts()
+    total = counter.get_total_flops()
+    prefix, layers = layers_of(model, config)
+    head = model.get_output_embeddings()
+    head_flops = flops.get(module_key(model, head), {}) if head is not None else {}
+    experts = modules_flops(model, flops, EXPERT_NAMES)
+    routers = modules_flops(model, flops, ROUTER_NAMES)
+    shared = modules_flops(model, flops, SHARED_NAMES)
+    attention = attention_module_flops(model, flops)
+    record = {
+        "batch": batch,
+        "seq_len": seq,
+        "flops_total": total,
+        "macs_total": total // 2,
+        "macs_lm_head": sum(head_flops.values()) // 2,
+        "macs_attention_pair": ops_total(attention, ATTENTION_PAIR_OPS) // 2,
+        "macs_bmm_other": (
+            ops_total(flops["Global"], ATTENTION_PAIR_OPS)
+            - ops_total(experts, ATTENTION_PAIR_OPS)
+            - ops_total(attention, ATTENTION_PAIR_OPS)
+        )
+        // 2,
+        "macs_linear": (
+            ops_total(flops["Global"], LINEAR_OPS)
+            - ops_total(experts, LINEAR_OPS)
+            - ops_total(head_flops, LINEAR_OPS)
+        )
+        // 2,
+        "macs_experts": sum(experts.values()) // 2,
+        "macs_router": sum(routers.values()) // 2,
+        "macs_shared_experts": sum(shared.values()) // 2,
+        "macs_other_ops": {
+            op: n // 2
+            for op, n in by_op(flops["Global"]).items()
+            if op not in ATTENTION_PAIR_OPS | LINEAR_OPS
+        },
+        "flops_by_op": by_op(flops["Global"]),
+        "flops_by_layer_child": by_layer_child(model, flops, prefix, layers),
+    }
+    odd = weight_leaf_ops(model, flops)
+    if odd:
+        record["weight_leaves_not_mm"] = odd
+    return record
+
+
+# --------------------------------------------------------------------------- KV cache
+
+
+def cache_tensors(layer) -> dict[str, list[int]]:
+    """Every tensor a cache layer holds, by attribute name (lists/tuples indexed)."""
+    out = {}
+    for attr, value in sorted(vars(layer).items()):
+        if attr.startswith("_"):
+            continue  # bookkeeping scalars such as _sliding_window_tensor
+        if isinstance(value, torch.Tensor):
+            out[attr] = list(value.shape)
+        elif isinstance(value, (list, tuple, dict)):
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for i, item in items:
+                if isinstance(item, torch.Tensor):
+                    out[f"{attr}[{i}]"] = list(item.shape)
+    return out
+
+
+def numel(shape: list[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def kv_record(model: nn.Module, config, batch: int, seq: int, device: str) -> dict:
+    ids = token_ids(batch, seq, device, getattr(config, "vocab_size", 1))
+    output = forward(model, ids, use_cache=True)
+    cache = None
+    for attr in ("cache", "past_key_values", "cache_params"):
+        cache = cache if cache is not None else getattr(output, attr, None)
+    if cache is None:
+        return {"note": f"{type(model).__name__} returns no cache"}
+    if hasattr(cache, "layers"):
+        layers = list(cache.layers)
+    else:
+        layers = [cache]
+    per_layer = []
+    kinds: dict[tuple, dict] = {}
+    by_attr: dict[str, int] = {}
+    for index, layer in enumerate(layers):
+        tensors = cache_tensors(layer)
+        extra = {
+            k: v
+            for k, v in sorted(vars(layer).items())
+            if k in ("sliding_window", "is_sliding", "max_cache_len", "chunk_size") and not isinstance(v, torch.Tensor)
+        }
+        key = (type(layer).__name__, tuple((k, tuple(v)) for k, v in tensors.items()), tuple(extra.items()))
+        kind = kinds.setdefault(
+            key, {"layer_class": type(layer).__name__, **extra, "tensors": tensors, "layers": []}
+        )
+        kind["layers"].append(index)
+        n = {k: numel(v) for k, v in tensors.items()}
+        per_layer.append(sum(n.values()))
+        for k, v in n.items():
+            base = k.split("[", 1)[0]
+            by_attr[base] = by_attr.get(base, 0) + v
+    keys = by_attr.get("keys", 0)
+    values = by_attr.get("values", 0)
+    return {
+        "batch": batch,
+        "seq_len": seq,
+        "cache_class": type(cache).__name__,
+        "n_cache_layers": len(layers),
+        "cache_elements_total": sum(per_layer),
+        "cache_elements_per_layer": per_layer,
+        "cache_elements_by_kind": dict(sorted(by_attr.items())),
+        "kv_cache_elements": keys + values,
+        "cache_layer_kinds": list(kinds.values()),
+    }
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def error_text(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text.splitlines()[0][:500]
+
+
+def run_model(name: str, steps: list[str], record: dict) -> dict:
+    fixture, text, device = MODELS[name]
+    config, model, impl = build(fixture, text, device)
+    model.requires_grad_(False)
+    record["config"] = str(fixture_path(fixture).relative_to(ROOT))
+    record["built_from"] = "text_config" if text else "config"
+    record["device"] = device
+    record["weights"] = "meta" if device == "meta" else "real float32 on CPU, torch.manual_seed(0)"
+    record["experts_implementation"] = impl
+    if "params" in steps:
+        record.update(params_record(model, config))
+    if "macs" in steps:
+        record.pop("macs_error", None)
+        try:
+            record["macs_forward"] = macs_record(model, config, MACS_BATCH, MACS_SEQ, device)
+        except Exception as exc:  # noqa: BLE001 - recorded, not hidden
+            traceback.print_exc()
+            record.pop("macs_forward", None)
+            record["macs_error"] = error_text(exc)
+    if "kv" in steps:
+        record.pop("kv_error", None)
+        try:
+            record["kv_cache"] = kv_record(model, config, KV_BATCH, KV_SEQ, device)
+            record["kv_cache_elements"] = record["kv_cache"].get("kv_cache_elements")
+            if name in LONG_KV:
+                record["kv_cache_long"] = kv_record(model, config, KV_BATCH, LONG_KV[name], device)
+        except Exception as exc:  # noqa: BLE001
+            traceback.print_exc()
+            record.pop("kv_cache", None)
+            record["kv_error"] = error_text(exc)
+    return record
+
+
+def load_output() -> dict:
+    if OUTPUT.exists():
+        return json.loads(OUTPUT.read_text())
+    return {"models": {}}
+
+
+def save_output(data: dict) -> None:
+    data.update(
+        {
+            "generator": GENERATOR,
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "date": datetime.date.today().isoformat(),
+        }
+    )
+    ordered = {k: data[k] for k in ("generator", "torch", "transformers", "date")}
+    ordered["models"] = {n: data["models"][n] for n in MODELS if n in data["models"]}
+    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
+    OUTPUT.write_text(json.dumps(ordered, indent=2) + "\n")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", choices=list(MODELS), default=list(MODELS))
+    parser.add_argument("--steps", nargs="+", choices=STEPS, default=STEPS)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    data = load_output()
+    for name in args.only:
+        if not fixture_path(MODELS[name][0]).exists():
+            print(f"{name}: no fixture, skipped", flush=True)
+            continue
+        print(f"{name}: {' '.join(args.steps)}", flush=True)
+        try:
+            record = run_model(name, args.steps, data["models"].get(name, {}))
+        except Exception as exc:  # noqa: BLE001 - a family that cannot be built is recorded
+            traceback.print_exc()
+            record = {"config": str(fixture_path(MODELS[name][0]).relative_to(ROOT)),
+                      "build_error": error_text(exc)}
+        data["models"][name] = record
+        save_output(data)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
