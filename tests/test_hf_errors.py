@@ -76,6 +76,7 @@ def test_unknown_model_type_lists_the_supported_ones(cli: Invoke, tmp_path: Path
     for family in ("gemma", "gpt2", "gpt_neox", "llama", "mistral", "mixtral", "openai-gpt"):
         assert family in stderr
     assert "opt, phi, phi3, qwen2" in stderr
+    assert "safetensors headers" in stderr and "costcalc YAML" in stderr
 
 
 def test_wrong_types_name_the_keys(cli: Invoke, tmp_path: Path) -> None:
@@ -95,12 +96,12 @@ def test_wrong_types_name_the_keys(cli: Invoke, tmp_path: Path) -> None:
         ("opt-125m", {"do_layer_norm_before": "yes"}, "do_layer_norm_before"),
         (
             "qwen2.5-0.5b",
-            {"use_sliding_window": True, "max_window_layers": 12},
+            {"use_sliding_window": True, "max_window_layers": "twelve"},
             "max_window_layers",
         ),
     ],
 )
-def test_settings_costcalc_cannot_count_are_refused(
+def test_settings_costcalc_cannot_count_or_read_are_refused(
     cli: Invoke, tmp_path: Path, fixture: str, changes: dict[str, Any], expected: str
 ) -> None:
     stderr = fails(cli, write_config(tmp_path, fixture, **changes))

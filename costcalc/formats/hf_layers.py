@@ -94,9 +94,15 @@ def apply(
         fields["layers"] = groups(present, blocks)
 
 
-def split_at(n_layers: int, first: Any, before: str, after: str) -> list[tuple[str, int]]:
-    """Runs for "the first ``first`` layers are one kind, the rest another" (closed form)."""
-    head = min(first, n_layers) if isinstance(first, int) and first >= 0 else 0
+def split_at(
+    r: Reader, n_layers: int, key: str, default: int, before: str, after: str
+) -> list[tuple[str, int]]:
+    """Runs for "the first ``key`` layers are one kind, the rest another" (closed form)."""
+    first = r.value("layers", key, default=default)
+    if isinstance(first, bool) or not isinstance(first, int) or first < 0:
+        r.fail(key, f"expected a whole number of layers, 0 or more (got {first!r})")
+        first = 0
+    head = min(first, n_layers)
     return [(before, head), (after, n_layers - head)]
 
 

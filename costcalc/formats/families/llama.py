@@ -136,8 +136,9 @@ def _qwen_windows(r: Reader, fields: dict[str, Any], first_default: int = 28) ->
     if listed is not None:
         kind_runs = hf_layers.runs(listed)
     else:
-        first = r.value("layers", "max_window_layers", default=first_default)
-        kind_runs = hf_layers.split_at(n, first, "full_attention", "sliding_attention")
+        kind_runs = hf_layers.split_at(
+            r, n, "max_window_layers", first_default, "full_attention", "sliding_attention"
+        )
     hf_layers.apply(r, fields, kind_runs, hf_layers.attention_windows(window))
 
 
