@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from costcalc.formats.families import registry
 from costcalc.loaders import LoadedModel, load_file
 from costcalc.params import ParamReport, active_params, expert_ffn_params, param_report
 

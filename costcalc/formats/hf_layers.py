@@ -31,7 +31,9 @@ def runs(kinds: Sequence[str]) -> list[tuple[str, int]]:
     return out
 
 
-def groups(kind_runs: Sequence[tuple[str, int]], blocks: Mapping[str, Block]) -> list[dict[str, Any]]:
+def groups(
+    kind_runs: Sequence[tuple[str, int]], blocks: Mapping[str, Block]
+) -> list[dict[str, Any]]:
     """``layers`` for consecutive runs of kinds, each with its block keys."""
     return [{"count": count, **blocks[kind]} for kind, count in kind_runs if count]
 

@@ -227,7 +227,12 @@ def buffers_record(model: nn.Module) -> dict:
             key = LAYER_INDEX.sub(".*.", full)
             group = groups.setdefault(
                 key,
-                {"shape": list(buf.shape), "dtype": str(buf.dtype), "persistent": persistent, "count": 0},
+                {
+                    "shape": list(buf.shape),
+                    "dtype": str(buf.dtype),
+                    "persistent": persistent,
+                    "count": 0,
+                },
             )
             group["count"] += 1
             total += buf.numel()
@@ -261,7 +266,7 @@ def modules_flops(model: nn.Module, flops: dict, names: set[str]) -> dict[str, i
 
 
 def by_layer_child(model: nn.Module, flops: dict, prefix: str, layers: nn.ModuleList) -> dict:
-    """FLOPs per op of each direct child of the decoder layers, summed over layers, by child name."""
+    """FLOPs per op of each direct child of the decoder layers, summed over layers, by name."""
     key = type(model).__name__
     out: dict[str, dict[str, int]] = {}
     for index, layer in enumerate(layers):
@@ -391,10 +396,7 @@ def kv_record(model: nn.Module, config, batch: int, seq: int, device: str) -> di
         cache = cache if cache is not None else getattr(output, attr, None)
     if cache is None:
         return {"note": f"{type(model).__name__} returns no cache"}
-    if hasattr(cache, "layers"):
-        layers = list(cache.layers)
-    else:
-        layers = [cache]
+    layers = list(cache.layers) if hasattr(cache, "layers") else [cache]
     per_layer = []
     kinds: dict[tuple, dict] = {}
     by_attr: dict[str, int] = {}
@@ -403,9 +405,14 @@ def kv_record(model: nn.Module, config, batch: int, seq: int, device: str) -> di
         extra = {
             k: v
             for k, v in sorted(vars(layer).items())
-            if k in ("sliding_window", "is_sliding", "max_cache_len", "chunk_size") and not isinstance(v, torch.Tensor)
+            if k in ("sliding_window", "is_sliding", "max_cache_len", "chunk_size")
+            and not isinstance(v, torch.Tensor)
         }
-        key = (type(layer).__name__, tuple((k, tuple(v)) for k, v in tensors.items()), tuple(extra.items()))
+        key = (
+            type(layer).__name__,
+            tuple((k, tuple(v)) for k, v in tensors.items()),
+            tuple(extra.items()),
+        )
         kind = kinds.setdefault(
             key, {"layer_class": type(layer).__name__, **extra, "tensors": tensors, "layers": []}
         )
@@ -453,7 +460,7 @@ def run_model(name: str, steps: list[str], record: dict) -> dict:
         record.pop("macs_error", None)
         try:
             record["macs_forward"] = macs_record(model, config, MACS_BATCH, MACS_SEQ, device)
-        except Exception as exc:  # noqa: BLE001 - recorded, not hidden
+        except Exception as exc:
             traceback.print_exc()
             record.pop("macs_forward", None)
             record["macs_error"] = error_text(exc)
@@ -464,7 +471,7 @@ def run_model(name: str, steps: list[str], record: dict) -> dict:
             record["kv_cache_elements"] = record["kv_cache"].get("kv_cache_elements")
             if name in LONG_KV:
                 record["kv_cache_long"] = kv_record(model, config, KV_BATCH, LONG_KV[name], device)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             traceback.print_exc()
             record.pop("kv_cache", None)
             record["kv_error"] = error_text(exc)
@@ -509,10 +516,12 @@ def main(argv: list[str]) -> int:
         print(f"{name}: {' '.join(args.steps)}", flush=True)
         try:
             record = run_model(name, args.steps, data["models"].get(name, {}))
-        except Exception as exc:  # noqa: BLE001 - a family that cannot be built is recorded
+        except Exception as exc:
             traceback.print_exc()
-            record = {"config": str(fixture_path(MODELS[name][0]).relative_to(ROOT)),
-                      "build_error": error_text(exc)}
+            record = {
+                "config": str(fixture_path(MODELS[name][0]).relative_to(ROOT)),
+                "build_error": error_text(exc),
+            }
         data["models"][name] = record
         save_output(data)
     return 0
