@@ -99,3 +99,16 @@ class RangeError(CostcalcError, ValueError):
         self.value = value
         self.expected = expected
         super().__init__(f"{name} {value}: {expected}")
+
+
+class CheckpointError(CostcalcError, ValueError):
+    """A safetensors checkpoint (file, index or folder) whose headers cannot be trusted.
+
+    ``path`` is the file at fault (a shard, the index or the folder) and ``reason`` says what was
+    found and what was expected instead. Raised before any tensor data is read.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
