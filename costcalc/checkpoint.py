@@ -150,6 +150,22 @@ class Checkpoint:
     """The index's ``metadata.total_size`` as written (not checked: writers disagree on it)."""
 
 
+def is_checkpoint_file(path: str | os.PathLike[str]) -> bool:
+    """A path that names safetensors data itself: a ``.safetensors`` file or an index."""
+    name = Path(path).name
+    return name.endswith(".safetensors") or name.endswith(".safetensors.index.json")
+
+
+def find_checkpoint(folder: str | os.PathLike[str]) -> Checkpoint | None:
+    """The checkpoint in a model folder, or None when the folder holds no safetensors file."""
+    path = Path(folder)
+    try:
+        present = (path / INDEX_NAME).exists() or any(path.glob("*.safetensors"))
+    except OSError:
+        present = False
+    return read_checkpoint(path) if present else None
+
+
 def read_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
     """Read a checkpoint's safetensors headers: a ``.safetensors`` file, an index, or a folder.
 

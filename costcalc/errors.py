@@ -39,6 +39,11 @@ class ConfigError(CostcalcError, ValueError):
         super().__init__(f"{source}: invalid model config\n{lines}")
 
 
+class UnsupportedModelError(ConfigError):
+    """A config of a family costcalc has no formula for (its checkpoint headers may still be
+    read)."""
+
+
 class FileReadError(CostcalcError, OSError):
     """A config file that cannot be read or parsed at all."""
 

@@ -8,17 +8,21 @@ whole model is validated once.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
 from costcalc.config import CONFIG_FIELDS, SPEC_FIELDS, Budget, ConfigFile, problems_from
-from costcalc.errors import ConfigError
+from costcalc.errors import ConfigError, FileReadError
 from costcalc.files import Document, parse_document, read_document
 from costcalc.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from costcalc.checkpoint import Checkpoint
 
 M = TypeVar("M", bound=ModelSpec)
 FormatName = Literal["costcalc", "nanogpt", "huggingface"]
@@ -39,6 +43,8 @@ class LoadedModel:
     """The file's own key for each spec field, where it differs (``block_size``)."""
     notes: tuple[str, ...] = ()
     """What the count leaves out, in words."""
+    checkpoint: Checkpoint | None = None
+    """The model's safetensors headers, when its folder holds them."""
 
 
 def detect_format(data: Mapping[str, Any]) -> FormatName:
@@ -60,15 +66,25 @@ def load_preset(name: str, overrides: Mapping[str, Any] | None = None) -> Loaded
 
 
 def load_file(path: str | Path, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
-    """A config file in any supported format, with overrides applied."""
+    """A config file in any supported format, or a model folder (its ``config.json`` and, where
+    present, its safetensors headers), with overrides applied."""
+    if os.path.isdir(path):
+        return load_folder(Path(path), overrides)
     return load_document(read_document(path), overrides)
 
 
-def load_hub(repo_id: str, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
-    """A model's config.json from the local Hugging Face cache, named by its ``ORG/NAME``."""
-    from costcalc.hub import cached_config
+def load_folder(folder: Path, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
+    """A model folder as ``from_pretrained`` takes it: ``config.json`` plus safetensors headers."""
+    from costcalc.checkpoint import find_checkpoint
 
-    return replace(load_file(cached_config(repo_id), overrides), name=repo_id)
+    if not os.path.isfile(folder / "config.json"):
+        raise FileReadError(
+            str(folder),
+            "is a directory without a config.json (a model folder holds config.json "
+            "and its safetensors files)",
+        )
+    model = load_document(read_document(folder / "config.json"), overrides)
+    return replace(model, checkpoint=None if overrides else find_checkpoint(folder))
 
 
 def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> LoadedModel:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from costcalc.checkpoint_report import CheckpointView, checkpoint_view
 from costcalc.compute import ComputeResult, Workload, compute_result
 from costcalc.loaders import LoadedModel
 from costcalc.params import ParamReport, param_report
@@ -24,6 +25,7 @@ def model_header(model: LoadedModel) -> dict[str, Any]:
         "format": model.format,
         "source": model.source,
         "model": model.spec.resolved(),
+        "notes": list(model.notes),
     }
 
 
@@ -35,12 +37,15 @@ class ParamsResult:
     parameters: ParamReport
     weight_bytes: dict[str, int]
     compute: ComputeResult | None = None
+    checkpoint: CheckpointView | None = None
 
     def to_dict(self) -> dict[str, Any]:
         parameters: dict[str, Any] = asdict(self.parameters)
         parameters["tying_saving"] = self.parameters.tying_saving
         parameters["untied_increase"] = ratio_dict(self.parameters.untied_increase)
         data = {**model_header(self.model), "parameters": parameters, "bytes": self.weight_bytes}
+        if self.checkpoint is not None:
+            data["checkpoint"] = self.checkpoint.to_dict()
         return data if self.compute is None else {**data, **self.compute.to_dict()}
 
 
@@ -48,9 +53,23 @@ def params_result(model: LoadedModel, workload: Workload | None = None) -> Param
     """Count the parameters of ``model``, the bytes of its weights in every dtype and, given a
     workload, its MACs."""
     report = param_report(model.spec)
+    checkpoint = model.checkpoint
     return ParamsResult(
         model=model,
         parameters=report,
         weight_bytes={dtype: dtype_bytes(report.total, dtype) for dtype in DTYPES},
         compute=None if workload is None else compute_result(model.spec, workload),
+        checkpoint=None
+        if checkpoint is None
+        else checkpoint_view(model.name, checkpoint, model.spec),
     )
+
+
+def header_only_record(view: CheckpointView) -> dict[str, Any]:
+    """The JSON record of a checkpoint costcalc has no formula for."""
+    return {
+        "name": view.name,
+        "origin": view.checkpoint.source,
+        "format": "safetensors",
+        "checkpoint": view.to_dict(),
+    }

@@ -308,7 +308,10 @@ def test_fifo_is_refused_without_blocking(cli: Invoke, tmp_path: Path) -> None:
 def test_directory_given_as_config(cli: Invoke, tmp_path: Path) -> None:
     params = cli("params", "--config", str(tmp_path))
     assert params.exit_code == 1
-    assert params.stderr == f"error: {tmp_path}: is a directory, not a config file\n"
+    assert params.stderr == (
+        f"error: {tmp_path}: is a directory without a config.json (a model folder holds "
+        "config.json and its safetensors files)\n"
+    )
     checked = cli("check", str(tmp_path), "-f", "json")
     assert checked.exit_code == 1
     assert json.loads(checked.stdout)[0]["findings"] == [

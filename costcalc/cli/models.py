@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ import typer
 from costcalc.overrides import OVERRIDE_OPTIONS
 
 if TYPE_CHECKING:
+    from costcalc.checkpoint import Checkpoint
     from costcalc.loaders import LoadedModel
 
 OVERRIDE_PANEL = "Overrides, applied on top of the preset or file"
@@ -123,19 +125,62 @@ class ModelSelection:
     def load(self, default_preset: str | None = None) -> list[LoadedModel]:
         """Every model named by --preset, --config and --hf (in that order), with overrides."""
         from costcalc.errors import UsageError
-        from costcalc.loaders import load_file, load_hub, load_preset
+
+        models, headers = self.load_with_checkpoints(default_preset)
+        if headers:
+            raise UsageError(
+                f"{headers[0].source}: costcalc has no formula for this model; "
+                "`costcalc params` reads its exact count from the checkpoint headers"
+            )
+        return models
+
+    def load_with_checkpoints(
+        self, default_preset: str | None = None
+    ) -> tuple[list[LoadedModel], list[Checkpoint]]:
+        """The models, and the checkpoints named that have no formula: a safetensors file or
+        index, or a model folder whose family costcalc does not read."""
+        from costcalc.errors import UsageError
+        from costcalc.loaders import load_preset
 
         models = [load_preset(name, self.overrides) for name in self.presets]
-        models += [load_file(path, self.overrides) for path in self.configs]
-        models += [load_hub(repo_id, self.overrides) for repo_id in self.hub_ids]
-        if not models and default_preset is not None:
+        headers: list[Checkpoint] = []
+        sources: list[Path | str] = [*self.configs, *self.hub_ids]
+        for source in sources:
+            loaded = self._load_source(source)
+            if isinstance(loaded, tuple):
+                headers.append(loaded[0])
+            else:
+                models.append(loaded)
+        if not models and not headers and default_preset is not None:
             models.append(load_preset(default_preset, self.overrides))
-        if not models:
+        if not models and not headers:
             raise UsageError(
                 "name a model with --preset NAME, --config FILE or --hf ORG/NAME "
                 "(see `costcalc presets`)"
             )
-        return models
+        return models, headers
+
+    def _load_source(self, source: Path | str) -> LoadedModel | tuple[Checkpoint]:
+        """One --config path or --hf id: its model, or (its checkpoint,) when costcalc has no
+        formula for it (a safetensors file or index; a folder of an unsupported family)."""
+        from dataclasses import replace
+
+        from costcalc.checkpoint import find_checkpoint, is_checkpoint_file, read_checkpoint
+        from costcalc.errors import UnsupportedModelError
+        from costcalc.hub import cached_config
+        from costcalc.loaders import load_file
+
+        if isinstance(source, Path) and is_checkpoint_file(source):
+            return (read_checkpoint(source),)
+        path = source if isinstance(source, Path) else cached_config(source).parent
+        try:
+            model = load_file(path, self.overrides)
+        except UnsupportedModelError:
+            found = find_checkpoint(path) if os.path.isdir(path) and not self.overrides else None
+            if found is None:
+                raise
+            return (found,)
+        return model if isinstance(source, Path) else replace(model, name=source)
 
 
 def takes_models(command: Callable[..., None]) -> Callable[..., None]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -60,13 +61,19 @@ def params(
     also the forward MACs and FLOPs; with --prompt and --generate, the cost of decoding with a
     KV cache.
     """
-    from costcalc.results import params_result
+    from costcalc.checkpoint_report import checkpoint_grid, checkpoint_view
+    from costcalc.results import header_only_record, params_result
 
     with user_errors():
         workload = workload_from(batch, length, causal, recompute, prompt, generate)
-        results = [params_result(model, workload) for model in models.load()]
-    data = [result.to_dict() for result in results]
-    emit(fmt, data[0] if len(data) == 1 else data, params_grids(results, explain))
+        loaded, headers = models.load_with_checkpoints()
+        results = [params_result(model, workload) for model in loaded]
+        views = [checkpoint_view(Path(cp.source).name, cp, None) for cp in headers]
+    data = [result.to_dict() for result in results] + [header_only_record(v) for v in views]
+    grids = params_grids(results, explain) if results else []
+    grids += [checkpoint_grid(r.checkpoint) for r in results if r.checkpoint is not None]
+    grids += [checkpoint_grid(view) for view in views]
+    emit(fmt, data[0] if len(data) == 1 else data, grids)
 
 
 def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
@@ -101,6 +108,7 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
         "Totals count tied weights once; the untied total gives the LM head a matrix of its own.",
         "Tying saves the output matrix V x E (an untied model would save it too); the percentage "
         "is how much larger the untied total is than the tied one.",
+        *(f"{r.model.name}: {note}" for r in results for note in r.model.notes),
     ]
     grids = [Grid("Parameters", ["", *names], rows, notes, emphasis)]
     if explain:

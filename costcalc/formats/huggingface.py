@@ -9,7 +9,7 @@ that text decoder, and says that the rest (the vision tower) is not counted.
 
 from __future__ import annotations
 
-from costcalc.errors import ConfigError, Problem
+from costcalc.errors import Problem, UnsupportedModelError
 from costcalc.files import Document
 from costcalc.formats.families import registry
 from costcalc.formats.hf_reader import Reader
@@ -46,7 +46,7 @@ def translate(doc: Document) -> Translation:
             notes=(note,),
         )
     shown = text_type if model_type is None and isinstance(text_type, str) else model_type
-    raise ConfigError(
+    raise UnsupportedModelError(
         doc.path,
         [
             Problem(
