@@ -7,12 +7,9 @@ evaluate it and compare with the count the formulas give.
 
 from __future__ import annotations
 
-from costcalc.params import (
-    ParamReport,
-    attention_params,
-    norm_params,
-)
+from costcalc.params import ParamReport, attention_params, ffn_params, norm_params
 from costcalc.spec import ModelSpec
+from costcalc.tensors import Tensor, ffn_tensors, mixer_tensors
 
 
 def _n(value: int) -> str:
@@ -45,7 +42,6 @@ def is_gpt2_block(spec: ModelSpec) -> bool:
 def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
     """Formula and substituted numbers for each row of the parameter report."""
     V, D, E, L = spec.vocab_rows, spec.d_model, spec.embed_width, spec.n_layers
-    H, K, d, h = spec.n_heads or 0, spec.kv_heads, spec.head_width, spec.ffn_width
     rows: dict[str, str] = {}
     rows["token_embedding"] = f"V x E = {_n(V)} x {_n(E)} = {_n(report.token_embedding)}"
     if spec.position == "learned":
@@ -57,43 +53,15 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         rows["embedding_projection"] = (
             f"2 x E x D = 2 x {_n(E)} x {_n(D)} = {_n(report.embedding_projection)}"
         )
-    qkv = (H + 2 * K) * d
-    attn_bias = (qkv if spec.qkv_bias else 0) + (D if spec.attn_out_bias else 0)
-    rows["attention"] = (
-        f"D x (H + 2K) x d + H x d x D + biases = {_n(D)} x {_n(qkv)} + {_n(H * d)} x {_n(D)}"
-        f" + {_n(attn_bias)} = {_n(attention_params(spec))}"
-    )
-    first = 2 * h if spec.gated else h
-    ffn_bias = first + D if spec.ffn_bias else 0
-    one_ffn = (
-        f"{_n(D)} x {_n(first)} + {_n(h)} x {_n(D)} + {_n(ffn_bias)}"
-        if ffn_bias
-        else f"{_n(D)} x {_n(first)} + {_n(h)} x {_n(D)}"
-    )
-    shape = "D x 2h + h x D" if spec.gated else "D x h + h x D"
-    if spec.moe_experts is None:
-        rows["ffn"] = f"{shape} + biases = {one_ffn} = {_n(report.ffn)}"
+    if report.embedding_norm:
+        rows["embedding_norm"] = f"{spec.norm} E = {_n(report.embedding_norm)}"
+    if report.per_block is None:
+        rows.update(_layered_rows(report))
     else:
-        X = spec.moe_experts
-        rows["ffn"] = (
-            f"X x ({shape} + biases) + D x X = {_n(X)} x ({one_ffn}) + {_n(D)} x {_n(X)}"
-            f" = {_n(report.ffn)}"
-        )
-    rows["norms"] = (
-        f"{spec.norms_per_block} x {spec.norm} {_n(norm_params(spec))} = {_n(report.norms)}"
-    )
-    if is_gpt2_block(spec):
-        rows["per_block"] = (
-            f"12d^2 + 13d, d = {_n(D)} => {_n(12 * D * D)} + {_n(13 * D)} = {_n(report.per_block)}"
-        )
-    else:
-        rows["per_block"] = (
-            f"attention + FFN + norms = {_n(report.attention)} + {_n(report.ffn)} + "
-            f"{_n(report.norms)} = {_n(report.per_block)}"
-        )
-    rows["blocks"] = f"L x block = {L} x {_n(report.per_block)} = {_n(report.blocks)}"
+        rows.update(block_rows(spec.stacks[0], L))
+    final_norm = report.final_norm
     rows["final_norm"] = (
-        f"{spec.norm} D = {_n(report.final_norm)}" if spec.final_norm else "no final norm = 0"
+        f"{spec.norm} D = {_n(final_norm)}" if spec.final_norm else "no final norm = 0"
     )
     head_weights = (
         "tied to the token table" if spec.tie_embeddings else f"V x E = {_n(V)} x {_n(E)}"
@@ -119,3 +87,73 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         else f"already untied = {_n(report.untied_total)}"
     )
     return rows
+
+
+def _tensor_sum(tensors: list[Tensor], total: int) -> str:
+    """Each tensor's shape multiplied out, summed: '1,024 x 896 + 128 + ... = total'."""
+    terms = [
+        " x ".join(_n(n) for n in (t.copies, *t.shape) if t.copies > 1 or n is not t.copies)
+        for t in tensors
+    ]
+    return " + ".join(terms) + f" = {_n(total)}"
+
+
+def _plain_attention(b: ModelSpec) -> bool:
+    return (
+        b.mixer == "attention"
+        and b.qk_norm == "none"
+        and not (b.attention_sinks or b.attention_gate)
+    )
+
+
+def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
+    """The per-block rows of a model whose blocks are all alike (``b`` is one of them)."""
+    D, H, K, d, h = b.d_model, b.n_heads or 0, b.kv_heads, b.head_width, b.expert_width
+    attention, ffn, norms = attention_params(b), ffn_params(b), b.norms_per_block * norm_params(b)
+    rows: dict[str, str] = {}
+    if _plain_attention(b):
+        qkv = (H + 2 * K) * d
+        attn_bias = (qkv if b.qkv_bias else 0) + (D if b.attn_out_bias else 0)
+        rows["attention"] = (
+            f"D x (H + 2K) x d + H x d x D + biases, H = {H}, K = {K}, d = {d} => "
+            f"{_n(D)} x {_n(qkv)} + {_n(H * d)} x {_n(D)} + {_n(attn_bias)} = {_n(attention)}"
+        )
+    else:
+        rows["attention"] = f"{b.mixer} tensors: " + _tensor_sum(mixer_tensors(b), attention)
+    first = 2 * h if b.gated else h
+    ffn_bias = first + D if b.ffn_bias else 0
+    one_ffn = f"{_n(D)} x {_n(first)} + {_n(h)} x {_n(D)}" + (
+        f" + {_n(ffn_bias)}" if ffn_bias else ""
+    )
+    shape = "D x 2h + h x D" if b.gated else "D x h + h x D"
+    if b.ffn == "none":
+        rows["ffn"] = "no FFN = 0"
+    elif b.moe_experts is None:
+        rows["ffn"] = f"{shape} + biases, h = {_n(h)} => {one_ffn} = {_n(ffn)}"
+    elif b.moe_shared_ffn_hidden is None and not b.moe_router_bias:
+        X = b.moe_experts
+        rows["ffn"] = (
+            f"X x ({shape} + biases) + D x X, X = {X}, h = {_n(h)} => "
+            f"{_n(X)} x ({one_ffn}) + {_n(D)} x {_n(X)} = {_n(ffn)}"
+        )
+    else:
+        rows["ffn"] = "experts, router and shared expert: " + _tensor_sum(ffn_tensors(b), ffn)
+    rows["norms"] = f"{b.norms_per_block} x {b.norm} {_n(norm_params(b))} = {_n(norms)}"
+    per_block = attention + ffn + norms
+    if is_gpt2_block(b):
+        rows["per_block"] = (
+            f"12d^2 + 13d, d = {_n(D)} => {_n(12 * D * D)} + {_n(13 * D)} = {_n(per_block)}"
+        )
+    else:
+        rows["per_block"] = (
+            f"attention + FFN + norms = {_n(attention)} + {_n(ffn)} + {_n(norms)} = {_n(per_block)}"
+        )
+    rows["blocks"] = f"L x block = {L} x {_n(per_block)} = {_n(L * per_block)}"
+    return rows
+
+
+def _layered_rows(report: ParamReport) -> dict[str, str]:
+    """Blocks that differ: each kind's layers x its block, summed."""
+    terms = " + ".join(f"{s.layers:,} x {_n(s.per_block)}" for s in report.stacks)
+    kinds = "; ".join(f"{s.kind}: {s.layers:,} layers" for s in report.stacks)
+    return {"blocks": f"sum over kinds of L x block ({kinds}) => {terms} = {_n(report.blocks)}"}

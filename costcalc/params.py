@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from costcalc.spec import ModelSpec
+from costcalc.spec import BLOCK_FIELDS, ModelSpec
 from costcalc.tensors import Tensor, ffn_tensors, mixer_tensors
 
 
@@ -140,22 +140,79 @@ def active_params(spec: ModelSpec) -> int:
 
 
 @dataclass(frozen=True)
-class ParamReport:
-    """Every parameter quantity of one model; the parts add up to ``total``."""
+class StackReport:
+    """One kind of block of a layered model: how many layers, and its parts per block."""
 
-    token_embedding: int
-    position_embedding: int
-    embedding_projection: int
+    kind: str
+    layers: int
     attention: int
     ffn: int
     norms: int
     per_block: int
+    blocks: int
+
+
+def stack_kind(stack: ModelSpec, stacks: tuple[ModelSpec, ...]) -> str:
+    """The block keys in which this kind differs from the others, in words."""
+    differing = [
+        name for name in BLOCK_FIELDS if len({getattr(other, name) for other in stacks}) > 1
+    ]
+    words = [_key_in_words(name, getattr(stack, name)) for name in differing]
+    return ", ".join(word for word in words if word) or "all blocks"
+
+
+def _key_in_words(name: str, value: object) -> str:
+    if name == "sliding_window":
+        return "full attention" if value is None else f"sliding window {value:,}"
+    if name == "attention_chunk":
+        return "unchunked" if value is None else f"chunks of {value:,}"
+    if name == "moe_experts":
+        return "dense FFN" if value is None else f"{value:,} experts"
+    if value is None or value is False:
+        return ""
+    return name.replace("_", " ") if value is True else f"{name.replace('_', ' ')} {value}"
+
+
+def stack_reports(spec: ModelSpec) -> tuple[StackReport, ...]:
+    """Each kind of block with its count and parts."""
+    stacks = spec.stacks
+    return tuple(
+        StackReport(
+            kind=stack_kind(stack, stacks),
+            layers=stack.n_layers,
+            attention=attention_params(stack),
+            ffn=ffn_params(stack),
+            norms=block_norm_params(stack),
+            per_block=block_params(stack),
+            blocks=stack.n_layers * block_params(stack),
+        )
+        for stack in stacks
+    )
+
+
+@dataclass(frozen=True)
+class ParamReport:
+    """Every parameter quantity of one model; the parts add up to ``total``.
+
+    ``attention``, ``ffn``, ``norms`` and ``per_block`` are per block when every block is built
+    alike, and None when they differ (``stacks`` gives each kind).
+    """
+
+    token_embedding: int
+    position_embedding: int
+    embedding_projection: int
+    embedding_norm: int
+    attention: int | None
+    ffn: int | None
+    norms: int | None
+    per_block: int | None
     blocks: int
     final_norm: int
     lm_head: int
     total: int
     untied_total: int
     active: int
+    stacks: tuple[StackReport, ...]
 
     @property
     def tying_saving(self) -> int:
@@ -172,18 +229,22 @@ class ParamReport:
 
 def param_report(spec: ModelSpec) -> ParamReport:
     """All parameter counts of ``spec``."""
+    stacks = stack_reports(spec)
+    one = stacks[0] if len(stacks) == 1 else None
     return ParamReport(
         token_embedding=token_embedding_params(spec),
         position_embedding=position_embedding_params(spec),
         embedding_projection=embedding_projection_params(spec),
-        attention=attention_params(spec),
-        ffn=ffn_params(spec),
-        norms=block_norm_params(spec),
-        per_block=block_params(spec),
+        embedding_norm=embedding_norm_params(spec),
+        attention=None if one is None else one.attention,
+        ffn=None if one is None else one.ffn,
+        norms=None if one is None else one.norms,
+        per_block=None if one is None else one.per_block,
         blocks=blocks_params(spec),
         final_norm=final_norm_params(spec),
         lm_head=lm_head_params(spec),
         total=total_params(spec),
         untied_total=untied_total_params(spec),
         active=active_params(spec),
+        stacks=stacks,
     )

@@ -21,6 +21,7 @@ from costcalc.cli.workload import (
 from costcalc.render import OutputFormat
 
 if TYPE_CHECKING:
+    from costcalc.params import ParamReport
     from costcalc.render import Grid
     from costcalc.results import ParamsResult
 
@@ -28,6 +29,7 @@ ROWS = (
     ("token_embedding", "token embedding"),
     ("position_embedding", "position embedding"),
     ("embedding_projection", "embedding projections"),
+    ("embedding_norm", "embedding norm"),
     ("attention", "  attention (per block)"),
     ("ffn", "  FFN (per block)"),
     ("norms", "  norms (per block)"),
@@ -85,12 +87,13 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
 
     names = [result.model.name for result in results]
     counts = [result.parameters for result in results]
+    optional = ("embedding_projection", "embedding_norm")
     shown = [
         (key, label)
         for key, label in ROWS
-        if key != "embedding_projection" or any(c.embedding_projection for c in counts)
+        if key not in optional or any(getattr(c, key) for c in counts)
     ]
-    rows = [[label, *(format_count(getattr(c, key)) for c in counts)] for key, label in shown]
+    rows = [[label, *(_cell(getattr(c, key)) for c in counts)] for key, label in shown]
     rows.append(
         [
             "tying saves",
@@ -110,7 +113,14 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
         "is how much larger the untied total is than the tied one.",
         *(f"{r.model.name}: {note}" for r in results for note in r.model.notes),
     ]
+    if any(c.per_block is None for c in counts):
+        notes.append("Blocks that differ are counted per kind in the block tables below.")
     grids = [Grid("Parameters", ["", *names], rows, notes, emphasis)]
+    grids += [
+        stack_grid(result.model.name, result.parameters)
+        for result in results
+        if result.parameters.per_block is None
+    ]
     if explain:
         for result in results:
             formulas = explain_rows(result.model.spec, result.parameters)
@@ -136,3 +146,39 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
     if computed:
         grids += compute_grids(names, computed)
     return grids
+
+
+def _cell(value: int | None) -> str:
+    """A count, or where blocks differ, a pointer to the block table."""
+    return "by kind, below" if value is None else f"{value:,}"
+
+
+def stack_grid(name: str, report: ParamReport) -> Grid:
+    """Each kind of block of a layered model: layers, parts per block, all of that kind."""
+    from costcalc.render import Grid
+
+    rows = [
+        [
+            s.kind,
+            f"{s.layers:,}",
+            f"{s.attention:,}",
+            f"{s.ffn:,}",
+            f"{s.norms:,}",
+            f"{s.per_block:,}",
+            f"{s.blocks:,}",
+        ]
+        for s in report.stacks
+    ]
+    rows.append(
+        [
+            "all blocks",
+            f"{sum(s.layers for s in report.stacks):,}",
+            "",
+            "",
+            "",
+            "",
+            f"{report.blocks:,}",
+        ]
+    )
+    header = ["block kind", "layers", "token mixer", "FFN", "norms", "per block", "all"]
+    return Grid(f"Blocks of {name}, by kind", header, rows, [], frozenset({len(rows) - 1}))
