@@ -137,6 +137,13 @@ class BlockFields(BaseModel):
             "Changes the tensor count, not the parameter count."
         ),
     )
+    ffn_act_params: Count = Field(
+        default=0,
+        description=(
+            "Learned scalars of the FFN's activation, each its own one-element tensor "
+            "(Apertus' xIELU: alpha_p and alpha_n, 2)."
+        ),
+    )
     moe_experts: Size | None = Field(
         default=None, description="Experts per block (mixture of experts); default: dense."
     )
@@ -554,6 +561,12 @@ def _one_ffn_width(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             f"ffn_hidden {hidden} contradicts ffn_mult {mult} (which means {mult * d}); "
             "give one of them",
         )
+
+
+@_rule("ffn", "ffn_act_params")
+def _activation_needs_ffn(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.ffn_act_params and spec.ffn == "none":
+        yield ("ffn_act_params", "a block without an FFN has no activation to learn")
 
 
 @_rule("ffn", "fused_gate_up")

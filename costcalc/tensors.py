@@ -21,6 +21,8 @@ Conventions, from the Hugging Face ``transformers`` modeling code (transformers 
   X x 2h x D and ``experts.down_proj`` of X x D x h, with X x 2h and X x D biases when the FFN has
   them) next to one router matrix X x D (plus X biases when ``moe_router_bias``); a shared expert
   is a dense FFN of its own width, optionally gated by a D -> 1 linear layer.
+- A learned activation keeps its scalars as one-element tensors (Apertus' xIELU: ``alpha_p``,
+  ``alpha_n``), ``ffn_act_params`` of them per FFN.
 - A tied LM head is the token table itself (no tensor of its own), as ``parameters()`` yields a
   shared tensor once.
 
@@ -195,8 +197,12 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
     if spec.ffn == "none":
         return []
     if spec.moe_experts is not None:
-        return moe_tensors(spec, spec.moe_experts)
-    return dense_ffn_tensors(spec, spec.ffn_width)
+        tensors = moe_tensors(spec, spec.moe_experts)
+    else:
+        tensors = dense_ffn_tensors(spec, spec.ffn_width)
+    if spec.ffn_act_params:
+        tensors.append(Tensor("mlp.act_fn.scalar", (1,), "ffn", copies=spec.ffn_act_params))
+    return tensors
 
 
 # --------------------------------------------------------------------------- blocks and model

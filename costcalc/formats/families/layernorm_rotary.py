@@ -1,0 +1,117 @@
+"""Hugging Face families with rotary positions and LayerNorm (weight and bias): starcoder2,
+stablelm, persimmon and nemotron.
+
+Each function reads the keys its ``transformers`` configuration class defines, with that class's
+defaults, and its docstring names the tensors the family's modeling code builds (transformers
+5.24, ``models/<family>/modeling_<family>.py``). Every one has ``embed_tokens`` (V x D), two
+LayerNorms per block (unless said otherwise), a final LayerNorm and an ``lm_head`` (V x D) without
+bias; D is ``hidden_size``, h ``intermediate_size``, H heads, K key/value heads, d the head width.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costcalc.formats.hf_reader import Reader, rotary_dim, standard_sizes
+
+
+def _rotary_layernorm(
+    r: Reader, *, kv_heads: int | None, head_dim: bool, tie: bool, factor: float
+) -> dict[str, Any]:
+    """The common part: sizes, K (``num_key_value_heads``, with the family's default), d
+    (``head_dim`` when the family reads it, else D / H), h, rotary on ``partial_rotary_factor``
+    of each head, LayerNorm, tying."""
+    fields = standard_sizes(r)
+    fields.update(
+        n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=kv_heads),
+        head_dim=r.value("head_dim", "head_dim", default=None) if head_dim else None,
+        position="rotary",
+        ffn_hidden=r.size("ffn_hidden", "intermediate_size"),
+        fused_qkv=False,
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=tie),
+    )
+    fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), factor)
+    return fields
+
+
+def starcoder2(r: Reader) -> dict[str, Any]:
+    """Starcoder2ForCausalLM: ``self_attn.q_proj`` (D x H d), ``k_proj``/``v_proj``
+    (D x K d), ``o_proj`` (H d x D), a plain MLP ``mlp.c_fc`` (D x h), ``mlp.c_proj`` (h x D),
+    every linear with a bias when ``use_bias`` (default true); ``input_layernorm``,
+    ``post_attention_layernorm``, final ``norm``; 2 key/value heads unless given; every layer
+    attends within ``sliding_window`` (default none); tied by default."""
+    fields = _rotary_layernorm(r, kv_heads=2, head_dim=True, tie=True, factor=1.0)
+    bias = r.value(("qkv_bias", "attn_out_bias", "ffn_bias"), "use_bias", default=True)
+    fields.update(
+        qkv_bias=bias,
+        attn_out_bias=bias,
+        ffn_bias=bias,
+        sliding_window=r.value("sliding_window", "sliding_window", default=None),
+    )
+    return fields
+
+
+def stablelm(r: Reader) -> dict[str, Any]:
+    """StableLmForCausalLM (StableLM 2): ``self_attn.q_proj`` (D x D), ``k_proj``/``v_proj``
+    (D x K d), biases when ``use_qkv_bias`` (default false), ``o_proj`` (D x D, no bias); a
+    SwiGLU MLP ``gate_proj``, ``up_proj`` (D x h), ``down_proj`` (h x D), no biases;
+    ``input_layernorm`` and, unless ``use_parallel_residual``, ``post_attention_layernorm``;
+    final ``norm``; d = D / H, 32 key/value heads unless given; rotary on
+    ``partial_rotary_factor`` (default 0.25); untied by default. ``qk_layernorm`` (a bias-free
+    LayerNorm per head beside the blocks' biased ones) is refused."""
+    fields = _rotary_layernorm(r, kv_heads=32, head_dim=False, tie=False, factor=0.25)
+    if r.flag("qk_layernorm", False):
+        r.unsupported("qk_layernorm", "bias-free LayerNorms per head on queries and keys")
+    parallel = r.flag("use_parallel_residual", False)
+    fields.update(
+        qkv_bias=r.value("qkv_bias", "use_qkv_bias", default=False),
+        attn_out_bias=False,
+        ffn="swiglu",
+        ffn_bias=False,
+        norms_per_block=1 if parallel else 2,
+    )
+    if parallel:
+        r.key_names["norms_per_block"] = r.name("use_parallel_residual")
+    return fields
+
+
+def persimmon(r: Reader) -> dict[str, Any]:
+    """PersimmonForCausalLM: fused ``self_attn.query_key_value`` (D x 3D + 3D), ``dense``
+    (D x D + D), with ``qk_layernorm`` (default true) a LayerNorm of d on queries and on keys
+    (``q_layernorm``, ``k_layernorm``, weight and bias); a plain MLP ``dense_h_to_4h``
+    (D x h + h), ``dense_4h_to_h`` (h x D + D); ``input_layernorm``,
+    ``post_attention_layernorm``, ``final_layernorm``; d = D / H, no key/value grouping; rotary
+    on ``partial_rotary_factor`` (default 0.5); untied by default."""
+    fields = _rotary_layernorm(r, kv_heads=None, head_dim=False, tie=False, factor=0.5)
+    fields["n_kv_heads"] = None
+    r.key_names.pop("n_kv_heads", None)
+    fields["fused_qkv"] = True
+    if r.flag("qk_layernorm", True):
+        fields["qk_norm"] = "head"
+        r.key_names["qk_norm"] = r.name("qk_layernorm")
+    return fields
+
+
+def nemotron(r: Reader) -> dict[str, Any]:
+    """NemotronForCausalLM (Nemotron, Minitron): ``self_attn.q_proj`` (D x H d),
+    ``k_proj``/``v_proj`` (D x K d), ``o_proj`` (H d x D), biases when ``attention_bias``; a
+    plain MLP ``up_proj`` (D x h), ``down_proj`` (h x D), biases when ``mlp_bias``; LayerNorm1P
+    (weight and bias) ``input_layernorm``, ``post_attention_layernorm``, final ``norm``; d is
+    ``head_dim`` or D / H, K ``num_key_value_heads`` or H; rotary on ``partial_rotary_factor``
+    (default 0.5); untied by default."""
+    fields = _rotary_layernorm(r, kv_heads=None, head_dim=True, tie=False, factor=0.5)
+    bias = r.value(("qkv_bias", "attn_out_bias"), "attention_bias", default=False)
+    fields.update(
+        qkv_bias=bias,
+        attn_out_bias=bias,
+        ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
+    )
+    return fields
+
+
+FAMILIES = {
+    "nemotron": nemotron,
+    "persimmon": persimmon,
+    "stablelm": stablelm,
+    "starcoder2": starcoder2,
+}

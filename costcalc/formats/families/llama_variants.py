@@ -1,0 +1,135 @@
+"""Hugging Face families that are Llama with a twist: granite, helium, seed_oss, arcee, apertus,
+cohere and cohere2.
+
+Each function reads the keys its ``transformers`` configuration class defines, with that class's
+defaults, and its docstring names what the family's modeling code builds beyond the shared
+layout of :func:`~costcalc.formats.families.llama.llama_layout` (transformers 5.24,
+``models/<family>/modeling_<family>.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costcalc.formats import hf_layers
+from costcalc.formats.families.llama import llama, llama_layout
+from costcalc.formats.hf_reader import Reader
+
+
+def _attention_bias(r: Reader, fields: dict[str, Any], default: bool = False) -> None:
+    """q/k/v/o all carry a bias when ``attention_bias``."""
+    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
+        ("qkv_bias", "attn_out_bias"), "attention_bias", default=default
+    )
+
+
+def granite(r: Reader) -> dict[str, Any]:
+    """GraniteForCausalLM: Llama's tensors exactly (q/k/v/o bias when ``attention_bias``,
+    gate/up/down bias when ``mlp_bias``, untied by default); its multipliers
+    (``embedding_multiplier``, ``residual_multiplier``, ``attention_multiplier``,
+    ``logits_scaling``) scale activations and hold no parameters."""
+    return llama(r)
+
+
+def helium(r: Reader) -> dict[str, Any]:
+    """HeliumForCausalLM: the shared layout with ``head_dim`` 128 and 20 key/value heads unless
+    given, a bias on q/k/v when ``attention_bias`` (``o_proj`` never has one), gate/up/down bias
+    when ``mlp_bias``; untied by default. (``o_proj`` is built D x D: H d must equal D for the
+    model to run.)"""
+    fields = llama_layout(r, kv_heads=20, head_dim=128)
+    fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", default=False)
+    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    return fields
+
+
+def seed_oss(r: Reader) -> dict[str, Any]:
+    """SeedOssForCausalLM: the shared layout with ``head_dim`` 128 and 8 key/value heads unless
+    given, a bias on q/k/v when ``attention_bias`` (default TRUE), on ``o_proj`` when
+    ``attention_out_bias`` (default false), on gate/up/down when ``mlp_bias``; untied by
+    default."""
+    fields = llama_layout(r, kv_heads=8, head_dim=128)
+    fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", default=True)
+    fields["attn_out_bias"] = r.value("attn_out_bias", "attention_out_bias", default=False)
+    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    return fields
+
+
+def arcee(r: Reader) -> dict[str, Any]:
+    """ArceeForCausalLM (AFM): the shared attention and norms, but a PLAIN MLP: ``up_proj``
+    (D x h) and ``down_proj`` (h x D), bias when ``mlp_bias``, activation ``hidden_act``
+    (default relu2, no parameters); q/k/v/o bias when ``attention_bias``; untied by default."""
+    fields = llama_layout(r, act="relu2")
+    _attention_bias(r, fields)
+    fields["ffn"] = "mlp"
+    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    return fields
+
+
+def apertus(r: Reader) -> dict[str, Any]:
+    """ApertusForCausalLM: the shared attention with an RMSNorm of head_dim on queries and keys
+    (``q_norm``, ``k_norm``), q/k/v/o bias when ``attention_bias``; a PLAIN MLP without biases,
+    ``up_proj`` (D x h), ``down_proj`` (h x D); its xIELU activation (``hidden_act`` xielu, the
+    default) learns two scalars per layer, ``act_fn.alpha_p`` and ``act_fn.alpha_n``; norms
+    ``attention_layernorm`` and ``feedforward_layernorm``; untied by default."""
+    fields = llama_layout(r, act="xielu")
+    _attention_bias(r, fields)
+    act = r.value("ffn_act_params", "hidden_act", default="xielu")
+    fields.update(ffn="mlp", qk_norm="head", ffn_act_params=2 if act == "xielu" else 0)
+    return fields
+
+
+def cohere(r: Reader) -> dict[str, Any]:
+    """CohereForCausalLM (Command R, Aya 23): the shared projections, but ONE
+    ``input_layernorm`` per block (attention and MLP in parallel) and a final ``norm``, both
+    LayerNorms with a weight and no bias; with ``use_qk_norm`` a LayerNorm on queries (H x d)
+    and keys (K x d), weights only; q/k/v/o bias when ``attention_bias``; tied by default."""
+    fields = _cohere_layout(r)
+    if r.flag("use_qk_norm", False):
+        fields["qk_norm"] = "full"
+        r.key_names["qk_norm"] = r.name("use_qk_norm")
+    return fields
+
+
+def cohere2(r: Reader) -> dict[str, Any]:
+    """Cohere2ForCausalLM (Command R7B): Cohere's block without q/k norms; ``head_dim`` is
+    always D / H. Layers attend within ``sliding_window`` (default 4,096) where ``layer_types``
+    says ``sliding_attention``; without it, every ``sliding_window_pattern``-th layer (default
+    4) is full and the others slide."""
+    fields = _cohere_layout(r)
+    fields["head_dim"] = None
+    r.key_names.pop("head_dim", None)
+    window = r.value("sliding_window", "sliding_window", default=4096)
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return fields
+    blocks = hf_layers.attention_windows(window)
+    listed = hf_layers.layer_types(r, n)
+    if listed is not None:
+        hf_layers.apply(r, fields, hf_layers.runs(listed), blocks)
+        return fields
+    period = r.value("layers", "sliding_window_pattern", default=4)
+    if isinstance(period, bool) or not isinstance(period, int) or period < 1:
+        r.fail("sliding_window_pattern", f"expected a whole number, 1 or more (got {period!r})")
+        return fields
+    pattern = [("sliding_attention", period - 1), ("full_attention", 1)]
+    fields["layers"] = hf_layers.cycle(n, pattern, blocks)
+    return fields
+
+
+def _cohere_layout(r: Reader) -> dict[str, Any]:
+    """Command R's block: the shared projections, one weight-only LayerNorm per block, tied."""
+    fields = llama_layout(r, tie=True)
+    _attention_bias(r, fields)
+    fields.update(norm="layernorm", norm_bias=False, norms_per_block=1)
+    return fields
+
+
+FAMILIES = {
+    "apertus": apertus,
+    "arcee": arcee,
+    "cohere": cohere,
+    "cohere2": cohere2,
+    "granite": granite,
+    "helium": helium,
+    "seed_oss": seed_oss,
+}

@@ -1,0 +1,96 @@
+"""Settings of the gpt_classic, layernorm_rotary and llama_variants families that the golden
+models do not exercise: layer patterns given other ways, optional norms and refused settings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from costcalc.errors import ConfigError
+from costcalc.loaders import load_file
+from costcalc.params import param_report
+from costcalc.spec import ModelSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def spec_of(tmp_path: Path, fixture: str, **changes: Any) -> ModelSpec:
+    """The spec of a fixture config with keys changed (``...`` deletes a key)."""
+    data = json.loads((ROOT / "tests" / "fixtures" / "hf" / f"{fixture}.json").read_text())
+    for key, value in changes.items():
+        if value is ...:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    return load_file(path).spec
+
+
+def windows(spec: ModelSpec) -> list[tuple[int, int | None]]:
+    return [(stack.n_layers, stack.sliding_window) for stack in spec.stacks]
+
+
+def test_cohere2_every_nth_layer_is_full(tmp_path: Path) -> None:
+    # Cohere2Config: layer i slides unless (i + 1) % sliding_window_pattern == 0.
+    spec = spec_of(tmp_path, "c4ai-command-r7b", sliding_window_pattern=3, num_hidden_layers=10)
+    assert windows(spec) == [(7, 4096), (3, None)]  # layers 2, 5, 8 are full
+
+
+def test_cohere2_layer_types_win_over_the_pattern(tmp_path: Path) -> None:
+    kinds = ["full_attention"] * 30 + ["sliding_attention"] * 2
+    spec = spec_of(tmp_path, "c4ai-command-r7b", layer_types=kinds)
+    assert windows(spec) == [(30, None), (2, 4096)]
+
+
+def test_gpt_neo_attention_types_are_groups(tmp_path: Path) -> None:
+    types = [[["global"], 2], [["local", "local", "global"], 2], [["local"], 4]]
+    spec = spec_of(tmp_path, "gpt-neo-125m", attention_types=types)
+    assert windows(spec) == [(4, None), (8, 256)]
+    assert spec.layers is not None and len(spec.layers) == 3
+
+
+def test_gpt_neo_all_global_is_flat(tmp_path: Path) -> None:
+    spec = spec_of(tmp_path, "gpt-neo-125m", attention_types=[[["global"], 12]])
+    assert spec.layers is None and spec.sliding_window is None
+
+
+def test_gpt_neo_attention_types_must_cover_the_layers(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="gives 10 layers, but the model has 12"):
+        spec_of(tmp_path, "gpt-neo-125m", attention_types=[[["global", "local"], 5]])
+
+
+def test_cohere_qk_norm_adds_a_weight_per_head(tmp_path: Path) -> None:
+    plain = param_report(spec_of(tmp_path, "aya-23-8b")).total
+    normed = param_report(spec_of(tmp_path, "aya-23-8b", use_qk_norm=True)).total
+    assert normed - plain == 32 * (32 + 8) * 128  # L (H + K) d, weights only
+
+
+def test_apertus_without_xielu_learns_no_scalars(tmp_path: Path) -> None:
+    xielu = param_report(spec_of(tmp_path, "apertus-8b")).total
+    relu2 = param_report(spec_of(tmp_path, "apertus-8b", hidden_act="relu2")).total
+    assert xielu - relu2 == 32 * 2  # alpha_p and alpha_n in every layer
+
+
+def test_bigcode_without_multi_query_is_gpt2_attention(tmp_path: Path) -> None:
+    spec = spec_of(tmp_path, "starcoderbase-1b", multi_query=False)
+    assert spec.kv_heads == spec.n_heads == 16
+
+
+@pytest.mark.parametrize(
+    ("fixture", "changes", "key"),
+    [
+        ("mpt-7b", {"expansion_ratio": 8}, "expansion_ratio"),
+        ("mpt-7b", {"no_bias": False}, "no_bias"),
+        ("stablelm-2-1.6b", {"qk_layernorm": True}, "qk_layernorm"),
+        ("starcoderbase-1b", {"add_cross_attention": True}, "add_cross_attention"),
+    ],
+)
+def test_settings_transformers_cannot_build_are_refused(
+    tmp_path: Path, fixture: str, changes: dict[str, Any], key: str
+) -> None:
+    with pytest.raises(ConfigError, match=f"{key}.*not supported"):
+        spec_of(tmp_path, fixture, **changes)
