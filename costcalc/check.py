@@ -218,9 +218,17 @@ def check_file(path: str | Path, limits: Limits) -> FileReport:
         return FileReport(name, sorted(exc.problems, key=_by_line))
     except CostcalcError as exc:
         return FileReport(name, [Problem("", str(exc))])
-    count = total_params(model.spec)
+    except (MemoryError, RecursionError):  # a file that exhausts the checker fails alone
+        return FileReport(name, [Problem("", _EXHAUSTING)])
+    try:
+        count = total_params(model.spec)
+    except (MemoryError, RecursionError):
+        return FileReport(name, [Problem("", _EXHAUSTING)], model)
     findings = limit_problems(model, count, doc, limits)
     return FileReport(name, findings, model, count)
+
+
+_EXHAUSTING = "the model is too large to check (it exhausted memory or the stack)"
 
 
 def limit_problems(model: LoadedModel, count: int, doc: Document, limits: Limits) -> list[Problem]:
