@@ -8,17 +8,17 @@ both are checked, each finding naming where its limit was set.
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 from costcalc.compute import position_limit
 from costcalc.config import Budget
 from costcalc.errors import ConfigError, CostcalcError, FileReadError, Problem
-from costcalc.files import Document, read_document
+from costcalc.files import Document, os_reason, read_document
 from costcalc.loaders import LoadedModel, load_document
 from costcalc.params import total_params
 from costcalc.units import dtype_bytes, format_bytes
@@ -70,53 +70,140 @@ class FileReport:
 
 
 def check_paths(arguments: Sequence[str], limits: Limits) -> list[FileReport]:
-    """Check every config file the arguments name (files, directories, globs), in order."""
+    """Check every config file the arguments name (files, directories, globs), in order; a file
+    reached twice (by two paths or through a link) is checked once."""
     reports: list[FileReport] = []
-    seen: set[str] = set()
+    seen: set[object] = set()
     for path, problem in config_files(arguments):
-        if path in seen:
+        identity = _identity(path)
+        if identity in seen:
             continue
-        seen.add(path)
+        seen.add(identity)
         reports.append(FileReport(path, [problem]) if problem else check_file(path, limits))
     return reports
 
 
+def _identity(path: str) -> object:
+    """What a file is, whatever the path to it: its device and inode, else the path itself."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return path
+    return info.st_dev, info.st_ino
+
+
 def config_files(arguments: Sequence[str]) -> Iterator[tuple[str, Problem | None]]:
-    """Each file to check, or an argument that names none with the reason why.
+    """Each file to check, or a path that gives none with the reason why.
 
     A directory is searched recursively for *.yaml, *.yml and *.json, skipping hidden files
     and directories; a glob (``configs/**/*.json``) is expanded. A directory or glob that
-    yields no file is a finding, so a CI gate never passes by checking nothing. Anything
-    else is checked as a file (a missing or unreadable one becomes that file's finding).
+    yields no file, and a directory that cannot be listed, are findings, so a CI gate never
+    passes by checking nothing. Anything else is checked as a file (a missing or unreadable
+    one becomes that file's finding).
     """
     for argument in arguments:
         if os.path.isdir(argument):
-            found = _directory_configs(argument)
-            if not found:
-                suffixes = ", ".join(f"*{suffix}" for suffix in CONFIG_SUFFIXES)
-                yield argument, Problem("", f"directory holds no config files ({suffixes})")
-            for path in found:
-                yield path, None
-        elif _GLOB_CHARS & set(argument) and not os.path.exists(argument):
-            matches = sorted(glob.glob(argument, recursive=True))
+            yield from _directory_configs(argument)
+        elif _GLOB_CHARS & set(argument) and not os.path.lexists(argument):
+            matches = list(_glob(argument))
             if not matches:
                 yield argument, Problem("", "no file matches this pattern")
-            for match in matches:
-                yield from config_files([match])
+            for match, problem in sorted(matches, key=lambda pair: pair[0]):
+                yield from [(match, problem)] if problem else config_files([match])
         else:
             yield argument, None
 
 
-def _directory_configs(directory: str) -> list[str]:
-    found = []
-    for root, dirs, files in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found += [
-            os.path.join(root, name)
-            for name in sorted(files)
-            if not name.startswith(".") and name.lower().endswith(CONFIG_SUFFIXES)
-        ]
-    return found
+def _directory_configs(top: str) -> Iterator[tuple[str, Problem | None]]:
+    """The config files under ``top``, depth first in name order, without recursion; each
+    directory is entered once (so a symbolic-link cycle ends) and one that cannot be listed
+    is a finding."""
+    found = False
+    entered: set[object] = set()
+    stack = [top]
+    while stack:
+        directory = stack.pop()
+        if _entered_before(directory, entered):
+            continue
+        try:
+            files, subdirectories = _listing(directory, hidden=False)
+        except OSError as exc:
+            found = True
+            yield directory, _unlistable(exc)
+            continue
+        for name in files:
+            if name.lower().endswith(CONFIG_SUFFIXES):
+                found = True
+                yield os.path.join(directory, name), None
+        stack += [os.path.join(directory, name) for name in reversed(subdirectories)]
+    if not found:
+        suffixes = ", ".join(f"*{suffix}" for suffix in CONFIG_SUFFIXES)
+        yield top, Problem("", f"directory holds no config files ({suffixes})")
+
+
+def _entered_before(directory: str, entered: set[object], *key: object) -> bool:
+    """Whether ``directory`` (by identity, whatever the path) with ``key`` is in ``entered``;
+    adds it."""
+    identity = (_identity(directory), *key)
+    if identity in entered:
+        return True
+    entered.add(identity)
+    return False
+
+
+def _listing(directory: str, hidden: bool) -> tuple[list[str], list[str]]:
+    """The names of the files and of the subdirectories of ``directory``, sorted; names
+    starting with ``.`` only when ``hidden``."""
+    with os.scandir(directory) as entries:
+        shown = sorted(
+            (entry for entry in entries if hidden or not entry.name.startswith(".")),
+            key=lambda entry: entry.name,
+        )
+    is_directory = [entry.is_dir() for entry in shown]
+    return (
+        [entry.name for entry, is_dir in zip(shown, is_directory, strict=True) if not is_dir],
+        [entry.name for entry, is_dir in zip(shown, is_directory, strict=True) if is_dir],
+    )
+
+
+def _unlistable(exc: OSError) -> Problem:
+    return Problem("", f"cannot list this directory: {os_reason(exc)}")
+
+
+def _glob(pattern: str) -> Iterator[tuple[str, Problem | None]]:
+    """The paths ``pattern`` matches (``*``, ``?`` and ``[...]`` within a name; ``**`` any
+    depth of directories), without recursion; hidden names match only a part starting with
+    ``.``. Each directory is searched once per part of the pattern, so a link cycle ends; one
+    that cannot be listed is a finding."""
+    parts = [part for part in pattern.split(os.sep) if part]
+    stack = [(os.sep if pattern.startswith(os.sep) else "", 0)]
+    searched: set[object] = set()
+    while stack:
+        path, index = stack.pop()
+        if index == len(parts):
+            yield path, None
+            continue
+        part = parts[index]
+        if not _GLOB_CHARS & set(part):
+            if os.path.lexists(os.path.join(path, part)):
+                stack.append((os.path.join(path, part), index + 1))
+            continue
+        if _entered_before(path or os.curdir, searched, index):
+            continue
+        try:
+            files, subdirectories = _listing(path or os.curdir, hidden=part.startswith("."))
+        except OSError as exc:
+            yield path, _unlistable(exc)
+            continue
+        if part == "**":
+            stack.append((path, index + 1))
+            stack += [(os.path.join(path, name), index) for name in subdirectories]
+        else:
+            last = index + 1 == len(parts)
+            names = [*files, *subdirectories] if last else subdirectories
+            stack += [
+                (os.path.join(path, name), index + 1) for name in names if fnmatchcase(name, part)
+            ]
 
 
 def check_file(path: str | Path, limits: Limits) -> FileReport:
@@ -131,9 +218,17 @@ def check_file(path: str | Path, limits: Limits) -> FileReport:
         return FileReport(name, sorted(exc.problems, key=_by_line))
     except CostcalcError as exc:
         return FileReport(name, [Problem("", str(exc))])
-    count = total_params(model.spec)
+    except (MemoryError, RecursionError):  # a file that exhausts the checker fails alone
+        return FileReport(name, [Problem("", _EXHAUSTING)])
+    try:
+        count = total_params(model.spec)
+    except (MemoryError, RecursionError):
+        return FileReport(name, [Problem("", _EXHAUSTING)], model)
     findings = limit_problems(model, count, doc, limits)
     return FileReport(name, findings, model, count)
+
+
+_EXHAUSTING = "the model is too large to check (it exhausted memory or the stack)"
 
 
 def limit_problems(model: LoadedModel, count: int, doc: Document, limits: Limits) -> list[Problem]:

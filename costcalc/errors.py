@@ -7,7 +7,24 @@ never shows a traceback for one of these.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
+
+_UNSHOWN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+"""Unicode categories never printed as they are: controls, format characters (bidi overrides),
+unpaired surrogates (a file name that is not UTF-8) and line or paragraph separators."""
+
+
+def shown(text: str) -> str:
+    """``text`` safe to print anywhere: every character of :data:`_UNSHOWN` escaped as Python
+    writes it (``\\n``, ``\\x1b``, ``\\u202e``, ``\\udce9``), so a name can neither break a line,
+    drive a terminal, nor fail to encode."""
+    if text.isprintable():
+        return text
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) in _UNSHOWN else ch
+        for ch in text
+    )
 
 
 class CostcalcError(Exception):
@@ -26,7 +43,8 @@ class Problem:
 
     def __str__(self) -> str:
         where = f" (line {self.line})" if self.line is not None else ""
-        return f"{self.field}{where}: {self.message}" if self.field else self.message
+        message = shown(self.message)
+        return f"{shown(self.field)}{where}: {message}" if self.field else message
 
 
 class ConfigError(CostcalcError, ValueError):
@@ -36,7 +54,7 @@ class ConfigError(CostcalcError, ValueError):
         self.source = source
         self.problems = problems
         lines = "\n".join(f"  {p}" for p in problems)
-        super().__init__(f"{source}: invalid model config\n{lines}")
+        super().__init__(f"{shown(source)}: invalid model config\n{lines}")
 
 
 class UnsupportedModelError(ConfigError):
@@ -52,7 +70,7 @@ class FileReadError(CostcalcError, OSError):
         self.reason = reason
         self.line = line
         where = f":{line}" if line is not None else ""
-        super().__init__(f"{path}{where}: {reason}")
+        super().__init__(f"{shown(path)}{where}: {shown(reason)}")
 
 
 class UnknownPresetError(CostcalcError, KeyError):
@@ -63,7 +81,7 @@ class UnknownPresetError(CostcalcError, KeyError):
         self.known = known
         self.suggestion = suggestion
         hint = f" Did you mean '{suggestion}'?" if suggestion else ""
-        super().__init__(f"unknown preset '{name}'.{hint} Presets: {', '.join(known)}")
+        super().__init__(f"unknown preset '{shown(name)}'.{hint} Presets: {', '.join(known)}")
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
@@ -90,10 +108,20 @@ class HubCacheError(CostcalcError, FileNotFoundError):
         self.cache = cache
         self.reason = reason
         super().__init__(
-            f"{repo_id}: {reason} (looked in {cache}). costcalc never downloads; fetch the file "
-            f"with `huggingface-cli download {repo_id} config.json` (or `hf download "
-            f"{repo_id} config.json`), or pass a local file with --config"
+            f"{repo_id}: {shown(reason)} (looked in {shown(cache)}). costcalc never downloads; "
+            f"fetch the file with `huggingface-cli download {repo_id} config.json` (or "
+            f"`hf download {repo_id} config.json`), or pass a local file with --config"
         )
+
+
+class OutputError(CostcalcError):
+    """Standard output that cannot be written (a full device, a closed pipe).
+
+    Deliberately not an OSError: click would take a closed pipe for a quiet exit."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"cannot write the output: {reason}")
 
 
 class RangeError(CostcalcError, ValueError):

@@ -2,6 +2,8 @@
 
 A :class:`Grid` is a titled table of strings; every command builds grids from its result
 objects and hands them here, so all commands render the same way. JSON never goes through Rich.
+Whatever the content, output cannot fail on it: text is shown with control characters escaped
+(:func:`costcalc.errors.shown`), never read as Rich markup, and JSON is pure ASCII.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
 from typing import Any
+
+from costcalc.errors import shown
 
 
 class OutputFormat(StrEnum):
@@ -38,8 +42,9 @@ class Grid:
 
 
 def to_json(data: Any) -> str:
-    """Machine-clean JSON with integers kept exact."""
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    """Machine-clean JSON with integers kept exact; ASCII, so any terminal can take it and an
+    unpaired surrogate (a file name that is not UTF-8) is written as its escape."""
+    return json.dumps(data, indent=2)
 
 
 def ratio_dict(value: Fraction) -> dict[str, Any]:
@@ -57,7 +62,7 @@ def ratio_dict(value: Fraction) -> dict[str, Any]:
 def to_markdown(grids: Sequence[Grid]) -> str:
     """GitHub-flavoured Markdown tables."""
     parts = []
-    for grid in grids:
+    for grid in map(_shown_grid, grids):
         lines = [f"### {grid.title}", ""]
         lines.append("| " + " | ".join(grid.columns) + " |")
         aligns = ["---"] + ["---:"] * (len(grid.columns) - 1)
@@ -73,7 +78,7 @@ def to_csv(grids: Sequence[Grid]) -> str:
     """Every grid as CSV: a header row, then its rows, each led by the grid's title."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    for grid in grids:
+    for grid in map(_shown_grid, grids):
         writer.writerow(["table", *grid.columns])
         for row in grid.rows:
             writer.writerow([grid.title, *row])
@@ -84,18 +89,31 @@ def print_grids(grids: Sequence[Grid]) -> None:
     """Rich tables on standard output."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = Console()
-    for grid in grids:
-        table = Table(title=grid.title, title_justify="left", title_style="bold")
+    for grid in map(_shown_grid, grids):
+        table = Table(title=Text(grid.title), title_justify="left", title_style="bold")
         for index, name in enumerate(grid.columns):
             cells = [row[index] for row in grid.rows]
-            table.add_column(name, justify="right" if index and _numeric(cells) else "left")
+            table.add_column(Text(name), justify="right" if index and _numeric(cells) else "left")
         for index, row in enumerate(grid.rows):
-            table.add_row(*row, style="bold" if index in grid.emphasis else None)
+            style = "bold" if index in grid.emphasis else None
+            table.add_row(*map(Text, row), style=style)
         console.print(table)
         for note in grid.notes:
-            console.print(note, highlight=False)
+            console.print(Text(note))
+
+
+def _shown_grid(grid: Grid) -> Grid:
+    """``grid`` with every piece of text shown safely (names come from users' files)."""
+    return Grid(
+        shown(grid.title),
+        [shown(name) for name in grid.columns],
+        [[shown(cell) for cell in row] for row in grid.rows],
+        [shown(note) for note in grid.notes],
+        grid.emphasis,
+    )
 
 
 def _numeric(cells: Sequence[str]) -> bool:

@@ -41,6 +41,10 @@ _BYTE_SUFFIXES: dict[str, int] = {
     "tib": 2**40,
 }
 _COUNT_SUFFIXES: dict[str, int] = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
+MAX_DIGITS = 100
+"""Most digits a size may be written with, in a config or on the command line (Python refuses
+to convert a number past 4,300 digits anyway)."""
+
 _QUANTITY = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*")
 
 
@@ -55,10 +59,12 @@ def check_dtype(dtype: str) -> str:
 
 
 def format_bytes(n: int, system: UnitSystem = "si") -> str:
-    """``n`` bytes in the largest unit of ``system`` that keeps the value >= 1, two decimals."""
+    """``n`` bytes in the largest unit of ``system`` that keeps the value >= 1, two decimals
+    rounded half up, in integer arithmetic (exact at any size)."""
     for name, size in SI_UNITS if system == "si" else IEC_UNITS:
         if n >= size:
-            return f"{n / size:,.2f} {name}"
+            hundredths = (n * 100 + size // 2) // size
+            return f"{hundredths // 100:,}.{hundredths % 100:02d} {name}"
     return f"{n:,} B"
 
 
@@ -79,6 +85,9 @@ def _parse(text: str, suffixes: dict[str, int], what: str, example: str) -> int:
     if match is None or factor is None:
         units = ", ".join(s for s in suffixes if s) or "none"
         raise UsageError(f"'{text}' is not a {what} (expected e.g. {example}; suffixes: {units})")
+    digits = len(match.group(1)) - ("." in match.group(1))
+    if digits > MAX_DIGITS:
+        raise UsageError(f"a {what} of {digits:,} digits; a {what} has at most {MAX_DIGITS}")
     value = Fraction(match.group(1)) * factor
     if value.denominator != 1:
         raise UsageError(f"'{text}' is not a whole number of {what}s")

@@ -213,7 +213,7 @@ CASES: list[tuple[str, str, str | bytes, int | None, str]] = [
         "huge.yaml",
         "# " + "x" * (2 * 1024 * 1024) + "\n",
         None,
-        "file is 2,097,155 bytes; a config over 1,048,576 is refused",
+        "file is 2,097,155 bytes; a file over 1,048,576 is refused",
     ),
 ]
 
@@ -277,7 +277,7 @@ def test_huge_file_is_refused_before_it_is_read(cli: Invoke, tmp_path: Path) -> 
         handle.truncate(64 * 2**30)
     start = time.perf_counter()
     _expect_everywhere(
-        cli, path, None, "file is 68,719,476,736 bytes; a config over 1,048,576 is refused"
+        cli, path, None, "file is 68,719,476,736 bytes; a file over 1,048,576 is refused"
     )
     assert time.perf_counter() - start < 5
 

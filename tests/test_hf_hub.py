@@ -28,7 +28,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def cache_model(
-    hub: Path, repo_id: str, fixture: str, revision: str = "0123abcd", ref: bool = True
+    hub: Path, repo_id: str, fixture: str, revision: str = "0123abcd" * 5, ref: bool = True
 ) -> Path:
     """Lay out one model the way huggingface_hub does; the snapshot's config.json is returned."""
     repo = hub / f"models--{repo_id.replace('/', '--')}"
@@ -81,7 +81,7 @@ def test_hf_home_and_default_cache(
 def test_refs_main_chooses_the_snapshot(tmp_path: Path) -> None:
     hub = tmp_path / "hub"
     cache_model(hub, "org/model", "gpt2", revision="old", ref=False)
-    newest = cache_model(hub, "org/model", "gpt2-medium", revision="new")
+    newest = cache_model(hub, "org/model", "gpt2-medium", revision="e" * 40)
     assert cached_config("org/model", {"HF_HUB_CACHE": str(hub)}) == newest
 
 
@@ -113,7 +113,7 @@ def test_missing_model_says_how_to_get_the_file(
 def test_refs_main_naming_a_missing_snapshot(tmp_path: Path) -> None:
     hub = tmp_path / "hub"
     cache_model(hub, "org/model", "gpt2", revision="aaa")
-    (hub / "models--org--model" / "refs" / "main").write_text("bbb\n")
+    (hub / "models--org--model" / "refs" / "main").write_text("b" * 40 + "\n")
     with pytest.raises(HubCacheError, match="not in the cache"):
         cached_config("org/model", {"HF_HUB_CACHE": str(hub)})
 

@@ -1,8 +1,9 @@
 """Whatever a file holds, reading and loading it raises only costcalc's own errors.
 
-Random bytes, YAML-ish text, and random nested structures (dumped as JSON and as YAML, and fed
-in directly) go through the same path as `costcalc check`; anything but a CostcalcError (a
-KeyError, a TypeError, a RecursionError, ...) fails the test.
+Random bytes, YAML-ish text, random nested structures (dumped as JSON and as YAML, and fed
+in directly), and every preset and fixture mutated with tags, unpaired surrogates and huge values
+(a fixed seed and budget) go through the same path as `costcalc check`; anything but a
+CostcalcError (a KeyError, a TypeError, a RecursionError, ...) fails the test.
 """
 
 from __future__ import annotations
@@ -109,3 +110,56 @@ def test_random_structures_loaded_directly(config: dict[str, Any]) -> None:
     except CostcalcError:
         return
     assert total_params(model.spec) > 0
+
+
+FIXTURES = sorted(
+    [
+        *Path(__file__).parent.parent.joinpath("presets").glob("*.yaml"),
+        *Path(__file__).parent.joinpath("fixtures", "hf").glob("*.json"),
+    ]
+)
+"""Every shipped preset and Hugging Face fixture: real configs for the mutators to break."""
+TAGS = ["!!int", "!!float", "!!bool", "!!timestamp", "!!set", "!!binary", "!!omap", "!!null"]
+HUGE = ["9" * 5000, "9" * 101, str(2**63), str(10**18), "1e999", "-" + "9" * 99, "0" * 300]
+MUTATE = settings(max_examples=150, deadline=None, derandomize=True)
+"""A fixed seed and budget, so CI runs the same cases every time."""
+
+
+def _mutated(text: str, index: int, replacement: str) -> str:
+    """``text`` with the value after its ``index``-th colon replaced."""
+    colons = [i for i, ch in enumerate(text) if ch == ":"]
+    if not colons:
+        return text
+    at = colons[index % len(colons)] + 1
+    end = min((text.find(ch, at) % (len(text) + 1) for ch in ",\n}"), default=len(text))
+    return text[:at] + " " + replacement + text[end:]
+
+
+@MUTATE
+@given(
+    st.sampled_from(FIXTURES),
+    st.integers(min_value=0, max_value=200),
+    st.sampled_from(TAGS),
+    st.sampled_from(['"-"', '""', "maybe", "x", "[1]", "{a: 1}", "01400", "12:48"]),
+)
+def test_tag_mutations(fixture: Path, index: int, tag: str, value: str) -> None:
+    text = _mutated(fixture.read_text(encoding="utf-8"), index, f"{tag} {value}")
+    _check_bytes(text.encode("utf-8"), ".yaml")
+
+
+@MUTATE
+@given(
+    st.sampled_from(FIXTURES),
+    st.integers(min_value=0, max_value=200),
+    st.integers(min_value=0xD800, max_value=0xDFFF),
+)
+def test_surrogate_mutations(fixture: Path, index: int, surrogate: int) -> None:
+    text = _mutated(fixture.read_text(encoding="utf-8"), index, f'"\\u{surrogate:04x}"')
+    _check_bytes(text.encode("utf-8"), fixture.suffix)
+
+
+@MUTATE
+@given(st.sampled_from(FIXTURES), st.integers(min_value=0, max_value=200), st.sampled_from(HUGE))
+def test_huge_value_mutations(fixture: Path, index: int, value: str) -> None:
+    text = _mutated(fixture.read_text(encoding="utf-8"), index, value)
+    _check_bytes(text.encode("utf-8"), fixture.suffix)

@@ -7,11 +7,27 @@ findings of `costcalc check`;
 
 from __future__ import annotations
 
-from typing import Annotated
+import io
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
 
 import typer
 
 from costcalc.cli import check, heads, memory, params, presets, scale, schema
+
+
+@contextmanager
+def _output_errors() -> Iterator[None]:
+    from costcalc.errors import OutputError
+
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(exc.strerror or str(exc)) from None
+
 
 app = typer.Typer(
     name="costcalc",
@@ -50,5 +66,39 @@ app.command("heads")(heads.heads)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app(prog_name="costcalc")
+    """Console-script entry point. Standard output escapes what its encoding cannot hold, and
+    a failed write to it (a full device, a closed pipe) ends with one line on stderr and exit 1,
+    never a traceback."""
+    from costcalc.errors import OutputError
+
+    sys.stdout = _Output(sys.stdout)
+    try:
+        try:
+            app(prog_name="costcalc")
+        finally:
+            sys.stdout.flush()
+    except OutputError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to fail
+        sys.exit(exc.exit_code)
+
+
+class _Output(io.TextIOWrapper):
+    """Standard output whose unencodable characters are escaped and whose write errors are
+    :class:`~costcalc.errors.OutputError` (not OSError, which click would silence)."""
+
+    def __init__(self, stdout: Any) -> None:
+        super().__init__(
+            stdout.buffer,
+            encoding=stdout.encoding,
+            errors="backslashreplace",
+            line_buffering=stdout.line_buffering,
+        )
+
+    def write(self, text: str) -> int:
+        with _output_errors():
+            return super().write(text)
+
+    def flush(self) -> None:
+        with _output_errors():
+            super().flush()

@@ -92,19 +92,21 @@ def print_report(reports: list[FileReport]) -> None:
     from rich.console import Console
     from rich.text import Text
 
+    from costcalc.errors import shown
+
     out = Text()
     for report in reports:
         out.append("ok    " if report.ok else "FAIL  ", style="green" if report.ok else "bold red")
-        out.append(report.path, style="bold")
+        out.append(shown(report.path), style="bold")
         if report.model is not None:
             model = report.model
-            out.append(f"  {model.name} ({model.format}), {report.parameters:,} parameters")
+            out.append(f"  {shown(model.name)} ({model.format}), {report.parameters:,} parameters")
         out.append("\n")
         for finding in report.findings:
             where = f"line {finding.line}" if finding.line is not None else ""
             out.append(f"      {where:<10}", style="dim")
-            out.append(f"{finding.field}: " if finding.field else "", style="yellow")
-            out.append(finding.message + "\n")
+            out.append(f"{shown(finding.field)}: " if finding.field else "", style="yellow")
+            out.append(shown(finding.message) + "\n")
     failed = not all(report.ok for report in reports)
     out.append(summary(reports), style="bold red" if failed else "bold green")
     Console(highlight=False, soft_wrap=True).print(out)
@@ -112,13 +114,16 @@ def print_report(reports: list[FileReport]) -> None:
 
 def github_annotations(reports: list[FileReport]) -> str:
     """GitHub Actions workflow commands: one ``::error`` per finding, then the summary."""
+    from costcalc.errors import shown
+
     lines = []
     for report in reports:
         for finding in report.findings:
-            props = f"file={_escape_property(report.path)}"
+            props = f"file={_escape_property(shown(report.path))}"
             if finding.line is not None:
                 props += f",line={finding.line}"
             message = f"{finding.field}: {finding.message}" if finding.field else finding.message
+            message = shown(message)
             lines.append(f"::error {props},title=costcalc check::{_escape_data(message)}")
     lines.append(summary(reports))
     return "\n".join(lines)

@@ -31,8 +31,12 @@ def user_errors() -> Iterator[None]:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    """Print ``error: message`` to stderr and exit with ``code``."""
-    sys.stderr.write(f"error: {message}\n")
+    """Print ``error: message`` to stderr, each of its lines shown safely, and exit with
+    ``code``."""
+    from costcalc.errors import shown
+
+    lines = "\n".join(map(shown, message.split("\n")))
+    sys.stderr.write(f"error: {lines}\n")
     raise typer.Exit(code)
 
 
