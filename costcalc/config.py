@@ -150,10 +150,11 @@ def problems_from(
 
 def _structure_of_valid_fields(data: Mapping[str, Any], invalid: set[str]) -> list[tuple[str, str]]:
     """The structural rules broken by the fields that passed validation on their own."""
+    # Layer groups are checked run by run only once the whole model validates.
     usable = [
         name
         for name, info in ModelSpec.model_fields.items()
-        if name not in invalid and (name in data or not info.is_required())
+        if name not in invalid and name != "layers" and (name in data or not info.is_required())
     ]
     spec = ModelSpec.model_construct(**{name: data[name] for name in usable if name in data})
     return structural_problems(spec, usable)

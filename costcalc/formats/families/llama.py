@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.hf_reader import Reader, rotary_dim, standard_sizes
+from costcalc.formats.hf_reader import STANDARD_KEYS, Reader, rotary_dim, standard_sizes
 
 
 def llama_layout(
@@ -23,21 +23,29 @@ def llama_layout(
     tie: bool = False,
     qkv_bias: bool = False,
     act: str = "silu",
+    act_key: str = "hidden_act",
+    sizes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The shared layout: ``embed_tokens`` (V x D); per block ``input_layernorm`` and
     ``post_attention_layernorm`` (RMSNorm, D each), ``q_proj`` (D x H d), ``k_proj``/``v_proj``
     (D x K d), ``o_proj`` (H d x D), ``gate_proj``/``up_proj`` (D x h each), ``down_proj``
     (h x D); final ``norm``; ``lm_head`` (V x D, no bias). d is ``head_dim`` (default D / H),
     K ``num_key_value_heads``; the defaults given here are the family's own (a gated FFN is
-    GeGLU when ``hidden_act`` is a GELU, else SwiGLU)."""
-    fields = standard_sizes(r)
-    act = r.value("ffn", "hidden_act", default=act)
+    GeGLU when ``hidden_act`` (or the family's ``act_key``) is a GELU, else SwiGLU). ``sizes``:
+    the family's defaults for the standard sizes, for a family whose files leave them out
+    (a multimodal ``text_config``); without it they are required."""
+    if sizes is None:
+        fields = standard_sizes(r)
+        fields["ffn_hidden"] = r.size("ffn_hidden", "intermediate_size")
+    else:
+        keys = {**STANDARD_KEYS, "ffn_hidden": ("intermediate_size",)}
+        fields = {f: r.value(f, *names, default=sizes[f]) for f, names in keys.items()}
+    act = r.value("ffn", act_key, default=act)
     fields.update(
         n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=kv_heads),
         head_dim=r.value("head_dim", "head_dim", default=head_dim),
         position="rotary",
         ffn="geglu" if isinstance(act, str) and act.startswith("gelu") else "swiglu",
-        ffn_hidden=r.size("ffn_hidden", "intermediate_size"),
         norm="rmsnorm",
         qkv_bias=qkv_bias,
         attn_out_bias=qkv_bias,
