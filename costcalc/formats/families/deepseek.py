@@ -39,8 +39,8 @@ def _deepseek(r: Reader, defaults: dict[str, Any]) -> dict[str, Any]:
         r,
         ("n_routed_experts", "num_local_experts", "num_experts"),
         ("num_experts_per_tok",),
-        ("moe_intermediate_size",),
-        (defaults["n_routed_experts"], defaults["num_experts_per_tok"], defaults["moe_hidden"]),
+        (defaults["n_routed_experts"], defaults["num_experts_per_tok"]),
+        (("moe_intermediate_size",), defaults["moe_hidden"]),
     )
     shared = r.value("moe_shared_ffn_hidden", "n_shared_experts", default=defaults["n_shared"])
     if isinstance(shared, int) and not isinstance(shared, bool) and shared > 0:

@@ -27,15 +27,10 @@ def gpt_oss(r: Reader) -> dict[str, Any]:
     fields = llama_layout(r, kv_heads=8, head_dim=64)
     bias = r.value(("qkv_bias", "attn_out_bias"), "attention_bias", default=True)
     fields.update(qkv_bias=bias, attn_out_bias=bias, attention_sinks=True)
-    fields.update(
-        routed_experts(
-            r,
-            ("num_local_experts", "num_experts"),
-            ("num_experts_per_tok",),
-            ("intermediate_size",),
-            (128, 4, 2880),
-        )
+    experts = routed_experts(
+        r, ("num_local_experts", "num_experts"), ("num_experts_per_tok",), (128, 4)
     )
+    fields.update(experts)
     fields.update(ffn_bias=True, moe_router_bias=True)
     window = nullable(r, "sliding_window", "sliding_window", 128)
     n = hf_layers.count_of(fields["n_layers"])

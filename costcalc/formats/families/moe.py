@@ -1,5 +1,5 @@
 """Hugging Face mixture-of-experts families built like Llama (:func:`llama_layout`), with some or
-all FFNs replaced by a sparse MoE block: qwen2_moe and qwen3_moe.
+all FFNs replaced by a sparse MoE block: qwen2_moe, qwen3_moe, olmoe, granitemoe and phimoe.
 
 A MoE block holds ``mlp.gate`` (the router, X x D, no bias) and ``mlp.experts`` with the X
 experts stacked (``gate_up_proj`` X x 2h x D, ``down_proj`` X x D x h, h =
@@ -32,22 +32,19 @@ def routed_experts(
     r: Reader,
     experts: tuple[str, ...],
     top_k: tuple[str, ...],
-    hidden: tuple[str, ...],
-    defaults: tuple[Any, Any, Any],
+    defaults: tuple[Any, Any],
+    hidden: tuple[tuple[str, ...], Any] | None = None,
 ) -> dict[str, Any]:
-    """The keys of a sparse block: experts X, top-k and expert width h, read from these keys with
-    the family's defaults (a default of None makes the key required)."""
-    block: dict[str, Any] = {}
-    for field, keys, default in zip(
-        ("moe_experts", "moe_top_k", "moe_ffn_hidden"),
-        (experts, top_k, hidden),
-        defaults,
-        strict=True,
-    ):
-        block[field] = (
-            r.size(field, *keys) if default is None else r.value(field, *keys, default=default)
-        )
-    return block
+    """The keys of a sparse block: experts X and top-k, and the expert width h when its keys
+    differ from the dense FFN's (``hidden``: keys and default), read with the family's defaults
+    (a default of None makes the key required)."""
+    wanted = [("moe_experts", experts, defaults[0]), ("moe_top_k", top_k, defaults[1])]
+    if hidden is not None:
+        wanted.append(("moe_ffn_hidden", *hidden))
+    return {
+        field: r.size(field, *keys) if default is None else r.value(field, *keys, default=default)
+        for field, keys, default in wanted
+    }
 
 
 def sparse_layers(
@@ -113,7 +110,7 @@ def qwen3_moe(r: Reader) -> dict[str, Any]:
     if r.flag("use_sliding_window", False):
         fields["sliding_window"] = nullable(r, "sliding_window", "sliding_window", 4096)
     moe = routed_experts(
-        r, ("num_experts",), ("num_experts_per_tok",), ("moe_intermediate_size",), (128, 8, 768)
+        r, ("num_experts",), ("num_experts_per_tok",), (128, 8), (("moe_intermediate_size",), 768)
     )
     _qwen_moe(r, fields, moe)
     return fields
@@ -132,7 +129,7 @@ def qwen2_moe(r: Reader) -> dict[str, Any]:
     if r.flag("use_sliding_window", False):
         r.unsupported("use_sliding_window", "Qwen2-MoE sliding-window layers")
     moe = routed_experts(
-        r, ("num_experts",), ("num_experts_per_tok",), ("moe_intermediate_size",), (60, 4, 1408)
+        r, ("num_experts",), ("num_experts_per_tok",), (60, 4), (("moe_intermediate_size",), 1408)
     )
     moe["moe_shared_ffn_hidden"] = r.value(
         "moe_shared_ffn_hidden", "shared_expert_intermediate_size", default=5632
@@ -142,7 +139,60 @@ def qwen2_moe(r: Reader) -> dict[str, Any]:
     return fields
 
 
+def _attention_bias(r: Reader, fields: dict[str, Any], default: bool = False) -> None:
+    """q/k/v/o all carry a bias when ``attention_bias``."""
+    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
+        ("qkv_bias", "attn_out_bias"), "attention_bias", default=default
+    )
+
+
+def _every_layer_sparse(
+    r: Reader, fields: dict[str, Any], experts: tuple[str, ...], defaults: tuple[Any, Any]
+) -> dict[str, Any]:
+    """Every layer's FFN is the sparse block, its experts as wide as ``intermediate_size``."""
+    fields.update(routed_experts(r, experts, ("num_experts_per_tok",), defaults))
+    return fields
+
+
+def olmoe(r: Reader) -> dict[str, Any]:
+    """OlmoeForCausalLM: the shared layout with RMSNorm ``q_norm`` over the whole query
+    projection (H d) and ``k_norm`` over the keys (K d), q/k/v/o bias when ``attention_bias``,
+    and the sparse block in every layer (``mlp.gate`` X x D, experts of ``intermediate_size``;
+    64 experts, top 8 by default); untied by default."""
+    fields = llama_layout(r)
+    _attention_bias(r, fields)
+    fields["qk_norm"] = "full"
+    return _every_layer_sparse(r, fields, ("num_experts", "num_local_experts"), (64, 8))
+
+
+def granitemoe(r: Reader) -> dict[str, Any]:
+    """GraniteMoeForCausalLM: the shared layout, q/k/v/o bias when ``attention_bias``, and in
+    every layer ``block_sparse_moe``: ``router`` (X x D, no bias) and experts of
+    ``intermediate_size`` (8 experts, top 2 by default); untied by default. The multipliers
+    (embedding, residual, attention, logits) scale activations and hold no parameters."""
+    fields = llama_layout(r)
+    _attention_bias(r, fields)
+    return _every_layer_sparse(r, fields, ("num_local_experts",), (8, 2))
+
+
+def phimoe(r: Reader) -> dict[str, Any]:
+    """PhimoeForCausalLM: the shared layout but with LayerNorm (weight and bias) for both block
+    norms and the final norm, q/k/v/o bias when ``attention_bias``, an LM head bias when
+    ``lm_head_bias``, 8 key/value heads by default, and the sparse block in every layer
+    (``mlp.router`` X x D, no bias; 16 experts of ``intermediate_size``, top 2 by default);
+    untied by default; every layer attends within ``sliding_window`` when it is given."""
+    fields = llama_layout(r, kv_heads=8)
+    _attention_bias(r, fields)
+    fields["norm"] = "layernorm"
+    fields["lm_head_bias"] = r.value("lm_head_bias", "lm_head_bias", default=False)
+    fields["sliding_window"] = r.value("sliding_window", "sliding_window", default=None)
+    return _every_layer_sparse(r, fields, ("num_local_experts",), (16, 2))
+
+
 FAMILIES = {
+    "granitemoe": granitemoe,
+    "olmoe": olmoe,
+    "phimoe": phimoe,
     "qwen2_moe": qwen2_moe,
     "qwen3_moe": qwen3_moe,
 }
