@@ -154,12 +154,11 @@ def longest_cache(spec: ModelSpec, length: int) -> int:
 
 def kv_width(spec: ModelSpec) -> int:
     """Cached elements per token in one block: keys and values 2 K d (K key/value heads, not
-    H); MLA as transformers caches it, keys and values expanded per head H (n + r) + H v;
+    H); MLA as transformers caches it, the compressed latent before its expansion per head:
+    the normed key/value latent (kv rank) and the shared rotary key (r), one head;
     0 without attention."""
     if spec.mixer == "mla":
-        H = spec.n_heads or 0
-        n, r, v = spec.qk_nope_head_dim or 0, spec.qk_rope_head_dim or 0, spec.v_head_dim or 0
-        return H * (n + r + v)
+        return (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0)
     return 2 * spec.kv_heads * spec.head_width if spec.mixer == "attention" else 0
 
 

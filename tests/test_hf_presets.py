@@ -12,6 +12,7 @@ from typer.testing import Result
 
 from costcalc.loaders import load_file, load_preset
 from costcalc.params import total_params
+from costcalc.spec import ModelSpec
 
 Invoke = Callable[..., Result]  # the `cli` fixture of conftest.py
 
@@ -58,3 +59,41 @@ def test_mixtral_preset_shows_active_parameters(cli: Invoke) -> None:
     assert parameters["active"] == parameters["total"] - 32 * 6 * 3 * 4096 * 14336
     table = cli("params", "--preset", "mixtral-8x7b").stdout
     assert "active per token" in table and f"{parameters['active']:,}" in table
+
+
+FAMILIES_GOLDEN = json.loads((ROOT / "tests" / "golden" / "hf_families.json").read_text())["models"]
+
+# Layered and mixture-of-experts presets, checked against tests/golden/hf_families.json.
+MOE_PRESETS = {
+    "qwen3-30b-a3b": ("qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B"),
+    "deepseek-v3": ("deepseek-v3", "deepseek-ai/DeepSeek-V3"),
+    "gpt-oss-20b": ("gpt-oss-20b", "openai/gpt-oss-20b"),
+    "gpt-oss-120b": ("gpt-oss-120b", "openai/gpt-oss-120b"),
+}
+
+
+@pytest.mark.parametrize("preset", sorted(MOE_PRESETS))
+def test_moe_preset_total_is_transformers_count(preset: str) -> None:
+    golden_name, _ = MOE_PRESETS[preset]
+    assert (
+        total_params(load_preset(preset).spec) == FAMILIES_GOLDEN[golden_name]["parameters_total"]
+    )
+
+
+@pytest.mark.parametrize("preset", sorted(MOE_PRESETS))
+def test_moe_preset_is_the_model_its_config_describes(preset: str) -> None:
+    # Same kinds of block, as many layers of each, as the translated config.json.
+    golden_name, hub_id = MOE_PRESETS[preset]
+    loaded = load_preset(preset)
+    from_config = load_file(ROOT / FAMILIES_GOLDEN[golden_name]["config"])
+
+    def kinds(spec: ModelSpec) -> list[dict[str, object]]:
+        return [stack.resolved() for stack in spec.stacks]
+
+    assert kinds(loaded.spec) == kinds(from_config.spec)
+    assert loaded.source is not None and f"Hugging Face {hub_id} config.json" in loaded.source
+
+
+def test_deepseek_v3_preset_is_the_published_671b() -> None:
+    # DeepSeek-V3 technical report: 671B total parameters (the MTP module not included).
+    assert total_params(load_preset("deepseek-v3").spec) == 671_026_404_352

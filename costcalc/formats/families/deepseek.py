@@ -1,0 +1,105 @@
+"""DeepSeek-V2 and DeepSeek-V3: multi-head latent attention (MLA) and a mixture of experts after
+``first_k_dense_replace`` dense layers (transformers 5.24, ``models/deepseek_v2``, ``deepseek_v3``).
+
+Per block: ``input_layernorm`` and ``post_attention_layernorm`` (RMSNorm, D); ``self_attn``:
+``q_a_proj`` (D -> q rank, bias when ``attention_bias``), ``q_a_layernorm`` (q rank),
+``q_b_proj`` (q rank -> H (n + r)), or one ``q_proj`` (D -> H (n + r)) when ``q_lora_rank`` is
+null; ``kv_a_proj_with_mqa`` (D -> kv rank + r, bias when ``attention_bias``),
+``kv_a_layernorm`` (kv rank), ``kv_b_proj`` (kv rank -> H (n + v)), ``o_proj`` (H v -> D, bias
+when ``attention_bias``); n, r, v = ``qk_nope_head_dim``, ``qk_rope_head_dim``, ``v_head_dim``.
+The first ``first_k_dense_replace`` layers hold a SwiGLU ``mlp`` of ``intermediate_size``; the
+others ``mlp.gate`` (router X x D, no bias: V3's ``e_score_correction_bias`` is a buffer, not a
+parameter), ``mlp.experts`` (X SwiGLU experts of ``moe_intermediate_size``, stacked) and
+``mlp.shared_experts`` (one SwiGLU MLP of ``moe_intermediate_size`` x ``n_shared_experts``).
+The cache keeps the latent, not per-head keys: kv rank + r per token and layer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costcalc.formats import hf_layers
+from costcalc.formats.families.llama import llama_layout
+from costcalc.formats.families.moe import nullable, routed_experts
+from costcalc.formats.hf_reader import Reader
+
+
+def _deepseek(r: Reader, defaults: dict[str, Any]) -> dict[str, Any]:
+    """The layout both versions share, with each version's defaults."""
+    fields = llama_layout(r)
+    for name in ("n_kv_heads", "head_dim"):  # MLA has no per-head keys of its own
+        fields.pop(name)
+        r.key_names.pop(name, None)
+    bias = r.value(("qkv_bias", "attn_out_bias"), "attention_bias", default=False)
+    fields.update(mixer="mla", qkv_bias=bias, attn_out_bias=bias)
+    fields["q_lora_rank"] = nullable(r, "q_lora_rank", "q_lora_rank", defaults["q_lora_rank"])
+    for field in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+        fields[field] = r.value(field, field, default=defaults[field])
+    moe = routed_experts(
+        r,
+        ("n_routed_experts", "num_local_experts", "num_experts"),
+        ("num_experts_per_tok",),
+        (defaults["n_routed_experts"], defaults["num_experts_per_tok"]),
+        (("moe_intermediate_size",), defaults["moe_hidden"]),
+    )
+    shared = r.value("moe_shared_ffn_hidden", "n_shared_experts", default=defaults["n_shared"])
+    if isinstance(shared, int) and not isinstance(shared, bool) and shared > 0:
+        hidden = moe["moe_ffn_hidden"]
+        moe["moe_shared_ffn_hidden"] = hidden * shared if isinstance(hidden, int) else None
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is not None:
+        kind_runs = hf_layers.split_at(
+            r, n, "first_k_dense_replace", defaults["first_k_dense_replace"], "dense", "moe"
+        )
+        hf_layers.apply(r, fields, kind_runs, {"dense": {}, "moe": moe}, "first_k_dense_replace")
+    return fields
+
+
+def deepseek_v3(r: Reader) -> dict[str, Any]:
+    """DeepseekV3ForCausalLM: the layout above with V3's defaults (q rank 1,536, kv rank 512,
+    r 64, n 128, v 128; 256 experts of 2,048, top 8, one shared; 3 dense layers); untied by
+    default. The multi-token-prediction layers (``num_nextn_predict_layers``) are not built."""
+    return _deepseek(
+        r,
+        {
+            "q_lora_rank": 1536,
+            "kv_lora_rank": 512,
+            "qk_rope_head_dim": 64,
+            "qk_nope_head_dim": 128,
+            "v_head_dim": 128,
+            "n_routed_experts": 256,
+            "num_experts_per_tok": 8,
+            "moe_hidden": 2048,
+            "n_shared": 1,
+            "first_k_dense_replace": 3,
+        },
+    )
+
+
+def deepseek_v2(r: Reader) -> dict[str, Any]:
+    """DeepseekV2ForCausalLM: the layout above with V2's defaults (q rank 1,536, kv rank 512,
+    r 64, n 128, v 128; 64 experts of 1,407, two shared; no dense layers); ``num_experts_per_tok``
+    has no default and is required; ``mlp_bias`` (biases on the dense MLPs) is not supported."""
+    if r.flag("mlp_bias", False):
+        r.unsupported("mlp_bias", "biases on DeepSeek-V2's dense and shared MLPs")
+    return _deepseek(
+        r,
+        {
+            "q_lora_rank": 1536,
+            "kv_lora_rank": 512,
+            "qk_rope_head_dim": 64,
+            "qk_nope_head_dim": 128,
+            "v_head_dim": 128,
+            "n_routed_experts": 64,
+            "num_experts_per_tok": None,
+            "moe_hidden": 1407,
+            "n_shared": 2,
+            "first_k_dense_replace": 0,
+        },
+    )
+
+
+FAMILIES = {
+    "deepseek_v2": deepseek_v2,
+    "deepseek_v3": deepseek_v3,
+}

@@ -1,0 +1,52 @@
+"""gpt-oss (transformers 5.24, ``models/gpt_oss/modeling_gpt_oss.py``): Llama's layout with
+attention sinks, biases everywhere but the norms and the LM head, and a sparse MoE in every layer.
+
+Per block: ``input_layernorm`` and ``post_attention_layernorm`` (RMSNorm, D); ``self_attn``:
+``q_proj`` (D -> H d), ``k_proj`` and ``v_proj`` (D -> K d), ``o_proj`` (H d -> D), each with a
+bias when ``attention_bias`` (default true), and ``sinks`` (one logit per query head, H);
+``mlp.router`` (X x D plus a bias of X); ``mlp.experts``: ``gate_up_proj`` (X x D x 2h, stored
+transposed) with ``gate_up_proj_bias`` (X x 2h), ``down_proj`` (X x h x D) with
+``down_proj_bias`` (X x D); h = ``intermediate_size``, X = ``num_local_experts``, top
+``num_experts_per_tok``. Layers alternate sliding (``sliding_window``, default 128) and full
+attention, starting with sliding, unless ``layer_types`` lists them. Untied by default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costcalc.formats import hf_layers
+from costcalc.formats.families.llama import llama_layout
+from costcalc.formats.families.moe import nullable, routed_experts
+from costcalc.formats.hf_reader import Reader
+
+
+def gpt_oss(r: Reader) -> dict[str, Any]:
+    """GptOssForCausalLM, as above (defaults: 8 key/value heads, head_dim 64, 128 experts,
+    top 4)."""
+    fields = llama_layout(r, kv_heads=8, head_dim=64)
+    bias = r.value(("qkv_bias", "attn_out_bias"), "attention_bias", default=True)
+    fields.update(qkv_bias=bias, attn_out_bias=bias, attention_sinks=True)
+    experts = routed_experts(
+        r, ("num_local_experts", "num_experts"), ("num_experts_per_tok",), (128, 4)
+    )
+    fields.update(experts)
+    fields.update(ffn_bias=True, moe_router_bias=True)
+    window = nullable(r, "sliding_window", "sliding_window", 128)
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return fields
+    blocks = hf_layers.attention_windows(window)
+    listed = hf_layers.layer_types(r, n)
+    if listed is not None:
+        hf_layers.apply(r, fields, hf_layers.runs(listed), blocks)
+    elif n == 1:
+        fields.update(blocks["sliding_attention"])
+    else:
+        fields["layers"] = hf_layers.cycle(
+            n, [("sliding_attention", 1), ("full_attention", 1)], blocks
+        )
+    return fields
+
+
+FAMILIES = {"gpt_oss": gpt_oss}

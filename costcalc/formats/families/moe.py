@@ -1,0 +1,198 @@
+"""Hugging Face mixture-of-experts families built like Llama (:func:`llama_layout`), with some or
+all FFNs replaced by a sparse MoE block: qwen2_moe, qwen3_moe, olmoe, granitemoe and phimoe.
+
+A MoE block holds ``mlp.gate`` (the router, X x D, no bias) and ``mlp.experts`` with the X
+experts stacked (``gate_up_proj`` X x 2h x D, ``down_proj`` X x D x h, h =
+``moe_intermediate_size``), X = ``num_experts``, each token routed to ``num_experts_per_tok``
+(transformers 5.24, ``models/<family>/modeling_<family>.py``). Which layers are sparse is a rule
+(``decoder_sparse_step``, ``mlp_only_layers``, ``first_k_dense_replace``): it becomes layer groups
+(:func:`sparse_layers`), in closed form unless the file lists the layers itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from costcalc.formats import hf_layers
+from costcalc.formats.families.llama import llama_layout
+from costcalc.formats.hf_reader import Reader
+
+Block = Mapping[str, Any]
+
+
+def nullable(r: Reader, field: str, key: str, default: Any) -> Any:
+    """A key whose ``null`` means "none" (not the default): the default only when it is absent."""
+    if key not in r.data:
+        return default
+    return r.value(field, key, default=None)
+
+
+def routed_experts(
+    r: Reader,
+    experts: tuple[str, ...],
+    top_k: tuple[str, ...],
+    defaults: tuple[Any, Any],
+    hidden: tuple[tuple[str, ...], Any] | None = None,
+) -> dict[str, Any]:
+    """The keys of a sparse block: experts X and top-k, and the expert width h when its keys
+    differ from the dense FFN's (``hidden``: keys and default), read with the family's defaults
+    (a default of None makes the key required)."""
+    wanted = [("moe_experts", experts, defaults[0]), ("moe_top_k", top_k, defaults[1])]
+    if hidden is not None:
+        wanted.append(("moe_ffn_hidden", *hidden))
+    return {
+        field: r.size(field, *keys) if default is None else r.value(field, *keys, default=default)
+        for field, keys, default in wanted
+    }
+
+
+def sparse_layers(
+    r: Reader, fields: dict[str, Any], moe: Block, step: int = 1, dense_layers: Any = ()
+) -> None:
+    """Layer i is sparse when it is not in ``dense_layers`` (``mlp_only_layers``, from the file)
+    and (i + 1) is a multiple of ``step`` (``decoder_sparse_step``); the others keep the dense
+    FFN of ``fields``. Closed form unless ``dense_layers`` lists layers."""
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return
+    blocks: dict[str, Block] = {"dense": {}, "moe": moe}
+    if dense_layers:
+        if not isinstance(dense_layers, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in dense_layers
+        ):
+            r.fail("mlp_only_layers", "expected a list of layer indices")
+            return
+        indices = hf_layers.by_rule(r, n, "mlp_only_layers")
+        if indices is None:
+            return
+        dense = set(dense_layers)
+        kinds = ["moe" if i not in dense and (i + 1) % step == 0 else "dense" for i in indices]
+        r.key_names["layers"] = r.name("mlp_only_layers")
+        hf_layers.apply(r, fields, hf_layers.runs(kinds), blocks, "mlp_only_layers")
+    elif step == 1:
+        fields.update(moe)
+    else:
+        r.key_names["layers"] = r.name("decoder_sparse_step")
+        fields["layers"] = hf_layers.cycle(n, [("dense", step - 1), ("moe", 1)], blocks)
+
+
+def _sparse_step(r: Reader) -> int:
+    step = r.value("layers", "decoder_sparse_step", default=1)
+    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+        r.fail(
+            "decoder_sparse_step", f"expected a whole number of layers, 1 or more (got {step!r})"
+        )
+        return 1
+    return step
+
+
+def _qwen_moe(r: Reader, fields: dict[str, Any], moe: dict[str, Any]) -> None:
+    """Sparse layers of Qwen2-MoE and Qwen3-MoE (none when ``num_experts`` is 0)."""
+    if moe.get("moe_experts") == 0:
+        return
+    step = _sparse_step(r)
+    dense = r.data.get("mlp_only_layers") or ()
+    sparse_layers(r, fields, moe, step, dense)
+
+
+def qwen3_moe(r: Reader) -> dict[str, Any]:
+    """Qwen3MoeForCausalLM: Qwen3's attention (``head_dim`` 128 unless given, ``q_norm`` and
+    ``k_norm`` of head_dim, q/k/v/o bias when ``attention_bias``), the sparse block above
+    (128 experts of 768, top 8 by default) in every ``decoder_sparse_step``-th layer not in
+    ``mlp_only_layers``, a dense SwiGLU MLP of ``intermediate_size`` elsewhere; untied by
+    default; with ``use_sliding_window`` every layer attends within ``sliding_window``."""
+    fields = llama_layout(r, kv_heads=4, head_dim=128)
+    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
+        ("qkv_bias", "attn_out_bias"), "attention_bias", default=False
+    )
+    fields["qk_norm"] = "head"
+    if r.flag("use_sliding_window", False):
+        fields["sliding_window"] = nullable(r, "sliding_window", "sliding_window", 4096)
+    moe = routed_experts(
+        r, ("num_experts",), ("num_experts_per_tok",), (128, 8), (("moe_intermediate_size",), 768)
+    )
+    _qwen_moe(r, fields, moe)
+    return fields
+
+
+def qwen2_moe(r: Reader) -> dict[str, Any]:
+    """Qwen2MoeForCausalLM: Qwen2's attention (bias on q/k/v when ``qkv_bias``, default true,
+    none on ``o_proj``), the sparse block above (60 experts of 1,408, top 4 by default) plus
+    ``mlp.shared_expert`` (a SwiGLU MLP of ``shared_expert_intermediate_size``) gated by
+    ``mlp.shared_expert_gate`` (D -> 1, no bias), in every ``decoder_sparse_step``-th layer not in
+    ``mlp_only_layers``; a dense MLP of ``intermediate_size`` elsewhere; untied by default. With
+    ``use_sliding_window``, the layers ``layer_types`` marks slide (not supported here)."""
+    fields = llama_layout(r, kv_heads=16)
+    fields["qkv_bias"] = r.value("qkv_bias", "qkv_bias", default=True)
+    fields["attn_out_bias"] = False
+    if r.flag("use_sliding_window", False):
+        r.unsupported("use_sliding_window", "Qwen2-MoE sliding-window layers")
+    moe = routed_experts(
+        r, ("num_experts",), ("num_experts_per_tok",), (60, 4), (("moe_intermediate_size",), 1408)
+    )
+    moe["moe_shared_ffn_hidden"] = r.value(
+        "moe_shared_ffn_hidden", "shared_expert_intermediate_size", default=5632
+    )
+    moe["moe_shared_gate"] = True
+    _qwen_moe(r, fields, moe)
+    return fields
+
+
+def _attention_bias(r: Reader, fields: dict[str, Any], default: bool = False) -> None:
+    """q/k/v/o all carry a bias when ``attention_bias``."""
+    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
+        ("qkv_bias", "attn_out_bias"), "attention_bias", default=default
+    )
+
+
+def _every_layer_sparse(
+    r: Reader, fields: dict[str, Any], experts: tuple[str, ...], defaults: tuple[Any, Any]
+) -> dict[str, Any]:
+    """Every layer's FFN is the sparse block, its experts as wide as ``intermediate_size``."""
+    fields.update(routed_experts(r, experts, ("num_experts_per_tok",), defaults))
+    return fields
+
+
+def olmoe(r: Reader) -> dict[str, Any]:
+    """OlmoeForCausalLM: the shared layout with RMSNorm ``q_norm`` over the whole query
+    projection (H d) and ``k_norm`` over the keys (K d), q/k/v/o bias when ``attention_bias``,
+    and the sparse block in every layer (``mlp.gate`` X x D, experts of ``intermediate_size``;
+    64 experts, top 8 by default); untied by default."""
+    fields = llama_layout(r)
+    _attention_bias(r, fields)
+    fields["qk_norm"] = "full"
+    return _every_layer_sparse(r, fields, ("num_experts", "num_local_experts"), (64, 8))
+
+
+def granitemoe(r: Reader) -> dict[str, Any]:
+    """GraniteMoeForCausalLM: the shared layout, q/k/v/o bias when ``attention_bias``, and in
+    every layer ``block_sparse_moe``: ``router`` (X x D, no bias) and experts of
+    ``intermediate_size`` (8 experts, top 2 by default); untied by default. The multipliers
+    (embedding, residual, attention, logits) scale activations and hold no parameters."""
+    fields = llama_layout(r)
+    _attention_bias(r, fields)
+    return _every_layer_sparse(r, fields, ("num_local_experts",), (8, 2))
+
+
+def phimoe(r: Reader) -> dict[str, Any]:
+    """PhimoeForCausalLM: the shared layout but with LayerNorm (weight and bias) for both block
+    norms and the final norm, q/k/v/o bias when ``attention_bias``, an LM head bias when
+    ``lm_head_bias``, 8 key/value heads by default, and the sparse block in every layer
+    (``mlp.router`` X x D, no bias; 16 experts of ``intermediate_size``, top 2 by default);
+    untied by default; every layer attends within ``sliding_window`` when it is given."""
+    fields = llama_layout(r, kv_heads=8)
+    _attention_bias(r, fields)
+    fields["norm"] = "layernorm"
+    fields["lm_head_bias"] = r.value("lm_head_bias", "lm_head_bias", default=False)
+    fields["sliding_window"] = r.value("sliding_window", "sliding_window", default=None)
+    return _every_layer_sparse(r, fields, ("num_local_experts",), (16, 2))
+
+
+FAMILIES = {
+    "granitemoe": granitemoe,
+    "olmoe": olmoe,
+    "phimoe": phimoe,
+    "qwen2_moe": qwen2_moe,
+    "qwen3_moe": qwen3_moe,
+}
