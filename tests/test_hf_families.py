@@ -35,7 +35,12 @@ def golden() -> dict[str, dict[str, Any]]:
 
 
 def supported(name: str) -> bool:
-    return golden()[name]["model_type"] in registry()
+    """Read by costcalc: its model_type, or (multimodal) its text_config's."""
+    record = golden()[name]
+    if record["model_type"] in registry():
+        return True
+    text = json.loads((ROOT / record["config"]).read_text(encoding="utf-8")).get("text_config")
+    return isinstance(text, dict) and text.get("model_type") in registry()
 
 
 NAMES = sorted(golden())

@@ -20,7 +20,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import nullable, routed_experts
+from costcalc.formats.families.moe import nullable, routed_experts, shared_experts
 from costcalc.formats.hf_reader import Reader
 
 
@@ -42,10 +42,7 @@ def _deepseek(r: Reader, defaults: dict[str, Any]) -> dict[str, Any]:
         (defaults["n_routed_experts"], defaults["num_experts_per_tok"]),
         (("moe_intermediate_size",), defaults["moe_hidden"]),
     )
-    shared = r.value("moe_shared_ffn_hidden", "n_shared_experts", default=defaults["n_shared"])
-    if isinstance(shared, int) and not isinstance(shared, bool) and shared > 0:
-        hidden = moe["moe_ffn_hidden"]
-        moe["moe_shared_ffn_hidden"] = hidden * shared if isinstance(hidden, int) else None
+    shared_experts(r, moe, "n_shared_experts", defaults["n_shared"])
     n = hf_layers.count_of(fields["n_layers"])
     if n is not None:
         kind_runs = hf_layers.split_at(

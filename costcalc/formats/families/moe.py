@@ -1,5 +1,6 @@
 """Hugging Face mixture-of-experts families built like Llama (:func:`llama_layout`), with some or
-all FFNs replaced by a sparse MoE block: qwen2_moe, qwen3_moe, olmoe, granitemoe and phimoe.
+all FFNs replaced by a sparse MoE block: qwen2_moe, qwen3_moe, olmoe, granitemoe, phimoe,
+glm4_moe and ernie4_5_moe.
 
 A MoE block holds ``mlp.gate`` (the router, X x D, no bias) and ``mlp.experts`` with the X
 experts stacked (``gate_up_proj`` X x 2h x D, ``down_proj`` X x D x h, h =
@@ -16,7 +17,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.hf_reader import Reader, rotary_dim
 
 Block = Mapping[str, Any]
 
@@ -189,7 +190,109 @@ def phimoe(r: Reader) -> dict[str, Any]:
     return _every_layer_sparse(r, fields, ("num_local_experts",), (16, 2))
 
 
+def sparse_span(fields: dict[str, Any], moe: Block, first: int, last: int, step: int) -> None:
+    """Layer i is sparse when first <= i <= last and (i + 1) is a multiple of ``step``; the
+    others keep the dense FFN of ``fields``. In closed form: dense layers up to the first sparse
+    one, then ``step``-long cycles (sparse, then dense) up to ``last``, then dense layers."""
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return
+    last = min(last, n - 1)
+    start = max(first, 0)
+    start += (step - 1 - start) % step  # the first sparse layer
+    if start > last:
+        return
+    blocks: dict[str, Block] = {"dense": {}, "moe": moe}
+    span = last - start + 1
+    if step == 1:
+        middle = hf_layers.groups([("moe", span)], blocks)
+    else:
+        middle = hf_layers.cycle(span, [("moe", 1), ("dense", step - 1)], blocks)
+    head = hf_layers.groups([("dense", start)], blocks)
+    tail = hf_layers.groups([("dense", n - 1 - last)], blocks)
+    if not head and not tail and step == 1:
+        fields.update(moe)
+    else:
+        fields["layers"] = head + middle + tail
+
+
+def ernie4_5_moe(r: Reader) -> dict[str, Any]:
+    """Ernie4_5_MoeForCausalLM: the shared layout (4 key/value heads by default) and, in layers
+    ``moe_layer_start_index`` (1) to ``moe_layer_end_index`` (-1: the last) that are a multiple
+    of ``moe_layer_interval`` (1) counting from 1, the sparse block: ``mlp.gate`` (X x D, no
+    bias) with ``mlp.gate.moe_statics.e_score_correction_bias`` (a parameter of X, not used in a
+    product), X = ``moe_num_experts`` (64) experts of ``moe_intermediate_size`` (1,536), top
+    ``moe_k`` (6), and ``mlp.shared_experts`` (one SwiGLU MLP of ``moe_intermediate_size`` x
+    ``moe_num_shared_experts`` (2)); a dense MLP of ``intermediate_size`` elsewhere. Tied by
+    default; ``use_bias`` (biases on every linear layer but the experts) is not supported."""
+    fields = llama_layout(r, kv_heads=4, tie=True)
+    if r.flag("use_bias", False):
+        r.unsupported("use_bias", "biases beside bias-free experts")
+    moe = routed_experts(
+        r,
+        ("moe_num_experts", "num_experts"),
+        ("moe_k", "num_experts_per_tok"),
+        (64, 6),
+        (("moe_intermediate_size",), 1536),
+    )
+    moe["moe_router_bias"] = True
+    shared_experts(r, moe, "moe_num_shared_experts", 2)
+    first = r.value("layers", "moe_layer_start_index", default=1)
+    last = r.value("layers", "moe_layer_end_index", default=-1)
+    step = r.value("layers", "moe_layer_interval", default=1)
+    n = fields["n_layers"]
+    if not all(_whole_number(v) for v in (first, last, step, n)) or step < 1:
+        r.fail("moe_layer_interval", "expected whole numbers of layers")
+        return fields
+    sparse_span(fields, moe, first, n - 1 if last == -1 else last, step)
+    return fields
+
+
+def _whole_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def shared_experts(r: Reader, moe: dict[str, Any], key: str, default: int) -> None:
+    """A shared expert as wide as ``key`` routed experts (none when it is 0)."""
+    shared = r.value("moe_shared_ffn_hidden", key, default=default)
+    hidden = moe.get("moe_ffn_hidden")
+    if _whole_number(shared) and shared > 0 and _whole_number(hidden):
+        moe["moe_shared_ffn_hidden"] = hidden * shared
+
+
+def glm4_moe(r: Reader) -> dict[str, Any]:
+    """Glm4MoeForCausalLM: the shared layout (96 heads, 8 key/value heads by default, H d may
+    differ from D) with a bias on q/k/v when ``attention_bias`` (never on ``o_proj``), RMSNorm
+    ``q_norm``/``k_norm`` of head_dim when ``use_qk_norm``, rotary on ``partial_rotary_factor``
+    (0.5) of each head; after ``first_k_dense_replace`` (1) dense layers the sparse block
+    (``mlp.gate`` X x D, its ``e_score_correction_bias`` a buffer; X = ``n_routed_experts``
+    (128) of ``moe_intermediate_size`` (1,408), top 8) with ``mlp.shared_experts`` (one SwiGLU
+    MLP of ``moe_intermediate_size`` x ``n_shared_experts`` (1)); untied by default. The
+    multi-token-prediction layers are not built."""
+    fields = llama_layout(r, kv_heads=8)
+    fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", default=False)
+    fields["attn_out_bias"] = False
+    if r.flag("use_qk_norm", False):
+        fields["qk_norm"] = "head"
+    fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 0.5)
+    moe = routed_experts(
+        r,
+        ("n_routed_experts", "num_local_experts"),
+        ("num_experts_per_tok",),
+        (128, 8),
+        (("moe_intermediate_size",), 1408),
+    )
+    shared_experts(r, moe, "n_shared_experts", 1)
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is not None:
+        kind_runs = hf_layers.split_at(r, n, "first_k_dense_replace", 1, "dense", "moe")
+        hf_layers.apply(r, fields, kind_runs, {"dense": {}, "moe": moe}, "first_k_dense_replace")
+    return fields
+
+
 FAMILIES = {
+    "glm4_moe": glm4_moe,
+    "ernie4_5_moe": ernie4_5_moe,
     "granitemoe": granitemoe,
     "olmoe": olmoe,
     "phimoe": phimoe,

@@ -1,0 +1,70 @@
+"""DBRX (transformers 5.24, ``models/dbrx/modeling_dbrx.py``): keys under ``attn_config`` and
+``ffn_config``, a fused query/key/value projection and LayerNorms without bias.
+
+``transformer.wte`` (V x D); per block ``norm_attn_norm.norm_1`` and ``norm_2`` (LayerNorm
+without bias, D), ``attn.Wqkv`` (D -> D + 2 K d, no bias; d = D / H, K =
+``attn_config.kv_n_heads``), ``attn.out_proj`` (D x D, no bias); ``ffn.router.layer`` (X x D, no
+bias) and ``ffn.experts.mlp`` with ``w1``, ``v1`` and ``w2`` (each X h x D: a gated FFN, SwiGLU
+unless ``ffn_config.ffn_act_fn`` names a GELU), X = ``ffn_config.moe_num_experts``, h =
+``ffn_config.ffn_hidden_size``, top ``ffn_config.moe_top_k``; final ``norm_f`` (LayerNorm without
+bias); ``lm_head`` (V x D, no bias), untied by default; rotary positions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costcalc.formats.families.moe import routed_experts
+from costcalc.formats.hf_reader import Reader
+
+DBRX_KEYS: dict[str, tuple[str, ...]] = {
+    "vocab_size": ("vocab_size",),
+    "d_model": ("d_model",),
+    "n_layers": ("n_layers",),
+    "n_heads": ("n_heads",),
+    "context_length": ("max_seq_len",),
+}
+
+
+def _part(r: Reader, key: str) -> Reader:
+    """A reader of the nested configuration at ``key`` (an empty one when it is absent)."""
+    if isinstance(r.data.get(key), dict):
+        return Reader(r.doc, (*r.prefix, key))
+    part = Reader(r.doc, r.prefix)
+    part.data = {}
+    return part
+
+
+def dbrx(r: Reader) -> dict[str, Any]:
+    """DbrxForCausalLM, as above (defaults: d_model 2,048, 16 heads, 24 layers, 2,048
+    positions, 1 key/value head, h 3,584, 4 experts, top 1)."""
+    fields = {
+        field: r.value(field, *keys, default=default)
+        for (field, keys), default in zip(
+            DBRX_KEYS.items(), (32000, 2048, 24, 16, 2048), strict=True
+        )
+    }
+    attn, ffn = _part(r, "attn_config"), _part(r, "ffn_config")
+    act = ffn.data.get("ffn_act_fn")
+    name = act.get("name", "silu") if isinstance(act, dict) else "silu"
+    fields.update(
+        n_kv_heads=attn.value("n_kv_heads", "kv_n_heads", default=1),
+        position="rotary",
+        ffn="geglu" if isinstance(name, str) and name.startswith("gelu") else "swiglu",
+        ffn_hidden=ffn.value("ffn_hidden", "ffn_hidden_size", default=3584),
+        norm="layernorm",
+        norm_bias=False,
+        qkv_bias=False,
+        attn_out_bias=False,
+        ffn_bias=False,
+        fused_qkv=True,
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    )
+    fields.update(routed_experts(ffn, ("moe_num_experts",), ("moe_top_k",), (4, 1)))
+    for part in (attn, ffn):
+        r.key_names.update(part.key_names)
+        r.problems.extend(part.problems)
+    return fields
+
+
+FAMILIES = {"dbrx": dbrx}
