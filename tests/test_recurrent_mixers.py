@@ -3,16 +3,19 @@ state against transformers' cache, their structural rules, and what is refused."
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from costcalc.errors import UsageError
+from costcalc.errors import ConfigError, UsageError
+from costcalc.loaders import load_file
 from costcalc.macs import decode_macs, decode_token_macs, forward_macs
 from costcalc.memory import kv_cache_elements, state_elements
 from costcalc.spec import ModelSpec
-from tests.test_hf_families import NAMES, golden, load, supported
+from tests.test_hf_families import NAMES, ROOT, golden, load, supported
 
 STATE_KINDS = ("conv_states", "recurrent_states")
 
@@ -98,3 +101,53 @@ def test_decoding_recurrent_mixers_is_refused() -> None:
         decode_token_macs(spec, 10)
     with pytest.raises(UsageError, match="not modelled"):
         decode_macs(spec, 10, 5)
+
+
+def _load_changed(tmp_path: Path, fixture: str, **changes: Any) -> Any:
+    data = json.loads((ROOT / "tests/fixtures/hf" / fixture).read_text())
+    data.update(changes)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    return load_file(path)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "changes", "message"),
+    [
+        ("tiny-mamba2.json", {"expand": 3}, "expand"),
+        ("tiny-nemotron-h.json", {"hybrid_override_pattern": "M-E*-"}, "MoE layers"),
+        ("tiny-nemotron-h.json", {"hybrid_override_pattern": "M-X"}, "string of M, E"),
+        ("tiny-jamba.json", {"attn_layer_offset": 4}, "attn_layer_offset"),
+        ("tiny-qwen3-next.json", {"decoder_sparse_step": 2}, "decoder_sparse_step"),
+        ("tiny-qwen3-next.json", {"mlp_only_layers": [0]}, "mlp_only_layers"),
+    ],
+)
+def test_translators_refuse_what_they_cannot_build(
+    tmp_path: Path, fixture: str, changes: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _load_changed(tmp_path, fixture, **changes)
+
+
+def test_qwen3_next_attention_every_interval_is_a_cycle(tmp_path: Path) -> None:
+    spec = _load_changed(
+        tmp_path, "tiny-qwen3-next.json", num_hidden_layers=10, full_attention_interval=3
+    ).spec
+    assert spec.layers is not None and len(spec.layers) == 1  # one cycling group, closed form
+    assert [(s.mixer, s.n_layers) for s in spec.stacks] == [
+        ("gated_deltanet", 7),
+        ("attention", 3),
+    ]
+
+
+def test_jamba_periods_cycle(tmp_path: Path) -> None:
+    spec = _load_changed(tmp_path, "tiny-jamba.json", num_hidden_layers=12).spec
+    kinds = sorted((s.mixer, s.moe_experts or 0, s.n_layers) for s in spec.stacks)
+    # attention on i % 4 == 2 (3 layers), MoE on odd layers (6); attention layers are even.
+    assert kinds == [("attention", 0, 3), ("mamba", 0, 3), ("mamba", 4, 6)]
+
+
+def test_lfm2_full_attn_idxs(tmp_path: Path) -> None:
+    data_changes = {"layer_types": None, "full_attn_idxs": [1, 3]}
+    spec = _load_changed(tmp_path, "tiny-lfm2.json", **data_changes).spec
+    assert [(s.mixer, s.n_layers) for s in spec.stacks] == [("short_conv", 2), ("attention", 2)]
