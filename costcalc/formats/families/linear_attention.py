@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
+from costcalc.formats.families.ssm import nested_sizes
 from costcalc.formats.hf_reader import Reader, rotary_dim, standard_sizes
 
 ATTENTION_KEYS = ("n_heads", "n_kv_heads", "head_dim")
@@ -74,6 +75,7 @@ def lfm2(r: Reader) -> dict[str, Any]:
             "bias": r.value("short_conv", "conv_bias", default=False),
         },
     }
+    nested_sizes(r, "short_conv")
     n = hf_layers.count_of(fields["n_layers"])
     kinds = None if n is None else _lfm2_kinds(r, n)
     return _hybrid(r, fields, kinds, conv)
@@ -162,6 +164,7 @@ def _qwen_linear_attention(
             "split_projections": split,
         },
     }
+    nested_sizes(r, "gated_deltanet")
     n = hf_layers.count_of(fields["n_layers"])
     kinds = None if n is None else _interval_kinds(r, n)
     return _hybrid(r, fields, kinds, net)

@@ -58,6 +58,7 @@ def mamba2(r: Reader) -> dict[str, Any]:
             "expand",
             f"expand x hidden_size ({expand * d_model}) must equal num_heads x head_dim ({inner})",
         )
+    nested_sizes(r, "mamba2")
     return {
         "vocab_size": r.size("vocab_size", "vocab_size"),
         "d_model": d_model,
@@ -90,6 +91,7 @@ def nemotron_h(r: Reader) -> dict[str, Any]:
     kinds = _nemotron_kinds(r)
     sizes = _mamba2_sizes(r, ("mamba_num_heads", 128), ("mamba_head_dim", 64))
     sizes["proj_bias"] = r.value("mamba2", "mamba_proj_bias", "use_bias", default=False)
+    nested_sizes(r, "mamba2")
     mlp_bias = r.value("ffn_bias", "mlp_bias", default=False)
     blocks: dict[str, dict[str, Any]] = {
         "linear_attention": {"mixer": "mamba2", "mamba2": sizes, "ffn": "none"},
@@ -175,6 +177,7 @@ def jamba(r: Reader) -> dict[str, Any]:
         "proj_bias": r.value("mamba", "mamba_proj_bias", default=False),
         "dt_norms": True,
     }
+    nested_sizes(r, "mamba")
     attention = {
         "mixer": "attention",
         "n_heads": r.size("n_heads", "num_attention_heads"),
@@ -238,6 +241,12 @@ def _period(
         r.fail(offset_key, f"expected a whole number from 0 to {period_key} - 1 (got {o!r})")
         return None
     return p, o
+
+
+def nested_sizes(r: Reader, field: str) -> None:
+    """Forget the single file key recorded for a nested sizes field: its sizes come from several
+    keys, so a problem with one is named by its path in the spec (``mamba2.heads``)."""
+    r.key_names.pop(field, None)
 
 
 def _ints(*values: Any) -> bool:
