@@ -20,8 +20,9 @@ H query heads, K key/value heads, d head width, h FFN hidden width, X experts, k
 
 from __future__ import annotations
 
+from costcalc.errors import UsageError
 from costcalc.spec import ModelSpec
-from costcalc.tensors import ffn_tensors, mixer_tensors
+from costcalc.tensors import conv_channels, ffn_tensors, mixer_tensors
 
 TRAINING_MULTIPLIER = 3
 """Forward + backward: the backward pass costs 2x the forward (input and weight gradients)."""
@@ -188,11 +189,72 @@ def lm_head_macs(spec: ModelSpec, batch: int, length: int) -> int:
     return batch * length * lm_head_macs_per_token(spec)
 
 
+DELTANET_CHUNK = 64
+"""Chunk length of transformers' ``torch_chunk_gated_delta_rule`` (its default, which the Gated
+DeltaNet layers of Qwen3-Next and Qwen3.5 use)."""
+
+
+def _chunks(length: int, chunk: int) -> int:
+    """Chunks of a sequence padded up to a whole number of chunks: ceil(T / c)."""
+    return -(-length // chunk)
+
+
+def conv_macs(spec: ModelSpec, batch: int, length: int) -> int:
+    """A recurrent mixer's depthwise causal conv, one block: B C k (T + k - 1), since the
+    conv is padded by k - 1 on both sides and sliced to T afterwards; 0 for other mixers."""
+    sizes = spec.mamba2 or spec.mamba or spec.gated_deltanet or spec.short_conv
+    if not spec.recurrent or sizes is None:
+        return 0
+    k = sizes.conv_kernel
+    return batch * conv_channels(spec) * k * (length + k - 1)
+
+
+def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
+    """The products of one block's scan, as transformers runs it on CPU (no kernels):
+
+    - Mamba-2 (``mamba2_chunk_scan``, n = ceil(T / c) chunks of c): B H (n c^2 N + n c^2 P
+      + 2 n c P N + (n + 1)^2 P N): scores C B^T, scores x values, chunk states, the
+      inter-chunk recurrence over n + 1 states, states read by C.
+    - Mamba (the sequential ``mamba_selective_scan``): B T I N, each step's state read by C.
+    - Gated DeltaNet (``torch_chunk_gated_delta_rule``, chunks of 64): B Hv n (2 c^2 dk
+      + 3 c dk dv + c^2 dv): k_beta K^T and Q K^T per chunk, then per chunk the state read by the
+      decayed keys and by the queries, the intra-chunk attention x new values and the state
+      update (the triangular solves are not matrix products).
+    - 0 for a short convolution and for attention (whose pairs are counted apart).
+    """
+    B, T = batch, length
+    if spec.mixer == "mamba2" and spec.mamba2 is not None:
+        m = spec.mamba2
+        c, N, P = m.chunk_size, m.state, m.head_dim
+        n = _chunks(T, c)
+        per_head = n * c * c * (N + P) + 2 * n * c * P * N + (n + 1) ** 2 * P * N
+        return B * m.heads * per_head
+    if spec.mixer == "mamba" and spec.mamba is not None:
+        return B * T * spec.mamba.inner * spec.mamba.state
+    if spec.mixer == "gated_deltanet" and spec.gated_deltanet is not None:
+        g = spec.gated_deltanet
+        c, dk, dv = DELTANET_CHUNK, g.key_head_dim, g.value_head_dim
+        n = _chunks(T, c)
+        return B * g.value_heads * n * (2 * c * c * dk + 3 * c * dk * dv + c * c * dv)
+    return 0
+
+
+def mixer_sequence_macs(spec: ModelSpec, batch: int, length: int) -> int:
+    """Recurrent mixers' products that are not per-token matrices, all layers: the depthwise
+    convs and the scans (0 for a model of attention blocks only)."""
+    return sum(
+        stack.n_layers * (conv_macs(stack, batch, length) + scan_macs(stack, batch, length))
+        for stack in spec.stacks
+    )
+
+
 def forward_macs(spec: ModelSpec, batch: int, length: int, causal: bool = False) -> int:
-    """The whole forward pass: blocks + attention pairs + embedding projections + LM head."""
+    """The whole forward pass: blocks + attention pairs + recurrent mixers' convs and scans +
+    embedding projections + LM head."""
     return (
         projection_ffn_macs(spec, batch, length)
         + attention_pair_macs(spec, batch, length, causal)
+        + mixer_sequence_macs(spec, batch, length)
         + embedding_projection_macs(spec, batch, length)
         + lm_head_macs(spec, batch, length)
     )
@@ -224,6 +286,7 @@ def linear_macs_per_token(spec: ModelSpec) -> int:
 def decode_token_macs(spec: ModelSpec, position: int, batch: int = 1) -> int:
     """One token at ``position`` decoded with a KV cache, for each of B sequences:
     B (linear terms + 2 L H d keys(position))."""
+    refuse_recurrent_decode(spec)
     pairs = sum(
         stack.n_layers * pair_width(stack) * cached_keys(stack, position) for stack in spec.stacks
     )
@@ -241,12 +304,24 @@ def decode_macs(spec: ModelSpec, prompt: int, generated: int, batch: int = 1) ->
 
     Closed form of the sum of ``decode_token_macs`` over those positions.
     """
+    refuse_recurrent_decode(spec)
     steps = decode_steps(generated)
     pairs = sum(
         stack.n_layers * pair_width(stack) * _keys_over(stack, prompt, prompt + steps - 1)
         for stack in spec.stacks
     )
     return batch * (steps * linear_macs_per_token(spec) + pairs)
+
+
+def refuse_recurrent_decode(spec: ModelSpec) -> None:
+    """Cached decoding of recurrent mixers (conv and state updates) is not modelled: refuse
+    rather than count their projections alone."""
+    kinds = sorted({stack.mixer for stack in spec.stacks if stack.recurrent})
+    if kinds:
+        raise UsageError(
+            f"decoding MACs of {', '.join(kinds)} blocks (cached conv and state updates) are not "
+            "modelled; the full-sequence forward (prefill) is"
+        )
 
 
 def _keys_over(spec: ModelSpec, first: int, last: int) -> int:

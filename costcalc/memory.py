@@ -18,7 +18,7 @@ from costcalc.errors import UsageError, check_choice
 from costcalc.macs import RECOMPUTE_MODES, cached_keys
 from costcalc.params import total_params
 from costcalc.spec import ModelSpec
-from costcalc.tensors import Shape, elements, parameter_tensors, tensor_count
+from costcalc.tensors import Shape, conv_channels, elements, parameter_tensors, tensor_count
 from costcalc.units import DTYPES, dtype_bytes
 
 OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "sgd-momentum", "adafactor")
@@ -172,6 +172,46 @@ def kv_cache_elements(spec: ModelSpec, batch: int, length: int) -> int:
 def kv_cache_bytes(spec: ModelSpec, batch: int, length: int, kv_dtype: str) -> int:
     """KV-cache elements x bytes of ``kv_dtype``."""
     return dtype_bytes(kv_cache_elements(spec, batch, length), kv_dtype)
+
+
+# --------------------------------------------------------------------------- recurrent state
+
+
+def conv_state_width(spec: ModelSpec) -> int:
+    """One block's cached conv inputs per sequence: C channels x k positions (transformers keeps
+    the last k inputs of the depthwise conv); 0 for attention blocks."""
+    sizes = spec.mamba2 or spec.mamba or spec.gated_deltanet or spec.short_conv
+    if not spec.recurrent or sizes is None:
+        return 0
+    return conv_channels(spec) * sizes.conv_kernel
+
+
+def recurrent_state_width(spec: ModelSpec) -> int:
+    """One block's SSM / linear-attention state per sequence: Mamba-2 H P N, Mamba I N, Gated
+    DeltaNet Hv dk dv; 0 for a short convolution (its conv state is all it keeps) and
+    attention."""
+    if spec.mixer == "mamba2" and spec.mamba2 is not None:
+        return spec.mamba2.heads * spec.mamba2.head_dim * spec.mamba2.state
+    if spec.mixer == "mamba" and spec.mamba is not None:
+        return spec.mamba.inner * spec.mamba.state
+    if spec.mixer == "gated_deltanet" and spec.gated_deltanet is not None:
+        g = spec.gated_deltanet
+        return g.value_heads * g.key_head_dim * g.value_head_dim
+    return 0
+
+
+def state_elements(spec: ModelSpec, batch: int) -> int:
+    """Fixed-size state of every recurrent block (conv state + recurrent state), B sequences:
+    it does not grow with T and is not part of the KV cache (:func:`kv_cache_elements`)."""
+    return batch * sum(
+        stack.n_layers * (conv_state_width(stack) + recurrent_state_width(stack))
+        for stack in spec.stacks
+    )
+
+
+def state_bytes(spec: ModelSpec, batch: int, dtype: str) -> int:
+    """Recurrent-state elements x bytes of ``dtype``."""
+    return dtype_bytes(state_elements(spec, batch), dtype)
 
 
 # --------------------------------------------------------------------------- what is counted

@@ -33,11 +33,14 @@ Flag = Annotated[bool, Field(strict=True)]
 PositionScheme = Literal["learned", "sinusoidal", "rotary", "none"]
 FfnKind = Literal["mlp", "swiglu", "geglu", "none"]
 NormKind = Literal["layernorm", "rmsnorm"]
-MixerKind = Literal["attention", "mla", "none"]
+MixerKind = Literal["attention", "mla", "mamba2", "mamba", "gated_deltanet", "short_conv", "none"]
 QkNorm = Literal["none", "head", "full"]
 
 GATED_FFNS: frozenset[str] = frozenset({"swiglu", "geglu"})
 ATTENTION_MIXERS: frozenset[str] = frozenset({"attention", "mla"})
+RECURRENT_MIXERS: tuple[str, ...] = ("mamba2", "mamba", "gated_deltanet", "short_conv")
+"""Mixers that keep a fixed-size state instead of a KV cache; each is described by the block key
+of its own name (a nested mapping of its sizes)."""
 
 
 class StructureError(ValueError):
@@ -46,6 +49,72 @@ class StructureError(ValueError):
     def __init__(self, problems: list[tuple[str, str]]) -> None:
         self.problems = problems
         super().__init__("; ".join(f"{field}: {message}" for field, message in problems))
+
+
+class _MixerSizes(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Mamba2Sizes(_MixerSizes):
+    """Mamba-2 (SSD) mixer sizes, as transformers' ``Mamba2Mixer`` builds them."""
+
+    heads: Size = Field(description="SSM heads H.")
+    head_dim: Size = Field(description="Width P of one head; the inner width is I = H P.")
+    state: Size = Field(description="State size N per head.")
+    groups: Size = Field(default=1, description="Groups G sharing B and C (H a multiple of G).")
+    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
+    conv_bias: Flag = Field(default=True, description="Bias on the conv.")
+    proj_bias: Flag = Field(default=False, description="Bias on in_proj and out_proj.")
+    chunk_size: Size = Field(
+        default=256, description="Chunk length of the chunked scan (changes MACs only)."
+    )
+
+
+class MambaSizes(_MixerSizes):
+    """Mamba (v1) selective-scan mixer sizes (Jamba's ``JambaMambaMixer``)."""
+
+    inner: Size = Field(description="Inner width I (expand x d_model).")
+    state: Size = Field(default=16, description="State size N per channel.")
+    dt_rank: Size = Field(description="Rank R of the time-step projection.")
+    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
+    conv_bias: Flag = Field(default=True, description="Bias on the conv.")
+    proj_bias: Flag = Field(default=False, description="Bias on in_proj and out_proj.")
+    dt_norms: Flag = Field(
+        default=False, description="RMSNorms on the time step (R) and on B and C (N each): Jamba."
+    )
+
+
+class GatedDeltaNetSizes(_MixerSizes):
+    """Gated DeltaNet linear attention sizes (Qwen3-Next, Qwen3.5)."""
+
+    key_heads: Size = Field(description="Query/key heads Hk.")
+    value_heads: Size = Field(description="Value heads Hv (a multiple of Hk).")
+    key_head_dim: Size = Field(description="Width dk of one query/key head.")
+    value_head_dim: Size = Field(description="Width dv of one value head.")
+    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
+    split_projections: Flag = Field(
+        default=False,
+        description=(
+            "in_proj_qkv, in_proj_z, in_proj_b, in_proj_a as four tensors (Qwen3.5) instead of "
+            "in_proj_qkvz and in_proj_ba (Qwen3-Next); the same parameters."
+        ),
+    )
+
+
+class ShortConvSizes(_MixerSizes):
+    """Gated short convolution (LFM2's ``Lfm2ShortConv``): in_proj D -> 3D, conv, out_proj."""
+
+    conv_kernel: Size = Field(description="Width k of the causal depthwise conv over D channels.")
+    bias: Flag = Field(default=False, description="Bias on the projections and the conv.")
+
+
+MIXER_SIZES: dict[str, type[_MixerSizes]] = {
+    "mamba2": Mamba2Sizes,
+    "mamba": MambaSizes,
+    "gated_deltanet": GatedDeltaNetSizes,
+    "short_conv": ShortConvSizes,
+}
+"""The nested sizes of each recurrent mixer, under the block key of the mixer's name."""
 
 
 class BlockFields(BaseModel):
@@ -61,7 +130,8 @@ class BlockFields(BaseModel):
         default="attention",
         description=(
             "Token mixer: attention (MHA/GQA/MQA), mla (multi-head latent attention, "
-            "DeepSeek-V2/V3) or none (a block with an FFN only)."
+            "DeepSeek-V2/V3), mamba2, mamba, gated_deltanet, short_conv (each sized by the "
+            "block key of its name) or none (a block with an FFN only)."
         ),
     )
     n_heads: Size | None = Field(default=None, description="Attention (query) heads H.")
@@ -115,6 +185,30 @@ class BlockFields(BaseModel):
         default=None, description="MLA: dimensions per head without positions."
     )
     v_head_dim: Size | None = Field(default=None, description="MLA: value width per head.")
+    mamba2: Mamba2Sizes | None = Field(
+        default=None,
+        description=(
+            "Mamba-2 sizes (mixer mamba2): heads, head_dim, state, groups, conv_kernel, "
+            "conv_bias, proj_bias, chunk_size."
+        ),
+    )
+    mamba: MambaSizes | None = Field(
+        default=None,
+        description=(
+            "Mamba (v1) sizes (mixer mamba): inner, state, dt_rank, conv_kernel, conv_bias, "
+            "proj_bias, dt_norms."
+        ),
+    )
+    gated_deltanet: GatedDeltaNetSizes | None = Field(
+        default=None,
+        description=(
+            "Gated DeltaNet sizes (mixer gated_deltanet): key_heads, value_heads, key_head_dim, "
+            "value_head_dim, conv_kernel, split_projections."
+        ),
+    )
+    short_conv: ShortConvSizes | None = Field(
+        default=None, description="Short-convolution sizes (mixer short_conv): conv_kernel, bias."
+    )
     # Feed-forward network.
     ffn: FfnKind = Field(
         default="mlp", description="Feed-forward kind: plain MLP, gated (swiglu, geglu) or none."
@@ -189,6 +283,11 @@ class BlockFields(BaseModel):
     @property
     def has_attention(self) -> bool:
         return self.mixer in ATTENTION_MIXERS
+
+    @property
+    def recurrent(self) -> bool:
+        """The mixer keeps a fixed-size state (conv and/or SSM state), not a KV cache."""
+        return self.mixer in RECURRENT_MIXERS
 
 
 BLOCK_FIELDS: tuple[str, ...] = tuple(BlockFields.model_fields)
@@ -635,3 +734,28 @@ def _expert_details(spec: ModelSpec) -> Iterator[tuple[str, str]]:
 def _something_in_the_block(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.mixer == "none" and spec.ffn == "none":
         yield ("ffn", "a block with neither a token mixer nor an FFN holds nothing")
+
+
+@_rule("mixer", *RECURRENT_MIXERS)
+def _recurrent_sizes(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """A recurrent mixer needs the sizes under its own name; they mean nothing to another."""
+    for name in RECURRENT_MIXERS:
+        given = getattr(spec, name) is not None
+        if spec.mixer == name and not given:
+            yield (name, f"required for {name} blocks (the mixer's sizes)")
+        elif spec.mixer != name and given:
+            yield (name, f"applies to {name} blocks; this block's mixer is {spec.mixer}")
+    ssm = spec.mamba2
+    if spec.mixer == "mamba2" and ssm is not None and ssm.heads % ssm.groups:
+        yield (
+            "mamba2",
+            f"{ssm.heads:,} heads cannot share B and C over {ssm.groups:,} groups "
+            "(heads must be a multiple of groups)",
+        )
+    net = spec.gated_deltanet
+    if spec.mixer == "gated_deltanet" and net is not None and net.value_heads % net.key_heads:
+        yield (
+            "gated_deltanet",
+            f"{net.value_heads:,} value heads cannot be grouped over {net.key_heads:,} key heads "
+            "(value_heads must be a multiple of key_heads)",
+        )

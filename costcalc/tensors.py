@@ -23,6 +23,9 @@ Conventions, from the Hugging Face ``transformers`` modeling code (transformers 
   is a dense FFN of its own width, optionally gated by a D -> 1 linear layer.
 - A learned activation keeps its scalars as one-element tensors (Apertus' xIELU: ``alpha_p``,
   ``alpha_n``), ``ffn_act_params`` of them per FFN.
+- Recurrent mixers (Mamba-2, Mamba, Gated DeltaNet, LFM2's short convolution) hold a depthwise
+  causal ``nn.Conv1d`` of shape (C, 1, k) next to their projections and small per-head vectors
+  (``A_log``, ``D``, ``dt_bias``); see each builder below.
 - A tied LM head is the token table itself (no tensor of its own), as ``parameters()`` yields a
   shared tensor once.
 
@@ -140,7 +143,122 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
     ]
 
 
-MIXERS = {"attention": attention_tensors, "mla": mla_tensors}
+def _conv(name: str, channels: int, kernel: int, bias: bool) -> list[Tensor]:
+    """A depthwise ``nn.Conv1d(C, C, k, groups=C)``: weight (C, 1, k), bias (C) when it has one.
+    Its MACs depend on the sequence (T + k - 1 outputs per channel), so none are per token."""
+    weight = Tensor(f"{name}.weight", (channels, 1, kernel), "mixer")
+    return [weight, Tensor(f"{name}.bias", (channels,), "mixer")] if bias else [weight]
+
+
+def conv_channels(spec: ModelSpec) -> int:
+    """Channels of a recurrent mixer's depthwise conv (0 for other mixers): Mamba-2 I + 2 G N,
+    Mamba I, Gated DeltaNet 2 Hk dk + Hv dv, short conv D."""
+    if spec.mixer == "mamba2" and spec.mamba2 is not None:
+        m = spec.mamba2
+        return m.heads * m.head_dim + 2 * m.groups * m.state
+    if spec.mixer == "mamba" and spec.mamba is not None:
+        return spec.mamba.inner
+    if spec.mixer == "gated_deltanet" and spec.gated_deltanet is not None:
+        g = spec.gated_deltanet
+        return 2 * g.key_heads * g.key_head_dim + g.value_heads * g.value_head_dim
+    return spec.d_model if spec.mixer == "short_conv" else 0
+
+
+def mamba2_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Mamba-2 (``Mamba2Mixer``, NemotronH's mixer): ``in_proj`` D -> 2I + 2GN + H (gate, x, B,
+    C, dt), ``conv1d`` over I + 2GN channels, ``dt_bias``, ``A_log``, ``D`` (H each), the gated
+    RMSNorm ``norm`` (I) and ``out_proj`` I -> D; I = H P."""
+    m = spec.mamba2
+    assert m is not None  # checked by the spec's rules
+    D, H, inner = spec.d_model, m.heads, m.heads * m.head_dim
+    channels = conv_channels(spec)
+    return [
+        *_linear("mixer.in_proj", inner + channels + H, D, m.proj_bias, "mixer"),
+        *_conv("mixer.conv1d", channels, m.conv_kernel, m.conv_bias),
+        *(Tensor(f"mixer.{name}", (H,), "mixer") for name in ("dt_bias", "A_log", "D")),
+        Tensor("mixer.norm.weight", (inner,), "mixer"),
+        *_linear("mixer.out_proj", D, inner, m.proj_bias, "mixer"),
+    ]
+
+
+def mamba_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Mamba v1 (``JambaMambaMixer``): ``in_proj`` D -> 2I, ``conv1d`` over I channels,
+    ``x_proj`` I -> R + 2N, ``dt_proj`` R -> I (with bias), ``A_log`` I x N, ``D`` (I),
+    ``out_proj`` I -> D; Jamba's RMSNorms on dt (R), B and C (N each) when ``dt_norms``."""
+    m = spec.mamba
+    assert m is not None  # checked by the spec's rules
+    D, inner, N, R = spec.d_model, m.inner, m.state, m.dt_rank
+    tensors = [
+        *_linear("mixer.in_proj", 2 * inner, D, m.proj_bias, "mixer"),
+        *_conv("mixer.conv1d", inner, m.conv_kernel, m.conv_bias),
+        *_linear("mixer.x_proj", R + 2 * N, inner, False, "mixer"),
+        *_linear("mixer.dt_proj", inner, R, True, "mixer"),
+        Tensor("mixer.A_log", (inner, N), "mixer"),
+        Tensor("mixer.D", (inner,), "mixer"),
+        *_linear("mixer.out_proj", D, inner, m.proj_bias, "mixer"),
+    ]
+    if m.dt_norms:
+        tensors += [
+            Tensor("mixer.dt_layernorm.weight", (R,), "mixer"),
+            Tensor("mixer.b_layernorm.weight", (N,), "mixer"),
+            Tensor("mixer.c_layernorm.weight", (N,), "mixer"),
+        ]
+    return tensors
+
+
+def gated_deltanet_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Gated DeltaNet (Qwen3-Next's ``Qwen3NextGatedDeltaNet``): ``in_proj_qkvz`` D ->
+    2 Hk dk + 2 Hv dv and ``in_proj_ba`` D -> 2 Hv (Qwen3.5 splits them into ``in_proj_qkv``,
+    ``in_proj_z``, ``in_proj_b``, ``in_proj_a``), ``conv1d`` over 2 Hk dk + Hv dv channels (no
+    bias), ``dt_bias`` and ``A_log`` (Hv each), the gated RMSNorm ``norm`` (dv), ``out_proj``
+    Hv dv -> D; no biases."""
+    g = spec.gated_deltanet
+    assert g is not None  # checked by the spec's rules
+    D, Hv = spec.d_model, g.value_heads
+    keys, values = g.key_heads * g.key_head_dim, Hv * g.value_head_dim
+    if g.split_projections:
+        projections = [
+            *_linear("linear_attn.in_proj_qkv", 2 * keys + values, D, False, "mixer"),
+            *_linear("linear_attn.in_proj_z", values, D, False, "mixer"),
+            *_linear("linear_attn.in_proj_b", Hv, D, False, "mixer"),
+            *_linear("linear_attn.in_proj_a", Hv, D, False, "mixer"),
+        ]
+    else:
+        projections = [
+            *_linear("linear_attn.in_proj_qkvz", 2 * keys + 2 * values, D, False, "mixer"),
+            *_linear("linear_attn.in_proj_ba", 2 * Hv, D, False, "mixer"),
+        ]
+    return [
+        *projections,
+        *_conv("linear_attn.conv1d", conv_channels(spec), g.conv_kernel, False),
+        Tensor("linear_attn.dt_bias", (Hv,), "mixer"),
+        Tensor("linear_attn.A_log", (Hv,), "mixer"),
+        Tensor("linear_attn.norm.weight", (g.value_head_dim,), "mixer"),
+        *_linear("linear_attn.out_proj", D, values, False, "mixer"),
+    ]
+
+
+def short_conv_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Gated short convolution (``Lfm2ShortConv``): ``in_proj`` D -> 3D (B, C, x), ``conv``
+    over D channels, ``out_proj`` D -> D; biases on all three when ``bias``."""
+    c = spec.short_conv
+    assert c is not None  # checked by the spec's rules
+    D = spec.d_model
+    return [
+        *_linear("conv.in_proj", 3 * D, D, c.bias, "mixer"),
+        *_conv("conv.conv", D, c.conv_kernel, c.bias),
+        *_linear("conv.out_proj", D, D, c.bias, "mixer"),
+    ]
+
+
+MIXERS = {
+    "attention": attention_tensors,
+    "mla": mla_tensors,
+    "mamba2": mamba2_tensors,
+    "mamba": mamba_tensors,
+    "gated_deltanet": gated_deltanet_tensors,
+    "short_conv": short_conv_tensors,
+}
 """Mixer kind -> its tensors; a block with mixer ``none`` has none."""
 
 

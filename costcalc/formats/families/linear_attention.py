@@ -1,0 +1,230 @@
+"""Hugging Face hybrids of attention and a linear-time mixer: lfm2 (short convolutions),
+qwen3_next, qwen3_5_text and qwen3_5_moe_text (Gated DeltaNet).
+
+Each function reads the keys its ``transformers`` configuration class defines, with that class's
+defaults, and its docstring names the tensors the family's modeling code builds (transformers
+5.24, ``models/<family>/modeling_<family>.py``). The mixers' own tensors are listed in
+:mod:`costcalc.tensors` (``short_conv_tensors``, ``gated_deltanet_tensors``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costcalc.formats import hf_layers
+from costcalc.formats.families.ssm import nested_sizes
+from costcalc.formats.hf_reader import Reader, rotary_dim, standard_sizes
+
+ATTENTION_KEYS = ("n_heads", "n_kv_heads", "head_dim")
+"""Keys that describe attention blocks only: a hybrid sets them on its attention layers."""
+
+
+Layout = tuple[list[tuple[str, int]], bool]
+"""Runs of layer kinds, and whether they cycle over the model (a pattern) or are listed whole."""
+
+
+def _hybrid(
+    r: Reader, fields: dict[str, Any], layout: Layout | None, linear: dict[str, Any]
+) -> dict[str, Any]:
+    """Move the attention keys into the attention layers and give the others ``linear``."""
+    attention = {"mixer": "attention", **{k: fields.pop(k) for k in ATTENTION_KEYS if k in fields}}
+    for key in ("qk_norm", "attention_gate"):
+        if key in fields:
+            attention[key] = fields.pop(key)
+    blocks = {"full_attention": attention, "linear_attention": linear, "conv": linear}
+    if layout is None:
+        return fields
+    kinds, cycled = layout
+    if cycled and len([count for _, count in kinds if count]) > 1:
+        fields["layers"] = hf_layers.cycle(fields["n_layers"], kinds, blocks)
+    else:
+        hf_layers.apply(r, fields, kinds, blocks)
+    return fields
+
+
+def lfm2(r: Reader) -> dict[str, Any]:
+    """Lfm2ForCausalLM: ``embed_tokens`` (V x D); per layer ``operator_norm`` and ``ffn_norm``
+    (RMSNorm, D each), a mixer and a SwiGLU ``feed_forward`` (``w1``, ``w3`` D -> h, ``w2``
+    h -> D, no biases). The mixer is attention (``q_proj`` D -> H d, ``k_proj``/``v_proj`` D ->
+    K d, ``out_proj``, RMSNorms ``q_layernorm``/``k_layernorm`` of d, no biases, rotary; K
+    ``num_key_value_heads`` (8)) on the layers ``layer_types`` marks ``full_attention`` (or
+    ``full_attn_idxs`` lists; default every layer), else a short convolution ``conv``:
+    ``in_proj`` D -> 3D, ``conv`` (D, 1, ``conv_L_cache`` (3)), ``out_proj`` D -> D, biases when
+    ``conv_bias`` (false). h = ``block_ff_dim`` or ``intermediate_size`` (12,288); with
+    ``block_auto_adjust_ff_dim`` (true) h = int(2 h / 3), then int(``block_ffn_dim_multiplier``
+    (1.0) x h) rounded up to a multiple of ``block_multiple_of`` (256). The final norm is named
+    ``embedding_norm`` (D); tied by default."""
+    fields = standard_sizes(r)
+    fields.update(
+        n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=8),
+        position="rotary",
+        norm="rmsnorm",
+        qk_norm="head",
+        qkv_bias=False,
+        attn_out_bias=False,
+        fused_qkv=False,
+        ffn="swiglu",
+        ffn_bias=False,
+        ffn_hidden=_lfm2_ffn_width(r),
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
+    )
+    conv = {
+        "mixer": "short_conv",
+        "short_conv": {
+            "conv_kernel": r.value("short_conv", "conv_L_cache", default=3),
+            "bias": r.value("short_conv", "conv_bias", default=False),
+        },
+    }
+    nested_sizes(r, "short_conv")
+    n = hf_layers.count_of(fields["n_layers"])
+    kinds = None if n is None else _lfm2_kinds(r, n)
+    return _hybrid(r, fields, kinds, conv)
+
+
+def _lfm2_kinds(r: Reader, n: int) -> Layout | None:
+    listed = hf_layers.layer_types(r, n)
+    if listed is not None:
+        return hf_layers.runs(listed), False
+    indices = r.data.get("full_attn_idxs")
+    if indices is None:
+        return [("full_attention", n)], False
+    if not isinstance(indices, list) or not all(isinstance(i, int) for i in indices):
+        r.fail("full_attn_idxs", "expected a list of layer indices")
+        return None
+    layers = hf_layers.by_rule(r, n, "full_attn_idxs")
+    if layers is None:
+        return None
+    r.key_names["layers"] = r.name("full_attn_idxs")
+    chosen = set(indices)
+    return hf_layers.runs(["full_attention" if i in chosen else "conv" for i in layers]), False
+
+
+def _lfm2_ffn_width(r: Reader) -> Any:
+    width = r.value("ffn_hidden", "block_ff_dim", "intermediate_size", default=12288)
+    if not isinstance(width, int) or not r.flag("block_auto_adjust_ff_dim", True):
+        return width
+    width = int(2 * width / 3)
+    multiplier = r.data.get("block_ffn_dim_multiplier", 1.0)
+    if multiplier is not None:
+        multiple = r.data.get("block_multiple_of", 256)
+        if not isinstance(multiple, int) or isinstance(multiple, bool) or multiple < 1:
+            r.fail("block_multiple_of", f"expected a whole number, 1 or more (got {multiple!r})")
+            return None
+        width = int(multiplier * width)
+        width = multiple * ((width + multiple - 1) // multiple)
+    return width
+
+
+def _qwen_linear_attention(
+    r: Reader,
+    *,
+    split: bool,
+    sparse: bool,
+    kv_heads: int = 2,
+    experts: tuple[int, int] = (512, 10),
+) -> dict[str, Any]:
+    """Shared by Qwen3-Next and Qwen3.5: gated attention every ``full_attention_interval``-th
+    layer (or as ``layer_types`` says), Gated DeltaNet elsewhere."""
+    fields = standard_sizes(r)
+    fields.update(
+        n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=kv_heads),
+        head_dim=r.value("head_dim", "head_dim", default=256),
+        position="rotary",
+        norm="rmsnorm",
+        qk_norm="head",
+        attention_gate=True,
+        qkv_bias=r.value(("qkv_bias", "attn_out_bias"), "attention_bias", default=False),
+        fused_qkv=False,
+        ffn="swiglu",
+        ffn_bias=False,
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    )
+    fields["attn_out_bias"] = fields["qkv_bias"]
+    fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 0.25)
+    if sparse:
+        fields.update(
+            moe_experts=r.value("moe_experts", "num_experts", default=experts[0]),
+            moe_top_k=r.value("moe_top_k", "num_experts_per_tok", default=experts[1]),
+            moe_ffn_hidden=r.value("moe_ffn_hidden", "moe_intermediate_size", default=512),
+            moe_shared_ffn_hidden=r.value(
+                "moe_shared_ffn_hidden", "shared_expert_intermediate_size", default=512
+            ),
+            moe_shared_gate=True,
+        )
+    else:
+        fields["ffn_hidden"] = r.value("ffn_hidden", "intermediate_size", default=12288)
+    net = {
+        "mixer": "gated_deltanet",
+        "gated_deltanet": {
+            "key_heads": r.value("gated_deltanet", "linear_num_key_heads", default=16),
+            "value_heads": r.value("gated_deltanet", "linear_num_value_heads", default=32),
+            "key_head_dim": r.value("gated_deltanet", "linear_key_head_dim", default=128),
+            "value_head_dim": r.value("gated_deltanet", "linear_value_head_dim", default=128),
+            "conv_kernel": r.value("gated_deltanet", "linear_conv_kernel_dim", default=4),
+            "split_projections": split,
+        },
+    }
+    nested_sizes(r, "gated_deltanet")
+    n = hf_layers.count_of(fields["n_layers"])
+    kinds = None if n is None else _interval_kinds(r, n)
+    return _hybrid(r, fields, kinds, net)
+
+
+def _interval_kinds(r: Reader, n: int) -> Layout | None:
+    """``layer_types``, or layer i is full attention when (i + 1) % interval == 0: a cycle of
+    interval - 1 Gated DeltaNet layers and one attention layer."""
+    listed = hf_layers.layer_types(r, n)
+    if listed is not None:
+        return hf_layers.runs(listed), False
+    interval = r.value("layers", "full_attention_interval", default=4)
+    if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
+        r.fail("full_attention_interval", f"expected a whole number, 1 or more (got {interval!r})")
+        return None
+    return [("linear_attention", interval - 1), ("full_attention", 1)], True
+
+
+def qwen3_next(r: Reader) -> dict[str, Any]:
+    """Qwen3NextForCausalLM: ``embed_tokens`` (V x D); per layer ``input_layernorm`` and
+    ``post_attention_layernorm`` (RMSNorm, D each), a mixer and a sparse MoE ``mlp``. Every
+    ``full_attention_interval``-th (4) layer is gated attention: ``q_proj`` D -> 2 H d (queries
+    and an output gate), ``k_proj``/``v_proj`` D -> K d, ``o_proj``, ``q_norm``/``k_norm`` of
+    d (d ``head_dim`` 256, K ``num_key_value_heads`` 2, bias ``attention_bias``), rotary on
+    ``partial_rotary_factor`` (0.25); the others Gated DeltaNet ``linear_attn``:
+    ``in_proj_qkvz`` D -> 2 Hk dk + 2 Hv dv, ``in_proj_ba`` D -> 2 Hv, ``conv1d``
+    (2 Hk dk + Hv dv, 1, ``linear_conv_kernel_dim`` 4), ``dt_bias``/``A_log`` (Hv), gated
+    RMSNorm (dv), ``out_proj`` (Hk ``linear_num_key_heads`` 16, Hv ``linear_num_value_heads``
+    32, dk/dv ``linear_key_head_dim``/``linear_value_head_dim`` 128). The MoE: router
+    ``mlp.gate`` (X x D), X = ``num_experts`` (512) SwiGLU experts of ``moe_intermediate_size``
+    (512), ``num_experts_per_tok`` (10) active, a shared SwiGLU expert
+    (``shared_expert_intermediate_size`` 512) with a sigmoid ``shared_expert_gate`` (D -> 1);
+    final ``norm``; untied by default. Dense layers (``mlp_only_layers``,
+    ``decoder_sparse_step`` > 1) are not read."""
+    if r.data.get("mlp_only_layers"):
+        r.unsupported("mlp_only_layers", "dense layers among the MoE layers are not counted")
+    step = r.data.get("decoder_sparse_step", 1)
+    if step != 1:
+        r.unsupported("decoder_sparse_step", "dense layers among the MoE layers are not counted")
+    return _qwen_linear_attention(r, split=False, sparse=True)
+
+
+def qwen3_5_text(r: Reader) -> dict[str, Any]:
+    """Qwen3_5ForCausalLM (text): as qwen3_next, but the Gated DeltaNet input projections are
+    four tensors (``in_proj_qkv`` D -> 2 Hk dk + Hv dv, ``in_proj_z`` D -> Hv dv, ``in_proj_b``,
+    ``in_proj_a`` D -> Hv each) and every layer has a dense SwiGLU ``mlp``
+    (``intermediate_size``, 12,288); K ``num_key_value_heads`` 4 by default."""
+    return _qwen_linear_attention(r, split=True, sparse=False, kv_heads=4)
+
+
+def qwen3_5_moe_text(r: Reader) -> dict[str, Any]:
+    """Qwen3_5MoeForConditionalGeneration's text decoder: as qwen3_next with the four split
+    Gated DeltaNet input projections of qwen3_5_text, a MoE in every layer (``num_experts``
+    256, ``num_experts_per_tok`` 8)."""
+    return _qwen_linear_attention(r, split=True, sparse=True, experts=(256, 8))
+
+
+FAMILIES = {
+    "lfm2": lfm2,
+    "qwen3_5_moe_text": qwen3_5_moe_text,
+    "qwen3_5_text": qwen3_5_text,
+    "qwen3_next": qwen3_next,
+}

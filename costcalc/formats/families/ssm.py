@@ -1,0 +1,256 @@
+"""Hugging Face families built on state-space mixers: mamba2 (Mamba-2 blocks only), nemotron_h
+(Mamba-2, attention and MLP layers, one of them per block) and jamba (Mamba v1 and attention
+mixers, MoE every few layers).
+
+Each function reads the keys its ``transformers`` configuration class defines, with that class's
+defaults, and its docstring names the tensors the family's modeling code builds (transformers
+5.24, ``models/<family>/modeling_<family>.py``). The mixers' own tensors are listed in
+:mod:`costcalc.tensors` (``mamba2_tensors``, ``mamba_tensors``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from costcalc.formats import hf_layers
+from costcalc.formats.hf_reader import Reader
+from costcalc.spec import MAX_SIZE
+
+NO_POSITION_LIMIT = MAX_SIZE
+"""context_length of a model without positions and without ``max_position_embeddings``: the
+recurrence itself sets no limit."""
+
+
+def _context(r: Reader, default: int | None) -> Any:
+    return r.value("context_length", "max_position_embeddings", default=default)
+
+
+def _mamba2_sizes(r: Reader, heads: tuple[str, int], head_dim: tuple[str, int]) -> dict[str, Any]:
+    """The Mamba-2 mixer keys shared by Mamba2Config and NemotronHConfig."""
+    chunk_default = 256 if heads[0] == "num_heads" else 128
+    return {
+        "heads": r.value("mamba2", heads[0], default=heads[1]),
+        "head_dim": r.value("mamba2", head_dim[0], default=head_dim[1]),
+        "state": r.value("mamba2", "state_size", "ssm_state_size", default=128),
+        "groups": r.value("mamba2", "n_groups", "mamba_n_groups", default=8),
+        "conv_kernel": r.value("mamba2", "conv_kernel", "mamba_d_conv", default=4),
+        "conv_bias": r.value("mamba2", "use_conv_bias", "mamba_conv_bias", default=True),
+        "chunk_size": r.value("mamba2", "chunk_size", "mamba_chunk_size", default=chunk_default),
+    }
+
+
+def mamba2(r: Reader) -> dict[str, Any]:
+    """Mamba2ForCausalLM: ``backbone.embeddings`` (V x D); per block one RMSNorm ``norm`` (D)
+    and a Mamba-2 ``mixer``: ``in_proj`` D -> 2I + 2GN + H, ``conv1d`` (I + 2GN, 1, k),
+    ``dt_bias``/``A_log``/``D`` (H each), gated RMSNorm (I), ``out_proj`` I -> D, biases when
+    ``use_bias`` (conv bias when ``use_conv_bias``); final ``norm_f``; ``lm_head`` (V x D),
+    untied by default. H ``num_heads`` (128), P ``head_dim`` (64), I = ``expand`` x D must equal
+    H P, N ``state_size`` (128), G ``n_groups`` (8), k ``conv_kernel`` (4), chunks of
+    ``chunk_size`` (256). No positions (no ``max_position_embeddings``)."""
+    d_model = r.size("d_model", "hidden_size")
+    sizes = _mamba2_sizes(r, ("num_heads", 128), ("head_dim", 64))
+    sizes["proj_bias"] = r.value("mamba2", "use_bias", default=False)
+    expand = r.value("mamba2", "expand", default=2)
+    inner = sizes["heads"] * sizes["head_dim"] if _ints(sizes["heads"], sizes["head_dim"]) else None
+    if _ints(d_model, expand) and inner is not None and int(expand * d_model) != inner:
+        r.fail(
+            "expand",
+            f"expand x hidden_size ({expand * d_model}) must equal num_heads x head_dim ({inner})",
+        )
+    nested_sizes(r, "mamba2")
+    return {
+        "vocab_size": r.size("vocab_size", "vocab_size"),
+        "d_model": d_model,
+        "n_layers": r.size("n_layers", "num_hidden_layers"),
+        "context_length": _context(r, NO_POSITION_LIMIT),
+        "position": "none",
+        "norm": "rmsnorm",
+        "norms_per_block": 1,
+        "mixer": "mamba2",
+        "mamba2": sizes,
+        "ffn": "none",
+        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    }
+
+
+NEMOTRON_KINDS = {"M": "linear_attention", "E": "moe", "*": "full_attention", "-": "mlp"}
+
+
+def nemotron_h(r: Reader) -> dict[str, Any]:
+    """NemotronHForCausalLM: ``embeddings`` (V x D); each layer one RMSNorm ``norm`` (D) and
+    ONE mixer, by ``hybrid_override_pattern`` (M Mamba-2, * attention, - MLP; or
+    ``layers_block_type``/``layer_types``): Mamba-2 as mamba2 with I = ``mamba_num_heads`` x
+    ``mamba_head_dim`` (128 x 64), ``n_groups`` (8), ``ssm_state_size`` (128), ``conv_kernel``
+    (4), ``chunk_size`` (128), ``mamba_proj_bias``/``use_bias`` (false); attention
+    ``q_proj``/``k_proj``/``v_proj``/``o_proj`` without biases or positions (H
+    ``num_attention_heads``, K ``num_key_value_heads`` (8), d ``head_dim`` (128)); MLP
+    ``up_proj`` D -> h, ``down_proj`` h -> D (``intermediate_size``, relu2, bias ``mlp_bias``);
+    final ``norm_f``; ``lm_head`` untied by default. The layer count is the pattern's length.
+    MoE layers (E) are not read."""
+    kinds = _nemotron_kinds(r)
+    sizes = _mamba2_sizes(r, ("mamba_num_heads", 128), ("mamba_head_dim", 64))
+    sizes["proj_bias"] = r.value("mamba2", "mamba_proj_bias", "use_bias", default=False)
+    nested_sizes(r, "mamba2")
+    mlp_bias = r.value("ffn_bias", "mlp_bias", default=False)
+    blocks: dict[str, dict[str, Any]] = {
+        "linear_attention": {"mixer": "mamba2", "mamba2": sizes, "ffn": "none"},
+        "full_attention": {
+            "mixer": "attention",
+            "n_heads": r.size("n_heads", "num_attention_heads"),
+            "n_kv_heads": r.value("n_kv_heads", "num_key_value_heads", default=8),
+            "head_dim": r.value("head_dim", "head_dim", default=128),
+            "ffn": "none",
+        },
+        "mlp": {
+            "mixer": "none",
+            "ffn": "mlp",
+            "ffn_hidden": r.value("ffn_hidden", "intermediate_size", default=21504),
+            "ffn_bias": mlp_bias,
+        },
+    }
+    fields: dict[str, Any] = {
+        "vocab_size": r.size("vocab_size", "vocab_size"),
+        "d_model": r.size("d_model", "hidden_size"),
+        "n_layers": len(kinds) or r.size("n_layers", "num_hidden_layers"),
+        "context_length": _context(r, 4096),
+        "position": "none",
+        "norm": "rmsnorm",
+        "norms_per_block": 1,
+        "qkv_bias": False,
+        "attn_out_bias": False,
+        "fused_qkv": False,
+        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    }
+    if "moe" in kinds:
+        r.unsupported("hybrid_override_pattern", "NemotronH MoE layers (E) are not counted")
+        return fields
+    hf_layers.apply(r, fields, hf_layers.runs(kinds), blocks, "hybrid_override_pattern")
+    return fields
+
+
+def _nemotron_kinds(r: Reader) -> list[str]:
+    """Per-layer kinds: ``layer_types`` (or ``layers_block_type``), else the pattern string,
+    else NemotronHConfig's default (Mamba-2, MoE, attention, MLP)."""
+    for key in ("layer_types", "layers_block_type"):
+        if r.data.get(key) is not None:
+            return hf_layers.layer_types(r, None, key) or []
+    pattern = r.data.get("hybrid_override_pattern")
+    if pattern is None:
+        return ["linear_attention", "moe", "full_attention", "mlp"]
+    if not isinstance(pattern, str) or not pattern or set(pattern) - set(NEMOTRON_KINDS):
+        r.fail("hybrid_override_pattern", "expected a string of M, E, * and - (one per layer)")
+        return []
+    if len(pattern) > hf_layers.MAX_LISTED_LAYERS:
+        r.fail("hybrid_override_pattern", "too many layers")
+        return []
+    r.key_names["layers"] = r.name("hybrid_override_pattern")
+    return [NEMOTRON_KINDS[char] for char in pattern]
+
+
+def jamba(r: Reader) -> dict[str, Any]:
+    """JambaForCausalLM: ``embed_tokens`` (V x D); per layer ``input_layernorm`` and
+    ``pre_ff_layernorm`` (RMSNorm, D each), a mixer and an FFN. The mixer is attention
+    (``q_proj``/``k_proj``/``v_proj``/``o_proj``, no biases, no positions; K
+    ``num_key_value_heads`` (8)) on layers i with i % ``attn_layer_period`` (8) ==
+    ``attn_layer_offset`` (4), else Mamba v1: ``in_proj`` D -> 2I, ``conv1d`` (I, 1, k),
+    ``x_proj`` I -> R + 2N, ``dt_proj`` R -> I + bias, ``A_log`` (I x N), ``D`` (I),
+    ``out_proj`` I -> D, RMSNorms ``dt_layernorm`` (R), ``b_layernorm``, ``c_layernorm`` (N);
+    I = ``mamba_expand`` (2) x D, N ``mamba_d_state`` (16), R ``mamba_dt_rank`` ("auto":
+    ceil(D / 16)), k ``mamba_d_conv`` (4), biases ``mamba_conv_bias`` (true) and
+    ``mamba_proj_bias`` (false). The FFN is a SwiGLU MLP (``intermediate_size``), or on layers
+    i % ``expert_layer_period`` (2) == ``expert_layer_offset`` (1) a mixture of
+    ``num_experts`` (16) such experts with a router (X x D), ``num_experts_per_tok`` (2) active;
+    final ``final_layernorm``; ``lm_head`` untied by default."""
+    d_model = r.size("d_model", "hidden_size")
+    n_layers = r.size("n_layers", "num_hidden_layers")
+    rank = r.value("mamba", "mamba_dt_rank", default="auto")
+    expand = r.value("mamba", "mamba_expand", default=2)
+    if rank == "auto":
+        rank = math.ceil(d_model / 16) if _ints(d_model) else None
+    mamba = {
+        "inner": expand * d_model if _ints(expand, d_model) else None,
+        "state": r.value("mamba", "mamba_d_state", default=16),
+        "dt_rank": rank,
+        "conv_kernel": r.value("mamba", "mamba_d_conv", default=4),
+        "conv_bias": r.value("mamba", "mamba_conv_bias", default=True),
+        "proj_bias": r.value("mamba", "mamba_proj_bias", default=False),
+        "dt_norms": True,
+    }
+    nested_sizes(r, "mamba")
+    attention = {
+        "mixer": "attention",
+        "n_heads": r.size("n_heads", "num_attention_heads"),
+        "n_kv_heads": r.value("n_kv_heads", "num_key_value_heads", default=8),
+    }
+    experts = {
+        "moe_experts": r.value("moe_experts", "num_experts", default=16),
+        "moe_top_k": r.value("moe_top_k", "num_experts_per_tok", default=2),
+    }
+    fields: dict[str, Any] = {
+        "vocab_size": r.size("vocab_size", "vocab_size"),
+        "d_model": d_model,
+        "n_layers": n_layers,
+        "context_length": _context(r, 262144),
+        "position": "none",
+        "norm": "rmsnorm",
+        "ffn": "swiglu",
+        "ffn_hidden": r.value("ffn_hidden", "intermediate_size", default=14336),
+        "ffn_bias": False,
+        "qkv_bias": False,
+        "attn_out_bias": False,
+        "fused_qkv": False,
+        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    }
+    attn = _period(r, "attn_layer_period", 8, "attn_layer_offset", 4)
+    moe = _period(r, "expert_layer_period", 2, "expert_layer_offset", 1)
+    n = hf_layers.count_of(n_layers)
+    if attn is None or moe is None or n is None:
+        return fields
+    # One cycle of lcm(periods) layers, each (attention?, MoE?), repeats over the model.
+    period = math.lcm(attn[0], moe[0])
+    if period > hf_layers.MAX_LISTED_LAYERS:
+        r.fail("attn_layer_period", "the layer pattern's period is too long")
+        return fields
+    kinds = [(i % attn[0] == attn[1], i % moe[0] == moe[1]) for i in range(min(period, n))]
+    blocks = {
+        f"{int(a)}{int(e)}": {
+            **(attention if a else {"mixer": "mamba", "mamba": mamba}),
+            **(experts if e else {}),
+        }
+        for a, e in kinds
+    }
+    pattern = hf_layers.runs([f"{int(a)}{int(e)}" for a, e in kinds])
+    if len(blocks) == 1:
+        fields.update(next(iter(blocks.values())))
+    else:
+        fields["layers"] = hf_layers.cycle(n, pattern, blocks)
+    return fields
+
+
+def _period(
+    r: Reader, period_key: str, period: int, offset_key: str, offset: int
+) -> tuple[int, int] | None:
+    """A (period, offset) layer rule, checked as JambaConfig does: offset < period."""
+    p = r.value("layers", period_key, default=period)
+    o = r.value("layers", offset_key, default=offset)
+    if not _ints(p) or p < 1:
+        r.fail(period_key, f"expected a whole number of layers, 1 or more (got {p!r})")
+        return None
+    if not isinstance(o, int) or isinstance(o, bool) or not 0 <= o < p:
+        r.fail(offset_key, f"expected a whole number from 0 to {period_key} - 1 (got {o!r})")
+        return None
+    return p, o
+
+
+def nested_sizes(r: Reader, field: str) -> None:
+    """Forget the single file key recorded for a nested sizes field: its sizes come from several
+    keys, so a problem with one is named by its path in the spec (``mamba2.heads``)."""
+    r.key_names.pop(field, None)
+
+
+def _ints(*values: Any) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values)
+
+
+FAMILIES = {"jamba": jamba, "mamba2": mamba2, "nemotron_h": nemotron_h}

@@ -1,0 +1,153 @@
+"""Recurrent token mixers (Mamba-2, Mamba, Gated DeltaNet, short convolution): their fixed-size
+state against transformers' cache, their structural rules, and what is refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from costcalc.errors import ConfigError, UsageError
+from costcalc.loaders import load_file
+from costcalc.macs import decode_macs, decode_token_macs, forward_macs
+from costcalc.memory import kv_cache_elements, state_elements
+from costcalc.spec import ModelSpec
+from tests.test_hf_families import NAMES, ROOT, golden, load, supported
+
+STATE_KINDS = ("conv_states", "recurrent_states")
+
+
+def _has_state(name: str) -> bool:
+    kinds = golden()[name].get("kv_cache", {}).get("cache_elements_by_kind", {})
+    return any(kind in kinds for kind in STATE_KINDS)
+
+
+WITH_STATE = [n for n in NAMES if supported(n) and _has_state(n)]
+
+
+def test_golden_models_with_state_are_present() -> None:
+    assert {"tiny-mamba2", "tiny-jamba", "tiny-lfm2", "tiny-nemotron-h"} <= set(WITH_STATE)
+
+
+@pytest.mark.parametrize("name", WITH_STATE)
+def test_state_matches_transformers_cache(name: str) -> None:
+    record = golden()[name]["kv_cache"]
+    spec = load(name).spec
+    by_kind = record["cache_elements_by_kind"]
+    # The state is what the cache holds beyond keys and values; it does not grow with T.
+    assert state_elements(spec, record["batch"]) == sum(by_kind.get(k, 0) for k in STATE_KINDS)
+    assert (
+        kv_cache_elements(spec, record["batch"], record["seq_len"]) == record["kv_cache_elements"]
+    )
+    assert state_elements(spec, 3) == 3 * state_elements(spec, 1)
+
+
+BASE: dict[str, Any] = {
+    "vocab_size": 256,
+    "d_model": 64,
+    "n_layers": 2,
+    "context_length": 256,
+    "position": "none",
+    "norm": "rmsnorm",
+    "ffn": "none",
+    "norms_per_block": 1,
+}
+MAMBA2 = {"mixer": "mamba2", "mamba2": {"heads": 8, "head_dim": 16, "state": 16, "chunk_size": 8}}
+
+
+def test_mamba2_spec_counts_like_tiny_mamba2() -> None:
+    # tests/fixtures/hf/tiny-mamba2.json written in costcalc's own keys.
+    spec = ModelSpec(**BASE, **MAMBA2)
+    record = golden()["tiny-mamba2"]
+    assert forward_macs(spec, 1, 128) == record["macs_forward"]["macs_total"]
+    assert state_elements(spec, 1) == record["kv_cache"]["cache_elements_total"]
+
+
+def test_mixer_sizes_are_required_and_only_for_their_mixer() -> None:
+    with pytest.raises(ValidationError, match="mamba2: required for mamba2 blocks"):
+        ModelSpec(**BASE, mixer="mamba2")
+    with pytest.raises(ValidationError, match="short_conv: applies to short_conv blocks"):
+        ModelSpec(**BASE, **MAMBA2, short_conv={"conv_kernel": 3})
+
+
+def test_grouping_rules() -> None:
+    with pytest.raises(ValidationError, match="multiple of groups"):
+        ModelSpec(**{**BASE, "mixer": "mamba2"}, mamba2={**MAMBA2["mamba2"], "groups": 3})
+    net = {"key_heads": 3, "value_heads": 4, "key_head_dim": 16, "value_head_dim": 16}
+    with pytest.raises(ValidationError, match="multiple of key_heads"):
+        ModelSpec(**BASE, mixer="gated_deltanet", gated_deltanet=net)
+
+
+def test_layer_groups_mix_mixers() -> None:
+    spec = ModelSpec(
+        **{**BASE, "ffn": "mlp", "n_layers": 3},
+        layers=[
+            {"count": 2, **MAMBA2},
+            {"count": 1, "mixer": "attention", "n_heads": 4},
+        ],
+    )
+    assert [s.mixer for s in spec.stacks] == ["mamba2", "attention"]
+    # Keys and values of the attention layer only; the Mamba-2 layers keep a fixed state.
+    assert kv_cache_elements(spec, 1, 16) == 2 * 64 * 16
+    assert state_elements(spec, 1) == 2 * (160 * 4 + 8 * 16 * 16)
+
+
+def test_decoding_recurrent_mixers_is_refused() -> None:
+    spec = ModelSpec(**BASE, **MAMBA2)
+    with pytest.raises(UsageError, match="mamba2"):
+        decode_token_macs(spec, 10)
+    with pytest.raises(UsageError, match="not modelled"):
+        decode_macs(spec, 10, 5)
+
+
+def _load_changed(tmp_path: Path, fixture: str, **changes: Any) -> Any:
+    data = json.loads((ROOT / "tests/fixtures/hf" / fixture).read_text())
+    data.update(changes)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    return load_file(path)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "changes", "message"),
+    [
+        ("tiny-mamba2.json", {"expand": 3}, "expand"),
+        ("tiny-nemotron-h.json", {"hybrid_override_pattern": "M-E*-"}, "MoE layers"),
+        ("tiny-nemotron-h.json", {"hybrid_override_pattern": "M-X"}, "string of M, E"),
+        ("tiny-jamba.json", {"attn_layer_offset": 4}, "attn_layer_offset"),
+        ("tiny-qwen3-next.json", {"decoder_sparse_step": 2}, "decoder_sparse_step"),
+        ("tiny-qwen3-next.json", {"mlp_only_layers": [0]}, "mlp_only_layers"),
+    ],
+)
+def test_translators_refuse_what_they_cannot_build(
+    tmp_path: Path, fixture: str, changes: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _load_changed(tmp_path, fixture, **changes)
+
+
+def test_qwen3_next_attention_every_interval_is_a_cycle(tmp_path: Path) -> None:
+    spec = _load_changed(
+        tmp_path, "tiny-qwen3-next.json", num_hidden_layers=10, full_attention_interval=3
+    ).spec
+    assert spec.layers is not None and len(spec.layers) == 1  # one cycling group, closed form
+    assert [(s.mixer, s.n_layers) for s in spec.stacks] == [
+        ("gated_deltanet", 7),
+        ("attention", 3),
+    ]
+
+
+def test_jamba_periods_cycle(tmp_path: Path) -> None:
+    spec = _load_changed(tmp_path, "tiny-jamba.json", num_hidden_layers=12).spec
+    kinds = sorted((s.mixer, s.moe_experts or 0, s.n_layers) for s in spec.stacks)
+    # attention on i % 4 == 2 (3 layers), MoE on odd layers (6); attention layers are even.
+    assert kinds == [("attention", 0, 3), ("mamba", 0, 3), ("mamba", 4, 6)]
+
+
+def test_lfm2_full_attn_idxs(tmp_path: Path) -> None:
+    data_changes = {"layer_types": None, "full_attn_idxs": [1, 3]}
+    spec = _load_changed(tmp_path, "tiny-lfm2.json", **data_changes).spec
+    assert [(s.mixer, s.n_layers) for s in spec.stacks] == [("short_conv", 2), ("attention", 2)]
