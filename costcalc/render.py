@@ -96,7 +96,9 @@ def print_grids(grids: Sequence[Grid]) -> None:
         table = Table(title=Text(grid.title), title_justify="left", title_style="bold")
         for index, name in enumerate(grid.columns):
             cells = [row[index] for row in grid.rows]
-            table.add_column(Text(name), justify="right" if index and _numeric(cells) else "left")
+            # fold, never cut: a number too wide for the terminal continues on the next line
+            right = bool(index) and _numeric(cells)
+            table.add_column(Text(name), justify="right" if right else "left", overflow="fold")
         for index, row in enumerate(grid.rows):
             style = "bold" if index in grid.emphasis else None
             table.add_row(*map(Text, row), style=style)

@@ -184,16 +184,9 @@ def _mode(result: MemoryResult) -> str:
 def _notes(result: MemoryResult) -> list[str]:
     from costcalc.memory import ACTIVATION_FORMULAS, ACTIVATION_SOURCE
 
-    report, setup, spec = result.report, result.report.setup, result.model.spec
+    report, setup = result.report, result.report.setup
     if not setup.train:
-        capped = report.kv_cache_tokens < report.length
-        return [
-            f"KV cache: 2 x L x B x T x KV-heads x head_dim = 2 x {spec.n_layers} x "
-            f"{setup.batch} x {report.kv_cache_tokens:,} x {spec.kv_heads} x {spec.head_width} "
-            f"elements of {report.kv_dtype}"
-            + (f" (T capped by the sliding window of {spec.sliding_window:,})" if capped else "")
-            + "."
-        ]
+        return [_kv_note(result)]
     notes = [
         f"Activations are an ESTIMATE: {ACTIVATION_FORMULAS[setup.recompute]} "
         f"(--recompute {setup.recompute}); {ACTIVATION_SOURCE}. "
@@ -205,3 +198,31 @@ def _notes(result: MemoryResult) -> list[str]:
             "one per parameter tensor (torch keeps them on the host unless fused)."
         )
     return notes
+
+
+def _kv_note(result: MemoryResult) -> str:
+    """How the KV cache was counted: the classic formula for plain attention blocks alike, else
+    each kind of block's layers x batch x cached tokens x elements per token."""
+    from costcalc.memory import kv_cache_tokens, kv_width
+
+    report, setup, spec = result.report, result.report.setup, result.model.spec
+    stacks = [stack for stack in spec.stacks if stack.has_attention]
+    if not stacks:
+        return "No block caches keys and values; recurrent state, if any, does not grow with T."
+    if len(spec.stacks) == 1 and spec.mixer == "attention":
+        capped = report.kv_cache_tokens < report.length
+        window = f" (T capped by the sliding window of {spec.sliding_window:,})" if capped else ""
+        return (
+            f"KV cache: 2 x L x B x T x KV-heads x head_dim = 2 x {spec.n_layers} x "
+            f"{setup.batch} x {report.kv_cache_tokens:,} x {spec.kv_heads} x {spec.head_width} "
+            f"elements of {report.kv_dtype}{window}."
+        )
+    terms = " + ".join(
+        f"{stack.n_layers} x {setup.batch} x {kv_cache_tokens(stack, report.length):,} x "
+        f"{kv_width(stack):,}"
+        for stack in stacks
+    )
+    return (
+        "KV cache, per kind of attention block: layers x B x cached tokens x elements per token "
+        f"(keys and values, or MLA's latent) = {terms} elements of {report.kv_dtype}."
+    )
