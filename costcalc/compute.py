@@ -70,6 +70,7 @@ class MacReport:
     router: int
     projection_ffn: int
     attention_pair: int
+    sequence_mixing: int
     embedding_projection: int
     lm_head: int
     total: int
@@ -83,6 +84,7 @@ def mac_report(spec: ModelSpec, batch: int, length: int, causal: bool = False) -
         router=macs.router_macs(spec, batch, length),
         projection_ffn=macs.projection_ffn_macs(spec, batch, length),
         attention_pair=macs.attention_pair_macs(spec, batch, length, causal),
+        sequence_mixing=macs.mixer_sequence_macs(spec, batch, length),
         embedding_projection=macs.embedding_projection_macs(spec, batch, length),
         lm_head=macs.lm_head_macs(spec, batch, length),
         total=macs.forward_macs(spec, batch, length, causal),
@@ -212,6 +214,7 @@ FORWARD_ROWS = (
     ("router", "  MoE router"),
     ("projection_ffn", "projections + FFN"),
     ("attention_pair", "attention pairs (QK^T, weights x V)"),
+    ("sequence_mixing", "convolutions and recurrent scans"),
     ("embedding_projection", "embedding projections (in, out)"),
     ("lm_head", "LM head"),
     ("total", "forward total"),
@@ -230,7 +233,7 @@ def compute_grids(names: list[str], results: list[ComputeResult]) -> list[Grid]:
         rows = [
             [label, *(f"{getattr(f, key):,}" for f in forwards)]
             for key, label in FORWARD_ROWS
-            if key not in ("router", "embedding_projection")
+            if key not in ("router", "sequence_mixing", "embedding_projection")
             or any(getattr(f, key) for f in forwards)
         ]
         rows.append(["forward FLOPs", *(f"{macs.flops(f.total):,}" for f in forwards)])

@@ -309,6 +309,8 @@ class MemoryReport:
     kv_cache_tokens: int
     elements_kv_cache: int
     bytes_kv_cache: int
+    elements_state: int
+    bytes_state: int
 
     @property
     def elements_optimizer(self) -> int:
@@ -324,6 +326,7 @@ class MemoryReport:
             + self.bytes_optimizer
             + self.bytes_activations
             + self.bytes_kv_cache
+            + self.bytes_state
         )
 
 
@@ -350,4 +353,6 @@ def memory_report(spec: ModelSpec, setup: MemorySetup) -> MemoryReport:
         kv_cache_tokens=0 if train else longest_cache(spec, T),
         elements_kv_cache=0 if train else kv_cache_elements(spec, B, T),
         bytes_kv_cache=0 if train else kv_cache_bytes(spec, B, T, kv_dtype),
+        elements_state=0 if train else state_elements(spec, B),
+        bytes_state=0 if train else state_bytes(spec, B, kv_dtype),
     )

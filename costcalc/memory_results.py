@@ -64,7 +64,11 @@ class MemoryResult:
                 Component(
                     "kv_cache", "KV cache", r.bytes_kv_cache, r.elements_kv_cache, r.kv_dtype
                 ),
-            ]
+            ] + (
+                [Component("state", "recurrent state", r.bytes_state, r.elements_state, r.kv_dtype)]
+                if r.elements_state
+                else []
+            )
         rows = [
             Component("weights", "weights", r.bytes_weights, r.params_total, setup.dtype),
             Component("gradients", "gradients", r.bytes_gradients, r.params_total, setup.dtype),
@@ -142,6 +146,11 @@ class MemoryResult:
                 "tokens": r.kv_cache_tokens,
                 "dtype": None if setup.train else r.kv_dtype,
                 "bytes": r.bytes_kv_cache,
+            },
+            "state": {
+                "elements": r.elements_state,
+                "dtype": r.kv_dtype if r.elements_state else None,
+                "bytes": r.bytes_state,
             },
             "total": {"bytes": r.bytes_total, "includes_estimate": r.bytes_activations > 0},
             "fits": None,

@@ -15,6 +15,7 @@ from costcalc.loaders import load_file
 from costcalc.macs import decode_macs, decode_token_macs, forward_macs
 from costcalc.memory import kv_cache_elements, state_elements
 from costcalc.spec import ModelSpec
+from tests.conftest import Invoke
 from tests.test_hf_families import NAMES, ROOT, golden, load, supported
 
 STATE_KINDS = ("conv_states", "recurrent_states")
@@ -151,3 +152,27 @@ def test_lfm2_full_attn_idxs(tmp_path: Path) -> None:
     data_changes = {"layer_types": None, "full_attn_idxs": [1, 3]}
     spec = _load_changed(tmp_path, "tiny-lfm2.json", **data_changes).spec
     assert [(s.mixer, s.n_layers) for s in spec.stacks] == [("short_conv", 2), ("attention", 2)]
+
+
+def test_recurrent_state_is_its_own_memory_row(cli: Invoke) -> None:
+    # tests/golden/hf_families.json: transformers' cache after B=1, T=16 holds conv and
+    # recurrent states for tiny-mamba2; costcalc reports them as "state", apart from the KV cache.
+    record = golden()["tiny-mamba2"]
+    kinds = record["kv_cache"]["cache_elements_by_kind"]
+    path = str(ROOT / record["config"])
+    data = json.loads(cli("memory", "-c", path, "-T", "16", "-f", "json").stdout)
+    assert data["state"]["elements"] == kinds["conv_states"] + kinds["recurrent_states"]
+    assert data["kv_cache"]["elements"] == 0
+    assert data["total"]["bytes"] == data["weights"]["bytes"] + data["state"]["bytes"]
+    assert "recurrent state" in cli("memory", "-c", path, "-T", "16").stdout
+
+
+def test_mac_parts_add_up_with_scans(cli: Invoke) -> None:
+    record = golden()["tiny-mamba2"]
+    path = str(ROOT / record["config"])
+    data = json.loads(cli("params", "-c", path, "--length", "128", "-f", "json").stdout)
+    macs = data["macs"]
+    parts = ("projection_ffn", "attention_pair", "sequence_mixing", "embedding_projection")
+    assert sum(macs[p] for p in parts) + macs["lm_head"] == macs["total"]
+    assert macs["sequence_mixing"] > 0
+    assert macs["total"] == record["macs_forward"]["macs_total"]
