@@ -152,12 +152,41 @@ class StackReport:
     blocks: int
 
 
+MIXER_WORDS = {
+    "attention": "attention",
+    "mla": "latent attention (MLA)",
+    "mamba2": "Mamba-2",
+    "mamba": "Mamba",
+    "gated_deltanet": "gated DeltaNet",
+    "short_conv": "short convolution",
+    "none": "no token mixer",
+}
+FFN_KEYS = frozenset(
+    name for name in BLOCK_FIELDS if name.startswith(("ffn", "moe_")) or name == "fused_gate_up"
+)
+MIXER_KEYS = frozenset(BLOCK_FIELDS) - FFN_KEYS - {"norms_per_block"}
+
+
 def stack_kind(stack: ModelSpec, stacks: tuple[ModelSpec, ...]) -> str:
-    """The block keys in which this kind differs from the others, in words."""
-    differing = [
-        name for name in BLOCK_FIELDS if len({getattr(other, name) for other in stacks}) > 1
+    """What sets this kind of block apart from the others, in words: its token mixer, its FFN
+    (dense or experts), then any other key that differs."""
+    differing = {name for name in BLOCK_FIELDS if len({getattr(s, name) for s in stacks}) > 1}
+    words = []
+    if "mixer" in differing:
+        words.append(MIXER_WORDS[stack.mixer])
+        differing -= MIXER_KEYS
+    if "moe_experts" in differing:
+        experts = stack.moe_experts
+        words.append(
+            "dense FFN" if experts is None else f"{experts:,} experts, top {stack.moe_top_k}"
+        )
+        differing -= FFN_KEYS
+    elif "ffn" in differing:
+        words.append("no FFN" if stack.ffn == "none" else f"{stack.ffn} FFN")
+        differing -= FFN_KEYS
+    words += [
+        _key_in_words(name, getattr(stack, name)) for name in BLOCK_FIELDS if name in differing
     ]
-    words = [_key_in_words(name, getattr(stack, name)) for name in differing]
     return ", ".join(word for word in words if word) or "all blocks"
 
 
@@ -166,8 +195,6 @@ def _key_in_words(name: str, value: object) -> str:
         return "full attention" if value is None else f"sliding window {value:,}"
     if name == "attention_chunk":
         return "unchunked" if value is None else f"chunks of {value:,}"
-    if name == "moe_experts":
-        return "dense FFN" if value is None else f"{value:,} experts"
     if value is None or value is False:
         return ""
     return name.replace("_", " ") if value is True else f"{name.replace('_', ' ')} {value}"

@@ -94,11 +94,23 @@ def print_grids(grids: Sequence[Grid]) -> None:
     console = Console()
     for grid in map(_shown_grid, grids):
         table = Table(title=Text(grid.title), title_justify="left", title_style="bold")
-        for index, name in enumerate(grid.columns):
-            cells = [row[index] for row in grid.rows]
-            # fold, never cut: a number too wide for the terminal continues on the next line
-            right = bool(index) and _numeric(cells)
-            table.add_column(Text(name), justify="right" if right else "left", overflow="fold")
+        columns = range(len(grid.columns))
+        numeric = [bool(i) and _numeric([row[i] for row in grid.rows]) for i in columns]
+        widths = [
+            max(len(cell) for cell in [grid.columns[i], *(r[i] for r in grid.rows)])
+            for i in columns
+        ]
+        # Never cut: numbers keep their whole width while text wraps around them; where even the
+        # numbers do not fit the terminal, they fold onto the next line.
+        room = sum(w + 3 for w, n in zip(widths, numeric, strict=True) if n)
+        whole = room + 12 * numeric.count(False) <= console.width
+        for name, is_number, widest in zip(grid.columns, numeric, widths, strict=True):
+            if is_number and whole:
+                table.add_column(Text(name), justify="right", no_wrap=True, min_width=widest)
+            elif is_number:
+                table.add_column(Text(name), justify="right", overflow="fold")
+            else:
+                table.add_column(Text(name), justify="left", overflow="fold")
         for index, row in enumerate(grid.rows):
             style = "bold" if index in grid.emphasis else None
             table.add_row(*map(Text, row), style=style)

@@ -186,3 +186,39 @@ def test_vocab_padding(tmp_path: Path, cli: Invoke) -> None:
     data = params_json(cli, "-c", str(path))
     assert data["parameters"]["token_embedding"] == 50_304 * 768
     assert data["parameters"]["total"] == 124_439_808 + 47 * 768
+
+
+@pytest.mark.parametrize("columns", ["60", "80", "120"])
+@pytest.mark.parametrize(
+    "presets",
+    [
+        ["llama-3.1-8b", "qwen2.5-7b", "mistral-7b-v0.1", "gemma-2b"],
+        ["gpt2-small", "gpt2-medium", "gpt2-large", "gpt2-xl"],
+        ["deepseek-v3", "gpt-oss-20b", "gemma-3-1b"],
+    ],
+)
+def test_no_number_is_cut_at_any_width(
+    cli: Invoke, monkeypatch: pytest.MonkeyPatch, columns: str, presets: list[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", columns)
+    args = [arg for name in presets for arg in ("-p", name)]
+    table = cli("params", *args).stdout
+    assert "…" not in table
+    data = params_json(cli, *args)
+    digits = re.sub(r"[^0-9]", "", table)
+    for record in data:
+        # every total appears whole (its digits consecutive, folded lines joined)
+        assert str(record["parameters"]["total"]) in digits
+
+
+def test_blocks_that_differ_are_shown_by_kind(cli: Invoke) -> None:
+    table = cli("params", "-p", "deepseek-v3").stdout
+    # transformers builds 3 dense and 58 MoE blocks (tests/golden/hf_families.json, deepseek-v3)
+    assert "Blocks of deepseek-v3, by kind" in table
+    assert re.search(r"dense FFN\s+┃\s+256 experts, top 8", table)
+    assert re.search(r"layers\s+│\s+3\s+│\s+58", table)
+    data = params_json(cli, "-p", "deepseek-v3")
+    stacks = data["parameters"]["stacks"]
+    assert [s["layers"] for s in stacks] == [3, 58]
+    assert sum(s["blocks"] for s in stacks) == data["parameters"]["blocks"]
+    assert data["parameters"]["per_block"] is None

@@ -154,31 +154,19 @@ def _cell(value: int | None) -> str:
 
 
 def stack_grid(name: str, report: ParamReport) -> Grid:
-    """Each kind of block of a layered model: layers, parts per block, all of that kind."""
+    """Each kind of block of a layered model, a column each: layers, parts per block, all."""
     from costcalc.render import Grid
 
+    stacks = report.stacks
     rows = [
-        [
-            s.kind,
-            f"{s.layers:,}",
-            f"{s.attention:,}",
-            f"{s.ffn:,}",
-            f"{s.norms:,}",
-            f"{s.per_block:,}",
-            f"{s.blocks:,}",
-        ]
-        for s in report.stacks
+        ["layers", *(f"{s.layers:,}" for s in stacks)],
+        ["  token mixer (per block)", *(f"{s.attention:,}" for s in stacks)],
+        ["  FFN (per block)", *(f"{s.ffn:,}" for s in stacks)],
+        ["  norms (per block)", *(f"{s.norms:,}" for s in stacks)],
+        ["per block", *(f"{s.per_block:,}" for s in stacks)],
+        ["all blocks of the kind", *(f"{s.blocks:,}" for s in stacks)],
     ]
-    rows.append(
-        [
-            "all blocks",
-            f"{sum(s.layers for s in report.stacks):,}",
-            "",
-            "",
-            "",
-            "",
-            f"{report.blocks:,}",
-        ]
+    notes = [f"All {sum(s.layers for s in stacks):,} blocks: {report.blocks:,} parameters."]
+    return Grid(
+        f"Blocks of {name}, by kind", ["", *(s.kind for s in stacks)], rows, notes, frozenset({5})
     )
-    header = ["block kind", "layers", "token mixer", "FFN", "norms", "per block", "all"]
-    return Grid(f"Blocks of {name}, by kind", header, rows, [], frozenset({len(rows) - 1}))
