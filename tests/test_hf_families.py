@@ -149,3 +149,17 @@ def test_qwen2_windows_from_max_window_layers_are_layer_groups(tmp_path: Path) -
     assert [(s.n_layers, s.sliding_window) for s in spec.stacks] == [(10, None), (14, 8)]
     # K d = 2 x 64 per token and layer, keys and values: 10 layers keep 16 tokens, 14 keep 8.
     assert kv_cache_elements(spec, 1, 16) == 2 * 128 * (10 * 16 + 14 * 8)
+
+
+def test_gpt_neo_local_layers_cache_every_token() -> None:
+    # modeling_gpt_neo.py masks local layers to window_size (256) keys, but GPTNeoConfig names no
+    # sliding_window or layer_types, so DynamicCache(config=...) builds a DynamicLayer (every
+    # token) for each layer: keys and values, 2 x L x B x T x H x d, windowed layers alike.
+    spec = load("gpt-neo-125m").spec
+    assert {s.sliding_window for s in spec.stacks} == {None, 256}
+    long = golden()["gpt-neo-125m"]["kv_cache_long"]
+    B, T = long["batch"], long["seq_len"]
+    assert T > 256
+    expected = 2 * 12 * B * T * 768
+    assert long["kv_cache_elements"] == expected
+    assert kv_cache_elements(spec, B, T) == expected
