@@ -138,7 +138,9 @@ def activation_bytes(spec: ModelSpec, batch: int, length: int, recompute: str) -
 def kv_cache_tokens(spec: ModelSpec, length: int) -> int:
     """Tokens the cache of a block of ``spec`` keeps after T tokens: the keys the last one
     attends to, T capped by the sliding window (the convention of the decoding MACs); a
-    chunked block keeps one chunk."""
+    chunked block keeps one chunk; every token with ``kv_cache_all_tokens``."""
+    if spec.kv_cache_all_tokens:
+        return length
     if spec.attention_chunk is not None:
         return min(length, spec.attention_chunk)
     return cached_keys(spec, length - 1)
@@ -154,12 +156,15 @@ def longest_cache(spec: ModelSpec, length: int) -> int:
 
 def kv_width(spec: ModelSpec) -> int:
     """Cached elements per token in one block: keys and values 2 K d (K key/value heads, not
-    H); MLA as transformers caches it, the compressed latent before its expansion per head:
-    the normed key/value latent (kv rank) and the shared rotary key (r), one head;
-    0 without attention."""
+    H, or ``kv_cache_heads`` when the cache holds other heads); MLA as transformers caches it,
+    the compressed latent before its expansion per head: the normed key/value latent (kv rank)
+    and the shared rotary key (r), one head; 0 without attention."""
     if spec.mixer == "mla":
         return (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0)
-    return 2 * spec.kv_heads * spec.head_width if spec.mixer == "attention" else 0
+    if spec.mixer != "attention":
+        return 0
+    heads = spec.kv_heads if spec.kv_cache_heads is None else spec.kv_cache_heads
+    return 2 * heads * spec.head_width
 
 
 def kv_cache_elements(spec: ModelSpec, batch: int, length: int) -> int:

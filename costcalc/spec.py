@@ -142,6 +142,13 @@ class BlockFields(BaseModel):
         default=None,
         description="Width of one head; default d_model / n_heads, which must then divide exactly.",
     )
+    kv_cache_heads: Size | None = Field(
+        default=None,
+        description=(
+            "Key/value heads the KV cache holds; default n_kv_heads (Falcon's new decoder "
+            "architecture caches keys and values expanded to all H heads)."
+        ),
+    )
     qkv_bias: Flag = Field(default=True, description="Bias on the query/key/value projections.")
     attn_out_bias: Flag = Field(default=True, description="Bias on the attention output.")
     fused_qkv: Flag = Field(
@@ -167,6 +174,13 @@ class BlockFields(BaseModel):
     )
     sliding_window: Size | None = Field(
         default=None, description="Each token attends to at most this many positions."
+    )
+    kv_cache_all_tokens: Flag = Field(
+        default=False,
+        description=(
+            "The KV cache keeps every token even when the block attends within a sliding window "
+            "(GPT-Neo's local layers in transformers); default: a windowed block keeps its window."
+        ),
     )
     attention_chunk: Size | None = Field(
         default=None,
@@ -636,12 +650,23 @@ def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             yield (name, f"applies to mla blocks; this block's mixer is {spec.mixer}")
 
 
-@_rule("mixer", "qk_norm", "attention_sinks", "attention_gate", "n_kv_heads", "head_dim")
+@_rule(
+    "mixer",
+    "qk_norm",
+    "attention_sinks",
+    "attention_gate",
+    "n_kv_heads",
+    "head_dim",
+    "kv_cache_heads",
+    "kv_cache_all_tokens",
+)
 def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.mixer == "attention":
         return
     given = {
         "n_kv_heads": spec.n_kv_heads is not None,
+        "kv_cache_heads": spec.kv_cache_heads is not None,
+        "kv_cache_all_tokens": spec.kv_cache_all_tokens,
         "head_dim": spec.head_dim is not None,
         "qk_norm": spec.qk_norm != "none",
         "attention_sinks": spec.attention_sinks,

@@ -34,13 +34,24 @@ def golden() -> dict[str, dict[str, Any]]:
     return models
 
 
-def supported(name: str) -> bool:
-    """Read by costcalc: its model_type, or (multimodal) its text_config's."""
+def text_config(name: str) -> dict[str, Any]:
+    """The record's config as the family reads it: its text_config when it has one."""
+    data: dict[str, Any] = json.loads((ROOT / golden()[name]["config"]).read_text(encoding="utf-8"))
+    text = data.get("text_config")
+    return text if isinstance(text, dict) and "model_type" in text else data
+
+
+def family(name: str) -> str:
+    """The family costcalc reads the record as: its model_type, or (multimodal) its
+    text_config's."""
     record = golden()[name]
     if record["model_type"] in registry():
-        return True
-    text = json.loads((ROOT / record["config"]).read_text(encoding="utf-8")).get("text_config")
-    return isinstance(text, dict) and text.get("model_type") in registry()
+        return str(record["model_type"])
+    return str(text_config(name).get("model_type"))
+
+
+def supported(name: str) -> bool:
+    return family(name) in registry()
 
 
 NAMES = sorted(golden())
@@ -72,12 +83,51 @@ def test_parameters_match_transformers(name: str) -> None:
     assert ours == Counter(record["parameters_per_layer"])
 
 
+DENSE_EXPERT_FORWARD: dict[str, tuple[str, str]] = {
+    "llama4_text": (
+        "transformers/models/llama4/modeling_llama4.py: Llama4TextMoe.forward repeats every token "
+        "for all X experts (unchosen ones weighted by zero) and Llama4TextExperts.forward runs "
+        "them as one bmm over the stacked experts",
+        "num_experts_per_tok",
+    ),
+}
+"""Families whose transformers forward computes every expert for every token: FlopCounterMode
+counts X experts per token where the model's cost (and costcalc) counts the k routed ones.
+Value: the modeling-code reference and the config key of k."""
+
+
+def idle_expert_macs(name: str) -> int:
+    """MACs of the experts a token is not routed to, from the golden record itself: per MoE
+    layer kind, one expert's MACs per token is its stacked expert tensors' elements / X (X their
+    leading dimension); idle = B T x sum over MoE layers of (X - k) x that. Cross-checked: the
+    same sum with X instead of X - k is the record's ``macs_experts``."""
+    record = golden()[name]
+    macs = record["macs_forward"]
+    _, top_k_key = DENSE_EXPERT_FORWARD[family(name)]
+    k = text_config(name)[top_k_key]
+    tokens = macs["batch"] * macs["seq_len"]
+    every, idle = 0, 0
+    for kind in record["layer_kinds"]:
+        stacked = [s for t, s in kind["tensors"].items() if ".experts." in t and len(s) == 3]
+        if not stacked:
+            continue
+        (x,) = {shape[0] for shape in stacked}
+        per_expert = sum(shape[1] * shape[2] for shape in stacked)
+        every += tokens * len(kind["layers"]) * x * per_expert
+        idle += tokens * len(kind["layers"]) * (x - k) * per_expert
+    assert every == macs["macs_experts"]
+    return idle
+
+
 @pytest.mark.parametrize("name", [n for n in NAMES if "macs_forward" in golden()[n]])
 def test_forward_macs_match_flop_counter(name: str) -> None:
     only_supported(name)
     macs = golden()[name]["macs_forward"]
     spec = load(name).spec
-    assert forward_macs(spec, macs["batch"], macs["seq_len"]) == macs["macs_total"]
+    expected = macs["macs_total"]
+    if family(name) in DENSE_EXPERT_FORWARD:
+        expected -= idle_expert_macs(name)  # costcalc counts the routed experts only
+    assert forward_macs(spec, macs["batch"], macs["seq_len"]) == expected
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if "kv_cache" in golden()[n]])
@@ -99,3 +149,17 @@ def test_qwen2_windows_from_max_window_layers_are_layer_groups(tmp_path: Path) -
     assert [(s.n_layers, s.sliding_window) for s in spec.stacks] == [(10, None), (14, 8)]
     # K d = 2 x 64 per token and layer, keys and values: 10 layers keep 16 tokens, 14 keep 8.
     assert kv_cache_elements(spec, 1, 16) == 2 * 128 * (10 * 16 + 14 * 8)
+
+
+def test_gpt_neo_local_layers_cache_every_token() -> None:
+    # modeling_gpt_neo.py masks local layers to window_size (256) keys, but GPTNeoConfig names no
+    # sliding_window or layer_types, so DynamicCache(config=...) builds a DynamicLayer (every
+    # token) for each layer: keys and values, 2 x L x B x T x H x d, windowed layers alike.
+    spec = load("gpt-neo-125m").spec
+    assert {s.sliding_window for s in spec.stacks} == {None, 256}
+    long = golden()["gpt-neo-125m"]["kv_cache_long"]
+    B, T = long["batch"], long["seq_len"]
+    assert T > 256
+    expected = 2 * 12 * B * T * 768
+    assert long["kv_cache_elements"] == expected
+    assert kv_cache_elements(spec, B, T) == expected

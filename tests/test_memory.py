@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from costcalc.cli.memory import bar
 from costcalc.errors import RangeError, UsageError
 from costcalc.loaders import LoadedModel, load_preset
-from costcalc.macs import RECOMPUTE_MODES
+from costcalc.macs import RECOMPUTE_MODES, forward_macs
 from costcalc.memory import (
     OPTIMIZERS,
     activation_bytes,
@@ -28,6 +28,7 @@ from costcalc.memory import (
     weight_bytes,
 )
 from costcalc.memory_results import memory_result
+from costcalc.params import total_params
 from costcalc.spec import ModelSpec
 from costcalc.tensors import tensor_count
 from tests.golden_models import KV_MODELS, golden, golden_spec, memory_reference
@@ -75,6 +76,30 @@ def test_sliding_window_caps_the_cache_one_token_above_transformers() -> None:
     assert kv_cache_elements(spec, record["batch"], record["seq_len"]) == (
         record["kv_cache_elements"] + one_token
     )
+
+
+def test_kv_cache_heads_replace_the_kv_heads_in_the_cache_only() -> None:
+    # Falcon's new decoder architecture projects K key/value heads but caches all H.
+    wide = QWEN.model_copy(update={"kv_cache_heads": 14})
+    assert kv_cache_elements(wide, 1, 16) == 7 * kv_cache_elements(QWEN, 1, 16)
+    assert total_params(wide) == total_params(QWEN)
+
+
+def test_kv_cache_all_tokens_ignores_the_window_for_the_cache_only() -> None:
+    # GPT-Neo's local layers in transformers: masked to the window, cached in full.
+    windowed = QWEN.model_copy(update={"sliding_window": 8})
+    kept = windowed.model_copy(update={"kv_cache_all_tokens": True})
+    assert kv_cache_elements(kept, 1, 100) == kv_cache_elements(QWEN, 1, 100)
+    assert kv_cache_elements(windowed, 1, 100) == kv_cache_elements(QWEN, 1, 8)
+    assert forward_macs(kept, 1, 100) == forward_macs(windowed, 1, 100)
+
+
+def test_cache_keys_apply_to_attention_blocks_only() -> None:
+    for key, value in (("kv_cache_heads", 2), ("kv_cache_all_tokens", True)):
+        with pytest.raises(ValueError, match=key):
+            ModelSpec(
+                vocab_size=10, d_model=8, n_layers=1, context_length=8, mixer="none", **{key: value}
+            )
 
 
 def test_kv_cache_bytes_follow_the_kv_dtype() -> None:

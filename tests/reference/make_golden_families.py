@@ -120,7 +120,7 @@ STEPS = ["params", "macs", "kv"]
 
 MACS_BATCH, MACS_SEQ = 1, 128
 KV_BATCH, KV_SEQ = 1, 16
-LONG_KV = {"gemma-2-2b": 4096, "gpt-oss-20b": 4096}
+LONG_KV = {"gemma-2-2b": 4096, "gpt-oss-20b": 4096, "gpt-neo-125m": 512}
 # MoE experts: "batched_mm" gathers each token's top-k expert matrices (no data-dependent shapes,
 # so it runs on meta). On real CPU weights the eager per-expert loop is used.
 EXPERTS_IMPL = {"meta": "batched_mm", "cpu": "eager"}

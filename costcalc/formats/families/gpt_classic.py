@@ -53,7 +53,9 @@ def gpt_neo(r: Reader) -> dict[str, Any]:
     ``out_proj`` (D x D + D), ``ln_2``, ``mlp.c_fc`` (D x h + h, h = ``intermediate_size`` or
     4D), ``mlp.c_proj`` (h x D + D); ``ln_f``; ``lm_head`` tied by default. ``attention_types``
     (default ``[[["global", "local"], 12]]``) lists runs of layer kinds: each item repeats its
-    kinds; ``local`` layers attend within ``window_size`` (default 256) positions."""
+    kinds; ``local`` layers attend within ``window_size`` (default 256) positions, a mask on the
+    causal ``bias`` buffer: ``GPTNeoConfig`` names no ``sliding_window`` or ``layer_types``, so
+    the ``DynamicCache`` it builds keeps every token in every layer, local ones too."""
     fields = standard_sizes(r, NEO_KEYS)
     fields.update(
         ffn_hidden=r.value("ffn_hidden", "intermediate_size", default=None),
@@ -71,7 +73,7 @@ def gpt_neo(r: Reader) -> dict[str, Any]:
     if total != n:
         r.fail("attention_types", f"gives {total:,} layers, but the model has {n:,}")
         return fields
-    blocks = {"global": {}, "local": {"sliding_window": window}}
+    blocks = {"global": {}, "local": {"sliding_window": window, "kv_cache_all_tokens": True}}
     kinds = {kind for item, _ in items for kind in item}
     if len(kinds) == 1:
         hf_layers.apply(r, fields, [(kinds.pop(), n)], blocks, "attention_types")

@@ -1,0 +1,78 @@
+"""Falcon (transformers 5.24, ``models/falcon/modeling_falcon.py``): ``falcon``.
+
+``word_embeddings`` (V x D); per block ``self_attention.query_key_value`` (fused, D x (H + 2K) d)
+and ``self_attention.dense`` (D x D), ``mlp.dense_h_to_4h`` (D x h) and ``mlp.dense_4h_to_h``
+(h x D, a plain MLP whatever ``activation``), every linear layer with a bias when ``bias``
+(default false); the block's LayerNorms (weight and bias): ``input_layernorm`` and
+``post_attention_layernorm`` without ``parallel_attn``, else ``ln_attn`` and ``ln_mlp`` when
+``num_ln_in_parallel_attn`` is 2 (the default with ``new_decoder_architecture``), else one
+``input_layernorm``; final ``ln_f``; ``lm_head`` (V x D, no bias), tied by default. Rotary
+positions on the whole head, or ALiBi (``alibi``) with no parameters.
+
+Key/value heads K: with ``new_decoder_architecture`` ``num_kv_heads`` (default H); else 1 with
+``multi_query`` (default), else H. With ``new_decoder_architecture``, ``FalconAttention``
+broadcasts the keys and values to all H query heads (``_split_heads``) before
+``layer_past.update``: the cache holds H heads, not K.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costcalc.formats.hf_reader import Reader
+
+FALCON_SIZES: dict[str, tuple[tuple[str, ...], int]] = {
+    "vocab_size": (("vocab_size",), 65024),
+    "d_model": (("n_embed", "hidden_size"), 4544),
+    "n_layers": (("num_hidden_layers",), 32),
+    "n_heads": (("num_attention_heads",), 71),
+    "context_length": (("max_position_embeddings",), 2048),
+}
+"""``FalconConfig``'s sizes and defaults (the old ``n_embed`` wins over ``hidden_size``, as in
+its ``__post_init__``)."""
+
+
+def falcon(r: Reader) -> dict[str, Any]:
+    """FalconForCausalLM, as above."""
+    fields = {f: r.value(f, *keys, default=default) for f, (keys, default) in FALCON_SIZES.items()}
+    new = r.flag("new_decoder_architecture", False)
+    parallel = r.flag("parallel_attn", True)
+    bias = r.value(("qkv_bias", "attn_out_bias", "ffn_bias"), "bias", default=False)
+    fields.update(
+        ffn="mlp",
+        ffn_hidden=r.value("ffn_hidden", "ffn_hidden_size", default=None),
+        qkv_bias=bias,
+        attn_out_bias=bias,
+        ffn_bias=bias,
+        fused_qkv=True,
+        norm="layernorm",
+        position="none" if r.flag("alibi", False) else "rotary",
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
+    )
+    kv_heads = r.value("n_kv_heads", "num_kv_heads", default=None)
+    if new:
+        fields["n_kv_heads"] = kv_heads
+        fields["kv_cache_heads"] = fields["n_heads"]
+        r.key_names["kv_cache_heads"] = r.name("new_decoder_architecture")
+    elif r.flag("multi_query", True):
+        fields["n_kv_heads"] = 1
+        r.key_names["n_kv_heads"] = r.name("multi_query")
+    elif kv_heads is not None and kv_heads != fields["n_heads"]:
+        r.unsupported("num_kv_heads", "without multi_query the fused projection holds H heads")
+    fields["norms_per_block"] = _norms(r, new, parallel)
+    return fields
+
+
+def _norms(r: Reader, new: bool, parallel: bool) -> int:
+    """LayerNorms per block, as ``FalconDecoderLayer.__init__`` builds them."""
+    count = r.value("norms_per_block", "num_ln_in_parallel_attn", default=2 if new else None)
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
+        r.fail("num_ln_in_parallel_attn", f"expected a whole number (got {count!r})")
+        return 1
+    if not parallel:
+        r.key_names["norms_per_block"] = r.name("parallel_attn")
+        return 2
+    return 2 if count == 2 else 1
+
+
+FAMILIES = {"falcon": falcon}
