@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from costcalc.errors import ConfigError
 from costcalc.formats.families import registry
 from costcalc.loaders import LoadedModel, load_file
 from costcalc.macs import forward_macs
@@ -163,3 +164,14 @@ def test_gpt_neo_local_layers_cache_every_token() -> None:
     expected = 2 * 12 * B * T * 768
     assert long["kv_cache_elements"] == expected
     assert kv_cache_elements(spec, B, T) == expected
+
+
+def test_a_layer_count_past_any_model_is_one_error(tmp_path: Path) -> None:
+    # The per-layer rule is evaluated in closed form; the absurd count is reported once.
+    data = json.loads((ROOT / "tests/fixtures/hf/qwen2.5-0.5b.json").read_text())
+    data.update(use_sliding_window=True, max_window_layers=3, num_hidden_layers=10**18)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ConfigError) as raised:
+        load_file(path)
+    assert [p.field for p in raised.value.problems] == ["num_hidden_layers"]

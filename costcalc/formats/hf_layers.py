@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from costcalc.formats.hf_reader import Reader
+from costcalc.spec import MAX_SIZE
 
 MAX_LISTED_LAYERS = 65_536
 """Most layers a per-layer rule is evaluated for one by one (explicit lists are bounded by the
@@ -72,7 +73,7 @@ def by_rule(r: Reader, n_layers: Any, key: str) -> range | None:
 
 def count_of(n_layers: Any) -> int | None:
     """The layer count when it is a usable size (else None: reported where it is read)."""
-    ok = isinstance(n_layers, int) and not isinstance(n_layers, bool) and n_layers >= 1
+    ok = isinstance(n_layers, int) and not isinstance(n_layers, bool) and 1 <= n_layers <= MAX_SIZE
     return n_layers if ok else None
 
 
