@@ -89,8 +89,11 @@ def layered(draw: st.DrawFn, max_groups: int = 4) -> tuple[ModelSpec, list[dict[
     return base, groups
 
 
-def build(base: ModelSpec, groups: list[dict[str, Any]], mla: bool = True) -> ModelSpec:
-    data = _base_data(base, mla=mla and any(g.get("mixer") == "mla" for g in groups))
+def build(base: ModelSpec, groups: list[dict[str, Any]], mla: bool | None = None) -> ModelSpec:
+    """The layered spec; ``mla``: the base's key/value heads give way to MLA (default: when
+    a group is MLA)."""
+    mla = any(g.get("mixer") == "mla" for g in groups) if mla is None else mla
+    data = _base_data(base, mla=mla)
     data["n_layers"] = sum(g["count"] for g in groups)
     return ModelSpec.model_validate({**data, "layers": groups})
 
@@ -292,7 +295,7 @@ def test_mla_groups_cache_less_than_mha_groups(
     ]
     if swapped == groups:
         return
-    with_mha = build(base, swapped, mla=False)
+    with_mha = build(base, swapped, mla=True)  # the same heads in the other groups
     T = min(spec.context_length, 96)
     ok = all(
         (g["kv_lora_rank"] <= spec.n_heads * (g["qk_nope_head_dim"] + g["v_head_dim"]))
