@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import re
 
+import pytest
 import typer
 
 from costcalc.cli.app import app
+from costcalc.files import parse_document
+from costcalc.formats.families import registry
+from costcalc.loaders import LoadedModel, load_document
+from costcalc.macs import forward_macs
+from costcalc.memory import kv_cache_elements
+from costcalc.params import total_params
 from costcalc.spec import ModelSpec
 from tests.conftest import ROOT, Invoke
 
@@ -47,3 +55,49 @@ def test_readme_commands() -> None:
     readme = (ROOT / "README.md").read_text()
     assert "pip install . && costcalc params --preset gpt2-small" in readme
     assert 'pip install ".[test]" && python -m pytest' in readme
+
+
+def _yaml_examples() -> list[str]:
+    """Every ```yaml block of docs/config.md that is a whole model (has vocab_size)."""
+    text = (ROOT / "docs" / "config.md").read_text()
+    blocks = re.findall(r"^```yaml\n(.*?)^```$", text, flags=re.M | re.S)
+    return [block for block in blocks if re.search(r"^vocab_size:", block, flags=re.M)]
+
+
+def _load_example(block: str, name: str) -> LoadedModel:
+    return load_document(parse_document(block, f"docs/config.md ({name})"))
+
+
+def test_every_yaml_example_validates() -> None:
+    examples = _yaml_examples()
+    assert len(examples) >= 4
+    for i, block in enumerate(examples):
+        _load_example(block, f"example {i}")  # raises ConfigError or FileReadError if not
+
+
+@pytest.mark.parametrize(
+    ("name", "record", "total"),
+    [
+        ("gemma-2-2b", "gemma-2-2b", 2_614_341_888),
+        ("deepseek-v3", "deepseek-v3", 671_026_404_352),
+        ("hunyuan-mt-7b", "hunyuan-mt-7b", 7_504_932_864),
+    ],
+)
+def test_layered_and_unread_family_examples_give_transformers_totals(
+    name: str, record: str, total: int
+) -> None:
+    [block] = [b for b in _yaml_examples() if re.search(rf"^name: {name}$", b, flags=re.M)]
+    golden = json.loads((ROOT / "tests" / "golden" / "hf_families.json").read_text())
+    assert golden["models"][record]["parameters_total"] == total
+    assert total_params(_load_example(block, name).spec) == total
+
+
+def test_unread_family_example_is_a_family_costcalc_does_not_read() -> None:
+    golden = json.loads((ROOT / "tests" / "golden" / "hf_families.json").read_text())
+    record = golden["models"]["hunyuan-mt-7b"]
+    assert record["model_type"] not in registry()
+    spec = _load_example(
+        next(b for b in _yaml_examples() if "name: hunyuan-mt-7b" in b), "hunyuan"
+    ).spec
+    assert forward_macs(spec, 1, 128) == record["macs_forward"]["macs_total"]
+    assert kv_cache_elements(spec, 1, 16) == record["kv_cache_elements"]

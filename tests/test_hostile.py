@@ -22,6 +22,7 @@ import pytest
 from costcalc.check import Limits, check_file, config_files
 from costcalc.errors import HubCacheError, UsageError
 from costcalc.files import parse_document
+from costcalc.formats.hf_layers import MAX_LISTED_LAYERS
 from costcalc.hub import cached_config
 from costcalc.units import format_bytes
 from tests.conftest import ROOT, Invoke
@@ -503,3 +504,172 @@ def test_decimal_with_separators_is_read(cli: Invoke, tmp_path: Path) -> None:
     result = cli("check", str(_config(tmp_path, "sep.yaml", text)), "-f", "json")
     assert result.exit_code == 0
     assert json.loads(result.stdout)[0]["parameters"] == GPT2_SMALL
+
+
+# 2. nothing grows with a config value: layer counts, norms and pattern counts at the size limit,
+# each command in a fresh process under an address-space limit far below one list entry per layer
+
+ADDRESS_SPACE = 512 * 2**20
+"""Enough for Python, typer, rich and pydantic (about 300 MiB); a list of 2**31 - 1 entries
+alone would need 16 GiB."""
+HUGE = 2**31 - 1
+QWEN2_BLOCK = 14_912_384  # Qwen2.5-0.5B's block: sliding or full, the same parameters
+QWEN2_REST = 136_134_656 + 896  # its tied token table and final norm
+GPT2_BLOCK = 12 * 768**2 + 13 * 768
+
+
+def _limited(*args: str) -> subprocess.CompletedProcess[str]:
+    """``costcalc ARGS`` in a fresh process whose address space is capped at ADDRESS_SPACE."""
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "costcalc", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        preexec_fn=cap,
+    )
+    _no_traceback(done.stdout, done.stderr)
+    assert "MemoryError" not in done.stderr
+    return done
+
+
+def _limited_json(*args: str) -> Any:
+    done = _limited(*args, "-f", "json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _qwen2(tmp_path: Path, layers: int, **extra: Any) -> Path:
+    data = {
+        "model_type": "qwen2",
+        "architectures": ["Qwen2ForCausalLM"],
+        "vocab_size": 151936,
+        "hidden_size": 896,
+        "intermediate_size": 4864,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 14,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 32768,
+        "rms_norm_eps": 1e-06,
+        "sliding_window": 4096,
+        "use_sliding_window": True,
+        "max_window_layers": 3,
+        "tie_word_embeddings": True,
+        **extra,
+    }
+    return _config(tmp_path, f"qwen2-{layers}.json", json.dumps(data))
+
+
+def test_address_space_limit_is_enforced() -> None:
+    """The limit bites: a list as long as the model is deep would not fit under it."""
+    code = f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE},) * 2); "
+    done = subprocess.run(
+        [sys.executable, "-c", code + f"x = [None] * {10**9}"], capture_output=True, text=True
+    )
+    assert done.returncode == 1 and "MemoryError" in done.stderr
+
+
+@pytest.mark.parametrize("layers", [10**9, HUGE])
+def test_sliding_window_layers_of_any_count(tmp_path: Path, layers: int) -> None:
+    """Qwen2's per-layer rule (sliding from max_window_layers on) in closed form: 3 full layers,
+    the rest sliding, whatever num_hidden_layers says."""
+    path = _qwen2(tmp_path, layers)
+    total = QWEN2_REST + layers * QWEN2_BLOCK
+    [record] = _limited_json("check", str(path))
+    assert record["ok"] and record["parameters"] == total
+    report = _limited_json("params", "--config", str(path))["parameters"]
+    assert report["total"] == total
+    assert [(s["kind"], s["layers"]) for s in report["stacks"]] == [
+        ("full attention", 3),
+        ("sliding window 4,096", layers - 3),
+    ]
+
+
+def test_layer_count_beyond_a_size_is_refused(tmp_path: Path) -> None:
+    path = _qwen2(tmp_path, 10**18)
+    message = f"Input should be less than or equal to {HUGE} (got {10**18})"
+    checked = _limited("check", str(path), "-f", "json")
+    assert checked.returncode == 1
+    [record] = json.loads(checked.stdout)
+    assert record["findings"][0] == {"field": "num_hidden_layers", "line": 1, "message": message}
+    params = _limited("params", "--config", str(path))
+    assert params.returncode == 1 and params.stdout == ""
+    assert f"num_hidden_layers (line 1): {message}" in params.stderr
+
+
+@pytest.mark.parametrize(
+    ("fixture", "key", "extra"),
+    [
+        ("qwen1.5-moe-a2.7b.json", "mlp_only_layers", {"mlp_only_layers": [0]}),
+        ("lfm2-1.2b.json", "full_attn_idxs", {"full_attn_idxs": [2, 5], "layer_types": None}),
+    ],
+)
+def test_per_layer_rules_refuse_past_their_limit(
+    tmp_path: Path, fixture: str, key: str, extra: dict[str, Any]
+) -> None:
+    """A rule that lists layers by index is evaluated layer by layer only up to
+    MAX_LISTED_LAYERS; past it, a finding names the key."""
+    data = json.loads((ROOT / "tests" / "fixtures" / "hf" / fixture).read_text())
+    data.update(extra, num_hidden_layers=HUGE)
+    data = {k: v for k, v in data.items() if v is not None}
+    path = _config(tmp_path, fixture, json.dumps(data))
+    message = f"a per-layer rule is evaluated for at most {MAX_LISTED_LAYERS:,} layers"
+    checked = _limited("check", str(path), "-f", "json")
+    assert checked.returncode == 1
+    [record] = json.loads(checked.stdout)
+    assert record["findings"] == [{"field": key, "line": 1, "message": message}]
+    for command in ("params", "memory"):
+        done = _limited(command, "--config", str(path))
+        assert done.returncode == 1 and done.stdout == ""
+        assert done.stderr == (
+            f"error: {path}: invalid model config\n  {key} (line 1): {message}\n"
+        )
+
+
+def test_layers_option_at_the_size_limit() -> None:
+    data = _limited_json("memory", "-p", "gpt2-small", "--layers", str(HUGE))
+    assert data["parameters"] == GPT2_SMALL + (HUGE - 12) * GPT2_BLOCK
+    assert data["parameter_tensors"] == 12 * HUGE + 4
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["params"],
+        ["memory"],
+        ["memory", "--train", "--optimizer", "adafactor"],
+        ["memory", "--train", "--optimizer", "adamw"],
+    ],
+)
+def test_norms_per_block_at_the_size_limit(tmp_path: Path, args: list[str]) -> None:
+    path = _config(tmp_path, "norms.yaml", GOOD + f"norms_per_block: {HUGE}\n")
+    total = GPT2_SMALL + 12 * (HUGE - 2) * 2 * 768  # each LayerNorm: weight and bias of 768
+    data = _limited_json(*args, "--config", str(path))
+    counted = data["parameters"]["total"] if args == ["params"] else data["parameters"]
+    assert counted == total
+    if args == ["params"]:
+        [record] = _limited_json("check", str(path))
+        assert record["ok"] and record["parameters"] == total
+
+
+def test_pattern_group_at_the_size_limit(tmp_path: Path) -> None:
+    text = (
+        "vocab_size: 1000\ncontext_length: 64\nd_model: 64\nn_heads: 4\nlayers:\n"
+        f"  - count: {HUGE}\n    pattern:\n"
+        "      - {count: 5, sliding_window: 16}\n      - {count: 1}\n"
+    )
+    path = _config(tmp_path, "pattern.yaml", text)
+    block = 12 * 64**2 + 13 * 64
+    total = 1000 * 64 + 64 * 64 + HUGE * block + 2 * 64
+    report = _limited_json("params", "--config", str(path))["parameters"]
+    assert report["total"] == total
+    full = HUGE // 6 + max(HUGE % 6 - 5, 0)  # one full layer per cycle of 6
+    assert [s["layers"] for s in report["stacks"]] == [HUGE - full, full]
+    memory = _limited_json("memory", "--config", str(path), "--length", "64")
+    assert memory["parameters"] == total
+    [record] = _limited_json("check", str(path))
+    assert record["ok"] and record["parameters"] == total

@@ -106,6 +106,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("minitron-4b", ("minitron-4b", False, "meta")),
         ("arcee-afm-4.5b", ("arcee-afm-4.5b", False, "meta")),
         ("apertus-8b", ("apertus-8b", False, "meta")),
+        ("hunyuan-mt-7b", ("hunyuan-mt-7b", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
