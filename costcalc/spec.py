@@ -18,6 +18,7 @@ grows with the number of layers.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
+from functools import lru_cache
 from math import isqrt
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -478,18 +479,7 @@ class ModelSpec(BlockFields):
         """The model as stacks of identical blocks, one flat spec per kind of block, each with
         ``n_layers`` = the layers of that kind (in order of first appearance). A flat spec is
         one stack: itself."""
-        if self.layers is None:
-            return (self,)
-        kinds: dict[tuple[Any, ...], tuple[dict[str, Any], int]] = {}
-        for _, overrides, count in layer_runs(self):
-            block = {name: overrides.get(name, getattr(self, name)) for name in BLOCK_FIELDS}
-            key = tuple(block.values())
-            _, before = kinds.get(key, (block, 0))
-            kinds[key] = (block, before + count)
-        return tuple(
-            self.model_copy(update={**block, "n_layers": count, "layers": None})
-            for block, count in kinds.values()
-        )
+        return (self,) if self.layers is None else _stacks(self)
 
     @property
     def uniform(self) -> bool:
@@ -511,6 +501,21 @@ class ModelSpec(BlockFields):
         if self.layers is None:
             data.pop("layers")
         return data
+
+
+@lru_cache(maxsize=256)
+def _stacks(spec: ModelSpec) -> tuple[ModelSpec, ...]:
+    """A layered spec's stacks, computed once per spec (every count reads them several times)."""
+    kinds: dict[tuple[Any, ...], tuple[dict[str, Any], int]] = {}
+    for _, overrides, count in layer_runs(spec):
+        block = {name: overrides.get(name, getattr(spec, name)) for name in BLOCK_FIELDS}
+        key = tuple(block.values())
+        _, before = kinds.get(key, (block, 0))
+        kinds[key] = (block, before + count)
+    return tuple(
+        spec.model_copy(update={**block, "n_layers": count, "layers": None})
+        for block, count in kinds.values()
+    )
 
 
 def layer_runs(spec: ModelSpec) -> Iterator[tuple[str, dict[str, Any], int]]:
