@@ -1,7 +1,11 @@
-"""Rendering result tables for people (Rich, Markdown) and machines (CSV, JSON).
+"""Rendering result tables for people (Rich, Markdown) and machines (CSV, JSON, JSON Lines).
 
 A :class:`Grid` is a titled table of strings; every command builds grids from its result
-objects and hands them here, so all commands render the same way. JSON never goes through Rich.
+objects and hands them here, so all commands render the same way. Tables never cut a figure or
+a name: where the terminal is too narrow, labels wrap, a wide comparison is split into several
+tables, and where even one column of figures does not fit, each figure gets a line of its own.
+CSV and JSON Lines are built from the JSON records (:mod:`costcalc.tidy`), never from the tables;
+JSON never goes through Rich.
 Whatever the content, output cannot fail on it: text is shown with control characters escaped
 (:func:`costcalc.errors.shown`), never read as Rich markup, and JSON is pure ASCII.
 """
@@ -27,6 +31,7 @@ class OutputFormat(StrEnum):
     json = "json"
     markdown = "markdown"
     csv = "csv"
+    jsonl = "jsonl"
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,8 @@ class Grid:
     notes: Sequence[str] = field(default_factory=tuple)
     emphasis: frozenset[int] = frozenset()
     """Indexes of rows shown in bold (totals)."""
+    chart: bool = False
+    """A chart (bars): shown in a terminal, left out of Markdown."""
 
 
 def to_json(data: Any) -> str:
@@ -59,10 +66,16 @@ def ratio_dict(value: Fraction) -> dict[str, Any]:
     }
 
 
+def to_jsonl(records: Sequence[Any]) -> str:
+    """JSON Lines: each record (one per model) as one line of ASCII JSON."""
+    return "\n".join(json.dumps(record) for record in records)
+
+
 def to_markdown(grids: Sequence[Grid]) -> str:
-    """GitHub-flavoured Markdown tables."""
+    """GitHub-flavoured Markdown tables; charts are left out (their figures are in the tables
+    or in the JSON)."""
     parts = []
-    for grid in map(_shown_grid, grids):
+    for grid in map(_shown_grid, (grid for grid in grids if not grid.chart)):
         lines = [f"### {grid.title}", ""]
         lines.append("| " + " | ".join(grid.columns) + " |")
         aligns = ["---"] + ["---:"] * (len(grid.columns) - 1)
@@ -74,49 +87,112 @@ def to_markdown(grids: Sequence[Grid]) -> str:
     return "\n\n".join(parts)
 
 
-def to_csv(grids: Sequence[Grid]) -> str:
-    """Every grid as CSV: a header row, then its rows, each led by the grid's title."""
+def to_csv(records: Sequence[dict[str, Any]]) -> str:
+    """Tidy CSV: one header, then a row per model, table and quantity with the value a plain
+    integer and its unit (and dtype, where one applies) in columns of their own."""
+    from costcalc.tidy import COLUMNS, facts
+
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    for grid in map(_shown_grid, grids):
-        writer.writerow(["table", *grid.columns])
-        for row in grid.rows:
-            writer.writerow([grid.title, *row])
+    writer.writerow(COLUMNS)
+    for fact in facts(list(records)):
+        writer.writerow([shown(fact.model), *fact.row()[1:]])
     return out.getvalue().rstrip("\n")
 
 
 def print_grids(grids: Sequence[Grid]) -> None:
-    """Rich tables on standard output."""
+    """Rich tables on standard output, each fitted to the terminal (:func:`column_groups`)."""
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
     console = Console()
     for grid in map(_shown_grid, grids):
-        table = Table(title=Text(grid.title), title_justify="left", title_style="bold")
-        columns = range(len(grid.columns))
-        numeric = [bool(i) and _numeric([row[i] for row in grid.rows]) for i in columns]
-        widths = [
-            max(len(cell) for cell in [grid.columns[i], *(r[i] for r in grid.rows)])
-            for i in columns
-        ]
-        # Never cut: numbers keep their whole width while text wraps around them; where even the
-        # numbers do not fit the terminal, they fold onto the next line.
-        room = sum(w + 3 for w, n in zip(widths, numeric, strict=True) if n)
-        whole = room + 12 * numeric.count(False) <= console.width
-        for name, is_number, widest in zip(grid.columns, numeric, widths, strict=True):
-            if is_number and whole:
-                table.add_column(Text(name), justify="right", no_wrap=True, min_width=widest)
-            elif is_number:
-                table.add_column(Text(name), justify="right", overflow="fold")
-            else:
-                table.add_column(Text(name), justify="left", overflow="fold")
-        for index, row in enumerate(grid.rows):
-            style = "bold" if index in grid.emphasis else None
-            table.add_row(*map(Text, row), style=style)
-        console.print(table)
+        groups = column_groups(grid, console.width)
+        if groups is None:
+            _print_vertical(console, grid)
+        else:
+            for number, group in enumerate(groups, 1):
+                part = f" (part {number} of {len(groups)})" if len(groups) > 1 else ""
+                _print_table(console, grid, group, part)
         for note in grid.notes:
             console.print(Text(note))
+
+
+def column_groups(grid: Grid, width: int) -> list[list[int]] | None:
+    """The value columns (1, 2, ...) in groups that each fit ``width`` beside the label column,
+    figures and names whole; None when even one column of figures does not fit."""
+    needs = _needs(grid)
+    base = 1 + needs[0] + _RULE
+    groups: list[list[int]] = [[]]
+    used = base
+    for index in range(1, len(grid.columns)):
+        need = needs[index] + _RULE
+        if base + need > width:
+            return None
+        if used + need > width:
+            groups.append([])
+            used = base
+        groups[-1].append(index)
+        used += need
+    return groups
+
+
+_RULE = 3
+"""What a column adds to a table's width besides its text: one space each side and a rule."""
+
+
+def _needs(grid: Grid) -> list[int]:
+    """Each column's narrowest width: a figure column its widest cell or name, a text column its
+    longest word (so that neither is ever cut)."""
+    needs = []
+    for index, name in enumerate(grid.columns):
+        cells = [name, *(row[index] for row in grid.rows)]
+        if index and _numeric(cells[1:]):
+            needs.append(max(map(len, cells)))
+        else:
+            needs.append(max(len(word) for cell in cells for word in [*cell.split(), ""]))
+    return needs
+
+
+def _print_table(console: Any, grid: Grid, group: list[int], part: str) -> None:
+    """Columns 0 and ``group`` of ``grid`` as one Rich table: figure columns keep their whole
+    width, text wraps around them."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=Text(grid.title + part), title_justify="left", title_style="bold")
+    columns = [0, *group]
+    needs = _needs(grid)
+    for index in columns:
+        name = grid.columns[index]
+        if index and _numeric([row[index] for row in grid.rows]):
+            table.add_column(Text(name), justify="right", no_wrap=True, min_width=needs[index])
+        else:
+            table.add_column(Text(name), justify="left", overflow="fold", min_width=needs[index])
+    for number, row in enumerate(grid.rows):
+        style = "bold" if number in grid.emphasis else None
+        table.add_row(*(Text(row[index]) for index in columns), style=style)
+    console.print(table)
+
+
+def _print_vertical(console: Any, grid: Grid) -> None:
+    """``grid`` one figure per line, for a terminal narrower than a column of its figures:
+    under each column's name, every row's label and value, the value on a line of its own when
+    both do not fit on one."""
+    from rich.text import Text
+
+    console.print(Text(grid.title, style="bold"))
+    for index in range(1, len(grid.columns)):
+        if grid.columns[index]:
+            console.print(Text(grid.columns[index], style="underline"))
+        for number, row in enumerate(grid.rows):
+            style = "bold" if number in grid.emphasis else ""
+            line = f"{row[0]}  {row[index]}".strip()
+            if len(line) <= console.width:
+                console.print(Text(line, style=style))
+            else:
+                console.print(Text(row[0], style=style))
+                console.print(Text("  " + row[index], style=style))
 
 
 def _shown_grid(grid: Grid) -> Grid:
@@ -127,6 +203,7 @@ def _shown_grid(grid: Grid) -> Grid:
         [[shown(cell) for cell in row] for row in grid.rows],
         [shown(note) for note in grid.notes],
         grid.emphasis,
+        grid.chart,
     )
 
 

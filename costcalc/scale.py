@@ -128,6 +128,25 @@ class ScaleResult:
             "attention": "causal" if self.causal else "full",
         }
 
+    def records(self) -> list[dict[str, Any]]:
+        """One record per value of the varied dimension (JSON Lines, CSV): the model named with
+        the value, the value, the workload, the six terms and their ratios to the first."""
+        from costcalc.render import ratio_dict
+
+        base = self.to_dict()
+        symbol = DIMENSIONS[self.dimension]
+        return [
+            {
+                "name": f"{self.name} ({symbol}={value})",
+                self.dimension: value,
+                "workload": base["workload"],
+                "attention": base["attention"],
+                "terms": {term: values[index] for term, values in self.terms.items()},
+                "ratios": {term: ratio_dict(self.ratios(term)[index]) for term in self.terms},
+            }
+            for index, value in enumerate(self.values)
+        ]
+
 
 def scale_result(
     name: str,
@@ -149,8 +168,8 @@ def scale_result(
     return ScaleResult(name, dimension, values, batch, length, causal, terms, windowed)
 
 
-def scale_grids(result: ScaleResult, setting: str, chart: bool) -> list[Grid]:
-    """The values-and-ratios table and, for a terminal, the bar chart of the ratios."""
+def scale_grids(result: ScaleResult, setting: str) -> list[Grid]:
+    """The values-and-ratios table and the bar chart of the ratios (shown in a terminal)."""
     from costcalc.render import Grid
 
     symbol = DIMENSIONS[result.dimension]
@@ -170,9 +189,7 @@ def scale_grids(result: ScaleResult, setting: str, chart: bool) -> list[Grid]:
     if result.windowed:
         notes.append("A sliding window shorter than T: only pairs inside it are counted.")
     grids = [Grid(f"Leading terms of {result.name} as {symbol} grows", ["", *columns], rows, notes)]
-    if chart:
-        grids.append(ratio_chart(result))
-    return grids
+    return [*grids, ratio_chart(result)]
 
 
 def ratio_chart(result: ScaleResult) -> Grid:
@@ -185,8 +202,7 @@ def ratio_chart(result: ScaleResult) -> Grid:
     for term in TERMS:
         for value, ratio in zip(result.values[1:], result.ratios(term)[1:], strict=True):
             cells = round(ratio / top * BAR_WIDTH) if top else 0
-            bar = ("█" * cells).ljust(BAR_WIDTH)
-            rows.append([term, f"{symbol}={value:,}", f"{bar} {format_ratio(ratio) + 'x':>8}"])
+            rows.append([term, f"{symbol}={value:,}", format_ratio(ratio) + "x", "█" * cells])
     first = result.values[0]
     title = f"Ratio to {symbol}={first:,}"
-    return Grid(title, ["", symbol, "ratio"], rows)
+    return Grid(title, ["", symbol, "ratio", ""], rows, chart=True)

@@ -176,7 +176,7 @@ def test_markdown_and_csv(cli: Invoke) -> None:
     assert "| total | 4,273,664 |" in md.stdout
     csv = cli("params", "-p", "book-gpt-small", "--format", "csv")
     assert csv.exit_code == 0
-    assert 'Parameters,total,"4,273,664"' in csv.stdout
+    assert "book-gpt-small,parameters,total,4273664,parameters," in csv.stdout
 
 
 def test_vocab_padding(tmp_path: Path, cli: Invoke) -> None:

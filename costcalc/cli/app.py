@@ -2,13 +2,15 @@
 
 Exit codes: 0 success; 1 invalid model or input (a message on stderr, never a traceback), or
 findings of `costcalc check`;
-2 wrong usage (unknown option, malformed value).
+2 wrong usage (unknown option, malformed value). A reader that closes the pipe early (``| head``)
+ends costcalc quietly by SIGPIPE, as it ends ``cat`` or ``grep`` (status 141 in a shell).
 """
 
 from __future__ import annotations
 
 import io
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,8 +27,15 @@ def _output_errors() -> Iterator[None]:
 
     try:
         yield
+    except BrokenPipeError:
+        raise _ClosedPipeError from None
     except OSError as exc:
         raise OutputError(exc.strerror or str(exc)) from None
+
+
+class _ClosedPipeError(Exception):
+    """The reader of standard output has gone (``costcalc ... | head -1``). Not an OSError,
+    which click would turn into exit 1."""
 
 
 app = typer.Typer(
@@ -66,9 +75,9 @@ app.command("heads")(heads.heads)
 
 
 def main() -> None:
-    """Console-script entry point. Standard output escapes what its encoding cannot hold, and
-    a failed write to it (a full device, a closed pipe) ends with one line on stderr and exit 1,
-    never a traceback."""
+    """Console-script entry point. Standard output escapes what its encoding cannot hold; a
+    failed write to it (a full device) ends with one line on stderr and exit 1, never a
+    traceback, and a closed pipe ends quietly by SIGPIPE, the status of ``cat`` in a pipe."""
     from costcalc.errors import OutputError
 
     sys.stdout = _Output(sys.stdout)
@@ -81,6 +90,12 @@ def main() -> None:
         sys.stderr.write(f"error: {exc}\n")
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to fail
         sys.exit(exc.exit_code)
+    except _ClosedPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if hasattr(signal, "SIGPIPE"):
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGPIPE)
+        sys.exit(0)
 
 
 class _Output(io.TextIOWrapper):

@@ -18,6 +18,7 @@ class CheckFormat(StrEnum):
 
     table = "table"
     json = "json"
+    jsonl = "jsonl"
     github = "github"
 
 
@@ -73,6 +74,10 @@ def check(
         from costcalc.render import to_json
 
         typer.echo(to_json([report.to_dict() for report in reports]))
+    elif fmt is CheckFormat.jsonl:
+        from costcalc.render import to_jsonl
+
+        typer.echo(to_jsonl([report.to_dict() for report in reports]))
     elif fmt is CheckFormat.github:
         typer.echo(github_annotations(reports))
     else:

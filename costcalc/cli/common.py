@@ -40,15 +40,25 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
-def emit(fmt: OutputFormat, data: Any, grids: Sequence[Grid]) -> None:
-    """Print ``data`` as JSON or ``grids`` as a table, Markdown or CSV."""
+def emit(
+    fmt: OutputFormat,
+    data: Any,
+    grids: Sequence[Grid],
+    records: Sequence[dict[str, Any]] | None = None,
+) -> None:
+    """Print ``data`` as JSON, ``records`` (one per model; by default ``data``, or each item
+    of it when it is a list) as JSON Lines or tidy CSV, or ``grids`` as a table or Markdown."""
     from costcalc import render
 
+    if records is None:
+        records = data if isinstance(data, list) else [data]
     if fmt is OutputFormat.json:
         typer.echo(render.to_json(data))
+    elif fmt is OutputFormat.jsonl:
+        typer.echo(render.to_jsonl(records))
     elif fmt is OutputFormat.markdown:
         typer.echo(render.to_markdown(grids))
     elif fmt is OutputFormat.csv:
-        typer.echo(render.to_csv(grids))
+        typer.echo(render.to_csv(records))
     else:
         render.print_grids(grids)

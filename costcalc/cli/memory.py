@@ -170,7 +170,8 @@ def memory_grids(result: MemoryResult, system: UnitSystem) -> list[Grid]:
     title = f"Memory of {result.model.name}: {_mode(result)}"
     table = Grid(title, columns, rows, _notes(result), emphasis)
     bars = [[c.label, format_percent(result.share(c)), bar(result.share(c))] for c in components]
-    return [table, Grid(f"Where {result.model.name}'s memory goes", ["", "share", ""], bars)]
+    chart = Grid(f"Where {result.model.name}'s memory goes", ["", "share", ""], bars, chart=True)
+    return [table, chart]
 
 
 def _mode(result: MemoryResult) -> str:

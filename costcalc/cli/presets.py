@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -51,14 +52,34 @@ def presets(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
     emit(fmt, data, [Grid("Presets", ["name", "parameters", "model", "source"], rows)])
 
 
+class ShowFormat(StrEnum):
+    """How `costcalc presets show` prints a preset: its YAML file, or the same as JSON."""
+
+    yaml = "yaml"
+    json = "json"
+    jsonl = "jsonl"
+
+
 @app.command("show")
-def show(name: Annotated[str, typer.Argument(help="Preset name or alias.")]) -> None:
+def show(
+    name: Annotated[str, typer.Argument(help="Preset name or alias.")],
+    fmt: Annotated[
+        ShowFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
+    ] = ShowFormat.yaml,
+) -> None:
     """Print a preset's YAML: a valid --config file to start from."""
+    import yaml
+
     from costcalc.presets import preset_text
+    from costcalc.render import to_json, to_jsonl
 
     with user_errors():
         text = preset_text(name)
-    typer.echo(text.rstrip("\n"))
+    if fmt is ShowFormat.yaml:
+        typer.echo(text.rstrip("\n"))
+    else:
+        data = yaml.safe_load(text)
+        typer.echo(to_json(data) if fmt is ShowFormat.json else to_jsonl([data]))
 
 
 def short_source(source: str) -> str:

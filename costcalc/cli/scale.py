@@ -132,7 +132,7 @@ def scale(
         name = "seed 000's setting" if seed else models[0][1].name
         result = scale_result(name, dimension, [(v, m.spec) for v, m in models], B, T, causal)
     setting = _setting(models[0][1], seed, B, T)
-    emit(fmt, result.to_dict(), scale_grids(result, setting, chart=fmt is OutputFormat.table))
+    emit(fmt, result.to_dict(), scale_grids(result, setting), result.records())
 
 
 def _override(dimension: str, value: int) -> dict[str, int]:

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
+from typing import Annotated
+
 import typer
 
 
-def schema() -> None:
+class SchemaFormat(StrEnum):
+    """How `costcalc schema` prints: indented JSON, or one line (JSON Lines)."""
+
+    json = "json"
+    jsonl = "jsonl"
+
+
+def schema(
+    fmt: Annotated[
+        SchemaFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
+    ] = SchemaFormat.json,
+) -> None:
     """Print the JSON Schema of costcalc's config format, for editors that validate YAML/JSON."""
     from costcalc.config import config_schema
-    from costcalc.render import to_json
+    from costcalc.render import to_json, to_jsonl
 
-    typer.echo(to_json(config_schema()))
+    data = config_schema()
+    typer.echo(to_json(data) if fmt is SchemaFormat.json else to_jsonl([data]))
