@@ -58,6 +58,7 @@ def memory(
         str | None,
         typer.Option(
             "--recompute",
+            metavar="MODE",
             help="Activation recomputation: none (default), selective or full.",
         ),
     ] = None,
@@ -65,6 +66,7 @@ def memory(
         str | None,
         typer.Option(
             "--attention",
+            metavar="KERNEL",
             help="Attention kernel of training: sdpa (default, as transformers), flash, or eager "
             "(keeps the T x T scores).",
         ),
