@@ -253,7 +253,7 @@ def test_eager_and_sdpa_differ_by_the_stored_scores(cli: Invoke) -> None:
     sdpa_out = _flat(cli("memory", *QWEN_TRAINING).stdout)
     assert "attention scores" not in sdpa_out
     assert "--attention sdpa never stores them" in sdpa_out
-    assert f"eager attention would add {stated} bytes" in sdpa_out
+    assert f"eager attention without recomputation would keep {stated} bytes" in sdpa_out
     flash = memory_json(cli, *QWEN_TRAINING, "--attention", "flash")
     assert flash["total"]["bytes"] == sdpa["total"]["bytes"]
 

@@ -247,7 +247,8 @@ def _scores_note(result: MemoryResult) -> str:
         why = f"--recompute {setup.recompute} runs the attention core again in the backward"
     else:
         why = f"--attention {setup.attention} never stores them (its backward recomputes QK^T)"
-    return f"No T x T scores stored: {why}; eager attention would add {scores} bytes."
+    eager = f"eager attention without recomputation would keep {scores} bytes"
+    return f"No T x T scores stored: {why}; {eager}."
 
 
 def _kv_note(result: MemoryResult) -> str:
