@@ -26,6 +26,7 @@ class Workload:
     length: int | None = None
     causal: bool = False
     recompute: str = "none"
+    attention: str = "eager"
     prompt: int | None = None
     generated: int | None = None
 
@@ -139,11 +140,12 @@ class ComputeResult:
     @property
     def training_rule(self) -> str:
         """How a training step relates to the forward, in words: '3 x forward'."""
-        return macs.TRAINING_RULES[self.workload.recompute]
+        return macs.training_rule(self.workload.recompute, self.workload.attention)
 
     def training(self, forward: MacReport) -> int:
         """MACs of one training step over ``forward``."""
-        return macs.training_macs(forward.total, forward.attention_pair, self.workload.recompute)
+        w = self.workload
+        return macs.training_macs(forward.total, forward.attention_pair, w.recompute, w.attention)
 
     def windowed(self, length: int) -> bool:
         return macs.window_applies(self.spec, length)
@@ -163,6 +165,7 @@ class ComputeResult:
                 "sliding_window": self.spec.sliding_window,
                 "training": self.training_rule,
                 "recompute": w.recompute,
+                "attn_implementation": w.attention,
                 "flops_per_mac": macs.flops(1),
             },
         }
@@ -266,8 +269,10 @@ def forward_notes(results: list[ComputeResult], length: int) -> list[str]:
         pairs = "causal: only the T(T+1)/2 query-key pairs a causal mask keeps"
     else:
         pairs = "full T^2 square of query-key pairs, as eager attention and FlopCounterMode count"
-    mode = first.workload.recompute
-    recompute = "" if mode == "none" else f" (--recompute {mode})"
+    w = first.workload
+    given = (("--recompute", w.recompute, "none"), ("--attention", w.attention, "eager"))
+    options = [f"{name} {value}" for name, value, default in given if value != default]
+    recompute = f" ({', '.join(options)})" if options else ""
     notes = [
         f"Attention convention: {pairs}.",
         "MACs count matrix products only; FLOPs = 2 x MACs. "

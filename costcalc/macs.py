@@ -20,22 +20,53 @@ H query heads, K key/value heads, d head width, h FFN hidden width, X experts, k
 
 from __future__ import annotations
 
-from costcalc.errors import UsageError
+from costcalc.errors import UsageError, check_choice
 from costcalc.spec import ModelSpec
 from costcalc.tensors import conv_channels, ffn_tensors, mixer_tensors
 
 TRAINING_MULTIPLIER = 3
 """Forward + backward: the backward pass costs 2x the forward (input and weight gradients)."""
 
-RECOMPUTE_MODES: tuple[str, ...] = ("none", "flash", "selective", "full")
+RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
 """What a training step runs again in the backward pass instead of storing it."""
+
+ATTENTION_KERNELS: tuple[str, ...] = ("eager", "sdpa", "flash")
+"""How attention runs (transformers' ``attn_implementation``): ``eager`` computes and keeps the
+T x T scores; ``sdpa`` (PyTorch's fused flash or memory-efficient kernels) and ``flash``
+(FlashAttention) keep none and recompute them in the backward pass."""
 
 TRAINING_RULES: dict[str, str] = {
     "none": "3 x forward",
-    "flash": "3 x forward + QK^T (half the attention pairs)",
     "selective": "3 x forward + attention pairs",
     "full": "4 x forward",
 }
+FUSED_RULE = "QK^T (half the attention pairs)"
+"""What a fused attention kernel's backward adds: the scores QK^T, recomputed from Q and K."""
+
+
+def check_recompute(mode: str) -> str:
+    """``mode`` if it is a recompute mode; ``flash`` is named as the attention kernel it is."""
+    if mode == "flash":
+        raise UsageError(
+            "flash is an attention kernel, not a recompute mode: use --attention flash"
+        )
+    return check_choice(mode, RECOMPUTE_MODES, "recompute mode")
+
+
+def check_attention(kernel: str) -> str:
+    """``kernel`` if it is one of :data:`ATTENTION_KERNELS`."""
+    return check_choice(kernel, ATTENTION_KERNELS, "attention kernel")
+
+
+def stores_scores(kernel: str) -> bool:
+    """Whether attention keeps the T x T scores for the backward: only eager attention."""
+    return kernel == "eager"
+
+
+def training_rule(recompute: str, kernel: str = "eager") -> str:
+    """A training step in words: '3 x forward', '3 x forward + QK^T (half the attention pairs)'."""
+    rule = TRAINING_RULES[recompute]
+    return rule if stores_scores(kernel) else f"{rule} + {FUSED_RULE}"
 
 
 def flops(macs: int) -> int:
@@ -43,14 +74,18 @@ def flops(macs: int) -> int:
     return 2 * macs
 
 
-def training_macs(forward: int, attention_pair: int, recompute: str = "none") -> int:
+def training_macs(
+    forward: int, attention_pair: int, recompute: str = "none", kernel: str = "eager"
+) -> int:
     """One training step: forward + backward = 3 x forward (the backward computes input and
     weight gradients, 2 x forward; Kaplan et al. 2020, Sec. 2.1), plus what recomputation runs
     again: ``full`` the whole forward (4 x forward); ``selective`` the attention core's products,
-    QK^T and weights x V (Korthikanti et al. 2022, Sec. 5); ``flash`` the scores QK^T, which
-    FlashAttention's backward recomputes from Q and K (Dao 2023, Algorithm 2): half the pairs."""
-    again = {"none": 0, "flash": attention_pair // 2, "selective": attention_pair, "full": forward}
-    return TRAINING_MULTIPLIER * forward + again[recompute]
+    QK^T and weights x V (Korthikanti et al. 2022, Sec. 5). A fused kernel (``sdpa``, ``flash``)
+    also recomputes the scores QK^T from Q and K in its backward (Dao 2023, Algorithm 2; what
+    ``torch.utils.flop_counter.sdpa_backward_flop_count`` counts): half the attention pairs."""
+    again = {"none": 0, "selective": attention_pair, "full": forward}[recompute]
+    fused = 0 if stores_scores(kernel) else attention_pair // 2
+    return TRAINING_MULTIPLIER * forward + again + fused
 
 
 # Per token: terms linear in the number of tokens.

@@ -1,12 +1,12 @@
 """Memory, one pure integer function per quantity: weights, training state, activations, KV cache.
 
-Exact quantities (weights, gradients, master weights, optimizer state, KV cache) count what
-PyTorch allocates for them, checked against golden data from torch and transformers.
+Exact quantities (weights, gradients, master weights, optimizer state, logits, KV cache) count
+what PyTorch allocates for them, checked against golden data from torch and transformers.
 Activations are an ESTIMATE from a published formula (Korthikanti et al. 2022); they depend on
 kernels, dtypes and the framework, and are labelled as such wherever they are shown.
 
 Symbols: P parameters, N parameter tensors, L layers, B (or b) batch, T (or s) tokens,
-K key/value heads, d head width, h = D the width, a = H attention heads.
+K key/value heads, d head width, h = D the width, a = H attention heads, V vocabulary rows.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from costcalc.compute import check_count, check_positions
 from costcalc.errors import UsageError, check_choice
-from costcalc.macs import RECOMPUTE_MODES, cached_keys
+from costcalc.macs import cached_keys, check_attention, check_recompute, stores_scores
 from costcalc.params import total_params
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Shape, conv_channels, elements, parameter_tensors, tensor_count
@@ -26,17 +26,27 @@ TRAINING_DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16")
 MASTER_DTYPE = "fp32"
 STEP_DTYPE = "fp32"
 """torch keeps each ``step`` as a float32 scalar tensor (``_get_scalar_dtype()``)."""
+LOSS_DTYPE = "fp32"
+"""transformers computes the causal-LM loss on logits upcast to float32."""
+DEFAULT_ATTENTION = "sdpa"
+"""transformers' default ``attn_implementation`` when PyTorch provides SDPA."""
 
 ACTIVATION_SOURCE = (
     "Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models, "
     "Sec. 4 (16-bit activations, no parallelism)"
 )
 ACTIVATION_FORMULAS: dict[str, str] = {
-    "none": "L x s b h (34 + 5 a s / h) bytes",
-    "flash": "L x 34 s b h bytes (no s x s attention matrix stored)",
-    "selective": "L x 34 s b h bytes (attention recomputed)",
+    "none": "L x 34 s b h bytes",
+    "selective": "L x 34 s b h bytes (attention core recomputed)",
     "full": "L x 2 s b h bytes (only each layer's input stored)",
 }
+SCORES_FORMULA = "L x 5 a s^2 b bytes"
+"""Eager attention's stored s x s scores: softmax input, output and dropout mask."""
+LOGITS_SOURCE = (
+    "transformers' ForCausalLM forward computes lm_head(hidden_states) for all T positions "
+    "(logits in the model's dtype); ForCausalLMLoss (transformers/loss/loss_utils.py) calls "
+    "logits.float(), an fp32 copy (none when the logits are already fp32)"
+)
 OPTIMIZER_SOURCES: dict[str, str] = {
     "adamw": "torch.optim.AdamW: exp_avg and exp_avg_sq per parameter, one step per tensor",
     "sgd": "torch.optim.SGD without momentum: no state",
@@ -108,28 +118,66 @@ def optimizer_state_bytes(spec: ModelSpec, optimizer: str, state_dtype: str) -> 
 
 
 def activation_bytes_per_layer(spec: ModelSpec, batch: int, length: int, recompute: str) -> int:
-    """ESTIMATE of one layer's stored activations, Korthikanti et al. 2022, Sec. 4.
-
-    Without recomputation s b h (34 + 5 a s / h) = 34 s b h + 5 a s^2 b bytes: 34 s b h for the
-    layer's inputs, projections, dropout masks and norms; 5 a s^2 b for the softmax, its output and
-    the dropout mask of the s x s attention matrix. Selective recomputation (or FlashAttention,
-    which recomputes attention in the backward pass) keeps 34 s b h; full recomputation keeps only
-    the layer's 16-bit input, 2 s b h. Assumes 16-bit activations, a 4h MLP and full multi-head
-    attention; for other layouts it is an approximation.
-    """
-    s, b, h, a = length, batch, spec.d_model, spec.n_heads or 0
-    if recompute == "full":
-        return 2 * s * b * h
-    stored = 34 * s * b * h
-    return stored + (5 * a * s * s * b if recompute == "none" else 0)
+    """ESTIMATE of one layer's stored activations but the attention scores, Korthikanti et al.
+    2022, Sec. 4: 34 s b h bytes for the layer's inputs, projections, dropout masks and norms;
+    with full recomputation only the layer's 16-bit input, 2 s b h. Assumes 16-bit activations, a
+    4h MLP and full multi-head attention; for other layouts it is an approximation."""
+    s, b, h = length, batch, spec.d_model
+    return 2 * s * b * h if recompute == "full" else 34 * s * b * h
 
 
-def activation_bytes(spec: ModelSpec, batch: int, length: int, recompute: str) -> int:
-    """ESTIMATE of all layers' activations: L x per layer (embeddings and logits not included)."""
+def score_bytes_per_layer(spec: ModelSpec, batch: int, length: int) -> int:
+    """ESTIMATE of one attention layer's s x s scores as eager attention keeps them: 5 a s^2 b
+    bytes (the softmax input and its 16-bit output, 2 a s^2 b each, and the dropout mask,
+    a s^2 b; Korthikanti et al. 2022, Sec. 4.1); 0 for a block without attention."""
+    a = (spec.n_heads or 0) if spec.has_attention else 0
+    return 5 * a * length * length * batch
+
+
+def keeps_scores(recompute: str, attention: str) -> bool:
+    """The scores are stored only by eager attention without recomputation: selective and full
+    recomputation run the attention core again, fused kernels never materialize it."""
+    return recompute == "none" and stores_scores(attention)
+
+
+def attention_score_bytes(
+    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str
+) -> int:
+    """ESTIMATE of the stored scores of all layers: L x 5 a s^2 b, or 0 when they are not kept
+    (:func:`keeps_scores`)."""
+    if not keeps_scores(recompute, attention):
+        return 0
     return sum(
+        stack.n_layers * score_bytes_per_layer(stack, batch, length) for stack in spec.stacks
+    )
+
+
+def activation_bytes(
+    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str = "eager"
+) -> int:
+    """ESTIMATE of all layers' activations: L x per layer + the stored scores (Korthikanti's
+    s b h (34 + 5 a s / h) per layer with eager attention); embeddings and logits not included."""
+    layers = sum(
         stack.n_layers * activation_bytes_per_layer(stack, batch, length, recompute)
         for stack in spec.stacks
     )
+    return layers + attention_score_bytes(spec, batch, length, recompute, attention)
+
+
+# --------------------------------------------------------------------------- logits
+
+
+def logit_elements(spec: ModelSpec, batch: int, length: int) -> int:
+    """Logits of a training forward: B x T x V (every position, as the loss needs)."""
+    return batch * length * spec.vocab_rows
+
+
+def logit_upcast_bytes(spec: ModelSpec, batch: int, length: int, dtype: str) -> int:
+    """The fp32 copy ``ForCausalLMLoss`` makes with ``logits.float()``: 4 B T V bytes, 0 when
+    the logits are fp32 already (``.float()`` then returns the same tensor)."""
+    if dtype == LOSS_DTYPE:
+        return 0
+    return dtype_bytes(logit_elements(spec, batch, length), LOSS_DTYPE)
 
 
 # --------------------------------------------------------------------------- KV cache
@@ -226,8 +274,9 @@ def state_bytes(spec: ModelSpec, batch: int, dtype: str) -> int:
 class MemorySetup:
     """What the memory is for: inference, or training with an optimizer, at a batch and length.
 
-    ``length`` None means the model's context length; ``kv_dtype`` None means the weights' dtype,
-    or bf16 when the weights are quantized (fp8, int8, int4), since the cache holds activations.
+    ``length`` None means the model's context length (inference only: training needs a length);
+    ``kv_dtype`` None means the weights' dtype, or bf16 when the weights are quantized (fp8, int8,
+    int4), since the cache holds activations. ``attention`` is the attention kernel of training.
     """
 
     dtype: str = "bf16"
@@ -238,6 +287,7 @@ class MemorySetup:
     length: int | None = None
     kv_dtype: str | None = None
     recompute: str = "none"
+    attention: str = DEFAULT_ATTENTION
 
     @property
     def state_dtype(self) -> str:
@@ -254,6 +304,7 @@ def memory_setup(
     length: int | None = None,
     kv_dtype: str | None = None,
     recompute: str | None = None,
+    attention: str | None = None,
 ) -> MemorySetup:
     """A checked :class:`MemorySetup`; training options without ``train`` are errors.
 
@@ -270,6 +321,7 @@ def memory_setup(
         "--optimizer": optimizer,
         "--mixed-precision": mixed_precision,
         "--recompute": recompute,
+        "--attention": attention,
     }
     if not train:
         given = [name for name, value in training_only.items() if value is not None]
@@ -291,7 +343,8 @@ def memory_setup(
         batch=batch,
         length=length,
         kv_dtype=kv_dtype,
-        recompute=check_choice(recompute or "none", RECOMPUTE_MODES, "recompute mode"),
+        recompute=check_recompute(recompute or "none"),
+        attention=check_attention(attention or DEFAULT_ATTENTION),
     )
 
 
@@ -311,6 +364,10 @@ class MemoryReport:
     elements_optimizer_steps: int
     bytes_optimizer: int
     bytes_activations: int
+    bytes_attention_scores: int
+    elements_logits: int
+    bytes_logits: int
+    bytes_logits_fp32: int
     kv_cache_tokens: int
     elements_kv_cache: int
     bytes_kv_cache: int
@@ -323,25 +380,36 @@ class MemoryReport:
 
     @property
     def bytes_total(self) -> int:
-        """Everything held at once: training state and activations, or weights and KV cache."""
+        """Everything held at once: training state, activations and logits, or weights and KV
+        cache."""
         return (
             self.bytes_weights
             + self.bytes_gradients
             + self.bytes_master_weights
             + self.bytes_optimizer
             + self.bytes_activations
+            + self.bytes_logits
+            + self.bytes_logits_fp32
             + self.bytes_kv_cache
             + self.bytes_state
         )
 
 
 def memory_report(spec: ModelSpec, setup: MemorySetup) -> MemoryReport:
-    """Weights plus, for training, gradients, masters, optimizer state and activations; for
-    inference, the KV cache of ``batch`` sequences of ``length`` tokens."""
+    """Weights plus, for training, gradients, masters, optimizer state, activations and logits;
+    for inference, the KV cache of ``batch`` sequences of ``length`` tokens. Training without a
+    length is a UsageError naming the model's context: activations grow with T (as T^2 under
+    eager attention), so the whole context is never assumed."""
+    if setup.train and setup.length is None:
+        raise UsageError(
+            f"training memory needs a length: give -T LENGTH (tokens per sequence; "
+            f"the model's context is {spec.context_length:,} tokens)"
+        )
     T = spec.context_length if setup.length is None else setup.length
     check_positions(spec, "length", T, T)
     kv_dtype = setup.kv_dtype or (setup.dtype if setup.dtype in TRAINING_DTYPES else "bf16")
     train, optimizer, B = setup.train, setup.optimizer, setup.batch
+    recompute, attention = setup.recompute, setup.attention
     return MemoryReport(
         setup=setup,
         length=T,
@@ -354,7 +422,13 @@ def memory_report(spec: ModelSpec, setup: MemorySetup) -> MemoryReport:
         elements_optimizer_moments=optimizer_moment_elements(spec, optimizer) if train else 0,
         elements_optimizer_steps=optimizer_step_elements(spec, optimizer) if train else 0,
         bytes_optimizer=optimizer_state_bytes(spec, optimizer, setup.state_dtype) if train else 0,
-        bytes_activations=activation_bytes(spec, B, T, setup.recompute) if train else 0,
+        bytes_activations=activation_bytes(spec, B, T, recompute, attention) if train else 0,
+        bytes_attention_scores=(
+            attention_score_bytes(spec, B, T, recompute, attention) if train else 0
+        ),
+        elements_logits=logit_elements(spec, B, T) if train else 0,
+        bytes_logits=dtype_bytes(logit_elements(spec, B, T), setup.dtype) if train else 0,
+        bytes_logits_fp32=logit_upcast_bytes(spec, B, T, setup.dtype) if train else 0,
         kv_cache_tokens=0 if train else longest_cache(spec, T),
         elements_kv_cache=0 if train else kv_cache_elements(spec, B, T),
         bytes_kv_cache=0 if train else kv_cache_bytes(spec, B, T, kv_dtype),

@@ -14,11 +14,15 @@ from costcalc.loaders import LoadedModel
 from costcalc.memory import (
     ACTIVATION_FORMULAS,
     ACTIVATION_SOURCE,
+    LOGITS_SOURCE,
+    LOSS_DTYPE,
     MASTER_DTYPE,
     OPTIMIZER_SOURCES,
+    SCORES_FORMULA,
     STEP_DTYPE,
     MemoryReport,
     MemorySetup,
+    keeps_scores,
     memory_report,
 )
 from costcalc.results import model_header
@@ -94,12 +98,34 @@ class MemoryResult:
             Component(
                 "activations",
                 "activations (ESTIMATE)",
-                r.bytes_activations,
+                r.bytes_activations - r.bytes_attention_scores,
                 None,
                 None,
                 estimate=True,
             ),
         ]
+        if r.bytes_attention_scores:
+            rows.append(
+                Component(
+                    "attention_scores",
+                    "attention scores (ESTIMATE)",
+                    r.bytes_attention_scores,
+                    None,
+                    None,
+                    estimate=True,
+                )
+            )
+        rows.append(Component("logits", "logits", r.bytes_logits, r.elements_logits, setup.dtype))
+        if r.bytes_logits_fp32:
+            rows.append(
+                Component(
+                    "logits_fp32",
+                    "logits, fp32 copy",
+                    r.bytes_logits_fp32,
+                    r.elements_logits,
+                    LOSS_DTYPE,
+                )
+            )
         return rows
 
     def share(self, component: Component) -> Fraction:
@@ -137,9 +163,18 @@ class MemoryResult:
             },
             "activations": {
                 "bytes": r.bytes_activations,
+                "attention_scores_bytes": r.bytes_attention_scores,
                 "estimate": True,
-                "formula": ACTIVATION_FORMULAS[setup.recompute] if setup.train else None,
+                "formula": activation_formula(setup) if setup.train else None,
                 "source": ACTIVATION_SOURCE if setup.train else None,
+            },
+            "logits": {
+                "elements": r.elements_logits,
+                "dtype": setup.dtype if setup.train else None,
+                "bytes": r.bytes_logits,
+                "upcast_dtype": LOSS_DTYPE if r.bytes_logits_fp32 else None,
+                "upcast_bytes": r.bytes_logits_fp32,
+                "source": LOGITS_SOURCE if setup.train else None,
             },
             "kv_cache": {
                 "elements": r.elements_kv_cache,
@@ -176,7 +211,16 @@ def setup_dict(setup: MemorySetup, report: MemoryReport) -> dict[str, Any]:
         "length": report.length,
         "kv_dtype": None if setup.train else report.kv_dtype,
         "recompute": setup.recompute if setup.train else None,
+        "attention": setup.attention if setup.train else None,
     }
+
+
+def activation_formula(setup: MemorySetup) -> str:
+    """The activation estimate in symbols: Korthikanti's layers, plus the scores when stored."""
+    layers = ACTIVATION_FORMULAS[setup.recompute]
+    if not keeps_scores(setup.recompute, setup.attention):
+        return layers
+    return f"{layers} + {SCORES_FORMULA} of eager attention's s x s scores"
 
 
 def memory_result(

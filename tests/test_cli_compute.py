@@ -57,6 +57,7 @@ def test_causal_and_recompute(cli: Invoke) -> None:
         "sliding_window": None,
         "training": "4 x forward",
         "recompute": "full",
+        "attn_implementation": "eager",
         "flops_per_mac": 2,
     }
     assert causal["flops"]["training"] == 4 * causal["flops"]["forward"]
@@ -73,17 +74,35 @@ def test_table_shows_convention(cli: Invoke) -> None:
 
 
 @pytest.mark.parametrize(
-    ("mode", "extra_pairs"), [("none", 0), ("flash", 1), ("selective", 2), ("full", None)]
+    ("options", "extra_pairs"),
+    [
+        (["--recompute", "none"], 0),
+        (["--attention", "flash"], 1),
+        (["--attention", "sdpa"], 1),
+        (["--recompute", "selective"], 2),
+        (["--recompute", "selective", "--attention", "flash"], 3),
+        (["--recompute", "full"], None),
+    ],
 )
-def test_recompute_modes(cli: Invoke, mode: str, extra_pairs: int | None) -> None:
+def test_recompute_modes(cli: Invoke, options: list[str], extra_pairs: int | None) -> None:
     # GPT-2 small, B=1, T=128: forward 16,114,089,984 MACs, attention pairs 301,989,888
     # (FlopCounterMode, tests/golden/hf_reference.json). Selective recomputation re-runs both
-    # pair products (QK^T, weights x V), FlashAttention's backward only QK^T (half).
-    data = params_json(cli, "-p", "gpt2-small", "-T", "128", "--recompute", mode)
+    # pair products (QK^T, weights x V); a fused kernel's backward re-runs QK^T (half), as
+    # FlopCounterMode's sdpa_backward_flop_count counts it.
+    data = params_json(cli, "-p", "gpt2-small", "-T", "128", *options)
     forward, pairs = 16_114_089_984, 301_989_888
     again = forward if extra_pairs is None else extra_pairs * pairs // 2
     assert data["flops"]["training"] == 2 * (3 * forward + again)
-    assert data["convention"]["recompute"] == mode
+    given = dict(zip(options[::2], options[1::2], strict=True))
+    assert data["convention"]["recompute"] == given.get("--recompute", "none")
+    assert data["convention"]["attn_implementation"] == given.get("--attention", "eager")
+
+
+def test_attention_kernel_is_stated(cli: Invoke) -> None:
+    result = cli("params", "-p", "gpt2-small", "-T", "128", "--attention", "flash")
+    assert "Training step = 3 x forward + QK^T (half the attention pairs) (--attention flash)" in (
+        " ".join(result.stdout.split())
+    )
 
 
 def test_side_by_side(cli: Invoke) -> None:
@@ -172,6 +191,9 @@ def test_markdown_and_csv(cli: Invoke) -> None:
             "--recompute needs --length",
         ),
         (["-T", "8", "--recompute", "half"], 2, "unknown recompute mode 'half'"),
+        (["-T", "8", "--recompute", "flash"], 2, "use --attention flash"),
+        (["-T", "8", "--attention", "fast"], 2, "unknown attention kernel 'fast'"),
+        (["--attention", "flash"], 2, "--attention needs --length"),
     ],
 )
 def test_bad_input(cli: Invoke, args: list[str], code: int, message: str) -> None:

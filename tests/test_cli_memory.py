@@ -26,11 +26,15 @@ CONTRACT = [
     ("kv_cache", "elements"),
     ("kv_cache", "bytes"),
     ("activations", "bytes"),
+    ("activations", "attention_scores_bytes"),
+    ("logits", "elements"),
+    ("logits", "bytes"),
+    ("logits", "upcast_bytes"),
     ("total", "bytes"),
 ]
 
 
-@pytest.mark.parametrize("mode", [(), ("--train",)])
+@pytest.mark.parametrize("mode", [(), ("--train", "-T", "1024")])
 def test_json_contract_holds_integers(cli: Invoke, mode: tuple[str, ...]) -> None:
     data = memory_json(cli, "-p", "gpt2", *mode)
     for group, key in CONTRACT:
@@ -69,15 +73,17 @@ def test_qwen_training_json_with_adamw(cli: Invoke) -> None:
 def test_optimizer_choice(cli: Invoke, optimizer: str) -> None:
     # tests/golden/memory_reference.json: torch's optimizer state after one step (fp32 training)
     record = memory_reference()["models"]["gpt2"]["optimizers"][optimizer]
-    data = memory_json(cli, "-p", "gpt2", "--train", "--dtype", "fp32", "--optimizer", optimizer)
+    data = memory_json(
+        cli, "-p", "gpt2", "--train", "-T", "1024", "--dtype", "fp32", "--optimizer", optimizer
+    )
     assert data["optimizer"]["elements"] == record["state_numel"]
     assert data["optimizer"]["bytes"] == 4 * record["state_numel"]
     assert data["master_weights"]["bytes"] == 0  # fp32 training needs no masters
 
 
 def test_recompute_changes_only_the_activations(cli: Invoke) -> None:
-    base = memory_json(cli, "-p", "gpt2", "--train")
-    full = memory_json(cli, "-p", "gpt2", "--train", "--recompute", "full")
+    base = memory_json(cli, "-p", "gpt2", "--train", "-T", "1024")
+    full = memory_json(cli, "-p", "gpt2", "--train", "-T", "1024", "--recompute", "full")
     # Korthikanti et al. 2022: full recomputation keeps 2 s b h bytes per layer
     assert full["activations"]["bytes"] == 12 * 2 * 1024 * 768
     saved = base["activations"]["bytes"] - full["activations"]["bytes"]
@@ -85,14 +91,14 @@ def test_recompute_changes_only_the_activations(cli: Invoke) -> None:
 
 
 def test_table_shows_breakdown_bars_and_the_estimate_source(cli: Invoke) -> None:
-    result = cli("memory", "-p", "gpt2", "--train")
+    result = cli("memory", "-p", "gpt2", "--train", "-T", "1024", "--attention", "eager")
     assert result.exit_code == 0
-    out = result.stdout
+    out = " ".join(result.stdout.split())
     for label in ("weights", "gradients", "master weights", "optimizer (adamw)"):
         assert label in out
     assert "activations (ESTIMATE)" in out
     assert "Korthikanti et al. 2022" in out
-    assert "L x s b h (34 + 5 a s / h) bytes" in out
+    assert "L x 34 s b h bytes + L x 5 a s^2 b bytes of eager attention's s x s scores" in out
     assert "Where gpt2-small's memory goes" in out
     assert "█" in out
     assert "248,879,764" in out  # AdamW elements: golden 2 x 124,439,808 + 148 steps
@@ -129,12 +135,14 @@ def test_fits_with_headroom(cli: Invoke) -> None:
 
 
 def test_does_not_fit_reports_the_shortfall_and_exits_1(cli: Invoke) -> None:
-    result = cli("memory", "-p", "gpt2", "--train", "--fits", "2GB")
+    result = cli("memory", "-p", "gpt2", "--train", "-T", "1024", "--fits", "2GB")
     assert result.exit_code == 1
     assert "short by (does not fit)" in result.stdout
     assert "does not fit: gpt2-small needs" in result.stderr
     assert "2,000,000,000 bytes given" in result.stderr
-    data = json.loads(cli("memory", "-p", "gpt2", "--train", "--fits", "2GB", "-f", "json").stdout)
+    data = json.loads(
+        cli("memory", "-p", "gpt2", "--train", "-T", "1024", "--fits", "2GB", "-f", "json").stdout
+    )
     assert data["fits"]["fits"] is False
     assert data["fits"]["shortfall_bytes"] == data["total"]["bytes"] - 2 * 10**9
 
@@ -167,7 +175,11 @@ def test_other_formats(cli: Invoke, fmt: str) -> None:
         (("--gpu-memory", "lots"), "'lots' is not a byte size"),
         (("--units", "metric"), "unknown units 'metric'"),
         (("--optimizer", "sgd"), "--optimizer applies to training; add --train"),
-        (("--train", "--recompute", "half"), "unknown recompute mode 'half'"),
+        (("--train", "-T", "8", "--recompute", "half"), "unknown recompute mode 'half'"),
+        (("--train", "-T", "8", "--recompute", "flash"), "use --attention flash"),
+        (("--train", "-T", "8", "--attention", "fast"), "unknown attention kernel 'fast'"),
+        (("--attention", "eager"), "--attention applies to training; add --train"),
+        (("--train",), "give -T LENGTH (tokens per sequence; the model's context is 1,024 tokens)"),
         (("--train", "--dtype", "int4"), "training keeps weights and gradients in"),
     ],
 )
@@ -213,3 +225,121 @@ def test_sliding_window_caps_the_cache(cli: Invoke, tmp_path: Path) -> None:
     assert data["kv_cache"]["elements"] == 49_152
     table = cli("memory", "-c", str(config), "-T", "16")
     assert "T capped by the sliding window of 8" in table.stdout
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+QWEN_TRAINING = ("-p", "qwen2.5-0.5b", "--train", "-B", "8", "-T", "1024")
+SCORES = 24 * 5 * 14 * 1024 * 1024 * 8  # L x 5 a s^2 b of Qwen2.5-0.5B: 14,092,861,440
+
+
+def test_eager_and_sdpa_differ_by_the_stored_scores(cli: Invoke) -> None:
+    # Korthikanti et al. 2022, Sec. 4.1: eager attention keeps the s x s scores, softmax and
+    # dropout mask, 5 a s^2 b bytes per layer; SDPA's fused kernels (transformers' default) keep
+    # none. Nothing else changes.
+    eager = memory_json(cli, *QWEN_TRAINING, "--attention", "eager")
+    sdpa = memory_json(cli, *QWEN_TRAINING, "--attention", "sdpa")
+    assert memory_json(cli, *QWEN_TRAINING) == sdpa  # sdpa is the default
+    assert eager["total"]["bytes"] - sdpa["total"]["bytes"] == SCORES == 14_092_861_440
+    assert eager["activations"]["attention_scores_bytes"] == SCORES
+    assert sdpa["activations"]["attention_scores_bytes"] == 0
+    assert (eager["setup"]["attention"], sdpa["setup"]["attention"]) == ("eager", "sdpa")
+    stated = "L x 5 a s^2 b = 24 x 5 x 14 x 1,024 x 1,024 x 8 = 14,092,861,440"
+    eager_out = _flat(cli("memory", *QWEN_TRAINING, "--attention", "eager").stdout)
+    assert "attention scores (ESTIMATE)" in eager_out
+    assert f"--attention eager keeps the T x T scores, a row of their own: {stated}" in eager_out
+    sdpa_out = _flat(cli("memory", *QWEN_TRAINING).stdout)
+    assert "attention scores" not in sdpa_out
+    assert "--attention sdpa never stores them" in sdpa_out
+    assert f"eager attention without recomputation would keep {stated} bytes" in sdpa_out
+    flash = memory_json(cli, *QWEN_TRAINING, "--attention", "flash")
+    assert flash["total"]["bytes"] == sdpa["total"]["bytes"]
+
+
+def test_logits_are_a_row_of_their_own(cli: Invoke) -> None:
+    # B T V = 8 x 1,024 x 151,936 logits in bf16, and the fp32 copy ForCausalLMLoss makes with
+    # logits.float() (transformers/loss/loss_utils.py)
+    BTV = 8 * 1024 * 151_936
+    data = memory_json(cli, *QWEN_TRAINING)
+    assert data["logits"] == {
+        "elements": BTV,
+        "dtype": "bf16",
+        "bytes": 2 * BTV,
+        "upcast_dtype": "fp32",
+        "upcast_bytes": 4 * BTV,
+        "source": data["logits"]["source"],
+    }
+    assert "ForCausalLMLoss" in data["logits"]["source"]
+    parts = ("weights", "gradients", "master_weights", "optimizer", "activations", "kv_cache")
+    assert data["total"]["bytes"] == sum(data[p]["bytes"] for p in parts) + 6 * BTV
+    out = cli("memory", *QWEN_TRAINING).stdout
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") > 4}
+    assert "2,489,319,424" in rows["logits"]
+    assert "4,978,638,848" in rows["logits, fp32 copy"]
+
+
+def test_memory_defaults_no_longer_flip_fits(cli: Invoke) -> None:
+    # sdpa keeps no scores: 21,361,949,832 bytes fit in 24 GiB, with 4,407,853,944 to spare
+    result = cli("memory", *QWEN_TRAINING, "--fits", "24GiB", "-f", "json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["fits"]["headroom_bytes"] == 4_407_853_944
+    assert cli("memory", *QWEN_TRAINING, "--attention", "eager", "--fits", "24GiB").exit_code == 1
+
+
+QWEN, GPT2, OSS, DSV3 = "qwen2.5-0.5b", "gpt2", "gpt-oss-20b", "deepseek-v3"
+JAMBA = FIXTURES / "hf" / "jamba-v0.1.json"
+TRAIN = {"train": True, "length": 64}
+EXPLAINED: list[tuple[str | Path, dict[str, Any]]] = [
+    (QWEN, {**TRAIN, "batch": 8, "length": 1024, "attention": "eager"}),
+    (QWEN, {**TRAIN, "optimizer": "adafactor"}),
+    (GPT2, {**TRAIN, "dtype": "fp32", "optimizer": "sgd-momentum"}),
+    (GPT2, {**TRAIN, "optimizer": "sgd", "recompute": "full"}),
+    (GPT2, {**TRAIN, "mixed_precision": False, "recompute": "selective"}),
+    (OSS, {**TRAIN, "length": 512, "attention": "eager"}),
+    (OSS, {"length": 4096, "batch": 2}),
+    (DSV3, {"length": 100}),
+    (QWEN, {"length": 16, "dtype": "int4", "kv_dtype": "fp8"}),
+    (GPT2, {"length": 15, "dtype": "int4", "kv_dtype": "int4"}),
+    (JAMBA, {"length": 300}),
+    (JAMBA, {**TRAIN, "length": 300, "attention": "eager"}),
+]
+
+
+@pytest.mark.parametrize(("model", "options"), EXPLAINED, ids=str)
+def test_explain_arithmetic_is_right(model: str | Path, options: dict[str, Any]) -> None:
+    # Every row: the numbers put in evaluate to the bytes the report shows for that component.
+    import re
+
+    from costcalc.loaders import load_file, load_preset
+    from costcalc.memory import memory_setup
+    from costcalc.memory_explain import memory_explain
+    from costcalc.memory_results import memory_result
+
+    loaded = load_file(model) if isinstance(model, Path) else load_preset(model)
+    result = memory_result(loaded, memory_setup(**options))
+    formulas = memory_explain(loaded.spec, result.report)
+    shown = {c.key: c.bytes for c in result.components()} | {"total": result.report.bytes_total}
+    assert set(formulas) == set(shown)
+    for key, text in formulas.items():
+        *_, expression, value = text.split(" = ")
+        assert int(value.replace(",", "")) == shown[key], (key, text)
+        if text.count(" = ") == 1:  # nothing to put numbers in: "sgd keeps no state = 0"
+            assert shown[key] == 0
+            continue
+        python = expression.replace(",", "").replace(" x ", " * ")
+        python = re.sub(r"ceil\((.*) / (\d)\)", r"-(-(\1) // \2)", python)
+        assert re.fullmatch(r"[\d*+()/ -]+", python), (key, text)
+        assert eval(python) == shown[key], (key, text)
+
+
+def test_explain_table(cli: Invoke) -> None:
+    result = cli("memory", *QWEN_TRAINING, "--explain")
+    out = _flat(result.stdout)
+    assert "How qwen2.5-0.5b's memory is counted (bytes)" in out
+    assert "B x T x V x 4 (fp32) = 8 x 1,024 x 151,936 x 4 = 4,978,638,848" in out
+    assert "2P x 4 (fp32) moments + N x 4 (fp32) steps = 2 x 494,032,768 x 4 + 290 x 4" in out
+    inference = _flat(cli("memory", "-p", "qwen2.5-0.5b", "-T", "16", "--explain").stdout)
+    assert "= 2 x 24 x 1 x 16 x 2 x 64 x 2 = 196,608" not in inference  # layers lead the terms
+    assert "24 x 1 x 16 x 2 x 2 x 64 x 2 = 196,608" in inference

@@ -641,8 +641,8 @@ def test_layers_option_at_the_size_limit() -> None:
     [
         ["params"],
         ["memory"],
-        ["memory", "--train", "--optimizer", "adafactor"],
-        ["memory", "--train", "--optimizer", "adamw"],
+        ["memory", "--train", "-T", "16", "--optimizer", "adafactor"],
+        ["memory", "--train", "-T", "16", "--optimizer", "adamw"],
     ],
 )
 def test_norms_per_block_at_the_size_limit(tmp_path: Path, args: list[str]) -> None:

@@ -67,9 +67,14 @@ def test_flops_and_training_multipliers() -> None:
     assert macs.flops(16_114_089_984) == 32_228_179_968
     # Forward 10 MACs of which 4 are attention pairs (QK^T 2, weights x V 2).
     assert macs.training_macs(10, 4) == 30
-    assert macs.training_macs(10, 4, "flash") == 32
     assert macs.training_macs(10, 4, "selective") == 34
     assert macs.training_macs(10, 4, "full") == 40
+    # A fused kernel's backward recomputes QK^T, half the pair MACs, on top of any mode.
+    for kernel in ("sdpa", "flash"):
+        assert macs.training_macs(10, 4, "none", kernel) == 32
+        assert macs.training_macs(10, 4, "selective", kernel) == 36
+        assert macs.training_macs(10, 4, "full", kernel) == 42
+    assert macs.training_rule("none", "flash") == "3 x forward + QK^T (half the attention pairs)"
 
 
 def brute_force_pairs(T: int, causal: bool, window: int | None) -> int:

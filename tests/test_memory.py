@@ -11,11 +11,12 @@ from hypothesis import strategies as st
 from costcalc.cli.memory import bar
 from costcalc.errors import RangeError, UsageError
 from costcalc.loaders import LoadedModel, load_preset
-from costcalc.macs import RECOMPUTE_MODES, forward_macs
+from costcalc.macs import ATTENTION_KERNELS, RECOMPUTE_MODES, forward_macs
 from costcalc.memory import (
     OPTIMIZERS,
     activation_bytes,
     activation_bytes_per_layer,
+    attention_score_bytes,
     gradient_bytes,
     kv_cache_bytes,
     kv_cache_elements,
@@ -25,6 +26,7 @@ from costcalc.memory import (
     optimizer_moment_elements,
     optimizer_state_bytes,
     optimizer_state_elements,
+    score_bytes_per_layer,
     weight_bytes,
 )
 from costcalc.memory_results import memory_result
@@ -181,7 +183,7 @@ def test_mixed_precision_adam_costs_16_bytes_per_parameter() -> None:
     # Rajbhandari et al. 2020, ZeRO, Sec. 3.1: mixed-precision Adam keeps 2 + 2 + (4 + 4 + 4)
     # = 16 bytes per parameter (fp16 weights and gradients, fp32 masters, momentum, variance);
     # torch adds a 4-byte step per tensor.
-    report = memory_report(QWEN, memory_setup(dtype="bf16", train=True))
+    report = memory_report(QWEN, memory_setup(dtype="bf16", train=True, length=1024))
     P, N = 494_032_768, 290  # golden parameters_total and n_param_tensors of Qwen2.5-0.5B
     state = (
         report.bytes_weights
@@ -241,11 +243,55 @@ def test_activations_follow_korthikanti_per_part() -> None:
     # two layer norms 4 sbh; total sbh (34 + 5 a s / h) per layer, 16-bit activations.
     s, b, h, a = 1024, 1, 768, 12
     attention, mlp, norms = 11 * s * b * h + 5 * a * s * s * b, 19 * s * b * h, 4 * s * b * h
-    assert activation_bytes_per_layer(GPT2, b, s, "none") == attention + mlp + norms
+    scores = 5 * a * s * s * b
+    assert activation_bytes_per_layer(GPT2, b, s, "none") + scores == attention + mlp + norms
+    assert score_bytes_per_layer(GPT2, b, s) == scores
     assert activation_bytes_per_layer(GPT2, b, s, "selective") == 34 * s * b * h
-    assert activation_bytes_per_layer(GPT2, b, s, "flash") == 34 * s * b * h
     assert activation_bytes_per_layer(GPT2, b, s, "full") == 2 * s * b * h
-    assert activation_bytes(GPT2, b, s, "none") == 12 * (attention + mlp + norms)
+    assert activation_bytes(GPT2, b, s, "none", "eager") == 12 * (attention + mlp + norms)
+
+
+@pytest.mark.parametrize(
+    ("recompute", "attention", "stored"),
+    [
+        ("none", "eager", True),
+        ("none", "sdpa", False),
+        ("none", "flash", False),
+        ("selective", "eager", False),
+        ("full", "eager", False),
+        ("full", "sdpa", False),
+    ],
+)
+def test_only_eager_attention_without_recomputation_keeps_the_scores(
+    recompute: str, attention: str, stored: bool
+) -> None:
+    # Korthikanti et al. 2022, Sec. 4.1: the s x s scores are 5 a s^2 b bytes per layer;
+    # selective recomputation drops exactly that term, and so does a kernel that never stores
+    # them (FlashAttention, PyTorch's fused SDPA kernels).
+    s, b = 1024, 8
+    scores = 24 * 5 * 14 * s * s * b  # Qwen2.5-0.5B: 24 layers, 14 heads
+    kept = attention_score_bytes(QWEN, b, s, recompute, attention)
+    assert kept == (scores if stored else 0)
+    assert activation_bytes(QWEN, b, s, recompute, attention) == (
+        activation_bytes(QWEN, b, s, recompute, "sdpa") + kept
+    )
+
+
+def test_logits_and_their_fp32_copy() -> None:
+    # Qwen2.5-0.5B, V = 151,936: B T V logits in bf16, and ForCausalLMLoss's logits.float() copy
+    setup = memory_setup(dtype="bf16", train=True, batch=8, length=1024)
+    r = memory_report(QWEN, setup)
+    assert r.elements_logits == 8 * 1024 * 151_936
+    assert (r.bytes_logits, r.bytes_logits_fp32) == (2 * r.elements_logits, 4 * r.elements_logits)
+    # fp32 logits: .float() returns the same tensor, no copy
+    fp32 = memory_report(QWEN, memory_setup(dtype="fp32", train=True, batch=8, length=1024))
+    assert (fp32.bytes_logits, fp32.bytes_logits_fp32) == (4 * r.elements_logits, 0)
+    assert memory_report(QWEN, memory_setup(length=16)).bytes_logits == 0  # inference
+
+
+def test_training_needs_a_length() -> None:
+    with pytest.raises(UsageError, match=r"give -T LENGTH .*context is 32,768 tokens"):
+        memory_report(QWEN, memory_setup(train=True))
 
 
 @given(specs(), st.integers(1, 8), st.integers(1, 4096), st.sampled_from(RECOMPUTE_MODES))
@@ -268,11 +314,23 @@ def test_recomputation_only_ever_saves(spec: ModelSpec, length: int) -> None:
 # --------------------------------------------------------------------------- the whole report
 
 
-@given(specs(), st.booleans(), st.sampled_from(OPTIMIZERS), st.booleans())
+@given(
+    specs(),
+    st.booleans(),
+    st.sampled_from(OPTIMIZERS),
+    st.booleans(),
+    st.sampled_from(ATTENTION_KERNELS),
+)
 def test_the_rows_shown_add_up_to_the_total(
-    spec: ModelSpec, train: bool, optimizer: str, mixed: bool
+    spec: ModelSpec, train: bool, optimizer: str, mixed: bool, attention: str
 ) -> None:
-    options = {"optimizer": optimizer, "mixed_precision": mixed} if train else {}
+    training = {
+        "optimizer": optimizer,
+        "mixed_precision": mixed,
+        "attention": attention,
+        "length": min(64, spec.context_length),
+    }
+    options = training if train else {}
     setup = memory_setup(dtype="bf16", train=train, **options)  # type: ignore[arg-type]
     model = LoadedModel(spec, "model", "test")
     result = memory_result(model, setup)
@@ -308,6 +366,9 @@ def test_length_defaults_to_the_context_and_kv_dtype_to_the_weights() -> None:
         ({"kv_dtype": "q4"}, "unknown KV-cache dtype 'q4'"),
         ({"train": True, "optimizer": "adam"}, "unknown optimizer 'adam'"),
         ({"train": True, "recompute": "some"}, "unknown recompute mode 'some'"),
+        ({"train": True, "recompute": "flash"}, "flash is an attention kernel.*--attention flash"),
+        ({"train": True, "attention": "fast"}, "unknown attention kernel 'fast'"),
+        ({"attention": "eager"}, "--attention applies to training; add --train"),
         ({"optimizer": "sgd"}, "--optimizer applies to training; add --train"),
         ({"train": True, "dtype": "int8"}, "training keeps weights and gradients in"),
         ({"train": True, "dtype": "fp32", "mixed_precision": True}, "mixed precision trains"),

@@ -44,7 +44,11 @@ def memory(
     batch: Annotated[int, typer.Option("--batch", "-B", help="Sequences B.")] = 1,
     length: Annotated[
         int | None,
-        typer.Option("--length", "-T", help="Tokens T per sequence (default: context)."),
+        typer.Option(
+            "--length",
+            "-T",
+            help="Tokens T per sequence (inference default: the context; training needs it).",
+        ),
     ] = None,
     kv_dtype: Annotated[
         str | None,
@@ -54,9 +58,22 @@ def memory(
         str | None,
         typer.Option(
             "--recompute",
-            help="Activation recomputation: none (default), flash, selective or full.",
+            metavar="MODE",
+            help="Activation recomputation: none (default), selective or full.",
         ),
     ] = None,
+    attention: Annotated[
+        str | None,
+        typer.Option(
+            "--attention",
+            metavar="KERNEL",
+            help="Attention kernel of training: sdpa (default, as transformers), flash, or eager "
+            "(keeps the T x T scores).",
+        ),
+    ] = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show each row's formula with the numbers put in.")
+    ] = False,
     fits: Annotated[
         str | None,
         typer.Option(
@@ -91,6 +108,7 @@ def memory(
             length=length,
             kv_dtype=kv_dtype,
             recompute=recompute,
+            attention=attention,
         )
         capacity = parse_bytes(fits) if fits is not None else None
         results = [memory_result(model, setup, capacity) for model in models.load()]
@@ -98,7 +116,7 @@ def memory(
     emit(
         fmt,
         data[0] if len(data) == 1 else data,
-        [g for r in results for g in memory_grids(r, unit_system)],
+        [g for r in results for g in memory_grids(r, unit_system, explain)],
     )
     misses = [result for result in results if result.fits is False]
     for result in misses:
@@ -137,9 +155,11 @@ def bar(share: Fraction, width: int = BAR_WIDTH) -> str:
     return "█" * filled + "·" * (width - filled)
 
 
-def memory_grids(result: MemoryResult, system: UnitSystem) -> list[Grid]:
+def memory_grids(result: MemoryResult, system: UnitSystem, explain: bool = False) -> list[Grid]:
     """One model's breakdown (a row per component, the total and, with a capacity, the headroom
-    or the shortfall), then a bar per component showing where the memory goes."""
+    or the shortfall), with ``explain`` each row's formula, then a bar per component showing
+    where the memory goes."""
+    from costcalc.memory_explain import memory_explain
     from costcalc.render import Grid
     from costcalc.units import format_percent
 
@@ -169,29 +189,44 @@ def memory_grids(result: MemoryResult, system: UnitSystem) -> list[Grid]:
     columns = ["", "elements", "dtype", "bytes", UNIT_HEADERS[system]]
     title = f"Memory of {result.model.name}: {_mode(result)}"
     table = Grid(title, columns, rows, _notes(result), emphasis)
+    grids = [table]
+    if explain:
+        formulas = memory_explain(result.model.spec, report)
+        labelled = [(c.key, c.label) for c in components] + [("total", label)]
+        grids.append(
+            Grid(
+                f"How {result.model.name}'s memory is counted (bytes)",
+                ["", "formula"],
+                [[text, formulas[key]] for key, text in labelled],
+            )
+        )
     bars = [[c.label, format_percent(result.share(c)), bar(result.share(c))] for c in components]
     chart = Grid(f"Where {result.model.name}'s memory goes", ["", "share", ""], bars, chart=True)
-    return [table, chart]
+    return [*grids, chart]
 
 
 def _mode(result: MemoryResult) -> str:
     setup, length = result.report.setup, result.report.length
     if not setup.train:
         return f"inference, B={setup.batch}, T={length:,}"
-    mode = f"training with {setup.optimizer}, B={setup.batch}, T={length:,}"
+    mode = f"training with {setup.optimizer}, {setup.attention} attention, B={setup.batch}, "
+    mode += f"T={length:,}"
     return mode + (f", mixed precision ({setup.dtype} + fp32)" if setup.mixed_precision else "")
 
 
 def _notes(result: MemoryResult) -> list[str]:
-    from costcalc.memory import ACTIVATION_FORMULAS, ACTIVATION_SOURCE
+    from costcalc.memory import ACTIVATION_SOURCE, LOGITS_SOURCE
+    from costcalc.memory_results import activation_formula
 
     report, setup = result.report, result.report.setup
     if not setup.train:
         return [_kv_note(result)]
     notes = [
-        f"Activations are an ESTIMATE: {ACTIVATION_FORMULAS[setup.recompute]} "
-        f"(--recompute {setup.recompute}); {ACTIVATION_SOURCE}. "
-        "Embedding, logits and loss buffers are not included.",
+        f"Activations are an ESTIMATE: {activation_formula(setup)} (--recompute "
+        f"{setup.recompute}, --attention {setup.attention}); {ACTIVATION_SOURCE}.",
+        _scores_note(result),
+        f"Logits are exact: {LOGITS_SOURCE}. Not counted: the log-softmax cross_entropy keeps "
+        "for its backward (another fp32 B x T x V) and the embedding output.",
     ]
     if report.elements_optimizer_steps:
         notes.append(
@@ -199,6 +234,22 @@ def _notes(result: MemoryResult) -> list[str]:
             "one per parameter tensor (torch keeps them on the host unless fused)."
         )
     return notes
+
+
+def _scores_note(result: MemoryResult) -> str:
+    """Whether the T x T attention scores are stored, and what they weigh under eager attention."""
+    from costcalc.memory_explain import scores_row
+
+    report, setup = result.report, result.report.setup
+    scores = scores_row(result.model.spec, setup.batch, report.length)
+    if report.bytes_attention_scores:
+        return f"--attention eager keeps the T x T scores, a row of their own: {scores} bytes."
+    if setup.recompute != "none":
+        why = f"--recompute {setup.recompute} runs the attention core again in the backward"
+    else:
+        why = f"--attention {setup.attention} never stores them (its backward recomputes QK^T)"
+    eager = f"eager attention without recomputation would keep {scores} bytes"
+    return f"No T x T scores stored: {why}; {eager}."
 
 
 def _kv_note(result: MemoryResult) -> str:

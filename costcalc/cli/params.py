@@ -10,6 +10,7 @@ import typer
 from costcalc.cli.common import FormatOption, emit, user_errors
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.cli.workload import (
+    AttentionOption,
     BatchOption,
     CausalOption,
     GenerateOption,
@@ -53,6 +54,7 @@ def params(
     length: LengthOption = None,
     causal: CausalOption = False,
     recompute: RecomputeOption = None,
+    attention: AttentionOption = None,
     prompt: PromptOption = None,
     generate: GenerateOption = None,
 ) -> None:
@@ -67,7 +69,7 @@ def params(
     from costcalc.results import header_only_record, params_result
 
     with user_errors():
-        workload = workload_from(batch, length, causal, recompute, prompt, generate)
+        workload = workload_from(batch, length, causal, recompute, prompt, generate, attention)
         loaded, headers = models.load_with_checkpoints()
         results = [params_result(model, workload) for model in loaded]
         views = [checkpoint_view(Path(cp.source).name, cp, None) for cp in headers]

@@ -40,8 +40,18 @@ RecomputeOption = Annotated[
     typer.Option(
         "--recompute",
         metavar="MODE",
-        help="What a training step recomputes: none (3 x forward), flash (+ QK^T), selective "
-        "(+ attention pairs) or full (4 x forward).",
+        help="What a training step recomputes: none (3 x forward), selective (+ attention "
+        "pairs) or full (4 x forward).",
+        rich_help_panel=PANEL,
+    ),
+]
+AttentionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--attention",
+        metavar="KERNEL",
+        help="Attention kernel of the training step: eager (default, as the MAC tables count), "
+        "sdpa or flash (their backward recomputes QK^T: + half the attention pairs).",
         rich_help_panel=PANEL,
     ),
 ]
@@ -70,15 +80,17 @@ def workload_from(
     recompute: str | None,
     prompt: int | None,
     generated: int | None,
+    attention: str | None = None,
 ) -> Workload | None:
     """The workload the options describe, None when no MACs were asked for.
 
-    Options that only make sense with another (--batch, --causal, --recompute without --length
-    or --prompt; --prompt without --generate) are usage errors rather than ignored.
+    Options that only make sense with another (--batch, --causal, --recompute, --attention
+    without --length or --prompt; --prompt without --generate) are usage errors rather than
+    ignored.
     """
     from costcalc.compute import Workload
-    from costcalc.errors import UsageError, check_choice
-    from costcalc.macs import RECOMPUTE_MODES
+    from costcalc.errors import UsageError
+    from costcalc.macs import check_attention, check_recompute
 
     if (prompt is None) != (generated is None):
         raise UsageError("--prompt and --generate go together: P prompt tokens, N generated")
@@ -89,21 +101,26 @@ def workload_from(
                 ("--batch", batch),
                 ("--causal", causal),
                 ("--recompute", recompute),
+                ("--attention", attention),
             )
             if value not in (None, False)
         ]
         if given:
             raise UsageError(f"{', '.join(given)} needs --length T (or --prompt P --generate N)")
         return None
-    if recompute is not None and length is None:
-        raise UsageError("--recompute needs --length T (a training step is a full forward)")
+    for name, value in (("--recompute", recompute), ("--attention", attention)):
+        if value is not None and length is None:
+            raise UsageError(f"{name} needs --length T (a training step is a full forward)")
     if recompute is not None:
-        check_choice(recompute, RECOMPUTE_MODES, "recompute mode")
+        check_recompute(recompute)
+    if attention is not None:
+        check_attention(attention)
     return Workload(
         batch=1 if batch is None else batch,
         length=length,
         causal=causal,
         recompute=recompute or "none",
+        attention=attention or "eager",
         prompt=prompt,
         generated=generated,
     )

@@ -1,0 +1,158 @@
+"""Each memory row's formula with the numbers put in, like ``costcalc params --explain``:
+``B x T x V x 2 (bf16) = 8 x 1,024 x 151,936 x 2 = 2,489,319,424``.
+
+The substituted expression uses only integers, ``x``, ``+`` and parentheses (``ceil(... / 2)``
+for int4, two values per byte), so a test can evaluate it and compare with the bytes reported.
+"""
+
+from __future__ import annotations
+
+from costcalc.memory import (
+    LOSS_DTYPE,
+    MASTER_DTYPE,
+    STEP_DTYPE,
+    MemoryReport,
+    attention_score_bytes,
+    conv_state_width,
+    kv_cache_tokens,
+    recurrent_state_width,
+)
+from costcalc.spec import ModelSpec
+from costcalc.units import DTYPE_BITS
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def _in_bytes(symbols: str, numbers: str, dtype: str) -> tuple[str, str]:
+    """Elements times bytes per element of ``dtype``, in symbols and in numbers."""
+    bits = DTYPE_BITS[dtype]
+    if bits % 8:
+        per_byte = 8 // bits
+        return f"ceil({symbols} / {per_byte}) ({dtype})", f"ceil({numbers} / {per_byte})"
+    grouped = f"({numbers})" if " + " in numbers else numbers
+    return f"{symbols} x {bits // 8} ({dtype})", f"{grouped} x {bits // 8}"
+
+
+def _row(symbols: str, numbers: str, dtype: str, value: int) -> str:
+    left, right = _in_bytes(symbols, numbers, dtype)
+    return f"{left} = {right} = {_n(value)}"
+
+
+def _sum(terms: list[str]) -> str:
+    return " + ".join(terms) or "0"
+
+
+def scores_row(spec: ModelSpec, batch: int, length: int) -> str:
+    """The eager attention scores of every layer, L x 5 a s^2 b bytes, whether stored or not."""
+    s = _n(length)
+    terms = [
+        f"{stack.n_layers} x 5 x {stack.n_heads} x {s} x {s} x {batch}"
+        for stack in spec.stacks
+        if stack.has_attention and stack.n_heads
+    ]
+    total = attention_score_bytes(spec, batch, length, "none", "eager")
+    return f"L x 5 a s^2 b = {_sum(terms)} = {_n(total)}"
+
+
+def _activations_row(spec: ModelSpec, batch: int, length: int, recompute: str, value: int) -> str:
+    factor = 2 if recompute == "full" else 34
+    terms = [
+        f"{stack.n_layers} x {factor} x {_n(length)} x {batch} x {_n(stack.d_model)}"
+        for stack in spec.stacks
+    ]
+    return f"L x {factor} s b h = {_sum(terms)} = {_n(value)}"
+
+
+def _optimizer_row(report: MemoryReport) -> str:
+    setup = report.setup
+    moments, steps = report.elements_optimizer_moments, report.elements_optimizer_steps
+    if not moments and not steps:
+        return f"{setup.optimizer} keeps no state = 0"
+    P, state = report.params_total, setup.state_dtype
+    symbols, numbers = {
+        "adamw": ("2P", f"2 x {_n(P)}"),
+        "sgd-momentum": ("P", _n(P)),
+        "adafactor": ("factored moments", _n(moments)),
+    }[setup.optimizer]
+    moment_symbols, moment_numbers = _in_bytes(symbols, numbers, state)
+    left, right = [f"{moment_symbols} moments"], [moment_numbers]
+    if steps:
+        step_symbols, step_numbers = _in_bytes("N", _n(steps), STEP_DTYPE)
+        left.append(f"{step_symbols} steps")
+        right.append(step_numbers)
+    return f"{' + '.join(left)} = {' + '.join(right)} = {_n(report.bytes_optimizer)}"
+
+
+def _kv_row(spec: ModelSpec, report: MemoryReport) -> str:
+    """Each kind of attention block: layers x B x cached tokens x elements per token."""
+    B, T = report.setup.batch, report.length
+    terms, widths, capped = [], set(), False
+    for stack in spec.stacks:
+        if stack.mixer == "mla":
+            widths.add("(kv rank + r)")
+            width = f"({_n(stack.kv_lora_rank or 0)} + {_n(stack.qk_rope_head_dim or 0)})"
+        elif stack.mixer == "attention":
+            widths.add("2 x K x d")
+            width = f"2 x {stack.kv_heads} x {_n(stack.head_width)}"
+        else:
+            continue
+        tokens = kv_cache_tokens(stack, T)
+        capped = capped or tokens < T
+        terms.append(f"{stack.n_layers} x {B} x {_n(tokens)} x {width}")
+    if not terms:
+        return "no block caches keys and values = 0"
+    symbols = "L x B x " + ("min(T, window)" if capped else "T") + " x "
+    symbols += widths.pop() if len(widths) == 1 else "elements per token"
+    return _row(symbols, _sum(terms), report.kv_dtype, report.bytes_kv_cache)
+
+
+def _state_row(spec: ModelSpec, report: MemoryReport) -> str:
+    terms = [
+        f"{stack.n_layers} x ({_n(conv_state_width(stack))} + {_n(recurrent_state_width(stack))})"
+        for stack in spec.stacks
+        if stack.recurrent
+    ]
+    numbers = f"{report.setup.batch} x ({_sum(terms)})"
+    return _row("B x L x (conv + recurrent state)", numbers, report.kv_dtype, report.bytes_state)
+
+
+def memory_explain(spec: ModelSpec, report: MemoryReport) -> dict[str, str]:
+    """Formula and substituted numbers for each component of the memory report, and the total;
+    keys are the component keys of :meth:`MemoryResult.components`."""
+    setup, P = report.setup, report.params_total
+    B, T = setup.batch, report.length
+    rows = {"weights": _row("P", _n(P), setup.dtype, report.bytes_weights)}
+    if setup.train:
+        rows["gradients"] = _row("P", _n(P), setup.dtype, report.bytes_gradients)
+        if setup.mixed_precision:
+            rows["master_weights"] = _row("P", _n(P), MASTER_DTYPE, report.bytes_master_weights)
+        rows["optimizer"] = _optimizer_row(report)
+        layers = report.bytes_activations - report.bytes_attention_scores
+        rows["activations"] = _activations_row(spec, B, T, setup.recompute, layers)
+        if report.bytes_attention_scores:
+            rows["attention_scores"] = scores_row(spec, B, T)
+        logits = f"{B} x {_n(T)} x {_n(spec.vocab_rows)}"
+        rows["logits"] = _row("B x T x V", logits, setup.dtype, report.bytes_logits)
+        if report.bytes_logits_fp32:
+            rows["logits_fp32"] = _row("B x T x V", logits, LOSS_DTYPE, report.bytes_logits_fp32)
+    else:
+        rows["kv_cache"] = _kv_row(spec, report)
+        if report.elements_state:
+            rows["state"] = _state_row(spec, report)
+    parts = [
+        report.bytes_weights,
+        report.bytes_gradients,
+        report.bytes_master_weights,
+        report.bytes_optimizer,
+        report.bytes_activations - report.bytes_attention_scores,
+        report.bytes_attention_scores,
+        report.bytes_logits,
+        report.bytes_logits_fp32,
+        report.bytes_kv_cache,
+        report.bytes_state,
+    ]
+    terms = " + ".join(_n(part) for part in parts if part) or "0"
+    rows["total"] = f"sum of the rows above = {terms} = {_n(report.bytes_total)}"
+    return rows
