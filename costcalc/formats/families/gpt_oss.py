@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import nullable, routed_experts
+from costcalc.formats.families.llama import attention_bias, llama_layout, sliding_window
+from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader
 
 
@@ -25,27 +25,15 @@ def gpt_oss(r: Reader) -> dict[str, Any]:
     """GptOssForCausalLM, as above (defaults: 8 key/value heads, head_dim 64, 128 experts,
     top 4)."""
     fields = llama_layout(r, kv_heads=8, head_dim=64)
-    bias = r.value(("qkv_bias", "attn_out_bias"), "attention_bias", default=True)
-    fields.update(qkv_bias=bias, attn_out_bias=bias, attention_sinks=True)
+    attention_bias(r, fields, default=True)
+    fields["attention_sinks"] = True
     experts = routed_experts(
         r, ("num_local_experts", "num_experts"), ("num_experts_per_tok",), (128, 4)
     )
     fields.update(experts)
     fields.update(ffn_bias=True, moe_router_bias=True)
-    window = nullable(r, "sliding_window", "sliding_window", 128)
-    n = hf_layers.count_of(fields["n_layers"])
-    if n is None:
-        return fields
-    blocks = hf_layers.attention_windows(window)
-    listed = hf_layers.layer_types(r, n)
-    if listed is not None:
-        hf_layers.apply(r, fields, hf_layers.runs(listed), blocks)
-    elif n == 1:
-        fields.update(blocks["sliding_attention"])
-    else:
-        fields["layers"] = hf_layers.cycle(
-            n, [("sliding_attention", 1), ("full_attention", 1)], blocks
-        )
+    window = sliding_window(r, default=128)
+    hf_layers.attention_layers(r, fields, window, hf_layers.full_every(r, 2))
     return fields
 
 
