@@ -147,6 +147,19 @@ def standard_sizes(r: Reader, keys: dict[str, tuple[str, ...]] = STANDARD_KEYS) 
     return {field: r.size(field, *names) for field, names in keys.items()}
 
 
+def attention_bias(r: Reader, fields: dict[str, Any], default: bool = False) -> None:
+    """q/k/v/o all carry a bias when ``attention_bias``."""
+    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
+        ("qkv_bias", "attn_out_bias"), "attention_bias", default=default
+    )
+
+
+def linear_bias(r: Reader, fields: dict[str, Any], key: str, default: bool) -> None:
+    """Every linear layer of the blocks (q/k/v/o and the FFN's) carries a bias when ``key``."""
+    bias = r.value(("qkv_bias", "attn_out_bias", "ffn_bias"), key, default=default)
+    fields.update(qkv_bias=bias, attn_out_bias=bias, ffn_bias=bias)
+
+
 def rotary_dim(r: Reader, fields: dict[str, Any], keys: tuple[str, ...], default: float) -> Any:
     """Rotary dimensions per head, ``int(head_dim * factor)`` as transformers computes them;
     ``None`` when the whole head rotates (or the sizes are invalid, reported elsewhere)."""

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from costcalc.formats.families.llama import attention_bias, llama_layout
+from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import first_dense, routed_experts, shared_experts
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.hf_reader import Reader, attention_bias
 
 MLA_DEFAULTS: dict[str, int | None] = {
     "q_lora_rank": 1536,

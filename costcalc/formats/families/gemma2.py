@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.llama import attention_bias, llama_layout, sliding_window
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.families.llama import llama_layout, sliding_window
+from costcalc.formats.hf_reader import Reader, attention_bias
 
 
 def _gemma_sandwich(r: Reader, sizes: dict[str, Any] | None = None) -> dict[str, Any]:

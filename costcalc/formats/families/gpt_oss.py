@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.llama import attention_bias, llama_layout, sliding_window
+from costcalc.formats.families.llama import llama_layout, sliding_window
 from costcalc.formats.families.moe import routed_experts
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.hf_reader import Reader, attention_bias
 
 
 def gpt_oss(r: Reader) -> dict[str, Any]:

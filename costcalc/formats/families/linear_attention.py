@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.llama import attention_bias
 from costcalc.formats.families.moe import routed_experts
-from costcalc.formats.hf_reader import Reader, rotary_dim, standard_sizes
+from costcalc.formats.hf_reader import Reader, attention_bias, rotary_dim, standard_sizes
 
 ATTENTION_KEYS = ("n_heads", "n_kv_heads", "head_dim", "qk_norm", "attention_gate")
 """Keys that describe attention blocks only: a hybrid sets them on its attention layers."""

@@ -12,7 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.hf_reader import STANDARD_KEYS, Reader, rotary_dim, standard_sizes
+from costcalc.formats.hf_reader import (
+    STANDARD_KEYS,
+    Reader,
+    attention_bias,
+    rotary_dim,
+    standard_sizes,
+)
 
 
 def llama_layout(
@@ -54,13 +60,6 @@ def llama_layout(
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=tie),
     )
     return fields
-
-
-def attention_bias(r: Reader, fields: dict[str, Any], default: bool = False) -> None:
-    """q/k/v/o all carry a bias when ``attention_bias``."""
-    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
-        ("qkv_bias", "attn_out_bias"), "attention_bias", default=default
-    )
 
 
 def sliding_window(r: Reader, default: int | None) -> Any:

@@ -25,9 +25,9 @@ from math import lcm
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.llama import attention_bias, llama_layout
+from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import routed_experts
-from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
 
 TEXT_SIZES: dict[str, Any] = {
     "vocab_size": 202048,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.llama import attention_bias, llama, llama_layout
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.families.llama import llama, llama_layout
+from costcalc.formats.hf_reader import Reader, attention_bias
 
 
 def granite(r: Reader) -> dict[str, Any]:

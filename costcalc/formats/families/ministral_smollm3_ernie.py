@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.llama import attention_bias, llama_layout, sliding_window
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.families.llama import llama_layout, sliding_window
+from costcalc.formats.hf_reader import Reader, attention_bias, linear_bias
 
 
 def ministral(r: Reader) -> dict[str, Any]:
@@ -68,8 +68,7 @@ def ernie4_5(r: Reader) -> dict[str, Any]:
     fields = llama_layout(r, kv_heads=2, head_dim=128, tie=True)
     fields["n_kv_heads"] = r.nullable("n_kv_heads", "num_key_value_heads", 2)
     fields["head_dim"] = r.nullable("head_dim", "head_dim", 128)
-    bias = r.value(("qkv_bias", "attn_out_bias", "ffn_bias"), "use_bias", default=False)
-    fields.update(qkv_bias=bias, attn_out_bias=bias, ffn_bias=bias)
+    linear_bias(r, fields, "use_bias", default=False)
     return fields
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.llama import attention_bias, llama_layout, sliding_window
-from costcalc.formats.hf_reader import Reader, is_whole, rotary_dim
+from costcalc.formats.families.llama import llama_layout, sliding_window
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, rotary_dim
 
 
 def routed_experts(
