@@ -117,8 +117,8 @@ def set_layers(
     stays a pattern when the model holds all of it and more than one kind, else it is cut to
     the model's first ``n_layers`` layers."""
     kind_runs = list(layout.runs)
-    period = sum(count for _, count in kind_runs)
     if layout.cycles:
+        period = sum(count for _, count in kind_runs)
         if period <= n_layers and len({kind for kind, count in kind_runs if count}) > 1:
             fields["layers"] = cycle(n_layers, kind_runs, blocks)
             return

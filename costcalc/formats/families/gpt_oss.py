@@ -7,8 +7,8 @@ bias when ``attention_bias`` (default true), and ``sinks`` (one logit per query 
 ``mlp.router`` (X x D plus a bias of X); ``mlp.experts``: ``gate_up_proj`` (X x D x 2h, stored
 transposed) with ``gate_up_proj_bias`` (X x 2h), ``down_proj`` (X x h x D) with
 ``down_proj_bias`` (X x D); h = ``intermediate_size``, X = ``num_local_experts``, top
-``num_experts_per_tok``. Layers alternate sliding (``sliding_window``, default 128) and full
-attention, starting with sliding, unless ``layer_types`` lists them. Untied by default.
+``num_experts_per_tok``. Layers alternate sliding (``sliding_window``, default 128; null: none)
+and full attention, starting with sliding, unless ``layer_types`` lists them. Untied by default.
 """
 
 from __future__ import annotations

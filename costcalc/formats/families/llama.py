@@ -1,6 +1,6 @@
 """Hugging Face families built like Llama: RMSNorm twice per block and a final RMSNorm, rotary
 positions, q/k/v/o projections, a gated FFN (``gate``, ``up``, ``down``), no position table:
-llama, mistral, qwen2, gemma, phi3 and mixtral.
+llama, mistral, qwen2, qwen3, gemma, phi3 and mixtral.
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names what the family's modeling code builds beyond the shared
