@@ -21,7 +21,6 @@ dtypes count one element per 4- or 6-bit value, as their shapes say.
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import os
@@ -33,6 +32,7 @@ from types import MappingProxyType
 from typing import Any
 
 from costcalc.errors import CheckpointError
+from costcalc.files import os_reason
 
 INDEX_NAME = "model.safetensors.index.json"
 """The index a sharded checkpoint's folder holds (``weight_map``: tensor name -> shard file)."""
@@ -388,7 +388,7 @@ def _read_folder(folder: Path, source: str) -> Checkpoint:
                             "are read",
                         )
     except OSError as exc:
-        raise CheckpointError(source, _os_reason(exc)) from None
+        raise CheckpointError(source, os_reason(exc)) from None
     if not found:
         raise CheckpointError(
             source,
@@ -557,7 +557,7 @@ def _open(name: str) -> int:
     try:
         return os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        raise CheckpointError(name, _os_reason(exc)) from None
+        raise CheckpointError(name, os_reason(exc)) from None
 
 
 def _check_regular(name: str, info: os.stat_result, expected: str) -> None:
@@ -582,7 +582,7 @@ def _read_exact(fd: int, count: int, name: str) -> bytes:
             chunks.append(chunk)
             left -= len(chunk)
     except OSError as exc:
-        raise CheckpointError(name, _os_reason(exc)) from None
+        raise CheckpointError(name, os_reason(exc)) from None
     return b"".join(chunks)
 
 
@@ -590,7 +590,7 @@ def _stat(name: str, expected: str) -> os.stat_result:
     try:
         return os.stat(name)
     except OSError as exc:
-        raise CheckpointError(name, f"{_os_reason(exc)}; expected {expected}") from None
+        raise CheckpointError(name, f"{os_reason(exc)}; expected {expected}") from None
     except ValueError:  # a NUL in the path
         raise CheckpointError(name, f"not a valid path; expected {expected}") from None
 
@@ -601,21 +601,8 @@ def _exists(path: Path) -> bool:
     except FileNotFoundError:
         return False
     except OSError as exc:
-        raise CheckpointError(str(path), _os_reason(exc)) from None
+        raise CheckpointError(str(path), os_reason(exc)) from None
     return True
-
-
-def _os_reason(exc: OSError) -> str:
-    reasons = {
-        errno.ENOENT: "no such file",
-        errno.EACCES: "permission denied",
-        errno.EPERM: "permission denied",
-        errno.ENOTDIR: "a part of the path is not a directory",
-        errno.ELOOP: "too many levels of symbolic links",
-        errno.ENAMETOOLONG: "file name too long",
-        errno.EISDIR: "is a directory",
-    }
-    return reasons.get(exc.errno or 0) or f"cannot read: {exc.strerror or exc}"
 
 
 # --- parsing JSON safely ----------------------------------------------------------------------

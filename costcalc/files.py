@@ -155,6 +155,7 @@ def os_reason(exc: OSError) -> str:
         errno.ELOOP: "too many levels of symbolic links",
         errno.ENAMETOOLONG: "file name too long",
         errno.ENXIO: _NOT_REGULAR,
+        errno.EISDIR: "is a directory",
     }
     return reasons.get(exc.errno or 0) or f"cannot read: {exc.strerror or exc}"
 

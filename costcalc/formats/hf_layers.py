@@ -8,10 +8,11 @@ runs of one kind of block, or a cycling pattern, never a list as long as the mod
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.hf_reader import Reader, is_whole
 from costcalc.spec import MAX_SIZE
 
 MAX_LISTED_LAYERS = 65_536
@@ -19,6 +20,20 @@ MAX_LISTED_LAYERS = 65_536
 file's own size limits)."""
 
 Block = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Runs of layer kinds: over the whole model, or (``cycles``) a pattern that repeats over
+    it; ``key`` is the config key a problem with them names."""
+
+    runs: Sequence[tuple[str, int]]
+    cycles: bool = False
+    key: str = "layer_types"
+
+
+Rule = Callable[[int], Layout | None]
+"""A family's rule for its layers, given their count (None: a problem is recorded)."""
 
 
 def runs(kinds: Sequence[str]) -> list[tuple[str, int]]:
@@ -63,7 +78,7 @@ def layer_types(r: Reader, n_layers: Any, key: str = "layer_types") -> list[str]
 
 def by_rule(r: Reader, n_layers: Any, key: str) -> range | None:
     """Layer indices for evaluating a per-layer rule, refused past MAX_LISTED_LAYERS layers."""
-    if not isinstance(n_layers, int) or isinstance(n_layers, bool) or n_layers < 1:
+    if not is_whole(n_layers, 1):
         return None  # reported where the size is read
     if n_layers > MAX_LISTED_LAYERS:
         r.fail(key, f"a per-layer rule is evaluated for at most {MAX_LISTED_LAYERS:,} layers")
@@ -73,8 +88,7 @@ def by_rule(r: Reader, n_layers: Any, key: str) -> range | None:
 
 def count_of(n_layers: Any) -> int | None:
     """The layer count when it is a usable size (else None: reported where it is read)."""
-    ok = isinstance(n_layers, int) and not isinstance(n_layers, bool) and 1 <= n_layers <= MAX_SIZE
-    return n_layers if ok else None
+    return n_layers if is_whole(n_layers, 1) and n_layers <= MAX_SIZE else None
 
 
 def apply(
@@ -97,15 +111,79 @@ def apply(
         fields["layers"] = groups(present, blocks)
 
 
+def set_layers(
+    r: Reader, fields: dict[str, Any], n_layers: int, layout: Layout, blocks: Mapping[str, Block]
+) -> None:
+    """Set ``fields`` for ``n_layers`` layers laid out so (:func:`apply`); a cycling pattern
+    stays a pattern when the model holds all of it and more than one kind, else it is cut to
+    the model's first ``n_layers`` layers."""
+    kind_runs = list(layout.runs)
+    if layout.cycles:
+        period = sum(count for _, count in kind_runs)
+        if period <= n_layers and len({kind for kind, count in kind_runs if count}) > 1:
+            fields["layers"] = cycle(n_layers, kind_runs, blocks)
+            return
+        kind_runs = _first(kind_runs, n_layers)
+    apply(r, fields, kind_runs, blocks, layout.key)
+
+
+def _first(kind_runs: Sequence[tuple[str, int]], n_layers: int) -> list[tuple[str, int]]:
+    """The runs cut to their first ``n_layers`` layers."""
+    out, left = [], n_layers
+    for kind, count in kind_runs:
+        out.append((kind, min(count, left)))
+        left -= out[-1][1]
+    return out
+
+
+def listed_or_rule(
+    r: Reader, fields: dict[str, Any], blocks: Mapping[str, Block], rule: Rule
+) -> None:
+    """Set ``fields`` for the model's layers: as ``layer_types`` lists them when the config has
+    it, else by the family's ``rule`` (nothing when the layer count is unusable: reported where
+    it is read)."""
+    n = count_of(fields["n_layers"])
+    if n is None:
+        return
+    listed = layer_types(r, n)
+    layout = Layout(runs(listed)) if listed is not None else rule(n)
+    if layout is not None:
+        set_layers(r, fields, n, layout, blocks)
+
+
+def attention_layers(r: Reader, fields: dict[str, Any], window: Any, rule: Rule) -> None:
+    """Which layers attend within ``window``: those ``layer_types`` marks
+    ``sliding_attention``, else those the family's ``rule`` does. No window (null): every
+    layer attends fully."""
+    if window is None:
+        r.forget("sliding_window")
+        return
+    listed_or_rule(r, fields, attention_windows(window), rule)
+
+
+def every_nth(every: int, nth: str, other: str) -> Layout:
+    """Every ``every``-th layer (transformers' ``(i + 1) % every == 0``) is of kind ``nth``,
+    the others of kind ``other``: a cycling pattern in closed form."""
+    return Layout([(other, every - 1), (nth, 1)], cycles=True)
+
+
+def full_every(r: Reader, every: int, key: str | None = None) -> Rule:
+    """The rule most configuration classes fill ``layer_types`` with: every ``every``-th layer
+    attends fully, the others within the window (``every`` read from ``key`` when the family
+    has one)."""
+
+    def rule(n_layers: int) -> Layout:
+        period = every if key is None else r.count(key, every)
+        return every_nth(period, "full_attention", "sliding_attention")
+
+    return rule
+
+
 def split_at(
     r: Reader, n_layers: int, key: str, default: int, before: str, after: str
 ) -> list[tuple[str, int]]:
     """Runs for "the first ``key`` layers are one kind, the rest another" (closed form)."""
-    first = r.value("layers", key, default=default)
-    if isinstance(first, bool) or not isinstance(first, int) or first < 0:
-        r.fail(key, f"expected a whole number of layers, 0 or more (got {first!r})")
-        first = 0
-    head = min(first, n_layers)
+    head = min(r.count(key, default, minimum=0), n_layers)
     return [(before, head), (after, n_layers - head)]
 
 

@@ -57,6 +57,29 @@ class Reader:
             self.key_names[name] = self.name(key or keys[0])
         return default if key is None else self.data[key]
 
+    def nullable(self, field: str, key: str, default: Any) -> Any:
+        """A value whose ``null`` means "none" (not the default): the default only when ``key``
+        is absent."""
+        if key not in self.data:
+            return default
+        return self.value(field, key, default=None)
+
+    def count(self, key: str, default: int, minimum: int = 1) -> int:
+        """A whole number of layers (``minimum`` or more) that sets ``layers``, such as a layer
+        rule's period; when it is not one, a problem (and the default, so reading goes on)."""
+        value = self.value("layers", key, default=default)
+        if not is_whole(value, minimum):
+            self.fail(key, f"expected a whole number of layers, {minimum} or more (got {value!r})")
+            return default
+        return value
+
+    def forget(self, *fields: str) -> None:
+        """Forget the file key recorded for ``fields``: they come from no single key (a nested
+        sizes field such as ``mamba2``, whose problems are named by their path in the spec,
+        ``mamba2.heads``), or the family sets them itself."""
+        for field in fields:
+            self.key_names.pop(field, None)
+
     def flag(self, key: str, default: bool) -> bool:
         """A true/false switch the translation itself depends on."""
         value = self.data.get(key)
@@ -124,6 +147,19 @@ def standard_sizes(r: Reader, keys: dict[str, tuple[str, ...]] = STANDARD_KEYS) 
     return {field: r.size(field, *names) for field, names in keys.items()}
 
 
+def attention_bias(r: Reader, fields: dict[str, Any], default: bool = False) -> None:
+    """q/k/v/o all carry a bias when ``attention_bias``."""
+    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
+        ("qkv_bias", "attn_out_bias"), "attention_bias", default=default
+    )
+
+
+def linear_bias(r: Reader, fields: dict[str, Any], key: str, default: bool) -> None:
+    """Every linear layer of the blocks (q/k/v/o and the FFN's) carries a bias when ``key``."""
+    bias = r.value(("qkv_bias", "attn_out_bias", "ffn_bias"), key, default=default)
+    fields.update(qkv_bias=bias, attn_out_bias=bias, ffn_bias=bias)
+
+
 def rotary_dim(r: Reader, fields: dict[str, Any], keys: tuple[str, ...], default: float) -> Any:
     """Rotary dimensions per head, ``int(head_dim * factor)`` as transformers computes them;
     ``None`` when the whole head rotates (or the sizes are invalid, reported elsewhere)."""
@@ -131,15 +167,20 @@ def rotary_dim(r: Reader, fields: dict[str, Any], keys: tuple[str, ...], default
     head_dim = fields.get("head_dim")
     if head_dim is None:
         d, h = fields.get("d_model"), fields.get("n_heads")
-        if not (_positive_int(d) and _positive_int(h)) or d % h:
+        if not (is_whole(d, 1) and is_whole(h, 1)) or d % h:
             return None
         head_dim = d // h
-    if factor == 1 or not _positive_int(head_dim):
+    if factor == 1 or not is_whole(head_dim, 1):
         return None
     if key is not None:
         r.key_names["rotary_dim"] = r.name(key)
     return int(head_dim * factor)
 
 
-def _positive_int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+def is_whole(value: Any, minimum: int | None = None) -> TypeGuard[int]:
+    """``value`` is a whole number (an int, not a bool), at least ``minimum`` when one is given."""
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and (minimum is None or value >= minimum)
+    )

@@ -18,37 +18,43 @@ from __future__ import annotations
 
 from typing import Any
 
-from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import nullable, routed_experts, shared_experts
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.families.moe import first_dense, routed_experts, shared_experts
+from costcalc.formats.hf_reader import Reader, attention_bias
+
+MLA_DEFAULTS: dict[str, int | None] = {
+    "q_lora_rank": 1536,
+    "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 128,
+    "v_head_dim": 128,
+}
+"""The attention sizes' defaults, the same in ``DeepseekV2Config`` and ``DeepseekV3Config``."""
 
 
-def _deepseek(r: Reader, defaults: dict[str, Any]) -> dict[str, Any]:
-    """The layout both versions share, with each version's defaults."""
+def _deepseek(
+    r: Reader, experts: tuple[int, int | None], moe_hidden: int, shared: int, dense: int
+) -> dict[str, Any]:
+    """The layout both versions share, with each version's MoE defaults: experts and top-k,
+    expert width, shared experts, dense layers first."""
     fields = llama_layout(r)
     for name in ("n_kv_heads", "head_dim"):  # MLA has no per-head keys of its own
         fields.pop(name)
-        r.key_names.pop(name, None)
-    bias = r.value(("qkv_bias", "attn_out_bias"), "attention_bias", default=False)
-    fields.update(mixer="mla", qkv_bias=bias, attn_out_bias=bias)
-    fields["q_lora_rank"] = nullable(r, "q_lora_rank", "q_lora_rank", defaults["q_lora_rank"])
+    r.forget("n_kv_heads", "head_dim")
+    attention_bias(r, fields)
+    fields["mixer"] = "mla"
+    fields["q_lora_rank"] = r.nullable("q_lora_rank", "q_lora_rank", MLA_DEFAULTS["q_lora_rank"])
     for field in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
-        fields[field] = r.value(field, field, default=defaults[field])
+        fields[field] = r.value(field, field, default=MLA_DEFAULTS[field])
     moe = routed_experts(
         r,
         ("n_routed_experts", "num_local_experts", "num_experts"),
         ("num_experts_per_tok",),
-        (defaults["n_routed_experts"], defaults["num_experts_per_tok"]),
-        (("moe_intermediate_size",), defaults["moe_hidden"]),
+        experts,
+        (("moe_intermediate_size",), moe_hidden),
     )
-    shared_experts(r, moe, "n_shared_experts", defaults["n_shared"])
-    n = hf_layers.count_of(fields["n_layers"])
-    if n is not None:
-        kind_runs = hf_layers.split_at(
-            r, n, "first_k_dense_replace", defaults["first_k_dense_replace"], "dense", "moe"
-        )
-        hf_layers.apply(r, fields, kind_runs, {"dense": {}, "moe": moe}, "first_k_dense_replace")
+    shared_experts(r, moe, "n_shared_experts", shared)
+    first_dense(r, fields, moe, dense)
     return fields
 
 
@@ -56,21 +62,7 @@ def deepseek_v3(r: Reader) -> dict[str, Any]:
     """DeepseekV3ForCausalLM: the layout above with V3's defaults (q rank 1,536, kv rank 512,
     r 64, n 128, v 128; 256 experts of 2,048, top 8, one shared; 3 dense layers); untied by
     default. The multi-token-prediction layers (``num_nextn_predict_layers``) are not built."""
-    return _deepseek(
-        r,
-        {
-            "q_lora_rank": 1536,
-            "kv_lora_rank": 512,
-            "qk_rope_head_dim": 64,
-            "qk_nope_head_dim": 128,
-            "v_head_dim": 128,
-            "n_routed_experts": 256,
-            "num_experts_per_tok": 8,
-            "moe_hidden": 2048,
-            "n_shared": 1,
-            "first_k_dense_replace": 3,
-        },
-    )
+    return _deepseek(r, experts=(256, 8), moe_hidden=2048, shared=1, dense=3)
 
 
 def deepseek_v2(r: Reader) -> dict[str, Any]:
@@ -79,21 +71,7 @@ def deepseek_v2(r: Reader) -> dict[str, Any]:
     has no default and is required; ``mlp_bias`` (biases on the dense MLPs) is not supported."""
     if r.flag("mlp_bias", False):
         r.unsupported("mlp_bias", "biases on DeepSeek-V2's dense and shared MLPs")
-    return _deepseek(
-        r,
-        {
-            "q_lora_rank": 1536,
-            "kv_lora_rank": 512,
-            "qk_rope_head_dim": 64,
-            "qk_nope_head_dim": 128,
-            "v_head_dim": 128,
-            "n_routed_experts": 64,
-            "num_experts_per_tok": None,
-            "moe_hidden": 1407,
-            "n_shared": 2,
-            "first_k_dense_replace": 0,
-        },
-    )
+    return _deepseek(r, experts=(64, None), moe_hidden=1407, shared=2, dense=0)
 
 
 FAMILIES = {

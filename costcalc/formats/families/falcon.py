@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.hf_reader import Reader, linear_bias
 
 FALCON_SIZES: dict[str, tuple[tuple[str, ...], int]] = {
     "vocab_size": (("vocab_size",), 65024),
@@ -37,13 +37,10 @@ def falcon(r: Reader) -> dict[str, Any]:
     fields = {f: r.value(f, *keys, default=default) for f, (keys, default) in FALCON_SIZES.items()}
     new = r.flag("new_decoder_architecture", False)
     parallel = r.flag("parallel_attn", True)
-    bias = r.value(("qkv_bias", "attn_out_bias", "ffn_bias"), "bias", default=False)
+    linear_bias(r, fields, "bias", default=False)
     fields.update(
         ffn="mlp",
         ffn_hidden=r.value("ffn_hidden", "ffn_hidden_size", default=None),
-        qkv_bias=bias,
-        attn_out_bias=bias,
-        ffn_bias=bias,
         fused_qkv=True,
         norm="layernorm",
         position="none" if r.flag("alibi", False) else "rotary",

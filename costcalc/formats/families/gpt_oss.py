@@ -7,8 +7,8 @@ bias when ``attention_bias`` (default true), and ``sinks`` (one logit per query 
 ``mlp.router`` (X x D plus a bias of X); ``mlp.experts``: ``gate_up_proj`` (X x D x 2h, stored
 transposed) with ``gate_up_proj_bias`` (X x 2h), ``down_proj`` (X x h x D) with
 ``down_proj_bias`` (X x D); h = ``intermediate_size``, X = ``num_local_experts``, top
-``num_experts_per_tok``. Layers alternate sliding (``sliding_window``, default 128) and full
-attention, starting with sliding, unless ``layer_types`` lists them. Untied by default.
+``num_experts_per_tok``. Layers alternate sliding (``sliding_window``, default 128; null: none)
+and full attention, starting with sliding, unless ``layer_types`` lists them. Untied by default.
 """
 
 from __future__ import annotations
@@ -16,36 +16,24 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import nullable, routed_experts
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.families.llama import llama_layout, sliding_window
+from costcalc.formats.families.moe import routed_experts
+from costcalc.formats.hf_reader import Reader, attention_bias
 
 
 def gpt_oss(r: Reader) -> dict[str, Any]:
     """GptOssForCausalLM, as above (defaults: 8 key/value heads, head_dim 64, 128 experts,
     top 4)."""
     fields = llama_layout(r, kv_heads=8, head_dim=64)
-    bias = r.value(("qkv_bias", "attn_out_bias"), "attention_bias", default=True)
-    fields.update(qkv_bias=bias, attn_out_bias=bias, attention_sinks=True)
+    attention_bias(r, fields, default=True)
+    fields["attention_sinks"] = True
     experts = routed_experts(
         r, ("num_local_experts", "num_experts"), ("num_experts_per_tok",), (128, 4)
     )
     fields.update(experts)
     fields.update(ffn_bias=True, moe_router_bias=True)
-    window = nullable(r, "sliding_window", "sliding_window", 128)
-    n = hf_layers.count_of(fields["n_layers"])
-    if n is None:
-        return fields
-    blocks = hf_layers.attention_windows(window)
-    listed = hf_layers.layer_types(r, n)
-    if listed is not None:
-        hf_layers.apply(r, fields, hf_layers.runs(listed), blocks)
-    elif n == 1:
-        fields.update(blocks["sliding_attention"])
-    else:
-        fields["layers"] = hf_layers.cycle(
-            n, [("sliding_attention", 1), ("full_attention", 1)], blocks
-        )
+    window = sliding_window(r, default=128)
+    hf_layers.attention_layers(r, fields, window, hf_layers.full_every(r, 2))
     return fields
 
 

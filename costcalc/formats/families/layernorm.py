@@ -1,5 +1,5 @@
 """Hugging Face families with LayerNorm (weight and bias) and a plain two-matrix MLP:
-gpt2, openai-gpt, gpt_neox, opt and phi.
+gpt2, openai-gpt, gpt_neox and opt.
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names the tensors the family's modeling code builds (transformers
@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from costcalc.formats.hf_reader import Reader, rotary_dim, standard_sizes
+from costcalc.formats.hf_reader import (
+    Reader,
+    attention_bias,
+    linear_bias,
+    rotary_dim,
+    standard_sizes,
+)
 
 GPT_KEYS: dict[str, tuple[str, ...]] = {
     "vocab_size": ("vocab_size",),
@@ -55,12 +61,10 @@ def gpt_neox(r: Reader) -> dict[str, Any]:
     (h x D + D); ``final_layer_norm``; ``embed_out`` (V x D, no bias), untied by default. Rotary
     on ``rotary_pct`` (default 0.25) of each head."""
     fields = standard_sizes(r)
-    attention_bias = r.value(("qkv_bias", "attn_out_bias"), "attention_bias", default=True)
+    attention_bias(r, fields, default=True)
     fields.update(
         position="rotary",
         ffn_hidden=r.size("ffn_hidden", "intermediate_size"),
-        qkv_bias=attention_bias,
-        attn_out_bias=attention_bias,
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
     )
     fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor", "rotary_pct"), 0.25)
@@ -78,7 +82,7 @@ def opt(r: Reader) -> dict[str, Any]:
     fields = standard_sizes(r)
     width = fields["d_model"]
     embedding_dim = r.value("embedding_dim", "word_embed_proj_dim", default=None)
-    bias = r.value(("qkv_bias", "attn_out_bias", "ffn_bias"), "enable_bias", default=True)
+    linear_bias(r, fields, "enable_bias", default=True)
     if not r.flag("layer_norm_elementwise_affine", True):
         r.unsupported("layer_norm_elementwise_affine", "LayerNorms without weights")
     pre_norm = r.flag("do_layer_norm_before", True)
@@ -87,36 +91,10 @@ def opt(r: Reader) -> dict[str, Any]:
         position_offset=2,
         embedding_dim=None if embedding_dim == width else embedding_dim,
         ffn_hidden=r.size("ffn_hidden", "ffn_dim"),
-        qkv_bias=bias,
-        attn_out_bias=bias,
-        ffn_bias=bias,
         final_norm=pre_norm and not remove_final,
         fused_qkv=False,
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
     )
-    return fields
-
-
-def phi(r: Reader) -> dict[str, Any]:
-    """PhiForCausalLM (Phi-1, Phi-1.5, Phi-2): ``embed_tokens`` (V x D); per block ONE
-    ``input_layernorm`` (attention and MLP run in parallel on it), ``self_attn.q_proj``
-    (D x H d), ``k_proj``/``v_proj`` (D x K d), ``dense`` (H d x D), all with bias, ``mlp.fc1``
-    (D x h + h), ``mlp.fc2`` (h x D + D); ``final_layernorm``; ``lm_head`` (V x D) WITH a bias,
-    untied by default. Rotary on ``partial_rotary_factor`` (default 0.5) of each head."""
-    fields = standard_sizes(r)
-    if r.flag("qk_layernorm", False):
-        r.unsupported("qk_layernorm", "LayerNorms on queries and keys")
-    fields.update(
-        n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=None),
-        head_dim=r.value("head_dim", "head_dim", default=None),
-        position="rotary",
-        ffn_hidden=r.size("ffn_hidden", "intermediate_size"),
-        norms_per_block=1,
-        fused_qkv=False,
-        lm_head_bias=True,
-        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
-    )
-    fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 0.5)
     return fields
 
 
@@ -125,5 +103,4 @@ FAMILIES = {
     "gpt_neox": gpt_neox,
     "openai-gpt": openai_gpt,
     "opt": opt,
-    "phi": phi,
 }

@@ -1,18 +1,25 @@
 """Hugging Face families with rotary positions and LayerNorm (weight and bias): starcoder2,
-stablelm, persimmon and nemotron.
+stablelm, persimmon, nemotron and phi.
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names the tensors the family's modeling code builds (transformers
 5.24, ``models/<family>/modeling_<family>.py``). Every one has ``embed_tokens`` (V x D), two
-LayerNorms per block (unless said otherwise), a final LayerNorm and an ``lm_head`` (V x D) without
-bias; D is ``hidden_size``, h ``intermediate_size``, H heads, K key/value heads, d the head width.
+LayerNorms per block and an ``lm_head`` (V x D) without bias (unless said otherwise), a final
+LayerNorm; D is ``hidden_size``, h ``intermediate_size``, H heads, K key/value heads, d the head
+width.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from costcalc.formats.hf_reader import Reader, rotary_dim, standard_sizes
+from costcalc.formats.hf_reader import (
+    Reader,
+    attention_bias,
+    linear_bias,
+    rotary_dim,
+    standard_sizes,
+)
 
 
 def _rotary_layernorm(
@@ -41,13 +48,8 @@ def starcoder2(r: Reader) -> dict[str, Any]:
     ``post_attention_layernorm``, final ``norm``; 2 key/value heads unless given; every layer
     attends within ``sliding_window`` (default none); tied by default."""
     fields = _rotary_layernorm(r, kv_heads=2, head_dim=True, tie=True, factor=1.0)
-    bias = r.value(("qkv_bias", "attn_out_bias", "ffn_bias"), "use_bias", default=True)
-    fields.update(
-        qkv_bias=bias,
-        attn_out_bias=bias,
-        ffn_bias=bias,
-        sliding_window=r.value("sliding_window", "sliding_window", default=None),
-    )
+    linear_bias(r, fields, "use_bias", default=True)
+    fields["sliding_window"] = r.value("sliding_window", "sliding_window", default=None)
     return fields
 
 
@@ -100,18 +102,29 @@ def nemotron(r: Reader) -> dict[str, Any]:
     ``head_dim`` or D / H, K ``num_key_value_heads`` or H; rotary on ``partial_rotary_factor``
     (default 0.5); untied by default."""
     fields = _rotary_layernorm(r, kv_heads=None, head_dim=True, tie=False, factor=0.5)
-    bias = r.value(("qkv_bias", "attn_out_bias"), "attention_bias", default=False)
-    fields.update(
-        qkv_bias=bias,
-        attn_out_bias=bias,
-        ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
-    )
+    attention_bias(r, fields)
+    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    return fields
+
+
+def phi(r: Reader) -> dict[str, Any]:
+    """PhiForCausalLM (Phi-1, Phi-1.5, Phi-2): ONE ``input_layernorm`` per block (attention and
+    MLP run in parallel on it), ``self_attn.q_proj`` (D x H d), ``k_proj``/``v_proj``
+    (D x K d), ``dense`` (H d x D), all with bias, ``mlp.fc1`` (D x h + h), ``mlp.fc2``
+    (h x D + D); ``final_layernorm``; ``lm_head`` (V x D) WITH a bias, untied by default; d is
+    ``head_dim`` or D / H, K ``num_key_value_heads`` or H; rotary on ``partial_rotary_factor``
+    (default 0.5) of each head. ``qk_layernorm`` is refused."""
+    fields = _rotary_layernorm(r, kv_heads=None, head_dim=True, tie=False, factor=0.5)
+    if r.flag("qk_layernorm", False):
+        r.unsupported("qk_layernorm", "LayerNorms on queries and keys")
+    fields.update(norms_per_block=1, lm_head_bias=True)
     return fields
 
 
 FAMILIES = {
     "nemotron": nemotron,
     "persimmon": persimmon,
+    "phi": phi,
     "stablelm": stablelm,
     "starcoder2": starcoder2,
 }

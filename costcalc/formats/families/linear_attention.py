@@ -12,33 +12,21 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.ssm import nested_sizes
-from costcalc.formats.hf_reader import Reader, rotary_dim, standard_sizes
+from costcalc.formats.families.moe import routed_experts
+from costcalc.formats.hf_reader import Reader, attention_bias, rotary_dim, standard_sizes
 
-ATTENTION_KEYS = ("n_heads", "n_kv_heads", "head_dim")
+ATTENTION_KEYS = ("n_heads", "n_kv_heads", "head_dim", "qk_norm", "attention_gate")
 """Keys that describe attention blocks only: a hybrid sets them on its attention layers."""
 
 
-Layout = tuple[list[tuple[str, int]], bool]
-"""Runs of layer kinds, and whether they cycle over the model (a pattern) or are listed whole."""
-
-
 def _hybrid(
-    r: Reader, fields: dict[str, Any], layout: Layout | None, linear: dict[str, Any]
+    r: Reader, fields: dict[str, Any], linear: dict[str, Any], rule: hf_layers.Rule
 ) -> dict[str, Any]:
-    """Move the attention keys into the attention layers and give the others ``linear``."""
+    """Move the attention keys into the attention layers and give the others ``linear``; the
+    layers as ``layer_types`` lists them, else by the family's ``rule``."""
     attention = {"mixer": "attention", **{k: fields.pop(k) for k in ATTENTION_KEYS if k in fields}}
-    for key in ("qk_norm", "attention_gate"):
-        if key in fields:
-            attention[key] = fields.pop(key)
     blocks = {"full_attention": attention, "linear_attention": linear, "conv": linear}
-    if layout is None:
-        return fields
-    kinds, cycled = layout
-    if cycled and len([count for _, count in kinds if count]) > 1:
-        fields["layers"] = hf_layers.cycle(fields["n_layers"], kinds, blocks)
-    else:
-        hf_layers.apply(r, fields, kinds, blocks)
+    hf_layers.listed_or_rule(r, fields, blocks, rule)
     return fields
 
 
@@ -75,19 +63,16 @@ def lfm2(r: Reader) -> dict[str, Any]:
             "bias": r.value("short_conv", "conv_bias", default=False),
         },
     }
-    nested_sizes(r, "short_conv")
-    n = hf_layers.count_of(fields["n_layers"])
-    kinds = None if n is None else _lfm2_kinds(r, n)
-    return _hybrid(r, fields, kinds, conv)
+    r.forget("short_conv")
+    return _hybrid(r, fields, conv, lambda n: _lfm2_rule(r, n))
 
 
-def _lfm2_kinds(r: Reader, n: int) -> Layout | None:
-    listed = hf_layers.layer_types(r, n)
-    if listed is not None:
-        return hf_layers.runs(listed), False
+def _lfm2_rule(r: Reader, n: int) -> hf_layers.Layout | None:
+    """Without ``layer_types``: attention on the layers ``full_attn_idxs`` lists (default: every
+    layer), short convolutions on the others."""
     indices = r.data.get("full_attn_idxs")
     if indices is None:
-        return [("full_attention", n)], False
+        return hf_layers.Layout([("full_attention", n)])
     if not isinstance(indices, list) or not all(isinstance(i, int) for i in indices):
         r.fail("full_attn_idxs", "expected a list of layer indices")
         return None
@@ -96,7 +81,9 @@ def _lfm2_kinds(r: Reader, n: int) -> Layout | None:
         return None
     r.key_names["layers"] = r.name("full_attn_idxs")
     chosen = set(indices)
-    return hf_layers.runs(["full_attention" if i in chosen else "conv" for i in layers]), False
+    return hf_layers.Layout(
+        hf_layers.runs(["full_attention" if i in chosen else "conv" for i in layers])
+    )
 
 
 def _lfm2_ffn_width(r: Reader) -> Any:
@@ -133,19 +120,19 @@ def _qwen_linear_attention(
         norm="rmsnorm",
         qk_norm="head",
         attention_gate=True,
-        qkv_bias=r.value(("qkv_bias", "attn_out_bias"), "attention_bias", default=False),
         fused_qkv=False,
         ffn="swiglu",
         ffn_bias=False,
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
     )
-    fields["attn_out_bias"] = fields["qkv_bias"]
+    attention_bias(r, fields)
     fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 0.25)
     if sparse:
+        hidden = (("moe_intermediate_size",), 512)
         fields.update(
-            moe_experts=r.value("moe_experts", "num_experts", default=experts[0]),
-            moe_top_k=r.value("moe_top_k", "num_experts_per_tok", default=experts[1]),
-            moe_ffn_hidden=r.value("moe_ffn_hidden", "moe_intermediate_size", default=512),
+            routed_experts(r, ("num_experts",), ("num_experts_per_tok",), experts, hidden)
+        )
+        fields.update(
             moe_shared_ffn_hidden=r.value(
                 "moe_shared_ffn_hidden", "shared_expert_intermediate_size", default=512
             ),
@@ -164,23 +151,15 @@ def _qwen_linear_attention(
             "split_projections": split,
         },
     }
-    nested_sizes(r, "gated_deltanet")
-    n = hf_layers.count_of(fields["n_layers"])
-    kinds = None if n is None else _interval_kinds(r, n)
-    return _hybrid(r, fields, kinds, net)
+    r.forget("gated_deltanet")
+    return _hybrid(r, fields, net, lambda n: _interval_rule(r))
 
 
-def _interval_kinds(r: Reader, n: int) -> Layout | None:
-    """``layer_types``, or layer i is full attention when (i + 1) % interval == 0: a cycle of
-    interval - 1 Gated DeltaNet layers and one attention layer."""
-    listed = hf_layers.layer_types(r, n)
-    if listed is not None:
-        return hf_layers.runs(listed), False
-    interval = r.value("layers", "full_attention_interval", default=4)
-    if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
-        r.fail("full_attention_interval", f"expected a whole number, 1 or more (got {interval!r})")
-        return None
-    return [("linear_attention", interval - 1), ("full_attention", 1)], True
+def _interval_rule(r: Reader) -> hf_layers.Layout:
+    """Without ``layer_types``: layer i is full attention when (i + 1) % interval == 0, a cycle
+    of interval - 1 Gated DeltaNet layers and one attention layer."""
+    interval = r.count("full_attention_interval", 4)
+    return hf_layers.every_nth(interval, "full_attention", "linear_attention")
 
 
 def qwen3_next(r: Reader) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Hugging Face families built like Llama: RMSNorm twice per block and a final RMSNorm, rotary
 positions, q/k/v/o projections, a gated FFN (``gate``, ``up``, ``down``), no position table:
-llama, mistral, qwen2, gemma, phi3 and mixtral.
+llama, mistral, qwen2, qwen3, gemma, phi3 and mixtral.
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names what the family's modeling code builds beyond the shared
@@ -12,7 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.hf_reader import STANDARD_KEYS, Reader, rotary_dim, standard_sizes
+from costcalc.formats.hf_reader import (
+    STANDARD_KEYS,
+    Reader,
+    attention_bias,
+    rotary_dim,
+    standard_sizes,
+)
 
 
 def llama_layout(
@@ -56,13 +62,16 @@ def llama_layout(
     return fields
 
 
+def sliding_window(r: Reader, default: int | None) -> Any:
+    """``sliding_window``: the family's default when the key is absent, none when it is null."""
+    return r.nullable("sliding_window", "sliding_window", default)
+
+
 def llama(r: Reader) -> dict[str, Any]:
     """LlamaForCausalLM (Llama 1-3, SmolLM): the shared layout; q/k/v/o carry a bias when
     ``attention_bias``, gate/up/down when ``mlp_bias`` (both default false); untied by default."""
     fields = llama_layout(r)
-    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
-        ("qkv_bias", "attn_out_bias"), "attention_bias", default=False
-    )
+    attention_bias(r, fields)
     fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
     return fields
 
@@ -72,7 +81,7 @@ def mistral(r: Reader) -> dict[str, Any]:
     when ``num_key_value_heads`` is absent; every layer attends within ``sliding_window``
     (default 4,096; null for none)."""
     fields = llama_layout(r, kv_heads=8)
-    fields["sliding_window"] = _sliding_window(r, default=4096)
+    fields["sliding_window"] = sliding_window(r, default=4096)
     return fields
 
 
@@ -93,9 +102,7 @@ def gemma(r: Reader) -> dict[str, Any]:
     differ from D), 16 key/value heads when ``num_key_value_heads`` is absent, RMSNorm weights
     stored as offsets (still D each), q/k/v/o bias when ``attention_bias``; tied by default."""
     fields = llama_layout(r, kv_heads=16, head_dim=256, tie=True, act="gelu_pytorch_tanh")
-    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
-        ("qkv_bias", "attn_out_bias"), "attention_bias", default=False
-    )
+    attention_bias(r, fields)
     return fields
 
 
@@ -106,7 +113,7 @@ def phi3(r: Reader) -> dict[str, Any]:
     fields = llama_layout(r)
     fields.update(fused_qkv=True, fused_gate_up=True)
     fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 1.0)
-    fields["sliding_window"] = _sliding_window(r, default=None)
+    fields["sliding_window"] = sliding_window(r, default=None)
     return fields
 
 
@@ -119,35 +126,22 @@ def mixtral(r: Reader) -> dict[str, Any]:
     fields = llama_layout(r, kv_heads=8)
     fields["moe_experts"] = r.value("moe_experts", "num_local_experts", "num_experts", default=8)
     fields["moe_top_k"] = r.value("moe_top_k", "num_experts_per_tok", default=2)
-    fields["sliding_window"] = _sliding_window(r, default=None)
+    fields["sliding_window"] = sliding_window(r, default=None)
     return fields
 
 
-def _sliding_window(r: Reader, default: int | None) -> Any:
-    """``sliding_window``: the family's default when the key is absent, none when it is null."""
-    if "sliding_window" not in r.data:
-        return default
-    return r.value("sliding_window", "sliding_window", default=None)
-
-
-def _qwen_windows(r: Reader, fields: dict[str, Any], first_default: int = 28) -> None:
+def _qwen_windows(r: Reader, fields: dict[str, Any]) -> None:
     """Qwen2/Qwen3 windows: none unless ``use_sliding_window``; then the layers ``layer_types``
     marks ``sliding_attention``, or (without it) those from ``max_window_layers`` on."""
     window = r.value("sliding_window", "sliding_window", default=4096)
-    if not r.flag("use_sliding_window", False) or window is None:
-        r.key_names.pop("sliding_window", None)
-        return
-    n = hf_layers.count_of(fields["n_layers"])
-    if n is None:
-        return
-    listed = hf_layers.layer_types(r, n)
-    if listed is not None:
-        kind_runs = hf_layers.runs(listed)
-    else:
-        kind_runs = hf_layers.split_at(
-            r, n, "max_window_layers", first_default, "full_attention", "sliding_attention"
-        )
-    hf_layers.apply(r, fields, kind_runs, hf_layers.attention_windows(window))
+    if not r.flag("use_sliding_window", False):
+        window = None
+
+    def rule(n: int) -> hf_layers.Layout:
+        kinds = ("full_attention", "sliding_attention")
+        return hf_layers.Layout(hf_layers.split_at(r, n, "max_window_layers", 28, *kinds))
+
+    hf_layers.attention_layers(r, fields, window, rule)
 
 
 def qwen3(r: Reader) -> dict[str, Any]:
@@ -155,9 +149,7 @@ def qwen3(r: Reader) -> dict[str, Any]:
     head_dim on queries and on keys (``q_norm``, ``k_norm``), q/k/v/o bias when
     ``attention_bias``; untied by default; windows as Qwen2."""
     fields = llama_layout(r, head_dim=128)
-    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
-        ("qkv_bias", "attn_out_bias"), "attention_bias", default=False
-    )
+    attention_bias(r, fields)
     fields["qk_norm"] = "head"
     _qwen_windows(r, fields)
     return fields

@@ -26,8 +26,8 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import nullable, routed_experts
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.families.moe import routed_experts
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
 
 TEXT_SIZES: dict[str, Any] = {
     "vocab_size": 202048,
@@ -40,14 +40,6 @@ TEXT_SIZES: dict[str, Any] = {
 """``Llama4TextConfig``'s defaults for the standard sizes (a ``text_config`` may leave them out)."""
 
 
-def _whole(r: Reader, key: str, default: int) -> int:
-    value = r.value("layers", key, default=default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        r.fail(key, f"expected a whole number of layers, 1 or more (got {value!r})")
-        return default
-    return value
-
-
 def _listed(r: Reader, key: str, empty_is_absent: bool) -> list[int] | None:
     """A per-layer list the file gives (None when absent; an empty list too when
     ``empty_is_absent``, as ``no_rope_layers``: transformers tests it for truth, ``moe_layers``
@@ -55,9 +47,7 @@ def _listed(r: Reader, key: str, empty_is_absent: bool) -> list[int] | None:
     value = r.data.get(key)
     if value is None or (empty_is_absent and value == []):
         return None
-    if not isinstance(value, list) or not all(
-        isinstance(i, int) and not isinstance(i, bool) for i in value
-    ):
+    if not isinstance(value, list) or not all(is_whole(i) for i in value):
         r.fail(key, "expected a list of whole numbers")
         return None
     r.key_names["layers"] = r.name(key)
@@ -69,25 +59,23 @@ def llama4_text(r: Reader) -> dict[str, Any]:
     top 1, every layer MoE, every 4th layer NoPE, chunks of 8,192); untied by default. A null
     ``num_key_value_heads`` means H, a null ``head_dim`` D / H (``__post_init__``)."""
     fields = llama_layout(r, sizes=TEXT_SIZES)
-    fields["n_kv_heads"] = nullable(r, "n_kv_heads", "num_key_value_heads", 8)
-    fields["head_dim"] = nullable(r, "head_dim", "head_dim", 128)
+    fields["n_kv_heads"] = r.nullable("n_kv_heads", "num_key_value_heads", 8)
+    fields["head_dim"] = r.nullable("head_dim", "head_dim", 128)
     fields["ffn_hidden"] = r.value("ffn_hidden", "intermediate_size_mlp", default=16384)
-    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
-        ("qkv_bias", "attn_out_bias"), "attention_bias", default=False
-    )
+    attention_bias(r, fields)
     moe = routed_experts(
         r, ("num_local_experts",), ("num_experts_per_tok",), (16, 1), (("intermediate_size",), 8192)
     )
     moe["moe_shared_ffn_hidden"] = moe["moe_ffn_hidden"]
-    chunk = nullable(r, "attention_chunk", "attention_chunk_size", 8192)
+    chunk = r.nullable("attention_chunk", "attention_chunk_size", 8192)
     n = hf_layers.count_of(fields["n_layers"])
     if n is None:
         return fields
 
     moe_listed = _listed(r, "moe_layers", empty_is_absent=False)
-    step = _whole(r, "interleave_moe_layer_step", 1)
+    step = r.count("interleave_moe_layer_step", 1)
     rope_listed = _listed(r, "no_rope_layers", empty_is_absent=True)
-    interval = _whole(r, "no_rope_layer_interval", 4)
+    interval = r.count("no_rope_layer_interval", 4)
     types = hf_layers.layer_types(r, n)
 
     sparse_listed = None if moe_listed is None else set(moe_listed)

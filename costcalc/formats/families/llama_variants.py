@@ -13,14 +13,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama, llama_layout
-from costcalc.formats.hf_reader import Reader
-
-
-def _attention_bias(r: Reader, fields: dict[str, Any], default: bool = False) -> None:
-    """q/k/v/o all carry a bias when ``attention_bias``."""
-    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
-        ("qkv_bias", "attn_out_bias"), "attention_bias", default=default
-    )
+from costcalc.formats.hf_reader import Reader, attention_bias
 
 
 def granite(r: Reader) -> dict[str, Any]:
@@ -59,7 +52,7 @@ def arcee(r: Reader) -> dict[str, Any]:
     (D x h) and ``down_proj`` (h x D), bias when ``mlp_bias``, activation ``hidden_act``
     (default relu2, no parameters); q/k/v/o bias when ``attention_bias``; untied by default."""
     fields = llama_layout(r, act="relu2")
-    _attention_bias(r, fields)
+    attention_bias(r, fields)
     fields["ffn"] = "mlp"
     fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
     return fields
@@ -72,7 +65,7 @@ def apertus(r: Reader) -> dict[str, Any]:
     default) learns two scalars per layer, ``act_fn.alpha_p`` and ``act_fn.alpha_n``; norms
     ``attention_layernorm`` and ``feedforward_layernorm``; untied by default."""
     fields = llama_layout(r, act="xielu")
-    _attention_bias(r, fields)
+    attention_bias(r, fields)
     act = r.value("ffn_act_params", "hidden_act", default="xielu")
     fields.update(ffn="mlp", qk_norm="head", ffn_act_params=2 if act == "xielu" else 0)
     return fields
@@ -97,29 +90,17 @@ def cohere2(r: Reader) -> dict[str, Any]:
     4) is full and the others slide."""
     fields = _cohere_layout(r)
     fields["head_dim"] = None
-    r.key_names.pop("head_dim", None)
+    r.forget("head_dim")
     window = r.value("sliding_window", "sliding_window", default=4096)
-    n = hf_layers.count_of(fields["n_layers"])
-    if n is None:
-        return fields
-    blocks = hf_layers.attention_windows(window)
-    listed = hf_layers.layer_types(r, n)
-    if listed is not None:
-        hf_layers.apply(r, fields, hf_layers.runs(listed), blocks)
-        return fields
-    period = r.value("layers", "sliding_window_pattern", default=4)
-    if isinstance(period, bool) or not isinstance(period, int) or period < 1:
-        r.fail("sliding_window_pattern", f"expected a whole number, 1 or more (got {period!r})")
-        return fields
-    pattern = [("sliding_attention", period - 1), ("full_attention", 1)]
-    fields["layers"] = hf_layers.cycle(n, pattern, blocks)
+    rule = hf_layers.full_every(r, 4, "sliding_window_pattern")
+    hf_layers.attention_layers(r, fields, window, rule)
     return fields
 
 
 def _cohere_layout(r: Reader) -> dict[str, Any]:
     """Command R's block: the shared projections, one weight-only LayerNorm per block, tied."""
     fields = llama_layout(r, tie=True)
-    _attention_bias(r, fields)
+    attention_bias(r, fields)
     fields.update(norm="layernorm", norm_bias=False, norms_per_block=1)
     return fields
 

@@ -12,21 +12,11 @@ experts stacked (``gate_up_proj`` X x 2h x D, ``down_proj`` X x D x h, h =
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.hf_reader import Reader, rotary_dim
-
-Block = Mapping[str, Any]
-
-
-def nullable(r: Reader, field: str, key: str, default: Any) -> Any:
-    """A key whose ``null`` means "none" (not the default): the default only when it is absent."""
-    if key not in r.data:
-        return default
-    return r.value(field, key, default=None)
+from costcalc.formats.families.llama import llama_layout, sliding_window
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, rotary_dim
 
 
 def routed_experts(
@@ -49,7 +39,7 @@ def routed_experts(
 
 
 def sparse_layers(
-    r: Reader, fields: dict[str, Any], moe: Block, step: int = 1, dense_layers: Any = ()
+    r: Reader, fields: dict[str, Any], moe: hf_layers.Block, step: int = 1, dense_layers: Any = ()
 ) -> None:
     """Layer i is sparse when it is not in ``dense_layers`` (``mlp_only_layers``, from the file)
     and (i + 1) is a multiple of ``step`` (``decoder_sparse_step``); the others keep the dense
@@ -57,11 +47,8 @@ def sparse_layers(
     n = hf_layers.count_of(fields["n_layers"])
     if n is None:
         return
-    blocks: dict[str, Block] = {"dense": {}, "moe": moe}
     if dense_layers:
-        if not isinstance(dense_layers, list) or not all(
-            isinstance(i, int) and not isinstance(i, bool) for i in dense_layers
-        ):
+        if not isinstance(dense_layers, list) or not all(is_whole(i) for i in dense_layers):
             r.fail("mlp_only_layers", "expected a list of layer indices")
             return
         indices = hf_layers.by_rule(r, n, "mlp_only_layers")
@@ -70,29 +57,28 @@ def sparse_layers(
         dense = set(dense_layers)
         kinds = ["moe" if i not in dense and (i + 1) % step == 0 else "dense" for i in indices]
         r.key_names["layers"] = r.name("mlp_only_layers")
-        hf_layers.apply(r, fields, hf_layers.runs(kinds), blocks, "mlp_only_layers")
-    elif step == 1:
-        fields.update(moe)
+        layout = hf_layers.Layout(hf_layers.runs(kinds), key="mlp_only_layers")
     else:
-        r.key_names["layers"] = r.name("decoder_sparse_step")
-        fields["layers"] = hf_layers.cycle(n, [("dense", step - 1), ("moe", 1)], blocks)
+        if step != 1:
+            r.key_names["layers"] = r.name("decoder_sparse_step")
+        layout = hf_layers.every_nth(step, "moe", "dense")
+    hf_layers.set_layers(r, fields, n, layout, {"dense": {}, "moe": moe})
 
 
-def _sparse_step(r: Reader) -> int:
-    step = r.value("layers", "decoder_sparse_step", default=1)
-    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-        r.fail(
-            "decoder_sparse_step", f"expected a whole number of layers, 1 or more (got {step!r})"
-        )
-        return 1
-    return step
+def first_dense(r: Reader, fields: dict[str, Any], moe: hf_layers.Block, default: int) -> None:
+    """Dense FFNs in the first ``first_k_dense_replace`` layers (``default``), the sparse block
+    ``moe`` in the others."""
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is not None:
+        kind_runs = hf_layers.split_at(r, n, "first_k_dense_replace", default, "dense", "moe")
+        hf_layers.apply(r, fields, kind_runs, {"dense": {}, "moe": moe}, "first_k_dense_replace")
 
 
 def _qwen_moe(r: Reader, fields: dict[str, Any], moe: dict[str, Any]) -> None:
     """Sparse layers of Qwen2-MoE and Qwen3-MoE (none when ``num_experts`` is 0)."""
     if moe.get("moe_experts") == 0:
         return
-    step = _sparse_step(r)
+    step = r.count("decoder_sparse_step", 1)
     dense = r.data.get("mlp_only_layers") or ()
     sparse_layers(r, fields, moe, step, dense)
 
@@ -104,12 +90,10 @@ def qwen3_moe(r: Reader) -> dict[str, Any]:
     ``mlp_only_layers``, a dense SwiGLU MLP of ``intermediate_size`` elsewhere; untied by
     default; with ``use_sliding_window`` every layer attends within ``sliding_window``."""
     fields = llama_layout(r, kv_heads=4, head_dim=128)
-    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
-        ("qkv_bias", "attn_out_bias"), "attention_bias", default=False
-    )
+    attention_bias(r, fields)
     fields["qk_norm"] = "head"
     if r.flag("use_sliding_window", False):
-        fields["sliding_window"] = nullable(r, "sliding_window", "sliding_window", 4096)
+        fields["sliding_window"] = sliding_window(r, default=4096)
     moe = routed_experts(
         r, ("num_experts",), ("num_experts_per_tok",), (128, 8), (("moe_intermediate_size",), 768)
     )
@@ -140,13 +124,6 @@ def qwen2_moe(r: Reader) -> dict[str, Any]:
     return fields
 
 
-def _attention_bias(r: Reader, fields: dict[str, Any], default: bool = False) -> None:
-    """q/k/v/o all carry a bias when ``attention_bias``."""
-    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
-        ("qkv_bias", "attn_out_bias"), "attention_bias", default=default
-    )
-
-
 def _every_layer_sparse(
     r: Reader, fields: dict[str, Any], experts: tuple[str, ...], defaults: tuple[Any, Any]
 ) -> dict[str, Any]:
@@ -161,7 +138,7 @@ def olmoe(r: Reader) -> dict[str, Any]:
     and the sparse block in every layer (``mlp.gate`` X x D, experts of ``intermediate_size``;
     64 experts, top 8 by default); untied by default."""
     fields = llama_layout(r)
-    _attention_bias(r, fields)
+    attention_bias(r, fields)
     fields["qk_norm"] = "full"
     return _every_layer_sparse(r, fields, ("num_experts", "num_local_experts"), (64, 8))
 
@@ -172,7 +149,7 @@ def granitemoe(r: Reader) -> dict[str, Any]:
     ``intermediate_size`` (8 experts, top 2 by default); untied by default. The multipliers
     (embedding, residual, attention, logits) scale activations and hold no parameters."""
     fields = llama_layout(r)
-    _attention_bias(r, fields)
+    attention_bias(r, fields)
     return _every_layer_sparse(r, fields, ("num_local_experts",), (8, 2))
 
 
@@ -183,14 +160,16 @@ def phimoe(r: Reader) -> dict[str, Any]:
     (``mlp.router`` X x D, no bias; 16 experts of ``intermediate_size``, top 2 by default);
     untied by default; every layer attends within ``sliding_window`` when it is given."""
     fields = llama_layout(r, kv_heads=8)
-    _attention_bias(r, fields)
+    attention_bias(r, fields)
     fields["norm"] = "layernorm"
     fields["lm_head_bias"] = r.value("lm_head_bias", "lm_head_bias", default=False)
     fields["sliding_window"] = r.value("sliding_window", "sliding_window", default=None)
     return _every_layer_sparse(r, fields, ("num_local_experts",), (16, 2))
 
 
-def sparse_span(fields: dict[str, Any], moe: Block, first: int, last: int, step: int) -> None:
+def sparse_span(
+    fields: dict[str, Any], moe: hf_layers.Block, first: int, last: int, step: int
+) -> None:
     """Layer i is sparse when first <= i <= last and (i + 1) is a multiple of ``step``; the
     others keep the dense FFN of ``fields``. In closed form: dense layers up to the first sparse
     one, then ``step``-long cycles (sparse, then dense) up to ``last``, then dense layers."""
@@ -202,7 +181,7 @@ def sparse_span(fields: dict[str, Any], moe: Block, first: int, last: int, step:
     start += (step - 1 - start) % step  # the first sparse layer
     if start > last:
         return
-    blocks: dict[str, Block] = {"dense": {}, "moe": moe}
+    blocks: dict[str, hf_layers.Block] = {"dense": {}, "moe": moe}
     span = last - start + 1
     if step == 1:
         middle = hf_layers.groups([("moe", span)], blocks)
@@ -241,22 +220,18 @@ def ernie4_5_moe(r: Reader) -> dict[str, Any]:
     last = r.value("layers", "moe_layer_end_index", default=-1)
     step = r.value("layers", "moe_layer_interval", default=1)
     n = fields["n_layers"]
-    if not all(_whole_number(v) for v in (first, last, step, n)) or step < 1:
+    if not all(is_whole(v) for v in (first, last, n)) or not is_whole(step, 1):
         r.fail("moe_layer_interval", "expected whole numbers of layers")
         return fields
     sparse_span(fields, moe, first, n - 1 if last == -1 else last, step)
     return fields
 
 
-def _whole_number(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def shared_experts(r: Reader, moe: dict[str, Any], key: str, default: int) -> None:
     """A shared expert as wide as ``key`` routed experts (none when it is 0)."""
     shared = r.value("moe_shared_ffn_hidden", key, default=default)
     hidden = moe.get("moe_ffn_hidden")
-    if _whole_number(shared) and shared > 0 and _whole_number(hidden):
+    if is_whole(shared, 1) and is_whole(hidden):
         moe["moe_shared_ffn_hidden"] = hidden * shared
 
 
@@ -283,10 +258,7 @@ def glm4_moe(r: Reader) -> dict[str, Any]:
         (("moe_intermediate_size",), 1408),
     )
     shared_experts(r, moe, "n_shared_experts", 1)
-    n = hf_layers.count_of(fields["n_layers"])
-    if n is not None:
-        kind_runs = hf_layers.split_at(r, n, "first_k_dense_replace", 1, "dense", "moe")
-        hf_layers.apply(r, fields, kind_runs, {"dense": {}, "moe": moe}, "first_k_dense_replace")
+    first_dense(r, fields, moe, 1)
     return fields
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from costcalc.formats.families.gemma2 import attention_kinds
-from costcalc.formats.families.llama import _sliding_window, llama_layout
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats import hf_layers
+from costcalc.formats.families.llama import llama_layout, sliding_window
+from costcalc.formats.hf_reader import Reader, attention_bias
 
 
 def olmo2(r: Reader) -> dict[str, Any]:
@@ -18,9 +18,7 @@ def olmo2(r: Reader) -> dict[str, Any]:
     norms over the full projections (H d, K d), q/k/v/o bias when ``attention_bias`` (default
     false); key/value heads default to the heads; untied by default."""
     fields = llama_layout(r)
-    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
-        ("qkv_bias", "attn_out_bias"), "attention_bias", default=False
-    )
+    attention_bias(r, fields)
     fields["qk_norm"] = "full"
     return fields
 
@@ -29,8 +27,8 @@ def olmo3(r: Reader) -> dict[str, Any]:
     """Olmo3ForCausalLM: OLMo 2's layout; every 4th layer attends fully, the others within
     ``sliding_window`` (default 4,096), unless ``layer_types`` lists them."""
     fields = olmo2(r)
-    window = _sliding_window(r, default=4096)
-    attention_kinds(r, fields, window, every=4)
+    window = sliding_window(r, default=4096)
+    hf_layers.attention_layers(r, fields, window, hf_layers.full_every(r, 4))
     return fields
 
 
@@ -42,9 +40,9 @@ def exaone4(r: Reader) -> dict[str, Any]:
     window anywhere)."""
     fields = llama_layout(r, kv_heads=32)
     fields["qk_norm"] = "head"
-    window = _sliding_window(r, default=4096)
-    every = r.value("layers", "sliding_window_pattern", default=4)
-    attention_kinds(r, fields, window, every, rule_key="sliding_window_pattern")
+    window = sliding_window(r, default=4096)
+    rule = hf_layers.full_every(r, 4, "sliding_window_pattern")
+    hf_layers.attention_layers(r, fields, window, rule)
     return fields
 
 

@@ -14,7 +14,8 @@ import math
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.families.moe import routed_experts
+from costcalc.formats.hf_reader import Reader, is_whole
 from costcalc.spec import MAX_SIZE
 
 NO_POSITION_LIMIT = MAX_SIZE
@@ -52,13 +53,19 @@ def mamba2(r: Reader) -> dict[str, Any]:
     sizes = _mamba2_sizes(r, ("num_heads", 128), ("head_dim", 64))
     sizes["proj_bias"] = r.value("mamba2", "use_bias", default=False)
     expand = r.value("mamba2", "expand", default=2)
-    inner = sizes["heads"] * sizes["head_dim"] if _ints(sizes["heads"], sizes["head_dim"]) else None
-    if _ints(d_model, expand) and inner is not None and int(expand * d_model) != inner:
+    heads, head_dim = sizes["heads"], sizes["head_dim"]
+    inner = heads * head_dim if is_whole(heads, 1) and is_whole(head_dim, 1) else None
+    if (
+        is_whole(d_model, 1)
+        and is_whole(expand, 1)
+        and inner is not None
+        and expand * d_model != inner
+    ):
         r.fail(
             "expand",
             f"expand x hidden_size ({expand * d_model}) must equal num_heads x head_dim ({inner})",
         )
-    nested_sizes(r, "mamba2")
+    r.forget("mamba2")
     return {
         "vocab_size": r.size("vocab_size", "vocab_size"),
         "d_model": d_model,
@@ -91,7 +98,7 @@ def nemotron_h(r: Reader) -> dict[str, Any]:
     kinds = _nemotron_kinds(r)
     sizes = _mamba2_sizes(r, ("mamba_num_heads", 128), ("mamba_head_dim", 64))
     sizes["proj_bias"] = r.value("mamba2", "mamba_proj_bias", "use_bias", default=False)
-    nested_sizes(r, "mamba2")
+    r.forget("mamba2")
     mlp_bias = r.value("ffn_bias", "mlp_bias", default=False)
     blocks: dict[str, dict[str, Any]] = {
         "linear_attention": {"mixer": "mamba2", "mamba2": sizes, "ffn": "none"},
@@ -167,9 +174,9 @@ def jamba(r: Reader) -> dict[str, Any]:
     rank = r.value("mamba", "mamba_dt_rank", default="auto")
     expand = r.value("mamba", "mamba_expand", default=2)
     if rank == "auto":
-        rank = math.ceil(d_model / 16) if _ints(d_model) else None
+        rank = math.ceil(d_model / 16) if is_whole(d_model, 1) else None
     mamba = {
-        "inner": expand * d_model if _ints(expand, d_model) else None,
+        "inner": expand * d_model if is_whole(expand, 1) and is_whole(d_model, 1) else None,
         "state": r.value("mamba", "mamba_d_state", default=16),
         "dt_rank": rank,
         "conv_kernel": r.value("mamba", "mamba_d_conv", default=4),
@@ -177,16 +184,13 @@ def jamba(r: Reader) -> dict[str, Any]:
         "proj_bias": r.value("mamba", "mamba_proj_bias", default=False),
         "dt_norms": True,
     }
-    nested_sizes(r, "mamba")
+    r.forget("mamba")
     attention = {
         "mixer": "attention",
         "n_heads": r.size("n_heads", "num_attention_heads"),
         "n_kv_heads": r.value("n_kv_heads", "num_key_value_heads", default=8),
     }
-    experts = {
-        "moe_experts": r.value("moe_experts", "num_experts", default=16),
-        "moe_top_k": r.value("moe_top_k", "num_experts_per_tok", default=2),
-    }
+    experts = routed_experts(r, ("num_experts",), ("num_experts_per_tok",), (16, 2))
     fields: dict[str, Any] = {
         "vocab_size": r.size("vocab_size", "vocab_size"),
         "d_model": d_model,
@@ -221,10 +225,7 @@ def jamba(r: Reader) -> dict[str, Any]:
         for a, e in kinds
     }
     pattern = hf_layers.runs([f"{int(a)}{int(e)}" for a, e in kinds])
-    if len(blocks) == 1:
-        fields.update(next(iter(blocks.values())))
-    else:
-        fields["layers"] = hf_layers.cycle(n, pattern, blocks)
+    hf_layers.set_layers(r, fields, n, hf_layers.Layout(pattern, cycles=True), blocks)
     return fields
 
 
@@ -232,25 +233,12 @@ def _period(
     r: Reader, period_key: str, period: int, offset_key: str, offset: int
 ) -> tuple[int, int] | None:
     """A (period, offset) layer rule, checked as JambaConfig does: offset < period."""
-    p = r.value("layers", period_key, default=period)
+    p = r.count(period_key, period)
     o = r.value("layers", offset_key, default=offset)
-    if not _ints(p) or p < 1:
-        r.fail(period_key, f"expected a whole number of layers, 1 or more (got {p!r})")
-        return None
-    if not isinstance(o, int) or isinstance(o, bool) or not 0 <= o < p:
+    if not is_whole(o, 0) or o >= p:
         r.fail(offset_key, f"expected a whole number from 0 to {period_key} - 1 (got {o!r})")
         return None
     return p, o
-
-
-def nested_sizes(r: Reader, field: str) -> None:
-    """Forget the single file key recorded for a nested sizes field: its sizes come from several
-    keys, so a problem with one is named by its path in the spec (``mamba2.heads``)."""
-    r.key_names.pop(field, None)
-
-
-def _ints(*values: Any) -> bool:
-    return all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values)
 
 
 FAMILIES = {"jamba": jamba, "mamba2": mamba2, "nemotron_h": nemotron_h}
