@@ -4,7 +4,8 @@ Whatever is wrong with a file (missing, a directory, too large, binary, not UTF-
 several documents, duplicate keys, tags that would build Python objects, a tagged value its tag
 cannot read, integers not in plain decimal, NaN, too many values, nesting too deep, keys too long)
 becomes one :class:`FileReadError` naming the file and, where known, the line. JSON and YAML
-share one set of caps, and the work done is linear in the size of the file.
+share one set of caps, and the work done is linear in the size of the file. Booleans are YAML
+1.2's: ``true`` and ``false``; ``yes``, ``no``, ``on`` and ``off`` are text.
 """
 
 from __future__ import annotations
@@ -160,6 +161,7 @@ def os_reason(exc: OSError) -> str:
 
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
 _DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)")
 """YAML 1.1's decimal integers: the only form a costcalc integer may take."""
 
@@ -203,8 +205,23 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
             node,
         )
 
+    def construct_yaml_bool(self, node: yaml.ScalarNode) -> bool:
+        text = str(self.construct_scalar(node)).lower()
+        if text not in ("true", "false"):  # `!!bool yes`: no boolean in YAML 1.2
+            raise ValueError(text)
+        return text == "true"
 
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+# YAML 1.2's booleans: `yes`, `no`, `on` and `off` are text, as editors and validators read them.
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+_Loader.add_constructor(_BOOL_TAG, _Loader.construct_yaml_bool)
 
 
 class _RefusedError(Exception):

@@ -140,7 +140,7 @@ def test_every_problem_of_a_file_at_once(cli: Invoke, write: Any) -> None:
             "message": "d_model 256 does not split into 7 equal heads (256 % 7 = 4); nearest "
             "valid head counts: 4, 8; or give head_dim explicitly",
         },
-        {"field": "n_layers", "line": 5, "message": "Input should be a valid integer (got True)"},
+        {"field": "n_layers", "line": 5, "message": "Input should be a valid integer (got 'yes')"},
         {"field": "norm_bias", "line": 7, "message": "RMSNorm has no bias; use norm: layernorm"},
         {
             "field": "ffn_hidden",
@@ -486,14 +486,15 @@ def test_schema_describes_the_config_format(cli: Invoke) -> None:
     result = cli("schema")
     assert result.exit_code == 0
     schema = json.loads(result.stdout)
-    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["$schema"] == "http://json-schema.org/draft-04/schema#"
     assert schema["additionalProperties"] is False
     assert sorted(schema["required"]) == sorted(["vocab_size", "d_model", "context_length"])
     assert schema["anyOf"] == [{"required": ["n_layers"]}, {"required": ["layers"]}]
     preset = yaml.safe_load(GPT2_SMALL.read_text())
     assert set(preset) <= set(schema["properties"])
     assert schema["properties"]["d_model"]["type"] == "integer"
-    budget = schema["$defs"]["Budget"]
+    assert "$schema" in schema["properties"]
+    budget = schema["definitions"]["Budget"]
     assert set(budget["properties"]) == {"max_params", "max_weight_bytes", "dtype"}
     assert budget["properties"]["dtype"]["enum"] == ["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 
