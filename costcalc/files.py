@@ -225,11 +225,12 @@ _Loader.add_constructor(_BOOL_TAG, _Loader.construct_yaml_bool)
 
 
 class _RefusedError(Exception):
-    """A value the loader refuses: why, and the line (1-based) where known."""
+    """A value the loader refuses: why, and the line and column (1-based) where known."""
 
     def __init__(self, reason: str, where: yaml.Node | int | None = None) -> None:
         self.reason = reason
         self.line = where.start_mark.line + 1 if isinstance(where, yaml.Node) else where
+        self.column = where.start_mark.column + 1 if isinstance(where, yaml.Node) else None
 
 
 def _too_long(digits: int) -> str:
@@ -266,7 +267,7 @@ def _parse_yaml(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
         lines = dict(_key_lines(node, (), set()))
         return loader.construct_object(node, deep=True), lines
     except _RefusedError as exc:
-        raise FileReadError(name, exc.reason, exc.line) from None
+        raise FileReadError(name, exc.reason, exc.line, exc.column) from None
     except yaml.MarkedYAMLError as exc:
         raise _yaml_error(name, exc) from None
     except yaml.YAMLError as exc:
@@ -288,7 +289,8 @@ def _yaml_error(name: str, exc: yaml.MarkedYAMLError) -> FileReadError:
         problem = f"YAML tag {tag} refused: only plain data is read"
     if mark is None:
         return FileReadError(name, problem)
-    return FileReadError(name, f"{problem} (column {mark.column + 1})", mark.line + 1)
+    column = mark.column + 1
+    return FileReadError(name, f"{problem} (column {column})", mark.line + 1, column)
 
 
 def _check_size(root: yaml.Node, name: str) -> None:
@@ -378,9 +380,8 @@ def _parse_json(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
             object_pairs_hook=no_duplicates,
         )
     except json.JSONDecodeError as exc:
-        raise FileReadError(
-            name, f"malformed JSON: {exc.msg} (column {exc.colno})", exc.lineno
-        ) from None
+        reason = f"malformed JSON: {exc.msg} (column {exc.colno})"
+        raise FileReadError(name, reason, exc.lineno, exc.colno) from None
     except _RefusedError as exc:
         raise FileReadError(name, exc.reason, exc.line) from None
     except RecursionError:

@@ -249,11 +249,11 @@ def test_nanogpt_problems_come_together(cli: Invoke, write: Any) -> None:
     config |= {"dropout": 1.5, "n_emb": 1}
     found = findings(cli, str(write(json.dumps(config, indent=0), "nano.json")))
     assert [(f["field"], f["line"], f["message"]) for f in found] == [
+        ("block_size", 2, "required (Longest sequence (rows of a learned position table).)"),
         ("n_layer", 3, "Input should be a valid integer (got True)"),
         ("bias", 6, "Input should be a valid boolean (got 'no')"),
         ("dropout", 7, "a probability in [0, 1) (got 1.5)"),
         ("n_emb", 8, "unknown key in a nanoGPT-style config; did you mean 'n_embd'?"),
-        ("block_size", None, "required (Longest sequence (rows of a learned position table).)"),
     ]
 
 
@@ -424,6 +424,7 @@ def test_glob_matching_nothing_is_a_finding(cli: Invoke, tmp_path: Path) -> None
         "format": None,
         "name": None,
         "parameters": None,
+        "skipped": None,
         "findings": [{"field": None, "line": None, "message": "no file matches this pattern"}],
     }
     assert records[1]["ok"]
@@ -442,6 +443,7 @@ def test_json_record_of_a_passing_file(cli: Invoke) -> None:
             "format": "costcalc",
             "name": "gpt2-small",
             "parameters": 124_439_808,  # transformers' count (tests/golden/hf_reference.json)
+            "skipped": None,
             "findings": [],
         }
     ]
@@ -467,7 +469,8 @@ def test_github_annotations_escape_their_values(cli: Invoke, tmp_path: Path) -> 
     assert result.exit_code == 1
     escaped = str(path).replace("%", "%25").replace(":", "%3A").replace(",", "%2C")
     assert result.stdout.splitlines() == [
-        f"::error file={escaped},line=2,title=costcalc check::duplicate key 'd_model' (first on "
+        f"::error file={escaped},line=2,col=1,title=costcalc check::duplicate key 'd_model' "
+        "(first on "
         "line 1)",
         "1 file, 1 failed",
     ]
@@ -502,11 +505,12 @@ def test_schema_describes_the_config_format(cli: Invoke) -> None:
 # --- Ecosystem -----------------------------------------------------------------------------
 
 
-def test_pre_commit_hook_runs_check_on_yaml_and_json() -> None:
+def test_pre_commit_hook_checks_the_models_among_yaml_and_json() -> None:
     [hook] = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == "costcalc-check"
-    assert hook["entry"] == "costcalc check"
+    assert hook["entry"] == "costcalc check --models-only"
     assert hook["types_or"] == ["yaml", "json"]
+    assert hook["require_serial"] is True  # one run, one summary
     assert f"id: {hook['id']}" in (ROOT / "docs" / "ci.md").read_text()
 
 
