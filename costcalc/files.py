@@ -212,6 +212,7 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
         return text == "true"
 
 
+# YAML 1.2's booleans: `yes`, `no`, `on` and `off` are text, as editors and validators read them.
 _Loader.yaml_implicit_resolvers = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
     for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
@@ -219,7 +220,6 @@ _Loader.yaml_implicit_resolvers = {
 _Loader.add_implicit_resolver(
     _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
-# YAML 1.2's booleans: `yes`, `no`, `on` and `off` are text, as editors and validators read them.
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 _Loader.add_constructor(_BOOL_TAG, _Loader.construct_yaml_bool)
 
