@@ -3,14 +3,17 @@
 Each file goes read -> parse -> validate -> structural rules -> budgets; whatever fails becomes a
 :class:`Problem` (field, line where known, message) of that file. One bad file never stops the
 others. Limits come from the command line and from the ``budget:`` section of the file itself;
-both are checked, each finding naming where its limit was set.
+both are checked, each finding naming where its limit was set. With ``models_only``, a file that
+is no model config (:mod:`costcalc.selection`) is skipped with a note; with ``key``, the model is
+the mapping under that key of a larger file (a Hydra or Lightning config's ``model:``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,7 @@ from typing import Any
 from costcalc.compute import position_limit
 from costcalc.config import Budget
 from costcalc.errors import ConfigError, CostcalcError, FileReadError, Problem
-from costcalc.files import Document, os_reason, read_document
+from costcalc.files import Document, KeyPath, os_reason, read_document
 from costcalc.loaders import LoadedModel, load_document
 from costcalc.params import total_params
 from costcalc.units import dtype_bytes, format_bytes
@@ -42,6 +45,20 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class Reading:
+    """Which files are checked, and where in them the model is."""
+
+    models_only: bool = False
+    """Skip, with a note, a file that is no model config instead of failing it."""
+    key: KeyPath = ()
+    """The path of keys to the model's mapping in a larger file (``model`` or ``model.net``)."""
+
+
+HYDRA_KEY = re.compile(r"_[a-z]+_")
+"""Hydra's instantiation keys (``_target_``, ``_partial_``): no part of the model's sizes."""
+
+
+@dataclass(frozen=True)
 class FileReport:
     """The outcome of checking one file."""
 
@@ -49,6 +66,8 @@ class FileReport:
     findings: list[Problem]
     model: LoadedModel | None = None
     parameters: int | None = None
+    skipped: str | None = None
+    """Why the file was not checked (it is no model config)."""
 
     @property
     def ok(self) -> bool:
@@ -62,6 +81,7 @@ class FileReport:
             "format": self.model.format if self.model else None,
             "name": self.model.name if self.model else None,
             "parameters": self.parameters,
+            "skipped": self.skipped,
             "findings": [
                 {"field": p.field or None, "line": p.line, "message": p.message}
                 for p in self.findings
@@ -69,7 +89,9 @@ class FileReport:
         }
 
 
-def check_paths(arguments: Sequence[str], limits: Limits) -> list[FileReport]:
+def check_paths(
+    arguments: Sequence[str], limits: Limits, reading: Reading | None = None
+) -> list[FileReport]:
     """Check every config file the arguments name (files, directories, globs), in order; a file
     reached twice (by two paths or through a link) is checked once."""
     reports: list[FileReport] = []
@@ -79,7 +101,8 @@ def check_paths(arguments: Sequence[str], limits: Limits) -> list[FileReport]:
         if identity in seen:
             continue
         seen.add(identity)
-        reports.append(FileReport(path, [problem]) if problem else check_file(path, limits))
+        report = FileReport(path, [problem]) if problem else check_file(path, limits, reading)
+        reports.append(report)
     return reports
 
 
@@ -206,16 +229,24 @@ def _glob(pattern: str) -> Iterator[tuple[str, Problem | None]]:
             ]
 
 
-def check_file(path: str | Path, limits: Limits) -> FileReport:
-    """Every finding of one file: unreadable, invalid, or over a limit."""
+def check_file(path: str | Path, limits: Limits, reading: Reading | None = None) -> FileReport:
+    """Every finding of one file: unreadable, invalid, or over a limit; or why it is skipped."""
     name = str(path)
+    reading = reading or Reading()
+    if reading.models_only:
+        from costcalc.selection import skip_reason
+
+        reason = skip_reason(name, reading.key)
+        if reason is not None:
+            return FileReport(name, [], skipped=reason)
+    doc: Document | None = None
     try:
-        doc = read_document(path)
+        doc = nested_document(read_document(path), reading.key)
         model = load_document(doc)
     except FileReadError as exc:
-        return FileReport(name, [Problem("", exc.reason, exc.line)])
+        return FileReport(name, [Problem("", exc.reason, exc.line, exc.column)])
     except ConfigError as exc:
-        return FileReport(name, sorted(exc.problems, key=_by_line))
+        return FileReport(name, sorted(_located(exc.problems, doc), key=_by_line))
     except CostcalcError as exc:
         return FileReport(name, [Problem("", str(exc))])
     except (MemoryError, RecursionError):  # a file that exhausts the checker fails alone
@@ -226,6 +257,36 @@ def check_file(path: str | Path, limits: Limits) -> FileReport:
         return FileReport(name, [Problem("", _EXHAUSTING)], model)
     findings = limit_problems(model, count, doc, limits)
     return FileReport(name, findings, model, count)
+
+
+def nested_document(doc: Document, key: KeyPath) -> Document:
+    """The mapping under ``key`` of ``doc`` as a document of its own, its lines still those of
+    the file (the mapping itself at the line of its key); Hydra's ``_target_``-style keys are
+    left out. A missing key or one that holds no mapping is a :class:`FileReadError`."""
+    if not key:
+        return doc
+    data: object = doc.data
+    for end, part in enumerate(key, 1):
+        if not isinstance(data, dict) or part not in data:
+            raise FileReadError(doc.path, f"no key '{'.'.join(key[:end])}' (--key)")
+        data = data[part]
+    if not isinstance(data, dict):
+        where = ".".join(key)
+        raise FileReadError(
+            doc.path, f"'{where}' holds no mapping of keys (--key)", doc.line_of(key)
+        )
+    lines = {path[len(key) :]: line for path, line in doc.lines.items() if path[: len(key)] == key}
+    model = {k: v for k, v in data.items() if not HYDRA_KEY.fullmatch(str(k))}
+    return Document(doc.path, model, lines)
+
+
+def _located(problems: list[Problem], doc: Document | None) -> list[Problem]:
+    """``problems`` with those of no line (a key that is missing) at the line of the mapping
+    that lacks them: the top of the file, or the ``--key`` mapping."""
+    if doc is None or not doc.lines:
+        return problems
+    top = doc.lines.get((), min(doc.lines.values()))
+    return [p if p.line is not None or not p.field else replace(p, line=top) for p in problems]
 
 
 _EXHAUSTING = "the model is too large to check (it exhausted memory or the stack)"

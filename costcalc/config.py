@@ -26,9 +26,23 @@ from costcalc.errors import Problem, UsageError
 from costcalc.files import Document, KeyPath
 from costcalc.overrides import OVERRIDE_OPTIONS
 from costcalc.spec import ModelSpec, StructureError, structural_problems
-from costcalc.units import DTYPES, check_dtype, parse_bytes, parse_count
+from costcalc.units import (
+    BYTE_SUFFIXES,
+    COUNT_SUFFIXES,
+    DTYPES,
+    MAX_DIGITS,
+    check_dtype,
+    parse_bytes,
+    parse_count,
+)
 
 METADATA_KEYS = ("name", "description", "source")
+
+INTERPOLATION = re.compile(r"\$\{[^}]*\}")
+"""A Hydra/OmegaConf interpolation such as ``${data.seq_len}``."""
+
+YAML11_BOOLEANS = frozenset({"yes", "no", "on", "off", "y", "n"})
+"""Words YAML 1.1 reads as booleans and YAML 1.2 (costcalc's reading) as text."""
 
 
 def _quantity(parse: Callable[[str], int]) -> Callable[[object], object]:
@@ -46,23 +60,66 @@ def _quantity(parse: Callable[[str], int]) -> Callable[[object], object]:
     return convert
 
 
-def _quantity_schema(example: str) -> WithJsonSchema:
+def _quantity_schema(suffixes: Mapping[str, int], example: str) -> WithJsonSchema:
     return WithJsonSchema(
         {
             "anyOf": [
                 {"type": "integer", "minimum": 1},
-                {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*[A-Za-z]*\s*$"},
+                {"type": "string", "pattern": quantity_pattern(suffixes)},
             ],
             "examples": [example],
         }
     )
 
 
+IEC_DECIMALS = 4
+"""Decimals the schema's pattern allows after a number of KiB, MiB, GiB or TiB (see
+:func:`quantity_pattern`)."""
+
+
+def quantity_pattern(suffixes: Mapping[str, int]) -> str:
+    """A regular expression matching exactly the strings :func:`~costcalc.units.parse_count` or
+    :func:`~costcalc.units.parse_bytes` (with these ``suffixes``) read as a positive whole number:
+    a number, a suffix in any case, a non-zero digit, at most MAX_DIGITS digits.
+
+    After a suffix of 10^k the number may have k decimals (then only zeros); after one of 2^j a
+    decimal tail is whole when, written as n digits, it is a multiple of 5^n: every such tail of
+    up to IEC_DECIMALS digits is listed (``.5``, ``.25``, ``.75``, ``.125``, ...).
+    """
+    numbers = []
+    for suffix, factor in suffixes.items():
+        letters = "".join(f"[{c.lower()}{c.upper()}]" for c in suffix)
+        numbers.append(rf"\d+{_whole_decimals(factor)}\s*{letters}")
+    return rf"^(?=[^1-9]*[1-9])(?!(?:\D*\d){{{MAX_DIGITS + 1}}})\s*(?:{'|'.join(numbers)})\s*$"
+
+
+def _whole_decimals(factor: int) -> str:
+    """A pattern for the decimals (optional) that keep a number times ``factor`` whole."""
+    k = 0
+    while factor % 10 ** (k + 1) == 0:
+        k += 1
+    if factor == 10**k:
+        return rf"(?:\.\d{{1,{k}}}0*)?" if k else r"(?:\.0+)?"
+    tails = [
+        f"{tail:0{n}d}"
+        for n in range(1, IEC_DECIMALS + 1)
+        for tail in range(5**n, 10**n, 5**n)
+        if tail % 10
+    ]
+    return rf"(?:\.(?:0+|(?:{'|'.join(tails)})0*))?"
+
+
 ParamLimit = Annotated[
-    int, BeforeValidator(_quantity(parse_count)), Field(strict=True, ge=1), _quantity_schema("30M")
+    int,
+    BeforeValidator(_quantity(parse_count)),
+    Field(strict=True, ge=1),
+    _quantity_schema(COUNT_SUFFIXES, "30M"),
 ]
 ByteLimit = Annotated[
-    int, BeforeValidator(_quantity(parse_bytes)), Field(strict=True, ge=1), _quantity_schema("1GiB")
+    int,
+    BeforeValidator(_quantity(parse_bytes)),
+    Field(strict=True, ge=1),
+    _quantity_schema(BYTE_SUFFIXES, "1GiB"),
 ]
 
 
@@ -95,27 +152,56 @@ class Budget(BaseModel):
 class ConfigFile(ModelSpec):
     """The whole costcalc config format: metadata, the model and its budget."""
 
+    schema_url: str | None = Field(
+        default=None,
+        alias="$schema",
+        description="The JSON Schema this file follows, for editors (costcalc does not read it).",
+    )
     name: str | None = Field(default=None, description="Short name shown in reports.")
     description: str | None = Field(default=None, description="One line about the model.")
     source: str | None = Field(default=None, description="Where the numbers come from.")
     budget: Budget | None = Field(default=None, description="Limits for `costcalc check`.")
 
 
+SCHEMA_DIALECT = "http://json-schema.org/draft-04/schema#"
+"""Draft 4: the dialect whose ``integer`` is costcalc's (``256.0`` is not one; from draft 6 on it
+is), read by every editor and validator."""
+
+
 def config_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of costcalc's config format."""
+    """The JSON Schema (draft 4) of costcalc's config format."""
     schema = ConfigFile.model_json_schema()
     # n_layers may be left out when layers gives every layer.
     schema["required"] = [key for key in schema["required"] if key != "n_layers"]
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        **schema,
-        "anyOf": [{"required": ["n_layers"]}, {"required": ["layers"]}],
-        "title": "costcalc model config",
-    }
+    definitions = schema.pop("$defs", {})
+    converted: dict[str, Any] = _draft4(
+        {
+            "$schema": SCHEMA_DIALECT,
+            **schema,
+            "anyOf": [{"required": ["n_layers"]}, {"required": ["layers"]}],
+            "title": "costcalc model config",
+            "definitions": definitions,
+        }
+    )
+    return converted
+
+
+def _draft4(node: Any) -> Any:
+    """``node`` with pydantic's ``#/$defs/`` references pointed at draft 4's ``definitions``."""
+    if isinstance(node, dict):
+        return {
+            key: value.replace("#/$defs/", "#/definitions/") if key == "$ref" else _draft4(value)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_draft4(item) for item in node]
+    return node
 
 
 SPEC_FIELDS: tuple[str, ...] = tuple(ModelSpec.model_fields)
-CONFIG_FIELDS: tuple[str, ...] = tuple(ConfigFile.model_fields)
+CONFIG_FIELDS: tuple[str, ...] = tuple(
+    info.alias or name for name, info in ConfigFile.model_fields.items()
+)
 
 
 def problems_from(
@@ -132,6 +218,7 @@ def problems_from(
     so a file hears about all its problems at once.
     """
     names = key_names or {}
+    yaml_text = doc is not None and not doc.path.lower().endswith(".json")
     errors = exc.errors(include_url=False)
     structure: list[tuple[str, str]] = []
     problems: list[Problem] = []
@@ -141,7 +228,8 @@ def problems_from(
             structure += cause.problems
             continue
         loc = tuple(str(part) for part in error["loc"])
-        problems.append(_problem(loc, _message(error, loc, known), doc, overrides, names))
+        message = _message(error, loc, known, yaml_text)
+        problems.append(_problem(loc, message, doc, overrides, names))
     if not structure and data is not None:
         structure = _structure_of_valid_fields(data, {str(e["loc"][0]) for e in errors if e["loc"]})
     problems += [_problem((field,), message, doc, overrides, names) for field, message in structure]
@@ -181,7 +269,7 @@ def _in_file_terms(message: str, names: Mapping[str, str]) -> str:
     return message
 
 
-def _message(error: Any, loc: KeyPath, known: tuple[str, ...]) -> str:
+def _message(error: Any, loc: KeyPath, known: tuple[str, ...], yaml_text: bool) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
         return unknown_key_message(loc[-1], Budget.model_fields if loc[0] == "budget" else known)
@@ -190,6 +278,17 @@ def _message(error: Any, loc: KeyPath, known: tuple[str, ...]) -> str:
         what = f" ({field.description})" if field is not None and field.description else ""
         return f"required{what}"
     value = error.get("input")
+    if isinstance(value, str) and (interpolation := INTERPOLATION.search(value)):
+        return (
+            f"{interpolation.group()} is an unresolved interpolation; costcalc reads values as "
+            "written: resolve the config first (OmegaConf.to_yaml(cfg, resolve=True)) or write "
+            "the value"
+        )
+    if kind == "bool_type" and yaml_text and str(value).lower() in YAML11_BOOLEANS:
+        return (
+            f"expected true or false; '{value}' is a boolean only in YAML 1.1, and costcalc "
+            "reads YAML 1.2, where it is text"
+        )
     shown = repr(value) if not isinstance(value, dict | list) else type(value).__name__
     if kind == "value_error":  # our own validators' messages already say what was given
         return str((error.get("ctx") or {}).get("error", error["msg"]))

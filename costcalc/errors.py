@@ -40,6 +40,7 @@ class Problem:
     field: str
     message: str
     line: int | None = None
+    column: int | None = None
 
     def __str__(self) -> str:
         where = f" (line {self.line})" if self.line is not None else ""
@@ -65,10 +66,13 @@ class UnsupportedModelError(ConfigError):
 class FileReadError(CostcalcError, OSError):
     """A config file that cannot be read or parsed at all."""
 
-    def __init__(self, path: str, reason: str, line: int | None = None) -> None:
+    def __init__(
+        self, path: str, reason: str, line: int | None = None, column: int | None = None
+    ) -> None:
         self.path = path
         self.reason = reason
         self.line = line
+        self.column = column
         where = f":{line}" if line is not None else ""
         super().__init__(f"{shown(path)}{where}: {shown(reason)}")
 

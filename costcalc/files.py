@@ -4,7 +4,8 @@ Whatever is wrong with a file (missing, a directory, too large, binary, not UTF-
 several documents, duplicate keys, tags that would build Python objects, a tagged value its tag
 cannot read, integers not in plain decimal, NaN, too many values, nesting too deep, keys too long)
 becomes one :class:`FileReadError` naming the file and, where known, the line. JSON and YAML
-share one set of caps, and the work done is linear in the size of the file.
+share one set of caps, and the work done is linear in the size of the file. Booleans are YAML
+1.2's: ``true`` and ``false``; ``yes``, ``no``, ``on`` and ``off`` are text.
 """
 
 from __future__ import annotations
@@ -161,6 +162,7 @@ def os_reason(exc: OSError) -> str:
 
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
 _DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)")
 """YAML 1.1's decimal integers: the only form a costcalc integer may take."""
 
@@ -204,16 +206,32 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
             node,
         )
 
+    def construct_yaml_bool(self, node: yaml.ScalarNode) -> bool:
+        text = str(self.construct_scalar(node)).lower()
+        if text not in ("true", "false"):  # `!!bool yes`: no boolean in YAML 1.2
+            raise ValueError(text)
+        return text == "true"
 
+
+# YAML 1.2's booleans: `yes`, `no`, `on` and `off` are text, as editors and validators read them.
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+_Loader.add_constructor(_BOOL_TAG, _Loader.construct_yaml_bool)
 
 
 class _RefusedError(Exception):
-    """A value the loader refuses: why, and the line (1-based) where known."""
+    """A value the loader refuses: why, and the line and column (1-based) where known."""
 
     def __init__(self, reason: str, where: yaml.Node | int | None = None) -> None:
         self.reason = reason
         self.line = where.start_mark.line + 1 if isinstance(where, yaml.Node) else where
+        self.column = where.start_mark.column + 1 if isinstance(where, yaml.Node) else None
 
 
 def _too_long(digits: int) -> str:
@@ -250,7 +268,7 @@ def _parse_yaml(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
         lines = dict(_key_lines(node, (), set()))
         return loader.construct_object(node, deep=True), lines
     except _RefusedError as exc:
-        raise FileReadError(name, exc.reason, exc.line) from None
+        raise FileReadError(name, exc.reason, exc.line, exc.column) from None
     except yaml.MarkedYAMLError as exc:
         raise _yaml_error(name, exc) from None
     except yaml.YAMLError as exc:
@@ -272,7 +290,8 @@ def _yaml_error(name: str, exc: yaml.MarkedYAMLError) -> FileReadError:
         problem = f"YAML tag {tag} refused: only plain data is read"
     if mark is None:
         return FileReadError(name, problem)
-    return FileReadError(name, f"{problem} (column {mark.column + 1})", mark.line + 1)
+    column = mark.column + 1
+    return FileReadError(name, f"{problem} (column {column})", mark.line + 1, column)
 
 
 def _check_size(root: yaml.Node, name: str) -> None:
@@ -362,9 +381,8 @@ def _parse_json(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
             object_pairs_hook=no_duplicates,
         )
     except json.JSONDecodeError as exc:
-        raise FileReadError(
-            name, f"malformed JSON: {exc.msg} (column {exc.colno})", exc.lineno
-        ) from None
+        reason = f"malformed JSON: {exc.msg} (column {exc.colno})"
+        raise FileReadError(name, reason, exc.lineno, exc.colno) from None
     except _RefusedError as exc:
         raise FileReadError(name, exc.reason, exc.line) from None
     except RecursionError:

@@ -7,6 +7,7 @@ KiB, MiB, GiB, TiB are 2^10, 2^20, 2^30, 2^40 bytes. A bare "GB" never means GiB
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Literal
 
@@ -41,6 +42,10 @@ _BYTE_SUFFIXES: dict[str, int] = {
     "tib": 2**40,
 }
 _COUNT_SUFFIXES: dict[str, int] = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
+COUNT_SUFFIXES: Mapping[str, int] = _COUNT_SUFFIXES
+"""What parse_count reads after a number (lower case; a bare number is a count)."""
+BYTE_SUFFIXES: Mapping[str, int] = {"": 1, **_BYTE_SUFFIXES}
+"""What parse_bytes reads after a number (lower case; a bare number is bytes)."""
 MAX_DIGITS = 100
 """Most digits a size may be written with, in a config or on the command line (Python refuses
 to convert a number past 4,300 digits anyway)."""
@@ -79,7 +84,7 @@ def format_percent(ratio: Fraction) -> str:
     return f"{tenths // 10}.{tenths % 10}%"
 
 
-def _parse(text: str, suffixes: dict[str, int], what: str, example: str) -> int:
+def _parse(text: str, suffixes: Mapping[str, int], what: str, example: str) -> int:
     match = _QUANTITY.fullmatch(text)
     factor = suffixes.get(match.group(2).lower()) if match else None
     if match is None or factor is None:
@@ -98,8 +103,7 @@ def _parse(text: str, suffixes: dict[str, int], what: str, example: str) -> int:
 
 def parse_bytes(text: str) -> int:
     """'24GiB' -> 25,769,803,776; '1.5GB' -> 1,500,000,000; a bare number is bytes; never 0."""
-    suffixes = {"": 1, **_BYTE_SUFFIXES}
-    return _parse(text, suffixes, "byte size", "24GiB, 80GB, 512MiB")
+    return _parse(text, BYTE_SUFFIXES, "byte size", "24GiB, 80GB, 512MiB")
 
 
 def parse_count(text: str) -> int:

@@ -140,7 +140,7 @@ def test_every_problem_of_a_file_at_once(cli: Invoke, write: Any) -> None:
             "message": "d_model 256 does not split into 7 equal heads (256 % 7 = 4); nearest "
             "valid head counts: 4, 8; or give head_dim explicitly",
         },
-        {"field": "n_layers", "line": 5, "message": "Input should be a valid integer (got True)"},
+        {"field": "n_layers", "line": 5, "message": "Input should be a valid integer (got 'yes')"},
         {"field": "norm_bias", "line": 7, "message": "RMSNorm has no bias; use norm: layernorm"},
         {
             "field": "ffn_hidden",
@@ -249,11 +249,11 @@ def test_nanogpt_problems_come_together(cli: Invoke, write: Any) -> None:
     config |= {"dropout": 1.5, "n_emb": 1}
     found = findings(cli, str(write(json.dumps(config, indent=0), "nano.json")))
     assert [(f["field"], f["line"], f["message"]) for f in found] == [
+        ("block_size", 2, "required (Longest sequence (rows of a learned position table).)"),
         ("n_layer", 3, "Input should be a valid integer (got True)"),
         ("bias", 6, "Input should be a valid boolean (got 'no')"),
         ("dropout", 7, "a probability in [0, 1) (got 1.5)"),
         ("n_emb", 8, "unknown key in a nanoGPT-style config; did you mean 'n_embd'?"),
-        ("block_size", None, "required (Longest sequence (rows of a learned position table).)"),
     ]
 
 
@@ -424,6 +424,7 @@ def test_glob_matching_nothing_is_a_finding(cli: Invoke, tmp_path: Path) -> None
         "format": None,
         "name": None,
         "parameters": None,
+        "skipped": None,
         "findings": [{"field": None, "line": None, "message": "no file matches this pattern"}],
     }
     assert records[1]["ok"]
@@ -442,6 +443,7 @@ def test_json_record_of_a_passing_file(cli: Invoke) -> None:
             "format": "costcalc",
             "name": "gpt2-small",
             "parameters": 124_439_808,  # transformers' count (tests/golden/hf_reference.json)
+            "skipped": None,
             "findings": [],
         }
     ]
@@ -467,7 +469,8 @@ def test_github_annotations_escape_their_values(cli: Invoke, tmp_path: Path) -> 
     assert result.exit_code == 1
     escaped = str(path).replace("%", "%25").replace(":", "%3A").replace(",", "%2C")
     assert result.stdout.splitlines() == [
-        f"::error file={escaped},line=2,title=costcalc check::duplicate key 'd_model' (first on "
+        f"::error file={escaped},line=2,col=1,title=costcalc check::duplicate key 'd_model' "
+        "(first on "
         "line 1)",
         "1 file, 1 failed",
     ]
@@ -486,14 +489,15 @@ def test_schema_describes_the_config_format(cli: Invoke) -> None:
     result = cli("schema")
     assert result.exit_code == 0
     schema = json.loads(result.stdout)
-    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["$schema"] == "http://json-schema.org/draft-04/schema#"
     assert schema["additionalProperties"] is False
     assert sorted(schema["required"]) == sorted(["vocab_size", "d_model", "context_length"])
     assert schema["anyOf"] == [{"required": ["n_layers"]}, {"required": ["layers"]}]
     preset = yaml.safe_load(GPT2_SMALL.read_text())
     assert set(preset) <= set(schema["properties"])
     assert schema["properties"]["d_model"]["type"] == "integer"
-    budget = schema["$defs"]["Budget"]
+    assert "$schema" in schema["properties"]
+    budget = schema["definitions"]["Budget"]
     assert set(budget["properties"]) == {"max_params", "max_weight_bytes", "dtype"}
     assert budget["properties"]["dtype"]["enum"] == ["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
 
@@ -501,11 +505,12 @@ def test_schema_describes_the_config_format(cli: Invoke) -> None:
 # --- Ecosystem -----------------------------------------------------------------------------
 
 
-def test_pre_commit_hook_runs_check_on_yaml_and_json() -> None:
+def test_pre_commit_hook_checks_the_models_among_yaml_and_json() -> None:
     [hook] = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == "costcalc-check"
-    assert hook["entry"] == "costcalc check"
+    assert hook["entry"] == "costcalc check --models-only"
     assert hook["types_or"] == ["yaml", "json"]
+    assert hook["require_serial"] is True  # one run, one summary
     assert f"id: {hook['id']}" in (ROOT / "docs" / "ci.md").read_text()
 
 

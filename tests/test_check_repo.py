@@ -113,6 +113,7 @@ EXPECTED = [
         None,
         None,
         [
+            ("n_layers", 1, "required (Number of transformer blocks L.)"),  # the top mapping
             ("n_layer", 4, "unknown key; did you mean 'n_layers'?"),
             (
                 "n_kv_heads",
@@ -121,7 +122,6 @@ EXPECTED = [
                 "(n_heads must be a multiple of n_kv_heads)",
             ),
             ("tie_embedings", 7, "unknown key; did you mean 'tie_embeddings'?"),
-            ("n_layers", None, "required (Number of transformer blocks L.)"),
         ],
     ),
     (
@@ -170,6 +170,7 @@ def test_the_whole_tree_in_one_run(cli: Invoke) -> None:
             "format": fmt,
             "name": name,
             "parameters": parameters,
+            "skipped": None,
             "findings": [
                 {"field": field, "line": line, "message": message}
                 for field, line, message in findings
@@ -201,21 +202,30 @@ def test_table_report_groups_findings_by_file_and_sums_up(cli: Invoke) -> None:
 
 
 @pytest.mark.usefixtures("in_repo")
-def test_github_annotations_for_every_finding(cli: Invoke) -> None:
+def test_github_annotations_stop_at_ten(cli: Invoke) -> None:
     result = cli("check", "configs", "experiments/*.yml", "--max-params", "200M", "-f", "github")
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    findings = sum(len(item[4]) for item in EXPECTED)
-    assert len([line for line in lines if line.startswith("::error ")]) == findings
-    assert any(
-        line.startswith(
-            "::error file=configs/bad/heads-7.yaml,line=7,title=costcalc check::n_heads:"
-        )
-        for line in lines
+    findings = [(item[0], finding) for item in EXPECTED for finding in item[4]]
+    assert len(findings) == 20
+    annotations = [line for line in lines if line.startswith("::error ")]
+    assert len(annotations) == 10  # GitHub shows no more of a step
+    assert annotations[0] == (
+        "::error file=configs/bad/broken.yaml,line=3,col=9,title=costcalc check::malformed YAML: "
+        "did not find expected ',' or ']' (column 9)"
     )
-    assert (
-        "::error file=experiments/gpt2-medium.yml,title=costcalc check::--max-params: "
-        "354,823,168 parameters exceed the limit of 200,000,000" in lines
+    assert any(
+        line.startswith("::error file=configs/bad/heads-7.yaml,line=7,title=costcalc check::")
+        for line in annotations
+    )
+    assert annotations[-1] == (
+        "::error title=costcalc check::11 more findings in 5 files, listed in the log below"
+    )
+    rest = lines[lines.index(annotations[-1]) + 1 : -1]
+    assert len(rest) == 11
+    assert rest[-1] == (
+        "experiments/gpt2-medium.yml: --max-params: 354,823,168 parameters exceed the limit of "
+        "200,000,000"
     )
     assert lines[-1] == "14 files, 11 failed"
 

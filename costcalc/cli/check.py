@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
@@ -11,6 +12,7 @@ from costcalc.cli.common import user_errors
 
 if TYPE_CHECKING:
     from costcalc.check import FileReport
+    from costcalc.errors import Problem
 
 
 class CheckFormat(StrEnum):
@@ -49,6 +51,22 @@ def check(
     fmt: Annotated[
         CheckFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
     ] = CheckFormat.table,
+    models_only: Annotated[
+        bool,
+        typer.Option(
+            "--models-only",
+            help="Skip, with a note, YAML/JSON files that are no model config (package.json, "
+            "workflows, tokenizer_config.json) instead of failing them.",
+        ),
+    ] = False,
+    key: Annotated[
+        str | None,
+        typer.Option(
+            "--key",
+            help="Read the model from this key of a larger file, e.g. model or model.init_args "
+            "(a Hydra or Lightning config).",
+        ),
+    ] = None,
 ) -> None:
     """Check model configs: readable, valid, buildable, within budget. Exit 0 when every file
     passes, 1 when any has findings, 2 on wrong usage.
@@ -56,7 +74,7 @@ def check(
     Formats: costcalc's own YAML/JSON (its `budget:` section is checked too), nanoGPT-style
     configs and Hugging Face config.json.
     """
-    from costcalc.check import Limits, check_paths
+    from costcalc.check import Limits, Reading, check_paths
     from costcalc.compute import check_count
     from costcalc.config import Budget
     from costcalc.units import check_dtype, parse_bytes, parse_count
@@ -69,7 +87,8 @@ def check(
         )
         if length is not None:
             check_count("length", length)
-    reports = check_paths(paths, Limits(budget, length))
+        reading = Reading(models_only, key_path(key))
+    reports = check_paths(paths, Limits(budget, length), reading)
     if fmt is CheckFormat.json:
         from costcalc.render import to_json
 
@@ -80,16 +99,36 @@ def check(
         typer.echo(to_jsonl([report.to_dict() for report in reports]))
     elif fmt is CheckFormat.github:
         typer.echo(github_annotations(reports))
+        if os.environ.get("GITHUB_STEP_SUMMARY"):
+            write_job_summary(os.environ["GITHUB_STEP_SUMMARY"], reports)
     else:
         print_report(reports)
     if not all(report.ok for report in reports):
         raise typer.Exit(1)
 
 
+def key_path(key: str | None) -> tuple[str, ...]:
+    """``--key model.net`` as a path of keys; an empty part is a usage error."""
+    from costcalc.errors import UsageError
+
+    if key is None:
+        return ()
+    parts = tuple(key.split("."))
+    if not all(parts):
+        raise UsageError(f"--key '{key}' is not a path of keys (like model or model.init_args)")
+    return parts
+
+
 def summary(reports: list[FileReport]) -> str:
-    """'3 files, 1 failed'."""
+    """'3 files, 1 failed' (', 2 skipped' when any file is no model config)."""
     failed = sum(not report.ok for report in reports)
-    return f"{len(reports)} file{'' if len(reports) == 1 else 's'}, {failed} failed"
+    skipped = sum(report.skipped is not None for report in reports)
+    text = f"{_counted(len(reports), 'file')}, {failed} failed"
+    return text + (f", {skipped} skipped" if skipped else "")
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def print_report(reports: list[FileReport]) -> None:
@@ -101,6 +140,11 @@ def print_report(reports: list[FileReport]) -> None:
 
     out = Text()
     for report in reports:
+        if report.skipped is not None:
+            out.append("skip  ", style="dim")
+            out.append(shown(report.path), style="bold")
+            out.append(f"  {report.skipped}\n", style="dim")
+            continue
         out.append("ok    " if report.ok else "FAIL  ", style="green" if report.ok else "bold red")
         out.append(shown(report.path), style="bold")
         if report.model is not None:
@@ -117,21 +161,98 @@ def print_report(reports: list[FileReport]) -> None:
     Console(highlight=False, soft_wrap=True).print(out)
 
 
+MAX_ANNOTATIONS = 10
+"""GitHub shows at most 10 error annotations of a step; the rest are lost."""
+
+
 def github_annotations(reports: list[FileReport]) -> str:
-    """GitHub Actions workflow commands: one ``::error`` per finding, then the summary."""
+    """GitHub Actions workflow commands: an ``::error`` per finding (file, line and column where
+    known), at most MAX_ANNOTATIONS of them, the last counting the findings left as plain log
+    lines; a line per skipped file; then the summary."""
     from costcalc.errors import shown
 
-    lines = []
-    for report in reports:
-        for finding in report.findings:
-            props = f"file={_escape_property(shown(report.path))}"
-            if finding.line is not None:
-                props += f",line={finding.line}"
-            message = f"{finding.field}: {finding.message}" if finding.field else finding.message
-            message = shown(message)
-            lines.append(f"::error {props},title=costcalc check::{_escape_data(message)}")
+    findings = [(report, finding) for report in reports for finding in report.findings]
+    shown_count = len(findings) if len(findings) <= MAX_ANNOTATIONS else MAX_ANNOTATIONS - 1
+    lines = [_annotation(report.path, finding) for report, finding in findings[:shown_count]]
+    rest = findings[shown_count:]
+    if rest:
+        files = len({report.path for report, _ in rest})
+        lines.append(
+            f"::error title=costcalc check::{_counted(len(rest), 'more finding')} in "
+            f"{_counted(files, 'file')}, listed in the log below"
+        )
+        lines += [_log_line(report.path, finding) for report, finding in rest]
+    lines += [
+        f"skipped {shown(report.path)}: {report.skipped}"
+        for report in reports
+        if report.skipped is not None
+    ]
     lines.append(summary(reports))
     return "\n".join(lines)
+
+
+def _annotation(path: str, finding: Problem) -> str:
+    from costcalc.errors import shown
+
+    props = f"file={_escape_property(shown(path))}"
+    if finding.line is not None:
+        props += f",line={finding.line}"
+        if finding.column is not None:
+            props += f",col={finding.column}"
+    message = f"{finding.field}: {finding.message}" if finding.field else finding.message
+    return f"::error {props},title=costcalc check::{_escape_data(shown(message))}"
+
+
+def _log_line(path: str, finding: Problem) -> str:
+    """A finding as compilers print one: ``path:line:column: field: message``."""
+    from costcalc.errors import shown
+
+    where = "".join(f":{n}" for n in (finding.line, finding.column) if n is not None)
+    message = f"{finding.field}: {finding.message}" if finding.field else finding.message
+    return shown(f"{path}{where}: {message}")
+
+
+def write_job_summary(path: str, reports: list[FileReport]) -> None:
+    """Append a markdown table of the run to ``path`` (GitHub's ``$GITHUB_STEP_SUMMARY``)."""
+    from costcalc.errors import FileReadError
+    from costcalc.files import os_reason
+
+    try:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(job_summary(reports))
+    except OSError as exc:
+        raise FileReadError(path, f"cannot write the job summary: {os_reason(exc)}") from None
+
+
+def job_summary(reports: list[FileReport]) -> str:
+    """The run as markdown: the summary, then a row per finding (file, line, field, message)
+    and the parameters of every file that passed."""
+    rows = ["## costcalc check", "", f"**{summary(reports)}**", ""]
+    findings = [(report, f) for report in reports for f in report.findings]
+    if findings:
+        rows += ["| file | line | field | finding |", "|---|---|---|---|"]
+        rows += [
+            f"| {_cell(report.path)} | {f.line or ''} | {_cell(f.field)} | {_cell(f.message)} |"
+            for report, f in findings
+        ]
+        rows.append("")
+    passed = [r for r in reports if r.ok and r.skipped is None and r.model is not None]
+    if passed:
+        rows += ["| passed | model | parameters |", "|---|---|---:|"]
+        rows += [
+            f"| {_cell(r.path)} | {_cell(r.model.name)} ({r.model.format}) | {r.parameters:,} |"
+            for r in passed
+            if r.model is not None
+        ]
+        rows.append("")
+    return "\n".join(rows) + "\n"
+
+
+def _cell(text: str) -> str:
+    """``text`` safe in a markdown table cell: printable, no pipe or line break."""
+    from costcalc.errors import shown
+
+    return shown(text).replace("\\", "\\\\").replace("|", "\\|") if text else ""
 
 
 def _escape_data(text: str) -> str:

@@ -1,0 +1,203 @@
+"""`costcalc schema` and `costcalc check` agree on every single-field rule.
+
+Each case puts one value into a valid config and runs it through both costcalc and a JSON Schema
+validator (the `jsonschema` library, reading the YAML as YAML 1.2 does, as editors and
+check-jsonschema do); the two verdicts must be the same, and the expected one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from costcalc.config import config_schema
+from tests.conftest import Invoke
+
+BASE = "vocab_size: 100\ncontext_length: 64\nd_model: 64\nn_layers: 2\nn_heads: 4\n"
+"""A valid model of about 100k parameters, so that no budget case is over its limit."""
+
+
+class Yaml12Loader(yaml.SafeLoader):
+    """PyYAML with YAML 1.2's booleans (true and false only; yes, no, on, off are text)."""
+
+
+Yaml12Loader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+# (YAML line put into BASE (a key already there is replaced), accepted by both)
+CASES: list[tuple[str, bool]] = [
+    # sizes: strict positive integers
+    ("d_model: 64", True),
+    ("d_model: 0", False),
+    ("d_model: -64", False),
+    ("d_model: 64.0", False),
+    ("d_model: 6.4e1", False),
+    ("d_model: 64.5", False),
+    ('d_model: "64"', False),
+    ("d_model: true", False),
+    ("d_model: null", False),
+    ("n_layers: 2147483648", False),
+    ("n_layers: 2.0", False),
+    ("ffn_hidden: 256", True),
+    ("ffn_hidden: 256.0", False),
+    # booleans: YAML 1.2's true and false only
+    ("tie_embeddings: true", True),
+    ("tie_embeddings: false", True),
+    ("tie_embeddings: True", True),
+    ("tie_embeddings: FALSE", True),
+    ("tie_embeddings: yes", False),
+    ("tie_embeddings: no", False),
+    ("tie_embeddings: on", False),
+    ("tie_embeddings: off", False),
+    ("tie_embeddings: Yes", False),
+    ('tie_embeddings: "true"', False),
+    ("tie_embeddings: 1", False),
+    ("tie_embeddings: 0", False),
+    ("qkv_bias: y", False),
+    # choices
+    ("norm: rmsnorm", True),
+    ("norm: RMSNorm", False),
+    ("ffn: swiglu", True),
+    ("ffn: relu", False),
+    ("position: rotary", True),
+    ("position: alibi", False),
+    # text
+    ("name: tiny", True),
+    ("name: yes", True),  # text in YAML 1.2
+    ("name: 123", False),
+    ("name: null", True),
+    ("description: on", True),
+    ("$schema: ./costcalc.schema.json", True),
+    ("$schema: 5", False),
+    ("unknown_key: 1", False),
+    # budgets: counts
+    ("budget: {max_params: 30M}", True),
+    ("budget: {max_params: 30m}", True),
+    ("budget: {max_params: ' 30 M '}", True),
+    ("budget: {max_params: 30000000}", True),
+    ("budget: {max_params: '30000000'}", True),
+    ("budget: {max_params: '30000000.00'}", True),
+    ("budget: {max_params: 1.5B}", True),
+    ("budget: {max_params: 1.234T}", True),
+    ("budget: {max_params: 1.2340000T}", True),
+    ("budget: {max_params: 1.234567890123T}", True),
+    ("budget: {max_params: 1.2345678901234T}", False),
+    ("budget: {max_params: 0.5}", False),
+    ("budget: {max_params: '1000000.5'}", False),
+    ("budget: {max_params: 1.2345k}", False),
+    ("budget: {max_params: 30X}", False),
+    ("budget: {max_params: 1GiB}", False),
+    ("budget: {max_params: 30MB}", False),
+    ("budget: {max_params: 0}", False),
+    ("budget: {max_params: 0M}", False),
+    ("budget: {max_params: 0.000k}", False),
+    ("budget: {max_params: -30M}", False),
+    ("budget: {max_params: 3.0e7}", False),
+    ("budget: {max_params: 30000000.0}", False),
+    ("budget: {max_params: true}", False),
+    ("budget: {max_params: M}", False),
+    ("budget: {max_params: 1.M}", False),
+    ("budget: {max_params: '${budget.params}'}", False),
+    (f"budget: {{max_params: '{'9' * 100}'}}", True),
+    (f"budget: {{max_params: '{'9' * 101}'}}", False),
+    (f"budget: {{max_params: '{'9' * 99}.9B'}}", True),
+    (f"budget: {{max_params: '{'9' * 100}.9B'}}", False),
+    # budgets: byte sizes
+    ("budget: {max_weight_bytes: 1GiB}", True),
+    ("budget: {max_weight_bytes: 1gib}", True),
+    ("budget: {max_weight_bytes: 500MB}", True),
+    ("budget: {max_weight_bytes: 1.5GB}", True),
+    ("budget: {max_weight_bytes: 1.5GiB}", True),
+    ("budget: {max_weight_bytes: 1.25GiB}", True),
+    ("budget: {max_weight_bytes: 1.0625GiB}", True),
+    ("budget: {max_weight_bytes: 1.06250GiB}", True),
+    ("budget: {max_weight_bytes: 0.5KiB}", False),  # 512 bytes: a whole size, over budget
+    ("budget: {max_weight_bytes: 1.1GiB}", False),
+    ("budget: {max_weight_bytes: 0.1KiB}", False),
+    ("budget: {max_weight_bytes: 1.0GiB}", True),
+    ("budget: {max_weight_bytes: 1000000000b}", True),
+    ("budget: {max_weight_bytes: '1000000000'}", True),
+    ("budget: {max_weight_bytes: 1000000000.5b}", False),
+    ("budget: {max_weight_bytes: 1GB.}", False),
+    ("budget: {max_weight_bytes: 1Gi}", False),
+    ("budget: {max_weight_bytes: 30M}", False),
+    ("budget: {max_weight_bytes: 0GiB}", False),
+    ("budget: {dtype: bf16}", True),
+    ("budget: {dtype: BF16}", False),
+    ("budget: {dtype: fp7}", False),
+    ("budget: {dtype: 16}", False),
+    ("budget: {max_params: 30M, extra: 1}", False),
+]
+BUDGET_ONLY = {"budget: {max_weight_bytes: 0.5KiB}"}
+"""Cases costcalc refuses for being over their budget, not for their value: the schema accepts
+their value, and costcalc's only finding is the budget's."""
+
+
+def config_text(line: str) -> str:
+    key = line.split(":")[0]
+    kept = [kept for kept in BASE.splitlines() if kept.split(":")[0] != key]
+    return "\n".join([*kept, line]) + "\n"
+
+
+def schema_verdict(text: str) -> bool:
+    data = yaml.load(text, Loader=Yaml12Loader)
+    validator = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
+    return validator.is_valid(data)
+
+
+SCHEMA = config_schema()
+
+
+def costcalc_findings(cli: Invoke, path: Path) -> list[dict[str, Any]]:
+    result = cli("check", str(path), "--format", "json")
+    [record] = json.loads(result.stdout)
+    return list(record["findings"])
+
+
+@pytest.mark.parametrize(("line", "accepted"), CASES, ids=[line for line, _ in CASES])
+def test_schema_and_check_agree(cli: Invoke, tmp_path: Path, line: str, accepted: bool) -> None:
+    path = tmp_path / "model.yaml"
+    text = config_text(line)
+    path.write_text(text, encoding="utf-8")
+    found = costcalc_findings(cli, path)
+    if line in BUDGET_ONLY:
+        [finding] = found
+        assert finding["message"].endswith("over the limit of 512 bytes (512 B, 512 B)")
+        assert schema_verdict(text)
+        return
+    assert (not found, schema_verdict(text)) == (accepted, accepted), found
+
+
+@pytest.mark.parametrize(
+    ("value", "accepted"), [("64", True), ("64.0", False), ("6.4e1", False), ("true", False)]
+)
+def test_json_configs_agree(cli: Invoke, tmp_path: Path, value: str, accepted: bool) -> None:
+    path = tmp_path / "model.json"
+    text = f'{{"vocab_size": 100, "context_length": 64, "d_model": {value}, "n_layers": 2, '
+    text += '"n_heads": 4, "$schema": "./costcalc.schema.json"}'
+    path.write_text(text, encoding="utf-8")
+    found = costcalc_findings(cli, path)
+    validator = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
+    assert (not found, validator.is_valid(json.loads(text))) == (accepted, accepted), found
+
+
+def test_every_shipped_preset_is_valid_under_the_schema() -> None:
+    from tests.conftest import ROOT
+
+    validator = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
+    for preset in sorted((ROOT / "presets").glob("*.yaml")):
+        if preset.name == "aliases.yaml":  # names for presets, no model
+            continue
+        data = yaml.load(preset.read_text(), Loader=Yaml12Loader)
+        assert validator.is_valid(data), (preset.name, list(validator.iter_errors(data))[:1])
