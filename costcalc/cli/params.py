@@ -83,7 +83,7 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
     from costcalc.compute import compute_grids
     from costcalc.explain import explain as explain_rows
     from costcalc.render import Grid
-    from costcalc.units import DTYPES, format_bytes, format_count, format_percent
+    from costcalc.units import DTYPES, format_bytes, format_count
 
     names = [result.model.name for result in results]
     counts = [result.parameters for result in results]
@@ -94,28 +94,28 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
         if key not in optional or any(getattr(c, key) for c in counts)
     ]
     rows = [[label, *(_cell(getattr(c, key)) for c in counts)] for key, label in shown]
-    rows.append(
-        [
-            "tying saves",
-            *(
-                f"{c.tying_saving:,} (+{format_percent(c.untied_increase)})"
-                + ("" if result.model.spec.tie_embeddings else ", not tied")
-                for c, result in zip(counts, results, strict=True)
-            ),
-        ]
+    rows.insert(
+        next(i for i, (k, _) in enumerate(shown) if k == "total") + 1,
+        ["non-embedding (nanoGPT)", *(f"{c.non_embedding:,}" for c in counts)],
     )
+    rows.append(["tying saves (V x E)", *(f"{c.tying_saving:,}" for c in counts)])
     if any(c.active != c.total for c in counts):
         rows.append(["active per token", *(format_count(c.active) for c in counts)])
     emphasis = frozenset(index for index, (key, _) in enumerate(shown) if key == "total")
     notes = [
         "Totals count tied weights once; the untied total gives the LM head a matrix of its own.",
-        "Tying saves the output matrix V x E (an untied model would save it too); the percentage "
-        "is how much larger the untied total is than the tied one.",
+        "Non-embedding: the total minus the position table, as nanoGPT's "
+        "get_num_params(non_embedding=True) counts Kaplan et al.'s N (a tied token table stays "
+        "in, as the LM head's weights).",
+        *(_tying_note(r.model.name, r.parameters, r.model.spec.tie_embeddings) for r in results),
         *(f"{r.model.name}: {note}" for r in results for note in r.model.notes),
     ]
-    if any(c.per_block is None for c in counts):
-        notes.append("Blocks that differ are counted per kind in the block tables below.")
-    grids = [Grid("Parameters", ["", *names], rows, notes, emphasis)]
+    if any(c.active != c.total for c in counts):
+        notes.append(
+            "Active per token: the total less the routed experts a token is not sent to (all but "
+            "the top-k of each MoE block); shared experts and routers count in full."
+        )
+    grids = [Grid("Parameters", ["", *names], rows, notes, emphasis), share_grid(names, counts)]
     grids += [
         stack_grid(result.model.name, result.parameters)
         for result in results
@@ -146,6 +146,53 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
     if computed:
         grids += compute_grids(names, computed)
     return grids
+
+
+def _tying_note(name: str, report: ParamReport, tied: bool) -> str:
+    """Tying in words: what it saves, as a share of the untied model and the other way round."""
+    from costcalc.units import format_percent
+
+    verb = ": tying saves" if tied else " is not tied; tying would save"
+    return (
+        f"{name}{verb} V x E = {report.tying_saving:,} parameters "
+        f"({format_percent(report.tying_share)} of the untied model; the untied model is "
+        f"{format_percent(report.untied_increase)} larger)."
+    )
+
+
+PART_LABELS = {
+    "token_embedding": "token embedding",
+    "position_embedding": "position embedding",
+    "embedding_projection": "embedding projections",
+    "embedding_norm": "embedding norm",
+    "attention": "token mixers (all blocks)",
+    "ffn": "FFNs (all blocks)",
+    "norms": "norms (all blocks)",
+    "final_norm": "final norm",
+    "lm_head": "LM head",
+}
+
+
+def share_grid(names: list[str], counts: list[ParamReport]) -> Grid:
+    """Each part's share of the total, a column per model; parts no model has are left out."""
+    from fractions import Fraction
+
+    from costcalc.render import Grid
+    from costcalc.units import format_percent
+
+    parts = [c.parts() for c in counts]
+    rows = [
+        [
+            label,
+            *(
+                format_percent(Fraction(p[key], c.total))
+                for p, c in zip(parts, counts, strict=True)
+            ),
+        ]
+        for key, label in PART_LABELS.items()
+        if any(p[key] for p in parts)
+    ]
+    return Grid("Share of the total", ["", *names], rows)
 
 
 def _cell(value: int | None) -> str:

@@ -6,10 +6,12 @@ from typing import Annotated
 
 import typer
 
-from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.cli.common import Command, FormatOption, Group, emit, user_errors
 from costcalc.render import OutputFormat
 
-app = typer.Typer(help="List the shipped presets, or show one as YAML.", no_args_is_help=False)
+app = typer.Typer(
+    cls=Group, help="List the shipped presets, or show one as YAML.", no_args_is_help=False
+)
 
 
 @app.callback(invoke_without_command=True)
@@ -51,7 +53,7 @@ def presets(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
     emit(fmt, data, [Grid("Presets", ["name", "parameters", "model", "source"], rows)])
 
 
-@app.command("show")
+@app.command("show", cls=Command)
 def show(name: Annotated[str, typer.Argument(help="Preset name or alias.")]) -> None:
     """Print a preset's YAML: a valid --config file to start from."""
     from costcalc.presets import preset_text

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperCommand
 
-from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.cli.common import Command, FormatOption, emit, user_errors
 from costcalc.cli.workload import PANEL, CausalOption
 from costcalc.render import OutputFormat
 
@@ -55,7 +54,7 @@ def spread_values(args: Sequence[str], names: Sequence[str]) -> list[str]:
     return out
 
 
-class ListOptionsCommand(TyperCommand):
+class ListOptionsCommand(Command):
     """A command whose list options take several values after one flag: ``--d 256 512``."""
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
