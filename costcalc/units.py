@@ -97,9 +97,18 @@ def _parse(text: str, suffixes: dict[str, int], what: str, example: str) -> int:
 
 
 def parse_bytes(text: str) -> int:
-    """'24GiB' -> 25,769,803,776; '1.5GB' -> 1,500,000,000; a bare number is bytes; never 0."""
-    suffixes = {"": 1, **_BYTE_SUFFIXES}
-    return _parse(text, suffixes, "byte size", "24GiB, 80GB, 512MiB")
+    """'24GiB' -> 25,769,803,776; '1.5GB' -> 1,500,000,000; '512B' -> 512; never 0. A bare
+    number is refused: 24 could be bytes or GiB, and costcalc never guesses."""
+    match = _QUANTITY.fullmatch(text)
+    if (
+        match is not None
+        and not match.group(2)
+        and len(text) <= MAX_DIGITS
+        and Fraction(match.group(1))
+    ):
+        number = match.group(1)
+        raise UsageError(f"{number} what? Give a unit, e.g. {number}GiB, {number}GB or {number}B")
+    return _parse(text, {"": 1, **_BYTE_SUFFIXES}, "byte size", "24GiB, 80GB, 512MiB")
 
 
 def parse_count(text: str) -> int:

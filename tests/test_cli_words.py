@@ -100,3 +100,22 @@ def test_heads_short_form_everywhere(cli: Invoke) -> None:
     assert cli("heads", "--d", "256", "-H", "8").exit_code == 0
     assert cli("heads", "--d", "256", "--heads", "8").exit_code == 0
     assert cli("heads", "--d", "256", "--h", "8").exit_code == 0
+
+
+def test_invalid_heads_said_once(cli: Invoke) -> None:
+    # seed 000: D=256, H=7 is "invalid equal split".
+    result = cli("heads", "--d", "256", "--heads", "7")
+    assert result.exit_code == 1
+    said = "does not split into 7 equal heads"
+    assert (result.stdout + result.stderr).count(said) == 1
+    assert "Nearest valid head counts: H=4 (head_dim 64), H=8 (head_dim 32)." in result.stdout
+
+
+def test_length_past_a_rotary_context_is_a_warning(cli: Invoke) -> None:
+    result = cli("params", "-p", "qwen2.5-0.5b", "-T", "40000", "-f", "json")
+    assert result.exit_code == 0
+    assert (
+        "warning: 40,000 tokens is past qwen2.5-0.5b's trained context of 32,768" in result.stderr
+    )
+    assert "rotary positions run on" in result.stderr
+    assert cli("params", "-p", "qwen2.5-0.5b", "-T", "32768").stderr == ""

@@ -70,7 +70,7 @@ def check_grid(check: HeadCheck) -> Grid:
     if check.kv_heads is not None:
         rows.append(["key/value heads", f"{check.kv_heads:,}"])
     rows += [["head_dim", shown], ["verdict", check.verdict]]
-    notes = [*check.problems]
+    notes: list[str] = []  # the problems go to stderr, once
     width = check.query_width
     if check.explicit and width is not None and width != check.d_model:
         notes.append(

@@ -16,6 +16,7 @@ from costcalc.cli.workload import (
     LengthOption,
     PromptOption,
     RecomputeOption,
+    warn_past_context,
     workload_from,
 )
 from costcalc.render import OutputFormat
@@ -69,6 +70,7 @@ def params(
     with user_errors():
         workload = workload_from(batch, length, causal, recompute, prompt, generate)
         loaded, headers = models.load_with_checkpoints()
+        warn_past_context(loaded, workload)
         results = [params_result(model, workload) for model in loaded]
         views = [checkpoint_view(Path(cp.source).name, cp, None) for cp in headers]
     data = [result.to_dict() for result in results] + [header_only_record(v) for v in views]
