@@ -119,3 +119,25 @@ def test_length_past_a_rotary_context_is_a_warning(cli: Invoke) -> None:
     )
     assert "rotary positions run on" in result.stderr
     assert cli("params", "-p", "qwen2.5-0.5b", "-T", "32768").stderr == ""
+
+
+def test_mac_explain_arithmetic_is_right(cli: Invoke) -> None:
+    from costcalc.compute import mac_report
+    from costcalc.explain import explain_macs
+
+    checked = 0
+    for name in ("gpt2-small", "gemma-2-2b", "mixtral-8x7b", "opt-125m"):
+        spec = load_preset(name).spec
+        for causal in (False, True):
+            report = mac_report(spec, 2, 1000, causal)
+            for row, text in explain_macs(spec, report, 2, 1000, causal).items():
+                *_, expression, value = re.split(r" = | => ", text)
+                assert int(value.replace(",", "")) == getattr(report, row), (name, row)
+                if re.fullmatch(r"[\d,x+() ]+", expression):
+                    assert eval(expression.replace(",", "").replace("x", "*")) == getattr(
+                        report, row
+                    )
+                    checked += 1
+    assert checked >= 40
+    out = cli("params", "-p", "gpt2-small", "--length", "1024", "--explain").stdout
+    assert "How the forward MACs of gpt2-small are counted" in out

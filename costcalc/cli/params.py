@@ -22,6 +22,7 @@ from costcalc.cli.workload import (
 from costcalc.render import OutputFormat
 
 if TYPE_CHECKING:
+    from costcalc.compute import ComputeResult
     from costcalc.params import ParamReport
     from costcalc.render import Grid
     from costcalc.results import ParamsResult
@@ -126,7 +127,12 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
     if explain:
         for result in results:
             formulas = explain_rows(result.model.spec, result.parameters)
-            explain_rows_ = [[label, formulas[key]] for key, label in shown if key in formulas]
+            labels = [
+                *shown,
+                ("non_embedding", "non-embedding (nanoGPT)"),
+                ("active", "active per token"),
+            ]
+            explain_rows_ = [[label, formulas[key]] for key, label in labels if key in formulas]
             grids.append(
                 Grid(f"How {result.model.name} is counted", ["", "formula"], explain_rows_)
             )
@@ -147,7 +153,26 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
     computed = [result.compute for result in results if result.compute is not None]
     if computed:
         grids += compute_grids(names, computed)
+    if explain:
+        grids += [
+            mac_explain_grid(result.model.name, result.compute)
+            for result in results
+            if result.compute is not None and result.compute.forward is not None
+        ]
     return grids
+
+
+def mac_explain_grid(name: str, compute: ComputeResult) -> Grid:
+    """Each forward MAC row of one model with its formula and numbers."""
+    from costcalc.compute import FORWARD_ROWS
+    from costcalc.explain import explain_macs
+    from costcalc.render import Grid
+
+    w = compute.workload
+    assert compute.forward is not None and w.length is not None
+    formulas = explain_macs(compute.spec, compute.forward, w.batch, w.length, w.causal)
+    rows = [[label, formulas[key]] for key, label in FORWARD_ROWS if key in formulas]
+    return Grid(f"How the forward MACs of {name} are counted", ["", "formula"], rows)
 
 
 def _tying_note(name: str, report: ParamReport, tied: bool) -> str:

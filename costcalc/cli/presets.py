@@ -21,7 +21,7 @@ def presets(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
         return
     from costcalc.loaders import load_preset
     from costcalc.params import total_params
-    from costcalc.presets import aliases, preset_names
+    from costcalc.presets import aliases, preset_names, rests_on_assumptions
     from costcalc.render import Grid
     from costcalc.units import format_count
 
@@ -37,20 +37,26 @@ def presets(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
             "aliases": alias_of.get(m.name, []),
             "description": m.description,
             "source": m.source,
+            "assumed_values": rests_on_assumptions(m.source),
             "parameters": count,
         }
         for m, count in zip(models, counts, strict=True)
     ]
     rows = [
         [
-            ", ".join([m.name, *alias_of.get(m.name, [])]),
+            ", ".join([m.name, *alias_of.get(m.name, [])])
+            + (" *" if rests_on_assumptions(m.source) else ""),
             format_count(count),
             m.description or "",
             short_source(m.source or ""),
         ]
         for m, count in zip(models, counts, strict=True)
     ]
-    emit(fmt, data, [Grid("Presets", ["name", "parameters", "model", "source"], rows)])
+    notes = [
+        "* rests on assumed values (the source does not give them all); "
+        "`costcalc presets show NAME` says which."
+    ]
+    emit(fmt, data, [Grid("Presets", ["name", "parameters", "model", "source"], rows, notes)])
 
 
 @app.command("show", cls=Command)

@@ -25,7 +25,8 @@ SPEC_FIELDS = {
     "layers": "n_layers",
     "context": "context_length",
 }
-SEED_PRESET = "lrn-gpt"
+COURSE_PRESET = "lrn-gpt"
+COURSE_EXAMPLE = "the embedding notes' cost example"
 _NUMBER = re.compile(r"-?\d")
 
 
@@ -66,7 +67,11 @@ VocabOption = Annotated[list[int] | None, typer.Option("--vocab", help="Vocabula
 LayersOption = Annotated[list[int] | None, typer.Option("--layers", help="Layer counts L.")]
 LengthsOption = Annotated[
     list[int] | None,
-    typer.Option("--length", "-T", help="Tokens T per sequence (default 4, seed 000)."),
+    typer.Option(
+        "--length",
+        "-T",
+        help="Tokens T per sequence (default 4, as in the embedding notes' cost example).",
+    ),
 ]
 PresetOption = Annotated[
     list[str] | None,
@@ -78,7 +83,12 @@ ConfigOption = Annotated[
 ]
 BatchOption = Annotated[
     int | None,
-    typer.Option("--batch", "-B", help="Sequences B (default 2, seed 000).", rich_help_panel=PANEL),
+    typer.Option(
+        "--batch",
+        "-B",
+        help="Sequences B (default 2, as in the embedding notes' cost example).",
+        rich_help_panel=PANEL,
+    ),
 ]
 ContextOption = Annotated[
     list[int] | None, typer.Option("--context", help="Context lengths (position table rows).")
@@ -100,8 +110,9 @@ def scale(
     """Grow one dimension and see each leading cost term grow: values and ratios to the first.
 
     Vary one of --d, --vocab, --layers, --length, --context with two or more values
-    (`--d 256 512`); give the others one value to fix them. With no --preset/--config the base is
-    seed 000's setting: V=50,257, context 1,024, one GPT-2 block with r=4 and H=8, B=2, T=4.
+    (`--d 256 512`); give the others one value to fix them. With no model named, the base is the
+    cost example of the course notes on embeddings: V=50,257, context 1,024, one GPT-2 block
+    with r=4 and H=8 (lrn-gpt's GPTConfig, the course's small GPT), B=2, T=4.
     """
     from costcalc.errors import UsageError
     from costcalc.scale import SEED_BATCH, SEED_LENGTH, scale_grids, scale_result
@@ -128,7 +139,7 @@ def scale(
         for value, model in models:
             _check(model, B, value if T is None else T)
         seed = not preset and not config
-        name = "seed 000's setting" if seed else models[0][1].name
+        name = COURSE_EXAMPLE if seed else models[0][1].name
         result = scale_result(name, dimension, [(v, m.spec) for v, m in models], B, T, causal)
     setting = _setting(models[0][1], seed, B, T)
     emit(fmt, result.to_dict(), scale_grids(result, setting, chart=fmt is OutputFormat.table))
@@ -141,7 +152,8 @@ def _override(dimension: str, value: int) -> dict[str, int]:
 def _load(
     preset: list[str] | None, config: list[Path] | None, overrides: dict[str, Any]
 ) -> LoadedModel:
-    """The one base model with ``overrides``; seed 000's setting when none is named."""
+    """The one base model with ``overrides``; the embedding notes' cost example when none is
+    named."""
     from costcalc.errors import UsageError
     from costcalc.loaders import load_file, load_preset
 
@@ -152,7 +164,7 @@ def _load(
         return load_file(config[0], overrides)
     if preset:
         return load_preset(preset[0], overrides)
-    return load_preset(SEED_PRESET, {"n_layers": 1, **overrides})
+    return load_preset(COURSE_PRESET, {"n_layers": 1, **overrides})
 
 
 def _check(model: LoadedModel, batch: int, length: int) -> None:
@@ -168,7 +180,8 @@ def _setting(model: LoadedModel, seed: bool, B: int, T: int | None) -> str:
     workload = f"B={B:,}" + ("" if T is None else f", T={T:,}")
     if seed:
         return (
-            "Seed 000's setting: V=50,257, context 1,024, one GPT-2 block (r=4, H=8, as lrn-gpt's "
-            f"GPTConfig), {workload}."
+            "Base: the cost example of the course notes on embeddings: V=50,257, context 1,024, "
+            "one GPT-2 block (r=4, H=8, as in lrn-gpt's GPTConfig, the course's small GPT), "
+            f"{workload}."
         )
     return f"Base: {model.name}, {model.spec.n_layers:,} blocks, {workload}."
