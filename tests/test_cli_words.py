@@ -154,3 +154,21 @@ def test_scale_takes_every_override(cli: Invoke) -> None:
     assert "default" not in flat(cli("scale", "--d", "256", "512", "-B", "4", "-T", "8").stdout)
     help_text = cli("scale", "--help").stdout
     assert all(o in help_text for o in ("--hf", "--head-dim", "--ffn-hidden", "--kv-heads", "-H"))
+
+
+def test_json_output_does_not_import_rich_tables() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from costcalc.cli.app import app\n"
+        "try:\n"
+        "    app(['params', '-p', 'gpt2-small', '-f', 'json'], prog_name='costcalc')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write(' '.join(m for m in sys.modules if m.startswith('rich.table')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout)["parameters"]["total"] == 124_439_808
+    assert done.stderr == ""
