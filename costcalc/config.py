@@ -256,10 +256,32 @@ def _problem(
     names: Mapping[str, str],
 ) -> Problem:
     if loc and loc[0] in overrides:
-        return Problem(f"{OVERRIDE_OPTIONS.get(loc[0], loc[0])} (command line)", message)
+        option = OVERRIDE_OPTIONS.get(loc[0], loc[0])
+        return Problem(f"{option} (command line)", _in_option_terms(message))
+    if overrides and doc is not None and doc.path.startswith("preset "):
+        # A preset the user never opened, made invalid by an option they typed: speak of options.
+        option = OVERRIDE_OPTIONS.get(loc[0], loc[0]) if loc else ""
+        return Problem(f"{option} (the preset's value)", _in_option_terms(message))
     file_loc = (*names.get(loc[0], loc[0]).split("."), *loc[1:]) if loc else loc
     line = doc.line_of(file_loc) if doc is not None else None
     return Problem(".".join(file_loc), _in_file_terms(message, names), line)
+
+
+def _in_option_terms(message: str) -> str:
+    """``message`` with spec fields named by their options, and suggested head counts given as
+    the options to type: ``try --heads 10 or --heads 20, or give --head-dim``."""
+    message = re.sub(
+        r"nearest valid head counts: ([\d,]+(?:, [\d,]+)*); or give head_dim explicitly",
+        lambda m: (
+            "try "
+            + " or ".join(f"--heads {n}" for n in m.group(1).split(", "))
+            + ", or give --head-dim"
+        ),
+        message,
+    )
+    for field, option in OVERRIDE_OPTIONS.items():
+        message = re.sub(rf"\b{field}\b", option.split("/")[0], message)
+    return message
 
 
 def _in_file_terms(message: str, names: Mapping[str, str]) -> str:

@@ -98,9 +98,17 @@ class UsageError(CostcalcError, ValueError):
 
 
 def check_choice(value: str, known: tuple[str, ...], what: str) -> str:
-    """``value`` if it is one of ``known``, else a UsageError worded the same for every choice."""
+    """``value`` if it is one of ``known``, else a UsageError worded the same for every choice,
+    with the closest known value as a suggestion."""
     if value not in known:
-        raise UsageError(f"unknown {what} '{value}'; expected one of {', '.join(known)}")
+        import difflib
+
+        close = difflib.get_close_matches(value, known, n=1, cutoff=0.5)
+        close = close or [k for k in known if k.startswith(value)][:1]
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise UsageError(
+            f"unknown {what} '{shown(value)}'{hint}; expected one of {', '.join(known)}"
+        )
     return value
 
 

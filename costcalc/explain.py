@@ -1,12 +1,14 @@
-"""Each parameter row's formula with the numbers put in, the way seed 004 writes
-``12d^2 + 13d, d = 256 => 786,432 + 3,328 = 789,760``.
+"""Each parameter row's formula with the numbers put in, the way the GPT book counts a block:
+``12D^2 + 13D, D = 256 => 786,432 + 3,328 = 789,760`` (the book writes d for the width; here D
+is the width and d the head width).
 
-The substituted expression uses only integers, ``x``, ``+`` and parentheses, so a test can
-evaluate it and compare with the count the formulas give.
+The substituted expression uses only integers, ``x``, ``+``, ``-`` and parentheses, so a test
+can evaluate it and compare with the count the formulas give.
 """
 
 from __future__ import annotations
 
+from costcalc.compute import MacReport
 from costcalc.params import ParamReport, attention_params, ffn_params, norm_params
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Tensor, ffn_tensors, mixer_tensors
@@ -23,7 +25,7 @@ def _terms(*parts: tuple[str, int]) -> str:
 
 
 def is_gpt2_block(spec: ModelSpec) -> bool:
-    """A block whose count is 12 d^2 + 13 d: MHA, 4x MLP, every bias, two LayerNorms."""
+    """A block whose count is 12 D^2 + 13 D: MHA, 4x MLP, every bias, two LayerNorms."""
     return (
         spec.kv_heads == spec.n_heads
         and spec.head_width * spec.n_heads == spec.d_model
@@ -44,7 +46,13 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
     V, D, E, L = spec.vocab_rows, spec.d_model, spec.embed_width, spec.n_layers
     rows: dict[str, str] = {}
     rows["token_embedding"] = f"V x E = {_n(V)} x {_n(E)} = {_n(report.token_embedding)}"
-    if spec.position == "learned":
+    if spec.position == "learned" and spec.position_offset:
+        n, k = spec.context_length, spec.position_offset
+        rows["position_embedding"] = (
+            f"(N + offset) x D, offset = {_n(k)} extra rows before position 0, as OPT keeps => "
+            f"({_n(n)} + {_n(k)}) x {_n(D)} = {_n(report.position_embedding)}"
+        )
+    elif spec.position == "learned":
         n = spec.position_rows
         rows["position_embedding"] = f"N x D = {_n(n)} x {_n(D)} = {_n(report.position_embedding)}"
     else:
@@ -61,7 +69,7 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         rows.update(block_rows(spec.stacks[0], L))
     final_norm = report.final_norm
     rows["final_norm"] = (
-        f"{spec.norm} D = {_n(final_norm)}" if spec.final_norm else "no final norm = 0"
+        f"{_norm_formula(spec)} = {_n(final_norm)}" if spec.final_norm else "no final norm = 0"
     )
     head_weights = (
         "tied to the token table" if spec.tie_embeddings else f"V x E = {_n(V)} x {_n(E)}"
@@ -80,6 +88,20 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         )
         + f" = {_n(report.total)}"
     )
+    rows["non_embedding"] = (
+        f"total - position table = {_n(report.total)} - {_n(report.position_embedding)}"
+        f" = {_n(report.non_embedding)}"
+    )
+    if report.active != report.total:
+        idle = "; ".join(
+            f"{s.n_layers:,} x ({s.experts - s.experts_active} of {s.experts})"
+            for s in spec.stacks
+            if s.moe_experts is not None
+        )
+        rows["active"] = (
+            f"total - routed experts a token skips (layers x (X - k of X): {idle}) => "
+            f"{_n(report.total)} - {_n(report.total - report.active)} = {_n(report.active)}"
+        )
     rows["untied_total"] = (
         f"total + V x E = {_n(report.total)} + {_n(report.tying_saving)}"
         f" = {_n(report.untied_total)}"
@@ -87,6 +109,15 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         else f"already untied = {_n(report.untied_total)}"
     )
     return rows
+
+
+def _norm_formula(spec: ModelSpec) -> str:
+    """One norm's weights, in symbols then numbers: 2D for LayerNorm with bias (weight and bias),
+    D for RMSNorm or LayerNorm without bias (weight only)."""
+    D = _n(spec.d_model)
+    if spec.has_norm_bias:
+        return f"{spec.norm} weight and bias, 2D = 2 x {D}"
+    return f"{spec.norm} weight, D = {D}"
 
 
 def _tensor_sum(tensors: list[Tensor], total: int) -> str:
@@ -116,7 +147,8 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
         attn_bias = (qkv if b.qkv_bias else 0) + (D if b.attn_out_bias else 0)
         rows["attention"] = (
             f"D x (H + 2K) x d + H x d x D + biases, H = {H}, K = {K}, d = {d} => "
-            f"{_n(D)} x {_n(qkv)} + {_n(H * d)} x {_n(D)} + {_n(attn_bias)} = {_n(attention)}"
+            f"{_n(D)} x ({H} + 2 x {K}) x {_n(d)} + {H} x {_n(d)} x {_n(D)} + {_n(attn_bias)}"
+            f" = {_n(attention)}"
         )
     else:
         rows["attention"] = f"{b.mixer} tensors: " + _tensor_sum(mixer_tensors(b), attention)
@@ -138,11 +170,14 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
         )
     else:
         rows["ffn"] = "experts, router and shared expert: " + _tensor_sum(ffn_tensors(b), ffn)
-    rows["norms"] = f"{b.norms_per_block} x {b.norm} {_n(norm_params(b))} = {_n(norms)}"
+    rows["norms"] = (
+        f"{b.norms_per_block} norms, each {_norm_formula(b)} => {b.norms_per_block} x "
+        f"{_n(norm_params(b))} = {_n(norms)}"
+    )
     per_block = attention + ffn + norms
     if is_gpt2_block(b):
         rows["per_block"] = (
-            f"12d^2 + 13d, d = {_n(D)} => {_n(12 * D * D)} + {_n(13 * D)} = {_n(per_block)}"
+            f"12D^2 + 13D, D = {_n(D)} => {_n(12 * D * D)} + {_n(13 * D)} = {_n(per_block)}"
         )
     else:
         rows["per_block"] = (
@@ -157,3 +192,71 @@ def _layered_rows(report: ParamReport) -> dict[str, str]:
     terms = " + ".join(f"{s.layers:,} x {_n(s.per_block)}" for s in report.stacks)
     kinds = "; ".join(f"{s.kind}: {s.layers:,} layers" for s in report.stacks)
     return {"blocks": f"sum over kinds of L x block ({kinds}) => {terms} = {_n(report.blocks)}"}
+
+
+def explain_macs(
+    spec: ModelSpec, report: MacReport, batch: int, length: int, causal: bool
+) -> dict[str, str]:
+    """Each forward MAC row's formula with the numbers put in: a MAC per weight per token for
+    the matrices, a MAC per query-key pair and head width for attention."""
+    from costcalc import macs
+
+    B, T = _n(batch), _n(length)
+    rows: dict[str, str] = {}
+
+    def per_token(key: str, words: str, weights: int) -> None:
+        rows[key] = f"B x T x {words} => {B} x {T} x {_n(weights)} = {_n(getattr(report, key))}"
+
+    per_token(
+        "attention_projections",
+        "q, k, v, o weights of all blocks, D x (H + 2K) x d + H x d x D each",
+        macs.attention_projection_macs_per_token(spec),
+    )
+    per_token(
+        "ffn",
+        "FFN weights a token goes through (in MoE blocks, its k experts of X)",
+        macs.ffn_macs_per_token(spec),
+    )
+    if report.router:
+        per_token("router", "router weights, D x X per MoE block", macs.router_macs_per_token(spec))
+    rows["projection_ffn"] = (
+        f"attention projections + FFN + router = {_n(report.attention_projections)} + "
+        f"{_n(report.ffn)} + {_n(report.router)} = {_n(report.projection_ffn)}"
+    )
+    pairs = "T(T + 1)/2" if causal else "T^2"
+    terms = (
+        " + ".join(
+            f"{s.n_layers:,} x {_n(macs.pair_width(s))} x "
+            f"{_n(macs.attention_pairs(length, causal, s.sliding_window, s.attention_chunk))}"
+            for s in spec.stacks
+            if macs.pair_width(s)
+        )
+        or "0"
+    )
+    rows["attention_pair"] = (
+        f"B x L x 2Hd x pairs, pairs = {pairs} per head (within any window) => "
+        f"{B} x ({terms}) = {_n(report.attention_pair)}"
+    )
+    if report.sequence_mixing:
+        rows["sequence_mixing"] = (
+            f"convolutions and scans of the recurrent mixers = {_n(report.sequence_mixing)}"
+        )
+    if report.embedding_projection:
+        per_token(
+            "embedding_projection", "2 x E x D", macs.embedding_projection_macs_per_token(spec)
+        )
+    per_token(
+        "lm_head", "E x V (tied or not, the logits are computed)", macs.lm_head_macs_per_token(spec)
+    )
+    rows["total"] = (
+        "projections + FFN + attention pairs + scans + embedding projections + LM head = "
+        + _terms(
+            ("", report.projection_ffn),
+            ("", report.attention_pair),
+            ("", report.sequence_mixing),
+            ("", report.embedding_projection),
+            ("", report.lm_head),
+        )
+        + f" = {_n(report.total)}"
+    )
+    return rows

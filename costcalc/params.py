@@ -253,6 +253,32 @@ class ParamReport:
         total; the same whether this model is tied or not."""
         return Fraction(self.tying_saving, self.untied_total - self.tying_saving)
 
+    @property
+    def tying_share(self) -> Fraction:
+        """The part of the untied model that tying saves: V * E / untied total."""
+        return Fraction(self.tying_saving, self.untied_total)
+
+    @property
+    def non_embedding(self) -> int:
+        """Kaplan et al.'s N as nanoGPT's ``get_num_params(non_embedding=True)`` reports it: the
+        total minus the position table (a tied token table stays in, as the LM head)."""
+        return self.total - self.position_embedding
+
+    def parts(self) -> dict[str, int]:
+        """The parts that add up to ``total``: tables, each part summed over all blocks, final
+        norm, LM head."""
+        return {
+            "token_embedding": self.token_embedding,
+            "position_embedding": self.position_embedding,
+            "embedding_projection": self.embedding_projection,
+            "embedding_norm": self.embedding_norm,
+            "attention": sum(s.layers * s.attention for s in self.stacks),
+            "ffn": sum(s.layers * s.ffn for s in self.stacks),
+            "norms": sum(s.layers * s.norms for s in self.stacks),
+            "final_norm": self.final_norm,
+            "lm_head": self.lm_head,
+        }
+
 
 def param_report(spec: ModelSpec) -> ParamReport:
     """All parameter counts of ``spec``."""

@@ -65,3 +65,9 @@ def preset_path(name: str) -> Traversable:
 def preset_text(name: str) -> str:
     """The YAML text of preset ``name``: a valid ``--config`` file to start from."""
     return preset_path(name).read_text(encoding="utf-8")
+
+
+def rests_on_assumptions(source: str | None) -> bool:
+    """Whether a preset's numbers are partly assumed: its ``source`` says which are, in words
+    containing "assumed" (the course's lrn-gpt configs give no vocabulary or context)."""
+    return "assumed" in (source or "").lower()

@@ -43,6 +43,8 @@ class ParamsResult:
         parameters: dict[str, Any] = asdict(self.parameters)
         parameters["tying_saving"] = self.parameters.tying_saving
         parameters["untied_increase"] = ratio_dict(self.parameters.untied_increase)
+        parameters["tying_share"] = ratio_dict(self.parameters.tying_share)
+        parameters["non_embedding"] = self.parameters.non_embedding
         data = {**model_header(self.model), "parameters": parameters, "bytes": self.weight_bytes}
         if self.checkpoint is not None:
             data["checkpoint"] = self.checkpoint.to_dict()

@@ -1,9 +1,11 @@
-"""How the leading cost terms of seed 000 grow when one dimension of a model grows.
+"""How the leading cost terms of the embedding notes' cost example grow when one dimension of a
+model grows.
 
-Six terms, named as in seed 000's ``leading_cost``: the token and position tables, the block weight
-matrices, and the forward MACs of the projections + FFN, the attention token pairs and the LM head.
-For a plain block they are V D, N D, (4 + 2r) D^2 L, (4 + 2r) B T D^2 L, 2 B T^2 D L and B T D V, so
-doubling D doubles four of them and quadruples two. Ratios are exact fractions to the first value.
+Six terms, named as in the embedding notes' ``leading_cost``: the token and position tables, the
+block weight matrices, and the forward MACs of the projections + FFN, the attention token pairs
+and the LM head. For a plain block they are V D, N D, (4 + 2r) D^2 L, (4 + 2r) B T D^2 L,
+2 B T^2 D L and B T D V, so doubling D doubles four of them and quadruples two. Ratios are
+exact fractions to the first value.
 """
 
 from __future__ import annotations
@@ -40,14 +42,15 @@ DIMENSIONS = {
 """Dimensions that can be varied: option name -> symbol shown in tables."""
 
 SEED_BATCH, SEED_LENGTH = 2, 4
-"""Seed 000's workload: ``leading_cost(..., batch=2, length=4)``."""
+"""The cost example's workload: ``leading_cost(..., batch=2, length=4)``."""
 
 BAR_WIDTH = 24
 
 
 def block_matrix_params(spec: ModelSpec) -> int:
     """Weight matrices of all blocks, no biases or norms: L (D (H + 2K) d + H d D + X F + D X),
-    F = D h + h D (2 D h + h D gated); (4 + 2r) D^2 per GPT-2 block (seed 000)."""
+    F = D h + h D (2 D h + h D gated); (4 + 2r) D^2 per GPT-2 block, as the course notes on
+    embeddings count it."""
     return sum(
         stack.n_layers * t.elements
         for stack in spec.stacks
@@ -57,7 +60,7 @@ def block_matrix_params(spec: ModelSpec) -> int:
 
 
 def leading_terms(spec: ModelSpec, batch: int, length: int, causal: bool = False) -> dict[str, int]:
-    """The six terms of seed 000 for one model and workload."""
+    """The six terms of the embedding notes' cost example for one model and workload."""
     return {
         "token_parameters": token_embedding_params(spec),
         "position_parameters": position_embedding_params(spec),

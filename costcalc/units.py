@@ -44,7 +44,8 @@ _BYTE_SUFFIXES: dict[str, int] = {
 _COUNT_SUFFIXES: dict[str, int] = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 COUNT_SUFFIXES: Mapping[str, int] = _COUNT_SUFFIXES
 """What parse_count reads after a number (lower case; a bare number is a count)."""
-BYTE_SUFFIXES: Mapping[str, int] = {"": 1, **_BYTE_SUFFIXES}
+BYTE_SUFFIXES: Mapping[str, int] = _BYTE_SUFFIXES
+"""A byte size written as text needs one of these units: a bare number is refused."""
 """What parse_bytes reads after a number (lower case; a bare number is bytes)."""
 MAX_DIGITS = 100
 """Most digits a size may be written with, in a config or on the command line (Python refuses
@@ -102,8 +103,18 @@ def _parse(text: str, suffixes: Mapping[str, int], what: str, example: str) -> i
 
 
 def parse_bytes(text: str) -> int:
-    """'24GiB' -> 25,769,803,776; '1.5GB' -> 1,500,000,000; a bare number is bytes; never 0."""
-    return _parse(text, BYTE_SUFFIXES, "byte size", "24GiB, 80GB, 512MiB")
+    """'24GiB' -> 25,769,803,776; '1.5GB' -> 1,500,000,000; '512B' -> 512; never 0. A bare
+    number is refused: 24 could be bytes or GiB, and costcalc never guesses."""
+    match = _QUANTITY.fullmatch(text)
+    if (
+        match is not None
+        and not match.group(2)
+        and len(text) <= MAX_DIGITS
+        and Fraction(match.group(1))
+    ):
+        number = match.group(1)
+        raise UsageError(f"{number} what? Give a unit, e.g. {number}GiB, {number}GB or {number}B")
+    return _parse(text, {"": 1, **_BYTE_SUFFIXES}, "byte size", "24GiB, 80GB, 512MiB")
 
 
 def parse_count(text: str) -> int:

@@ -274,8 +274,8 @@ def test_max_params(cli: Invoke) -> None:
 
 def test_max_weight_bytes_si_and_binary(cli: Invoke) -> None:
     # bf16: 2 bytes x 124,439,808 = 248,879,616 bytes
-    assert messages(cli, str(GPT2_SMALL), "--max-weight-bytes", "248879616") == []
-    assert messages(cli, str(GPT2_SMALL), "--max-weight-bytes", "248879615") == [
+    assert messages(cli, str(GPT2_SMALL), "--max-weight-bytes", "248879616B") == []
+    assert messages(cli, str(GPT2_SMALL), "--max-weight-bytes", "248879615B") == [
         (
             "--max-weight-bytes",
             "bf16 weights take 248,879,616 bytes (248.88 MB, 237.35 MiB), over the limit of "
@@ -293,7 +293,9 @@ def test_max_weight_bytes_si_and_binary(cli: Invoke) -> None:
         )
     ]
     # int4 packs two weights per byte: 62,219,904 bytes
-    assert messages(cli, str(GPT2_SMALL), "--max-weight-bytes", "62219904", "--dtype", "int4") == []
+    assert (
+        messages(cli, str(GPT2_SMALL), "--max-weight-bytes", "62219904B", "--dtype", "int4") == []
+    )
 
 
 def test_budget_in_the_file_and_on_the_command_line(cli: Invoke, write: Any) -> None:
@@ -342,7 +344,8 @@ def test_budget_in_the_file_and_on_the_command_line(cli: Invoke, write: Any) -> 
         (
             "dtype: fp7",
             "budget.dtype",
-            "unknown dtype 'fp7'; expected one of fp32, fp16, bf16, fp8, int8, int4",
+            "unknown dtype 'fp7' (did you mean 'fp8'?); "
+            "expected one of fp32, fp16, bf16, fp8, int8, int4",
         ),
         ("max_param: 30M", "budget.max_param", "unknown key; did you mean 'max_params'?"),
     ],
@@ -375,7 +378,8 @@ def test_budget_must_be_a_mapping(cli: Invoke, write: Any) -> None:
         ),
         (
             ["--dtype", "fp7"],
-            "unknown dtype 'fp7'; expected one of fp32, fp16, bf16, fp8, int8, int4",
+            "unknown dtype 'fp7' (did you mean 'fp8'?); "
+            "expected one of fp32, fp16, bf16, fp8, int8, int4",
         ),
         (["--max-params", "0"], "'0' is not a positive count"),
         (["--max-weight-bytes", "0GiB"], "'0GiB' is not a positive byte size"),

@@ -37,7 +37,8 @@ EXPECTED = [
             (
                 "budget.dtype",
                 9,
-                "unknown dtype 'fp7'; expected one of fp32, fp16, bf16, fp8, int8, int4",
+                "unknown dtype 'fp7' (did you mean 'fp8'?); "
+                "expected one of fp32, fp16, bf16, fp8, int8, int4",
             ),
         ],
     ),

@@ -62,10 +62,14 @@ def test_presets_list(cli: Invoke) -> None:
     for name in REQUIRED:
         assert name in result.stdout
     # The list shows each source's first clause; `presets show` prints it whole.
-    assert "seed 004, problem 3" in result.stdout
+    flat = " ".join(result.stdout.split())
+    assert "A whole GPT" in flat and "seed" not in flat
+    assert "lrn-gpt *" in flat and "* rests on assumed values" in flat
     assert "Hugging Face Qwen/Qwen2.5-0.5B config.json" in result.stdout
     data = json.loads(cli("presets", "--format", "json").stdout)
     by_name = {entry["name"]: entry for entry in data}
+    assert by_name["lrn-gpt"]["assumed_values"] is True
+    assert by_name["gpt2-small"]["assumed_values"] is False
     assert by_name["gpt2-small"]["aliases"] == ["gpt2"]
     assert by_name["gpt2-small"]["parameters"] == 124_439_808  # transformers' count
     assert by_name["book-gpt-small"]["parameters"] == 4_273_664  # seed 004

@@ -46,7 +46,9 @@ def test_seed_000_table(cli: Invoke) -> None:
         assert cells[1] == f"{value:,}"
         assert cells[3] == SEED_RATIOS[term]
     assert "Ratio to D=256" in result.stdout  # the bar chart
-    assert "Seed 000's setting" in result.stdout
+    flat = " ".join(result.stdout.split())
+    assert "Base: the cost example of the course notes on embeddings: V=50,257" in flat
+    assert "seed" not in flat.lower()
 
 
 def test_chart_bars_are_proportional(cli: Invoke) -> None:

@@ -127,7 +127,7 @@ CASES: list[tuple[str, bool]] = [
     ("budget: {max_weight_bytes: 0.1KiB}", False),
     ("budget: {max_weight_bytes: 1.0GiB}", True),
     ("budget: {max_weight_bytes: 1000000000b}", True),
-    ("budget: {max_weight_bytes: '1000000000'}", True),
+    ("budget: {max_weight_bytes: '1000000000'}", False),  # a bare size: bytes or GiB? refused
     ("budget: {max_weight_bytes: 1000000000.5b}", False),
     ("budget: {max_weight_bytes: 1GB.}", False),
     ("budget: {max_weight_bytes: 1Gi}", False),

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from costcalc.cli import check, heads, memory, params, presets, scale, schema
+from costcalc.cli.common import Command, Group
 
 
 @contextmanager
@@ -39,6 +40,7 @@ class _ClosedPipeError(Exception):
 
 
 app = typer.Typer(
+    cls=Group,
     name="costcalc",
     help="What a transformer language model costs: exact parameters, MACs, FLOPs and bytes.",
     no_args_is_help=True,
@@ -65,13 +67,13 @@ def _root(
     """What a transformer language model costs: exact parameters, MACs, FLOPs and bytes."""
 
 
-app.command("params")(params.params)
-app.command("memory")(memory.memory)
-app.command("check")(check.check)
-app.command("schema")(schema.schema)
+app.command("params", cls=Command)(params.params)
+app.command("memory", cls=Command)(memory.memory)
+app.command("check", cls=Command)(check.check)
+app.command("schema", cls=Command)(schema.schema)
 app.add_typer(presets.app, name="presets")
 app.command("scale", cls=scale.ListOptionsCommand)(scale.scale)
-app.command("heads")(heads.heads)
+app.command("heads", cls=Command)(heads.heads)
 
 
 def main() -> None:

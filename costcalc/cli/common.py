@@ -2,21 +2,64 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from costcalc.render import OutputFormat
 
 if TYPE_CHECKING:
+    from typer._click import Context
+
     from costcalc.render import Grid
 
 FormatOption = Annotated[
     OutputFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
 ]
+
+
+def unwrap(text: str | None) -> str | None:
+    """Help text for the terminal: each paragraph of a docstring joined into one line, so the
+    terminal wraps it at its own width."""
+    if text is None:
+        return None
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs)
+
+
+def _plain_flags(params: list[Any]) -> list[Any]:
+    """``params`` with on/off flags shown without a type (``--train``, not ``--train <bool>``)."""
+    for param in params:
+        if getattr(param, "is_bool_flag", False):
+            param.metavar = ""
+    return params
+
+
+class Command(TyperCommand):
+    """A costcalc command: help paragraphs wrapped by the terminal, flags shown bare."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = unwrap(self.help)
+
+    def get_params(self, ctx: Context) -> list[Any]:
+        return _plain_flags(super().get_params(ctx))
+
+
+class Group(TyperGroup):
+    """A group of costcalc commands, its help shown as :class:`Command`'s is."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = unwrap(self.help)
+
+    def get_params(self, ctx: Context) -> list[Any]:
+        return _plain_flags(super().get_params(ctx))
 
 
 @contextmanager

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 
 def heads(
     d: Annotated[int, typer.Option("--d", "--d-model", help="Width D.")],
-    h: Annotated[int | None, typer.Option("--h", "--heads", help="Query heads H to check.")] = None,
+    h: Annotated[
+        int | None, typer.Option("--heads", "-H", "--h", help="Query heads H to check.")
+    ] = None,
     kv_heads: Annotated[
         int | None,
         typer.Option("--kv-heads", help="Key/value heads K (GQA/MQA): H must be a multiple."),
@@ -29,7 +31,7 @@ def heads(
 ) -> None:
     """Check that D splits into H equal heads (exit 0), or say why not (exit 1).
 
-    Given --h, prints head_dim = D / H, or "invalid equal split" with the nearest valid head
+    Given --heads, prints head_dim = D / H, or "invalid equal split" with the nearest valid head
     counts. Given --d alone, lists every valid split. Nothing is ever corrected.
     """
     from costcalc.errors import UsageError
@@ -38,7 +40,7 @@ def heads(
     with user_errors():
         if h is None:
             if head_dim is not None:
-                raise UsageError("--head-dim needs --h: the head count it belongs to")
+                raise UsageError("--head-dim needs --heads: the head count it belongs to")
             splits = head_splits(d, kv_heads)
             data = {"d_model": d, "n_kv_heads": kv_heads, "splits": [vars(s) for s in splits]}
             emit(fmt, data, [splits_grid(d, kv_heads, splits)])
@@ -68,7 +70,7 @@ def check_grid(check: HeadCheck) -> Grid:
     if check.kv_heads is not None:
         rows.append(["key/value heads", f"{check.kv_heads:,}"])
     rows += [["head_dim", shown], ["verdict", check.verdict]]
-    notes = [*check.problems]
+    notes: list[str] = []  # the problems go to stderr, once
     width = check.query_width
     if check.explicit and width is not None and width != check.d_model:
         notes.append(

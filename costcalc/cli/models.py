@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from costcalc.overrides import OVERRIDE_OPTIONS
+from costcalc.overrides import OVERRIDE_OPTIONS, overridden_name, split_overrides, with_ffn_width
 
 if TYPE_CHECKING:
     from costcalc.checkpoint import Checkpoint
@@ -40,7 +40,8 @@ SELECTION: dict[str, Any] = {
             "--preset",
             "-p",
             metavar="NAME",
-            help="A shipped preset (see `costcalc presets`); repeatable.",
+            help="A shipped preset (see `costcalc presets`); repeatable. NAME:d_model=1536 "
+            "overrides fields of this model only.",
         ),
     ],
     "config": Annotated[
@@ -50,7 +51,7 @@ SELECTION: dict[str, Any] = {
             "-c",
             metavar="FILE",
             help="A config file: costcalc YAML/JSON, nanoGPT-style or Hugging Face config.json; "
-            "repeatable.",
+            "repeatable; FILE:d_model=1536 overrides fields of this model only.",
         ),
     ],
     "hf": Annotated[
@@ -70,7 +71,7 @@ OVERRIDES: dict[str, tuple[str, Any]] = {
     "context": _override("context_length", int, "Context length (position table rows)."),
     "d": _override("d_model", int, "Width D.", "--d-model"),
     "layers": _override("n_layers", int, "Layers L."),
-    "heads": _override("n_heads", int, "Attention heads H."),
+    "heads": _override("n_heads", int, "Attention heads H.", "-H"),
     "kv_heads": _override("n_kv_heads", int, "Key/value heads (GQA/MQA)."),
     "head_dim": _override("head_dim", int, "Explicit head width."),
     "ffn": _override("ffn", str, "FFN kind: mlp, swiglu or geglu."),
@@ -111,15 +112,11 @@ class ModelSelection:
             for name, (spec_field, _) in OVERRIDES.items()
             if values.get(name) is not None
         }
-        if "ffn_hidden" in chosen:
-            chosen.setdefault("ffn_mult", None)
-        elif "ffn_mult" in chosen:
-            chosen.setdefault("ffn_hidden", None)
         return cls(
             presets=values.get("preset") or (),
             configs=values.get("config") or (),
             hub_ids=values.get("hf") or (),
-            overrides=chosen,
+            overrides=with_ffn_width(chosen),
         )
 
     def load(self, default_preset: str | None = None) -> list[LoadedModel]:
@@ -142,7 +139,10 @@ class ModelSelection:
         from costcalc.errors import UsageError
         from costcalc.loaders import load_preset
 
-        models = [load_preset(name, self.overrides) for name in self.presets]
+        models = []
+        for entry in self.presets:
+            name, overrides = self._overrides_of(entry)
+            models.append(_named(load_preset(name, overrides), overrides))
         headers: list[Checkpoint] = []
         sources: list[Path | str] = [*self.configs, *self.hub_ids]
         for source in sources:
@@ -152,7 +152,7 @@ class ModelSelection:
             else:
                 models.append(loaded)
         if not models and not headers and default_preset is not None:
-            models.append(load_preset(default_preset, self.overrides))
+            models.append(_named(load_preset(default_preset, self.overrides), self.overrides))
         if not models and not headers:
             raise UsageError(
                 "name a model with --preset NAME, --config FILE or --hf ORG/NAME "
@@ -170,17 +170,31 @@ class ModelSelection:
         from costcalc.hub import cached_config
         from costcalc.loaders import load_file
 
+        text, overrides = self._overrides_of(str(source))
+        source = Path(text) if isinstance(source, Path) else text
         if isinstance(source, Path) and is_checkpoint_file(source):
             return (read_checkpoint(source),)
         path = source if isinstance(source, Path) else cached_config(source).parent
         try:
-            model = load_file(path, self.overrides)
+            model = load_file(path, overrides)
         except UnsupportedModelError:
-            found = find_checkpoint(path) if os.path.isdir(path) and not self.overrides else None
+            found = find_checkpoint(path) if os.path.isdir(path) and not overrides else None
             if found is None:
                 raise
             return (found,)
-        return model if isinstance(source, Path) else replace(model, name=source)
+        return _named(model if isinstance(source, Path) else replace(model, name=source), overrides)
+
+    def _overrides_of(self, entry: str) -> tuple[str, dict[str, Any]]:
+        """A model's name and its overrides: the options', then its own ``NAME:field=value``."""
+        name, own = split_overrides(entry)
+        return name, {**self.overrides, **own}
+
+
+def _named(model: LoadedModel, overrides: dict[str, Any]) -> LoadedModel:
+    """``model`` named with the overrides applied to it: ``gpt2-small (d_model=1536)``."""
+    from dataclasses import replace
+
+    return replace(model, name=overridden_name(model.name, overrides))
 
 
 def takes_models(command: Callable[..., None]) -> Callable[..., None]:

@@ -17,11 +17,13 @@ from costcalc.cli.workload import (
     LengthOption,
     PromptOption,
     RecomputeOption,
+    warn_past_context,
     workload_from,
 )
 from costcalc.render import OutputFormat
 
 if TYPE_CHECKING:
+    from costcalc.compute import ComputeResult
     from costcalc.params import ParamReport
     from costcalc.render import Grid
     from costcalc.results import ParamsResult
@@ -71,6 +73,7 @@ def params(
     with user_errors():
         workload = workload_from(batch, length, causal, recompute, prompt, generate, attention)
         loaded, headers = models.load_with_checkpoints()
+        warn_past_context(loaded, workload)
         results = [params_result(model, workload) for model in loaded]
         views = [checkpoint_view(Path(cp.source).name, cp, None) for cp in headers]
     data = [result.to_dict() for result in results] + [header_only_record(v) for v in views]
@@ -85,7 +88,7 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
     from costcalc.compute import compute_grids
     from costcalc.explain import explain as explain_rows
     from costcalc.render import Grid
-    from costcalc.units import DTYPES, format_bytes, format_count, format_percent
+    from costcalc.units import DTYPES, format_bytes, format_count
 
     names = [result.model.name for result in results]
     counts = [result.parameters for result in results]
@@ -96,28 +99,28 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
         if key not in optional or any(getattr(c, key) for c in counts)
     ]
     rows = [[label, *(_cell(getattr(c, key)) for c in counts)] for key, label in shown]
-    rows.append(
-        [
-            "tying saves",
-            *(
-                f"{c.tying_saving:,} (+{format_percent(c.untied_increase)})"
-                + ("" if result.model.spec.tie_embeddings else ", not tied")
-                for c, result in zip(counts, results, strict=True)
-            ),
-        ]
+    rows.insert(
+        next(i for i, (k, _) in enumerate(shown) if k == "total") + 1,
+        ["non-embedding (nanoGPT)", *(f"{c.non_embedding:,}" for c in counts)],
     )
+    rows.append(["tying saves (V x E)", *(f"{c.tying_saving:,}" for c in counts)])
     if any(c.active != c.total for c in counts):
         rows.append(["active per token", *(format_count(c.active) for c in counts)])
     emphasis = frozenset(index for index, (key, _) in enumerate(shown) if key == "total")
     notes = [
         "Totals count tied weights once; the untied total gives the LM head a matrix of its own.",
-        "Tying saves the output matrix V x E (an untied model would save it too); the percentage "
-        "is how much larger the untied total is than the tied one.",
+        "Non-embedding: the total minus the position table, as nanoGPT's "
+        "get_num_params(non_embedding=True) counts Kaplan et al.'s N (a tied token table stays "
+        "in, as the LM head's weights).",
+        *(_tying_note(r.model.name, r.parameters, r.model.spec.tie_embeddings) for r in results),
         *(f"{r.model.name}: {note}" for r in results for note in r.model.notes),
     ]
-    if any(c.per_block is None for c in counts):
-        notes.append("Blocks that differ are counted per kind in the block tables below.")
-    grids = [Grid("Parameters", ["", *names], rows, notes, emphasis)]
+    if any(c.active != c.total for c in counts):
+        notes.append(
+            "Active per token: the total less the routed experts a token is not sent to (all but "
+            "the top-k of each MoE block); shared experts and routers count in full."
+        )
+    grids = [Grid("Parameters", ["", *names], rows, notes, emphasis), share_grid(names, counts)]
     grids += [
         stack_grid(result.model.name, result.parameters)
         for result in results
@@ -126,7 +129,12 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
     if explain:
         for result in results:
             formulas = explain_rows(result.model.spec, result.parameters)
-            explain_rows_ = [[label, formulas[key]] for key, label in shown if key in formulas]
+            labels = [
+                *shown,
+                ("non_embedding", "non-embedding (nanoGPT)"),
+                ("active", "active per token"),
+            ]
+            explain_rows_ = [[label, formulas[key]] for key, label in labels if key in formulas]
             grids.append(
                 Grid(f"How {result.model.name} is counted", ["", "formula"], explain_rows_)
             )
@@ -147,7 +155,73 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
     computed = [result.compute for result in results if result.compute is not None]
     if computed:
         grids += compute_grids(names, computed)
+    if explain:
+        grids += [
+            mac_explain_grid(result.model.name, result.compute)
+            for result in results
+            if result.compute is not None and result.compute.forward is not None
+        ]
     return grids
+
+
+def mac_explain_grid(name: str, compute: ComputeResult) -> Grid:
+    """Each forward MAC row of one model with its formula and numbers."""
+    from costcalc.compute import FORWARD_ROWS
+    from costcalc.explain import explain_macs
+    from costcalc.render import Grid
+
+    w = compute.workload
+    assert compute.forward is not None and w.length is not None
+    formulas = explain_macs(compute.spec, compute.forward, w.batch, w.length, w.causal)
+    rows = [[label, formulas[key]] for key, label in FORWARD_ROWS if key in formulas]
+    return Grid(f"How the forward MACs of {name} are counted", ["", "formula"], rows)
+
+
+def _tying_note(name: str, report: ParamReport, tied: bool) -> str:
+    """Tying in words: what it saves, as a share of the untied model and the other way round."""
+    from costcalc.units import format_percent
+
+    verb = ": tying saves" if tied else " is not tied; tying would save"
+    return (
+        f"{name}{verb} V x E = {report.tying_saving:,} parameters "
+        f"({format_percent(report.tying_share)} of the untied model; the untied model is "
+        f"{format_percent(report.untied_increase)} larger)."
+    )
+
+
+PART_LABELS = {
+    "token_embedding": "token embedding",
+    "position_embedding": "position embedding",
+    "embedding_projection": "embedding projections",
+    "embedding_norm": "embedding norm",
+    "attention": "token mixers (all blocks)",
+    "ffn": "FFNs (all blocks)",
+    "norms": "norms (all blocks)",
+    "final_norm": "final norm",
+    "lm_head": "LM head",
+}
+
+
+def share_grid(names: list[str], counts: list[ParamReport]) -> Grid:
+    """Each part's share of the total, a column per model; parts no model has are left out."""
+    from fractions import Fraction
+
+    from costcalc.render import Grid
+    from costcalc.units import format_percent
+
+    parts = [c.parts() for c in counts]
+    rows = [
+        [
+            label,
+            *(
+                format_percent(Fraction(p[key], c.total))
+                for p, c in zip(parts, counts, strict=True)
+            ),
+        ]
+        for key, label in PART_LABELS.items()
+        if any(p[key] for p in parts)
+    ]
+    return Grid("Share of the total", ["", *names], rows)
 
 
 def _cell(value: int | None) -> str:

@@ -7,10 +7,12 @@ from typing import Annotated
 
 import typer
 
-from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.cli.common import Command, FormatOption, Group, emit, user_errors
 from costcalc.render import OutputFormat
 
-app = typer.Typer(help="List the shipped presets, or show one as YAML.", no_args_is_help=False)
+app = typer.Typer(
+    cls=Group, help="List the shipped presets, or show one as YAML.", no_args_is_help=False
+)
 
 
 @app.callback(invoke_without_command=True)
@@ -20,7 +22,7 @@ def presets(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
         return
     from costcalc.loaders import load_preset
     from costcalc.params import total_params
-    from costcalc.presets import aliases, preset_names
+    from costcalc.presets import aliases, preset_names, rests_on_assumptions
     from costcalc.render import Grid
     from costcalc.units import format_count
 
@@ -36,20 +38,26 @@ def presets(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
             "aliases": alias_of.get(m.name, []),
             "description": m.description,
             "source": m.source,
+            "assumed_values": rests_on_assumptions(m.source),
             "parameters": count,
         }
         for m, count in zip(models, counts, strict=True)
     ]
     rows = [
         [
-            ", ".join([m.name, *alias_of.get(m.name, [])]),
+            ", ".join([m.name, *alias_of.get(m.name, [])])
+            + (" *" if rests_on_assumptions(m.source) else ""),
             format_count(count),
             m.description or "",
             short_source(m.source or ""),
         ]
         for m, count in zip(models, counts, strict=True)
     ]
-    emit(fmt, data, [Grid("Presets", ["name", "parameters", "model", "source"], rows)])
+    notes = [
+        "* rests on assumed values (the source does not give them all); "
+        "`costcalc presets show NAME` says which."
+    ]
+    emit(fmt, data, [Grid("Presets", ["name", "parameters", "model", "source"], rows, notes)])
 
 
 class ShowFormat(StrEnum):
@@ -60,7 +68,7 @@ class ShowFormat(StrEnum):
     jsonl = "jsonl"
 
 
-@app.command("show")
+@app.command("show", cls=Command)
 def show(
     name: Annotated[str, typer.Argument(help="Preset name or alias.")],
     fmt: Annotated[

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperCommand
 
-from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.cli.common import Command, FormatOption, emit, user_errors
 from costcalc.cli.workload import PANEL, CausalOption
 from costcalc.render import OutputFormat
 
@@ -26,7 +28,8 @@ SPEC_FIELDS = {
     "layers": "n_layers",
     "context": "context_length",
 }
-SEED_PRESET = "lrn-gpt"
+COURSE_PRESET = "lrn-gpt"
+COURSE_EXAMPLE = "the embedding notes' cost example"
 _NUMBER = re.compile(r"-?\d")
 
 
@@ -55,7 +58,7 @@ def spread_values(args: Sequence[str], names: Sequence[str]) -> list[str]:
     return out
 
 
-class ListOptionsCommand(TyperCommand):
+class ListOptionsCommand(Command):
     """A command whose list options take several values after one flag: ``--d 256 512``."""
 
     def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
@@ -67,7 +70,11 @@ VocabOption = Annotated[list[int] | None, typer.Option("--vocab", help="Vocabula
 LayersOption = Annotated[list[int] | None, typer.Option("--layers", help="Layer counts L.")]
 LengthsOption = Annotated[
     list[int] | None,
-    typer.Option("--length", "-T", help="Tokens T per sequence (default 4, seed 000)."),
+    typer.Option(
+        "--length",
+        "-T",
+        help="Tokens T per sequence (default 4, as in the embedding notes' cost example).",
+    ),
 ]
 PresetOption = Annotated[
     list[str] | None,
@@ -79,14 +86,44 @@ ConfigOption = Annotated[
 ]
 BatchOption = Annotated[
     int | None,
-    typer.Option("--batch", "-B", help="Sequences B (default 2, seed 000).", rich_help_panel=PANEL),
+    typer.Option(
+        "--batch",
+        "-B",
+        help="Sequences B (default 2, as in the embedding notes' cost example).",
+        rich_help_panel=PANEL,
+    ),
 ]
 ContextOption = Annotated[
     list[int] | None, typer.Option("--context", help="Context lengths (position table rows).")
 ]
 
 
+def _with_model_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give ``scale`` --hf and every override but the dimensions it varies, as other commands
+    have them; it receives them as ``others``."""
+    from costcalc.cli.models import OVERRIDES, SELECTION
+
+    extra = {"hf": SELECTION["hf"]} | {
+        name: annotation for name, (_, annotation) in OVERRIDES.items() if name not in SPEC_FIELDS
+    }
+    signature = inspect.signature(command, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.name != "others"]
+    added = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kind)
+        for name, kind in extra.items()
+    ]
+
+    @functools.wraps(command)
+    def run(**kwargs: Any) -> None:
+        command(others={name: kwargs.pop(name) for name in extra}, **kwargs)
+
+    setattr(run, "__signature__", signature.replace(parameters=[*own, *added]))  # noqa: B010
+    return run
+
+
+@_with_model_options
 def scale(
+    others: dict[str, Any],
     d: DOption = None,
     vocab: VocabOption = None,
     layers: LayersOption = None,
@@ -101,10 +138,14 @@ def scale(
     """Grow one dimension and see each leading cost term grow: values and ratios to the first.
 
     Vary one of --d, --vocab, --layers, --length, --context with two or more values
-    (`--d 256 512`); give the others one value to fix them. With no --preset/--config the base is
-    seed 000's setting: V=50,257, context 1,024, one GPT-2 block with r=4 and H=8, B=2, T=4.
+    (`--d 256 512`); give the others one value to fix them. The base is one --preset, --config
+    or --hf model, with any other override (--heads 16) on top. With no model named, the base is
+    the cost example of the course notes on embeddings: V=50,257, context 1,024, one GPT-2 block
+    with r=4 and H=8 (lrn-gpt's GPTConfig, the course's small GPT), B=2, T=4.
     """
+    from costcalc.cli.models import ModelSelection
     from costcalc.errors import UsageError
+    from costcalc.overrides import overridden_name
     from costcalc.scale import SEED_BATCH, SEED_LENGTH, scale_grids, scale_result
 
     given = {"d": d, "vocab": vocab, "layers": layers, "length": length, "context": context}
@@ -115,45 +156,40 @@ def scale(
             problem = "vary one dimension at a time" if varied else "nothing to compare"
             raise UsageError(f"{problem}: give two or more values to one of {options}")
         dimension = varied[0]
+        base = ModelSelection.from_options({**others, "preset": preset, "config": config})
+        if len([*base.presets, *base.configs, *base.hub_ids]) > 1:
+            raise UsageError("scale compares one model: give one --preset, --config or --hf")
         fixed = {
-            SPEC_FIELDS[name]: values[0]
-            for name, values in given.items()
-            if values and name != dimension and name in SPEC_FIELDS
+            **base.overrides,
+            **{
+                SPEC_FIELDS[name]: values[0]
+                for name, values in given.items()
+                if values and name != dimension and name in SPEC_FIELDS
+            },
         }
         B = SEED_BATCH if batch is None else batch
         T = None if dimension == "length" else (length[0] if length else SEED_LENGTH)
+        course = not (base.presets or base.configs or base.hub_ids)
+        if course:
+            base = replace(base, presets=[COURSE_PRESET])
+            fixed = {"n_layers": 1, **fixed}
         models = [
-            (value, _load(preset, config, {**fixed, **_override(dimension, value)}))
+            (value, replace(base, overrides={**fixed, **_override(dimension, value)}).load()[0])
             for value in given[dimension] or ()
         ]
         for value, model in models:
             _check(model, B, value if T is None else T)
-        seed = not preset and not config
-        name = "seed 000's setting" if seed else models[0][1].name
+        plain = models[0][1].name.split(" (")[0]
+        name = COURSE_EXAMPLE if course else overridden_name(plain, fixed)
         result = scale_result(name, dimension, [(v, m.spec) for v, m in models], B, T, causal)
-    setting = _setting(models[0][1], seed, B, T)
+    setting = _setting(models[0][1], name, course, B, T)
+    if batch is None or (T is not None and not length):
+        setting += " B and T default to the cost example's B=2, T=4."
     emit(fmt, result.to_dict(), scale_grids(result, setting), result.records())
 
 
 def _override(dimension: str, value: int) -> dict[str, int]:
     return {SPEC_FIELDS[dimension]: value} if dimension in SPEC_FIELDS else {}
-
-
-def _load(
-    preset: list[str] | None, config: list[Path] | None, overrides: dict[str, Any]
-) -> LoadedModel:
-    """The one base model with ``overrides``; seed 000's setting when none is named."""
-    from costcalc.errors import UsageError
-    from costcalc.loaders import load_file, load_preset
-
-    named = [*(preset or ()), *(config or ())]
-    if len(named) > 1:
-        raise UsageError("scale compares one model: give one --preset or --config")
-    if config:
-        return load_file(config[0], overrides)
-    if preset:
-        return load_preset(preset[0], overrides)
-    return load_preset(SEED_PRESET, {"n_layers": 1, **overrides})
 
 
 def _check(model: LoadedModel, batch: int, length: int) -> None:
@@ -164,12 +200,13 @@ def _check(model: LoadedModel, batch: int, length: int) -> None:
     check_positions(model.spec, "length", length, length)
 
 
-def _setting(model: LoadedModel, seed: bool, B: int, T: int | None) -> str:
+def _setting(model: LoadedModel, name: str, seed: bool, B: int, T: int | None) -> str:
     """One line saying what the base model and workload are."""
     workload = f"B={B:,}" + ("" if T is None else f", T={T:,}")
     if seed:
         return (
-            "Seed 000's setting: V=50,257, context 1,024, one GPT-2 block (r=4, H=8, as lrn-gpt's "
-            f"GPTConfig), {workload}."
+            "Base: the cost example of the course notes on embeddings: V=50,257, context 1,024, "
+            "one GPT-2 block (r=4, H=8, as in lrn-gpt's GPTConfig, the course's small GPT), "
+            f"{workload}."
         )
-    return f"Base: {model.name}, {model.spec.n_layers:,} blocks, {workload}."
+    return f"Base: {name}, {model.spec.n_layers:,} blocks, {workload}."

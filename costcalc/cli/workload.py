@@ -8,6 +8,7 @@ import typer
 
 if TYPE_CHECKING:
     from costcalc.compute import Workload
+    from costcalc.loaders import LoadedModel
 
 PANEL = "Compute (MACs and FLOPs)"
 
@@ -124,3 +125,21 @@ def workload_from(
         prompt=prompt,
         generated=generated,
     )
+
+
+def warn_past_context(models: list[LoadedModel], workload: Workload | None) -> None:
+    """A warning on stderr for each model without a position table asked about more tokens than
+    its context: rotary (or no) positions run past it, but the model was not trained there."""
+    import sys
+
+    if workload is None:
+        return
+    tokens = workload.length or (workload.prompt or 0) + (workload.generated or 0)
+    for model in models:
+        spec = model.spec
+        if spec.position != "learned" and tokens > spec.context_length:
+            sys.stderr.write(
+                f"warning: {tokens:,} tokens is past {model.name}'s trained context of "
+                f"{spec.context_length:,}; {spec.position} positions run on, so the count is "
+                "made, but the model was not trained on sequences this long\n"
+            )
