@@ -25,6 +25,7 @@ class OutputFormat(StrEnum):
 
     table = "table"
     json = "json"
+    jsonl = "jsonl"
     markdown = "markdown"
     csv = "csv"
 
@@ -45,6 +46,11 @@ def to_json(data: Any) -> str:
     """Machine-clean JSON with integers kept exact; ASCII, so any terminal can take it and an
     unpaired surrogate (a file name that is not UTF-8) is written as its escape."""
     return json.dumps(data, indent=2)
+
+
+def to_jsonl(records: list[Any]) -> str:
+    """One compact JSON object per line, as :func:`to_json` writes each."""
+    return "\n".join(json.dumps(record, separators=(",", ":")) for record in records)
 
 
 def ratio_dict(value: Fraction) -> dict[str, Any]:

@@ -41,11 +41,14 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def emit(fmt: OutputFormat, data: Any, grids: Sequence[Grid]) -> None:
-    """Print ``data`` as JSON or ``grids`` as a table, Markdown or CSV."""
+    """Print ``data`` as JSON (JSON Lines: a line per record, one alone included) or ``grids``
+    as a table, Markdown or CSV."""
     from costcalc import render
 
     if fmt is OutputFormat.json:
         typer.echo(render.to_json(data))
+    elif fmt is OutputFormat.jsonl:
+        typer.echo(render.to_jsonl(data if isinstance(data, list) else [data]))
     elif fmt is OutputFormat.markdown:
         typer.echo(render.to_markdown(grids))
     elif fmt is OutputFormat.csv:
