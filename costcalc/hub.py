@@ -407,7 +407,7 @@ class _Remote:
                         f"the server answered {response.status_code} without the byte range "
                         f"{start}-{start + length - 1}; only headers are read, never weights",
                     )
-                body = b""
+                body = bytearray()
                 for chunk in response.iter_bytes():
                     body += chunk
                     if len(body) > length:
@@ -422,7 +422,7 @@ class _Remote:
             raise CheckpointError(
                 where, f"the server sent {len(body):,} bytes for a range of {length:,}"
             )
-        return body, total
+        return bytes(body), total
 
     def failure(self, name: str, exc: Exception) -> HubError:
         import httpx2

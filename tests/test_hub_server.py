@@ -85,6 +85,8 @@ class Repo:
     commits: dict[str, dict[str, bytes]]
     refs: dict[str, str]
     gated: bool = False
+    ranges: bool = True
+    """Whether the server honours Range headers (a plain file server may not)."""
 
 
 REPOS = {
@@ -100,6 +102,16 @@ REPOS = {
         {"main": MAIN, "v1.0": TAGGED},
     ),
     "org/gated": Repo({MAIN: {"config.json": GPT2}}, {"main": MAIN}, gated=True),
+    "org/no-ranges": Repo(
+        {
+            MAIN: {
+                "config.json": json.dumps(TINY).encode(),
+                "model.safetensors": safetensors(TINY_TENSORS),
+            }
+        },
+        {"main": MAIN},
+        ranges=False,
+    ),
 }
 
 
@@ -145,7 +157,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.fail(404, "EntryNotFound", "Entry not found", commit)
         status, chunk, headers = 200, data, {"ETag": f'"{hashlib.sha1(data).hexdigest()}"'}
         wanted = self.headers.get("Range")
-        if wanted:
+        if wanted and repo.ranges:
             first, last = (int(n) for n in wanted.removeprefix("bytes=").split("-"))
             last = min(last, len(data) - 1)
             status, chunk = 206, data[first : last + 1]
@@ -308,3 +320,30 @@ def test_offline_never_connects(
         "HF_HUB_OFFLINE is set (unset it to download)\n"
     )
     assert attempts == []
+
+
+def test_a_server_ignoring_ranges_is_refused_unread(cli: Invoke, hub: Hub) -> None:
+    result = cli("params", "--hf", "org/no-ranges")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"error: hf://org/no-ranges@{MAIN}/model.safetensors: the server answered 200 without "
+        "the byte range 0-7; only headers are read, never weights\n"
+    )
+
+
+def test_revision_options(cli: Invoke, hub: Hub) -> None:
+    both = params(cli, "--hf", "org/tiny@v1.0", "--hf", "org/gpt2", "--revision", "main")
+    assert [model["name"] for model in both] == ["org/tiny@v1.0", "org/gpt2"]
+    alone = cli("params", "-p", "gpt2-small", "--revision", "v1.0")
+    assert alone.exit_code == 2
+    assert alone.stderr == (
+        "error: --revision chooses the revision of --hf models; name one with --hf\n"
+    )
+    asked = len(hub.requests)
+    bad = cli("params", "--hf", "org/tiny@../main")
+    assert bad.exit_code == 2
+    assert bad.stderr == (
+        "error: a revision is a branch, tag or commit like main, v1.0 or a 40-hex hash "
+        "(got '../main')\n"
+    )
+    assert len(hub.requests) == asked  # refused before anything is asked
