@@ -121,11 +121,14 @@ def config_files(arguments: Sequence[str]) -> Iterator[tuple[str, Problem | None
     A directory is searched recursively for *.yaml, *.yml and *.json, skipping hidden files
     and directories; a glob (``configs/**/*.json``) is expanded. A directory or glob that
     yields no file, and a directory that cannot be listed, are findings, so a CI gate never
-    passes by checking nothing. Anything else is checked as a file (a missing or unreadable
-    one becomes that file's finding).
+    passes by checking nothing. A model folder (:func:`is_model_folder`) named as an argument is
+    checked as one model. Anything else is checked as a file (a missing or unreadable one
+    becomes that file's finding).
     """
     for argument in arguments:
-        if os.path.isdir(argument):
+        if is_model_folder(argument):
+            yield argument, None
+        elif os.path.isdir(argument):
             yield from _directory_configs(argument)
         elif _GLOB_CHARS & set(argument) and not os.path.lexists(argument):
             matches = list(_glob(argument))
@@ -135,6 +138,20 @@ def config_files(arguments: Sequence[str]) -> Iterator[tuple[str, Problem | None
                 yield from [(match, problem)] if problem else config_files([match])
         else:
             yield argument, None
+
+
+def is_model_folder(path: str) -> bool:
+    """A folder as ``save_pretrained`` writes it: ``config.json`` beside safetensors files
+    (checked as one model, its config and its headers; the files beside them are not configs)."""
+    from costcalc.checkpoint import INDEX_NAME
+
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        return False
+    try:
+        with os.scandir(path) as entries:
+            return any(e.name.endswith(".safetensors") or e.name == INDEX_NAME for e in entries)
+    except OSError:
+        return False
 
 
 def _directory_configs(top: str) -> Iterator[tuple[str, Problem | None]]:
@@ -233,7 +250,8 @@ def check_file(path: str | Path, limits: Limits, reading: Reading | None = None)
     """Every finding of one file: unreadable, invalid, or over a limit; or why it is skipped."""
     name = str(path)
     reading = reading or Reading()
-    if reading.models_only:
+    folder = os.path.isdir(path)
+    if reading.models_only and not folder:
         from costcalc.selection import skip_reason
 
         reason = skip_reason(name, reading.key)
@@ -241,8 +259,13 @@ def check_file(path: str | Path, limits: Limits, reading: Reading | None = None)
             return FileReport(name, [], skipped=reason)
     doc: Document | None = None
     try:
-        doc = nested_document(read_document(path), reading.key)
+        config = os.path.join(path, "config.json") if folder else path
+        doc = nested_document(read_document(config), reading.key)
         model = load_document(doc)
+        if folder:  # its headers must read too
+            from costcalc.checkpoint import find_checkpoint
+
+            model = replace(model, checkpoint=find_checkpoint(path))
     except FileReadError as exc:
         return FileReport(name, [Problem("", exc.reason, exc.line, exc.column)])
     except ConfigError as exc:

@@ -25,7 +25,8 @@ import json
 import math
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
@@ -181,9 +182,9 @@ def read_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
     if stat.S_ISDIR(info.st_mode):
         return _read_folder(Path(source), source)
     if source.lower().endswith(".json"):
-        return _read_index(Path(source), source)
+        return read_index(Path(source), source)
     header = read_header(source)
-    return _build(source, [header], None, None)
+    return build_checkpoint(source, [header], None, None)
 
 
 @dataclass(frozen=True)
@@ -216,21 +217,31 @@ def read_header(path: str | os.PathLike[str]) -> Header:
                 f"file is {size} bytes; a safetensors file starts with an 8-byte header length",
             )
         n = int.from_bytes(_read_exact(fd, 8, name), "little")
-        if n > MAX_HEADER_BYTES:
-            raise CheckpointError(
-                name,
-                f"header length {n:,} bytes is over the {MAX_HEADER_BYTES:,}-byte limit "
-                "(not a safetensors file, or a corrupt one)",
-            )
-        if 8 + n > size:
-            raise CheckpointError(
-                name,
-                f"header length {n:,} bytes runs past the end of the file ({size:,} bytes); "
-                "expected the header to fit in the file",
-            )
+        check_header_length(name, n, size)
         raw = _read_exact(fd, n, name)
     finally:
         os.close(fd)
+    return parse_header(name, size, n, raw)
+
+
+def check_header_length(name: str, n: int, size: int) -> None:
+    """Refuse a header length ``n`` over the limit or past the end of a ``size``-byte file."""
+    if n > MAX_HEADER_BYTES:
+        raise CheckpointError(
+            name,
+            f"header length {n:,} bytes is over the {MAX_HEADER_BYTES:,}-byte limit "
+            "(not a safetensors file, or a corrupt one)",
+        )
+    if 8 + n > size:
+        raise CheckpointError(
+            name,
+            f"header length {n:,} bytes runs past the end of the file ({size:,} bytes); "
+            "expected the header to fit in the file",
+        )
+
+
+def parse_header(name: str, size: int, n: int, raw: bytes) -> Header:
+    """The checked header of a ``size``-byte file whose ``n``-byte JSON header is ``raw``."""
     data = _parse_json(raw, name, "header")
     tensors, metadata = _check_header(data, name, size - 8 - n)
     return Header(name, size, n, tensors, metadata)
@@ -371,10 +382,10 @@ def _check_tensor(key: str, value: Any, name: str) -> tuple[int, int, TensorInfo
 def _read_folder(folder: Path, source: str) -> Checkpoint:
     index = folder / INDEX_NAME
     if _exists(index):
-        return _read_index(index, source)
+        return read_index(index, source)
     single = folder / SINGLE_NAME
     if _exists(single):
-        return _build(source, [read_header(single)], None, None)
+        return build_checkpoint(source, [read_header(single)], None, None)
     found: list[str] = []
     try:
         with os.scandir(folder) as entries:
@@ -396,10 +407,17 @@ def _read_folder(folder: Path, source: str) -> Checkpoint:
             "expected a safetensors checkpoint",
         )
     headers = [read_header(folder / file) for file in sorted(found)]
-    return _build(source, headers, None, None)
+    return build_checkpoint(source, headers, None, None)
 
 
-def _read_index(index: Path, source: str) -> Checkpoint:
+def read_index(
+    index: Path,
+    source: str,
+    read_shard: Callable[[str], Header] | None = None,
+    parallel: int = 1,
+) -> Checkpoint:
+    """A sharded checkpoint through its index: each shard's header, read by ``read_shard``
+    (``parallel`` at a time) or, by default, from the index's folder."""
     name = str(index)
     fd = _open(name)
     try:
@@ -439,37 +457,42 @@ def _read_index(index: Path, source: str) -> Checkpoint:
             name, f"weight_map names {len(by_shard):,} shards; at most {MAX_FILES:,} are read"
         )
     folder = index.parent
-    headers: list[Header] = []
-    for shard in sorted(by_shard):
-        shard_path = folder / shard
-        if not _exists(shard_path):
+
+    def local_shard(shard: str) -> Header:
+        if not _exists(folder / shard):
             raise CheckpointError(
                 name, f"weight_map names shard '{shard}', which is not in {folder}"
             )
-        header = read_header(shard_path)
-        held = {tensor.name for tensor in header.tensors}
-        listed = by_shard[shard]
-        absent = sorted(listed - held)
-        if absent:
-            raise CheckpointError(
-                name,
-                f"weight_map puts tensor '{absent[0]}' in '{shard}', whose header has no such "
-                "tensor",
-            )
-        unlisted = sorted(held - listed)
-        if unlisted:
-            elsewhere = weight_map.get(unlisted[0])
-            said = f"puts it in '{elsewhere}'" if elsewhere else "does not list it"
-            raise CheckpointError(
-                str(shard_path),
-                f"holds tensor '{unlisted[0]}', but {index.name} {said}; expected the index "
-                "to list every tensor of every shard",
-            )
-        headers.append(header)
+        return read_header(folder / shard)
+
+    shards = sorted(by_shard)
+    with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
+        read = pool.map(read_shard or local_shard, shards)
+        headers: list[Header] = []
+        for shard, header in zip(shards, read, strict=True):
+            held = {tensor.name for tensor in header.tensors}
+            listed = by_shard[shard]
+            absent = sorted(listed - held)
+            if absent:
+                raise CheckpointError(
+                    name,
+                    f"weight_map puts tensor '{absent[0]}' in '{shard}', whose header has no such "
+                    "tensor",
+                )
+            unlisted = sorted(held - listed)
+            if unlisted:
+                elsewhere = weight_map.get(unlisted[0])
+                said = f"puts it in '{elsewhere}'" if elsewhere else "does not list it"
+                raise CheckpointError(
+                    header.path,
+                    f"holds tensor '{unlisted[0]}', but {index.name} {said}; expected the index "
+                    "to list every tensor of every shard",
+                )
+            headers.append(header)
     metadata = data.get("metadata")
     total = metadata.get("total_size") if isinstance(metadata, dict) else None
     declared = total if _is_u64(total) else None
-    return _build(source, headers, name, declared)
+    return build_checkpoint(source, headers, name, declared)
 
 
 def _check_shard_name(tensor: Any, shard: Any, name: str) -> None:
@@ -493,7 +516,7 @@ def _check_shard_name(tensor: Any, shard: Any, name: str) -> None:
         )
 
 
-def _build(
+def build_checkpoint(
     source: str, headers: list[Header], index: str | None, declared: int | None
 ) -> Checkpoint:
     tensors: list[TensorInfo] = []

@@ -112,18 +112,17 @@ def check_choice(value: str, known: tuple[str, ...], what: str) -> str:
     return value
 
 
-class HubCacheError(CostcalcError, FileNotFoundError):
-    """A model's config.json that is not in the local Hugging Face cache."""
+class HubError(CostcalcError, OSError):
+    """A model that cannot be had from the Hugging Face Hub or its local cache: ``reason`` says
+    why (missing, gated, offline and not cached, an unreadable cache) and what to do."""
 
-    def __init__(self, repo_id: str, cache: str, reason: str) -> None:
-        self.repo_id = repo_id
-        self.cache = cache
+    def __init__(self, model: str, reason: str) -> None:
+        self.model = model
         self.reason = reason
-        super().__init__(
-            f"{repo_id}: {shown(reason)} (looked in {shown(cache)}). costcalc never downloads; "
-            f"fetch the file with `huggingface-cli download {repo_id} config.json` (or "
-            f"`hf download {repo_id} config.json`), or pass a local file with --config"
-        )
+        super().__init__(f"{shown(model)}: {shown(reason)}")
+
+    def __str__(self) -> str:  # OSError would format its arguments
+        return str(self.args[0])
 
 
 class OutputError(CostcalcError):

@@ -87,6 +87,26 @@ def load_folder(folder: Path, overrides: Mapping[str, Any] | None = None) -> Loa
     return replace(model, checkpoint=None if overrides else find_checkpoint(folder))
 
 
+def load_hub(
+    hub_id: str, overrides: Mapping[str, Any] | None = None, revision: str | None = None
+) -> LoadedModel:
+    """``ORG/NAME[@REVISION]`` from the Hugging Face Hub or its local cache (costcalc.hub): its
+    ``config.json``, and its safetensors headers when no override changes the model."""
+    from costcalc.hub import fetch_checkpoint, fetch_config, split_hub_id
+
+    found = fetch_config(*split_hub_id(hub_id, revision))
+    model = load_document(read_document(found.path), overrides)
+    checkpoint = None if overrides else fetch_checkpoint(found)
+    return replace(model, name=found.label, checkpoint=checkpoint)
+
+
+def hub_checkpoint(hub_id: str, revision: str | None = None) -> Checkpoint | None:
+    """The safetensors headers of ``ORG/NAME[@REVISION]``, or None when it has none."""
+    from costcalc.hub import fetch_checkpoint, fetch_config, split_hub_id
+
+    return fetch_checkpoint(fetch_config(*split_hub_id(hub_id, revision)))
+
+
 def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
     """A parsed config in any supported format, with overrides applied."""
     kind = detect_format(doc.data)

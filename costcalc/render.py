@@ -29,9 +29,9 @@ class OutputFormat(StrEnum):
 
     table = "table"
     json = "json"
+    jsonl = "jsonl"
     markdown = "markdown"
     csv = "csv"
-    jsonl = "jsonl"
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,11 @@ def to_json(data: Any) -> str:
     return json.dumps(data, indent=2)
 
 
+def to_jsonl(records: Sequence[Any]) -> str:
+    """One compact JSON object per line, as :func:`to_json` writes each."""
+    return "\n".join(json.dumps(record, separators=(",", ":")) for record in records)
+
+
 def ratio_dict(value: Fraction) -> dict[str, Any]:
     """An exact ratio for JSON, the one shape every command uses: numerator and denominator in
     lowest terms, and a percentage rounded for display."""
@@ -64,11 +69,6 @@ def ratio_dict(value: Fraction) -> dict[str, Any]:
         "denominator": value.denominator,
         "percent": format_percent(value),
     }
-
-
-def to_jsonl(records: Sequence[Any]) -> str:
-    """JSON Lines: each record (one per model) as one line of ASCII JSON."""
-    return "\n".join(json.dumps(record) for record in records)
 
 
 def to_markdown(grids: Sequence[Grid]) -> str:

@@ -17,6 +17,8 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 
 # Rich reads these: a wide, colourless terminal so tables do not wrap in assertions.
 os.environ.update(COLUMNS="160", NO_COLOR="1", TERM="dumb")
+# The suite never reaches the real Hugging Face Hub; tests/test_hub_server.py serves its own.
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 Invoke = Callable[..., Result]
 

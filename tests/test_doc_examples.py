@@ -97,11 +97,13 @@ def sandbox(root: Path) -> Path:
     for repo, fixture in (
         ("Qwen--Qwen2.5-0.5B", "qwen2.5-0.5b"),
         ("Qwen--Qwen3-0.6B", "qwen3-0.6b"),
+        ("Qwen--Qwen3-8B", "qwen3-8b"),
     ):
         cached = root / "hub" / f"models--{repo}"
         (cached / "snapshots" / REVISION).mkdir(parents=True)
         (cached / "refs").mkdir()
-        (cached / "refs" / "main").write_text(REVISION)
+        for ref in ("main", "v1.0"):  # a branch and a tag, as the cache keeps them
+            (cached / "refs" / ref).write_text(REVISION)
         shutil.copy(
             FIXTURES / "hf" / f"{fixture}.json", cached / "snapshots" / REVISION / "config.json"
         )
@@ -123,7 +125,7 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-unt
                 break
             args += sorted(glob.glob(word)) if "*" in word else [word]
         result = runner.invoke(app, args, catch_exceptions=False)
-        out = result.stdout + result.stderr
+        out = (result.stdout + result.stderr).replace(f"{root}/", "")
         code = f"[exit {result.exit_code}]\n" if result.exit_code else ""
         return out + code
 

@@ -1,4 +1,5 @@
-"""`--hf ORG/NAME`: config.json from a local Hugging Face cache, built here in tmp_path."""
+"""`--hf ORG/NAME` offline: config.json from a local Hugging Face cache, built here in tmp_path.
+The Hub itself is served in tests/test_hub_server.py."""
 
 from __future__ import annotations
 
@@ -9,14 +10,19 @@ from pathlib import Path
 import pytest
 from typer.testing import Result
 
-from costcalc.errors import HubCacheError, UsageError
-from costcalc.hub import cached_config, hub_cache_dir
+from costcalc.errors import HubError, UsageError
+from costcalc.hub import fetch_config, hub_cache_dir, split_hub_id
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 Invoke = Callable[..., Result]  # the `cli` fixture of conftest.py
 
-HUB_ENV = ("HF_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")
+HUB_ENV = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")
+
+
+def cached_config(hub_id: str, env: dict[str, str]) -> Path:
+    """The cached config.json of ``hub_id``, looked up offline with ``env`` as the environment."""
+    return fetch_config(*split_hub_id(hub_id), env={**env, "HF_HUB_OFFLINE": "1"}).path
 
 
 @pytest.fixture(autouse=True)
@@ -47,8 +53,9 @@ def test_cache_dir_follows_huggingface_hub(tmp_path: Path) -> None:
     assert hub_cache_dir({}) == home / ".cache" / "huggingface" / "hub"
     assert hub_cache_dir({"XDG_CACHE_HOME": "/x"}) == Path("/x/huggingface/hub")
     assert hub_cache_dir({"HF_HOME": "/h", "XDG_CACHE_HOME": "/x"}) == Path("/h/hub")
-    env = {"HF_HUB_CACHE": "/c", "HF_HOME": "/h", "XDG_CACHE_HOME": "/x"}
-    assert hub_cache_dir(env) == Path("/c")
+    env = {"HUGGINGFACE_HUB_CACHE": "/l", "HF_HOME": "/h", "XDG_CACHE_HOME": "/x"}
+    assert hub_cache_dir(env) == Path("/l")
+    assert hub_cache_dir({**env, "HF_HUB_CACHE": "/c"}) == Path("/c")
 
 
 def test_params_from_hf_hub_cache(
@@ -85,18 +92,21 @@ def test_refs_main_chooses_the_snapshot(tmp_path: Path) -> None:
     assert cached_config("org/model", {"HF_HUB_CACHE": str(hub)}) == newest
 
 
-def test_one_snapshot_without_refs_is_used(tmp_path: Path) -> None:
+def test_snapshots_without_refs_are_named_not_guessed(tmp_path: Path) -> None:
     hub = tmp_path / "hub"
-    only = cache_model(hub, "org/model", "gpt2", ref=False)
-    assert cached_config("org/model", {"HF_HUB_CACHE": str(hub)}) == only
-
-
-def test_several_snapshots_without_refs_are_refused(tmp_path: Path) -> None:
-    hub = tmp_path / "hub"
-    cache_model(hub, "org/model", "gpt2", revision="aaa", ref=False)
-    cache_model(hub, "org/model", "gpt2", revision="bbb", ref=False)
-    with pytest.raises(HubCacheError, match=r"several revisions .*\(aaa, bbb\)"):
+    cache_model(hub, "org/model", "gpt2", revision="a" * 40, ref=False)
+    with pytest.raises(HubError) as raised:
         cached_config("org/model", {"HF_HUB_CACHE": str(hub)})
+    assert str(raised.value) == (
+        f"org/model: the cache ({hub}) has no refs/main to say which commit 'main' is, and "
+        f"HF_HUB_OFFLINE is set (unset it to download); cached commits with a config.json: "
+        f"{'a' * 40}; choose one with --revision COMMIT"
+    )
+    cache_model(hub, "org/model", "gpt2", revision="b" * 40, ref=False)
+    with pytest.raises(HubError, match=f"config.json: {'a' * 40}, {'b' * 40}; choose"):
+        cached_config("org/model", {"HF_HUB_CACHE": str(hub)})
+    chosen = cached_config(f"org/model@{'b' * 40}", {"HF_HUB_CACHE": str(hub)})
+    assert chosen.parent.name == "b" * 40
 
 
 def test_missing_model_says_how_to_get_the_file(
@@ -105,16 +115,17 @@ def test_missing_model_says_how_to_get_the_file(
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     result = cli("params", "--hf", "meta-llama/Llama-3.2-1B")
     assert result.exit_code == 1
-    assert result.stderr.startswith("error: meta-llama/Llama-3.2-1B: config.json is not in the")
-    assert str(tmp_path / "hub") in result.stderr
-    assert "huggingface-cli download meta-llama/Llama-3.2-1B config.json" in result.stderr
+    assert result.stderr == (
+        f"error: meta-llama/Llama-3.2-1B: config.json is not in the cache ({tmp_path / 'hub'}) "
+        "and HF_HUB_OFFLINE is set (unset it to download)\n"
+    )
 
 
 def test_refs_main_naming_a_missing_snapshot(tmp_path: Path) -> None:
     hub = tmp_path / "hub"
     cache_model(hub, "org/model", "gpt2", revision="aaa")
     (hub / "models--org--model" / "refs" / "main").write_text("b" * 40 + "\n")
-    with pytest.raises(HubCacheError, match="not in the cache"):
+    with pytest.raises(HubError, match="not in the cache"):
         cached_config("org/model", {"HF_HUB_CACHE": str(hub)})
 
 

@@ -81,4 +81,7 @@ def test_docs_cover_every_family_and_preset() -> None:
         assert f"| {family} |" in text
     for name in [name for name in preset_names() if "gpt" not in name]:
         assert f"`{name}`" in text
-    assert "huggingface-cli download ORG/NAME config.json" in text
+    hub_settings = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")
+    hub_settings += ("HF_ENDPOINT", "HF_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    for variable in hub_settings:
+        assert f"`{variable}`" in text, variable

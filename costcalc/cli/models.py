@@ -58,9 +58,17 @@ SELECTION: dict[str, Any] = {
         list[str] | None,
         typer.Option(
             "--hf",
-            metavar="ORG/NAME",
-            help="A model's config.json from the local Hugging Face cache (no network); "
-            "repeatable.",
+            metavar="ORG/NAME[@REVISION]",
+            help="A model on the Hugging Face Hub: its config.json and safetensors headers "
+            "(never its weights), from the local cache when offline; repeatable.",
+        ),
+    ],
+    "revision": Annotated[
+        str | None,
+        typer.Option(
+            "--revision",
+            metavar="REVISION",
+            help="Branch, tag or commit of every --hf model that names none (default main).",
         ),
     ],
 }
@@ -98,6 +106,7 @@ class ModelSelection:
     presets: Sequence[str] = ()
     configs: Sequence[Path] = ()
     hub_ids: Sequence[str] = ()
+    revision: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -116,6 +125,7 @@ class ModelSelection:
             presets=values.get("preset") or (),
             configs=values.get("config") or (),
             hub_ids=values.get("hf") or (),
+            revision=values.get("revision"),
             overrides=with_ffn_width(chosen),
         )
 
@@ -139,6 +149,8 @@ class ModelSelection:
         from costcalc.errors import UsageError
         from costcalc.loaders import load_preset
 
+        if self.revision is not None and not self.hub_ids:
+            raise UsageError("--revision chooses the revision of --hf models; name one with --hf")
         models = []
         for entry in self.presets:
             name, overrides = self._overrides_of(entry)
@@ -163,26 +175,30 @@ class ModelSelection:
     def _load_source(self, source: Path | str) -> LoadedModel | tuple[Checkpoint]:
         """One --config path or --hf id: its model, or (its checkpoint,) when costcalc has no
         formula for it (a safetensors file or index; a folder of an unsupported family)."""
-        from dataclasses import replace
-
         from costcalc.checkpoint import find_checkpoint, is_checkpoint_file, read_checkpoint
         from costcalc.errors import UnsupportedModelError
-        from costcalc.hub import cached_config
-        from costcalc.loaders import load_file
+        from costcalc.loaders import hub_checkpoint, load_file, load_hub
 
         text, overrides = self._overrides_of(str(source))
         source = Path(text) if isinstance(source, Path) else text
         if isinstance(source, Path) and is_checkpoint_file(source):
             return (read_checkpoint(source),)
-        path = source if isinstance(source, Path) else cached_config(source).parent
         try:
-            model = load_file(path, overrides)
+            if isinstance(source, str):
+                model = load_hub(source, overrides, self.revision)
+            else:
+                model = load_file(source, overrides)
         except UnsupportedModelError:
-            found = find_checkpoint(path) if os.path.isdir(path) and not overrides else None
+            if overrides:
+                raise
+            if isinstance(source, str):
+                found = hub_checkpoint(source, self.revision)
+            else:
+                found = find_checkpoint(source) if os.path.isdir(source) else None
             if found is None:
                 raise
             return (found,)
-        return _named(model if isinstance(source, Path) else replace(model, name=source), overrides)
+        return _named(model, overrides)
 
     def _overrides_of(self, entry: str) -> tuple[str, dict[str, Any]]:
         """A model's name and its overrides: the options', then its own ``NAME:field=value``."""

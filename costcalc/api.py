@@ -1,0 +1,130 @@
+"""costcalc from Python: load a model, then count its parameters, MACs and memory.
+
+The functions return the result objects the CLI renders (``to_dict()`` gives the JSON of
+docs/json.md and docs/memory.md), and raise :class:`~costcalc.errors.CostcalcError` subclasses
+with the CLI's messages on bad input. Every function that takes a model also takes anything
+:func:`load` takes. ``count_macs`` and ``count_memory`` are not named ``macs`` and
+``memory``: those are modules of the package, which a function could not shadow. See
+docs/api.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    from costcalc.compute import ComputeResult
+    from costcalc.loaders import LoadedModel
+    from costcalc.memory_results import MemoryResult
+    from costcalc.results import ParamsResult
+
+Source: TypeAlias = "str | os.PathLike[str] | Mapping[str, Any] | LoadedModel"
+"""A preset name, a path (config file or model folder), a parsed config, a Hub id
+(``ORG/NAME[@REVISION]``, or ``hf://ORG/NAME`` to be explicit) or an already loaded model."""
+
+HUB_PREFIX = "hf://"
+
+
+def load(source: Source, *, revision: str | None = None, **overrides: Any) -> LoadedModel:
+    """The model ``source`` names, with ``overrides`` (ModelSpec fields: ``d_model=512``,
+    ``n_layers=24``) applied and the whole validated once.
+
+    A string is read, in this order, as ``hf://ORG/NAME[@REVISION]``; a path that exists; a
+    preset name; else a Hub id ``ORG/NAME[@REVISION]`` (``revision`` applies when it names
+    none). A mapping is a parsed config in any format costcalc reads.
+    """
+    from dataclasses import replace
+
+    from costcalc.files import Document
+    from costcalc.loaders import LoadedModel, load_document, load_file, load_hub, load_preset
+
+    if isinstance(source, LoadedModel):
+        if overrides or revision is not None:
+            raise TypeError("overrides and revision apply when a model is loaded, not after")
+        return source
+    if isinstance(source, Mapping):
+        model = load_document(Document("<dict>", dict(source)), overrides)
+        return model if model.name != "<dict>" else replace(model, name="model")
+    if not isinstance(source, str):
+        return load_file(os.fspath(source), overrides)
+    if source.startswith(HUB_PREFIX):
+        return load_hub(source.removeprefix(HUB_PREFIX), overrides, revision)
+    if os.path.exists(source):
+        return load_file(source, overrides)
+    if "/" in source:  # no preset name holds one
+        return load_hub(source, overrides, revision)
+    return load_preset(source, overrides)
+
+
+def count(model: Source) -> ParamsResult:
+    """Exact parameter counts and weight bytes in every dtype (``costcalc params``)."""
+    from costcalc.results import params_result
+
+    return params_result(load(model))
+
+
+def count_macs(
+    model: Source,
+    *,
+    batch: int = 1,
+    length: int | None = None,
+    causal: bool = False,
+    recompute: str | None = None,
+    prompt: int | None = None,
+    generate: int | None = None,
+) -> ComputeResult:
+    """Forward MACs for ``batch`` sequences of ``length`` tokens (with ``recompute``, the
+    training step), and/or decoding ``generate`` tokens after a ``prompt`` with a KV cache."""
+    from costcalc.compute import Workload, compute_result
+    from costcalc.errors import UsageError, check_choice
+    from costcalc.macs import RECOMPUTE_MODES
+
+    if length is None and prompt is None:
+        raise UsageError("count_macs() needs length=T, or prompt=P and generate=N")
+    if (prompt is None) != (generate is None):
+        raise UsageError("prompt= and generate= go together: P prompt tokens, N generated")
+    workload = Workload(
+        batch=batch,
+        length=length,
+        causal=causal,
+        recompute=check_choice(recompute or "none", RECOMPUTE_MODES, "recompute mode"),
+        prompt=prompt,
+        generated=generate,
+    )
+    return compute_result(load(model).spec, workload)
+
+
+def count_memory(
+    model: Source,
+    *,
+    dtype: str = "bf16",
+    train: bool = False,
+    optimizer: str | None = None,
+    mixed_precision: bool | None = None,
+    batch: int = 1,
+    length: int | None = None,
+    kv_dtype: str | None = None,
+    recompute: str | None = None,
+    fits: int | str | None = None,
+) -> MemoryResult:
+    """Bytes of weights, and of gradients, optimizer state and activations (``train=True``) or
+    the KV cache, as ``costcalc memory`` counts them; ``fits`` (bytes, or ``"24GiB"``) is the
+    capacity ``.fits`` and ``.headroom`` are judged against."""
+    from costcalc.memory import memory_setup
+    from costcalc.memory_results import memory_result
+    from costcalc.units import parse_bytes
+
+    setup = memory_setup(
+        dtype=dtype,
+        train=train,
+        optimizer=optimizer,
+        mixed_precision=mixed_precision,
+        batch=batch,
+        length=length,
+        kv_dtype=kv_dtype,
+        recompute=recompute,
+    )
+    capacity = parse_bytes(fits) if isinstance(fits, str) else fits
+    return memory_result(load(model), setup, capacity)

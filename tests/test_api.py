@@ -1,0 +1,72 @@
+"""The Python API: docs/api.md's examples run as written, and `import costcalc` stays cheap."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import costcalc
+from costcalc.errors import UsageError
+from tests.conftest import FIXTURES, ROOT, Invoke
+
+
+def test_docs_examples_run() -> None:
+    result = doctest.testfile(
+        str(ROOT / "docs" / "api.md"),
+        module_relative=False,
+        optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
+    )
+    assert result.failed == 0
+    assert result.attempted >= 12
+
+
+def test_import_is_cheap() -> None:
+    code = (
+        "import sys, costcalc; "
+        "print(sorted(m for m in sys.modules if m.startswith(('costcalc', 'pydantic', 'yaml', "
+        "'typer', 'rich', 'huggingface_hub'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['costcalc']"
+
+
+def as_json(data: dict[str, Any]) -> Any:
+    return json.loads(json.dumps(data))
+
+
+def test_results_are_the_cli_s(cli: Invoke) -> None:
+    shown = json.loads(cli("params", "-p", "qwen3-8b", "-T", "512", "-f", "json").stdout)
+    model = costcalc.load("qwen3-8b")
+    counted = costcalc.count(model).to_dict() | costcalc.count_macs(model, length=512).to_dict()
+    assert as_json(counted) == shown
+    memory = json.loads(
+        cli("memory", "-p", "qwen3-8b", "--train", "-T", "512", "-f", "json").stdout
+    )
+    assert as_json(costcalc.count_memory(model, train=True, length=512).to_dict()) == memory
+
+
+def test_sources(tmp_path: Path) -> None:
+    config = FIXTURES / "hf" / "gpt2.json"
+    by_path = costcalc.load(config)
+    assert by_path.format == "huggingface"
+    assert costcalc.load(str(config)).spec == by_path.spec
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    (folder / "config.json").write_bytes(config.read_bytes())
+    assert costcalc.count(folder).parameters.total == 124_439_808
+    assert costcalc.load(by_path) is by_path
+    with pytest.raises(TypeError, match="overrides"):
+        costcalc.load(by_path, n_layers=2)
+
+
+def test_misuse_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="go together"):
+        costcalc.count_macs("gpt2-small", prompt=10)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        costcalc.nothing  # noqa: B018
