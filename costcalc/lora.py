@@ -27,10 +27,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from fractions import Fraction
+from typing import Any, Literal
 
 from costcalc.errors import UsageError, check_choice
 from costcalc.params import total_params
+from costcalc.render import ratio_dict
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Shape, Tensor, parameter_tensors
 
@@ -351,6 +353,8 @@ class LoraReport:
     adapter_tensors: int
     bias_tensors: int
     saved_tensors: int
+    converted: tuple[str, ...] = ()
+    """Targets peft read as transformers 4 MoE names (experts and router, not linear layers)."""
 
     @property
     def adapter_params(self) -> int:
@@ -371,6 +375,43 @@ class LoraReport:
     def total(self) -> int:
         """The base model + adapters + saved copies."""
         return self.base_total + self.adapter_params + self.saved_params
+
+    @property
+    def share(self) -> Fraction:
+        """trainable / total."""
+        return Fraction(self.trainable, self.total)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: peft's trainable and total, the config and the breakdown."""
+        c = self.config
+        return {
+            "lora": {
+                "rank": c.rank,
+                "targets": list(c.targets),
+                "target_parameters": list(c.target_parameters),
+                "bias": c.bias,
+                "modules_to_save": list(c.modules_to_save),
+                "dora": c.dora,
+            },
+            "trainable": self.trainable,
+            "total": self.total,
+            "trainable_share": ratio_dict(self.share),
+            "base_total": self.base_total,
+            "adapter_parameters": self.adapter_params,
+            "trainable_biases": self.bias_elements,
+            "modules": {
+                m.name: {
+                    "modules": m.modules,
+                    "shape": list(m.shape),
+                    "rank": m.rank,
+                    "added": m.added,
+                    "dora_magnitudes": m.dora,
+                }
+                for m in self.modules
+            },
+            "modules_to_save": dict(self.saved),
+            "converted_targets": list(self.converted),
+        }
 
 
 def lora_config(
@@ -414,23 +455,25 @@ def family_names(family: str | None) -> FamilyNames:
 
 def _resolve(
     config: LoraConfig, names: FamilyNames, found: list[Site]
-) -> tuple[set[str], dict[str, int]]:
-    """Module targets and parameter targets (with their rank) after ``all-linear`` and peft's
-    conversion of transformers 4 MoE names."""
+) -> tuple[set[str], dict[str, int], tuple[str, ...]]:
+    """Module targets, parameter targets (with their rank) and the targets peft converted, after
+    ``all-linear`` and peft's conversion of transformers 4 MoE names."""
     linear = [s for s in found if s.kind == "linear"]
+    parameters = dict.fromkeys(config.target_parameters, config.rank)
     if config.targets == (ALL_LINEAR,):
         if not names.converted:
-            return {s.path for s in linear}, dict.fromkeys(config.target_parameters, config.rank)
+            return {s.path for s in linear}, parameters, ()
         targets = {s.path.split(".")[-1] for s in linear} | set(names.converted)
     else:
         targets = set(config.targets)
-    parameters = dict.fromkeys(config.target_parameters, config.rank)
     remaining = set()
+    converted = []
     for target in sorted(targets):
         old = next((o for o in names.converted if _hits(target, o)), None)
         if old is None:
             remaining.add(target)
             continue
+        converted.append(target)
         generic, together = names.converted[old]
         missing = [name for name in together if not any(_hits(t, name) for t in targets)]
         if missing:
@@ -442,7 +485,7 @@ def _resolve(
         path = next((s.path for s in found if s.generic == generic.removesuffix(".weight")), None)
         if path is not None:
             parameters[_param_key(path)] = config.rank * len(together)
-    return remaining, parameters
+    return remaining, parameters, tuple(converted)
 
 
 def _param_key(path: str) -> str:
@@ -463,7 +506,7 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
     """What ``config`` adds to and trains in ``spec``, as peft counts it."""
     names = family_names(family)
     found = sites(spec, names)
-    module_targets, parameter_targets = _resolve(config, names, found)
+    module_targets, parameter_targets, converted = _resolve(config, names, found)
     chosen: dict[str, list[tuple[Site, int]]] = {}
     all_linear = config.targets == (ALL_LINEAR,)
     for target in sorted(module_targets):
@@ -511,6 +554,7 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
             for name in config.modules_to_save
             for t in _saved_tensors(name, found, tensors)
         ),
+        converted=converted,
     )
 
 

@@ -11,6 +11,7 @@ import pytest
 from costcalc.errors import UsageError
 from costcalc.loaders import load_file, load_preset
 from costcalc.lora import ALL_LINEAR, FAMILY_NAMES, family_names, lora_config, lora_report, sites
+from costcalc.lora_memory import lora_memory, lora_training, nf4_bytes
 
 ROOT = Path(__file__).resolve().parent
 GOLDEN = json.loads((ROOT / "golden" / "lora_reference.json").read_text())
@@ -178,3 +179,58 @@ def test_costcalc_models_use_llama_names() -> None:
         lora_report(model.spec, None, config).trainable
         == lora_report(fixture.spec, fixture.family, config).trainable
     )
+
+
+# --------------------------------------------------------------------------- training memory
+
+TRAINING = sorted(case for case, r in GOLDEN["cases"].items() if "training_bf16" in r)
+
+
+@pytest.mark.parametrize("case", TRAINING)
+def test_training_state_equals_torch(case: str) -> None:
+    """A bf16 base under peft (adapters upcast to fp32): frozen and trainable bytes, gradients
+    and AdamW's state after one step equal what torch holds."""
+    record = GOLDEN["cases"][case]
+    measured = record["training_bf16"]
+    model = load_file(FIXTURES / f"{record['fixture']}.json")
+    report = lora_report(model.spec, model.family, _config(record))
+    memory = lora_memory(model.spec, family_names(model.family), report, lora_training(length=8))
+    biases = 2 * report.bias_elements  # trained biases stay bf16 inside the base
+    assert memory.bytes_frozen_float - biases == measured["frozen_bytes"]
+    assert memory.bytes_adapters + memory.bytes_saved + biases == measured["trainable_bytes"]
+    assert memory.bytes_gradients == measured["gradient_bytes"]
+    assert memory.bytes_optimizer == measured["adamw_state_bytes"]
+    assert (
+        report.adapter_tensors + report.saved_tensors + report.bias_tensors
+        == (measured["trainable_tensors"])
+    )
+
+
+def test_nf4_bytes_follow_bitsandbytes() -> None:
+    """quantize_4bit: (n + 1) // 2 packed bytes; fp32 absmax per 64 values, or uint8 absmax with
+    an fp32 scale per 256 blocks and an fp32 offset."""
+    n = 4096 * 4096
+    blocks = n // 64
+    assert nf4_bytes(n, double_quant=False) == n // 2 + 4 * blocks
+    assert nf4_bytes(n, double_quant=True) == n // 2 + blocks + 4 * (blocks // 256) + 4
+    assert nf4_bytes(65, double_quant=False) == 33 + 4 * 2
+    assert nf4_bytes(65, double_quant=True) == 33 + 2 + 4 + 4
+
+
+def test_qlora_quantizes_every_linear_but_the_head() -> None:
+    model = load_preset("llama-3.1-8b")
+    report = lora_report(model.spec, None, lora_config(16, [ALL_LINEAR]))
+    memory = lora_memory(model.spec, family_names(None), report, lora_training("nf4", length=2048))
+    D, L, V = 4096, 32, 128256
+    linears = L * (D * D * 2 + 2 * 1024 * D + 3 * 14336 * D)
+    assert memory.elements_quantized == linears
+    assert memory.elements_frozen_float == report.base_total - linears
+    assert memory.bytes_frozen_float == 2 * (2 * V * D + (2 * L + 1) * D)
+    int8 = lora_memory(model.spec, family_names(None), report, lora_training("int8", length=8))
+    rows = L * (D + 1024 + 1024 + D + 2 * 14336 + D)
+    assert int8.bytes_quantized == linears + 4 * rows
+
+
+def test_double_quant_needs_nf4() -> None:
+    with pytest.raises(UsageError, match="--double-quant applies to --base-dtype nf4"):
+        lora_training("bf16", double_quant=True)

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from costcalc.cli import check, heads, memory, params, presets, scale, schema
+from costcalc.cli import check, heads, lora, memory, params, presets, scale, schema
 
 
 @contextmanager
@@ -63,6 +63,7 @@ app.command("schema")(schema.schema)
 app.add_typer(presets.app, name="presets")
 app.command("scale", cls=scale.ListOptionsCommand)(scale.scale)
 app.command("heads")(heads.heads)
+app.command("lora")(lora.lora)
 
 
 def main() -> None:

@@ -134,6 +134,42 @@ def _layer_added(module: LoraLayer) -> int:
     return sum(p.numel() for part in own for p in part.parameters())
 
 
+TRAINING_CASES = [
+    "gpt2-c_attn-r8-lm_head",
+    "qwen2.5-0.5b-qkvo-r16-lora_only",
+    "tiny-mixtral-experts-r4",
+]
+"""Cases whose training state is measured: base in bf16, adapters as peft casts them."""
+
+
+def training_record(fixture: str, keywords: dict) -> dict:
+    """A bf16 base wrapped by peft (which upcasts the adapters to fp32): bytes of the frozen and
+    trainable parameters, of their gradients, and of AdamW's state after one step on meta."""
+    model = build_model(load_config(fixture), **model_kwargs(fixture, "meta")).to(torch.bfloat16)
+    wrapped = get_peft_model(model, LoraConfig(**keywords))
+    params = list(wrapped.parameters())
+    trainable = [p for p in params if p.requires_grad]
+    for param in trainable:
+        param.grad = torch.zeros_like(param)
+    optimizer = torch.optim.AdamW(trainable)
+    optimizer.step()
+    state = [v for p in trainable for v in optimizer.state[p].values() if torch.is_tensor(v)]
+    steps = [v for p in trainable for k, v in optimizer.state[p].items() if k == "step"]
+    by_dtype: dict[str, int] = {}
+    for param in trainable:
+        key = str(param.dtype).removeprefix("torch.")
+        by_dtype[key] = by_dtype.get(key, 0) + param.numel()
+    return {
+        "frozen_bytes": sum(p.numel() * p.element_size() for p in params if not p.requires_grad),
+        "trainable_bytes": sum(p.numel() * p.element_size() for p in trainable),
+        "trainable_elements_by_dtype": by_dtype,
+        "trainable_tensors": len(trainable),
+        "gradient_bytes": sum(p.grad.numel() * p.grad.element_size() for p in trainable),
+        "adamw_state_bytes": sum(v.numel() * v.element_size() for v in state),
+        "adamw_steps": len(steps),
+    }
+
+
 def _strip_base_layer(name: str) -> str:
     """A module's name without the ``.base_layer`` of the wrappers around it."""
     return name.replace(".base_layer", "")
@@ -224,6 +260,8 @@ def main() -> None:
         if only and case not in only:
             continue
         cases[case] = case_record(fixture, keywords)
+        if case in TRAINING_CASES:
+            cases[case]["training_bf16"] = training_record(fixture, keywords)
         print(case, cases[case]["trainable"], cases[case]["total"], file=sys.stderr)
     listings = {
         path.stem: linear_modules(path.stem)
