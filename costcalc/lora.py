@@ -1,7 +1,8 @@
 """LoRA: the parameters an adapter adds and trains, counted as peft 0.21 counts them.
 
 LoRA on a linear layer W (out x in) adds A (r x in) and B (out x r): r (in + out) parameters;
-DoRA adds a magnitude vector of ``out`` elements per adapted linear. A stacked parameter of X
+DoRA adds a magnitude vector of ``out`` elements per adapted linear. On a table (V x E,
+``lora.Embedding``) it adds r (V + E), and DoRA E. A stacked parameter of X
 experts (X x a x b) targeted through ``target_parameters`` gets A (X r x b) and B (a x X r):
 X r (a + b); a router's 2-D weight (out x in) gets r (in + out) (peft's ``lora.ParamWrapper``).
 Bias modes (peft's ``bias``): ``none`` trains no bias; ``all`` every existing parameter whose name
@@ -492,14 +493,19 @@ def _param_key(path: str) -> str:
     return ".".join(path.split(".")[-2:])
 
 
+def _magnitudes(site: Site) -> int:
+    """DoRA's magnitude vector: out for a linear layer, the width E of a (V, E) table."""
+    return site.shape[1] if site.kind == "embedding" else site.shape[0]
+
+
 def _added(site: Site, rank: int, dora: bool) -> int:
-    """Parameters LoRA adds to one copy: r (in + out) (+ out for DoRA); X r (a + b) for X
-    stacked experts."""
+    """Parameters LoRA adds to one copy: r (in + out) (+ DoRA's magnitudes), r (V + E) for a
+    table; X r (a + b) for X stacked experts."""
     if len(site.shape) == 3:
         experts, a, b = site.shape
         return experts * rank * (a + b)
     out, inp = site.shape
-    return rank * (inp + out) + (out if dora else 0)
+    return rank * (inp + out) + (_magnitudes(site) if dora else 0)
 
 
 def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> LoraReport:
@@ -513,7 +519,7 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
         hit = [
             s
             for s in found
-            if s.kind in ("linear", "head")
+            if s.kind in ("linear", "head", "embedding")
             and _hits(s.path, target)
             and not (all_linear and s.kind == "head")
         ]
@@ -565,7 +571,7 @@ def _adapted(name: str, hits: list[tuple[Site, int]], dora: bool) -> AdaptedModu
         modules=sum(s.copies for s, _ in hits),
         rank=rank,
         added=sum(s.copies * _added(s, r, dora) for s, r in hits),
-        dora=sum(s.copies * s.shape[0] for s, _ in hits if dora and len(s.shape) == 2),
+        dora=sum(s.copies * _magnitudes(s) for s, _ in hits if dora and len(s.shape) == 2),
         shape=site.shape,
     )
 
@@ -601,9 +607,9 @@ def _saved(name: str, found: list[Site], tensors: Iterable[Tensor]) -> int:
 def _unmatched(target: str, found: list[Site], kind: str) -> str:
     """Which names exist, when a target matches none."""
     if kind == "linear":
-        known = sorted({s.path for s in found if s.kind in ("linear", "head")})
+        known = sorted({s.path for s in found if s.kind != "parameter"})
         return (
-            f"target {target!r} matches no linear layer of this model; its linear layers: "
+            f"target {target!r} matches no linear layer or table of this model; its: "
             + ", ".join(known)
             + " (or all-linear; stacked experts and bare router weights go in --target-parameters)"
         )

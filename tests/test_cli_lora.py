@@ -101,7 +101,7 @@ def test_train_adds_memory_and_fits_decides_the_exit(cli: Invoke) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("-c", GPT2, "-t", "q_proj"), "matches no linear layer"),
+        (("-c", GPT2, "-t", "q_proj"), "matches no linear layer or table"),
         (("-c", GPT2), "name what to adapt"),
         (("-c", GPT2, "-t", "c_attn", "--base-dtype", "nf4"), "add --train"),
         (("-c", GPT2, "-t", "c_attn", "--train", "--base-dtype", "int4"), "unknown base dtype"),

@@ -34,8 +34,9 @@ def lora(
             "--targets",
             "-t",
             metavar="NAMES",
-            help="Modules to adapt, by the family's names (q_proj,v_proj; GPT-2 c_attn), matched "
-            "as name suffixes as peft does; or all-linear (every linear layer but the head).",
+            help="Modules to adapt, by the family's names (q_proj,v_proj; GPT-2 c_attn; tables "
+            "such as embed_tokens), matched as name suffixes as peft does; or all-linear (every "
+            "linear layer but the head).",
         ),
     ] = None,
     rank: Annotated[int, typer.Option("--rank", "-r", help="LoRA rank r (peft's default 8).")] = 8,

@@ -65,6 +65,12 @@ CASES: list[tuple[str, str, dict]] = [
             "modules_to_save": ["lm_head", "embed_tokens"],
         },
     ),
+    (
+        "qwen2.5-0.5b-embed-q-r8-dora",
+        "qwen2.5-0.5b",
+        {"r": 8, "target_modules": ["embed_tokens", "q_proj"], "use_dora": True},
+    ),
+    ("gpt2-wte-r4", "gpt2", {"r": 4, "target_modules": ["wte"]}),
     ("llama-3.2-1b-all-linear-r16", "llama-3.2-1b", {"r": 16, "target_modules": "all-linear"}),
     (
         "llama-3.2-1b-qv-r64-dora-lm_head",
@@ -128,9 +134,15 @@ CASES: list[tuple[str, str, dict]] = [
 
 
 def _layer_added(module: LoraLayer) -> int:
-    """Parameters one LoRA layer adds: its lora_A, lora_B (with lora_bias) and DoRA magnitude
-    (a nested wrapper's own adapters are its own)."""
-    own = (module.lora_A, module.lora_B, module.lora_magnitude_vector)
+    """Parameters one LoRA layer adds: its lora_A, lora_B (with lora_bias; an embedding's
+    lora_embedding_A and _B) and DoRA magnitude (a nested wrapper's own adapters are its own)."""
+    own = (
+        module.lora_A,
+        module.lora_B,
+        module.lora_embedding_A,
+        module.lora_embedding_B,
+        module.lora_magnitude_vector,
+    )
     return sum(p.numel() for part in own for p in part.parameters())
 
 
