@@ -513,22 +513,22 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
     names = family_names(family)
     found = sites(spec, names)
     module_targets, parameter_targets, converted = _resolve(config, names, found)
-    chosen: dict[str, list[tuple[Site, int]]] = {}
+    # index of each adapted site in ``found`` -> its rank: a site hit by two targets is one
+    ranks: dict[int, int] = {}
     all_linear = config.targets == (ALL_LINEAR,)
     for target in sorted(module_targets):
         hit = [
-            s
-            for s in found
+            i
+            for i, s in enumerate(found)
             if s.kind in ("linear", "head", "embedding")
             and _hits(s.path, target)
             and not (all_linear and s.kind == "head")
         ]
         if not hit:
             raise UsageError(_unmatched(target, found, "linear"))
-        for s in hit:
-            chosen.setdefault(s.name, []).append((s, config.rank))
+        ranks.update(dict.fromkeys(hit, config.rank))
     for target, rank in sorted(parameter_targets.items()):
-        hit = [s for s in found if s.kind == "parameter" and _hits(s.path, target)]
+        hit = [i for i, s in enumerate(found) if s.kind == "parameter" and _hits(s.path, target)]
         if not hit:
             raise UsageError(_unmatched(target, found, "parameter"))
         if config.dora:
@@ -536,8 +536,10 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
                 f"DoRA does not adapt {target}: peft {PEFT_VERSION} has no DoRA for stacked "
                 "experts or bare weights (lora.ParamWrapper)"
             )
-        for s in hit:
-            chosen.setdefault(s.name, []).append((s, rank))
+        ranks.update({i: max(rank, ranks.get(i, 0)) for i in hit})
+    chosen: dict[str, list[tuple[Site, int]]] = {}
+    for i, rank in ranks.items():
+        chosen.setdefault(found[i].name, []).append((found[i], rank))
     modules = tuple(_adapted(name, hits, config.dora) for name, hits in sorted(chosen.items()))
     adapted = {s.generic for hits in chosen.values() for s, _ in hits}
     tensors = parameter_tensors(spec)

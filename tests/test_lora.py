@@ -132,6 +132,13 @@ def test_gpt2_c_proj_hits_attention_and_mlp() -> None:
     assert only_attn.modules[0].modules == 12
 
 
+def test_a_module_hit_by_two_targets_is_adapted_once() -> None:
+    model = _gpt2()
+    both = lora_report(model.spec, model.family, lora_config(8, ["c_proj", "attn.c_proj"]))
+    alone = lora_report(model.spec, model.family, lora_config(8, ["c_proj"]))
+    assert both.trainable == alone.trainable
+
+
 def test_dora_on_stacked_experts_is_refused() -> None:
     model = load_file(FIXTURES / "tiny-mixtral.json")
     with pytest.raises(UsageError, match="DoRA"):
