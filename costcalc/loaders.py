@@ -45,6 +45,8 @@ class LoadedModel:
     """What the count leaves out, in words."""
     checkpoint: Checkpoint | None = None
     """The model's safetensors headers, when its folder holds them."""
+    family: str | None = None
+    """A Hugging Face config's ``model_type``, which names the model's modules."""
 
 
 def detect_format(data: Mapping[str, Any]) -> FormatName:
@@ -136,6 +138,7 @@ def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> 
         description=translation.description,
         key_names=translation.key_names,
         notes=translation.notes,
+        family=translation.family,
     )
 
 

@@ -92,12 +92,16 @@ def sandbox(root: Path) -> Path:
     shutil.copytree(FIXTURES / "repo" / "configs" / "good", root / "configs")
     nsmc = {"n_embd": 192, "n_layer": 4, "n_head": 4, "block_size": 1024, "vocab_size": 50257}
     (root / "configs" / "nsmc.json").write_text(json.dumps({**nsmc, "bias": True}))
+    for folder, fixture in (("gpt2", "gpt2"), ("mixtral", "mixtral-8x7b")):
+        (root / folder).mkdir()
+        shutil.copy(FIXTURES / "hf" / f"{fixture}.json", root / folder / "config.json")
     (root / "models" / "llama").mkdir(parents=True)
     shutil.copy(FIXTURES / "hf" / "llama-3.2-1b.json", root / "models" / "llama" / "config.json")
     for repo, fixture in (
         ("Qwen--Qwen2.5-0.5B", "qwen2.5-0.5b"),
         ("Qwen--Qwen3-0.6B", "qwen3-0.6b"),
         ("Qwen--Qwen3-8B", "qwen3-8b"),
+        ("meta-llama--Llama-3.1-8B", "llama-3.1-8b"),
     ):
         cached = root / "hub" / f"models--{repo}"
         (cached / "snapshots" / REVISION).mkdir(parents=True)

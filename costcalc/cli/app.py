@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from costcalc.cli import check, heads, memory, params, presets, scale, schema
+from costcalc.cli import check, heads, lora, memory, params, presets, scale, schema
 from costcalc.cli.common import Command, Group
 
 
@@ -74,6 +74,7 @@ app.command("schema", cls=Command)(schema.schema)
 app.add_typer(presets.app, name="presets")
 app.command("scale", cls=scale.ListOptionsCommand)(scale.scale)
 app.command("heads", cls=Command)(heads.heads)
+app.command("lora", cls=Command)(lora.lora)
 
 
 def main() -> None:

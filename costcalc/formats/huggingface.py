@@ -9,6 +9,8 @@ that text decoder, and says that the rest (the vision tower) is not counted.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from costcalc.errors import Problem, UnsupportedModelError
 from costcalc.files import Document
 from costcalc.formats.families import registry
@@ -29,7 +31,7 @@ def translate(doc: Document) -> Translation:
     family = families.get(model_type) if isinstance(model_type, str) else None
     if family is not None:
         reader = Reader(doc)
-        return reader.finish(family(reader))
+        return replace(reader.finish(family(reader)), family=model_type)
     text = doc.data.get("text_config")
     text_type = text.get("model_type") if isinstance(text, dict) else None
     if isinstance(text, dict) and isinstance(text_type, str) and text_type in families:
@@ -44,6 +46,7 @@ def translate(doc: Document) -> Translation:
             translation.key_names,
             name=translation.name,
             notes=(note,),
+            family=text_type,
         )
     shown = text_type if model_type is None and isinstance(text_type, str) else model_type
     raise UnsupportedModelError(

@@ -24,3 +24,6 @@ class Translation:
     with whatever validating the fields finds."""
     notes: tuple[str, ...] = ()
     """What the count leaves out, in words (a vision tower beside the text decoder)."""
+    family: str | None = None
+    """The Hugging Face family (``model_type``) whose modules the fields describe: the text
+    decoder's for a multimodal config."""

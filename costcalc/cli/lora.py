@@ -1,0 +1,362 @@
+"""`costcalc lora`: what LoRA adds and trains, as peft counts it, and what training it needs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.cli.models import ModelSelection, takes_models
+from costcalc.render import OutputFormat
+
+if TYPE_CHECKING:
+    from costcalc.loaders import LoadedModel
+    from costcalc.lora import LoraReport
+    from costcalc.lora_memory import LoraMemory
+    from costcalc.render import Grid
+    from costcalc.units import UnitSystem
+
+TRAIN_PANEL = "Training memory (with --train)"
+
+
+def _names(text: str | None) -> list[str]:
+    """A comma-separated list, blanks dropped."""
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+
+@takes_models
+def lora(
+    models: ModelSelection,
+    targets: Annotated[
+        str | None,
+        typer.Option(
+            "--targets",
+            "-t",
+            metavar="NAMES",
+            help="Modules to adapt, by the family's names (q_proj,v_proj; GPT-2 c_attn; tables "
+            "such as embed_tokens), matched as name suffixes as peft does; or all-linear (every "
+            "linear layer but the head).",
+        ),
+    ] = None,
+    rank: Annotated[int, typer.Option("--rank", "-r", help="LoRA rank r (peft's default 8).")] = 8,
+    target_parameters: Annotated[
+        str | None,
+        typer.Option(
+            "--target-parameters",
+            metavar="NAMES",
+            help="Stacked experts and bare router weights, as peft's target_parameters "
+            "(experts.gate_up_proj,experts.down_proj).",
+        ),
+    ] = None,
+    bias: Annotated[
+        str, typer.Option("--bias", help="Biases trained: none, all or lora_only.")
+    ] = "none",
+    modules_to_save: Annotated[
+        str | None,
+        typer.Option(
+            "--modules-to-save",
+            metavar="NAMES",
+            help="Modules trained in full as a copy beside the frozen original (lm_head, "
+            "embed_tokens).",
+        ),
+    ] = None,
+    dora: Annotated[
+        bool, typer.Option("--dora", help="DoRA: a magnitude vector per adapted linear.")
+    ] = False,
+    train: Annotated[
+        bool,
+        typer.Option(
+            "--train", help="Memory of training: frozen base, adapters, gradients, optimizer."
+        ),
+    ] = False,
+    base_dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--base-dtype",
+            help="Frozen base: bf16 (default), fp16, fp32, int8 (LLM.int8) or nf4 (QLoRA).",
+            rich_help_panel=TRAIN_PANEL,
+        ),
+    ] = None,
+    double_quant: Annotated[
+        bool | None,
+        typer.Option(
+            "--double-quant/--no-double-quant",
+            help="nf4: quantize the absmax too (default: on, as QLoRA does).",
+            rich_help_panel=TRAIN_PANEL,
+        ),
+    ] = None,
+    adapter_dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--adapter-dtype",
+            help="Adapters, their gradients and moments: fp32 (default), bf16 or fp16.",
+            rich_help_panel=TRAIN_PANEL,
+        ),
+    ] = None,
+    optimizer: Annotated[
+        str | None,
+        typer.Option(
+            "--optimizer",
+            help="adamw (default), sgd or sgd-momentum.",
+            rich_help_panel=TRAIN_PANEL,
+        ),
+    ] = None,
+    batch: Annotated[
+        int | None,
+        typer.Option("--batch", "-B", help="Sequences B.", rich_help_panel=TRAIN_PANEL),
+    ] = None,
+    length: Annotated[
+        int | None,
+        typer.Option(
+            "--length",
+            "-T",
+            help="Tokens T per sequence (default: context).",
+            rich_help_panel=TRAIN_PANEL,
+        ),
+    ] = None,
+    recompute: Annotated[
+        str | None,
+        typer.Option(
+            "--recompute",
+            help="Activation recomputation: none (default), selective or full.",
+            rich_help_panel=TRAIN_PANEL,
+        ),
+    ] = None,
+    fits: Annotated[
+        str | None,
+        typer.Option(
+            "--fits",
+            "--gpu-memory",
+            help="Device memory, like 24GiB: does training fit? Exit 1 when it does not.",
+            rich_help_panel=TRAIN_PANEL,
+        ),
+    ] = None,
+    units: Annotated[
+        str, typer.Option("--units", help="Human figures: iec (MiB, GiB) or si (MB, GB).")
+    ] = "iec",
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """Trainable parameters of LoRA (QLoRA, DoRA) exactly as peft's
+    get_nb_trainable_parameters() reports them, with a breakdown by target; with --train, the
+    memory of training (activations an ESTIMATE)."""
+    from costcalc.cli.memory import _unit_system
+    from costcalc.errors import UsageError
+    from costcalc.lora import family_names, lora_config, lora_report
+    from costcalc.lora_memory import lora_memory, lora_training
+    from costcalc.units import parse_bytes
+
+    with user_errors():
+        unit_system = _unit_system(units)
+        config = lora_config(
+            rank,
+            _names(targets),
+            _names(target_parameters),
+            bias,
+            _names(modules_to_save),
+            dora,
+        )
+        given = {
+            "--base-dtype": base_dtype,
+            "--double-quant": double_quant,
+            "--adapter-dtype": adapter_dtype,
+            "--optimizer": optimizer,
+            "--batch": batch,
+            "--length": length,
+            "--recompute": recompute,
+            "--fits": fits,
+        }
+        if not train and any(value is not None for value in given.values()):
+            named = ", ".join(name for name, value in given.items() if value is not None)
+            raise UsageError(f"{named} applies to training memory; add --train")
+        training = (
+            lora_training(
+                base_dtype or "bf16",
+                double_quant,
+                adapter_dtype or "fp32",
+                optimizer or "adamw",
+                batch or 1,
+                length,
+                recompute or "none",
+            )
+            if train
+            else None
+        )
+        capacity = parse_bytes(fits) if fits is not None else None
+        results = []
+        for model in models.load():
+            report = lora_report(model.spec, model.family, config)
+            memory = (
+                None
+                if training is None
+                else lora_memory(model.spec, family_names(model.family), report, training)
+            )
+            results.append((model, report, memory))
+    data = [_to_dict(model, report, memory, capacity) for model, report, memory in results]
+    grids = [
+        grid
+        for model, report, memory in results
+        for grid in lora_grids(model, report, memory, capacity, unit_system)
+    ]
+    emit(fmt, data[0] if len(data) == 1 else data, grids)
+    misses = [
+        (model, memory)
+        for model, _, memory in results
+        if memory is not None and capacity is not None and memory.bytes_total > capacity
+    ]
+    for model, memory in misses:
+        typer.echo(
+            f"does not fit: {model.name} needs {memory.bytes_total:,} bytes, "
+            f"{memory.bytes_total - (capacity or 0):,} more than the {capacity or 0:,} given",
+            err=True,
+        )
+    if misses:
+        raise typer.Exit(1)
+
+
+def _to_dict(
+    model: LoadedModel, report: LoraReport, memory: LoraMemory | None, capacity: int | None
+) -> dict[str, Any]:
+    from costcalc.lora_memory import memory_dict
+    from costcalc.results import model_header
+
+    data: dict[str, Any] = {**model_header(model), "family": model.family, **report.to_dict()}
+    data["memory"] = None if memory is None else memory_dict(memory)
+    if memory is not None and capacity is not None:
+        headroom = capacity - memory.bytes_total
+        data["memory"]["fits"] = {
+            "capacity_bytes": capacity,
+            "fits": headroom >= 0,
+            "headroom_bytes": max(headroom, 0),
+            "shortfall_bytes": max(-headroom, 0),
+        }
+    return data
+
+
+def lora_grids(
+    model: LoadedModel,
+    report: LoraReport,
+    memory: LoraMemory | None,
+    capacity: int | None,
+    system: UnitSystem,
+) -> list[Grid]:
+    """The parameter breakdown, then (with --train) the memory breakdown."""
+    from costcalc.render import Grid
+    from costcalc.units import format_percent
+
+    c = report.config
+    rows = [
+        [
+            m.name,
+            f"{m.modules:,}",
+            " x ".join(f"{n:,}" for n in m.shape),
+            f"{m.rank}",
+            f"{m.added:,}",
+        ]
+        for m in report.modules
+    ]
+    rows += [[f"{name} (trainable copy)", "1", "", "", f"{n:,}"] for name, n in report.saved]
+    if c.bias != "none":
+        rows.append([f"biases ({c.bias})", "", "", "", f"{report.bias_elements:,}"])
+    rows += [
+        ["trainable", "", "", "", f"{report.trainable:,}"],
+        ["total (base + adapters + copies)", "", "", "", f"{report.total:,}"],
+        ["trainable share", "", "", "", format_percent(report.share)],
+    ]
+    emphasis = frozenset({len(rows) - 3})
+    title = f"LoRA on {model.name}: rank {c.rank}" + (", DoRA" if c.dora else "")
+    notes = [
+        "LoRA adds r (in + out) per adapted linear (X r (a + b) for X stacked experts)"
+        + ("; DoRA adds out magnitudes per linear" if c.dora else "")
+        + "; counts as peft's get_nb_trainable_parameters() reports them.",
+        *model.notes,
+    ]
+    if report.converted:
+        notes.append(
+            f"peft reads {', '.join(report.converted)} as the transformers 4 names of the "
+            f"experts and router of {model.family} and adapts those (the fused gate and up "
+            "experts at twice the rank), not linear layers of that name."
+        )
+    columns = ["adapted", "modules", "shape (out x in)", "rank", "parameters"]
+    grids = [Grid(title, columns, rows, notes, emphasis)]
+    if memory is not None:
+        grids.append(_memory_grid(model, memory, capacity, system))
+    return grids
+
+
+def _memory_grid(
+    model: LoadedModel, memory: LoraMemory, capacity: int | None, system: UnitSystem
+) -> Grid:
+    from costcalc.lora_memory import (
+        FLOAT_DTYPES,
+        INT8_SOURCE,
+        NF4_SOURCE,
+        quantization_dtype,
+    )
+    from costcalc.memory import ACTIVATION_FORMULAS, ACTIVATION_SOURCE
+    from costcalc.render import Grid
+    from costcalc.units import format_bytes
+
+    t = memory.training
+    quantized = t.base_dtype not in FLOAT_DTYPES
+    parts: list[tuple[str, int | None, str, int]] = []
+    if quantized:
+        parts.append(
+            (
+                "frozen linears",
+                memory.elements_quantized,
+                quantization_dtype(t),
+                memory.bytes_quantized,
+            )
+        )
+    parts += [
+        (
+            "frozen, the rest" if quantized else "frozen weights",
+            memory.elements_frozen_float,
+            t.float_dtype,
+            memory.bytes_frozen_float,
+        ),
+        ("adapters", memory.elements_adapters, t.adapter_dtype, memory.bytes_adapters),
+    ]
+    if memory.elements_saved:
+        parts.append(("saved copies", memory.elements_saved, t.float_dtype, memory.bytes_saved))
+    parts += [
+        ("gradients", memory.elements_trainable, "", memory.bytes_gradients),
+        (f"optimizer ({t.optimizer})", memory.elements_optimizer, "", memory.bytes_optimizer),
+        ("activations (ESTIMATE)", None, "", memory.bytes_activations),
+    ]
+    rows = [
+        [label, "" if n is None else f"{n:,}", dtype, f"{b:,}", format_bytes(b, system)]
+        for label, n, dtype, b in parts
+    ]
+    total = memory.bytes_total
+    rows.append(["total (incl. estimate)", "", "", f"{total:,}", format_bytes(total, system)])
+    emphasis = frozenset({len(rows) - 1})
+    if capacity is not None:
+        headroom = capacity - total
+        verdict = "headroom" if headroom >= 0 else "short by (does not fit)"
+        rows.append(["device memory", "", "", f"{capacity:,}", format_bytes(capacity, system)])
+        rows.append([verdict, "", "", f"{abs(headroom):,}", format_bytes(abs(headroom), system)])
+    notes = [
+        f"Activations are an ESTIMATE: {ACTIVATION_FORMULAS[t.recompute]} (--recompute "
+        f"{t.recompute}); {ACTIVATION_SOURCE}; the same as full training, as backpropagation "
+        "runs through every layer.",
+        "Gradients and optimizer moments follow each trainable parameter's dtype: adapters "
+        f"{t.adapter_dtype}, saved copies and trained biases {t.float_dtype}"
+        + ("; one fp32 step per trainable tensor." if t.optimizer == "adamw" else "."),
+    ]
+    if quantized:
+        notes.append(
+            "Quantized: every linear layer but the output head; "
+            + (NF4_SOURCE if t.base_dtype == "nf4" else INT8_SOURCE)
+            + "."
+        )
+    mode = f"B={t.batch}, T={memory.length:,}"
+    title = f"Memory of LoRA training on {model.name}: {t.base_dtype} base, {mode}"
+    return Grid(title, ["", "elements", "dtype", "bytes", _header(system)], rows, notes, emphasis)
+
+
+def _header(system: UnitSystem) -> str:
+    from costcalc.cli.memory import UNIT_HEADERS
+
+    return UNIT_HEADERS[system]

@@ -1,0 +1,621 @@
+"""LoRA: the parameters an adapter adds and trains, counted as peft 0.21 counts them.
+
+LoRA on a linear layer W (out x in) adds A (r x in) and B (out x r): r (in + out) parameters;
+DoRA adds a magnitude vector of ``out`` elements per adapted linear. On a table (V x E,
+``lora.Embedding``) it adds r (V + E), and DoRA E. A stacked parameter of X
+experts (X x a x b) targeted through ``target_parameters`` gets A (X r x b) and B (a x X r):
+X r (a + b); a router's 2-D weight (out x in) gets r (in + out) (peft's ``lora.ParamWrapper``).
+Bias modes (peft's ``bias``): ``none`` trains no bias; ``all`` every existing parameter whose name
+ends in ``.bias``; ``lora_only`` the biases of the adapted modules. A module in
+``modules_to_save`` gets a trainable copy next to the frozen original (``ModulesToSaveWrapper``),
+so it adds its parameters to the total once more, even when the original is tied.
+
+``trainable`` and ``total`` are what ``PeftModel.get_nb_trainable_parameters()`` reports: total =
+the base model + adapters + saved copies.
+
+Targets are the family's own module names, matched as peft matches them: a target hits a module
+whose name is the target or ends in ``.target`` (GPT-2's ``c_proj`` hits both the attention and
+the MLP output projection). ``all-linear`` is every linear layer but the output head. In the MoE
+families whose transformers 4 checkpoints peft converts (Mixtral, Qwen2-MoE and the families
+transformers converts alike), the transformers 4 names of the experts and the router (Mixtral's
+``w1``, ``w3``, ``w2``, ``gate``; Qwen2-MoE's ``gate_proj``, ``up_proj``, ``down_proj``, ``gate``)
+target the stacked experts and the router weight instead of any linear layer, the fused
+gate-and-up experts at rank 2r, as ``peft.utils.transformers_weight_conversion`` rewrites them;
+``all-linear`` includes them there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Literal
+
+from costcalc.errors import UsageError, check_choice
+from costcalc.params import total_params
+from costcalc.render import ratio_dict
+from costcalc.spec import ModelSpec
+from costcalc.tensors import Shape, Tensor, parameter_tensors
+
+BIAS_MODES: tuple[str, ...] = ("none", "all", "lora_only")
+ALL_LINEAR = "all-linear"
+PEFT_VERSION = "0.21"
+
+# --------------------------------------------------------------------------- family names
+
+LLAMA_PREFIXES = {"attn": "self_attn"}
+
+
+@dataclass(frozen=True)
+class FamilyNames:
+    """How a family names the modules costcalc's generic tensor names stand for.
+
+    ``prefixes`` renames a generic module's first part (``attn`` -> ``self_attn``); ``renames``
+    gives whole generic module paths their family path (``attn.qkv_proj`` -> ``attn.c_attn``);
+    ``router_linear`` says whether the MoE router is an ``nn.Linear`` (else a bare weight);
+    ``converted`` names peft's transformers 4 expert and router targets (see the module
+    docstring): old name -> (generic tensor, names that must be targeted together).
+    """
+
+    prefixes: dict[str, str] = field(default_factory=lambda: dict(LLAMA_PREFIXES))
+    renames: dict[str, str] = field(default_factory=dict)
+    router_linear: bool = False
+    converted: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    stacked_experts: bool = True
+    """False where the experts are not stacked as costcalc's tensors are (DBRX's w1, v1, w2)."""
+
+    def path(self, generic: str) -> str:
+        """The family's module path for a generic one."""
+        if generic in self.renames:
+            return self.renames[generic]
+        first, _, rest = generic.partition(".")
+        first = self.prefixes.get(first, first)
+        return f"{first}.{rest}" if rest and first else (rest or first)
+
+
+def _names(
+    prefixes: dict[str, str] | None = None,
+    renames: dict[str, str] | None = None,
+    router_linear: bool = False,
+    converted: dict[str, tuple[str, tuple[str, ...]]] | None = None,
+    stacked_experts: bool = True,
+) -> FamilyNames:
+    """A family's names: Llama's, with other ``prefixes`` and ``renames``."""
+    return FamilyNames(
+        {**LLAMA_PREFIXES, **(prefixes or {})},
+        renames or {},
+        router_linear,
+        converted or {},
+        stacked_experts,
+    )
+
+
+GATE_UP, DOWN, ROUTER = "mlp.experts.gate_up_proj", "mlp.experts.down_proj", "mlp.router.weight"
+MIXTRAL_CONVERTED = {
+    "gate": (ROUTER, ("gate",)),
+    "w1": (GATE_UP, ("w1", "w3")),
+    "w3": (GATE_UP, ("w1", "w3")),
+    "w2": (DOWN, ("w2",)),
+}
+QWEN2_MOE_CONVERTED = {
+    "gate": (ROUTER, ("gate",)),
+    "gate_proj": (GATE_UP, ("gate_proj", "up_proj")),
+    "up_proj": (GATE_UP, ("gate_proj", "up_proj")),
+    "down_proj": (DOWN, ("down_proj",)),
+}
+"""peft's ``_MOE_TARGET_MODULE_MAPPING`` and ``_MOE_FUSED_TARGETS`` (peft 0.21)."""
+
+ROUTER_GATE = {"mlp.router": "mlp.gate"}
+GPT2_MLP = {"mlp.up_proj": "mlp.c_fc", "mlp.down_proj": "mlp.c_proj"}
+GPT2 = _names(
+    {"attn": "attn"},
+    {
+        "attn.qkv_proj": "attn.c_attn",
+        "attn.o_proj": "attn.c_proj",
+        **GPT2_MLP,
+        "embed_tokens": "wte",
+        "embed_positions": "wpe",
+    },
+)
+NEOX_MLP = {"mlp.up_proj": "mlp.dense_h_to_4h", "mlp.down_proj": "mlp.dense_4h_to_h"}
+LLAMA = _names(renames=ROUTER_GATE)
+QWEN2_MOE = _names(renames=ROUTER_GATE, converted=QWEN2_MOE_CONVERTED)
+"""Families transformers converts as Qwen2-MoE (``_MODEL_TO_CONVERSION_PATTERN``); peft converts
+their targets, but not Qwen2-MoE's own, which it does not list."""
+DEEPSEEK = _names(
+    renames={
+        **ROUTER_GATE,
+        **{
+            f"mlp.shared_expert.{p}": f"mlp.shared_experts.{p}"
+            for p in ("gate_proj", "up_proj", "down_proj")
+        },
+    },
+    converted=QWEN2_MOE_CONVERTED,
+)
+FEED_FORWARD = {"mlp": "feed_forward"}
+LLAMA_FAMILIES = (
+    "apertus arcee cohere cohere2 ernie4_5 exaone4 gemma gemma2 gemma3_text glm4 granite helium "
+    "llama mamba2 ministral mistral nemotron olmo2 olmo3 phi3 qwen2 qwen2_moe qwen3 qwen3_5_text "
+    "qwen3_5_moe_text seed_oss smollm3 stablelm"
+)
+
+FAMILY_NAMES: dict[str, FamilyNames] = {
+    **dict.fromkeys(LLAMA_FAMILIES.split(), LLAMA),
+    "mixtral": _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED),
+    **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next"), QWEN2_MOE),
+    **dict.fromkeys(("deepseek_v2", "deepseek_v3", "glm4_moe", "ernie4_5_moe"), DEEPSEEK),
+    "gpt2": GPT2,
+    "gpt_bigcode": GPT2,
+    "openai-gpt": _names(
+        {"attn": "attn"},
+        {
+            "attn.qkv_proj": "attn.c_attn",
+            "attn.o_proj": "attn.c_proj",
+            **GPT2_MLP,
+            "embed_tokens": "tokens_embed",
+            "embed_positions": "positions_embed",
+        },
+    ),
+    "gpt_neox": _names(
+        {"attn": "attention"},
+        {
+            "attn.qkv_proj": "attention.query_key_value",
+            "attn.o_proj": "attention.dense",
+            "embed_tokens": "embed_in",
+            **NEOX_MLP,
+        },
+    ),
+    **dict.fromkeys(
+        ("bloom", "falcon"),
+        _names(
+            {"attn": "self_attention"},
+            {
+                "attn.qkv_proj": "self_attention.query_key_value",
+                "attn.o_proj": "self_attention.dense",
+                "embed_tokens": "word_embeddings",
+                **NEOX_MLP,
+            },
+        ),
+    ),
+    "persimmon": _names(
+        renames={
+            "attn.qkv_proj": "self_attn.query_key_value",
+            "attn.o_proj": "self_attn.dense",
+            **NEOX_MLP,
+        }
+    ),
+    "phi": _names(
+        renames={
+            "attn.o_proj": "self_attn.dense",
+            "mlp.up_proj": "mlp.fc1",
+            "mlp.down_proj": "mlp.fc2",
+        }
+    ),
+    "opt": _names(
+        renames={"attn.o_proj": "self_attn.out_proj", "mlp.up_proj": "fc1", "mlp.down_proj": "fc2"}
+    ),
+    "gpt_neo": _names(
+        {"attn": "attn.attention"},
+        {
+            "attn.o_proj": "attn.attention.out_proj",
+            **GPT2_MLP,
+            "embed_tokens": "wte",
+            "embed_positions": "wpe",
+        },
+    ),
+    "gptj": _names(
+        {"attn": "attn"},
+        {
+            "attn.o_proj": "attn.out_proj",
+            "mlp.up_proj": "mlp.fc_in",
+            "mlp.down_proj": "mlp.fc_out",
+            "embed_tokens": "wte",
+        },
+    ),
+    "mpt": _names(
+        {"attn": "attn", "mlp": "ffn"},
+        {"attn.qkv_proj": "attn.Wqkv", "attn.o_proj": "attn.out_proj", "embed_tokens": "wte"},
+    ),
+    "dbrx": _names(
+        {"attn": "norm_attn_norm.attn", "mlp": "ffn"},
+        {
+            "attn.qkv_proj": "norm_attn_norm.attn.Wqkv",
+            "attn.o_proj": "norm_attn_norm.attn.out_proj",
+            "mlp.router": "ffn.router.layer",
+            "embed_tokens": "wte",
+        },
+        router_linear=True,
+        stacked_experts=False,
+    ),
+    "starcoder2": _names(renames=GPT2_MLP),
+    "gpt_oss": _names(),
+    "phimoe": _names(router_linear=True),
+    "granitemoe": _names({"mlp": "block_sparse_moe"}),
+    "llama4_text": _names(FEED_FORWARD, router_linear=True),
+    "jamba": _names({**FEED_FORWARD, "mixer": "mamba"}),
+    "nemotron_h": _names({"attn": "mixer", "mlp": "mixer"}, {"embed_tokens": "embeddings"}),
+    "lfm2": _names(
+        FEED_FORWARD,
+        {
+            "attn.o_proj": "self_attn.out_proj",
+            "mlp.gate_proj": "feed_forward.w1",
+            "mlp.up_proj": "feed_forward.w3",
+            "mlp.down_proj": "feed_forward.w2",
+        },
+    ),
+}
+"""Families by ``model_type``; costcalc's own YAML models (no family) use Llama's names."""
+
+# --------------------------------------------------------------------------- sites
+
+
+Kind = Literal["linear", "parameter", "head", "embedding"]
+
+
+@dataclass(frozen=True)
+class Site:
+    """A tensor LoRA can adapt (or a module peft can save), under its family's name.
+
+    ``path`` is the module path (a parameter's: module path + parameter name), ``shape`` the
+    weight's (out, in), or (X, a, b) for stacked experts, ``copies`` how many layers hold it.
+    """
+
+    path: str
+    kind: Kind
+    shape: Shape
+    copies: int
+    generic: str
+
+    @property
+    def name(self) -> str:
+        """The breakdown's name: a module's last part; a parameter's module and name."""
+        parts = self.path.split(".")
+        return ".".join(parts[-2:]) if self.kind == "parameter" else parts[-1]
+
+
+def _kind(tensor: Tensor, names: FamilyNames) -> Kind | None:
+    """What a weight is to LoRA: a linear layer, the output head, a bare parameter (stacked
+    experts, a router that is no ``nn.Linear``), a table; None for the rest."""
+    if tensor.name == "lm_head.weight":
+        return "head"
+    if tensor.name in ("embed_tokens.weight", "embed_positions.weight"):
+        return "embedding"
+    if tensor.use == "experts":
+        return "parameter" if names.stacked_experts else None
+    if tensor.use == "router":
+        return "linear" if names.router_linear else "parameter"
+    return "linear" if tensor.use == "matmul" and tensor.name.endswith(".weight") else None
+
+
+def sites(spec: ModelSpec, names: FamilyNames) -> list[Site]:
+    """Every weight LoRA can adapt or peft can save, with the family's names; a tied LM head is
+    a module of its own to peft (sharing the token table's weight), so it is listed too."""
+    found = []
+    tensors = parameter_tensors(spec)
+    for tensor in tensors:
+        kind = _kind(tensor, names)
+        if kind is None:
+            continue
+        module = tensor.name.removesuffix(".weight")
+        if tensor.use == "router":
+            path = names.path("mlp.router") + (".weight" if kind == "parameter" else "")
+        elif kind == "parameter":
+            path = names.path(tensor.name)
+        else:
+            path = names.path(module)
+        found.append(Site(path, kind, tensor.shape, tensor.copies, module))
+    if spec.tie_embeddings:
+        table = next(t for t in tensors if t.name == "embed_tokens.weight")
+        found.append(Site(names.path("lm_head"), "head", table.shape, 1, "lm_head"))
+    return found
+
+
+def _hits(path: str, target: str) -> bool:
+    """peft's match: the name is the target or ends in ``.target``."""
+    return path == target or path.endswith(f".{target}")
+
+
+# --------------------------------------------------------------------------- the count
+
+
+@dataclass(frozen=True)
+class LoraConfig:
+    """What to adapt, as peft's ``LoraConfig`` says it."""
+
+    rank: int
+    targets: tuple[str, ...]
+    target_parameters: tuple[str, ...] = ()
+    bias: str = "none"
+    modules_to_save: tuple[str, ...] = ()
+    dora: bool = False
+
+
+@dataclass(frozen=True)
+class AdaptedModule:
+    """One target name's share: modules adapted (all layers), rank, parameters added."""
+
+    name: str
+    modules: int
+    rank: int
+    added: int
+    dora: int
+    shape: Shape
+
+
+@dataclass(frozen=True)
+class LoraReport:
+    """A model with LoRA adapters: the breakdown and peft's trainable and total."""
+
+    config: LoraConfig
+    base_total: int
+    modules: tuple[AdaptedModule, ...]
+    saved: tuple[tuple[str, int], ...]
+    bias_elements: int
+    adapter_tensors: int
+    bias_tensors: int
+    saved_tensors: int
+    converted: tuple[str, ...] = ()
+    """Targets peft read as transformers 4 MoE names (experts and router, not linear layers)."""
+
+    @property
+    def adapter_params(self) -> int:
+        """LoRA A and B (and DoRA magnitudes) of every adapted module."""
+        return sum(m.added for m in self.modules)
+
+    @property
+    def saved_params(self) -> int:
+        """The trainable copies of ``modules_to_save``."""
+        return sum(n for _, n in self.saved)
+
+    @property
+    def trainable(self) -> int:
+        """Adapters + saved copies + the biases the bias mode trains."""
+        return self.adapter_params + self.saved_params + self.bias_elements
+
+    @property
+    def total(self) -> int:
+        """The base model + adapters + saved copies."""
+        return self.base_total + self.adapter_params + self.saved_params
+
+    @property
+    def share(self) -> Fraction:
+        """trainable / total."""
+        return Fraction(self.trainable, self.total)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: peft's trainable and total, the config and the breakdown."""
+        c = self.config
+        return {
+            "lora": {
+                "rank": c.rank,
+                "targets": list(c.targets),
+                "target_parameters": list(c.target_parameters),
+                "bias": c.bias,
+                "modules_to_save": list(c.modules_to_save),
+                "dora": c.dora,
+            },
+            "trainable": self.trainable,
+            "total": self.total,
+            "trainable_share": ratio_dict(self.share),
+            "base_total": self.base_total,
+            "adapter_parameters": self.adapter_params,
+            "trainable_biases": self.bias_elements,
+            "modules": {
+                m.name: {
+                    "modules": m.modules,
+                    "shape": list(m.shape),
+                    "rank": m.rank,
+                    "added": m.added,
+                    "dora_magnitudes": m.dora,
+                }
+                for m in self.modules
+            },
+            "modules_to_save": dict(self.saved),
+            "converted_targets": list(self.converted),
+        }
+
+
+def lora_config(
+    rank: int,
+    targets: Sequence[str],
+    target_parameters: Sequence[str] = (),
+    bias: str = "none",
+    modules_to_save: Sequence[str] = (),
+    dora: bool = False,
+) -> LoraConfig:
+    """A checked :class:`LoraConfig`."""
+    if rank < 1:
+        raise UsageError(f"--rank must be a positive whole number, not {rank}")
+    check_choice(bias, BIAS_MODES, "bias mode")
+    if not targets and not target_parameters:
+        raise UsageError("name what to adapt: --targets q_proj,v_proj (or all-linear)")
+    if ALL_LINEAR in targets and len(targets) > 1:
+        raise UsageError("all-linear stands alone: it already names every linear layer")
+    for name in (*targets, *target_parameters, *modules_to_save):
+        if any(part.isdigit() for part in name.split(".")) or not name:
+            raise UsageError(
+                f"target {name!r}: costcalc adapts every layer alike; name a module "
+                "(q_proj, self_attn.o_proj), not one layer's"
+            )
+    return LoraConfig(
+        rank, tuple(targets), tuple(target_parameters), bias, tuple(modules_to_save), dora
+    )
+
+
+def family_names(family: str | None) -> FamilyNames:
+    """The names of ``family`` (Llama's for costcalc's own models), or an error."""
+    if family is None:
+        return LLAMA
+    if family not in FAMILY_NAMES:
+        raise UsageError(
+            f"costcalc does not know the module names of the {family} family, so cannot match "
+            "LoRA targets; known: " + ", ".join(sorted(FAMILY_NAMES))
+        )
+    return FAMILY_NAMES[family]
+
+
+def _resolve(
+    config: LoraConfig, names: FamilyNames, found: list[Site]
+) -> tuple[set[str], dict[str, int], tuple[str, ...]]:
+    """Module targets, parameter targets (with their rank) and the targets peft converted, after
+    ``all-linear`` and peft's conversion of transformers 4 MoE names."""
+    linear = [s for s in found if s.kind == "linear"]
+    parameters = dict.fromkeys(config.target_parameters, config.rank)
+    if config.targets == (ALL_LINEAR,):
+        if not names.converted:
+            return {s.path for s in linear}, parameters, ()
+        targets = {s.path.split(".")[-1] for s in linear} | set(names.converted)
+    else:
+        targets = set(config.targets)
+    remaining = set()
+    converted = []
+    for target in sorted(targets):
+        old = next((o for o in names.converted if _hits(target, o)), None)
+        if old is None:
+            remaining.add(target)
+            continue
+        converted.append(target)
+        generic, together = names.converted[old]
+        missing = [name for name in together if not any(_hits(t, name) for t in targets)]
+        if missing:
+            raise UsageError(
+                f"target {target!r} names experts fused with {', '.join(missing)} in "
+                f"transformers 5 ({GATE_UP.split('.', 1)[1]}); peft {PEFT_VERSION} needs them "
+                "targeted together"
+            )
+        path = next((s.path for s in found if s.generic == generic.removesuffix(".weight")), None)
+        if path is not None:
+            parameters[_param_key(path)] = config.rank * len(together)
+    return remaining, parameters, tuple(converted)
+
+
+def _param_key(path: str) -> str:
+    return ".".join(path.split(".")[-2:])
+
+
+def _magnitudes(site: Site) -> int:
+    """DoRA's magnitude vector: out for a linear layer, the width E of a (V, E) table."""
+    return site.shape[1] if site.kind == "embedding" else site.shape[0]
+
+
+def _added(site: Site, rank: int, dora: bool) -> int:
+    """Parameters LoRA adds to one copy: r (in + out) (+ DoRA's magnitudes), r (V + E) for a
+    table; X r (a + b) for X stacked experts."""
+    if len(site.shape) == 3:
+        experts, a, b = site.shape
+        return experts * rank * (a + b)
+    out, inp = site.shape
+    return rank * (inp + out) + (_magnitudes(site) if dora else 0)
+
+
+def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> LoraReport:
+    """What ``config`` adds to and trains in ``spec``, as peft counts it."""
+    names = family_names(family)
+    found = sites(spec, names)
+    module_targets, parameter_targets, converted = _resolve(config, names, found)
+    # index of each adapted site in ``found`` -> its rank: a site hit by two targets is one
+    ranks: dict[int, int] = {}
+    all_linear = config.targets == (ALL_LINEAR,)
+    for target in sorted(module_targets):
+        hit = [
+            i
+            for i, s in enumerate(found)
+            if s.kind in ("linear", "head", "embedding")
+            and _hits(s.path, target)
+            and not (all_linear and s.kind == "head")
+        ]
+        if not hit:
+            raise UsageError(_unmatched(target, found, "linear"))
+        ranks.update(dict.fromkeys(hit, config.rank))
+    for target, rank in sorted(parameter_targets.items()):
+        hit = [i for i, s in enumerate(found) if s.kind == "parameter" and _hits(s.path, target)]
+        if not hit:
+            raise UsageError(_unmatched(target, found, "parameter"))
+        if config.dora:
+            raise UsageError(
+                f"DoRA does not adapt {target}: peft {PEFT_VERSION} has no DoRA for stacked "
+                "experts or bare weights (lora.ParamWrapper)"
+            )
+        ranks.update({i: max(rank, ranks.get(i, 0)) for i in hit})
+    chosen: dict[str, list[tuple[Site, int]]] = {}
+    for i, rank in ranks.items():
+        chosen.setdefault(found[i].name, []).append((found[i], rank))
+    modules = tuple(_adapted(name, hits, config.dora) for name, hits in sorted(chosen.items()))
+    adapted = {s.generic for hits in chosen.values() for s, _ in hits}
+    tensors = parameter_tensors(spec)
+    biases = [t for t in tensors if _trained_bias(t, config.bias, adapted)]
+    saved = tuple((name, _saved(name, found, tensors)) for name in config.modules_to_save)
+    return LoraReport(
+        config=config,
+        base_total=total_params(spec),
+        modules=modules,
+        saved=saved,
+        bias_elements=sum(t.elements for t in biases),
+        adapter_tensors=sum(
+            s.copies * (2 + (config.dora and s.kind != "parameter"))
+            for hits in chosen.values()
+            for s, _ in hits
+        ),
+        bias_tensors=sum(t.copies for t in biases),
+        saved_tensors=sum(
+            t.copies
+            for name in config.modules_to_save
+            for t in _saved_tensors(name, found, tensors)
+        ),
+        converted=converted,
+    )
+
+
+def _adapted(name: str, hits: list[tuple[Site, int]], dora: bool) -> AdaptedModule:
+    site, rank = hits[0]
+    return AdaptedModule(
+        name=name,
+        modules=sum(s.copies for s, _ in hits),
+        rank=rank,
+        added=sum(s.copies * _added(s, r, dora) for s, r in hits),
+        dora=sum(s.copies * _magnitudes(s) for s, _ in hits if dora and len(s.shape) == 2),
+        shape=site.shape,
+    )
+
+
+def _trained_bias(tensor: Tensor, mode: str, adapted: set[str]) -> bool:
+    """Whether a base tensor is a bias the mode trains: every ``.bias`` for ``all``; those of
+    adapted modules for ``lora_only``."""
+    if not tensor.name.endswith(".bias") or mode == "none":
+        return False
+    return mode == "all" or tensor.name.removesuffix(".bias") in adapted
+
+
+def _saved_tensors(name: str, found: list[Site], tensors: Iterable[Tensor]) -> list[Tensor]:
+    """The tensors of the model-level module ``name`` (the token or position table, the LM
+    head, tied or not): its weight and bias."""
+    site = next((s for s in found if s.kind in ("head", "embedding") and s.path == name), None)
+    if site is None:
+        known = sorted(s.path for s in found if s.kind in ("head", "embedding"))
+        raise UsageError(
+            f"--modules-to-save {name}: costcalc counts saved copies of the token and position "
+            f"tables and the LM head; this model's: {', '.join(known)}"
+        )
+    weight = Tensor(f"{site.generic}.weight", site.shape, "model")
+    bias = [t for t in tensors if t.name == f"{site.generic}.bias"]
+    return [weight, *bias]
+
+
+def _saved(name: str, found: list[Site], tensors: Iterable[Tensor]) -> int:
+    """Parameters of the trainable copy of ``name``."""
+    return sum(t.elements for t in _saved_tensors(name, found, list(tensors)))
+
+
+def _unmatched(target: str, found: list[Site], kind: str) -> str:
+    """Which names exist, when a target matches none."""
+    if kind == "linear":
+        known = sorted({s.path for s in found if s.kind != "parameter"})
+        return (
+            f"target {target!r} matches no linear layer or table of this model; its: "
+            + ", ".join(known)
+            + " (or all-linear; stacked experts and bare router weights go in --target-parameters)"
+        )
+    known = sorted({_param_key(s.path) for s in found if s.kind == "parameter"})
+    return f"target parameter {target!r} matches no stacked or bare weight of this model" + (
+        f"; its: {', '.join(known)}" if known else " (it has none)"
+    )

@@ -1,0 +1,299 @@
+"""Generate tests/golden/lora_reference.json: LoRA parameter counts as peft reports them.
+
+Run by hand (pytest does not collect this file); it needs torch, transformers and peft, and reuses
+make_golden.py's model building (fixture configs on the meta device, no downloads):
+
+    pip install torch==2.13.0 transformers==5.24.0 peft==0.21.2
+    python tests/reference/make_lora_reference.py
+
+Each case wraps a fresh model with ``get_peft_model(model, LoraConfig(...))`` and records
+``get_nb_trainable_parameters()`` (trainable, total) and, per target name, the modules peft
+adapted and the parameters it added (LoRA A/B, DoRA magnitudes, LoRA-B biases), plus the
+parameters of each ``modules_to_save`` copy. MoE experts, stacked as parameters in transformers
+5, are targeted with ``target_parameters`` (the name, as peft matches it, is the parameter path's
+suffix).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import sys
+
+import peft
+import torch
+import transformers
+from make_golden import FIXTURES, ROOT, build_model, load_config, model_kwargs
+from peft import LoraConfig, get_peft_model
+from peft.tuners.lora import LoraLayer
+from torch import nn
+from transformers.pytorch_utils import Conv1D
+
+OUTPUT = ROOT / "tests" / "golden" / "lora_reference.json"
+GENERATOR = "tests/reference/make_lora_reference.py"
+MULTIMODAL = {"gemma-3-4b"}
+"""Fixtures whose model holds more than the text decoder costcalc counts."""
+
+# (case id, fixture, LoraConfig keywords)
+CASES: list[tuple[str, str, dict]] = [
+    ("gpt2-c_attn-r8", "gpt2", {"r": 8, "target_modules": ["c_attn"]}),
+    ("gpt2-c_proj-r4-bias-all", "gpt2", {"r": 4, "target_modules": ["c_proj"], "bias": "all"}),
+    ("gpt2-all-linear-r16", "gpt2", {"r": 16, "target_modules": "all-linear"}),
+    (
+        "gpt2-c_attn-r8-lm_head",
+        "gpt2",
+        {"r": 8, "target_modules": ["c_attn"], "modules_to_save": ["lm_head"]},
+    ),
+    ("qwen2.5-0.5b-qv-r8", "qwen2.5-0.5b", {"r": 8, "target_modules": ["q_proj", "v_proj"]}),
+    (
+        "qwen2.5-0.5b-qkvo-r16-lora_only",
+        "qwen2.5-0.5b",
+        {"r": 16, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"], "bias": "lora_only"},
+    ),
+    (
+        "qwen2.5-0.5b-all-linear-r8-dora",
+        "qwen2.5-0.5b",
+        {"r": 8, "target_modules": "all-linear", "use_dora": True},
+    ),
+    (
+        "qwen2.5-0.5b-qv-r8-lm_head-embed",
+        "qwen2.5-0.5b",
+        {
+            "r": 8,
+            "target_modules": ["q_proj", "v_proj"],
+            "modules_to_save": ["lm_head", "embed_tokens"],
+        },
+    ),
+    (
+        "qwen2.5-0.5b-embed-q-r8-dora",
+        "qwen2.5-0.5b",
+        {"r": 8, "target_modules": ["embed_tokens", "q_proj"], "use_dora": True},
+    ),
+    ("gpt2-wte-r4", "gpt2", {"r": 4, "target_modules": ["wte"]}),
+    ("llama-3.2-1b-all-linear-r16", "llama-3.2-1b", {"r": 16, "target_modules": "all-linear"}),
+    (
+        "llama-3.2-1b-qv-r64-dora-lm_head",
+        "llama-3.2-1b",
+        {
+            "r": 64,
+            "target_modules": ["q_proj", "v_proj"],
+            "use_dora": True,
+            "modules_to_save": ["lm_head"],
+        },
+    ),
+    ("tiny-mixtral-qkvo-r4", "tiny-mixtral", {"r": 4, "target_modules": ["q_proj", "o_proj"]}),
+    ("tiny-mixtral-all-linear-r8", "tiny-mixtral", {"r": 8, "target_modules": "all-linear"}),
+    (
+        "tiny-mixtral-experts-r4",
+        "tiny-mixtral",
+        {
+            "r": 4,
+            "target_modules": ["q_proj", "v_proj"],
+            "target_parameters": ["experts.gate_up_proj", "experts.down_proj"],
+        },
+    ),
+    ("qwen3-0.6b-all-linear-r8", "qwen3-0.6b", {"r": 8, "target_modules": "all-linear"}),
+    (
+        "qwen3-0.6b-gate-up-down-r32-dora",
+        "qwen3-0.6b",
+        {"r": 32, "target_modules": ["gate_proj", "up_proj", "down_proj"], "use_dora": True},
+    ),
+    (
+        "gemma-2-2b-qv-r8-bias-all",
+        "gemma-2-2b",
+        {"r": 8, "target_modules": ["q_proj", "v_proj"], "bias": "all"},
+    ),
+    (
+        "qwen3-30b-a3b-gate-up-down-r8",
+        "qwen3-30b-a3b",
+        {"r": 8, "target_modules": ["gate_proj", "up_proj", "down_proj"]},
+    ),
+    (
+        "qwen1.5-moe-a2.7b-all-linear-r4",
+        "qwen1.5-moe-a2.7b",
+        {"r": 4, "target_modules": "all-linear"},
+    ),
+    (
+        "gpt-oss-20b-router-experts-r4-lora_only",
+        "gpt-oss-20b",
+        {
+            "r": 4,
+            "target_modules": ["q_proj"],
+            "target_parameters": ["router.weight", "experts.gate_up_proj"],
+            "bias": "lora_only",
+        },
+    ),
+    ("phi-2-dense-fc1-fc2-r8", "phi-2", {"r": 8, "target_modules": ["dense", "fc1", "fc2"]}),
+    (
+        "pythia-160m-query_key_value-r8-bias-lora_only",
+        "pythia-160m",
+        {"r": 8, "target_modules": ["query_key_value"], "bias": "lora_only"},
+    ),
+]
+
+
+def _layer_added(module: LoraLayer) -> int:
+    """Parameters one LoRA layer adds: its lora_A, lora_B (with lora_bias; an embedding's
+    lora_embedding_A and _B) and DoRA magnitude (a nested wrapper's own adapters are its own)."""
+    own = (
+        module.lora_A,
+        module.lora_B,
+        module.lora_embedding_A,
+        module.lora_embedding_B,
+        module.lora_magnitude_vector,
+    )
+    return sum(p.numel() for part in own for p in part.parameters())
+
+
+TRAINING_CASES = [
+    "gpt2-c_attn-r8-lm_head",
+    "qwen2.5-0.5b-qkvo-r16-lora_only",
+    "tiny-mixtral-experts-r4",
+]
+"""Cases whose training state is measured: base in bf16, adapters as peft casts them."""
+
+
+def training_record(fixture: str, keywords: dict) -> dict:
+    """A bf16 base wrapped by peft (which upcasts the adapters to fp32): bytes of the frozen and
+    trainable parameters, of their gradients, and of AdamW's state after one step on meta."""
+    model = build_model(load_config(fixture), **model_kwargs(fixture, "meta")).to(torch.bfloat16)
+    wrapped = get_peft_model(model, LoraConfig(**keywords))
+    params = list(wrapped.parameters())
+    trainable = [p for p in params if p.requires_grad]
+    for param in trainable:
+        param.grad = torch.zeros_like(param)
+    optimizer = torch.optim.AdamW(trainable)
+    optimizer.step()
+    state = [v for p in trainable for v in optimizer.state[p].values() if torch.is_tensor(v)]
+    steps = [v for p in trainable for k, v in optimizer.state[p].items() if k == "step"]
+    by_dtype: dict[str, int] = {}
+    for param in trainable:
+        key = str(param.dtype).removeprefix("torch.")
+        by_dtype[key] = by_dtype.get(key, 0) + param.numel()
+    return {
+        "frozen_bytes": sum(p.numel() * p.element_size() for p in params if not p.requires_grad),
+        "trainable_bytes": sum(p.numel() * p.element_size() for p in trainable),
+        "trainable_elements_by_dtype": by_dtype,
+        "trainable_tensors": len(trainable),
+        "gradient_bytes": sum(p.grad.numel() * p.grad.element_size() for p in trainable),
+        "adamw_state_bytes": sum(v.numel() * v.element_size() for v in state),
+        "adamw_steps": len(steps),
+    }
+
+
+def _strip_base_layer(name: str) -> str:
+    """A module's name without the ``.base_layer`` of the wrappers around it."""
+    return name.replace(".base_layer", "")
+
+
+def case_record(fixture: str, keywords: dict) -> dict:
+    config = load_config(fixture)
+    model = build_model(config, **model_kwargs(fixture, "meta"))
+    base_total = sum(p.numel() for p in model.parameters())
+    wrapped = get_peft_model(model, LoraConfig(**keywords))
+    trainable, total = wrapped.get_nb_trainable_parameters()
+    targets = (
+        list(keywords.get("target_modules") or [])
+        if keywords.get("target_modules") != "all-linear"
+        else None
+    )
+    modules: dict[str, dict[str, int]] = {}
+    for name, module in wrapped.base_model.model.named_modules():
+        if not isinstance(module, LoraLayer):
+            continue
+        key = _strip_base_layer(name).rsplit(".", 1)[-1]
+        parameter = getattr(module, "parameter_name", None)
+        if parameter is not None:
+            key = f"{key}.{parameter}"
+        entry = modules.setdefault(key, {"modules": 0, "added": 0})
+        entry["modules"] += 1
+        entry["added"] += _layer_added(module)
+    saved: dict[str, int] = {}
+    for name in keywords.get("modules_to_save") or []:
+        copies = [
+            m
+            for n, m in wrapped.base_model.model.named_modules()
+            if n.endswith("modules_to_save.default") and n.split(".")[-3] == name
+        ]
+        saved[name] = sum(p.numel() for m in copies for p in m.parameters())
+    config_out = {k: v for k, v in keywords.items()}
+    return {
+        "fixture": fixture,
+        "config": config_out,
+        "resolved_targets": targets if targets is not None else sorted(modules),
+        "base_total": base_total,
+        "trainable": trainable,
+        "total": total,
+        "modules": dict(sorted(modules.items())),
+        "modules_to_save": saved,
+    }
+
+
+def linear_modules(fixture: str) -> dict:
+    """What LoRA can adapt in a fixture's model: every ``nn.Linear`` (and GPT-2's ``Conv1D``)
+    and every parameter of two or more dimensions held by another module (stacked experts,
+    routers), by the tail of its name after the layer index, with its shape (out, in for a
+    linear), whether it has a bias, and how many there are; the output head and the embeddings
+    marked as such."""
+    model = build_model(load_config(fixture), **model_kwargs(fixture, "meta"))
+    head = model.get_output_embeddings()
+    found: dict[tuple, int] = {}
+    for name, module in model.named_modules():
+        tail = re.split(r"\.\d+\.", name)[-1]
+        if isinstance(module, (nn.Linear, Conv1D)):
+            shape = (
+                module.weight.shape if isinstance(module, nn.Linear) else module.weight.shape[::-1]
+            )
+            kind = "head" if module is head else "linear"
+            key = (kind, tail, tuple(shape), module.bias is not None)
+        elif isinstance(module, nn.Embedding):
+            key = ("embedding", tail, tuple(module.weight.shape), False)
+        else:
+            for param_name, param in module.named_parameters(recurse=False):
+                if param.dim() >= 2 and not isinstance(module, nn.Conv1d):
+                    key = ("parameter", f"{tail}.{param_name}", tuple(param.shape), False)
+                    found[key] = found.get(key, 0) + 1
+            continue
+        found[key] = found.get(key, 0) + 1
+    return {
+        "model_type": model.config.model_type,
+        "modules": [
+            {"kind": k, "name": n, "shape": list(s), "bias": b, "count": c}
+            for (k, n, s, b), c in sorted(found.items())
+        ],
+    }
+
+
+def main() -> None:
+    only = set(sys.argv[1:])
+    cases = {}
+    for case, fixture, keywords in CASES:
+        if only and case not in only:
+            continue
+        cases[case] = case_record(fixture, keywords)
+        if case in TRAINING_CASES:
+            cases[case]["training_bf16"] = training_record(fixture, keywords)
+        print(case, cases[case]["trainable"], cases[case]["total"], file=sys.stderr)
+    listings = {
+        path.stem: linear_modules(path.stem)
+        for path in sorted(FIXTURES.glob("*.json"))
+        if not only and path.stem not in MULTIMODAL
+    }
+    output = {
+        "generator": GENERATOR,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "peft": peft.__version__,
+        "date": datetime.date.today().isoformat(),
+        "cases": cases,
+        "linear_modules": listings,
+    }
+    if not only:
+        OUTPUT.write_text(json.dumps(output, indent=2) + "\n")
+    else:
+        print(json.dumps(output, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""`costcalc lora` from the command line: JSON contract, table, --train, --fits, bad input."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.conftest import FIXTURES, GOLDEN, Invoke
+
+PEFT = json.loads((GOLDEN / "lora_reference.json").read_text())["cases"]
+GPT2 = str(FIXTURES / "hf" / "gpt2.json")
+
+
+def lora_json(cli: Invoke, *args: str) -> Any:
+    result = cli("lora", *args, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_json_carries_peft_s_trainable_and_total(cli: Invoke) -> None:
+    data = lora_json(
+        cli, "-c", GPT2, "--targets", "c_attn", "-r", "8", "--modules-to-save", "lm_head"
+    )
+    peft = PEFT["gpt2-c_attn-r8-lm_head"]
+    assert (data["trainable"], data["total"]) == (peft["trainable"], peft["total"])
+    assert {k: v["added"] for k, v in data["modules"].items()} == {"c_attn": 294912}
+    assert data["modules"]["c_attn"]["modules"] == 12
+    assert data["modules_to_save"] == {"lm_head": 38597376}
+    assert data["family"] == "gpt2"
+    assert data["memory"] is None
+
+
+def test_dora_bias_and_all_linear_from_the_command_line(cli: Invoke) -> None:
+    qwen = str(FIXTURES / "hf" / "qwen2.5-0.5b.json")
+    data = lora_json(cli, "-c", qwen, "-t", "all-linear", "-r", "8", "--dora")
+    assert data["trainable"] == PEFT["qwen2.5-0.5b-all-linear-r8-dora"]["trainable"]
+    data = lora_json(
+        cli, "-c", qwen, "-t", "q_proj,k_proj,v_proj,o_proj", "-r", "16", "--bias", "lora_only"
+    )
+    assert data["trainable"] == PEFT["qwen2.5-0.5b-qkvo-r16-lora_only"]["trainable"]
+
+
+def test_experts_through_target_parameters(cli: Invoke) -> None:
+    mixtral = str(FIXTURES / "hf" / "tiny-mixtral.json")
+    data = lora_json(
+        cli,
+        "-c",
+        mixtral,
+        "-t",
+        "q_proj,v_proj",
+        "-r",
+        "4",
+        "--target-parameters",
+        "experts.gate_up_proj,experts.down_proj",
+    )
+    assert data["trainable"] == PEFT["tiny-mixtral-experts-r4"]["trainable"]
+
+
+def test_table_shows_breakdown_and_share(cli: Invoke) -> None:
+    result = cli("lora", "-c", GPT2, "-t", "c_proj", "-r", "4", "--bias", "all")
+    assert result.exit_code == 0, result.stderr
+    assert "c_proj" in result.stdout and "258,048" in result.stdout
+    assert "biases (all)" in result.stdout and "360,192" in result.stdout
+    assert "trainable share" in result.stdout
+
+
+def test_train_adds_memory_and_fits_decides_the_exit(cli: Invoke) -> None:
+    args = (
+        "-p",
+        "qwen2.5-0.5b",
+        "-t",
+        "q_proj,v_proj",
+        "--train",
+        "--base-dtype",
+        "nf4",
+        "-T",
+        "512",
+    )
+    data = lora_json(cli, *args)
+    memory = data["memory"]
+    assert memory["setup"]["double_quant"] is True
+    assert memory["adapters"] == {"elements": 540672, "dtype": "fp32", "bytes": 4 * 540672}
+    parts = (
+        "quantized_weights",
+        "frozen_weights",
+        "adapters",
+        "saved_copies",
+        "gradients",
+        "optimizer",
+        "activations",
+    )
+    assert memory["total"]["bytes"] == sum(memory[p]["bytes"] for p in parts)
+    assert memory["activations"]["estimate"] is True
+    short = cli("lora", *args, "--fits", "1GiB")
+    assert short.exit_code == 1 and "does not fit" in short.stderr
+    assert cli("lora", *args, "--fits", "2GiB").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("-c", GPT2, "-t", "q_proj"), "matches no linear layer or table"),
+        (("-c", GPT2), "name what to adapt"),
+        (("-c", GPT2, "-t", "c_attn", "--base-dtype", "nf4"), "add --train"),
+        (("-c", GPT2, "-t", "c_attn", "--train", "--base-dtype", "int4"), "unknown base dtype"),
+        (("-c", GPT2, "-t", "c_attn", "--bias", "some"), "unknown bias mode"),
+        (("-c", GPT2, "-t", "c_attn", "--modules-to-save", "ln_f"), "token and position tables"),
+    ],
+)
+def test_bad_input_is_one_clear_error(cli: Invoke, args: tuple[str, ...], message: str) -> None:
+    result = cli("lora", *args)
+    assert result.exit_code == 2  # wrong usage
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,243 @@
+"""LoRA counts against peft (tests/golden/lora_reference.json, make_lora_reference.py)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from costcalc.errors import UsageError
+from costcalc.loaders import load_file, load_preset
+from costcalc.lora import ALL_LINEAR, FAMILY_NAMES, family_names, lora_config, lora_report, sites
+from costcalc.lora_memory import lora_memory, lora_training, nf4_bytes
+
+ROOT = Path(__file__).resolve().parent
+GOLDEN = json.loads((ROOT / "golden" / "lora_reference.json").read_text())
+FIXTURES = ROOT / "fixtures" / "hf"
+LORA_WEIGHTS = ("experts.gate_up_proj", "experts.down_proj", "gate.weight", "router.weight")
+"""The bare weights LoRA can adapt (stacked experts, routers that are no ``nn.Linear``)."""
+
+
+def _config(record: dict):
+    c = record["config"]
+    targets = c.get("target_modules", [])
+    return lora_config(
+        c["r"],
+        [ALL_LINEAR] if targets == ALL_LINEAR else targets,
+        c.get("target_parameters", []),
+        c.get("bias", "none"),
+        c.get("modules_to_save", []),
+        c.get("use_dora", False),
+    )
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN["cases"]))
+def test_trainable_and_total_equal_peft(case: str) -> None:
+    record = GOLDEN["cases"][case]
+    model = load_file(FIXTURES / f"{record['fixture']}.json")
+    report = lora_report(model.spec, model.family, _config(record))
+    assert report.base_total == record["base_total"]
+    assert (report.trainable, report.total) == (record["trainable"], record["total"])
+    modules = {m.name: {"modules": m.modules, "added": m.added} for m in report.modules}
+    assert modules == record["modules"]
+    assert dict(report.saved) == record["modules_to_save"]
+
+
+def test_golden_covers_the_brief() -> None:
+    """At least 8 cases over GPT-2, Qwen2.5, a Llama, MoE models and a newer family, with
+    all-linear, DoRA, bias=all and lm_head saved."""
+    cases = GOLDEN["cases"].values()
+    fixtures = {c["fixture"] for c in cases}
+    assert len(GOLDEN["cases"]) >= 8
+    assert {"gpt2", "qwen2.5-0.5b", "llama-3.2-1b", "tiny-mixtral", "qwen3-0.6b"} <= fixtures
+    configs = [c["config"] for c in cases]
+    assert any(c.get("target_modules") == ALL_LINEAR for c in configs)
+    assert any(c.get("use_dora") for c in configs)
+    assert any(c.get("bias") == "all" for c in configs)
+    assert any("lm_head" in c.get("modules_to_save", []) for c in configs)
+    assert any(c.get("target_parameters") for c in configs)
+
+
+def _listed(fixture: str) -> tuple[Counter, Counter]:
+    """peft-relevant weights transformers builds, and costcalc's sites, as
+    (kind, name, sorted shape, bias) -> count."""
+    record = GOLDEN["linear_modules"][fixture]
+    model = load_file(FIXTURES / f"{fixture}.json")
+    names = family_names(model.family)
+    found = sites(model.spec, names)
+    biases = {t.removesuffix(".bias") for t in _bias_names(model.spec)}
+    ours: Counter = Counter()
+    for s in found:
+        if s.kind == "embedding":
+            continue
+        bias = s.generic in biases and s.kind != "parameter"
+        ours[(s.kind, s.path, tuple(sorted(s.shape)), bias)] += s.copies
+    theirs: Counter = Counter()
+    for m in record["modules"]:
+        if m["kind"] == "embedding":
+            continue
+        if m["kind"] == "parameter" and not m["name"].endswith(LORA_WEIGHTS):
+            continue
+        name = m["name"]
+        if m["kind"] != "parameter":
+            name = next((s.path for s in found if _tail_of(name, s.path)), name)
+        theirs[(m["kind"], name, tuple(sorted(m["shape"])), m["bias"])] += m["count"]
+    return theirs, ours
+
+
+def _bias_names(spec) -> set[str]:
+    from costcalc.tensors import parameter_tensors
+
+    return {t.name for t in parameter_tensors(spec) if t.name.endswith(".bias")}
+
+
+def _tail_of(name: str, path: str) -> bool:
+    return name == path or name.endswith(f".{path}")
+
+
+@pytest.mark.parametrize("fixture", sorted(GOLDEN["linear_modules"]))
+def test_family_names_name_every_linear_layer(fixture: str) -> None:
+    """Every nn.Linear (and Conv1D), stacked expert and router weight transformers builds is a
+    costcalc site of the same name, shape, bias and count, and nothing else is."""
+    theirs, ours = _listed(fixture)
+    assert ours == theirs
+
+
+def test_every_family_has_names() -> None:
+    from costcalc.formats.families import registry
+
+    assert set(registry()) == set(FAMILY_NAMES)
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+def _gpt2():
+    return load_file(FIXTURES / "gpt2.json")
+
+
+def test_a_target_matching_nothing_lists_the_model_s_layers() -> None:
+    model = _gpt2()
+    with pytest.raises(UsageError, match=r"'q_proj' matches no linear layer or t.*attn\.c_attn"):
+        lora_report(model.spec, model.family, lora_config(8, ["q_proj"]))
+
+
+def test_gpt2_c_proj_hits_attention_and_mlp() -> None:
+    model = _gpt2()
+    report = lora_report(model.spec, model.family, lora_config(8, ["c_proj"]))
+    assert [(m.name, m.modules) for m in report.modules] == [("c_proj", 24)]
+    only_attn = lora_report(model.spec, model.family, lora_config(8, ["attn.c_proj"]))
+    assert only_attn.modules[0].modules == 12
+
+
+def test_a_module_hit_by_two_targets_is_adapted_once() -> None:
+    model = _gpt2()
+    both = lora_report(model.spec, model.family, lora_config(8, ["c_proj", "attn.c_proj"]))
+    alone = lora_report(model.spec, model.family, lora_config(8, ["c_proj"]))
+    assert both.trainable == alone.trainable
+
+
+def test_dora_on_stacked_experts_is_refused() -> None:
+    model = load_file(FIXTURES / "tiny-mixtral.json")
+    with pytest.raises(UsageError, match="DoRA"):
+        lora_report(model.spec, model.family, lora_config(8, [ALL_LINEAR], dora=True))
+
+
+def test_half_of_fused_experts_is_refused() -> None:
+    model = load_file(FIXTURES / "tiny-mixtral.json")
+    with pytest.raises(UsageError, match="w3"):
+        lora_report(model.spec, model.family, lora_config(8, ["w1"]))
+
+
+def test_unknown_family_is_refused() -> None:
+    with pytest.raises(UsageError, match="module names of the gemma3 family"):
+        family_names("gemma3")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"rank": 0, "targets": ["q_proj"]}, "positive"),
+        ({"rank": 8, "targets": []}, "name what to adapt"),
+        ({"rank": 8, "targets": ["all-linear", "q_proj"]}, "stands alone"),
+        ({"rank": 8, "targets": ["layers.0.q_proj"]}, "every layer alike"),
+        ({"rank": 8, "targets": ["q_proj"], "bias": "some"}, "bias mode"),
+    ],
+)
+def test_bad_configs_are_refused(kwargs: dict, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        lora_config(**kwargs)
+
+
+def test_saving_a_block_module_is_refused() -> None:
+    model = _gpt2()
+    with pytest.raises(UsageError, match="token and position tables and the LM head"):
+        lora_report(model.spec, model.family, lora_config(8, ["c_attn"], modules_to_save=["ln_f"]))
+
+
+def test_costcalc_models_use_llama_names() -> None:
+    model = load_preset("qwen2.5-0.5b")
+    fixture = load_file(FIXTURES / "qwen2.5-0.5b.json")
+    config = lora_config(8, ["q_proj", "v_proj"])
+    assert model.family is None
+    assert (
+        lora_report(model.spec, None, config).trainable
+        == lora_report(fixture.spec, fixture.family, config).trainable
+    )
+
+
+# --------------------------------------------------------------------------- training memory
+
+TRAINING = sorted(case for case, r in GOLDEN["cases"].items() if "training_bf16" in r)
+
+
+@pytest.mark.parametrize("case", TRAINING)
+def test_training_state_equals_torch(case: str) -> None:
+    """A bf16 base under peft (adapters upcast to fp32): frozen and trainable bytes, gradients
+    and AdamW's state after one step equal what torch holds."""
+    record = GOLDEN["cases"][case]
+    measured = record["training_bf16"]
+    model = load_file(FIXTURES / f"{record['fixture']}.json")
+    report = lora_report(model.spec, model.family, _config(record))
+    memory = lora_memory(model.spec, family_names(model.family), report, lora_training(length=8))
+    biases = 2 * report.bias_elements  # trained biases stay bf16 inside the base
+    assert memory.bytes_frozen_float - biases == measured["frozen_bytes"]
+    assert memory.bytes_adapters + memory.bytes_saved + biases == measured["trainable_bytes"]
+    assert memory.bytes_gradients == measured["gradient_bytes"]
+    assert memory.bytes_optimizer == measured["adamw_state_bytes"]
+    assert (
+        report.adapter_tensors + report.saved_tensors + report.bias_tensors
+        == (measured["trainable_tensors"])
+    )
+
+
+def test_nf4_bytes_follow_bitsandbytes() -> None:
+    """quantize_4bit: (n + 1) // 2 packed bytes; fp32 absmax per 64 values, or uint8 absmax with
+    an fp32 scale per 256 blocks and an fp32 offset."""
+    n = 4096 * 4096
+    blocks = n // 64
+    assert nf4_bytes(n, double_quant=False) == n // 2 + 4 * blocks
+    assert nf4_bytes(n, double_quant=True) == n // 2 + blocks + 4 * (blocks // 256) + 4
+    assert nf4_bytes(65, double_quant=False) == 33 + 4 * 2
+    assert nf4_bytes(65, double_quant=True) == 33 + 2 + 4 + 4
+
+
+def test_qlora_quantizes_every_linear_but_the_head() -> None:
+    model = load_preset("llama-3.1-8b")
+    report = lora_report(model.spec, None, lora_config(16, [ALL_LINEAR]))
+    memory = lora_memory(model.spec, family_names(None), report, lora_training("nf4", length=2048))
+    D, L, V = 4096, 32, 128256
+    linears = L * (D * D * 2 + 2 * 1024 * D + 3 * 14336 * D)
+    assert memory.elements_quantized == linears
+    assert memory.elements_frozen_float == report.base_total - linears
+    assert memory.bytes_frozen_float == 2 * (2 * V * D + (2 * L + 1) * D)
+    int8 = lora_memory(model.spec, family_names(None), report, lora_training("int8", length=8))
+    rows = L * (D + 1024 + 1024 + D + 2 * 14336 + D)
+    assert int8.bytes_quantized == linears + 4 * rows
+
+
+def test_double_quant_needs_nf4() -> None:
+    with pytest.raises(UsageError, match="--double-quant applies to --base-dtype nf4"):
+        lora_training("bf16", double_quant=True)
