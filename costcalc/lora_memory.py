@@ -19,9 +19,12 @@ Trainable: LoRA's A, B and DoRA's magnitudes in the adapter dtype (fp32 by defau
 ``autocast_adapter_dtype`` upcasts them); saved copies and trainable biases in the base's float
 dtype (they are base modules). Gradients and optimizer moments follow each parameter's dtype (torch
 keeps ``p.grad`` and AdamW's ``exp_avg``/``exp_avg_sq`` like ``p``), plus one fp32 ``step`` per
-trainable tensor for AdamW. Activations are costcalc's ESTIMATE for full training
-(:func:`costcalc.memory.activation_bytes`): backpropagation still runs through every layer; the
-adapters' own r-wide intermediates are not added.
+trainable tensor for AdamW. Activations, attention scores and logits are counted as
+``costcalc memory --train`` counts them, by the same functions of :mod:`costcalc.memory`:
+activations an ESTIMATE for full training (backpropagation still runs through every layer; the
+adapters' own r-wide intermediates are not added), the T x T scores only under eager attention
+without recomputation, the B x T x V logits in the float dtype of the frozen weights and their
+fp32 copy for the loss. T is required (:func:`costcalc.memory.training_length`).
 """
 
 from __future__ import annotations
@@ -29,11 +32,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from costcalc.compute import check_count, check_positions
+from costcalc.compute import check_count
 from costcalc.errors import UsageError, check_choice
 from costcalc.lora import FamilyNames, LoraReport, sites
-from costcalc.macs import RECOMPUTE_MODES
-from costcalc.memory import ACTIVATION_FORMULAS, ACTIVATION_SOURCE, STEP_DTYPE, activation_bytes
+from costcalc.macs import check_attention, check_recompute
+from costcalc.memory import (
+    ACTIVATION_SOURCE,
+    DEFAULT_ATTENTION,
+    LOGITS_SOURCE,
+    LOSS_DTYPE,
+    STEP_DTYPE,
+    activation_bytes,
+    activation_formula,
+    attention_score_bytes,
+    logit_elements,
+    logit_upcast_bytes,
+    training_length,
+)
 from costcalc.spec import ModelSpec
 from costcalc.units import dtype_bytes
 
@@ -68,7 +83,8 @@ def int8_bytes(out: int, inp: int) -> int:
 
 @dataclass(frozen=True)
 class LoraTraining:
-    """How LoRA trains: the base's dtype, the adapters', the optimizer, batch and length."""
+    """How LoRA trains: the base's dtype, the adapters', the optimizer, batch, length (None:
+    not given, refused by :func:`lora_memory`), recomputation and attention kernel."""
 
     base_dtype: str = "bf16"
     double_quant: bool = True
@@ -77,6 +93,7 @@ class LoraTraining:
     batch: int = 1
     length: int | None = None
     recompute: str = "none"
+    attention: str = DEFAULT_ATTENTION
 
     @property
     def float_dtype(self) -> str:
@@ -92,12 +109,14 @@ def lora_training(
     batch: int = 1,
     length: int | None = None,
     recompute: str = "none",
+    attention: str = DEFAULT_ATTENTION,
 ) -> LoraTraining:
     """A checked :class:`LoraTraining`; double quantization applies to nf4 only (default on)."""
     check_choice(base_dtype, BASE_DTYPES, "base dtype")
     check_choice(adapter_dtype, FLOAT_DTYPES, "adapter dtype")
     check_choice(optimizer, tuple(LORA_OPTIMIZERS), "optimizer")
-    check_choice(recompute, RECOMPUTE_MODES, "recompute mode")
+    check_recompute(recompute)
+    check_attention(attention)
     check_count("batch", batch)
     if length is not None:
         check_count("length", length)
@@ -111,6 +130,7 @@ def lora_training(
         batch,
         length,
         recompute,
+        attention,
     )
 
 
@@ -133,10 +153,15 @@ class LoraMemory:
     elements_optimizer: int
     bytes_optimizer: int
     bytes_activations: int
+    bytes_attention_scores: int
+    elements_logits: int
+    bytes_logits: int
+    bytes_logits_fp32: int
 
     @property
     def bytes_total(self) -> int:
-        """Everything held at once during a training step (activations an ESTIMATE)."""
+        """Everything held at once during a training step (activations an ESTIMATE; they include
+        the attention scores)."""
         return (
             self.bytes_quantized
             + self.bytes_frozen_float
@@ -145,6 +170,8 @@ class LoraMemory:
             + self.bytes_gradients
             + self.bytes_optimizer
             + self.bytes_activations
+            + self.bytes_logits
+            + self.bytes_logits_fp32
         )
 
 
@@ -152,8 +179,8 @@ def lora_memory(
     spec: ModelSpec, names: FamilyNames, report: LoraReport, training: LoraTraining
 ) -> LoraMemory:
     """The memory of training ``report``'s adapters on ``spec`` under ``training``."""
-    T = spec.context_length if training.length is None else training.length
-    check_positions(spec, "length", T, T)
+    T = training_length(spec, training.length)
+    B, recompute, attention = training.batch, training.recompute, training.attention
     base, rest = training.base_dtype, training.float_dtype
     linears = [] if base in FLOAT_DTYPES else [s for s in sites(spec, names) if s.kind == "linear"]
     quantized = sum(s.copies * s.shape[0] * s.shape[1] for s in linears)
@@ -190,7 +217,11 @@ def lora_memory(
         bytes_gradients=trainable_bytes,
         elements_optimizer=moments * report.trainable + steps,
         bytes_optimizer=moments * trainable_bytes + dtype_bytes(steps, STEP_DTYPE),
-        bytes_activations=activation_bytes(spec, training.batch, T, training.recompute),
+        bytes_activations=activation_bytes(spec, B, T, recompute, attention),
+        bytes_attention_scores=attention_score_bytes(spec, B, T, recompute, attention),
+        elements_logits=logit_elements(spec, B, T),
+        bytes_logits=dtype_bytes(logit_elements(spec, B, T), rest),
+        bytes_logits_fp32=logit_upcast_bytes(spec, B, T, rest),
     )
 
 
@@ -214,6 +245,7 @@ def memory_dict(memory: LoraMemory) -> dict[str, Any]:
             "batch": t.batch,
             "length": memory.length,
             "recompute": t.recompute,
+            "attention": t.attention,
         },
         "quantized_weights": {
             "elements": memory.elements_quantized,
@@ -240,9 +272,18 @@ def memory_dict(memory: LoraMemory) -> dict[str, Any]:
         "optimizer": {"elements": memory.elements_optimizer, "bytes": memory.bytes_optimizer},
         "activations": {
             "bytes": memory.bytes_activations,
+            "attention_scores_bytes": memory.bytes_attention_scores,
             "estimate": True,
-            "formula": ACTIVATION_FORMULAS[t.recompute],
+            "formula": activation_formula(t.recompute, t.attention),
             "source": ACTIVATION_SOURCE,
+        },
+        "logits": {
+            "elements": memory.elements_logits,
+            "dtype": t.float_dtype,
+            "bytes": memory.bytes_logits,
+            "upcast_dtype": LOSS_DTYPE if memory.bytes_logits_fp32 else None,
+            "upcast_bytes": memory.bytes_logits_fp32,
+            "source": LOGITS_SOURCE,
         },
         "total": {"bytes": memory.bytes_total, "includes_estimate": True},
     }

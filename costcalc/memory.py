@@ -164,6 +164,34 @@ def activation_bytes(
     return layers + attention_score_bytes(spec, batch, length, recompute, attention)
 
 
+def activation_formula(recompute: str, attention: str) -> str:
+    """The activation estimate in symbols: Korthikanti's layers, plus the scores when stored."""
+    layers = ACTIVATION_FORMULAS[recompute]
+    if not keeps_scores(recompute, attention):
+        return layers
+    return f"{layers} + {SCORES_FORMULA} of eager attention's s x s scores"
+
+
+def activation_note(recompute: str, attention: str) -> str:
+    """The sentence every training table prints under its activation rows."""
+    return (
+        f"Activations are an ESTIMATE: {activation_formula(recompute, attention)} (--recompute "
+        f"{recompute}, --attention {attention}); {ACTIVATION_SOURCE}."
+    )
+
+
+def training_length(spec: ModelSpec, length: int | None) -> int:
+    """T of a training step: required (activations grow with T, as T^2 under eager attention,
+    so the whole context is never assumed; the UsageError names it) and within the positions."""
+    if length is None:
+        raise UsageError(
+            f"training memory needs a length: give -T LENGTH (tokens per sequence; "
+            f"the model's context is {spec.context_length:,} tokens)"
+        )
+    check_positions(spec, "length", length, length)
+    return length
+
+
 # --------------------------------------------------------------------------- logits
 
 
@@ -398,15 +426,12 @@ class MemoryReport:
 def memory_report(spec: ModelSpec, setup: MemorySetup) -> MemoryReport:
     """Weights plus, for training, gradients, masters, optimizer state, activations and logits;
     for inference, the KV cache of ``batch`` sequences of ``length`` tokens. Training without a
-    length is a UsageError naming the model's context: activations grow with T (as T^2 under
-    eager attention), so the whole context is never assumed."""
-    if setup.train and setup.length is None:
-        raise UsageError(
-            f"training memory needs a length: give -T LENGTH (tokens per sequence; "
-            f"the model's context is {spec.context_length:,} tokens)"
-        )
-    T = spec.context_length if setup.length is None else setup.length
-    check_positions(spec, "length", T, T)
+    length is a UsageError naming the model's context (:func:`training_length`)."""
+    if setup.train:
+        T = training_length(spec, setup.length)
+    else:
+        T = spec.context_length if setup.length is None else setup.length
+        check_positions(spec, "length", T, T)
     kv_dtype = setup.kv_dtype or (setup.dtype if setup.dtype in TRAINING_DTYPES else "bf16")
     train, optimizer, B = setup.train, setup.optimizer, setup.batch
     recompute, attention = setup.recompute, setup.attention

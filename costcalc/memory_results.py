@@ -12,17 +12,15 @@ from typing import Any
 
 from costcalc.loaders import LoadedModel
 from costcalc.memory import (
-    ACTIVATION_FORMULAS,
     ACTIVATION_SOURCE,
     LOGITS_SOURCE,
     LOSS_DTYPE,
     MASTER_DTYPE,
     OPTIMIZER_SOURCES,
-    SCORES_FORMULA,
     STEP_DTYPE,
     MemoryReport,
     MemorySetup,
-    keeps_scores,
+    activation_formula,
     memory_report,
 )
 from costcalc.results import model_header
@@ -165,7 +163,9 @@ class MemoryResult:
                 "bytes": r.bytes_activations,
                 "attention_scores_bytes": r.bytes_attention_scores,
                 "estimate": True,
-                "formula": activation_formula(setup) if setup.train else None,
+                "formula": activation_formula(setup.recompute, setup.attention)
+                if setup.train
+                else None,
                 "source": ACTIVATION_SOURCE if setup.train else None,
             },
             "logits": {
@@ -213,14 +213,6 @@ def setup_dict(setup: MemorySetup, report: MemoryReport) -> dict[str, Any]:
         "recompute": setup.recompute if setup.train else None,
         "attention": setup.attention if setup.train else None,
     }
-
-
-def activation_formula(setup: MemorySetup) -> str:
-    """The activation estimate in symbols: Korthikanti's layers, plus the scores when stored."""
-    layers = ACTIVATION_FORMULAS[setup.recompute]
-    if not keeps_scores(setup.recompute, setup.attention):
-        return layers
-    return f"{layers} + {SCORES_FORMULA} of eager attention's s x s scores"
 
 
 def memory_result(

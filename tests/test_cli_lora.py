@@ -90,12 +90,56 @@ def test_train_adds_memory_and_fits_decides_the_exit(cli: Invoke) -> None:
         "gradients",
         "optimizer",
         "activations",
+        "logits",
     )
-    assert memory["total"]["bytes"] == sum(memory[p]["bytes"] for p in parts)
+    upcast = memory["logits"]["upcast_bytes"]
+    assert memory["total"]["bytes"] == sum(memory[p]["bytes"] for p in parts) + upcast
     assert memory["activations"]["estimate"] is True
+    assert memory["setup"]["attention"] == "sdpa"  # transformers' default kernel
+    assert memory["activations"]["attention_scores_bytes"] == 0
+    V = 151936  # Qwen2.5-0.5B's vocabulary rows: B x T x V logits in bf16, then an fp32 copy
+    assert memory["logits"] == {
+        "elements": 512 * V,
+        "dtype": "bf16",
+        "bytes": 2 * 512 * V,
+        "upcast_dtype": "fp32",
+        "upcast_bytes": 4 * 512 * V,
+        "source": memory["logits"]["source"],
+    }
     short = cli("lora", *args, "--fits", "1GiB")
     assert short.exit_code == 1 and "does not fit" in short.stderr
     assert cli("lora", *args, "--fits", "2GiB").exit_code == 0
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize(
+    ("kernel", "recompute"), [("eager", "none"), ("sdpa", "none"), ("eager", "selective")]
+)
+def test_training_table_speaks_as_memory_train(cli: Invoke, kernel: str, recompute: str) -> None:
+    """The activation, scores and logits notes are memory --train's, word for word; the scores
+    get a row of their own only when eager attention stores them."""
+    from costcalc.cli.memory import training_notes
+    from costcalc.loaders import load_file
+
+    setup = ("--train", "-B", "2", "-T", "256", "--attention", kernel, "--recompute", recompute)
+    lora = _flat(cli("lora", "-c", GPT2, "-t", "c_attn", *setup).stdout)
+    memory = _flat(cli("memory", "-c", GPT2, *setup).stdout)
+    for note in training_notes(load_file(GPT2).spec, 2, 256, recompute, kernel):
+        assert _flat(note) in lora and _flat(note) in memory
+    assert f"bf16 base, {kernel} attention, B=2, T=256" in lora
+    assert ("attention scores (ESTIMATE)" in lora) == ((kernel, recompute) == ("eager", "none"))
+    assert "logits, fp32 copy" in lora
+
+
+def test_training_needs_a_length_as_memory_does(cli: Invoke) -> None:
+    lora = cli("lora", "-c", GPT2, "-t", "c_attn", "--train")
+    memory = cli("memory", "-c", GPT2, "--train")
+    assert lora.exit_code == memory.exit_code == 2
+    assert lora.stderr == memory.stderr
+    assert "give -T LENGTH" in lora.stderr and "1,024 tokens" in lora.stderr
 
 
 @pytest.mark.parametrize(
@@ -104,6 +148,15 @@ def test_train_adds_memory_and_fits_decides_the_exit(cli: Invoke) -> None:
         (("-c", GPT2, "-t", "q_proj"), "matches no linear layer or table"),
         (("-c", GPT2), "name what to adapt"),
         (("-c", GPT2, "-t", "c_attn", "--base-dtype", "nf4"), "add --train"),
+        (("-c", GPT2, "-t", "c_attn", "--attention", "eager"), "--attention applies"),
+        (
+            ("-c", GPT2, "-t", "c_attn", "--train", "-T", "8", "--attention", "fast"),
+            "unknown attention kernel 'fast'",
+        ),
+        (
+            ("-c", GPT2, "-t", "c_attn", "--train", "-T", "8", "--recompute", "flash"),
+            "use --attention flash",
+        ),
         (("-c", GPT2, "-t", "c_attn", "--train", "--base-dtype", "int4"), "unknown base dtype"),
         (("-c", GPT2, "-t", "c_attn", "--bias", "some"), "unknown bias mode"),
         (("-c", GPT2, "-t", "c_attn", "--modules-to-save", "ln_f"), "token and position tables"),

@@ -11,7 +11,8 @@ import pytest
 from costcalc.errors import UsageError
 from costcalc.loaders import load_file, load_preset
 from costcalc.lora import ALL_LINEAR, FAMILY_NAMES, family_names, lora_config, lora_report, sites
-from costcalc.lora_memory import lora_memory, lora_training, nf4_bytes
+from costcalc.lora_memory import LoraMemory, lora_memory, lora_training, nf4_bytes
+from costcalc.memory import MemoryReport, attention_score_bytes, memory_report, memory_setup
 
 ROOT = Path(__file__).resolve().parent
 GOLDEN = json.loads((ROOT / "golden" / "lora_reference.json").read_text())
@@ -241,3 +242,93 @@ def test_qlora_quantizes_every_linear_but_the_head() -> None:
 def test_double_quant_needs_nf4() -> None:
     with pytest.raises(UsageError, match="--double-quant applies to --base-dtype nf4"):
         lora_training("bf16", double_quant=True)
+
+
+# --------------------------------------------------------------------------- shared with memory
+
+SHARED = [
+    # (fixture, targets, base dtype, memory --train dtype: the float dtype of the frozen weights)
+    ("gpt2", ["c_attn"], "bf16", "bf16"),
+    ("qwen2.5-0.5b", [ALL_LINEAR], "nf4", "bf16"),
+    ("llama-3.2-1b", ["q_proj", "v_proj"], "fp32", "fp32"),
+    ("tiny-jamba", ["q_proj", "v_proj"], "int8", "bf16"),
+]
+
+
+def _both(
+    fixture: str,
+    targets: list[str],
+    base: str,
+    batch: int,
+    length: int,
+    recompute: str,
+    attention: str,
+) -> tuple[LoraMemory, MemoryReport]:
+    """lora --train's memory and memory --train's in the float dtype of lora's frozen weights."""
+    model = load_file(FIXTURES / f"{fixture}.json")
+    report = lora_report(model.spec, model.family, lora_config(8, targets))
+    training = lora_training(
+        base, batch=batch, length=length, recompute=recompute, attention=attention
+    )
+    setup = memory_setup(
+        training.float_dtype,
+        train=True,
+        batch=batch,
+        length=length,
+        recompute=recompute,
+        attention=attention,
+    )
+    return (
+        lora_memory(model.spec, family_names(model.family), report, training),
+        memory_report(model.spec, setup),
+    )
+
+
+def _activations_and_logits(memory: LoraMemory | MemoryReport) -> int:
+    return memory.bytes_activations + memory.bytes_logits + memory.bytes_logits_fp32
+
+
+@pytest.mark.parametrize(("fixture", "targets", "base", "dtype"), SHARED)
+@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+@pytest.mark.parametrize("attention", ["eager", "sdpa", "flash"])
+def test_activations_and_logits_equal_memory_train(
+    fixture: str, targets: list[str], base: str, dtype: str, recompute: str, attention: str
+) -> None:
+    """LoRA trains through every layer: its activations, scores and logits are full training's
+    at the same B, T, recomputation and kernel, the logits in the frozen weights' float dtype."""
+    lora, full = _both(fixture, targets, base, 3, 96, recompute, attention)
+    assert _activations_and_logits(lora) == _activations_and_logits(full)
+    assert lora.bytes_attention_scores == full.bytes_attention_scores
+    assert lora.training.float_dtype == full.setup.dtype == dtype
+    V = load_file(FIXTURES / f"{fixture}.json").spec.vocab_rows
+    assert lora.elements_logits == 3 * 96 * V
+    assert lora.bytes_logits_fp32 == (0 if dtype == "fp32" else 4 * 3 * 96 * V)
+
+
+@pytest.mark.parametrize(("fixture", "targets", "base", "dtype"), SHARED)
+def test_eager_adds_exactly_the_scores(
+    fixture: str, targets: list[str], base: str, dtype: str
+) -> None:
+    """Eager attention minus sdpa is the stored T x T scores, L x 5 a s^2 b; with recomputation
+    neither stores them."""
+    spec = load_file(FIXTURES / f"{fixture}.json").spec
+    scores = attention_score_bytes(spec, 2, 64, "none", "eager")
+    assert scores > 0
+    eager, _ = _both(fixture, targets, base, 2, 64, "none", "eager")
+    sdpa, _ = _both(fixture, targets, base, 2, 64, "none", "sdpa")
+    assert _activations_and_logits(eager) - _activations_and_logits(sdpa) == scores
+    assert eager.bytes_attention_scores == scores and sdpa.bytes_attention_scores == 0
+    selective = [_both(fixture, targets, base, 2, 64, "selective", k)[0] for k in ("eager", "sdpa")]
+    assert len({_activations_and_logits(m) for m in selective}) == 1
+
+
+def test_training_needs_a_length_as_memory_does() -> None:
+    """No -T: the same UsageError as memory --train, naming the model's context."""
+    model = load_file(FIXTURES / "gpt2.json")
+    report = lora_report(model.spec, model.family, lora_config(8, ["c_attn"]))
+    with pytest.raises(UsageError) as lora_error:
+        lora_memory(model.spec, family_names(model.family), report, lora_training())
+    with pytest.raises(UsageError) as memory_error:
+        memory_report(model.spec, memory_setup(train=True))
+    assert str(lora_error.value) == str(memory_error.value)
+    assert "1,024 tokens" in str(lora_error.value)

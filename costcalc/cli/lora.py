@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.cli.memory import ATTENTION_HELP, training_notes
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
 
@@ -111,7 +112,7 @@ def lora(
         typer.Option(
             "--length",
             "-T",
-            help="Tokens T per sequence (default: context).",
+            help="Tokens T per sequence (required with --train).",
             rich_help_panel=TRAIN_PANEL,
         ),
     ] = None,
@@ -120,6 +121,15 @@ def lora(
         typer.Option(
             "--recompute",
             help="Activation recomputation: none (default), selective or full.",
+            rich_help_panel=TRAIN_PANEL,
+        ),
+    ] = None,
+    attention: Annotated[
+        str | None,
+        typer.Option(
+            "--attention",
+            metavar="KERNEL",
+            help=ATTENTION_HELP,
             rich_help_panel=TRAIN_PANEL,
         ),
     ] = None,
@@ -144,6 +154,7 @@ def lora(
     from costcalc.errors import UsageError
     from costcalc.lora import family_names, lora_config, lora_report
     from costcalc.lora_memory import lora_memory, lora_training
+    from costcalc.memory import DEFAULT_ATTENTION
     from costcalc.units import parse_bytes
 
     with user_errors():
@@ -164,6 +175,7 @@ def lora(
             "--batch": batch,
             "--length": length,
             "--recompute": recompute,
+            "--attention": attention,
             "--fits": fits,
         }
         if not train and any(value is not None for value in given.values()):
@@ -178,6 +190,7 @@ def lora(
                 batch or 1,
                 length,
                 recompute or "none",
+                attention or DEFAULT_ATTENTION,
             )
             if train
             else None
@@ -293,7 +306,7 @@ def _memory_grid(
         NF4_SOURCE,
         quantization_dtype,
     )
-    from costcalc.memory import ACTIVATION_FORMULAS, ACTIVATION_SOURCE
+    from costcalc.memory import LOSS_DTYPE
     from costcalc.render import Grid
     from costcalc.units import format_bytes
 
@@ -323,8 +336,20 @@ def _memory_grid(
     parts += [
         ("gradients", memory.elements_trainable, "", memory.bytes_gradients),
         (f"optimizer ({t.optimizer})", memory.elements_optimizer, "", memory.bytes_optimizer),
-        ("activations (ESTIMATE)", None, "", memory.bytes_activations),
+        (
+            "activations (ESTIMATE)",
+            None,
+            "",
+            memory.bytes_activations - memory.bytes_attention_scores,
+        ),
     ]
+    if memory.bytes_attention_scores:
+        parts.append(("attention scores (ESTIMATE)", None, "", memory.bytes_attention_scores))
+    parts.append(("logits", memory.elements_logits, t.float_dtype, memory.bytes_logits))
+    if memory.bytes_logits_fp32:
+        parts.append(
+            ("logits, fp32 copy", memory.elements_logits, LOSS_DTYPE, memory.bytes_logits_fp32)
+        )
     rows = [
         [label, "" if n is None else f"{n:,}", dtype, f"{b:,}", format_bytes(b, system)]
         for label, n, dtype, b in parts
@@ -337,10 +362,14 @@ def _memory_grid(
         verdict = "headroom" if headroom >= 0 else "short by (does not fit)"
         rows.append(["device memory", "", "", f"{capacity:,}", format_bytes(capacity, system)])
         rows.append([verdict, "", "", f"{abs(headroom):,}", format_bytes(abs(headroom), system)])
+    activations, *rest = training_notes(
+        model.spec, t.batch, memory.length, t.recompute, t.attention
+    )
     notes = [
-        f"Activations are an ESTIMATE: {ACTIVATION_FORMULAS[t.recompute]} (--recompute "
-        f"{t.recompute}); {ACTIVATION_SOURCE}; the same as full training, as backpropagation "
-        "runs through every layer.",
+        activations,
+        "They are those of full training, as backpropagation runs through every layer; the "
+        "adapters' r-wide intermediates are not added.",
+        *rest,
         "Gradients and optimizer moments follow each trainable parameter's dtype: adapters "
         f"{t.adapter_dtype}, saved copies and trained biases {t.float_dtype}"
         + ("; one fp32 step per trainable tensor." if t.optimizer == "adamw" else "."),
@@ -351,7 +380,7 @@ def _memory_grid(
             + (NF4_SOURCE if t.base_dtype == "nf4" else INT8_SOURCE)
             + "."
         )
-    mode = f"B={t.batch}, T={memory.length:,}"
+    mode = f"{t.attention} attention, B={t.batch}, T={memory.length:,}"
     title = f"Memory of LoRA training on {model.name}: {t.base_dtype} base, {mode}"
     return Grid(title, ["", "elements", "dtype", "bytes", _header(system)], rows, notes, emphasis)
 

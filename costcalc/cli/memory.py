@@ -14,10 +14,15 @@ from costcalc.render import OutputFormat
 if TYPE_CHECKING:
     from costcalc.memory_results import MemoryResult
     from costcalc.render import Grid
+    from costcalc.spec import ModelSpec
     from costcalc.units import UnitSystem
 
 BAR_WIDTH = 30
 UNIT_HEADERS = {"si": "SI (10^3)", "iec": "binary (2^10)"}
+ATTENTION_HELP = (
+    "Attention kernel of training: sdpa (default, as transformers), flash, or eager (keeps the "
+    "T x T scores)."
+)
 
 
 @takes_models
@@ -67,8 +72,7 @@ def memory(
         typer.Option(
             "--attention",
             metavar="KERNEL",
-            help="Attention kernel of training: sdpa (default, as transformers), flash, or eager "
-            "(keeps the T x T scores).",
+            help=ATTENTION_HELP,
         ),
     ] = None,
     explain: Annotated[
@@ -215,19 +219,12 @@ def _mode(result: MemoryResult) -> str:
 
 
 def _notes(result: MemoryResult) -> list[str]:
-    from costcalc.memory import ACTIVATION_SOURCE, LOGITS_SOURCE
-    from costcalc.memory_results import activation_formula
-
     report, setup = result.report, result.report.setup
     if not setup.train:
         return [_kv_note(result)]
-    notes = [
-        f"Activations are an ESTIMATE: {activation_formula(setup)} (--recompute "
-        f"{setup.recompute}, --attention {setup.attention}); {ACTIVATION_SOURCE}.",
-        _scores_note(result),
-        f"Logits are exact: {LOGITS_SOURCE}. Not counted: the log-softmax cross_entropy keeps "
-        "for its backward (another fp32 B x T x V) and the embedding output.",
-    ]
+    notes = training_notes(
+        result.model.spec, setup.batch, report.length, setup.recompute, setup.attention
+    )
     if report.elements_optimizer_steps:
         notes.append(
             f"Optimizer state includes {report.elements_optimizer_steps:,} fp32 step scalars, "
@@ -236,18 +233,33 @@ def _notes(result: MemoryResult) -> list[str]:
     return notes
 
 
-def _scores_note(result: MemoryResult) -> str:
+def training_notes(
+    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str
+) -> list[str]:
+    """The notes of every training table (``memory --train``, ``lora --train``): how the
+    activations are estimated, whether the T x T scores are stored, how the logits are counted."""
+    from costcalc.memory import LOGITS_SOURCE, activation_note
+
+    return [
+        activation_note(recompute, attention),
+        _scores_note(spec, batch, length, recompute, attention),
+        f"Logits are exact: {LOGITS_SOURCE}. Not counted: the log-softmax cross_entropy keeps "
+        "for its backward (another fp32 B x T x V) and the embedding output.",
+    ]
+
+
+def _scores_note(spec: ModelSpec, batch: int, length: int, recompute: str, attention: str) -> str:
     """Whether the T x T attention scores are stored, and what they weigh under eager attention."""
+    from costcalc.memory import attention_score_bytes
     from costcalc.memory_explain import scores_row
 
-    report, setup = result.report, result.report.setup
-    scores = scores_row(result.model.spec, setup.batch, report.length)
-    if report.bytes_attention_scores:
+    scores = scores_row(spec, batch, length)
+    if attention_score_bytes(spec, batch, length, recompute, attention):
         return f"--attention eager keeps the T x T scores, a row of their own: {scores} bytes."
-    if setup.recompute != "none":
-        why = f"--recompute {setup.recompute} runs the attention core again in the backward"
+    if recompute != "none":
+        why = f"--recompute {recompute} runs the attention core again in the backward"
     else:
-        why = f"--attention {setup.attention} never stores them (its backward recomputes QK^T)"
+        why = f"--attention {attention} never stores them (its backward recomputes QK^T)"
     eager = f"eager attention without recomputation would keep {scores} bytes"
     return f"No T x T scores stored: {why}; {eager}."
 
