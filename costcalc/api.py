@@ -72,14 +72,16 @@ def count_macs(
     length: int | None = None,
     causal: bool = False,
     recompute: str | None = None,
+    attention: str | None = None,
     prompt: int | None = None,
     generate: int | None = None,
 ) -> ComputeResult:
-    """Forward MACs for ``batch`` sequences of ``length`` tokens (with ``recompute``, the
-    training step), and/or decoding ``generate`` tokens after a ``prompt`` with a KV cache."""
+    """Forward MACs for ``batch`` sequences of ``length`` tokens (with ``recompute`` and the
+    ``attention`` kernel, the training step), and/or decoding ``generate`` tokens after a
+    ``prompt`` with a KV cache."""
     from costcalc.compute import Workload, compute_result
-    from costcalc.errors import UsageError, check_choice
-    from costcalc.macs import RECOMPUTE_MODES
+    from costcalc.errors import UsageError
+    from costcalc.macs import check_attention, check_recompute
 
     if length is None and prompt is None:
         raise UsageError("count_macs() needs length=T, or prompt=P and generate=N")
@@ -89,7 +91,8 @@ def count_macs(
         batch=batch,
         length=length,
         causal=causal,
-        recompute=check_choice(recompute or "none", RECOMPUTE_MODES, "recompute mode"),
+        recompute=check_recompute(recompute or "none"),
+        attention=check_attention(attention or "eager"),
         prompt=prompt,
         generated=generate,
     )
@@ -107,6 +110,7 @@ def count_memory(
     length: int | None = None,
     kv_dtype: str | None = None,
     recompute: str | None = None,
+    attention: str | None = None,
     fits: int | str | None = None,
 ) -> MemoryResult:
     """Bytes of weights, and of gradients, optimizer state and activations (``train=True``) or
@@ -125,6 +129,7 @@ def count_memory(
         length=length,
         kv_dtype=kv_dtype,
         recompute=recompute,
+        attention=attention,
     )
     capacity = parse_bytes(fits) if isinstance(fits, str) else fits
     return memory_result(load(model), setup, capacity)

@@ -70,3 +70,16 @@ def test_misuse_is_a_usage_error() -> None:
         costcalc.count_macs("gpt2-small", prompt=10)
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         costcalc.nothing  # noqa: B018
+
+
+def test_the_attention_kernel_reaches_memory_and_macs() -> None:
+    # eager attention keeps the T x T scores (L x 5 a s^2 b bytes), sdpa recomputes them
+    eager = costcalc.count_memory("gpt2-small", train=True, length=256, attention="eager")
+    sdpa = costcalc.count_memory("gpt2-small", train=True, length=256, attention="sdpa")
+    assert eager.report.bytes_total - sdpa.report.bytes_total == 12 * 5 * 12 * 256 * 256
+    flash = costcalc.count_macs("gpt2-small", length=256, attention="flash")
+    plain = costcalc.count_macs("gpt2-small", length=256)
+    assert flash.forward is not None and plain.forward is not None
+    # FlashAttention's backward recomputes QK^T: half the attention pairs (Dao 2023, Alg. 2)
+    extra = flash.training(flash.forward) - plain.training(plain.forward)
+    assert extra == flash.forward.attention_pair // 2
