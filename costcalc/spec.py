@@ -53,7 +53,7 @@ class StructureError(ValueError):
 
 
 class _MixerSizes(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Mamba2Sizes(_MixerSizes):
@@ -124,7 +124,7 @@ class BlockFields(BaseModel):
     A flat config gives these once for all L blocks; a layered one overrides them per group.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     # Token mixer.
     mixer: MixerKind = Field(
@@ -319,7 +319,7 @@ def _optional_block_fields() -> dict[str, Any]:
 
 
 class _LayerRun(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     count: Size = Field(description="Consecutive layers built this way.")
 
