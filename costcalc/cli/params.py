@@ -78,13 +78,23 @@ def params(
         results = [params_result(model, workload) for model in loaded]
         views = [_header_view(cp) for cp in headers]
     data = [result.to_dict() for result in results] + [header_only_record(v) for v in views]
+    grids = _grids(results, views, explain) if fmt in TABLES else []
+    emit(fmt, data[0] if len(data) == 1 else data, grids)
+
+
+TABLES = (OutputFormat.table, OutputFormat.markdown)
+"""The formats drawn from grids; the others are built from the JSON records alone."""
+
+
+def _grids(results: list[ParamsResult], views: list[CheckpointView], explain: bool) -> list[Grid]:
+    """The tables of ``params``: the models', then each checkpoint's."""
     grids = params_grids(results, explain) if results else []
     if any(r.checkpoint is not None for r in results) or views:
         from costcalc.checkpoint_report import checkpoint_grid
 
         grids += [checkpoint_grid(r.checkpoint) for r in results if r.checkpoint is not None]
         grids += [checkpoint_grid(view) for view in views]
-    emit(fmt, data[0] if len(data) == 1 else data, grids)
+    return grids
 
 
 def _header_view(checkpoint: Checkpoint) -> CheckpointView:
