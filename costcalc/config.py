@@ -126,7 +126,7 @@ ByteLimit = Annotated[
 class Budget(BaseModel):
     """Limits a config declares for itself (checked by ``costcalc check``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     max_params: ParamLimit | None = Field(
         default=None, description="Most parameters allowed: a count like 124439808 or 30M."

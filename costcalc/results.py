@@ -7,14 +7,16 @@ exact objects (:func:`costcalc.render.ratio_dict`).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from costcalc.checkpoint_report import CheckpointView, checkpoint_view
 from costcalc.compute import ComputeResult, Workload, compute_result
 from costcalc.loaders import LoadedModel
 from costcalc.params import ParamReport, param_report
 from costcalc.render import ratio_dict
 from costcalc.units import DTYPES, dtype_bytes
+
+if TYPE_CHECKING:
+    from costcalc.checkpoint_report import CheckpointView
 
 
 def model_header(model: LoadedModel) -> dict[str, Any]:
@@ -55,15 +57,17 @@ def params_result(model: LoadedModel, workload: Workload | None = None) -> Param
     """Count the parameters of ``model``, the bytes of its weights in every dtype and, given a
     workload, its MACs."""
     report = param_report(model.spec)
-    checkpoint = model.checkpoint
+    view = None
+    if model.checkpoint is not None:
+        from costcalc.checkpoint_report import checkpoint_view
+
+        view = checkpoint_view(model.name, model.checkpoint, model.spec)
     return ParamsResult(
         model=model,
         parameters=report,
         weight_bytes={dtype: dtype_bytes(report.total, dtype) for dtype in DTYPES},
         compute=None if workload is None else compute_result(model.spec, workload),
-        checkpoint=None
-        if checkpoint is None
-        else checkpoint_view(model.name, checkpoint, model.spec),
+        checkpoint=view,
     )
 
 

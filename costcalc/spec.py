@@ -53,7 +53,7 @@ class StructureError(ValueError):
 
 
 class _MixerSizes(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class Mamba2Sizes(_MixerSizes):
@@ -124,7 +124,7 @@ class BlockFields(BaseModel):
     A flat config gives these once for all L blocks; a layered one overrides them per group.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     # Token mixer.
     mixer: MixerKind = Field(
@@ -319,7 +319,7 @@ def _optional_block_fields() -> dict[str, Any]:
 
 
 class _LayerRun(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     count: Size = Field(description="Consecutive layers built this way.")
 
@@ -487,8 +487,10 @@ class ModelSpec(BlockFields):
         return len(self.stacks) == 1
 
     def resolved(self) -> dict[str, object]:
-        """Every field with its default filled in, as the model is actually built."""
-        data = self.model_dump(exclude_none=False)
+        """Every field with its default filled in, as the model is actually built. Read field
+        by field, as ``model_dump`` gives them, without building this class's serializer (a
+        loaded model was validated as a config file; start-up would pay for a second schema)."""
+        data = {name: _dumped(getattr(self, name)) for name in type(self).model_fields}
         data.update(
             n_kv_heads=self.kv_heads or None,
             head_dim=self.head_width or None,
@@ -501,6 +503,16 @@ class ModelSpec(BlockFields):
         if self.layers is None:
             data.pop("layers")
         return data
+
+
+def _dumped(value: object) -> object:
+    """A field's value as ``model_dump`` gives it: a nested model as a dict, a tuple item by
+    item, a plain value as it is."""
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    if isinstance(value, tuple):
+        return tuple(_dumped(item) for item in value)
+    return value
 
 
 @lru_cache(maxsize=256)

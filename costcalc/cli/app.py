@@ -8,18 +8,22 @@ ends costcalc quietly by SIGPIPE, as it ends ``cat`` or ``grep`` (status 141 in 
 
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
 
-from costcalc.cli import check, heads, lora, memory, params, presets, scale, schema
 from costcalc.cli.common import Command, Group
+
+COMMANDS = ("params", "memory", "check", "schema", "scale", "heads", "lora", "presets")
+"""The subcommands, in the order help lists them; each is the function of the same name in the
+module of the same name (``presets`` a Typer app of its own)."""
 
 
 @contextmanager
@@ -39,8 +43,60 @@ class _ClosedPipeError(Exception):
     which click would turn into exit 1."""
 
 
+class _Commands(MutableMapping[str, Any]):
+    """The subcommands by name, each built (its module imported, its options read from the
+    function's signature) only when looked up: running one command builds that command alone,
+    while help, which lists them all, builds them all."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            self._built[name] = _build(name)
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        raise TypeError("costcalc's subcommands are fixed")
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError("costcalc's subcommands are fixed")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(COMMANDS)
+
+    def __len__(self) -> int:
+        return len(COMMANDS)
+
+
+def _build(name: str) -> Any:
+    """The click command ``name``, registered on a Typer app of its own as it would be on
+    :data:`app` (same defaults, so the same help and behaviour)."""
+    module = importlib.import_module(f"costcalc.cli.{name}")
+    single = typer.Typer()
+    if name == "presets":
+        single.add_typer(module.app, name=name)
+    else:
+        cls = module.ListOptionsCommand if name == "scale" else Command
+        single.command(name, cls=cls)(getattr(module, name))
+    return typer.main.get_group(single).commands[name]
+
+
+class _RootGroup(Group):
+    """The ``costcalc`` group: its subcommands built on demand (:class:`_Commands`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _Commands()
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+
 app = typer.Typer(
-    cls=Group,
+    cls=_RootGroup,
     name="costcalc",
     help="What a transformer language model costs: exact parameters, MACs, FLOPs and bytes.",
     no_args_is_help=True,
@@ -65,16 +121,6 @@ def _root(
     ] = False,
 ) -> None:
     """What a transformer language model costs: exact parameters, MACs, FLOPs and bytes."""
-
-
-app.command("params", cls=Command)(params.params)
-app.command("memory", cls=Command)(memory.memory)
-app.command("check", cls=Command)(check.check)
-app.command("schema", cls=Command)(schema.schema)
-app.add_typer(presets.app, name="presets")
-app.command("scale", cls=scale.ListOptionsCommand)(scale.scale)
-app.command("heads", cls=Command)(heads.heads)
-app.command("lora", cls=Command)(lora.lora)
 
 
 def main() -> None:

@@ -23,6 +23,8 @@ from costcalc.cli.workload import (
 from costcalc.render import OutputFormat
 
 if TYPE_CHECKING:
+    from costcalc.checkpoint import Checkpoint
+    from costcalc.checkpoint_report import CheckpointView
     from costcalc.compute import ComputeResult
     from costcalc.params import ParamReport
     from costcalc.render import Grid
@@ -67,7 +69,6 @@ def params(
     also the forward MACs and FLOPs; with --prompt and --generate, the cost of decoding with a
     KV cache.
     """
-    from costcalc.checkpoint_report import checkpoint_grid, checkpoint_view
     from costcalc.results import header_only_record, params_result
 
     with user_errors():
@@ -75,12 +76,32 @@ def params(
         loaded, headers = models.load_with_checkpoints()
         warn_past_context(loaded, workload)
         results = [params_result(model, workload) for model in loaded]
-        views = [checkpoint_view(Path(cp.source).name, cp, None) for cp in headers]
+        views = [_header_view(cp) for cp in headers]
     data = [result.to_dict() for result in results] + [header_only_record(v) for v in views]
-    grids = params_grids(results, explain) if results else []
-    grids += [checkpoint_grid(r.checkpoint) for r in results if r.checkpoint is not None]
-    grids += [checkpoint_grid(view) for view in views]
+    grids = _grids(results, views, explain) if fmt in TABLES else []
     emit(fmt, data[0] if len(data) == 1 else data, grids)
+
+
+TABLES = (OutputFormat.table, OutputFormat.markdown)
+"""The formats drawn from grids; the others are built from the JSON records alone."""
+
+
+def _grids(results: list[ParamsResult], views: list[CheckpointView], explain: bool) -> list[Grid]:
+    """The tables of ``params``: the models', then each checkpoint's."""
+    grids = params_grids(results, explain) if results else []
+    if any(r.checkpoint is not None for r in results) or views:
+        from costcalc.checkpoint_report import checkpoint_grid
+
+        grids += [checkpoint_grid(r.checkpoint) for r in results if r.checkpoint is not None]
+        grids += [checkpoint_grid(view) for view in views]
+    return grids
+
+
+def _header_view(checkpoint: Checkpoint) -> CheckpointView:
+    """A checkpoint costcalc has no formula for, named by its file."""
+    from costcalc.checkpoint_report import checkpoint_view
+
+    return checkpoint_view(Path(checkpoint.source).name, checkpoint, None)
 
 
 def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:

@@ -1,19 +1,27 @@
 """Start-up cost of `costcalc params -p gpt2-small -f json` against importing its dependencies.
 
-Run: python tests/bench/bench_startup.py [runs]. Prints the median wall time of each and their
-ratios, measured in one run, the runs interleaved, so that machine load cancels out.
+Run: python tests/bench/bench_startup.py [runs] [--source]. Prints the median wall time of each
+and their ratios, measured in one run, the runs interleaved, so that machine load cancels out.
 
 The baseline is what any program built on the same four libraries pays: `import typer, rich,
 pydantic, yaml` and validating one small pydantic model (pydantic builds most of its machinery
 lazily, on the first model). Target: the JSON command at most 1.15 x that baseline. The table
 command is shown too; it also imports Rich's table machinery, which JSON output never does.
+
+Every process reads compiled bytecode, as an installed costcalc and its dependencies do (pip
+compiles them on install): the cache lives in a temporary directory (PYTHONPYCACHEPREFIX), filled
+by the warm-up runs, so PYTHONDONTWRITEBYTECODE in the environment does not make each run compile
+costcalc's source again. ``--source`` measures that case instead: every process compiles the
+modules it imports that have no cache beside them (an editable install never written to).
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 BASELINE = [
@@ -28,21 +36,30 @@ TABLE = [sys.executable, "-m", "costcalc", "params", "-p", "gpt2-small"]
 TARGET = 1.15
 
 
-def medians(commands: dict[str, list[str]], runs: int) -> dict[str, float]:
+def medians(commands: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict[str, float]:
     """The median wall time of each command, the runs interleaved."""
     times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, argv in commands.items():
             start = time.perf_counter()
-            subprocess.run(argv, check=True, capture_output=True)
+            subprocess.run(argv, check=True, capture_output=True, env=env)
             times[name].append(time.perf_counter() - start)
     return {name: statistics.median(values) for name, values in times.items()}
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 15
-    medians({"warm": JSON}, 2)  # warm the file cache
-    m = medians({"baseline": BASELINE, "json": JSON, "table": TABLE}, runs)
+    args = sys.argv[1:]
+    source = "--source" in args
+    runs = int(next((a for a in args if a != "--source"), 15))
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ)
+        if not source:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = cache
+        commands = {"baseline": BASELINE, "json": JSON, "table": TABLE}
+        medians(commands, 2, env)  # warm the file cache (and fill the bytecode cache)
+        m = medians(commands, runs, env)
+    print("bytecode: " + ("compiled in every run (--source)" if source else "cached, as installed"))
     ratio = m["json"] / m["baseline"]
     print(f"imports + one pydantic model:        {m['baseline'] * 1000:7.1f} ms (median of {runs})")
     print(f"params -p gpt2-small -f json:        {m['json'] * 1000:7.1f} ms")

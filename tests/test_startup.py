@@ -1,0 +1,71 @@
+"""Start-up does only what the command needs: one subcommand built, no checkpoint code for a
+preset, no second schema for a loaded model; and what it skips changes no output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from costcalc.errors import CostcalcError
+from costcalc.loaders import load_file, load_preset
+from costcalc.presets import preset_names
+from tests.conftest import FIXTURES
+
+FILLED = {"n_kv_heads", "head_dim", "ffn_hidden", "embedding_dim", "norm_bias", "rotary_dim"}
+
+
+def _modules_after(*args: str) -> tuple[dict[str, object], set[str]]:
+    """The JSON ``costcalc ARGS`` prints and the modules it imported, in a fresh process."""
+    code = (
+        "import sys\n"
+        "from costcalc.cli.app import app\n"
+        "try:\n"
+        f"    app({list(args)!r}, prog_name='costcalc')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write(' '.join(sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout), set(done.stderr.split())
+
+
+def test_params_json_imports_only_what_it_uses() -> None:
+    data, modules = _modules_after("params", "-p", "gpt2-small", "-f", "json")
+    assert data["parameters"]["total"] == 124_439_808
+    others = {f"costcalc.cli.{name}" for name in ("memory", "check", "lora", "scale", "heads")}
+    unused = {
+        "costcalc.checkpoint",
+        "costcalc.checkpoint_report",
+        "costcalc.hub",
+        "huggingface_hub",
+        "costcalc.formats.families",
+        "rich.table",
+    }
+    assert not (others | unused) & modules
+
+
+def _specs() -> list[tuple[str, object]]:
+    specs = [(name, load_preset(name).spec) for name in preset_names()]
+    for path in sorted((FIXTURES / "hf").glob("*.json")):
+        try:
+            specs.append((path.stem, load_file(path).spec))
+        except CostcalcError:
+            continue  # a family costcalc does not read
+    return specs
+
+
+@pytest.mark.parametrize(("name", "spec"), _specs(), ids=lambda value: str(value)[:40])
+def test_resolved_reads_every_field_as_model_dump_does(name: str, spec: object) -> None:
+    from costcalc.spec import ModelSpec
+
+    assert isinstance(spec, ModelSpec)
+    dumped = spec.model_dump(exclude_none=False)
+    resolved = spec.resolved()
+    dropped = {"ffn_mult"} | ({"layers"} if spec.layers is None else set())
+    assert set(resolved) == set(dumped) - dropped
+    assert {k: v for k, v in resolved.items() if k not in FILLED} == {
+        k: v for k, v in dumped.items() if k not in FILLED | dropped
+    }
