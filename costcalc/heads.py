@@ -13,8 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from costcalc.blocks import MAX_SIZE
 from costcalc.compute import check_count
-from costcalc.spec import MAX_SIZE, divisors, grouping_problem, nearest_head_counts, split_problem
+from costcalc.spec import divisors, grouping_problem, nearest_head_counts, split_problem
 
 INVALID_SPLIT = "invalid equal split"
 

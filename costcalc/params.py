@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from costcalc.spec import BLOCK_FIELDS, ModelSpec
+from costcalc.blocks import BLOCK_FIELDS
+from costcalc.spec import ModelSpec
 from costcalc.tensors import Tensor, ffn_tensors, mixer_tensors
 
 

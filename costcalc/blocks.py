@@ -1,0 +1,290 @@
+"""What one transformer block holds, as a config states it: :class:`BlockFields`.
+
+The token mixer (attention, multi-head latent attention, or a recurrent mixer sized by a nested
+mapping of its own), the FFN (dense or a mixture of experts) and the block's norms. A flat config
+gives these once for all L blocks; a layered one overrides them per group of layers
+(:mod:`costcalc.spec`). Every size is a strict positive integer: a YAML ``true`` is not 1 and
+``768.0`` is not 768.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Sizes are strict positive integers: a YAML `true` is not 1 and `768.0` is not 768.
+# The upper bound keeps absurd values (a typo with extra digits) from passing as a model.
+MAX_SIZE = 2**31 - 1
+Size = Annotated[int, Field(strict=True, ge=1, le=MAX_SIZE)]
+Count = Annotated[int, Field(strict=True, ge=0, le=MAX_SIZE)]
+Flag = Annotated[bool, Field(strict=True)]
+
+PositionScheme = Literal["learned", "sinusoidal", "rotary", "none"]
+FfnKind = Literal["mlp", "swiglu", "geglu", "none"]
+NormKind = Literal["layernorm", "rmsnorm"]
+MixerKind = Literal["attention", "mla", "mamba2", "mamba", "gated_deltanet", "short_conv", "none"]
+QkNorm = Literal["none", "head", "full"]
+
+GATED_FFNS: frozenset[str] = frozenset({"swiglu", "geglu"})
+ATTENTION_MIXERS: frozenset[str] = frozenset({"attention", "mla"})
+RECURRENT_MIXERS: tuple[str, ...] = ("mamba2", "mamba", "gated_deltanet", "short_conv")
+"""Mixers that keep a fixed-size state instead of a KV cache; each is described by the block key
+of its own name (a nested mapping of its sizes)."""
+
+
+class _MixerSizes(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+class Mamba2Sizes(_MixerSizes):
+    """Mamba-2 (SSD) mixer sizes, as transformers' ``Mamba2Mixer`` builds them."""
+
+    heads: Size = Field(description="SSM heads H.")
+    head_dim: Size = Field(description="Width P of one head; the inner width is I = H P.")
+    state: Size = Field(description="State size N per head.")
+    groups: Size = Field(default=1, description="Groups G sharing B and C (H a multiple of G).")
+    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
+    conv_bias: Flag = Field(default=True, description="Bias on the conv.")
+    proj_bias: Flag = Field(default=False, description="Bias on in_proj and out_proj.")
+    chunk_size: Size = Field(
+        default=256, description="Chunk length of the chunked scan (changes MACs only)."
+    )
+
+
+class MambaSizes(_MixerSizes):
+    """Mamba (v1) selective-scan mixer sizes (Jamba's ``JambaMambaMixer``)."""
+
+    inner: Size = Field(description="Inner width I (expand x d_model).")
+    state: Size = Field(default=16, description="State size N per channel.")
+    dt_rank: Size = Field(description="Rank R of the time-step projection.")
+    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
+    conv_bias: Flag = Field(default=True, description="Bias on the conv.")
+    proj_bias: Flag = Field(default=False, description="Bias on in_proj and out_proj.")
+    dt_norms: Flag = Field(
+        default=False, description="RMSNorms on the time step (R) and on B and C (N each): Jamba."
+    )
+
+
+class GatedDeltaNetSizes(_MixerSizes):
+    """Gated DeltaNet linear attention sizes (Qwen3-Next, Qwen3.5)."""
+
+    key_heads: Size = Field(description="Query/key heads Hk.")
+    value_heads: Size = Field(description="Value heads Hv (a multiple of Hk).")
+    key_head_dim: Size = Field(description="Width dk of one query/key head.")
+    value_head_dim: Size = Field(description="Width dv of one value head.")
+    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
+    split_projections: Flag = Field(
+        default=False,
+        description=(
+            "in_proj_qkv, in_proj_z, in_proj_b, in_proj_a as four tensors (Qwen3.5) instead of "
+            "in_proj_qkvz and in_proj_ba (Qwen3-Next); the same parameters."
+        ),
+    )
+
+
+class ShortConvSizes(_MixerSizes):
+    """Gated short convolution (LFM2's ``Lfm2ShortConv``): in_proj D -> 3D, conv, out_proj."""
+
+    conv_kernel: Size = Field(description="Width k of the causal depthwise conv over D channels.")
+    bias: Flag = Field(default=False, description="Bias on the projections and the conv.")
+
+
+MIXER_SIZES: dict[str, type[_MixerSizes]] = {
+    "mamba2": Mamba2Sizes,
+    "mamba": MambaSizes,
+    "gated_deltanet": GatedDeltaNetSizes,
+    "short_conv": ShortConvSizes,
+}
+"""The nested sizes of each recurrent mixer, under the block key of the mixer's name."""
+
+
+class BlockFields(BaseModel):
+    """What one transformer block holds: its token mixer, its FFN and its norms.
+
+    A flat config gives these once for all L blocks; a layered one overrides them per group.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    # Token mixer.
+    mixer: MixerKind = Field(
+        default="attention",
+        description=(
+            "Token mixer: attention (MHA/GQA/MQA), mla (multi-head latent attention, "
+            "DeepSeek-V2/V3), mamba2, mamba, gated_deltanet, short_conv (each sized by the "
+            "block key of its name) or none (a block with an FFN only)."
+        ),
+    )
+    n_heads: Size | None = Field(default=None, description="Attention (query) heads H.")
+    n_kv_heads: Size | None = Field(
+        default=None, description="Key/value heads (GQA/MQA); default: n_heads."
+    )
+    head_dim: Size | None = Field(
+        default=None,
+        description="Width of one head; default d_model / n_heads, which must then divide exactly.",
+    )
+    kv_cache_heads: Size | None = Field(
+        default=None,
+        description=(
+            "Key/value heads the KV cache holds; default n_kv_heads (Falcon's new decoder "
+            "architecture caches keys and values expanded to all H heads)."
+        ),
+    )
+    qkv_bias: Flag = Field(default=True, description="Bias on the query/key/value projections.")
+    attn_out_bias: Flag = Field(default=True, description="Bias on the attention output.")
+    fused_qkv: Flag = Field(
+        default=True,
+        description=(
+            "Q, K and V are one tensor (GPT-2's c_attn); false for separate q/k/v projections "
+            "(Llama, Qwen). Changes the tensor count, not the parameter count."
+        ),
+    )
+    qk_norm: QkNorm = Field(
+        default="none",
+        description=(
+            "Norms on queries and keys: head (one weight of head_dim for all heads: Qwen3, "
+            "Gemma 3) or full (over the whole projection, H d and K d: OLMo 2)."
+        ),
+    )
+    attention_sinks: Flag = Field(
+        default=False, description="A learned sink logit per query head (gpt-oss): H parameters."
+    )
+    attention_gate: Flag = Field(
+        default=False,
+        description="The query projection also yields a sigmoid output gate (Qwen3-Next): 2 H d.",
+    )
+    sliding_window: Size | None = Field(
+        default=None, description="Each token attends to at most this many positions."
+    )
+    kv_cache_all_tokens: Flag = Field(
+        default=False,
+        description=(
+            "The KV cache keeps every token even when the block attends within a sliding window "
+            "(GPT-Neo's local layers in transformers); default: a windowed block keeps its window."
+        ),
+    )
+    attention_chunk: Size | None = Field(
+        default=None,
+        description="Chunked attention (Llama 4): tokens attend only within chunks of this size.",
+    )
+    q_lora_rank: Size | None = Field(
+        default=None, description="MLA: rank of the query's low-rank path (none: direct q_proj)."
+    )
+    kv_lora_rank: Size | None = Field(
+        default=None, description="MLA: rank of the key/value latent."
+    )
+    qk_rope_head_dim: Size | None = Field(
+        default=None, description="MLA: rotary dimensions per head (shared key part)."
+    )
+    qk_nope_head_dim: Size | None = Field(
+        default=None, description="MLA: dimensions per head without positions."
+    )
+    v_head_dim: Size | None = Field(default=None, description="MLA: value width per head.")
+    mamba2: Mamba2Sizes | None = Field(
+        default=None,
+        description=(
+            "Mamba-2 sizes (mixer mamba2): heads, head_dim, state, groups, conv_kernel, "
+            "conv_bias, proj_bias, chunk_size."
+        ),
+    )
+    mamba: MambaSizes | None = Field(
+        default=None,
+        description=(
+            "Mamba (v1) sizes (mixer mamba): inner, state, dt_rank, conv_kernel, conv_bias, "
+            "proj_bias, dt_norms."
+        ),
+    )
+    gated_deltanet: GatedDeltaNetSizes | None = Field(
+        default=None,
+        description=(
+            "Gated DeltaNet sizes (mixer gated_deltanet): key_heads, value_heads, key_head_dim, "
+            "value_head_dim, conv_kernel, split_projections."
+        ),
+    )
+    short_conv: ShortConvSizes | None = Field(
+        default=None, description="Short-convolution sizes (mixer short_conv): conv_kernel, bias."
+    )
+    # Feed-forward network.
+    ffn: FfnKind = Field(
+        default="mlp", description="Feed-forward kind: plain MLP, gated (swiglu, geglu) or none."
+    )
+    ffn_mult: Size | None = Field(
+        default=None,
+        description=(
+            "FFN hidden width as a multiple r of d_model (default 4). For a gated FFN the first "
+            "projection's output width doubles (2 r D)."
+        ),
+    )
+    ffn_hidden: Size | None = Field(
+        default=None, description="FFN hidden width, when it is not a whole multiple of d_model."
+    )
+    ffn_bias: Flag = Field(default=True, description="Bias on the FFN projections.")
+    fused_gate_up: Flag = Field(
+        default=False,
+        description=(
+            "A gated FFN's gate and up projections are one tensor (Phi-3's gate_up_proj). "
+            "Changes the tensor count, not the parameter count."
+        ),
+    )
+    ffn_act_params: Count = Field(
+        default=0,
+        description=(
+            "Learned scalars of the FFN's activation, each its own one-element tensor "
+            "(Apertus' xIELU: alpha_p and alpha_n, 2)."
+        ),
+    )
+    moe_experts: Size | None = Field(
+        default=None, description="Experts per block (mixture of experts); default: dense."
+    )
+    moe_top_k: Size | None = Field(default=None, description="Experts each token is routed to.")
+    moe_ffn_hidden: Size | None = Field(
+        default=None, description="Hidden width of one routed expert; default: the FFN width."
+    )
+    moe_shared_ffn_hidden: Size | None = Field(
+        default=None,
+        description="Hidden width of the shared expert every token also runs; default: none.",
+    )
+    moe_shared_gate: Flag = Field(
+        default=False, description="A sigmoid gate D x 1 on the shared expert (Qwen2-MoE)."
+    )
+    moe_router_bias: Flag = Field(
+        default=False, description="The router carries a bias of X (gpt-oss)."
+    )
+    # Norms.
+    norms_per_block: Count = Field(
+        default=2,
+        description="Norms in each block: 2 pre- or post-norm, 4 sandwich, 1 parallel.",
+    )
+
+    # Resolved values: the defaults above, filled in by ModelSpec.stacks().
+
+    @property
+    def kv_heads(self) -> int:
+        heads = self.n_heads or 0
+        return heads if self.n_kv_heads is None else self.n_kv_heads
+
+    @property
+    def gated(self) -> bool:
+        return self.ffn in GATED_FFNS
+
+    @property
+    def experts(self) -> int:
+        return 1 if self.moe_experts is None else self.moe_experts
+
+    @property
+    def experts_active(self) -> int:
+        return 1 if self.moe_top_k is None else self.moe_top_k
+
+    @property
+    def has_attention(self) -> bool:
+        return self.mixer in ATTENTION_MIXERS
+
+    @property
+    def recurrent(self) -> bool:
+        """The mixer keeps a fixed-size state (conv and/or SSM state), not a KV cache."""
+        return self.mixer in RECURRENT_MIXERS
+
+
+BLOCK_FIELDS: tuple[str, ...] = tuple(BlockFields.model_fields)
+"""The keys a layer group may override."""
