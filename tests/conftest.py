@@ -1,9 +1,10 @@
-"""Shared fixtures: a CLI runner with Rich's width and colour fixed."""
+"""Shared fixtures: a CLI runner with Rich's width and colour fixed; running as nobody."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -32,3 +33,17 @@ def cli() -> Invoke:
         return runner.invoke(app, list(args), catch_exceptions=False)
 
     return invoke
+
+
+@contextmanager
+def unprivileged() -> Iterator[None]:
+    """Run as nobody for a while: root reads any file or directory whatever its mode, so a test
+    that needs an unreadable one drops the effective user id (and takes it back after)."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.seteuid(65534)
+    try:
+        yield
+    finally:
+        os.seteuid(0)

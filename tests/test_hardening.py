@@ -7,13 +7,11 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, Invoke
+from tests.conftest import ROOT, Invoke, unprivileged
 
 GOOD = (ROOT / "presets" / "gpt2-small.yaml").read_text(encoding="utf-8")
 
@@ -323,20 +321,6 @@ def test_directory_given_as_config(cli: Invoke, tmp_path: Path) -> None:
     ]
 
 
-@contextmanager
-def _unprivileged() -> Iterator[None]:
-    """Run as nobody for a while: root reads any file whatever its mode, so a test that needs an
-    unreadable file drops the effective user id (and takes it back after)."""
-    if os.geteuid() != 0:
-        yield
-        return
-    os.seteuid(65534)
-    try:
-        yield
-    finally:
-        os.seteuid(0)
-
-
 def test_unreadable_file(cli: Invoke, tmp_path: Path) -> None:
     tmp_path.chmod(0o755)
     path = tmp_path / "secret.yaml"
@@ -344,7 +328,7 @@ def test_unreadable_file(cli: Invoke, tmp_path: Path) -> None:
     path.chmod(0)
     import costcalc.check  # noqa: F401  (imported while every module is still readable)
 
-    with _unprivileged():
+    with unprivileged():
         _expect_everywhere(cli, path, None, "permission denied")
 
 

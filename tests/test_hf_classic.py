@@ -3,35 +3,14 @@ models do not exercise: layer patterns given other ways, optional norms and refu
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from costcalc.errors import ConfigError
-from costcalc.loaders import load_file
 from costcalc.params import param_report
-from costcalc.spec import ModelSpec
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def spec_of(tmp_path: Path, fixture: str, **changes: Any) -> ModelSpec:
-    """The spec of a fixture config with keys changed (``...`` deletes a key)."""
-    data = json.loads((ROOT / "tests" / "fixtures" / "hf" / f"{fixture}.json").read_text())
-    for key, value in changes.items():
-        if value is ...:
-            data.pop(key, None)
-        else:
-            data[key] = value
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(data))
-    return load_file(path).spec
-
-
-def windows(spec: ModelSpec) -> list[tuple[int, int | None]]:
-    return [(stack.n_layers, stack.sliding_window) for stack in spec.stacks]
+from tests.hf_helpers import spec_of, windows
 
 
 def test_cohere2_every_nth_layer_is_full(tmp_path: Path) -> None:

@@ -3,33 +3,15 @@ and the file's own keys, exit code 1, no traceback."""
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import Result
 
 from costcalc.formats.families import registry
-
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures"
-Invoke = Callable[..., Result]  # the `cli` fixture of conftest.py
-
-
-def write_config(tmp_path: Path, fixture: str, **changes: Any) -> Path:
-    """A copy of a fixture config with keys changed (``...`` deletes a key)."""
-    data = json.loads((FIXTURES / "hf" / f"{fixture}.json").read_text())
-    for key, value in changes.items():
-        if value is ...:
-            data.pop(key, None)
-        else:
-            data[key] = value
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(data, indent=2))
-    return path
+from tests.conftest import Invoke
+from tests.hf_helpers import write_config
 
 
 def fails(cli: Invoke, path: Path) -> str:

@@ -1,97 +1,88 @@
 """Presets of Hugging Face models: each is the model its config.json describes, and its total is
-transformers' count (golden: tests/golden/hf_reference.json)."""
+transformers' count (golden: tests/golden/hf_reference.json and tests/golden/hf_families.json)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from pathlib import Path
+from typing import Any
 
 import pytest
-from typer.testing import Result
 
 from costcalc.loaders import load_file, load_preset
 from costcalc.params import total_params
 from costcalc.spec import ModelSpec
+from tests.conftest import GOLDEN, ROOT, Invoke
 
-Invoke = Callable[..., Result]  # the `cli` fixture of conftest.py
+REFERENCE = json.loads((GOLDEN / "hf_reference.json").read_text())["models"]
+FAMILIES = json.loads((GOLDEN / "hf_families.json").read_text())["models"]
 
-ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = json.loads((ROOT / "tests" / "golden" / "hf_reference.json").read_text())["models"]
-
-# preset name -> (golden/fixture name, Hugging Face model id named in the preset's source)
-PRESETS = {
-    "llama-3.2-1b": ("llama-3.2-1b", "meta-llama/Llama-3.2-1B"),
-    "llama-3.1-8b": ("llama-3.1-8b", "meta-llama/Llama-3.1-8B"),
-    "mistral-7b": ("mistral-7b-v0.1", "mistralai/Mistral-7B-v0.1"),
-    "qwen2.5-1.5b": ("qwen2.5-1.5b", "Qwen/Qwen2.5-1.5B"),
-    "qwen2.5-3b": ("qwen2.5-3b", "Qwen/Qwen2.5-3B"),
-    "qwen2.5-7b": ("qwen2.5-7b", "Qwen/Qwen2.5-7B"),
-    "smollm2-135m": ("smollm2-135m", "HuggingFaceTB/SmolLM2-135M"),
-    "pythia-160m": ("pythia-160m", "EleutherAI/pythia-160m"),
-    "opt-125m": ("opt-125m", "facebook/opt-125m"),
-    "gemma-2b": ("gemma-2b", "google/gemma-2b"),
-    "phi-2": ("phi-2", "microsoft/phi-2"),
-    "mixtral-8x7b": ("mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1"),
+# preset name -> (golden entry, Hugging Face model id named in the preset's source)
+PRESETS: dict[str, tuple[dict[str, Any], str]] = {
+    "llama-3.2-1b": (REFERENCE["llama-3.2-1b"], "meta-llama/Llama-3.2-1B"),
+    "llama-3.1-8b": (REFERENCE["llama-3.1-8b"], "meta-llama/Llama-3.1-8B"),
+    "mistral-7b": (REFERENCE["mistral-7b-v0.1"], "mistralai/Mistral-7B-v0.1"),
+    "qwen2.5-1.5b": (REFERENCE["qwen2.5-1.5b"], "Qwen/Qwen2.5-1.5B"),
+    "qwen2.5-3b": (REFERENCE["qwen2.5-3b"], "Qwen/Qwen2.5-3B"),
+    "qwen2.5-7b": (REFERENCE["qwen2.5-7b"], "Qwen/Qwen2.5-7B"),
+    "smollm2-135m": (REFERENCE["smollm2-135m"], "HuggingFaceTB/SmolLM2-135M"),
+    "pythia-160m": (REFERENCE["pythia-160m"], "EleutherAI/pythia-160m"),
+    "opt-125m": (REFERENCE["opt-125m"], "facebook/opt-125m"),
+    "gemma-2b": (REFERENCE["gemma-2b"], "google/gemma-2b"),
+    "phi-2": (REFERENCE["phi-2"], "microsoft/phi-2"),
+    "mixtral-8x7b": (REFERENCE["mixtral-8x7b"], "mistralai/Mixtral-8x7B-v0.1"),
+    "gemma-2-2b": (FAMILIES["gemma-2-2b"], "google/gemma-2-2b"),
+    "gemma-3-1b": (FAMILIES["gemma-3-1b"], "google/gemma-3-1b-pt"),
+    "olmo-2-1b": (FAMILIES["olmo-2-1b"], "allenai/OLMo-2-0425-1B"),
+    "qwen3-0.6b": (FAMILIES["qwen3-0.6b"], "Qwen/Qwen3-0.6B"),
+    "qwen3-8b": (FAMILIES["qwen3-8b"], "Qwen/Qwen3-8B"),
+    "qwen3-30b-a3b": (FAMILIES["qwen3-30b-a3b"], "Qwen/Qwen3-30B-A3B"),
+    "deepseek-v3": (FAMILIES["deepseek-v3"], "deepseek-ai/DeepSeek-V3"),
+    "gpt-oss-20b": (FAMILIES["gpt-oss-20b"], "openai/gpt-oss-20b"),
+    "gpt-oss-120b": (FAMILIES["gpt-oss-120b"], "openai/gpt-oss-120b"),
 }
+# Presets that group their layers otherwise than the translated config.json: the same kinds of
+# block, as many layers of each, listed in other groups.
+REGROUPED = {"gpt-oss-20b", "gpt-oss-120b"}
+
+
+def kinds(spec: ModelSpec) -> list[dict[str, object]]:
+    return [stack.resolved() for stack in spec.stacks]
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_preset_total_is_transformers_count(preset: str) -> None:
-    golden_name, _ = PRESETS[preset]
-    assert total_params(load_preset(preset).spec) == GOLDEN[golden_name]["parameters_total"]
+    golden, _ = PRESETS[preset]
+    assert total_params(load_preset(preset).spec) == golden["parameters_total"]
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_preset_is_the_model_its_config_describes(preset: str) -> None:
-    golden_name, hub_id = PRESETS[preset]
+    golden, hub_id = PRESETS[preset]
     loaded = load_preset(preset)
-    from_config = load_file(ROOT / "tests" / "fixtures" / "hf" / f"{golden_name}.json")
-    assert loaded.spec.resolved() == from_config.spec.resolved()
+    from_config = load_file(ROOT / golden["config"])
+    assert kinds(loaded.spec) == kinds(from_config.spec)
+    if preset not in REGROUPED:
+        assert loaded.spec.resolved() == from_config.spec.resolved()
     assert loaded.source is not None and f"Hugging Face {hub_id} config.json" in loaded.source
+    assert "transformers" in loaded.source and "modeling code" in loaded.source
+
+
+def test_layered_presets_keep_their_window_pattern() -> None:
+    # Gemma 2: 13 sliding (4,096) and 13 full layers; Gemma 3 1B: 22 sliding (512) and 4 full.
+    gemma2 = load_preset("gemma-2-2b").spec
+    assert [(s.n_layers, s.sliding_window) for s in gemma2.stacks] == [(13, 4096), (13, None)]
+    gemma3 = load_preset("gemma-3-1b").spec
+    assert [(s.n_layers, s.sliding_window) for s in gemma3.stacks] == [(22, 512), (4, None)]
 
 
 def test_mixtral_preset_shows_active_parameters(cli: Invoke) -> None:
     result = cli("params", "--preset", "mixtral-8x7b", "--format", "json")
     parameters = json.loads(result.stdout)["parameters"]
-    assert parameters["total"] == GOLDEN["mixtral-8x7b"]["parameters_total"]
+    assert parameters["total"] == REFERENCE["mixtral-8x7b"]["parameters_total"]
     # 32 layers x 6 idle experts x (3 x 4,096 x 14,336): Mixtral 8x7B's 12.9B active (Mistral AI).
     assert parameters["active"] == parameters["total"] - 32 * 6 * 3 * 4096 * 14336
     table = cli("params", "--preset", "mixtral-8x7b").stdout
     assert "active per token" in table and f"{parameters['active']:,}" in table
-
-
-FAMILIES_GOLDEN = json.loads((ROOT / "tests" / "golden" / "hf_families.json").read_text())["models"]
-
-# Layered and mixture-of-experts presets, checked against tests/golden/hf_families.json.
-MOE_PRESETS = {
-    "qwen3-30b-a3b": ("qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B"),
-    "deepseek-v3": ("deepseek-v3", "deepseek-ai/DeepSeek-V3"),
-    "gpt-oss-20b": ("gpt-oss-20b", "openai/gpt-oss-20b"),
-    "gpt-oss-120b": ("gpt-oss-120b", "openai/gpt-oss-120b"),
-}
-
-
-@pytest.mark.parametrize("preset", sorted(MOE_PRESETS))
-def test_moe_preset_total_is_transformers_count(preset: str) -> None:
-    golden_name, _ = MOE_PRESETS[preset]
-    assert (
-        total_params(load_preset(preset).spec) == FAMILIES_GOLDEN[golden_name]["parameters_total"]
-    )
-
-
-@pytest.mark.parametrize("preset", sorted(MOE_PRESETS))
-def test_moe_preset_is_the_model_its_config_describes(preset: str) -> None:
-    # Same kinds of block, as many layers of each, as the translated config.json.
-    golden_name, hub_id = MOE_PRESETS[preset]
-    loaded = load_preset(preset)
-    from_config = load_file(ROOT / FAMILIES_GOLDEN[golden_name]["config"])
-
-    def kinds(spec: ModelSpec) -> list[dict[str, object]]:
-        return [stack.resolved() for stack in spec.stacks]
-
-    assert kinds(loaded.spec) == kinds(from_config.spec)
-    assert loaded.source is not None and f"Hugging Face {hub_id} config.json" in loaded.source
 
 
 def test_deepseek_v3_preset_is_the_published_671b() -> None:

@@ -24,7 +24,7 @@ from costcalc.errors import HubError, UsageError
 from costcalc.files import parse_document
 from costcalc.formats.hf_layers import MAX_LISTED_LAYERS
 from costcalc.units import format_bytes
-from tests.conftest import ROOT, Invoke
+from tests.conftest import ROOT, Invoke, unprivileged
 from tests.test_hf_hub import cached_config
 
 GOOD = (ROOT / "presets" / "gpt2-small.yaml").read_text(encoding="utf-8")
@@ -211,19 +211,6 @@ def test_fifo_through_every_command(cli: Invoke, tmp_path: Path) -> None:
 # 5. directory walks
 
 
-@contextmanager
-def _unprivileged() -> Iterator[None]:
-    """As nobody for a while (root reads any directory whatever its mode)."""
-    if os.geteuid() != 0:
-        yield
-        return
-    os.seteuid(65534)
-    try:
-        yield
-    finally:
-        os.seteuid(0)
-
-
 def test_unreadable_directory_is_a_finding(cli: Invoke) -> None:
     with tempfile.TemporaryDirectory(dir="/tmp") as tmp:  # reachable when run as nobody
         top = Path(tmp)
@@ -236,7 +223,7 @@ def test_unreadable_directory_is_a_finding(cli: Invoke) -> None:
         import costcalc.cli.check  # noqa: F401  (imported while every module is still readable)
 
         try:
-            with _unprivileged():
+            with unprivileged():
                 result = cli("check", str(top), "-f", "json")
         finally:
             locked.chmod(0o755)
@@ -458,7 +445,7 @@ def test_cache_os_errors_are_clear(
     tmp_path.chmod(0o755)
     snapshots.chmod(0)
     try:
-        with _unprivileged():
+        with unprivileged():
             denied = cli("params", "--hf", "org/model")
     finally:
         snapshots.chmod(0o755)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from costcalc.cli.common import user_errors
+from costcalc.cli.common import FORMAT, user_errors
 
 if TYPE_CHECKING:
     from costcalc.check import FileReport
@@ -48,9 +48,7 @@ def check(
         int | None,
         typer.Option("--length", "-T", help="A sequence length every model must accept."),
     ] = None,
-    fmt: Annotated[
-        CheckFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
-    ] = CheckFormat.table,
+    fmt: Annotated[CheckFormat, FORMAT] = CheckFormat.table,
     models_only: Annotated[
         bool,
         typer.Option(

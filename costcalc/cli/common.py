@@ -18,8 +18,14 @@ if TYPE_CHECKING:
 
     from costcalc.render import Grid
 
-FormatOption = Annotated[
-    OutputFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
+# Options that several commands take, declared once.
+FORMAT = typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
+FormatOption = Annotated[OutputFormat, FORMAT]
+ExplainOption = Annotated[
+    bool, typer.Option("--explain", help="Show each row's formula with the numbers put in.")
+]
+UnitsOption = Annotated[
+    str, typer.Option("--units", help="Human figures: iec (MiB, GiB) or si (MB, GB).")
 ]
 
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.cli.common import FormatOption, UnitsOption, emit, user_errors
 from costcalc.cli.memory import ATTENTION_HELP, training_notes
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
@@ -142,9 +142,7 @@ def lora(
             rich_help_panel=TRAIN_PANEL,
         ),
     ] = None,
-    units: Annotated[
-        str, typer.Option("--units", help="Human figures: iec (MiB, GiB) or si (MB, GB).")
-    ] = "iec",
+    units: UnitsOption = "iec",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Trainable parameters of LoRA (QLoRA, DoRA) exactly as peft's

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.cli.common import ExplainOption, FormatOption, UnitsOption, emit, user_errors
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
 
@@ -75,9 +75,7 @@ def memory(
             help=ATTENTION_HELP,
         ),
     ] = None,
-    explain: Annotated[
-        bool, typer.Option("--explain", help="Show each row's formula with the numbers put in.")
-    ] = False,
+    explain: ExplainOption = False,
     fits: Annotated[
         str | None,
         typer.Option(
@@ -86,9 +84,7 @@ def memory(
             help="Device memory, like 24GiB or 80GB: does it fit? Exit 1 when it does not.",
         ),
     ] = None,
-    units: Annotated[
-        str, typer.Option("--units", help="Human figures: iec (MiB, GiB) or si (MB, GB).")
-    ] = "iec",
+    units: UnitsOption = "iec",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Memory a model needs: weights and KV cache for inference; with --train, gradients,

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-import typer
-
-from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.cli.common import ExplainOption, FormatOption, emit, user_errors
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.cli.workload import (
     AttentionOption,
@@ -50,9 +48,7 @@ ROWS = (
 @takes_models
 def params(
     models: ModelSelection,
-    explain: Annotated[
-        bool, typer.Option("--explain", help="Show each row's formula with the numbers put in.")
-    ] = False,
+    explain: ExplainOption = False,
     fmt: FormatOption = OutputFormat.table,
     batch: BatchOption = None,
     length: LengthOption = None,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from costcalc.cli.common import Command, FormatOption, Group, emit, user_errors
+from costcalc.cli.common import FORMAT, Command, FormatOption, Group, emit, user_errors
 from costcalc.render import OutputFormat
 
 app = typer.Typer(
@@ -71,9 +71,7 @@ class ShowFormat(StrEnum):
 @app.command("show", cls=Command)
 def show(
     name: Annotated[str, typer.Argument(help="Preset name or alias.")],
-    fmt: Annotated[
-        ShowFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
-    ] = ShowFormat.yaml,
+    fmt: Annotated[ShowFormat, FORMAT] = ShowFormat.yaml,
 ) -> None:
     """Print a preset's YAML: a valid --config file to start from."""
     import yaml

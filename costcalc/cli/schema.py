@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from costcalc.cli.common import FORMAT
+
 
 class SchemaFormat(StrEnum):
     """How `costcalc schema` prints: indented JSON, or one line (JSON Lines)."""
@@ -16,9 +18,7 @@ class SchemaFormat(StrEnum):
 
 
 def schema(
-    fmt: Annotated[
-        SchemaFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
-    ] = SchemaFormat.json,
+    fmt: Annotated[SchemaFormat, FORMAT] = SchemaFormat.json,
 ) -> None:
     """Print the JSON Schema of costcalc's config format, for editors that validate YAML/JSON."""
     from costcalc.config import config_schema

@@ -7,15 +7,11 @@ Run: python tests/bench/bench_check.py   (prints the times and the ratio; not a 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from check_timing import best_time, one_and_many
+
 FILES = 1000
-RUNS = 5
 
 CONFIG = """\
 name: model-{i}
@@ -52,30 +48,8 @@ def write_configs(directory: Path, count: int) -> None:
             (directory / f"model-{i}.json").write_text(hf)
 
 
-def best_time(args: list[str]) -> float:
-    """The fastest of RUNS runs of ``costcalc check ARGS`` (seconds), asserting it passed."""
-    times = []
-    for _ in range(RUNS):
-        start = time.perf_counter()
-        done = subprocess.run(
-            [sys.executable, "-m", "costcalc", "check", *args],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        )
-        times.append(time.perf_counter() - start)
-        if done.returncode != 0:
-            raise SystemExit(f"check failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-    return min(times)
-
-
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        one, many = Path(tmp, "one"), Path(tmp, "many")
-        one.mkdir()
-        many.mkdir()
-        write_configs(one, 1)
-        write_configs(many, FILES)
+    with one_and_many(write_configs, FILES) as (one, many):
         t_one = best_time([str(one)])
         t_many = best_time([str(many)])
         t_json = best_time([str(many), "--format", "json"])

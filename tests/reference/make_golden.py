@@ -346,42 +346,48 @@ def run_model(name: str, steps: list[str], record: dict) -> dict:
     return record
 
 
-def load_output() -> dict:
-    if OUTPUT.exists():
-        return json.loads(OUTPUT.read_text())
+def load_output(output: Path) -> dict:
+    """The golden file as it stands (records are merged into it), or an empty one."""
+    if output.exists():
+        return json.loads(output.read_text())
     return {"models": {}}
 
 
-def save_output(data: dict) -> None:
+def save_output(data: dict, output: Path, generator: str, models: list[str]) -> None:
+    """Write ``data`` to ``output``: the generator, torch and transformers versions, the date,
+    then the records in the order of ``models``."""
     data.update(
         {
-            "generator": GENERATOR,
+            "generator": generator,
             "torch": torch.__version__,
             "transformers": transformers.__version__,
             "date": datetime.date.today().isoformat(),
         }
     )
     ordered = {k: data[k] for k in ("generator", "torch", "transformers", "date")}
-    ordered["models"] = {n: data["models"][n] for n in MODELS if n in data["models"]}
-    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
-    OUTPUT.write_text(json.dumps(ordered, indent=2) + "\n")
+    ordered["models"] = {n: data["models"][n] for n in models if n in data["models"]}
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(ordered, indent=2) + "\n")
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="+", choices=MODELS, default=MODELS)
-    parser.add_argument("--steps", nargs="+", choices=STEPS, default=STEPS)
+def parse_args(
+    argv: list[str], doc: str, models: list[str], steps: list[str]
+) -> argparse.Namespace:
+    """``--only`` some of ``models`` and ``--steps`` some of ``steps`` (default: all)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--only", nargs="+", choices=models, default=models)
+    parser.add_argument("--steps", nargs="+", choices=steps, default=steps)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str]) -> int:
-    args = parse_args(argv)
-    data = load_output()
+    args = parse_args(argv, __doc__, MODELS, STEPS)
+    data = load_output(OUTPUT)
     for name in args.only:
         print(f"{name}: {' '.join(args.steps)}", flush=True)
         record = data["models"].get(name, {})
         data["models"][name] = run_model(name, args.steps, record)
-        save_output(data)
+        save_output(data, OUTPUT, GENERATOR, MODELS)
     return 0
 
 

@@ -18,8 +18,6 @@ Results are merged into the existing output file. See tests/reference/README.md 
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import json
 import re
 import sys
@@ -27,7 +25,6 @@ import traceback
 from collections import OrderedDict
 
 import torch
-import transformers
 from make_golden import (
     ATTENTION_PAIR_OPS,
     LINEAR_OPS,
@@ -39,8 +36,11 @@ from make_golden import (
     fixture_path,
     forward,
     is_tied,
+    load_output,
     module_key,
     ops_total,
+    parse_args,
+    save_output,
     shapes,
     token_ids,
 )
@@ -479,37 +479,9 @@ def run_model(name: str, steps: list[str], record: dict) -> dict:
     return record
 
 
-def load_output() -> dict:
-    if OUTPUT.exists():
-        return json.loads(OUTPUT.read_text())
-    return {"models": {}}
-
-
-def save_output(data: dict) -> None:
-    data.update(
-        {
-            "generator": GENERATOR,
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "date": datetime.date.today().isoformat(),
-        }
-    )
-    ordered = {k: data[k] for k in ("generator", "torch", "transformers", "date")}
-    ordered["models"] = {n: data["models"][n] for n in MODELS if n in data["models"]}
-    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
-    OUTPUT.write_text(json.dumps(ordered, indent=2) + "\n")
-
-
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", nargs="+", choices=list(MODELS), default=list(MODELS))
-    parser.add_argument("--steps", nargs="+", choices=STEPS, default=STEPS)
-    return parser.parse_args(argv)
-
-
 def main(argv: list[str]) -> int:
-    args = parse_args(argv)
-    data = load_output()
+    args = parse_args(argv, __doc__, list(MODELS), STEPS)
+    data = load_output(OUTPUT)
     for name in args.only:
         if not fixture_path(MODELS[name][0]).exists():
             print(f"{name}: no fixture, skipped", flush=True)
@@ -524,7 +496,7 @@ def main(argv: list[str]) -> int:
                 "build_error": error_text(exc),
             }
         data["models"][name] = record
-        save_output(data)
+        save_output(data, OUTPUT, GENERATOR, list(MODELS))
     return 0
 
 

@@ -1,0 +1,34 @@
+"""Hugging Face fixture configs with keys changed, for settings the golden models leave out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from costcalc.loaders import load_file
+from costcalc.spec import ModelSpec
+from tests.conftest import FIXTURES
+
+
+def write_config(tmp_path: Path, fixture: str, **changes: Any) -> Path:
+    """A copy of ``tests/fixtures/hf/<fixture>.json`` with keys changed (``...`` deletes a key)."""
+    data = json.loads((FIXTURES / "hf" / f"{fixture}.json").read_text())
+    for key, value in changes.items():
+        if value is ...:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data, indent=2))
+    return path
+
+
+def spec_of(tmp_path: Path, fixture: str, **changes: Any) -> ModelSpec:
+    """The spec of a fixture config with keys changed, as ``write_config`` writes it."""
+    return load_file(write_config(tmp_path, fixture, **changes)).spec
+
+
+def windows(spec: ModelSpec) -> list[tuple[int, int | None]]:
+    """(layers, sliding window) of each stack of layers, in order; None is full attention."""
+    return [(stack.n_layers, stack.sliding_window) for stack in spec.stacks]
