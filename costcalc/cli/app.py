@@ -24,6 +24,7 @@ from costcalc.cli.common import Command, Group
 COMMANDS = (
     "params",
     "memory",
+    "plan",
     "check",
     "schema",
     "scale",
