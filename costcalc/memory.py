@@ -401,6 +401,9 @@ class MemoryReport:
     bytes_kv_cache: int
     elements_state: int
     bytes_state: int
+    bytes_gathered: int = 0
+    """ZeRO-3 / FSDP full shard: the running layer's whole parameters and gradients
+    (:mod:`costcalc.parallel`); 0 otherwise."""
 
     @property
     def elements_optimizer(self) -> int:
@@ -420,6 +423,7 @@ class MemoryReport:
             + self.bytes_logits_fp32
             + self.bytes_kv_cache
             + self.bytes_state
+            + self.bytes_gathered
         )
 
 

@@ -23,6 +23,7 @@ from costcalc.memory import (
     activation_formula,
     memory_report,
 )
+from costcalc.parallel import DataParallel, per_gpu_report
 from costcalc.results import model_header
 
 
@@ -45,6 +46,8 @@ class MemoryResult:
     model: LoadedModel
     report: MemoryReport
     capacity: int | None = None
+    plan: DataParallel | None = None
+    """A data-parallel plan: then every figure is one GPU's."""
 
     @property
     def headroom(self) -> int | None:
@@ -111,6 +114,16 @@ class MemoryResult:
                     None,
                     None,
                     estimate=True,
+                )
+            )
+        if r.bytes_gathered:
+            rows.append(
+                Component(
+                    "gathered_layer",
+                    "gathered layer (params + grads)",
+                    r.bytes_gathered,
+                    None,
+                    setup.dtype,
                 )
             )
         rows.append(Component("logits", "logits", r.bytes_logits, r.elements_logits, setup.dtype))
@@ -190,6 +203,9 @@ class MemoryResult:
             "total": {"bytes": r.bytes_total, "includes_estimate": r.bytes_activations > 0},
             "fits": None,
         }
+        if self.plan is not None:
+            data["parallel"] = parallel_dict(self.plan)
+            data["gathered_layer"] = {"bytes": r.bytes_gathered}
         if self.capacity is not None:
             data["fits"] = {
                 "capacity_bytes": self.capacity,
@@ -215,8 +231,26 @@ def setup_dict(setup: MemorySetup, report: MemoryReport) -> dict[str, Any]:
     }
 
 
+def parallel_dict(plan: DataParallel) -> dict[str, Any]:
+    """The data-parallel plan in JSON: figures are per GPU when it is present."""
+    return {
+        "gpus": plan.gpus,
+        "zero_stage": plan.stage,
+        "fsdp": plan.fsdp,
+        "shard_gpus": plan.shard_gpus,
+        "per_gpu": True,
+    }
+
+
 def memory_result(
-    model: LoadedModel, setup: MemorySetup, capacity: int | None = None
+    model: LoadedModel,
+    setup: MemorySetup,
+    capacity: int | None = None,
+    plan: DataParallel | None = None,
 ) -> MemoryResult:
-    """The memory of ``model`` under ``setup``, judged against ``capacity`` bytes if given."""
-    return MemoryResult(model, memory_report(model.spec, setup), capacity)
+    """The memory of ``model`` under ``setup`` (one GPU's share under ``plan``), judged against
+    ``capacity`` bytes if given."""
+    report = memory_report(model.spec, setup)
+    if plan is not None:
+        report = per_gpu_report(model.spec, report, plan)
+    return MemoryResult(model, report, capacity, plan)

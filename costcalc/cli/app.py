@@ -21,7 +21,18 @@ import typer
 
 from costcalc.cli.common import Command, Group
 
-COMMANDS = ("params", "memory", "check", "schema", "scale", "heads", "lora", "presets")
+COMMANDS = (
+    "params",
+    "memory",
+    "plan",
+    "check",
+    "schema",
+    "scale",
+    "heads",
+    "lora",
+    "presets",
+    "gpus",
+)
 """The subcommands, in the order help lists them; each is the function of the same name in the
 module of the same name (``presets`` a Typer app of its own)."""
 

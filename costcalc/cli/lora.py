@@ -142,6 +142,15 @@ def lora(
             rich_help_panel=TRAIN_PANEL,
         ),
     ] = None,
+    gpu: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu",
+            metavar="NAME",
+            help="A GPU of `costcalc gpus`: --fits its memory.",
+            rich_help_panel=TRAIN_PANEL,
+        ),
+    ] = None,
     units: UnitsOption = "iec",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
@@ -150,10 +159,10 @@ def lora(
     memory of training (activations an ESTIMATE)."""
     from costcalc.cli.memory import _unit_system
     from costcalc.errors import UsageError
+    from costcalc.gpus import device_capacity
     from costcalc.lora import family_names, lora_config, lora_report
     from costcalc.lora_memory import lora_memory, lora_training
     from costcalc.memory import DEFAULT_ATTENTION
-    from costcalc.units import parse_bytes
 
     with user_errors():
         unit_system = _unit_system(units)
@@ -175,6 +184,7 @@ def lora(
             "--recompute": recompute,
             "--attention": attention,
             "--fits": fits,
+            "--gpu": gpu,
         }
         if not train and any(value is not None for value in given.values()):
             named = ", ".join(name for name, value in given.items() if value is not None)
@@ -193,7 +203,7 @@ def lora(
             if train
             else None
         )
-        capacity = parse_bytes(fits) if fits is not None else None
+        capacity = device_capacity(fits, gpu)
         results = []
         for model in models.load():
             report = lora_report(model.spec, model.family, config)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 BAR_WIDTH = 30
 UNIT_HEADERS = {"si": "SI (10^3)", "iec": "binary (2^10)"}
+PARALLEL_PANEL = "Data parallelism (with --train)"
 ATTENTION_HELP = (
     "Attention kernel of training: sdpa (default, as transformers), flash, or eager (keeps the "
     "T x T scores)."
@@ -84,6 +85,48 @@ def memory(
             help="Device memory, like 24GiB or 80GB: does it fit? Exit 1 when it does not.",
         ),
     ] = None,
+    gpu: Annotated[
+        str | None,
+        typer.Option("--gpu", metavar="NAME", help="A GPU of `costcalc gpus`: --fits its memory."),
+    ] = None,
+    gpus: Annotated[
+        int | None,
+        typer.Option(
+            "--gpus",
+            metavar="N",
+            help="Training on N data-parallel GPUs, each running --batch sequences; figures "
+            "per GPU.",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = None,
+    zero: Annotated[
+        int | None,
+        typer.Option(
+            "--zero",
+            metavar="STAGE",
+            help="DeepSpeed ZeRO stage: 1 shards optimizer state (fp32 masters included), "
+            "2 also gradients, 3 also parameters.",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = None,
+    fsdp: Annotated[
+        str | None,
+        typer.Option(
+            "--fsdp",
+            metavar="MODE",
+            help="PyTorch FSDP sharding: full, grad-op or hybrid (full within a node).",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = None,
+    node_gpus: Annotated[
+        int | None,
+        typer.Option(
+            "--node-gpus",
+            metavar="G",
+            help="GPUs per node: the shard group of --fsdp hybrid.",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = None,
     units: UnitsOption = "iec",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
@@ -93,9 +136,10 @@ def memory(
     Every byte count is exact except the activations. With --fits, says whether the total fits
     and by how much; the exit code is 1 when it does not.
     """
+    from costcalc.gpus import device_capacity
     from costcalc.memory import memory_setup
     from costcalc.memory_results import memory_result
-    from costcalc.units import parse_bytes
+    from costcalc.parallel import data_parallel
 
     with user_errors():
         unit_system = _unit_system(units)
@@ -110,8 +154,10 @@ def memory(
             recompute=recompute,
             attention=attention,
         )
-        capacity = parse_bytes(fits) if fits is not None else None
-        results = [memory_result(model, setup, capacity) for model in models.load()]
+        capacity = device_capacity(fits, gpu)
+        given = (gpus, zero, fsdp, node_gpus)
+        plan = None if all(v is None for v in given) else data_parallel(*given)
+        results = [memory_result(model, setup, capacity, plan) for model in models.load()]
     data = [result.to_dict() for result in results]
     emit(
         fmt,
@@ -188,6 +234,8 @@ def memory_grids(result: MemoryResult, system: UnitSystem, explain: bool = False
         rows.append([verdict, "", "", f"{abs(headroom):,}", _human(abs(headroom), system)])
     columns = ["", "elements", "dtype", "bytes", UNIT_HEADERS[system]]
     title = f"Memory of {result.model.name}: {_mode(result)}"
+    if result.plan is not None:
+        title = f"Memory per GPU of {result.model.name}: {_mode(result)}; {result.plan.label}"
     table = Grid(title, columns, rows, _notes(result), emphasis)
     grids = [table]
     if explain:
@@ -197,7 +245,7 @@ def memory_grids(result: MemoryResult, system: UnitSystem, explain: bool = False
             Grid(
                 f"How {result.model.name}'s memory is counted (bytes)",
                 ["", "formula"],
-                [[text, formulas[key]] for key, text in labelled],
+                [[text, formulas.get(key, "see the notes")] for key, text in labelled],
             )
         )
     bars = [[c.label, format_percent(result.share(c)), bar(result.share(c))] for c in components]
@@ -221,12 +269,44 @@ def _notes(result: MemoryResult) -> list[str]:
     notes = training_notes(
         result.model.spec, setup.batch, report.length, setup.recompute, setup.attention
     )
+    if result.plan is not None:
+        notes.append(_parallel_note(result))
     if report.elements_optimizer_steps:
         notes.append(
             f"Optimizer state includes {report.elements_optimizer_steps:,} fp32 step scalars, "
             "one per parameter tensor (torch keeps them on the host unless fused)."
         )
     return notes
+
+
+def _parallel_note(result: MemoryResult) -> str:
+    """How the plan divides the states, and what one GPU's figures leave out."""
+    from costcalc.parallel import largest_module_params
+
+    plan = result.plan
+    assert plan is not None
+    if plan.stage == 0:
+        return (
+            f"Every one of the {plan.gpus} GPUs holds the whole model, its gradients and "
+            "optimizer state; --batch sequences each."
+        )
+    sharded = {
+        1: "optimizer state (fp32 masters included)",
+        2: "optimizer state and gradients",
+        3: "optimizer state, gradients and parameters",
+    }[plan.stage]
+    note = (
+        f"Sharded over {plan.shard_gpus} GPUs (ceil(elements / {plan.shard_gpus}) each): "
+        f"{sharded}; step scalars kept whole; --batch sequences per GPU. Not counted: "
+        "communication buckets and DeepSpeed's fp32 copy of the gradient partition."
+    )
+    if plan.stage == 3:
+        largest = largest_module_params(result.model.spec)
+        note += (
+            f" Gathered layer: the largest module's {largest:,} parameters and their "
+            "gradients, whole while it runs."
+        )
+    return note
 
 
 def training_notes(
