@@ -121,9 +121,9 @@ def _plan(
             "gpu_hours": float(time.gpu_hours),
         }
         rows = [
-            ["training FLOPs (exact MACs x 2)", f"{exact:.3e}"],
-            [KAPLAN_RULE, f"{kaplan_flops(spec, tokens):.3e}"],
-            [f"peak per GPU ({dtype}, dense)", f"{time.peak:.3e} FLOP/s"],
+            ["training FLOPs (exact MACs x 2)", f"{exact:,}"],
+            [KAPLAN_RULE, f"{kaplan_flops(spec, tokens):,}"],
+            [f"peak per GPU ({dtype}, dense), FLOP/s", f"{time.peak:,}"],
             ["wall time", _duration(time.seconds)],
             ["GPU-hours", f"{float(time.gpu_hours):,.0f}"],
         ]
@@ -178,7 +178,7 @@ def _chinchilla(budget: int) -> tuple[dict[str, Any], Grid]:
     data = {"budget_flops": budget, "parameters": n, "tokens": d, "rule": CHINCHILLA_RULE}
     rows = [["parameters N_opt", f"{n:,}"], ["tokens D_opt", f"{d:,}"]]
     grid = Grid(
-        f"Compute-optimal for {budget:.3e} FLOPs",
+        f"Compute-optimal for {budget:,} FLOPs",
         ["", "rule of thumb"],
         rows,
         [f"{CHINCHILLA_RULE}: N = sqrt(C / 120)."],
