@@ -23,6 +23,7 @@ from costcalc.memory import (
     activation_formula,
     memory_report,
 )
+from costcalc.quant import describe_format, weight_label
 from costcalc.results import model_header
 
 
@@ -62,7 +63,9 @@ class MemoryResult:
         r, setup = self.report, self.report.setup
         if not setup.train:
             return [
-                Component("weights", "weights", r.bytes_weights, r.params_total, setup.dtype),
+                Component(
+                    "weights", "weights", r.bytes_weights, r.params_total, weight_label(setup.dtype)
+                ),
                 Component(
                     "kv_cache", "KV cache", r.bytes_kv_cache, r.elements_kv_cache, r.kv_dtype
                 ),
@@ -138,7 +141,12 @@ class MemoryResult:
             "setup": setup_dict(setup, r),
             "parameters": r.params_total,
             "parameter_tensors": r.parameter_tensors,
-            "weights": {"elements": r.params_total, "dtype": setup.dtype, "bytes": r.bytes_weights},
+            "weights": {
+                "elements": r.params_total,
+                "dtype": setup.dtype,
+                "description": describe_format(setup.dtype),
+                "bytes": r.bytes_weights,
+            },
             "gradients": {
                 "elements": r.params_total if setup.train else 0,
                 "dtype": setup.dtype if setup.train else None,
