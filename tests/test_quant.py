@@ -143,8 +143,10 @@ def test_format_syntax(text: str, label: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["NF4", "gguf:q4_k_m", "int4:g128", "int3", "gguf:Q3_X", "gptq-int4:g0", "nf4:g128"]
-    + ["nf4:+lm_head,-lm_head", "awq-int8"],
+    [
+        *("NF4", "gguf:q4_k_m", "int4:g128", "int3", "gguf:Q3_X", "gptq-int4:g0"),
+        *("nf4:g128", "nf4:+lm_head,-lm_head", "awq-int8"),
+    ],
 )
 def test_bad_formats_are_refused(text: str) -> None:
     with pytest.raises(UsageError):
