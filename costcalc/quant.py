@@ -50,7 +50,6 @@ FP16_BYTES = 2
 NF4_BLOCK = 64
 NESTED_BLOCK = 256
 FP8_BLOCK = 128
-GPTQ_BITS = (4, 8)
 DEFAULT_GROUP = 128
 LM_HEAD = "lm_head"
 
@@ -81,19 +80,6 @@ FLOAT_REST: dict[str, str] = {
 }
 """The dtype a toolkit keeps its unquantized tensors in (bitsandbytes' usual compute dtype bf16,
 fp16 for LLM.int8; GPTQ and AWQ checkpoints fp16; DeepSeek-V3's FP8 checkpoint bf16)."""
-
-SOURCES: dict[str, str] = {
-    "nf4": "bitsandbytes 0.50.2 functional.quantize_4bit (run on its CPU backend)",
-    "fp4": "bitsandbytes 0.50.2 functional.quantize_4bit (run on its CPU backend)",
-    "llm-int8": "bitsandbytes 0.50.2 Int8Params / int8_vectorwise_quant (CPU backend)",
-    "gptq-int4": "AutoGPTQ 0.7.1 nn_modules/qlinear QuantLinear buffers",
-    "gptq-int8": "AutoGPTQ 0.7.1 nn_modules/qlinear QuantLinear buffers",
-    "awq-int4": "AutoAWQ 0.2.9 awq/modules/linear/gemm.py WQLinear_GEMM buffers",
-    "fp8-tensor": "transformers FP8 linear: fp8 weight, fp32 weight_scale",
-    "fp8-channel": "transformers FP8 linear: fp8 weight, fp32 weight_scale per row",
-    "fp8-block": "DeepSeek-V3 checkpoint / transformers FineGrainedFP8: weight_scale_inv fp32",
-    "gguf": "llama.cpp src/llama-quant.cpp; gguf-py GGML_QUANT_SIZES",
-}
 
 
 @dataclass(frozen=True)
@@ -244,7 +230,11 @@ def awq_bytes(out: int, inp: int, group: int | None) -> int:
     """One AWQ GEMM matrix (4-bit): qweight int32 (in, out / 8), qzeros int32 (in / G, out / 8),
     scales fp16 (in / G, out)."""
     groups = 1 if group is None else inp // group
-    return INT32_BYTES * inp * (out // 8) + INT32_BYTES * groups * (out // 8) + 2 * groups * out
+    return (
+        INT32_BYTES * inp * (out // 8)
+        + INT32_BYTES * groups * (out // 8)
+        + FP16_BYTES * groups * out
+    )
 
 
 def fp8_bytes(out: int, inp: int, scales: str, block: int = FP8_BLOCK) -> int:

@@ -172,3 +172,29 @@ def test_fp8_block_of_deepseek_v3_keeps_head_router_and_norms_in_bf16() -> None:
     assert all(t.kind == "bf16" for t in fb.tensors if not t.quantized)
     assert fb.bytes == sum(t.bytes for t in fb.tensors)
     assert fb.bytes_unquantized == dtype_bytes(fb.elements_unquantized, "bf16")
+
+
+def test_mixtral_q4_k_m_follows_the_eight_expert_rules() -> None:
+    """n_expert == 8: attn_v and attn_k Q8_0, attn_output Q5_K; experts' ffn_down by layer."""
+    spec = load_preset("mixtral-8x7b").spec
+    rows = format_bytes(spec, parse_format("gguf:Q4_K_M")).tensors
+    kinds = {(t.name, t.kind): t.copies for t in rows}
+    assert kinds[("attn.v_proj.weight", "Q8_0")] == 32
+    assert kinds[("attn.k_proj.weight", "Q8_0")] == 32
+    assert kinds[("attn.o_proj.weight", "Q5_K")] == 32
+    assert kinds[("mlp.experts.down_proj", "Q6_K")] == 16
+    assert kinds[("mlp.router.weight", "F32")] == 32
+
+
+def test_deepseek_v3_ffn_down_counts_layers_by_number() -> None:
+    """MoE models take each ffn_down's layer number: the 3 dense layers first (all promoted,
+    being in the first eighth of 61), then the MoE layers' experts and shared experts."""
+    spec = load_preset("deepseek-v3").spec
+    rows = format_bytes(spec, parse_format("gguf:Q4_K_M")).tensors
+    promoted = [i for i in range(61) if use_more_bits(i, 61)]
+    kinds = {(t.name, t.kind): t.copies for t in rows}
+    assert kinds[("mlp.down_proj.weight", "Q6_K")] == 3
+    moe = [i for i in promoted if i >= 3]
+    assert kinds[("mlp.experts.down_proj", "Q6_K")] == len(moe)
+    assert kinds[("mlp.shared_expert.down_proj.weight", "Q6_K")] == len(moe)
+    assert kinds[("attn.kv_b_proj.weight", "Q6_K")] == len(promoted)
