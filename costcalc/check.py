@@ -23,8 +23,11 @@ from costcalc.config import Budget
 from costcalc.errors import ConfigError, CostcalcError, FileReadError, Problem
 from costcalc.files import Document, KeyPath, os_reason, read_document
 from costcalc.loaders import LoadedModel, load_document
+from costcalc.memory import weight_bytes
 from costcalc.params import total_params
-from costcalc.units import dtype_bytes, format_bytes
+from costcalc.quant import weight_label
+from costcalc.spec import ModelSpec
+from costcalc.units import format_bytes
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 """What a directory is searched for."""
@@ -321,9 +324,12 @@ def limit_problems(model: LoadedModel, count: int, doc: Document, limits: Limits
     problems: list[Problem] = []
     if model.budget is not None:
         problems += budget_problems(
-            count, model.budget, lambda key: (f"budget.{key}", doc.line_of(("budget", key)))
+            model.spec,
+            count,
+            model.budget,
+            lambda key: (f"budget.{key}", doc.line_of(("budget", key))),
         )
-    problems += budget_problems(count, limits.budget, lambda key: (_option(key), None))
+    problems += budget_problems(model.spec, count, limits.budget, lambda key: (_option(key), None))
     beyond = None if limits.length is None else position_limit(model.spec, limits.length)
     if beyond is not None:
         key = model.key_names.get("context_length", "context_length")
@@ -331,20 +337,21 @@ def limit_problems(model: LoadedModel, count: int, doc: Document, limits: Limits
     return problems
 
 
-def budget_problems(count: int, budget: Budget, where: Locator) -> list[Problem]:
-    """The limits of ``budget`` that ``count`` parameters break; ``where(key)`` gives the
-    (field, line) each finding is reported at."""
+def budget_problems(spec: ModelSpec, count: int, budget: Budget, where: Locator) -> list[Problem]:
+    """The limits of ``budget`` that ``spec`` (of ``count`` parameters) breaks; ``where(key)``
+    gives the (field, line) each finding is reported at. Weight bytes are those of
+    ``budget.dtype``: raw (P x its bytes) or a quantized format with its metadata."""
     problems = []
     if budget.max_params is not None and count > budget.max_params:
         field_name, line = where("max_params")
         message = f"{count:,} parameters exceed the limit of {budget.max_params:,}"
         problems.append(Problem(field_name, message, line))
     if budget.max_weight_bytes is not None:
-        size = dtype_bytes(count, budget.dtype)
+        size = weight_bytes(spec, budget.dtype)
         if size > budget.max_weight_bytes:
             field_name, line = where("max_weight_bytes")
             message = (
-                f"{budget.dtype} weights take {_bytes(size)}, over the limit of "
+                f"{weight_label(budget.dtype)} weights take {_bytes(size)}, over the limit of "
                 f"{_bytes(budget.max_weight_bytes)}"
             )
             problems.append(Problem(field_name, message, line))

@@ -31,7 +31,7 @@ from costcalc.units import (
     COUNT_SUFFIXES,
     DTYPES,
     MAX_DIGITS,
-    check_dtype,
+    check_weight_dtype,
     parse_bytes,
     parse_count,
 )
@@ -123,6 +123,13 @@ ByteLimit = Annotated[
 ]
 
 
+FORMAT_PATTERN = (
+    r"^(nf4|fp4|llm-int8|gptq-int4|gptq-int8|awq-int4|fp8-tensor|fp8-channel|fp8-block)"
+    r"(:[^:]+)?$|^gguf:[A-Za-z0-9_]+(,.+)?$"
+)
+"""What the JSON Schema lets through as a quantized format (costcalc checks the options)."""
+
+
 class Budget(BaseModel):
     """Limits a config declares for itself (checked by ``costcalc check``)."""
 
@@ -136,15 +143,25 @@ class Budget(BaseModel):
     )
     dtype: str = Field(
         default="bf16",
-        description="The dtype max_weight_bytes is measured in.",
-        json_schema_extra={"enum": list(DTYPES)},
+        description=(
+            "The dtype or quantized format max_weight_bytes is measured in: fp32, bf16, fp16, "
+            "fp8, int8, int4 (raw, no scales) or a format such as nf4, gptq-int4:g128, "
+            "awq-int4, fp8-block, gguf:Q4_K_M (docs/quantization.md)."
+        ),
+        json_schema_extra={
+            "anyOf": [
+                {"enum": list(DTYPES)},
+                {"pattern": FORMAT_PATTERN},
+            ],
+            "examples": ["bf16", "nf4", "gptq-int4:g128", "gguf:Q4_K_M"],
+        },
     )
 
     @field_validator("dtype")
     @classmethod
     def _known_dtype(cls, value: str) -> str:
         try:
-            return check_dtype(value)
+            return check_weight_dtype(value)
         except UsageError as exc:
             raise ValueError(str(exc)) from None
 

@@ -49,15 +49,13 @@ from costcalc.memory import (
     logit_upcast_bytes,
     training_length,
 )
+from costcalc.quant import int8_bytes, nf4_bytes
 from costcalc.spec import ModelSpec
 from costcalc.units import dtype_bytes
 
 FLOAT_DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16")
 BASE_DTYPES: tuple[str, ...] = (*FLOAT_DTYPES, "int8", "nf4")
 QUANTIZED_REST_DTYPE = "bf16"
-NF4_BLOCK = 64
-NESTED_BLOCK = 256
-FP32_BYTES = 4
 LORA_OPTIMIZERS: dict[str, int] = {"adamw": 2, "sgd": 0, "sgd-momentum": 1}
 """Moments per trainable element: AdamW exp_avg and exp_avg_sq; SGD none; with momentum one."""
 NF4_SOURCE = (
@@ -65,20 +63,6 @@ NF4_SOURCE = (
     "double quantization: uint8 absmax in blocks of 256 with fp32 scales, and an fp32 offset"
 )
 INT8_SOURCE = "bitsandbytes LLM.int8 (Int8Params): int8 values and an fp32 scale per output row"
-
-
-def nf4_bytes(n: int, double_quant: bool) -> int:
-    """One NF4 weight of n elements: packed values + absmax (see the module docstring)."""
-    blocks = -(-n // NF4_BLOCK)
-    packed = (n + 1) // 2
-    if not double_quant:
-        return packed + FP32_BYTES * blocks
-    return packed + blocks + FP32_BYTES * -(-blocks // NESTED_BLOCK) + FP32_BYTES
-
-
-def int8_bytes(out: int, inp: int) -> int:
-    """One LLM.int8 weight: out x in int8 + out fp32 row scales."""
-    return out * inp + FP32_BYTES * out
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from costcalc.macs import cached_keys, check_attention, check_recompute, stores_
 from costcalc.params import total_params
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Shape, conv_channels, elements, parameter_tensors, tensor_count
-from costcalc.units import DTYPES, dtype_bytes
+from costcalc.units import DTYPES, check_weight_dtype, dtype_bytes
 
 OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "sgd-momentum", "adafactor")
 TRAINING_DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16")
@@ -62,8 +62,14 @@ OPTIMIZER_SOURCES: dict[str, str] = {
 
 
 def weight_bytes(spec: ModelSpec, dtype: str) -> int:
-    """Weights: P x bytes of ``dtype`` (int4 packs two per byte)."""
-    return dtype_bytes(total_params(spec), dtype)
+    """Weights: P x bytes of ``dtype`` (int4 packs two per byte, raw: no scales), or the bytes of
+    a quantized format with its metadata (:mod:`costcalc.quant`)."""
+    if dtype in DTYPES:
+        return dtype_bytes(total_params(spec), dtype)
+    from costcalc.quant import parse_format
+    from costcalc.quant import weight_bytes as format_weight_bytes
+
+    return format_weight_bytes(spec, parse_format(dtype))
 
 
 def gradient_bytes(spec: ModelSpec, dtype: str) -> int:
@@ -304,7 +310,8 @@ class MemorySetup:
 
     ``length`` None means the model's context length (inference only: training needs a length);
     ``kv_dtype`` None means the weights' dtype, or bf16 when the weights are quantized (fp8, int8,
-    int4), since the cache holds activations. ``attention`` is the attention kernel of training.
+    int4, or a format such as ``gguf:Q4_K_M``), since the cache holds activations. ``attention``
+    is the attention kernel of training.
     """
 
     dtype: str = "bf16"
@@ -339,7 +346,7 @@ def memory_setup(
     Mixed precision defaults to on when training in bf16 or fp16 (16-bit weights and gradients,
     fp32 masters and optimizer state), off for fp32.
     """
-    check_choice(dtype, DTYPES, "dtype")
+    dtype = check_weight_dtype(dtype)
     if kv_dtype is not None:
         check_choice(kv_dtype, DTYPES, "KV-cache dtype")
     check_count("batch", batch)
@@ -359,6 +366,7 @@ def memory_setup(
     if dtype not in TRAINING_DTYPES:
         raise UsageError(
             f"training keeps weights and gradients in {', '.join(TRAINING_DTYPES)}, not {dtype}"
+            + ("" if dtype in DTYPES else " (frozen quantized weights: costcalc lora --base-dtype)")
         )
     mixed = dtype != "fp32" if mixed_precision is None else mixed_precision
     if mixed and dtype == "fp32":

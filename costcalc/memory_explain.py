@@ -118,12 +118,24 @@ def _state_row(spec: ModelSpec, report: MemoryReport) -> str:
     return _row("B x L x (conv + recurrent state)", numbers, report.kv_dtype, report.bytes_state)
 
 
+def _weights_row(spec: ModelSpec, report: MemoryReport) -> str:
+    """P x bytes of a dtype, or a format's quantized tensors (values and metadata) + the rest."""
+    dtype = report.setup.dtype
+    if dtype in DTYPE_BITS:
+        return _row("P", _n(report.params_total), dtype, report.bytes_weights)
+    from costcalc.quant import format_bytes, parse_format
+
+    stored = format_bytes(spec, parse_format(dtype))
+    numbers = f"{_n(stored.bytes_quantized)} + {_n(stored.bytes_unquantized)}"
+    return f"quantized ({dtype}, values and scales) + kept tensors = {numbers} = {_n(stored.bytes)}"
+
+
 def memory_explain(spec: ModelSpec, report: MemoryReport) -> dict[str, str]:
     """Formula and substituted numbers for each component of the memory report, and the total;
     keys are the component keys of :meth:`MemoryResult.components`."""
     setup, P = report.setup, report.params_total
     B, T = setup.batch, report.length
-    rows = {"weights": _row("P", _n(P), setup.dtype, report.bytes_weights)}
+    rows = {"weights": _weights_row(spec, report)}
     if setup.train:
         rows["gradients"] = _row("P", _n(P), setup.dtype, report.bytes_gradients)
         if setup.mixed_precision:

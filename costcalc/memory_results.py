@@ -24,6 +24,7 @@ from costcalc.memory import (
     memory_report,
 )
 from costcalc.parallel import DataParallel, per_gpu_report
+from costcalc.quant import describe_format, weight_label
 from costcalc.results import model_header
 
 
@@ -65,7 +66,9 @@ class MemoryResult:
         r, setup = self.report, self.report.setup
         if not setup.train:
             return [
-                Component("weights", "weights", r.bytes_weights, r.params_total, setup.dtype),
+                Component(
+                    "weights", "weights", r.bytes_weights, r.params_total, weight_label(setup.dtype)
+                ),
                 Component(
                     "kv_cache", "KV cache", r.bytes_kv_cache, r.elements_kv_cache, r.kv_dtype
                 ),
@@ -151,7 +154,12 @@ class MemoryResult:
             "setup": setup_dict(setup, r),
             "parameters": r.params_total,
             "parameter_tensors": r.parameter_tensors,
-            "weights": {"elements": r.params_total, "dtype": setup.dtype, "bytes": r.bytes_weights},
+            "weights": {
+                "elements": r.params_total,
+                "dtype": setup.dtype,
+                "description": describe_format(setup.dtype),
+                "bytes": r.bytes_weights,
+            },
             "gradients": {
                 "elements": r.params_total if setup.train else 0,
                 "dtype": setup.dtype if setup.train else None,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from costcalc.compute import ComputeResult, Workload, compute_result
 from costcalc.loaders import LoadedModel
+from costcalc.memory import weight_bytes
 from costcalc.params import ParamReport, param_report
 from costcalc.render import ratio_dict
 from costcalc.units import DTYPES, dtype_bytes
@@ -53,9 +54,11 @@ class ParamsResult:
         return data if self.compute is None else {**data, **self.compute.to_dict()}
 
 
-def params_result(model: LoadedModel, workload: Workload | None = None) -> ParamsResult:
-    """Count the parameters of ``model``, the bytes of its weights in every dtype and, given a
-    workload, its MACs."""
+def params_result(
+    model: LoadedModel, workload: Workload | None = None, formats: tuple[str, ...] = ()
+) -> ParamsResult:
+    """Count the parameters of ``model``, the bytes of its weights in every dtype (raw) and in
+    each quantized format of ``formats`` (with their metadata) and, given a workload, its MACs."""
     report = param_report(model.spec)
     view = None
     if model.checkpoint is not None:
@@ -65,7 +68,10 @@ def params_result(model: LoadedModel, workload: Workload | None = None) -> Param
     return ParamsResult(
         model=model,
         parameters=report,
-        weight_bytes={dtype: dtype_bytes(report.total, dtype) for dtype in DTYPES},
+        weight_bytes={
+            **{dtype: dtype_bytes(report.total, dtype) for dtype in DTYPES},
+            **{fmt: weight_bytes(model.spec, fmt) for fmt in formats},
+        },
         compute=None if workload is None else compute_result(model.spec, workload),
         checkpoint=view,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -344,8 +345,9 @@ def test_budget_in_the_file_and_on_the_command_line(cli: Invoke, write: Any) -> 
         (
             "dtype: fp7",
             "budget.dtype",
-            "unknown dtype 'fp7' (did you mean 'fp8'?); "
-            "expected one of fp32, fp16, bf16, fp8, int8, int4",
+            "unknown dtype or format 'fp7' (did you mean 'fp8'?); "
+            "expected one of fp32, fp16, bf16, fp8, int8, int4, nf4, fp4, llm-int8, gptq-int4, "
+            "gptq-int8, awq-int4, fp8-tensor, fp8-channel, fp8-block, gguf",
         ),
         ("max_param: 30M", "budget.max_param", "unknown key; did you mean 'max_params'?"),
     ],
@@ -378,8 +380,9 @@ def test_budget_must_be_a_mapping(cli: Invoke, write: Any) -> None:
         ),
         (
             ["--dtype", "fp7"],
-            "unknown dtype 'fp7' (did you mean 'fp8'?); "
-            "expected one of fp32, fp16, bf16, fp8, int8, int4",
+            "unknown dtype or format 'fp7' (did you mean 'fp8'?); "
+            "expected one of fp32, fp16, bf16, fp8, int8, int4, nf4, fp4, llm-int8, gptq-int4, "
+            "gptq-int8, awq-int4, fp8-tensor, fp8-channel, fp8-block, gguf",
         ),
         (["--max-params", "0"], "'0' is not a positive count"),
         (["--max-weight-bytes", "0GiB"], "'0GiB' is not a positive byte size"),
@@ -503,7 +506,9 @@ def test_schema_describes_the_config_format(cli: Invoke) -> None:
     assert "$schema" in schema["properties"]
     budget = schema["definitions"]["Budget"]
     assert set(budget["properties"]) == {"max_params", "max_weight_bytes", "dtype"}
-    assert budget["properties"]["dtype"]["enum"] == ["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+    dtypes, formats = budget["properties"]["dtype"]["anyOf"]
+    assert dtypes["enum"] == ["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+    assert re.fullmatch(formats["pattern"].split("|^gguf")[0].removeprefix("^"), "gptq-int4:g128")
 
 
 # --- Ecosystem -----------------------------------------------------------------------------

@@ -167,7 +167,7 @@ def test_other_formats(cli: Invoke, fmt: str) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--dtype", "fp64"), "unknown dtype 'fp64'"),
+        (("--dtype", "fp64"), "unknown dtype or format 'fp64'"),
         (("--kv-dtype", "q8"), "unknown KV-cache dtype 'q8'"),
         (("--train", "--optimizer", "lion"), "unknown optimizer 'lion'"),
         (("--fits", "24GX"), "'24GX' is not a byte size"),

@@ -362,7 +362,7 @@ def test_length_defaults_to_the_context_and_kv_dtype_to_the_weights() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"dtype": "fp64"}, "unknown dtype 'fp64'"),
+        ({"dtype": "fp64"}, "unknown dtype or format 'fp64'"),
         ({"kv_dtype": "q4"}, "unknown KV-cache dtype 'q4'"),
         ({"train": True, "optimizer": "adam"}, "unknown optimizer 'adam'"),
         ({"train": True, "recompute": "some"}, "unknown recompute mode 'some'"),

@@ -42,7 +42,12 @@ def check(
         ),
     ] = None,
     dtype: Annotated[
-        str, typer.Option("--dtype", help="The dtype --max-weight-bytes is measured in.")
+        str,
+        typer.Option(
+            "--dtype",
+            help="The dtype or quantized format --max-weight-bytes is measured in (bf16, "
+            "nf4, gptq-int4:g128, gguf:Q4_K_M, ...; int4 is raw, no scales).",
+        ),
     ] = "bf16",
     length: Annotated[
         int | None,
@@ -75,13 +80,13 @@ def check(
     from costcalc.check import Limits, Reading, check_paths
     from costcalc.compute import check_count
     from costcalc.config import Budget
-    from costcalc.units import check_dtype, parse_bytes, parse_count
+    from costcalc.units import check_weight_dtype, parse_bytes, parse_count
 
     with user_errors():
         budget = Budget(
             max_params=None if max_params is None else parse_count(max_params),
             max_weight_bytes=None if max_weight_bytes is None else parse_bytes(max_weight_bytes),
-            dtype=check_dtype(dtype),
+            dtype=check_weight_dtype(dtype),
         )
         if length is not None:
             check_count("length", length)

@@ -30,7 +30,13 @@ ATTENTION_HELP = (
 def memory(
     models: ModelSelection,
     dtype: Annotated[
-        str, typer.Option("--dtype", help="Weights: fp32, bf16, fp16, fp8, int8 or int4.")
+        str,
+        typer.Option(
+            "--dtype",
+            help="Weights: fp32, bf16, fp16, or a quantized format with its scales (nf4, "
+            "llm-int8, gptq-int4:g128, awq-int4, fp8-block, gguf:Q4_K_M, ...; "
+            "docs/quantization.md); fp8, int8, int4 are raw, no scales.",
+        ),
     ] = "bf16",
     train: Annotated[
         bool, typer.Option("--train", help="Training: gradients, optimizer state, activations.")

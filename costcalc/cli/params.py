@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
+
+import typer
 
 from costcalc.cli.common import ExplainOption, FormatOption, emit, user_errors
 from costcalc.cli.models import ModelSelection, takes_models
@@ -57,6 +59,16 @@ def params(
     attention: AttentionOption = None,
     prompt: PromptOption = None,
     generate: GenerateOption = None,
+    dtypes: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--dtype",
+            metavar="FORMAT",
+            help="Add a weight-bytes row for a quantized format with its scales (nf4, "
+            "gptq-int4:g128, awq-int4, fp8-block, gguf:Q4_K_M, ...; docs/quantization.md). "
+            "Repeatable.",
+        ),
+    ] = None,
 ) -> None:
     """Count a model's parameters exactly: tables, blocks, LM head, tying, weight bytes.
 
@@ -66,12 +78,15 @@ def params(
     KV cache.
     """
     from costcalc.results import header_only_record, params_result
+    from costcalc.units import DTYPES, check_weight_dtype
 
     with user_errors():
+        formats = tuple(dict.fromkeys(check_weight_dtype(d) for d in dtypes or ()))
+        formats = tuple(f for f in formats if f not in DTYPES)
         workload = workload_from(batch, length, causal, recompute, prompt, generate, attention)
         loaded, headers = models.load_with_checkpoints()
         warn_past_context(loaded, workload)
-        results = [params_result(model, workload) for model in loaded]
+        results = [params_result(model, workload, formats) for model in loaded]
         views = [_header_view(cp) for cp in headers]
     data = [result.to_dict() for result in results] + [header_only_record(v) for v in views]
     grids = _grids(results, views, explain) if fmt in TABLES else []
@@ -104,8 +119,9 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
     """The parameter table (a column per model), the weight-bytes table and the MAC tables."""
     from costcalc.compute import compute_grids
     from costcalc.explain import explain as explain_rows
+    from costcalc.quant import weight_label
     from costcalc.render import Grid
-    from costcalc.units import DTYPES, format_bytes, format_count
+    from costcalc.units import format_bytes, format_count
 
     names = [result.model.name for result in results]
     counts = [result.parameters for result in results]
@@ -156,17 +172,22 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
                 Grid(f"How {result.model.name} is counted", ["", "formula"], explain_rows_)
             )
     byte_rows = []
-    for dtype in DTYPES:
+    for dtype in results[0].weight_bytes:
         for result in results:
             n = result.weight_bytes[dtype]
-            label = dtype if len(results) == 1 else f"{dtype} {result.model.name}"
+            name = weight_label(dtype)
+            label = name if len(results) == 1 else f"{name} {result.model.name}"
             byte_rows.append([label, f"{n:,}", format_bytes(n, "si"), format_bytes(n, "iec")])
     grids.append(
         Grid(
             "Weight bytes (parameters only; no gradients, optimizer state or activations)",
             ["dtype", "bytes", "SI (10^3)", "binary (2^10)"],
             byte_rows,
-            ["int4 packs two weights per byte."],
+            [
+                "fp8, int8 and int4 are raw: values only (int4 two per byte), no scales. "
+                "Quantized checkpoints with their scales and unquantized tensors: "
+                "--dtype nf4, gptq-int4, gguf:Q4_K_M, ... (docs/quantization.md)."
+            ],
         )
     )
     computed = [result.compute for result in results if result.compute is not None]

@@ -1,0 +1,251 @@
+"""Generate tests/golden/quant_reference.json: the bytes quantization toolkits store per weight.
+
+Run by hand (pytest does not collect this file). Each section runs the toolkit itself on small
+real tensors, on the CPU, and records the shape, dtype and bytes of every tensor it stores:
+
+    pip install torch==2.13.0 numpy gguf==0.19.0
+    pip install --no-deps bitsandbytes==0.50.2 autoawq==0.2.9
+    BUILD_CUDA_EXT=0 pip install --no-deps --no-build-isolation auto-gptq==0.7.1
+    python tests/reference/make_quant_reference.py [--skip gptq]
+
+- bitsandbytes (CPU backend): ``functional.quantize_4bit`` (nf4, fp4; with and without
+  ``compress_statistics``) and ``functional.int8_vectorwise_quant`` (LLM.int8).
+- AutoAWQ: ``WQLinear_GEMM.from_linear`` packs a real linear layer (its ``datasets`` import, for
+  calibration only, is stubbed).
+- AutoGPTQ: ``QuantLinear.pack`` of ``qlinear_cuda_old`` (the CPU path), when it installs.
+- gguf: ``GGML_QUANT_SIZES``, and a small GGUF file written by ``GGUFWriter`` with tensors
+  quantized by ``gguf.quants.quantize`` (k-quants, which gguf-py does not quantize: random blocks
+  of the type's byte shape), read back by ``GGUFReader`` (each tensor's ``n_bytes``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+OUTPUT = ROOT / "tests" / "golden" / "quant_reference.json"
+SHAPES = [(64, 64), (96, 80), (17, 33), (300, 512), (1024, 4096)]
+"""(out, in) of the weights quantized; 17 x 33 has an odd element count."""
+
+
+def nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def describe(t: torch.Tensor) -> dict:
+    return {
+        "shape": list(t.shape),
+        "dtype": str(t.dtype).removeprefix("torch."),
+        "bytes": nbytes(t),
+    }
+
+
+def bitsandbytes_cases() -> dict:
+    import bitsandbytes
+    import bitsandbytes.functional as bnb_functional
+
+    torch.manual_seed(0)
+    cases = []
+    for out, inp in SHAPES:
+        w = torch.randn(out, inp, dtype=torch.bfloat16)
+        for quant_type in ("nf4", "fp4"):
+            for dq in (True, False):
+                packed, state = bnb_functional.quantize_4bit(
+                    w, blocksize=64, compress_statistics=dq, quant_type=quant_type
+                )
+                parts = {"packed": describe(packed), "absmax": describe(state.absmax)}
+                if dq:
+                    parts["nested_absmax"] = describe(state.state2.absmax)
+                    parts["offset"] = describe(torch.as_tensor(state.offset))
+                cases.append(
+                    {
+                        "format": quant_type,
+                        "double_quant": dq,
+                        "shape": [out, inp],
+                        "tensors": parts,
+                        "bytes": sum(p["bytes"] for p in parts.values()),
+                    }
+                )
+        values, row_scales, _ = bnb_functional.int8_vectorwise_quant(w.half())
+        parts = {"CB": describe(values), "SCB": describe(row_scales)}
+        cases.append(
+            {
+                "format": "llm-int8",
+                "shape": [out, inp],
+                "tensors": parts,
+                "bytes": sum(p["bytes"] for p in parts.values()),
+            }
+        )
+    return {"source": f"bitsandbytes {bitsandbytes.__version__}, CPU backend", "cases": cases}
+
+
+def awq_cases() -> dict:
+    sys.modules.setdefault("datasets", types.SimpleNamespace(load_dataset=None))  # type: ignore[arg-type]
+    import awq
+    from awq.modules.linear.gemm import WQLinear_GEMM
+
+    torch.manual_seed(0)
+    cases = []
+    for out, inp, group, bias in [
+        (64, 256, 128, True),
+        (1024, 4096, 128, False),
+        (96, 512, 64, False),
+        (256, 256, 256, False),
+    ]:
+        linear = torch.nn.Linear(inp, out, bias=bias).half()
+        groups = 1 if group == -1 else inp // group
+        scales = (torch.rand(groups, out) + 0.1).half()
+        zeros = torch.randint(0, 16, (groups, out)).half()
+        packed = WQLinear_GEMM.from_linear(linear, 4, group, scales=scales, zeros=zeros)
+        parts = {k: describe(v) for k, v in packed.state_dict().items()}
+        weight = {k: v for k, v in parts.items() if k != "bias"}
+        cases.append(
+            {
+                "format": "awq-int4",
+                "group": group,
+                "shape": [out, inp],
+                "tensors": parts,
+                "bytes": sum(p["bytes"] for p in weight.values()),
+            }
+        )
+    return {"source": f"AutoAWQ {awq.__version__} WQLinear_GEMM.from_linear", "cases": cases}
+
+
+def gptq_cases() -> dict:
+    import importlib.util
+    from importlib.metadata import version
+
+    # auto_gptq/__init__ imports model code that transformers 5 no longer supports: load the
+    # layer's own file alone.
+    package = importlib.util.find_spec("auto_gptq").submodule_search_locations[0]
+    path = Path(package) / "nn_modules" / "qlinear" / "qlinear_cuda_old.py"
+    spec = importlib.util.spec_from_file_location("qlinear_cuda_old", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    QuantLinear = module.QuantLinear
+
+    torch.manual_seed(0)
+    cases = []
+    for out, inp, bits, group in [
+        (64, 256, 4, 128),
+        (1024, 4096, 4, 128),
+        (96, 512, 8, 32),
+        (256, 320, 4, -1),
+        (128, 320, 4, 128),
+    ]:
+        linear = torch.nn.Linear(inp, out, bias=False).half()
+        layer = QuantLinear(bits, group, inp, out, False)
+        groups = layer.qzeros.shape[0]
+        scales = (torch.rand(out, groups) + 0.1).half()
+        zeros = torch.randint(0, 2**bits, (out, groups)).int()
+        g_idx = torch.tensor([i // layer.group_size for i in range(inp)], dtype=torch.int32)
+        layer.pack(linear, scales, zeros, g_idx)
+        parts = {k: describe(v) for k, v in layer.state_dict().items()}
+        cases.append(
+            {
+                "format": f"gptq-int{bits}",
+                "group": group,
+                "shape": [out, inp],
+                "tensors": parts,
+                "bytes": sum(p["bytes"] for p in parts.values()),
+            }
+        )
+    return {
+        "source": f"AutoGPTQ {version('auto-gptq')} qlinear_cuda_old.QuantLinear.pack",
+        "cases": cases,
+    }
+
+
+GGUF_TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")
+
+
+def gguf_cases() -> dict:
+    from importlib.metadata import version
+
+    import gguf
+
+    T = gguf.GGMLQuantizationType
+    sizes = {name: list(gguf.GGML_QUANT_SIZES[T[name]]) for name in GGUF_TYPES}
+    rng = np.random.default_rng(0)
+    written = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "small.gguf"
+        writer = gguf.GGUFWriter(path, "llama")
+        plan = [
+            ("blk.0.attn_q.weight", (256, 512), "Q4_0"),
+            ("blk.0.attn_v.weight", (64, 512), "Q8_0"),
+            ("blk.0.ffn_down.weight", (512, 768), "Q4_K"),
+            ("blk.0.ffn_up.weight", (768, 512), "Q5_K"),
+            ("output.weight", (1000, 512), "Q6_K"),
+            ("token_embd.weight", (1000, 512), "F16"),
+            ("blk.0.attn_norm.weight", (512,), "F32"),
+        ]
+        for name, shape, kind in plan:
+            data = rng.standard_normal(shape).astype(np.float32)
+            qtype = T[kind]
+            if kind == "F32":
+                writer.add_tensor(name, data)
+            elif kind == "F16":
+                writer.add_tensor(name, data.astype(np.float16))
+            else:
+                try:
+                    packed = gguf.quants.quantize(data, qtype)
+                except NotImplementedError:  # gguf-py quantizes Q4_0 and Q8_0, not k-quants
+                    byte_shape = gguf.quants.quant_shape_to_byte_shape(shape, qtype)
+                    packed = rng.integers(0, 256, byte_shape, dtype=np.uint8)
+                writer.add_tensor(name, packed, raw_dtype=qtype)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        reader = gguf.GGUFReader(path)
+        for tensor in reader.tensors:
+            written.append(
+                {
+                    "name": tensor.name,
+                    "type": tensor.tensor_type.name,
+                    "shape": [int(n) for n in reversed(tensor.shape.tolist())],
+                    "bytes": int(tensor.n_bytes),
+                }
+            )
+    return {
+        "source": f"gguf {version('gguf')} GGML_QUANT_SIZES, GGUFWriter / GGUFReader",
+        "quant_sizes": sizes,
+        "file_tensors": written,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument(
+        "--skip", nargs="*", default=[], choices=["bitsandbytes", "awq", "gptq", "gguf"]
+    )
+    skip = set(parser.parse_args().skip)
+    data: dict = json.loads(OUTPUT.read_text()) if OUTPUT.exists() else {}
+    data["generator"] = "tests/reference/make_quant_reference.py"
+    data["date"] = datetime.date.today().isoformat()
+    data["torch"] = torch.__version__
+    steps = {
+        "bitsandbytes": bitsandbytes_cases,
+        "awq": awq_cases,
+        "gptq": gptq_cases,
+        "gguf": gguf_cases,
+    }
+    for name, step in steps.items():
+        if name not in skip:
+            data[name] = step()
+    OUTPUT.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"wrote {OUTPUT}")
+
+
+if __name__ == "__main__":
+    main()
