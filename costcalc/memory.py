@@ -18,7 +18,14 @@ from costcalc.errors import UsageError, check_choice
 from costcalc.macs import cached_keys, check_attention, check_recompute, stores_scores
 from costcalc.params import total_params
 from costcalc.spec import ModelSpec
-from costcalc.tensors import Shape, conv_channels, elements, parameter_tensors, tensor_count
+from costcalc.tensors import (
+    Shape,
+    Tensor,
+    conv_channels,
+    elements,
+    parameter_tensors,
+    tensor_count,
+)
 from costcalc.units import DTYPES, check_weight_dtype, dtype_bytes
 
 OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "sgd-momentum", "adafactor")
@@ -91,21 +98,28 @@ def adafactor_state_elements(shape: Shape) -> int:
     return elements(tuple(stack)) * (rows + columns)
 
 
-def optimizer_moment_elements(spec: ModelSpec, optimizer: str) -> int:
-    """Per-parameter state: AdamW 2 P; SGD 0; SGD with momentum P; Adafactor factored."""
-    P = total_params(spec)
-    if optimizer == "adamw":
-        return 2 * P  # x2: exp_avg and exp_avg_sq
-    if optimizer == "sgd-momentum":
-        return P
+def moment_elements(tensors: list[Tensor], optimizer: str) -> int:
+    """Per-parameter state of ``tensors``: AdamW 2 P; SGD 0; SGD with momentum P; Adafactor
+    factored."""
     if optimizer == "adafactor":
-        return sum(t.copies * adafactor_state_elements(t.shape) for t in parameter_tensors(spec))
-    return 0
+        return sum(t.copies * adafactor_state_elements(t.shape) for t in tensors)
+    P = sum(t.elements for t in tensors)
+    return {"adamw": 2 * P, "sgd-momentum": P}.get(optimizer, 0)  # x2: exp_avg, exp_avg_sq
+
+
+def step_elements(tensors: list[Tensor], optimizer: str) -> int:
+    """Step counters: one scalar per tensor for AdamW and Adafactor; SGD none."""
+    return sum(t.copies for t in tensors) if optimizer in ("adamw", "adafactor") else 0
+
+
+def optimizer_moment_elements(spec: ModelSpec, optimizer: str) -> int:
+    """Per-parameter state of the whole model (:func:`moment_elements`)."""
+    return moment_elements(parameter_tensors(spec), optimizer)
 
 
 def optimizer_step_elements(spec: ModelSpec, optimizer: str) -> int:
     """Step counters: one scalar per parameter tensor for AdamW and Adafactor (N); SGD none."""
-    return tensor_count(spec) if optimizer in ("adamw", "adafactor") else 0
+    return step_elements(parameter_tensors(spec), optimizer)
 
 
 def optimizer_state_elements(spec: ModelSpec, optimizer: str) -> int:

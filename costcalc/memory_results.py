@@ -23,7 +23,7 @@ from costcalc.memory import (
     activation_formula,
     memory_report,
 )
-from costcalc.parallel import DataParallel, per_gpu_report
+from costcalc.parallel import ParallelPlan, parallel_activation_formula, per_gpu_report
 from costcalc.quant import describe_format, weight_label
 from costcalc.results import model_header
 
@@ -47,8 +47,9 @@ class MemoryResult:
     model: LoadedModel
     report: MemoryReport
     capacity: int | None = None
-    plan: DataParallel | None = None
-    """A data-parallel plan: then every figure is one GPU's."""
+    plan: ParallelPlan | None = None
+    """A parallel plan: then every figure is one GPU's, of the pipeline stage ``stage``."""
+    stage: int = 0
 
     @property
     def headroom(self) -> int | None:
@@ -212,7 +213,9 @@ class MemoryResult:
             "fits": None,
         }
         if self.plan is not None:
-            data["parallel"] = parallel_dict(self.plan)
+            data["parallel"] = parallel_dict(self.plan, self.stage, setup)
+            if self.plan.tp > 1 or self.plan.pp > 1:
+                data["activations"]["formula"] = data["parallel"]["activation_formula"]
             data["gathered_layer"] = {"bytes": r.bytes_gathered}
         if self.capacity is not None:
             data["fits"] = {
@@ -239,13 +242,21 @@ def setup_dict(setup: MemorySetup, report: MemoryReport) -> dict[str, Any]:
     }
 
 
-def parallel_dict(plan: DataParallel) -> dict[str, Any]:
-    """The data-parallel plan in JSON: figures are per GPU when it is present."""
+def parallel_dict(plan: ParallelPlan, stage: int, setup: MemorySetup) -> dict[str, Any]:
+    """The parallel plan in JSON: figures are per GPU (of pipeline stage ``pipeline_stage``,
+    0-based, the largest) when it is present."""
     return {
         "gpus": plan.gpus,
         "zero_stage": plan.stage,
         "fsdp": plan.fsdp,
         "shard_gpus": plan.shard_gpus,
+        "data_parallel": plan.dp,
+        "tensor_parallel": plan.tp,
+        "pipeline_parallel": plan.pp,
+        "sequence_parallel": plan.sp,
+        "micro_batches": plan.micro_batches or plan.pp,
+        "pipeline_stage": stage,
+        "activation_formula": parallel_activation_formula(plan, setup.recompute, setup.attention),
         "per_gpu": True,
     }
 
@@ -254,11 +265,11 @@ def memory_result(
     model: LoadedModel,
     setup: MemorySetup,
     capacity: int | None = None,
-    plan: DataParallel | None = None,
+    plan: ParallelPlan | None = None,
 ) -> MemoryResult:
-    """The memory of ``model`` under ``setup`` (one GPU's share under ``plan``), judged against
-    ``capacity`` bytes if given."""
-    report = memory_report(model.spec, setup)
+    """The memory of ``model`` under ``setup`` (one GPU's share under ``plan``, of the largest
+    pipeline stage), judged against ``capacity`` bytes if given."""
+    report, stage = memory_report(model.spec, setup), 0
     if plan is not None:
-        report = per_gpu_report(model.spec, report, plan)
-    return MemoryResult(model, report, capacity, plan)
+        stage, report = per_gpu_report(model.spec, report, plan)
+    return MemoryResult(model, report, capacity, plan, stage)

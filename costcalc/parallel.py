@@ -1,16 +1,17 @@
-"""Per-GPU training memory under data parallelism: plain replicas (DDP), DeepSpeed ZeRO stages
-1-3, and PyTorch FSDP (full shard, shard grad op, hybrid shard within a node).
+"""Per-GPU training memory under parallelism: data parallel (plain replicas, DeepSpeed ZeRO
+stages 1-3, PyTorch FSDP), tensor parallel and pipeline parallel, combined on a grid of
+N = DP x TP x PP GPUs.
 
-Partitioning (Rajbhandari et al. 2020, ZeRO; DeepSpeed's stage_1_and_2.py and stage3.py):
+Data parallelism (Rajbhandari et al. 2020, ZeRO; DeepSpeed's stage_1_and_2.py and stage3.py):
 stage 1 shards the optimizer state, stage 2 also the gradients, stage 3 also the parameters.
 Mixed precision's fp32 master weights count as optimizer state, as in DeepSpeed, so stage 1
 shards them. Each of N ranks holds ceil(X / N) elements of a sharded tensor of X elements (the
 flat buffer padded to a multiple of N). Stage 3 also holds, while a layer runs, that layer's
 whole 16-bit parameters and gradients: 2 + 2 bytes x the largest module's own parameters
-(DeepSpeed's ``largest_layer_memory = 4 * largest_layer_params``).
-
-FSDP shards the same states: ``full`` (FULL_SHARD) as stage 3, ``grad-op`` (SHARD_GRAD_OP) as
-stage 2, ``hybrid`` (HYBRID_SHARD) as stage 3 within a node of G GPUs, replicated across nodes.
+(DeepSpeed's ``largest_layer_memory = 4 * largest_layer_params``). FSDP shards the same states:
+``full`` (FULL_SHARD) as stage 3, ``grad-op`` (SHARD_GRAD_OP) as stage 2, ``hybrid``
+(HYBRID_SHARD) as stage 3 within a node of G GPUs, replicated across nodes. Under TP and PP,
+ZeRO shards each rank's own parameters over the DP ranks only.
 
 Against DeepSpeed's estimators without offload (2P + 18P/N for stage 2, 4 x largest layer +
 18P/N for stage 3; tests/test_parallel.py): costcalc does not count the fp32 copy of the gradient
@@ -18,8 +19,28 @@ partition DeepSpeed makes for its optimizer step (stage 2: 4 bytes per sharded e
 its 18 bytes against costcalc's 2 + 2 + 4 + 8 = 16), and counts the padded partition ceil(P/N)
 where DeepSpeed truncates 18P/N. DeepSpeed's CPU figure (per node, times its
 ``additional_buffer_factor`` 1.5) is host memory and not reproduced. Communication buckets and
-allocator fragmentation are not counted. Activations and logits
-are per GPU already: ``--batch`` is the micro-batch each rank runs.
+allocator fragmentation are not counted. ``--batch`` is the micro-batch each rank runs.
+
+Tensor parallelism, Megatron-LM's layout (Shoeybi et al. 2019): column-parallel q/k/v (fused or
+not) and FFN gate/up split their output rows T ways, weights and biases; row-parallel o_proj and
+FFN down split their input columns, their biases replicate; stacked MoE experts split each
+expert's matrices T ways like a dense FFN (no expert parallelism); attention sinks split with
+the heads; norms, q/k norms, routers and position tables replicate. The token table and LM head
+are vocab-parallel: V rows padded up to a multiple of 128 x T (Megatron's
+``make_vocab_size_divisible_by`` 128 times the TP size; with T = 1 the model's own rows), V / T
+per rank, and the logits stay split for the vocab-parallel cross-entropy.
+
+Pipeline parallelism: L / P consecutive layers per stage; the first stage also holds the token
+and position tables (and an input projection or embedding norm), the last the final norm and LM
+head, and with tied embeddings the token table too (Megatron keeps a copy on both ends). Under
+1F1B (Narayanan et al. 2021, PipeDream-Flush) stage s (0-based) holds the activations of
+min(M, P - s) micro-batches, the first stage P; the logits live on the last stage, one
+micro-batch at a time. The report is the stage whose total is largest.
+
+Activations under TP (Korthikanti et al. 2022, Sec. 4.2, Table 2), per layer:
+s b h (10 + 24 / t) without sequence parallelism (the layer-norm and dropout inputs, 10 s b h,
+are not split), 34 s b h / t with it; eager attention's scores 5 a s^2 b / t; full
+recomputation keeps 2 s b h (Table 2 states it undivided).
 """
 
 from __future__ import annotations
@@ -27,9 +48,19 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from costcalc.errors import UsageError, check_choice
-from costcalc.memory import MASTER_DTYPE, MemoryReport, optimizer_moment_elements
+from costcalc.memory import (
+    LOSS_DTYPE,
+    MASTER_DTYPE,
+    STEP_DTYPE,
+    MemoryReport,
+    activation_formula,
+    keeps_scores,
+    moment_elements,
+    score_bytes_per_layer,
+    step_elements,
+)
 from costcalc.spec import ModelSpec
-from costcalc.tensors import elements, parameter_tensors
+from costcalc.tensors import Shape, Tensor, block_tensors, elements, model_tensors
 from costcalc.units import dtype_bytes
 
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
@@ -39,22 +70,58 @@ FSDP_STAGE: dict[str, int] = {"full": 3, "grad-op": 2, "hybrid": 3}
 SHARDABLE_OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "sgd-momentum")
 """Optimizers whose state is per element, so a flat partition of it exists (Adafactor's
 factored rows and columns have none)."""
+VOCAB_MULTIPLE = 128
+"""Megatron-LM's default ``make_vocab_size_divisible_by``; the table pads to it times T."""
+COLUMN_PARALLEL: tuple[str, ...] = (
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "qkv_proj",
+    "gate_proj",
+    "up_proj",
+    "gate_up_proj",
+)
+ROW_PARALLEL: tuple[str, ...] = ("o_proj", "down_proj")
+VOCAB_PARALLEL: tuple[str, ...] = ("embed_tokens", "lm_head")
+FIRST_STAGE: tuple[str, ...] = ("embed_tokens", "embed_positions", "project_in", "embed_norm")
+LAST_STAGE: tuple[str, ...] = ("norm", "project_out", "lm_head")
+TP_MIXERS: tuple[str, ...] = ("attention", "none")
+"""Token mixers whose Megatron tensor-parallel layout is modelled."""
 
 
 @dataclass(frozen=True)
-class DataParallel:
-    """A data-parallel plan: ``gpus`` ranks, each running ``--batch`` sequences; states sharded
-    by ZeRO ``stage`` over ``shard_gpus`` ranks (all of them, or a node's for hybrid)."""
+class ParallelPlan:
+    """A plan of ``gpus`` = DP x ``tp`` x ``pp`` ranks, each running ``--batch`` sequences per
+    micro-batch; states sharded by ZeRO ``stage`` over ``shard_gpus`` data-parallel ranks (all
+    of them, or a node's for hybrid); ``sp`` sequence parallelism; ``micro_batches`` per step
+    (None: as many as stages)."""
 
     gpus: int = 1
     stage: int = 0
     fsdp: str | None = None
     shard_gpus: int = 1
+    tp: int = 1
+    pp: int = 1
+    sp: bool = False
+    micro_batches: int | None = None
+
+    @property
+    def dp(self) -> int:
+        """Data-parallel replicas: N / (TP x PP)."""
+        return self.gpus // (self.tp * self.pp)
+
+    def in_flight(self, stage: int) -> int:
+        """Micro-batches whose activations pipeline stage ``stage`` (0-based) holds under 1F1B:
+        min(M, P - stage)."""
+        return min(self.micro_batches or self.pp, self.pp - stage)
 
     @property
     def label(self) -> str:
-        """The plan in words: "8 GPUs, ZeRO-2", "16 GPUs, FSDP hybrid (shards of 8)"."""
+        """The plan in words: "8 GPUs, ZeRO-2", "16 GPUs (DP 2 x TP 4 x PP 2), ZeRO-1"."""
         gpus = f"{self.gpus} GPU{'s' if self.gpus > 1 else ''}"
+        if self.tp > 1 or self.pp > 1:
+            gpus += f" (DP {self.dp} x TP {self.tp} x PP {self.pp})"
+            gpus += ", sequence parallel" if self.sp else ""
         if self.fsdp == "hybrid":
             return f"{gpus}, FSDP hybrid shard (shards of {self.shard_gpus})"
         if self.fsdp is not None:
@@ -62,14 +129,36 @@ class DataParallel:
         return f"{gpus}, ZeRO-{self.stage}" if self.stage else f"{gpus}, replicated (DDP)"
 
 
-def data_parallel(
-    gpus: int | None, zero: int | None, fsdp: str | None, node_gpus: int | None
-) -> DataParallel:
-    """A checked plan: ZeRO and FSDP exclude each other; hybrid needs a node size that divides
-    the GPU count."""
-    n = 1 if gpus is None else gpus
+def parallel_plan(
+    gpus: int | None,
+    zero: int | None,
+    fsdp: str | None,
+    node_gpus: int | None,
+    tp: int | None = None,
+    pp: int | None = None,
+    sp: bool = False,
+    micro_batches: int | None = None,
+) -> ParallelPlan:
+    """A checked plan: ZeRO and FSDP exclude each other; the GPUs divide into TP x PP groups
+    (``gpus`` defaults to TP x PP, one replica); hybrid needs a node size that divides the GPU
+    count and holds whole TP x PP groups; ``sp`` needs TP and ``micro_batches`` PP."""
+    t, p = 1 if tp is None else tp, 1 if pp is None else pp
+    for option, value in (("--tp", t), ("--pp", p), ("--micro-batches", micro_batches)):
+        if value is not None and value < 1:
+            raise UsageError(f"{option} must be at least 1, got {value}")
+    group = t * p
+    n = group if gpus is None else gpus
     if n < 1:
         raise UsageError(f"--gpus must be at least 1, got {n}")
+    if n % group:
+        raise UsageError(
+            f"--gpus {n} does not divide into groups of TP {t} x PP {p} = {group} GPUs "
+            "(--gpus is the total: data-parallel replicas x TP x PP)"
+        )
+    if sp and t == 1:
+        raise UsageError("--sp splits activations over the tensor-parallel ranks: add --tp")
+    if micro_batches is not None and p == 1:
+        raise UsageError("--micro-batches sets the pipeline's micro-batches: add --pp")
     if zero is not None and fsdp is not None:
         raise UsageError("--zero and --fsdp are two ways to shard the same states: give one")
     if zero is not None and zero not in ZERO_STAGES:
@@ -78,6 +167,7 @@ def data_parallel(
         check_choice(fsdp, FSDP_MODES, "FSDP sharding")
     if node_gpus is not None and fsdp != "hybrid":
         raise UsageError("--node-gpus sets the shard group of --fsdp hybrid; add --fsdp hybrid")
+    grid = ParallelPlan(n, 0, None, n // group, t, p, sp, micro_batches)
     if fsdp == "hybrid":
         if node_gpus is None:
             raise UsageError("--fsdp hybrid shards within a node: give --node-gpus G")
@@ -86,9 +176,14 @@ def data_parallel(
                 f"--fsdp hybrid: {n} GPUs do not divide into nodes of {node_gpus} "
                 f"({n} = nodes x GPUs per node)"
             )
-        return DataParallel(n, 3, fsdp, node_gpus)
+        if node_gpus % group:
+            raise UsageError(
+                f"--fsdp hybrid: a node of {node_gpus} GPUs does not hold whole groups of "
+                f"TP {t} x PP {p} = {group} GPUs"
+            )
+        return replace(grid, stage=3, fsdp=fsdp, shard_gpus=node_gpus // group)
     stage = FSDP_STAGE[fsdp] if fsdp is not None else (zero or 0)
-    return DataParallel(n, stage, fsdp, n)
+    return replace(grid, stage=stage, fsdp=fsdp)
 
 
 def shard(count: int, ranks: int) -> int:
@@ -96,41 +191,236 @@ def shard(count: int, ranks: int) -> int:
     return -(-count // ranks)
 
 
-def largest_module_params(spec: ModelSpec) -> int:
+# --------------------------------------------------------------------------- what a rank holds
+
+
+def padded_vocab(spec: ModelSpec, tp: int) -> int:
+    """Rows of the vocab-parallel table: V padded up to a multiple of 128 x T (Megatron's
+    ``_vocab_size_with_padding``); the model's own V rows without tensor parallelism."""
+    if tp == 1:
+        return spec.vocab_rows
+    return shard(spec.vocab_rows, VOCAB_MULTIPLE * tp) * VOCAB_MULTIPLE * tp
+
+
+def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
+    """Attention heads and key/value heads divide over T ranks, and every block is one whose
+    layout is modelled (attention or none as the mixer)."""
+    if tp == 1:
+        return
+    for stack in spec.stacks:
+        if stack.mixer not in TP_MIXERS:
+            raise UsageError(
+                f"--tp: tensor parallelism of {stack.mixer} blocks is not modelled (Megatron's "
+                "layout covers attention and FFN blocks)"
+            )
+        if not stack.has_attention:
+            continue
+        for what, count in (
+            ("attention heads", stack.n_heads or 0),
+            ("key/value heads", stack.kv_heads),
+        ):
+            if count % tp:
+                raise UsageError(
+                    f"--tp {tp}: the {count} {what} do not divide over {tp} tensor-parallel ranks"
+                )
+
+
+def _split(tensor: Tensor, dim: int, tp: int) -> Shape:
+    """``tensor``'s shape with dimension ``dim`` divided by T (a UsageError when it does not)."""
+    size = tensor.shape[dim]
+    if size % tp:
+        raise UsageError(
+            f"--tp {tp}: {tensor.name} has {size:,} along a split dimension, which does not "
+            f"divide over {tp} tensor-parallel ranks"
+        )
+    return (*tensor.shape[:dim], size // tp, *tensor.shape[dim + 1 :])
+
+
+def tensor_parallel_shape(tensor: Tensor, tp: int, vocab: int) -> Shape:
+    """The shape one of T ranks holds: column-parallel rows, row-parallel columns, a stacked
+    expert's gate/up rows and down columns, vocab-parallel rows of ``vocab`` / T, sinks per
+    head; the rest (norms, row-parallel biases, routers, position tables) whole."""
+    module, kind = tensor.name.rsplit(".", 1)
+    leaf = module.rsplit(".", 1)[-1]
+    if module in VOCAB_PARALLEL:
+        return (vocab // tp, *tensor.shape[1:])
+    if tp == 1:
+        return tensor.shape
+    if module == "mlp.experts":
+        if kind in ("gate_up_proj", "gate_up_proj_bias"):
+            return _split(tensor, 1, tp)
+        return _split(tensor, 2, tp) if kind == "down_proj" else tensor.shape
+    if leaf in COLUMN_PARALLEL or tensor.name == "attn.sinks":
+        return _split(tensor, 0, tp)
+    if leaf in ROW_PARALLEL and kind == "weight":
+        return _split(tensor, 1, tp)
+    return tensor.shape
+
+
+def stage_modules(spec: ModelSpec, pp: int, stage: int) -> tuple[str, ...]:
+    """The model-level modules pipeline stage ``stage`` of P holds: the embeddings on the first,
+    the final norm and head on the last, and the token table on both ends when tied."""
+    modules: tuple[str, ...] = ()
+    if stage == 0:
+        modules += FIRST_STAGE
+    if stage == pp - 1:
+        modules += LAST_STAGE + (("embed_tokens",) if spec.tie_embeddings else ())
+    return modules
+
+
+def pipeline_stacks(spec: ModelSpec, pp: int) -> tuple[ModelSpec, ...]:
+    """The stacks of blocks whose L / P layers each stage holds: the model's own without
+    pipeline stages; under P stages one stack of L layers, when every kind of block holds the
+    same tensors and activations (gpt-oss's sliding and full layers do; the order of blocks
+    that differ is not modelled), and L divides over P."""
+    if pp == 1:
+        return spec.stacks
+    first = spec.stacks[0]
+    for stack in spec.stacks[1:]:
+        if block_tensors(stack) != block_tensors(first) or (stack.d_model, stack.n_heads) != (
+            first.d_model,
+            first.n_heads,
+        ):
+            raise UsageError(
+                "--pp: pipeline stages of a model whose blocks hold different tensors are not "
+                "modelled"
+            )
+    if spec.n_layers % pp:
+        raise UsageError(
+            f"--pp {pp}: the {spec.n_layers} layers do not divide over {pp} pipeline stages"
+        )
+    return (first.model_copy(update={"n_layers": spec.n_layers}),)
+
+
+def rank_tensors(spec: ModelSpec, plan: ParallelPlan, stage: int) -> list[Tensor]:
+    """The tensors one tensor-parallel rank of pipeline stage ``stage`` holds, with their shard
+    shapes: the stage's model-level modules and L / P layers of blocks."""
+    check_tensor_parallel(spec, plan.tp)
+    stacks = pipeline_stacks(spec, plan.pp)
+    modules = stage_modules(spec, plan.pp, stage)
+    held = [t for t in model_tensors(spec) if t.name.rsplit(".", 1)[0] in modules]
+    held += [
+        replace(t, copies=t.copies * (stack.n_layers // plan.pp))
+        for stack in stacks
+        for t in block_tensors(stack)
+    ]
+    vocab = padded_vocab(spec, plan.tp)
+    return [replace(t, shape=tensor_parallel_shape(t, plan.tp, vocab)) for t in held]
+
+
+def largest_module(tensors: list[Tensor]) -> int:
     """The most parameters one module owns directly (its own tensors, one layer's copy): the
     embedding or head in a language model; DeepSpeed's ``largest_layer_params``."""
     modules: dict[str, int] = {}
-    for tensor in parameter_tensors(spec):
+    for tensor in tensors:
         module = tensor.name.rsplit(".", 1)[0]
         modules[module] = modules.get(module, 0) + elements(tensor.shape)
     return max(modules.values(), default=0)
 
 
-def per_gpu_report(spec: ModelSpec, report: MemoryReport, plan: DataParallel) -> MemoryReport:
-    """``report`` (one whole model's training memory) as one rank of ``plan`` holds it: sharded
-    states divided by ceil(. / N); the step scalars stay whole (one per tensor, a bound)."""
+# --------------------------------------------------------------------------- activations
+
+
+def layer_activation_bytes(
+    spec: ModelSpec, batch: int, length: int, recompute: str, plan: ParallelPlan
+) -> int:
+    """ESTIMATE of one layer's activations on one tensor-parallel rank but the scores
+    (Korthikanti et al. 2022, Table 2): 2 s b h with full recomputation; 34 s b h / t with
+    sequence parallelism; s b h (10 + 24 / t) without (each rounded up)."""
+    sbh = length * batch * spec.d_model
+    if recompute == "full":
+        return 2 * sbh
+    if plan.sp:
+        return shard(34 * sbh, plan.tp)
+    return 10 * sbh + shard(24 * sbh, plan.tp)
+
+
+def parallel_activation_formula(plan: ParallelPlan, recompute: str, attention: str) -> str:
+    """The activation estimate of one rank in symbols (Korthikanti et al. 2022, Table 2); the
+    plain one without TP or PP."""
+    if plan.tp == 1 and plan.pp == 1:
+        return activation_formula(recompute, attention)
+    if recompute == "full":
+        layer = "2 s b h"
+    else:
+        layer = "34 s b h / t" if plan.sp else "s b h (10 + 24 / t)"
+    if keeps_scores(recompute, attention):
+        layer += " + 5 a s^2 b / t"
+    return f"micro-batches in flight x L / P x ({layer}) bytes, t = {plan.tp}, P = {plan.pp}"
+
+
+def stage_activation_bytes(
+    spec: ModelSpec, report: MemoryReport, plan: ParallelPlan, stage: int
+) -> tuple[int, int]:
+    """(activations with the scores, the scores) of one rank of ``stage``: the micro-batches in
+    flight x the stage's L / P layers; eager attention's scores 5 a s^2 b / t per layer."""
+    setup, T = report.setup, report.length
+    scores = keeps_scores(setup.recompute, setup.attention)
+    layers = score_bytes = 0
+    for stack in pipeline_stacks(spec, plan.pp):
+        n = stack.n_layers // plan.pp
+        layers += n * layer_activation_bytes(stack, setup.batch, T, setup.recompute, plan)
+        if scores:
+            score_bytes += n * score_bytes_per_layer(stack, setup.batch, T) // plan.tp
+    flight = plan.in_flight(stage)
+    return flight * (layers + score_bytes), flight * score_bytes
+
+
+# --------------------------------------------------------------------------- one rank's report
+
+
+def rank_report(
+    spec: ModelSpec, report: MemoryReport, plan: ParallelPlan, stage: int
+) -> MemoryReport:
+    """``report`` (one whole model's training memory) as one rank of pipeline stage ``stage``
+    holds it: its tensors' shards, then ZeRO's partition of them over the DP ranks (sharded
+    states ceil(. / N); the step scalars stay whole, one per tensor, a bound)."""
+    setup = report.setup
+    tensors = rank_tensors(spec, plan, stage)
+    P = sum(t.elements for t in tensors)
+    moments = moment_elements(tensors, setup.optimizer)
+    steps = step_elements(tensors, setup.optimizer)
+    activations, scores = stage_activation_bytes(spec, report, plan, stage)
+    last = stage == plan.pp - 1
+    logits = setup.batch * report.length * padded_vocab(spec, plan.tp) // plan.tp if last else 0
+    part = shard(P, plan.shard_gpus) if plan.stage else P
+    # ZeRO partitions per-element state (SHARDABLE_OPTIMIZERS): moments // P per parameter
+    sharded_moments = moments // P * part if plan.stage and P else moments
+    return replace(
+        report,
+        params_total=P,
+        parameter_tensors=sum(t.copies for t in tensors),
+        bytes_weights=dtype_bytes(part if plan.stage == 3 else P, setup.dtype),
+        bytes_gradients=dtype_bytes(part if plan.stage >= 2 else P, setup.dtype),
+        bytes_master_weights=dtype_bytes(part, MASTER_DTYPE) if setup.mixed_precision else 0,
+        elements_optimizer_moments=moments,
+        elements_optimizer_steps=steps,
+        bytes_optimizer=dtype_bytes(sharded_moments, setup.state_dtype)
+        + dtype_bytes(steps, STEP_DTYPE),
+        bytes_activations=activations,
+        bytes_attention_scores=scores,
+        elements_logits=logits,
+        bytes_logits=dtype_bytes(logits, setup.dtype),
+        bytes_logits_fp32=dtype_bytes(logits, LOSS_DTYPE) if setup.dtype != LOSS_DTYPE else 0,
+        bytes_gathered=(
+            2 * dtype_bytes(largest_module(tensors), setup.dtype) if plan.stage == 3 else 0
+        ),
+    )
+
+
+def per_gpu_report(
+    spec: ModelSpec, report: MemoryReport, plan: ParallelPlan
+) -> tuple[int, MemoryReport]:
+    """The pipeline stage whose rank holds the most (the first such stage), and that rank's
+    report. Errors: training not asked for, or a factored optimizer under ZeRO."""
     setup = report.setup
     if not setup.train:
-        raise UsageError("--gpus, --zero and --fsdp plan training: add --train")
+        raise UsageError("--gpus, --zero, --fsdp, --tp and --pp plan training: add --train")
     if plan.stage and setup.optimizer not in SHARDABLE_OPTIMIZERS:
         raise UsageError(
             f"ZeRO and FSDP partition per-element optimizer state; {setup.optimizer}'s factored "
             f"state has no such partition: use {', '.join(SHARDABLE_OPTIMIZERS)}"
         )
-    if plan.stage == 0:
-        return report
-    P, n = report.params_total, plan.shard_gpus
-    part = shard(P, n)
-    moments = optimizer_moment_elements(spec, setup.optimizer) // P if P else 0
-    moment_bytes = dtype_bytes(moments * part, setup.state_dtype)
-    step_bytes = report.bytes_optimizer - dtype_bytes(moments * P, setup.state_dtype)
-    return replace(
-        report,
-        bytes_weights=dtype_bytes(part if plan.stage == 3 else P, setup.dtype),
-        bytes_gradients=dtype_bytes(part if plan.stage >= 2 else P, setup.dtype),
-        bytes_master_weights=dtype_bytes(part, MASTER_DTYPE) if setup.mixed_precision else 0,
-        bytes_optimizer=moment_bytes + step_bytes,
-        bytes_gathered=(
-            2 * dtype_bytes(largest_module_params(spec), setup.dtype) if plan.stage == 3 else 0
-        ),
-    )
+    reports = [rank_report(spec, report, plan, stage) for stage in range(plan.pp)]
+    largest = max(range(plan.pp), key=lambda stage: reports[stage].bytes_total)
+    return largest, reports[largest]

@@ -26,8 +26,9 @@ from costcalc.errors import UsageError
 from costcalc.loaders import load_preset
 from costcalc.memory import MemoryReport, memory_setup
 from costcalc.memory_results import memory_result
-from costcalc.parallel import data_parallel, largest_module_params, shard
+from costcalc.parallel import largest_module, parallel_plan, shard
 from costcalc.params import total_params
+from costcalc.tensors import parameter_tensors
 from tests.conftest import ROOT
 
 GOLDEN = json.loads((ROOT / "tests" / "golden" / "deepspeed_zero.json").read_text())["cases"]
@@ -50,7 +51,7 @@ def model_states(report: MemoryReport) -> int:
 
 def per_gpu(preset: str, gpus: int, **plan: object) -> MemoryReport:
     model = load_preset(preset)
-    dp = data_parallel(gpus, plan.get("zero"), plan.get("fsdp"), plan.get("node_gpus"))  # type: ignore[arg-type]
+    dp = parallel_plan(gpus, plan.get("zero"), plan.get("fsdp"), plan.get("node_gpus"))  # type: ignore[arg-type]
     return memory_result(model, SETUP, plan=dp).report
 
 
@@ -61,7 +62,7 @@ def test_zero_model_states_equal_deepspeed_up_to_its_stated_conventions(case: di
     spec = load_preset(case["model"]).spec
     P, N = case["total_params"], case["num_gpus_per_node"] * case["num_nodes"]
     assert total_params(spec) == P
-    assert largest_module_params(spec) == case["largest_layer_params"]
+    assert largest_module(parameter_tensors(spec)) == case["largest_layer_params"]
     part = shard(P, N)
     padding = 18 * part - 18 * P // N
     for stage, uncounted in ((2, 4), (3, 2)):  # bytes per sharded element DeepSpeed adds
@@ -111,7 +112,7 @@ def test_fsdp_modes_match_zero_stages() -> None:
 )
 def test_plans_that_do_not_hold_are_errors(args: tuple, message: str) -> None:
     with pytest.raises(UsageError, match=message):
-        data_parallel(*args)
+        parallel_plan(*args)
 
 
 def test_cli_per_gpu_json_and_errors() -> None:
@@ -119,11 +120,18 @@ def test_cli_per_gpu_json_and_errors() -> None:
     result = runner.invoke(app, [*args, "-f", "json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
+    assert data["parallel"].pop("activation_formula") == data["activations"]["formula"]
     assert data["parallel"] == {
         "gpus": 8,
         "zero_stage": 2,
         "fsdp": None,
         "shard_gpus": 8,
+        "data_parallel": 8,
+        "tensor_parallel": 1,
+        "pipeline_parallel": 1,
+        "sequence_parallel": False,
+        "micro_batches": 1,
+        "pipeline_stage": 0,
         "per_gpu": True,
     }
     assert data["gradients"]["bytes"] == 2 * shard(124_439_808, 8)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 BAR_WIDTH = 30
 UNIT_HEADERS = {"si": "SI (10^3)", "iec": "binary (2^10)"}
-PARALLEL_PANEL = "Data parallelism (with --train)"
+PARALLEL_PANEL = "Parallelism (with --train)"
 ATTENTION_HELP = (
     "Attention kernel of training: sdpa (default, as transformers), flash, or eager (keeps the "
     "T x T scores)."
@@ -100,8 +100,8 @@ def memory(
         typer.Option(
             "--gpus",
             metavar="N",
-            help="Training on N data-parallel GPUs, each running --batch sequences; figures "
-            "per GPU.",
+            help="Training on N GPUs in all (DP x TP x PP), each running --batch sequences "
+            "per micro-batch; figures per GPU.",
             rich_help_panel=PARALLEL_PANEL,
         ),
     ] = None,
@@ -133,6 +133,42 @@ def memory(
             rich_help_panel=PARALLEL_PANEL,
         ),
     ] = None,
+    tp: Annotated[
+        int | None,
+        typer.Option(
+            "--tp",
+            metavar="T",
+            help="Tensor parallel over T GPUs, Megatron-LM's layout (vocab padded to 128 x T).",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = None,
+    pp: Annotated[
+        int | None,
+        typer.Option(
+            "--pp",
+            metavar="P",
+            help="Pipeline parallel over P stages of L / P layers, 1F1B; the largest stage "
+            "is shown.",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = None,
+    sp: Annotated[
+        bool,
+        typer.Option(
+            "--sp",
+            help="Sequence parallelism: norm and dropout activations split over the TP ranks.",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = False,
+    micro_batches: Annotated[
+        int | None,
+        typer.Option(
+            "--micro-batches",
+            metavar="M",
+            help="Micro-batches per step under --pp (default P); stage s holds min(M, P - s).",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = None,
     units: UnitsOption = "iec",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
@@ -142,10 +178,11 @@ def memory(
     Every byte count is exact except the activations. With --fits, says whether the total fits
     and by how much; the exit code is 1 when it does not.
     """
+    from costcalc.errors import UsageError
     from costcalc.gpus import device_capacity
     from costcalc.memory import memory_setup
     from costcalc.memory_results import memory_result
-    from costcalc.parallel import data_parallel
+    from costcalc.parallel import parallel_plan
 
     with user_errors():
         unit_system = _unit_system(units)
@@ -161,8 +198,17 @@ def memory(
             attention=attention,
         )
         capacity = device_capacity(fits, gpu)
-        given = (gpus, zero, fsdp, node_gpus)
-        plan = None if all(v is None for v in given) else data_parallel(*given)
+        given = (gpus, zero, fsdp, node_gpus, tp, pp, sp or None, micro_batches)
+        plan = (
+            None
+            if all(v is None for v in given)
+            else parallel_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches)
+        )
+        if plan is not None and explain:
+            raise UsageError(
+                "--explain shows the whole model's formulas, not one GPU's share: drop "
+                "--explain, or the parallel options"
+            )
         results = [memory_result(model, setup, capacity, plan) for model in models.load()]
     data = [result.to_dict() for result in results]
     emit(
@@ -276,6 +322,8 @@ def _notes(result: MemoryResult) -> list[str]:
         result.model.spec, setup.batch, report.length, setup.recompute, setup.attention
     )
     if result.plan is not None:
+        if result.plan.tp > 1 or result.plan.pp > 1:
+            notes = notes[1:]  # the activation formula is the parallel note's
         notes.append(_parallel_note(result))
     if report.elements_optimizer_steps:
         notes.append(
@@ -287,27 +335,45 @@ def _notes(result: MemoryResult) -> list[str]:
 
 def _parallel_note(result: MemoryResult) -> str:
     """How the plan divides the states, and what one GPU's figures leave out."""
-    from costcalc.parallel import largest_module_params
+    from costcalc.parallel import (
+        largest_module,
+        padded_vocab,
+        parallel_activation_formula,
+        rank_tensors,
+    )
 
-    plan = result.plan
+    plan, setup = result.plan, result.report.setup
     assert plan is not None
+    note = ""
+    if plan.tp > 1 or plan.pp > 1:
+        spec = result.model.spec
+        note = (
+            f"Tensor parallel over {plan.tp} (Megatron-LM: q/k/v, FFN gate/up and down, "
+            f"o_proj split; norms and row-parallel biases whole; vocab padded to "
+            f"{padded_vocab(spec, plan.tp):,} = a multiple of 128 x {plan.tp}); pipeline stage "
+            f"{result.stage + 1} of {plan.pp} (the largest; {spec.n_layers // plan.pp} layers "
+            f"each), {plan.in_flight(result.stage)} micro-batches in flight (1F1B, Narayanan "
+            "et al. 2021). Activations per GPU, ESTIMATE: "
+            f"{parallel_activation_formula(plan, setup.recompute, setup.attention)} "
+            "(Korthikanti et al. 2022, Table 2). "
+        )
     if plan.stage == 0:
-        return (
-            f"Every one of the {plan.gpus} GPUs holds the whole model, its gradients and "
-            "optimizer state; --batch sequences each."
+        return note + (
+            f"Every one of the {plan.dp} data-parallel replicas holds its whole share of the "
+            "model, its gradients and optimizer state; --batch sequences each."
         )
     sharded = {
         1: "optimizer state (fp32 masters included)",
         2: "optimizer state and gradients",
         3: "optimizer state, gradients and parameters",
     }[plan.stage]
-    note = (
+    note += (
         f"Sharded over {plan.shard_gpus} GPUs (ceil(elements / {plan.shard_gpus}) each): "
         f"{sharded}; step scalars kept whole; --batch sequences per GPU. Not counted: "
         "communication buckets and DeepSpeed's fp32 copy of the gradient partition."
     )
     if plan.stage == 3:
-        largest = largest_module_params(result.model.spec)
+        largest = largest_module(rank_tensors(result.model.spec, plan, result.stage))
         note += (
             f" Gathered layer: the largest module's {largest:,} parameters and their "
             "gradients, whole while it runs."
