@@ -11,12 +11,15 @@ from functools import cache
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from costcalc.errors import UnknownPresetError
 
 ALIASES_FILE = "aliases.yaml"
+
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def preset_dir() -> Traversable:
@@ -65,6 +68,12 @@ def preset_path(name: str) -> Traversable:
 def preset_text(name: str) -> str:
     """The YAML text of preset ``name``: a valid ``--config`` file to start from."""
     return preset_path(name).read_text(encoding="utf-8")
+
+
+def preset_data(name: str) -> dict[str, Any]:
+    """The parsed YAML of preset ``name`` (a shipped file: no hardening of user files needed)."""
+    loaded: dict[str, Any] = yaml.load(preset_text(name), Loader=_LOADER)
+    return loaded
 
 
 def rests_on_assumptions(source: str | None) -> bool:
