@@ -48,6 +48,9 @@ def test_params_json_imports_only_what_it_uses() -> None:
         "rich.table",
         "costcalc.config",
         "costcalc.files",
+        "costcalc.compute",
+        "costcalc.macs",
+        "costcalc.memory",
     }
     assert not (others | unused) & modules
 
