@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import difflib
 from functools import cache
-from importlib.resources import files
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +20,10 @@ ALIASES_FILE = "aliases.yaml"
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def preset_dir() -> Traversable:
-    """The presets folder: inside the installed package, else the source tree's ``presets/``."""
-    packaged = files("costcalc").joinpath("presets")
+def preset_dir() -> Path:
+    """The presets folder: inside the installed package, else the source tree's ``presets/``
+    (read from disk, as pip installs the wheel: no import-system resource readers to load)."""
+    packaged = Path(__file__).parent / "presets"
     if packaged.is_dir():
         return packaged
     return Path(__file__).resolve().parent.parent / "presets"
@@ -45,7 +44,7 @@ def preset_names() -> tuple[str, ...]:
 @cache
 def aliases() -> dict[str, str]:
     """Short names for presets: alias -> preset name."""
-    loaded = yaml.safe_load(preset_dir().joinpath(ALIASES_FILE).read_text(encoding="utf-8"))
+    loaded = yaml.load(preset_dir().joinpath(ALIASES_FILE).read_text(encoding="utf-8"), _LOADER)
     return dict(loaded or {})
 
 
@@ -60,7 +59,7 @@ def resolve_preset(name: str) -> str:
     raise UnknownPresetError(name, list(preset_names()), close[0] if close else None)
 
 
-def preset_path(name: str) -> Traversable:
+def preset_path(name: str) -> Path:
     """The file of preset ``name`` (alias allowed)."""
     return preset_dir().joinpath(f"{resolve_preset(name)}.yaml")
 
