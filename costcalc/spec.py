@@ -259,8 +259,7 @@ def _trusted_group(data: Mapping[str, Any]) -> LayerGroup:
             LayerRun.model_construct(**_trusted_block(run, LayerRun.model_fields))
             for run in data["pattern"]
         )
-    group: LayerGroup = LayerGroup.model_construct(**fields)
-    return group
+    return LayerGroup.model_construct(**fields)
 
 
 def _trusted_block(data: Mapping[str, Any], known: Collection[str]) -> dict[str, Any]:
