@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import difflib
 from functools import cache
-from importlib.resources import files
-from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -18,10 +17,13 @@ from costcalc.errors import UnknownPresetError
 
 ALIASES_FILE = "aliases.yaml"
 
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-def preset_dir() -> Traversable:
-    """The presets folder: inside the installed package, else the source tree's ``presets/``."""
-    packaged = files("costcalc").joinpath("presets")
+
+def preset_dir() -> Path:
+    """The presets folder: inside the installed package, else the source tree's ``presets/``
+    (read from disk, as pip installs the wheel: no import-system resource readers to load)."""
+    packaged = Path(__file__).parent / "presets"
     if packaged.is_dir():
         return packaged
     return Path(__file__).resolve().parent.parent / "presets"
@@ -42,7 +44,7 @@ def preset_names() -> tuple[str, ...]:
 @cache
 def aliases() -> dict[str, str]:
     """Short names for presets: alias -> preset name."""
-    loaded = yaml.safe_load(preset_dir().joinpath(ALIASES_FILE).read_text(encoding="utf-8"))
+    loaded = yaml.load(preset_dir().joinpath(ALIASES_FILE).read_text(encoding="utf-8"), _LOADER)
     return dict(loaded or {})
 
 
@@ -57,7 +59,7 @@ def resolve_preset(name: str) -> str:
     raise UnknownPresetError(name, list(preset_names()), close[0] if close else None)
 
 
-def preset_path(name: str) -> Traversable:
+def preset_path(name: str) -> Path:
     """The file of preset ``name`` (alias allowed)."""
     return preset_dir().joinpath(f"{resolve_preset(name)}.yaml")
 
@@ -65,6 +67,12 @@ def preset_path(name: str) -> Traversable:
 def preset_text(name: str) -> str:
     """The YAML text of preset ``name``: a valid ``--config`` file to start from."""
     return preset_path(name).read_text(encoding="utf-8")
+
+
+def preset_data(name: str) -> dict[str, Any]:
+    """The parsed YAML of preset ``name`` (a shipped file: no hardening of user files needed)."""
+    loaded: dict[str, Any] = yaml.load(preset_text(name), Loader=_LOADER)
+    return loaded
 
 
 def rests_on_assumptions(source: str | None) -> bool:

@@ -9,15 +9,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from costcalc.compute import ComputeResult, Workload, compute_result
 from costcalc.loaders import LoadedModel
-from costcalc.memory import weight_bytes
 from costcalc.params import ParamReport, param_report
 from costcalc.render import ratio_dict
 from costcalc.units import DTYPES, dtype_bytes
 
 if TYPE_CHECKING:
     from costcalc.checkpoint_report import CheckpointView
+    from costcalc.compute import ComputeResult, Workload
 
 
 def model_header(model: LoadedModel) -> dict[str, Any]:
@@ -60,6 +59,16 @@ def params_result(
     """Count the parameters of ``model``, the bytes of its weights in every dtype (raw) and in
     each quantized format of ``formats`` (with their metadata) and, given a workload, its MACs."""
     report = param_report(model.spec)
+    weights = {dtype: dtype_bytes(report.total, dtype) for dtype in DTYPES}
+    if formats:
+        from costcalc.memory import weight_bytes
+
+        weights.update({fmt: weight_bytes(model.spec, fmt) for fmt in formats})
+    compute = None
+    if workload is not None:
+        from costcalc.compute import compute_result
+
+        compute = compute_result(model.spec, workload)
     view = None
     if model.checkpoint is not None:
         from costcalc.checkpoint_report import checkpoint_view
@@ -68,11 +77,8 @@ def params_result(
     return ParamsResult(
         model=model,
         parameters=report,
-        weight_bytes={
-            **{dtype: dtype_bytes(report.total, dtype) for dtype in DTYPES},
-            **{fmt: weight_bytes(model.spec, fmt) for fmt in formats},
-        },
-        compute=None if workload is None else compute_result(model.spec, workload),
+        weight_bytes=weights,
+        compute=compute,
         checkpoint=view,
     )
 

@@ -17,7 +17,7 @@ kind of block (:meth:`ModelSpec.stacks`), in closed form: nothing grows with the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from functools import lru_cache
 from math import isqrt
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from costcalc.blocks import (
     BLOCK_FIELDS,
+    MIXER_SIZES,
     RECURRENT_MIXERS,
     BlockFields,
     Count,
@@ -238,6 +239,36 @@ class ModelSpec(BlockFields):
         if self.layers is None:
             data.pop("layers")
         return data
+
+
+def trusted_spec(data: Mapping[str, Any]) -> ModelSpec:
+    """The spec ``ModelSpec.model_validate(data)`` builds, built without validating, for data
+    known to be valid (the shipped presets, each checked against validation by the test suite):
+    nested mappings become their models, lists tuples; n_layers defaults to the groups' sum."""
+    fields = _trusted_block(data, ModelSpec.model_fields)
+    if data.get("layers") is not None:
+        fields["layers"] = tuple(_trusted_group(group) for group in data["layers"])
+        fields.setdefault("n_layers", sum(group["count"] for group in data["layers"]))
+    return ModelSpec.model_construct(**fields)
+
+
+def _trusted_group(data: Mapping[str, Any]) -> LayerGroup:
+    fields = _trusted_block(data, LayerGroup.model_fields)
+    if data.get("pattern") is not None:
+        fields["pattern"] = tuple(
+            LayerRun.model_construct(**_trusted_block(run, LayerRun.model_fields))
+            for run in data["pattern"]
+        )
+    return LayerGroup.model_construct(**fields)
+
+
+def _trusted_block(data: Mapping[str, Any], known: Collection[str]) -> dict[str, Any]:
+    """The fields of ``data`` that ``known`` holds, a recurrent mixer's sizes as their model."""
+    fields = {name: value for name, value in data.items() if name in known}
+    for name, sizes in MIXER_SIZES.items():
+        if fields.get(name) is not None:
+            fields[name] = sizes.model_construct(**fields[name])
+    return fields
 
 
 def _dumped(value: object) -> object:

@@ -8,10 +8,13 @@ import subprocess
 import sys
 
 import pytest
+from pydantic import BaseModel
 
 from costcalc.errors import CostcalcError
-from costcalc.loaders import load_file, load_preset
-from costcalc.presets import preset_names
+from costcalc.files import parse_document
+from costcalc.loaders import _load_native, load_file, load_preset
+from costcalc.presets import preset_names, preset_text
+from costcalc.spec import ModelSpec, trusted_spec
 from tests.conftest import FIXTURES
 
 FILLED = {"n_kv_heads", "head_dim", "ffn_hidden", "embedding_dim", "norm_bias", "rotary_dim"}
@@ -43,6 +46,11 @@ def test_params_json_imports_only_what_it_uses() -> None:
         "huggingface_hub",
         "costcalc.formats.families",
         "rich.table",
+        "costcalc.config",
+        "costcalc.files",
+        "costcalc.compute",
+        "costcalc.macs",
+        "costcalc.memory",
     }
     assert not (others | unused) & modules
 
@@ -69,3 +77,32 @@ def test_resolved_reads_every_field_as_model_dump_does(name: str, spec: object) 
     assert {k: v for k, v in resolved.items() if k not in FILLED} == {
         k: v for k, v in dumped.items() if k not in FILLED | dropped
     }
+
+
+def _same(built: object, validated: object) -> None:
+    """Equal, and made of the same classes all the way down (pydantic's == compares fields)."""
+    assert type(built) is type(validated)
+    assert built == validated
+    if isinstance(built, tuple) and isinstance(validated, tuple):
+        for mine, theirs in zip(built, validated, strict=True):
+            _same(mine, theirs)
+    elif isinstance(built, BaseModel):
+        for name in type(built).model_fields:
+            _same(getattr(built, name), getattr(validated, name))
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_preset_validates_and_loads_as_validation_builds_it(name: str) -> None:
+    """A preset without overrides is built without validating: every preset must validate and
+    come out the same as validation builds it."""
+    validated = _load_native(parse_document(preset_text(name), f"preset {name}"), name, {})
+    built = load_preset(name)
+    assert built == validated
+    _same(built.spec, validated.spec)
+
+
+@pytest.mark.parametrize(("name", "spec"), _specs(), ids=lambda value: str(value)[:40])
+def test_trusted_spec_builds_nested_models_as_validation_does(name: str, spec: object) -> None:
+    """Layer groups, patterns and recurrent mixer sizes (Hugging Face families) included."""
+    assert isinstance(spec, ModelSpec)
+    _same(trusted_spec(spec.model_dump()), ModelSpec.model_validate(spec.model_dump()))

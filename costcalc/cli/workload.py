@@ -89,9 +89,7 @@ def workload_from(
     without --length or --prompt; --prompt without --generate) are usage errors rather than
     ignored.
     """
-    from costcalc.compute import Workload
     from costcalc.errors import UsageError
-    from costcalc.macs import check_attention, check_recompute
 
     if (prompt is None) != (generated is None):
         raise UsageError("--prompt and --generate go together: P prompt tokens, N generated")
@@ -109,6 +107,9 @@ def workload_from(
         if given:
             raise UsageError(f"{', '.join(given)} needs --length T (or --prompt P --generate N)")
         return None
+    from costcalc.compute import Workload
+    from costcalc.macs import check_attention, check_recompute
+
     for name, value in (("--recompute", recompute), ("--attention", attention)):
         if value is not None and length is None:
             raise UsageError(f"{name} needs --length T (a training step is a full forward)")
