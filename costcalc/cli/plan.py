@@ -66,6 +66,8 @@ def plan(
         check_count("length", length)
         check_count("batch", batch)
         check_count("generate", generate)
+        if prompt is not None:
+            check_count("prompt", prompt)
         share = parse_fraction(mfu, "MFU")
         count = parse_count(tokens) if tokens is not None else None
         flops_budget = parse_flops(budget) if budget is not None else None
