@@ -5,6 +5,7 @@ never a traceback, a hang or unbounded memory."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -77,6 +78,13 @@ USAGE = [
     ([*PLAN, "--tokens", "1T", "--gpu", ""], "unknown GPU ''"),
     ([*PLAN, "--tokens", "1T", "--dtype", "nf4"], "unknown dtype 'nf4'"),
     ([*PLAN], "nothing to plan"),
+    # --hf ids and revisions
+    (["params", "--hf", ""], "--hf expects a model id like ORG/NAME"),
+    (["params", "--hf", "@"], "--hf expects a model id like ORG/NAME"),
+    (["params", "--hf", "../x"], "--hf expects a model id like ORG/NAME"),
+    (["params", "--hf", "a/b@"], "a revision is a branch, tag or commit"),
+    (["params", "--hf", "a/b@../../x"], "a revision is a branch, tag or commit"),
+    (["params", "--hf", "a/b", "--revision", ""], "a revision is a branch, tag or commit"),
     # memory's parallel options
     (["memory", *GPT2, "--train", "--gpus", "0"], "--gpus must be at least 1, got 0"),
     (["memory", *GPT2, "--train", "-T", "64", "--zero", "4"], "unknown ZeRO stage 4"),
@@ -127,6 +135,11 @@ OUT_OF_RANGE = [
     ([*PLAN, "--prompt", "-1"], "prompt -1: expected a positive whole number"),
     (["lora", *GPT2, "-t", "qkv_proj", "--train", "-T", "0"], "length 0: expected a positive"),
     ([*PLAN, "--prompt", "0"], "prompt 0: expected a positive whole number"),
+    *(
+        ([*PLAN, "--prompt", "1", "--generate", "1", option, "9" * 101], f"{name} 9999")
+        for option, name in [("-B", "batch"), ("--gpus", "gpus"), ("-T", "length")]
+    ),
+    ([*PLAN, "--prompt", "9" * 101], "prompt 9999"),
 ]
 
 
@@ -176,3 +189,35 @@ def test_huge_exponents_are_refused_at_once(option: str, exponent: str) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr
+
+
+def test_a_module_named_twice_is_saved_once(cli: Invoke) -> None:
+    """peft wraps each module of modules_to_save once, however often the list names it."""
+    args = ["lora", *GPT2, "-t", "qkv_proj", "-f", "json", "--modules-to-save"]
+    once = json.loads(cli(*args, "lm_head").stdout)
+    twice = json.loads(cli(*args, "lm_head, lm_head,lm_head").stdout)
+    assert twice["trainable"] == once["trainable"]
+    assert twice["modules_to_save"] == once["modules_to_save"]
+
+
+def test_the_largest_plan_prints_finite_figures(cli: Invoke) -> None:
+    """Every count at its limit, on the largest preset: the times and rates still fit a float."""
+    most = "9" * 100
+    args = ["-B", most, "--prompt", most, "--generate", most, "--tokens", most, "-T", most]
+    result = cli(
+        "plan",
+        "-p",
+        "deepseek-v3",
+        "--gpu",
+        "h100-sxm",
+        *args,
+        "--mfu",
+        "1e-99",
+        "--budget",
+        "9e99",
+        "-f",
+        "json",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "Infinity" not in result.stdout
+    assert json.loads(result.stdout)["inference"]["prefill_seconds"] > 1e280
