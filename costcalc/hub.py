@@ -99,7 +99,7 @@ def split_hub_id(text: str, revision: str | None = None) -> tuple[str, str]:
         raise UsageError(
             f"--hf expects a model id like ORG/NAME or ORG/NAME@REVISION (got {text!r})"
         )
-    chosen = own if at else (revision or "main")
+    chosen = own if at else ("main" if revision is None else revision)
     if not REVISION.match(chosen) or ".." in chosen.split("/"):
         raise UsageError(
             f"a revision is a branch, tag or commit like main, v1.0 or a 40-hex hash "

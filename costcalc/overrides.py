@@ -39,7 +39,7 @@ def field_of(key: str) -> str:
             return spec_field
     import difflib
 
-    from costcalc.errors import UsageError
+    from costcalc.errors import UsageError, shown
 
     keys = [
         *OVERRIDE_OPTIONS,
@@ -48,12 +48,13 @@ def field_of(key: str) -> str:
     close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     fields = ", ".join(OVERRIDE_OPTIONS)
-    raise UsageError(f"unknown field '{key}' after '{SEPARATOR}'{hint} Fields: {fields}")
+    raise UsageError(f"unknown field '{shown(key)}' after '{SEPARATOR}'{hint} Fields: {fields}")
 
 
 def _value(spec_field: str, text: str) -> object:
     """``text`` as the type the field takes: a whole number, true/false, or a word."""
-    from costcalc.errors import UsageError
+    from costcalc.errors import UsageError, shown
+    from costcalc.units import MAX_DIGITS
 
     text = text.strip()
     if spec_field in TEXT_FIELDS:
@@ -61,10 +62,14 @@ def _value(spec_field: str, text: str) -> object:
     if spec_field in BOOL_FIELDS:
         if text.lower() in ("true", "false"):
             return text.lower() == "true"
-        raise UsageError(f"{spec_field}={text}: expected true or false")
-    if text.isdigit():
+        raise UsageError(f"{spec_field}={shown(text)}: expected true or false")
+    if text.isdecimal():
+        if len(text) > MAX_DIGITS:
+            raise UsageError(
+                f"{spec_field}: a number of {len(text):,} digits; at most {MAX_DIGITS} are read"
+            )
         return int(text)
-    raise UsageError(f"{spec_field}={text}: expected a whole number")
+    raise UsageError(f"{spec_field}={shown(text)}: expected a whole number")
 
 
 def split_overrides(name: str) -> tuple[str, dict[str, object]]:

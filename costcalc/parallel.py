@@ -171,7 +171,9 @@ def parallel_plan(
     if fsdp == "hybrid":
         if node_gpus is None:
             raise UsageError("--fsdp hybrid shards within a node: give --node-gpus G")
-        if node_gpus < 1 or n % node_gpus:
+        if node_gpus < 1:
+            raise UsageError(f"--node-gpus must be at least 1, got {node_gpus}")
+        if n % node_gpus:
             raise UsageError(
                 f"--fsdp hybrid: {n} GPUs do not divide into nodes of {node_gpus} "
                 f"({n} = nodes x GPUs per node)"

@@ -22,21 +22,39 @@ from costcalc.macs import attention_pair_macs, flops, forward_macs, training_mac
 from costcalc.memory import kv_cache_bytes, weight_bytes
 from costcalc.params import total_params
 from costcalc.spec import ModelSpec
+from costcalc.units import MAX_DIGITS
 
 KAPLAN_RULE = "6 x parameters x tokens (Kaplan et al. 2020, rule of thumb)"
 CHINCHILLA_TOKENS_PER_PARAM = 20
 """Hoffmann et al. 2022: about 20 training tokens per parameter (rule of thumb)."""
 CHINCHILLA_RULE = "C = 6 N D with D = 20 N (Hoffmann et al. 2022, rule of thumb)"
 
+MAX_COUNT = 10**MAX_DIGITS - 1
+"""Most GPUs, tokens per sequence, sequences, prompt or generated tokens a plan takes (at most
+MAX_DIGITS digits, as a token count): every time and rate it prints then fits a float."""
+
+
+def _decimal(text: str) -> Decimal | None:
+    """``text`` as a finite decimal between 10^-MAX_DIGITS and 10^MAX_DIGITS in size (so that
+    turning it into an exact number is cheap: ``1e999999999`` is refused, not computed), else
+    None."""
+    try:
+        value = Decimal(text.strip())
+    except InvalidOperation:
+        return None
+    if not value.is_finite() or not -MAX_DIGITS <= value.adjusted() < MAX_DIGITS:
+        return None
+    return value
+
 
 def parse_fraction(text: str, what: str) -> Fraction:
     """A share such as ``0.4`` or ``40%``, strictly between 0 and 1 (inclusive of 1)."""
     raw = text.strip()
     scale = Fraction(1, 100) if raw.endswith("%") else Fraction(1)
-    try:
-        value = Fraction(Decimal(raw.removesuffix("%"))) * scale
-    except (InvalidOperation, ValueError):
-        raise UsageError(f"{what} '{text}': expected a share such as 0.4 or 40%") from None
+    number = _decimal(raw.removesuffix("%"))
+    if number is None:
+        raise UsageError(f"{what} '{text}': expected a share such as 0.4 or 40%")
+    value = Fraction(number) * scale
     if not 0 < value <= 1:
         raise UsageError(f"{what} '{text}': expected a share above 0 and at most 1 (100%)")
     return value
@@ -44,12 +62,12 @@ def parse_fraction(text: str, what: str) -> Fraction:
 
 def parse_flops(text: str) -> int:
     """A FLOP budget such as ``5.76e23``: a positive whole number of FLOPs."""
-    try:
-        value = Decimal(text.strip())
-    except InvalidOperation:
-        value = Decimal(0)
-    if not value.is_finite() or value < 1 or value != value.to_integral_value():
-        raise UsageError(f"compute budget '{text}': expected FLOPs such as 5.76e23")
+    value = _decimal(text) or Decimal(0)
+    if value < 1 or value != value.to_integral_value():
+        raise UsageError(
+            f"compute budget '{text}': expected a whole number of FLOPs below 1e{MAX_DIGITS}, "
+            "such as 5.76e23"
+        )
     return int(value)
 
 

@@ -39,10 +39,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from math import prod
 
-from costcalc.errors import UsageError, check_choice
+from costcalc.errors import UsageError, check_choice, shown
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Tensor, parameter_tensors
-from costcalc.units import DTYPE_BITS, DTYPES, dtype_bytes
+from costcalc.units import DTYPE_BITS, DTYPES, MAX_DIGITS, dtype_bytes
 
 FP32_BYTES = 4
 INT32_BYTES = 4
@@ -181,7 +181,7 @@ def _options(text: str, fmt: WeightFormat, rest: str) -> WeightFormat:
         elif option[0] == "b" and fmt.name == "fp8-block":
             group = _size(text, option[1:], "block size")
         else:
-            raise UsageError(f"'{option}' is no option of {fmt.name} in '{text}'")
+            raise UsageError(f"'{shown(option)}' is no option of {fmt.name} in '{shown(text)}'")
     if quantize & keep:
         raise UsageError(f"'{text}' both quantizes and keeps {', '.join(sorted(quantize & keep))}")
     return WeightFormat(fmt.name, group, dq, fmt.gguf_type, frozenset(quantize), frozenset(keep))
@@ -191,8 +191,12 @@ def _size(text: str, digits: str, what: str, allow_all: bool = False) -> int | N
     """A positive size, or None for ``-1`` (one group over the whole row) where allowed."""
     if allow_all and digits == "-1":
         return None
-    if not digits.isdigit() or int(digits) == 0:
-        raise UsageError(f"'{text}': the {what} must be a positive whole number, not '{digits}'")
+    whole = digits.isdecimal() and len(digits) <= MAX_DIGITS
+    if not whole or int(digits) == 0:
+        raise UsageError(
+            f"'{shown(text)}': the {what} must be a positive whole number of at most {MAX_DIGITS} "
+            f"digits, not '{shown(digits)}'"
+        )
     return int(digits)
 
 

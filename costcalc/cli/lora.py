@@ -22,8 +22,9 @@ TRAIN_PANEL = "Training memory (with --train)"
 
 
 def _names(text: str | None) -> list[str]:
-    """A comma-separated list, blanks dropped."""
-    return [part.strip() for part in (text or "").split(",") if part.strip()]
+    """A comma-separated list, blanks and repeats dropped: peft matches each module once, however
+    often the list names it."""
+    return list(dict.fromkeys(part.strip() for part in (text or "").split(",") if part.strip()))
 
 
 @takes_models

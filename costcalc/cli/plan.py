@@ -56,16 +56,16 @@ def plan(
     from costcalc.compute import check_count
     from costcalc.errors import UsageError
     from costcalc.gpus import find_gpu
-    from costcalc.plan import parse_flops, parse_fraction
+    from costcalc.plan import MAX_COUNT, parse_flops, parse_fraction
     from costcalc.units import check_dtype, parse_count
 
     with user_errors():
         device = find_gpu(gpu)
         check_dtype(dtype)
-        check_count("gpus", gpus)
-        check_count("length", length)
-        check_count("batch", batch)
-        check_count("generate", generate)
+        counts = {"gpus": gpus, "length": length, "batch": batch, "generate": generate}
+        for name, value in {**counts, "prompt": prompt}.items():
+            if value is not None:
+                check_count(name, value, MAX_COUNT)
         share = parse_fraction(mfu, "MFU")
         count = parse_count(tokens) if tokens is not None else None
         flops_budget = parse_flops(budget) if budget is not None else None

@@ -1,0 +1,223 @@
+"""Hostile command lines: every option added lately (lora, quantized --dtype formats, plan,
+memory's parallel options, --hf ids, per-model overrides, check --key) given empty, negative,
+huge, non-numeric or non-ASCII values ends in one clear line on stderr and a non-zero exit,
+never a traceback, a hang or unbounded memory."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, Invoke
+
+GPT2 = ["-p", "gpt2-small"]
+PLAN = ["plan", *GPT2, "--gpu", "h100-sxm", "-T", "512"]
+HUGE = "9" * 5001
+"""Past the 4,300 digits Python converts from text."""
+MANY = "9" * 101
+"""One digit past the 100 a size may be written with."""
+
+COMMANDS = [
+    ["params"],
+    ["memory"],
+    ["lora", "-t", "qkv_proj"],
+    PLAN[:1] + PLAN[3:] + ["--tokens", "1T"],
+]
+
+USAGE = [
+    # lora
+    (["lora", *GPT2, "-t", "qkv_proj", "-r", "0"], "--rank must be a positive whole number"),
+    (["lora", *GPT2, "-t", "qkv_proj", "-r", "-1"], "--rank must be a positive whole number"),
+    (["lora", *GPT2, "-t", ""], "name what to adapt"),
+    (["lora", *GPT2, "-t", ",,,"], "name what to adapt"),
+    (["lora", *GPT2, "-t", " , "], "name what to adapt"),
+    (["lora", *GPT2, "-t", "\u202e"], "target '\\u202e' matches no linear layer"),
+    (["lora", *GPT2, "-t", ",".join(f"m{i}" for i in range(10_000))], "target 'm0' matches no"),
+    (["lora", *GPT2, "-t", "all-linear,qkv_proj"], "all-linear stands alone"),
+    (["lora", *GPT2, "--target-parameters", "ü"], "target parameter 'ü' matches no"),
+    (["lora", *GPT2, "-t", "qkv_proj", "--bias", "x"], "unknown bias mode 'x'"),
+    # quantized formats, on every command that takes them
+    *(
+        (cmd, message)
+        for dtype, message in [
+            ("gguf:", "unknown GGUF type ''"),
+            ("gptq-int4:g0", "the group size must be a positive whole number"),
+            ("gptq-int4:g²", "not '²'"),
+            (f"gptq-int4:g{HUGE}", "at most 100 digits"),
+            (f"fp8-block:b{MANY}", "the block size must be a positive whole number"),
+            ("fp8-block:b0", "the block size must be a positive whole number"),
+            ("nf4:xyz", "'xyz' is no option of nf4"),
+            ("nf4:\x1b", "'\\x1b' is no option of nf4"),
+            ("x" * 10_000, "unknown dtype or format"),
+            ("+", "unknown dtype or format '+'"),
+            ("-", "unknown dtype or format '-'"),
+        ]
+        for cmd in (
+            ["params", *GPT2, "--dtype", dtype],
+            ["memory", *GPT2, "--dtype", dtype],
+            ["check", "presets/gpt2-small.yaml", "--max-weight-bytes", "1GiB", "--dtype", dtype],
+        )
+    ),
+    # plan
+    ([*PLAN, "--tokens", "0"], "not a positive count"),
+    ([*PLAN, "--tokens", "1T5"], "'1T5' is not a count"),
+    ([*PLAN, "--tokens", "1e999"], "is not a count"),
+    ([*PLAN, "--tokens", HUGE], "a count of 5,001 digits"),
+    *(
+        ([*PLAN, "--tokens", "1T", "--mfu", mfu], f"MFU '{mfu}': expected a share")
+        for mfu in ("0", "1.5", "150%", "nan", "inf", "-inf", "1e999", "1e-999")
+    ),
+    *(
+        ([*PLAN, "--budget", budget], f"compute budget '{budget[:20]}")
+        for budget in ("0", "-1", "nan", "inf", "1e-30", "1e100", HUGE)
+    ),
+    ([*PLAN, "--tokens", "1T", "--gpu", ""], "unknown GPU ''"),
+    ([*PLAN, "--tokens", "1T", "--dtype", "nf4"], "unknown dtype 'nf4'"),
+    ([*PLAN], "nothing to plan"),
+    # --hf ids and revisions
+    (["params", "--hf", ""], "--hf expects a model id like ORG/NAME"),
+    (["params", "--hf", "@"], "--hf expects a model id like ORG/NAME"),
+    (["params", "--hf", "../x"], "--hf expects a model id like ORG/NAME"),
+    (["params", "--hf", "a/b@"], "a revision is a branch, tag or commit"),
+    (["params", "--hf", "a/b@../../x"], "a revision is a branch, tag or commit"),
+    (["params", "--hf", "a/b", "--revision", ""], "a revision is a branch, tag or commit"),
+    # memory's parallel options
+    (["memory", *GPT2, "--train", "--gpus", "0"], "--gpus must be at least 1, got 0"),
+    (["memory", *GPT2, "--train", "-T", "64", "--zero", "4"], "unknown ZeRO stage 4"),
+    (["memory", *GPT2, "--train", "-T", "64", "--gpus", "8", "--fsdp", "hybrid"], "--node-gpus G"),
+    *(
+        (
+            [
+                "memory",
+                *GPT2,
+                "--train",
+                "-T",
+                "64",
+                "--gpus",
+                "8",
+                "--fsdp",
+                "hybrid",
+                "--node-gpus",
+                g,
+            ],
+            message,
+        )
+        for g, message in [
+            ("0", "--node-gpus must be at least 1, got 0"),
+            ("-2", "--node-gpus must be at least 1, got -2"),
+            ("3", "8 GPUs do not divide into nodes of 3"),
+        ]
+    ),
+    # per-model overrides, on every command that loads models
+    *(
+        ([cmd[0], "-p", f"gpt2-small:{override}", *cmd[1:]], message)
+        for override, message in [
+            (f"vocab_size={HUGE}", "vocab_size: a number of 5,001 digits; at most 100"),
+            ("n_layers=²", "n_layers=²: expected a whole number"),
+            ("d_model=", "d_model=: expected a whole number"),
+            ("d_model=1e9", "d_model=1e9: expected a whole number"),
+            ("unknown=1", "unknown field 'unknown'"),
+            ("un\x1bknown=1", "unknown field 'un\\x1bknown'"),
+            ("tie=\x1b", "tie_embeddings=\\x1b: expected true or false"),
+        ]
+        for cmd in COMMANDS
+    ),
+]
+
+
+OUT_OF_RANGE = [
+    ([*PLAN, "--tokens", "1T", "--gpus", "0"], "gpus 0: expected a positive whole number"),
+    ([*PLAN, "--tokens", "1T", "--gpus", "-1"], "gpus -1: expected a positive whole number"),
+    ([*PLAN, "--prompt", "-1"], "prompt -1: expected a positive whole number"),
+    (["lora", *GPT2, "-t", "qkv_proj", "--train", "-T", "0"], "length 0: expected a positive"),
+    ([*PLAN, "--prompt", "0"], "prompt 0: expected a positive whole number"),
+    *(
+        ([*PLAN, "--prompt", "1", "--generate", "1", option, "9" * 101], f"{name} 9999")
+        for option, name in [("-B", "batch"), ("--gpus", "gpus"), ("-T", "length")]
+    ),
+    ([*PLAN, "--prompt", "9" * 101], "prompt 9999"),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "code"),
+    [(*case, 2) for case in USAGE] + [(*case, 1) for case in OUT_OF_RANGE],
+    ids=lambda v: repr(v)[:60],
+)
+def test_usage_error(cli: Invoke, args: list[str], message: str, code: int) -> None:
+    """A wrong command-line value: one line naming it on stderr, nothing on stdout, exit 2 (1
+    for a number out of its range)."""
+    result = cli(*args)
+    assert result.exit_code == code, result.stdout + result.stderr
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ")
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "dtype", ["gguf:", "gptq-int4:g0", "gptq-int4:g²", f"gptq-int4:g{HUGE}", "nf4:xyz", "+"]
+)
+def test_budget_dtype_in_a_file(cli: Invoke, tmp_path: Path, dtype: str) -> None:
+    """The same formats as a file's budget.dtype are a finding of that file, at its line."""
+    path = tmp_path / "model.yaml"
+    preset = (ROOT / "presets" / "gpt2-small.yaml").read_text(encoding="utf-8")
+    path.write_text(f"{preset}budget:\n  max_weight_bytes: 1GiB\n  dtype: '{dtype}'\n")
+    line = preset.count("\n") + 3
+    result = cli("check", str(path))
+    assert result.exit_code == 1
+    assert f"line {line}   budget.dtype: " in result.stdout
+    assert "Traceback" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("option", ["--mfu", "--budget"])
+@pytest.mark.parametrize("exponent", ["1e999999999", "1e-999999999"])
+def test_huge_exponents_are_refused_at_once(option: str, exponent: str) -> None:
+    """1e999999999 is refused as it is read, not turned into a billion-digit number (which takes
+    minutes and gigabytes; in a child process, so that a regression fails instead of hanging)."""
+    args = [*PLAN, "--tokens", "1T", option, exponent]
+    done = subprocess.run(
+        [sys.executable, "-m", "costcalc", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ") and "Traceback" not in done.stderr
+
+
+def test_a_module_named_twice_is_saved_once(cli: Invoke) -> None:
+    """peft wraps each module of modules_to_save once, however often the list names it."""
+    args = ["lora", *GPT2, "-t", "qkv_proj", "-f", "json", "--modules-to-save"]
+    once = json.loads(cli(*args, "lm_head").stdout)
+    twice = json.loads(cli(*args, "lm_head, lm_head,lm_head").stdout)
+    assert twice["trainable"] == once["trainable"]
+    assert twice["modules_to_save"] == once["modules_to_save"]
+
+
+def test_the_largest_plan_prints_finite_figures(cli: Invoke) -> None:
+    """Every count at its limit, on the largest preset: the times and rates still fit a float."""
+    most = "9" * 100
+    args = ["-B", most, "--prompt", most, "--generate", most, "--tokens", most, "-T", most]
+    result = cli(
+        "plan",
+        "-p",
+        "deepseek-v3",
+        "--gpu",
+        "h100-sxm",
+        *args,
+        "--mfu",
+        "1e-99",
+        "--budget",
+        "9e99",
+        "-f",
+        "json",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "Infinity" not in result.stdout
+    assert json.loads(result.stdout)["inference"]["prefill_seconds"] > 1e280
