@@ -45,8 +45,7 @@ _COUNT_SUFFIXES: dict[str, int] = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t
 COUNT_SUFFIXES: Mapping[str, int] = _COUNT_SUFFIXES
 """What parse_count reads after a number (lower case; a bare number is a count)."""
 BYTE_SUFFIXES: Mapping[str, int] = _BYTE_SUFFIXES
-"""A byte size written as text needs one of these units: a bare number is refused."""
-"""What parse_bytes reads after a number (lower case; a bare number is bytes)."""
+"""What parse_bytes reads after a number (lower case); a bare number is refused."""
 MAX_DIGITS = 100
 """Most digits a size may be written with, in a config or on the command line (Python refuses
 to convert a number past 4,300 digits anyway)."""
