@@ -67,13 +67,6 @@ def expert_ffn_params(spec: ModelSpec) -> int:
     return weights + biases
 
 
-def router_params(spec: ModelSpec) -> int:
-    """Mixture-of-experts router: D * X (+ X with a router bias); 0 for a dense block."""
-    if spec.moe_experts is None:
-        return 0
-    return spec.moe_experts * (spec.d_model + (1 if spec.moe_router_bias else 0))
-
-
 def ffn_params(spec: ModelSpec) -> int:
     """All FFN weights of one block: X experts, the router, the shared expert and its gate
     (X = 1 when dense)."""

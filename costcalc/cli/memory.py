@@ -421,7 +421,7 @@ def _kv_note(result: MemoryResult) -> str:
     stacks = [stack for stack in spec.stacks if stack.has_attention]
     if not stacks:
         return "No block caches keys and values; recurrent state, if any, does not grow with T."
-    if len(spec.stacks) == 1 and spec.mixer == "attention" and spec.kv_cache_heads is None:
+    if spec.uniform and spec.mixer == "attention" and spec.kv_cache_heads is None:
         capped = report.kv_cache_tokens < report.length
         window = f" (T capped by the sliding window of {spec.sliding_window:,})" if capped else ""
         return (
