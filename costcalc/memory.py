@@ -259,8 +259,13 @@ def kv_width(spec: ModelSpec) -> int:
         return (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0)
     if spec.mixer != "attention":
         return 0
-    heads = spec.kv_heads if spec.kv_cache_heads is None else spec.kv_cache_heads
-    return 2 * heads * spec.head_width
+    return 2 * cached_heads(spec) * spec.head_width
+
+
+def cached_heads(spec: ModelSpec) -> int:
+    """Heads an attention block's cache holds: its key/value heads, or ``kv_cache_heads``
+    (Falcon's new architecture caches keys and values expanded to every query head)."""
+    return spec.kv_heads if spec.kv_cache_heads is None else spec.kv_cache_heads
 
 
 def kv_cache_elements(spec: ModelSpec, batch: int, length: int) -> int:

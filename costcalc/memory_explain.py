@@ -13,6 +13,7 @@ from costcalc.memory import (
     STEP_DTYPE,
     MemoryReport,
     attention_score_bytes,
+    cached_heads,
     conv_state_width,
     kv_cache_tokens,
     recurrent_state_width,
@@ -95,7 +96,7 @@ def _kv_row(spec: ModelSpec, report: MemoryReport) -> str:
             width = f"({_n(stack.kv_lora_rank or 0)} + {_n(stack.qk_rope_head_dim or 0)})"
         elif stack.mixer == "attention":
             widths.add("2 x K x d")
-            width = f"2 x {stack.kv_heads} x {_n(stack.head_width)}"
+            width = f"2 x {cached_heads(stack)} x {_n(stack.head_width)}"
         else:
             continue
         tokens = kv_cache_tokens(stack, T)

@@ -304,6 +304,7 @@ EXPLAINED: list[tuple[str | Path, dict[str, Any]]] = [
     (GPT2, {"length": 15, "dtype": "int4", "kv_dtype": "int4"}),
     (JAMBA, {"length": 300}),
     (JAMBA, {**TRAIN, "length": 300, "attention": "eager"}),
+    (FIXTURES / "hf" / "falcon-40b.json", {"length": 16}),  # its cache holds all 128 heads
 ]
 
 

@@ -415,19 +415,19 @@ def _scores_note(spec: ModelSpec, batch: int, length: int, recompute: str, atten
 def _kv_note(result: MemoryResult) -> str:
     """How the KV cache was counted: the classic formula for plain attention blocks alike, else
     each kind of block's layers x batch x cached tokens x elements per token."""
-    from costcalc.memory import kv_cache_tokens, kv_width
+    from costcalc.memory import cached_heads, kv_cache_tokens, kv_width
 
     report, setup, spec = result.report, result.report.setup, result.model.spec
     stacks = [stack for stack in spec.stacks if stack.has_attention]
     if not stacks:
         return "No block caches keys and values; recurrent state, if any, does not grow with T."
-    if spec.uniform and spec.mixer == "attention" and spec.kv_cache_heads is None:
+    if spec.uniform and spec.mixer == "attention":
         capped = report.kv_cache_tokens < report.length
         window = f" (T capped by the sliding window of {spec.sliding_window:,})" if capped else ""
         return (
             f"KV cache: 2 x L x B x T x KV-heads x head_dim = 2 x {spec.n_layers} x "
-            f"{setup.batch} x {report.kv_cache_tokens:,} x {spec.kv_heads} x {spec.head_width} "
-            f"elements of {report.kv_dtype}{window}."
+            f"{setup.batch} x {report.kv_cache_tokens:,} x {cached_heads(spec)} x "
+            f"{spec.head_width} elements of {report.kv_dtype}{window}."
         )
     terms = " + ".join(
         f"{stack.n_layers} x {setup.batch} x {kv_cache_tokens(stack, report.length):,} x "
