@@ -154,6 +154,13 @@ class BlockFields(BaseModel):
         default=False,
         description="The query projection also yields a sigmoid output gate (Qwen3-Next): 2 H d.",
     )
+    keys_as_values: Flag = Field(
+        default=False,
+        description=(
+            "The values reuse the key projection: no v_proj, K d x D fewer parameters; the cache "
+            "still keeps keys and values (Gemma 4's full-attention layers)."
+        ),
+    )
     sliding_window: Size | None = Field(
         default=None, description="Each token attends to at most this many positions."
     )

@@ -133,7 +133,7 @@ def _plain_attention(b: ModelSpec) -> bool:
     return (
         b.mixer == "attention"
         and b.qk_norm == "none"
-        and not (b.attention_sinks or b.attention_gate)
+        and not (b.attention_sinks or b.attention_gate or b.keys_as_values)
     )
 
 

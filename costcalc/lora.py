@@ -139,8 +139,12 @@ LLAMA_FAMILIES = (
     "qwen3_5_moe_text seed_oss smollm3 stablelm"
 )
 
+DENSE_LLAMA_FAMILIES = "gemma4_text"
+"""More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
+
 FAMILY_NAMES: dict[str, FamilyNames] = {
     **dict.fromkeys(LLAMA_FAMILIES.split(), LLAMA),
+    **dict.fromkeys(DENSE_LLAMA_FAMILIES.split(), LLAMA),
     "mixtral": _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED),
     **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next"), QWEN2_MOE),
     **dict.fromkeys(("deepseek_v2", "deepseek_v3", "glm4_moe", "ernie4_5_moe"), DEEPSEEK),

@@ -438,6 +438,7 @@ def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "qk_norm",
     "attention_sinks",
     "attention_gate",
+    "keys_as_values",
     "n_kv_heads",
     "head_dim",
     "kv_cache_heads",
@@ -454,6 +455,7 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "qk_norm": spec.qk_norm != "none",
         "attention_sinks": spec.attention_sinks,
         "attention_gate": spec.attention_gate,
+        "keys_as_values": spec.keys_as_values,
     }
     for name in (name for name, set_ in given.items() if set_):
         yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")

@@ -93,19 +93,22 @@ def _norm(spec: ModelSpec, name: str, width: int, part: Part, copies: int = 1) -
 
 
 def attention_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Q, K, V (fused into one (H + 2K) d x D matrix, or three), the output D x H d, q/k norms
-    and sinks. An output gate doubles the query projection (2 H d)."""
+    """Q, K, V (fused into one (H + 2K) d x D matrix, or three; no V when the values reuse the
+    keys), the output D x H d, q/k norms and sinks. An output gate doubles the query projection
+    (2 H d)."""
     D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
     q = (2 if spec.attention_gate else 1) * H * d
     bias = spec.qkv_bias
+    kv = (1 if spec.keys_as_values else 2) * K * d
     if spec.fused_qkv:
-        tensors = _linear("attn.qkv_proj", q + 2 * K * d, D, bias, "mixer")
+        tensors = _linear("attn.qkv_proj", q + kv, D, bias, "mixer")
     else:
         tensors = [
             *_linear("attn.q_proj", q, D, bias, "mixer"),
             *_linear("attn.k_proj", K * d, D, bias, "mixer"),
-            *_linear("attn.v_proj", K * d, D, bias, "mixer"),
         ]
+        if not spec.keys_as_values:
+            tensors += _linear("attn.v_proj", K * d, D, bias, "mixer")
     tensors += _linear("attn.o_proj", D, H * d, spec.attn_out_bias, "mixer")
     if spec.qk_norm != "none":
         q_width, k_width = (d, d) if spec.qk_norm == "head" else (H * d, K * d)

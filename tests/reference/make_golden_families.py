@@ -107,6 +107,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("arcee-afm-4.5b", ("arcee-afm-4.5b", False, "meta")),
         ("apertus-8b", ("apertus-8b", False, "meta")),
         ("hunyuan-mt-7b", ("hunyuan-mt-7b", False, "meta")),
+        ("gemma-4-31b-text", ("gemma-4-31b", True, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
