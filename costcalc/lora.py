@@ -139,12 +139,15 @@ LLAMA_FAMILIES = (
     "qwen3_5_moe_text seed_oss smollm3 stablelm"
 )
 
-DENSE_LLAMA_FAMILIES = "gemma4_text"
+DENSE_LLAMA_FAMILIES = (
+    "cwm exaone gemma4_text glm granite_swa internlm3 iquestcoder jais2 ministral3 olmo vaultgemma"
+)
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 
 FAMILY_NAMES: dict[str, FamilyNames] = {
     **dict.fromkeys(LLAMA_FAMILIES.split(), LLAMA),
     **dict.fromkeys(DENSE_LLAMA_FAMILIES.split(), LLAMA),
+    "nanochat": _names(renames={"mlp.up_proj": "mlp.fc1", "mlp.down_proj": "mlp.fc2"}),
     "mixtral": _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED),
     **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next"), QWEN2_MOE),
     **dict.fromkeys(("deepseek_v2", "deepseek_v3", "glm4_moe", "ernie4_5_moe"), DEEPSEEK),

@@ -108,6 +108,17 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("apertus-8b", ("apertus-8b", False, "meta")),
         ("hunyuan-mt-7b", ("hunyuan-mt-7b", False, "meta")),
         ("gemma-4-31b-text", ("gemma-4-31b", True, "meta")),
+        ("olmo-1b", ("olmo-1b", False, "meta")),
+        ("glm-4-9b-chat-hf", ("glm-4-9b-chat-hf", False, "meta")),
+        ("internlm3-8b-instruct", ("internlm3-8b-instruct", False, "meta")),
+        ("iquest-coder-v1-40b", ("iquest-coder-v1-40b", False, "meta")),
+        ("exaone-3.0-7.8b", ("exaone-3.0-7.8b", False, "meta")),
+        ("cwm", ("cwm", False, "meta")),
+        ("ministral-3-8b", ("ministral-3-8b", False, "meta")),
+        ("vaultgemma-1b", ("vaultgemma-1b", False, "meta")),
+        ("jais-2-8b", ("jais-2-8b", False, "meta")),
+        ("nanochat-d32", ("nanochat-d32", False, "meta")),
+        ("granite-swash-2b", ("granite-swash-2b", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
@@ -116,6 +127,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-lfm2", ("tiny-lfm2", False, "cpu")),
         ("tiny-mamba2", ("tiny-mamba2", False, "cpu")),
         ("tiny-dbrx", ("tiny-dbrx", False, "cpu")),
+        ("tiny-internlm3", ("tiny-internlm3", False, "cpu")),
     ]
 )
 STEPS = ["params", "macs", "kv"]

@@ -71,4 +71,12 @@ def gemma3_text(r: Reader) -> dict[str, Any]:
     return fields
 
 
-FAMILIES = {"gemma2": gemma2, "gemma3_text": gemma3_text}
+def vaultgemma(r: Reader) -> dict[str, Any]:
+    """VaultGemmaForCausalLM: Gemma 2's layout and layers with TWO RMSNorms per block
+    (``input_layernorm``, ``pre_feedforward_layernorm``: no norm after attention or MLP)."""
+    fields = gemma2(r)
+    fields["norms_per_block"] = 2
+    return fields
+
+
+FAMILIES = {"gemma2": gemma2, "gemma3_text": gemma3_text, "vaultgemma": vaultgemma}

@@ -1,7 +1,8 @@
-"""GLM-4 (``Glm4ForCausalLM``, GLM-4-0414): the Llama layout with four RMSNorms per block
-(``input_layernorm``, ``post_self_attn_layernorm``, ``post_attention_layernorm``,
-``post_mlp_layernorm``, D each), the MLP's gate and up projections fused into ``gate_up_proj``
-(D x 2h, no bias), a bias on q/k/v (not on ``o_proj``) and rotary positions on half of each head.
+"""GLM (``GlmForCausalLM``, GLM-4-9B) and GLM-4 (``Glm4ForCausalLM``, GLM-4-0414): the Llama
+layout with the MLP's gate and up projections fused into ``gate_up_proj`` (D x 2h, no bias), a
+bias on q/k/v (not on ``o_proj``) and rotary positions on half of each head. GLM has two RMSNorms
+per block; GLM-4 four (``input_layernorm``, ``post_self_attn_layernorm``,
+``post_attention_layernorm``, ``post_mlp_layernorm``, D each).
 """
 
 from __future__ import annotations
@@ -12,16 +13,23 @@ from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.hf_reader import Reader, rotary_dim
 
 
-def glm4(r: Reader) -> dict[str, Any]:
-    """Glm4ForCausalLM: 2 key/value heads and ``head_dim`` 128 unless given, q/k/v bias when
-    ``attention_bias`` (default true), ``gate_up_proj`` D x 2h and ``down_proj`` h x D, 4 norms
-    per block, rotary on ``partial_rotary_factor`` (default 0.5) of each head; untied by
-    default."""
+def glm(r: Reader) -> dict[str, Any]:
+    """GlmForCausalLM (GLM-4-9B, ``-hf`` files): 2 key/value heads and ``head_dim`` 128 unless
+    given, q/k/v bias when ``attention_bias`` (default true), ``gate_up_proj`` D x 2h and
+    ``down_proj`` h x D, 2 norms per block (``input_layernorm``, ``post_attention_layernorm``),
+    rotary on ``partial_rotary_factor`` (default 0.5) of each head; untied by default."""
     fields = llama_layout(r, kv_heads=2, head_dim=128)
     fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", default=True)
-    fields.update(fused_gate_up=True, norms_per_block=4)
+    fields["fused_gate_up"] = True
     fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 0.5)
     return fields
 
 
-FAMILIES = {"glm4": glm4}
+def glm4(r: Reader) -> dict[str, Any]:
+    """Glm4ForCausalLM: GLM's layout with 4 norms per block."""
+    fields = glm(r)
+    fields["norms_per_block"] = 4
+    return fields
+
+
+FAMILIES = {"glm": glm, "glm4": glm4}

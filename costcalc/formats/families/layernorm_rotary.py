@@ -1,5 +1,5 @@
 """Hugging Face families with rotary positions and LayerNorm (weight and bias): starcoder2,
-stablelm, persimmon, nemotron and phi.
+stablelm, persimmon, nemotron, phi and jais2.
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names the tensors the family's modeling code builds (transformers
@@ -121,7 +121,20 @@ def phi(r: Reader) -> dict[str, Any]:
     return fields
 
 
+def jais2(r: Reader) -> dict[str, Any]:
+    """Jais2ForCausalLM (Jais 2): ``self_attn.q_proj`` (D x H d), ``k_proj``/``v_proj``
+    (D x K d), ``o_proj`` (H d x D), biases when ``attention_bias`` (default true); a plain MLP
+    ``up_proj`` (D x h), ``down_proj`` (h x D) (relu2), biases when ``mlp_bias`` (default
+    true); ``nn.LayerNorm`` ``input_layernorm``, ``post_attention_layernorm``, final ``norm``;
+    d is ``head_dim`` or D / H, K ``num_key_value_heads`` or H; untied by default."""
+    fields = _rotary_layernorm(r, kv_heads=None, head_dim=True, tie=False, factor=1.0)
+    attention_bias(r, fields, default=True)
+    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=True)
+    return fields
+
+
 FAMILIES = {
+    "jais2": jais2,
     "nemotron": nemotron,
     "persimmon": persimmon,
     "phi": phi,

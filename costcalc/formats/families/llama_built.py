@@ -1,0 +1,124 @@
+"""Families transformers builds as Llama (``LlamaForCausalLM`` itself, or a copy of its layers):
+internlm3, exaone (EXAONE 3), iquestcoder, cwm, ministral3 and granite_swa. Each is the shared
+layout of :func:`~costcalc.formats.families.llama.llama_layout` and nothing else, except that
+GraniteSWA's attention keeps a learned sink logit per query head (``self_attn.sinks``, H). They
+differ in their defaults, in the names of their bias switches and in which layers slide
+(transformers 5.24, ``models/<family>/configuration_<family>.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costcalc.formats import hf_layers
+from costcalc.formats.families.llama import llama_layout
+from costcalc.formats.hf_reader import Reader
+
+
+def _biases(
+    r: Reader, fields: dict[str, Any], attention: str = "attention_bias", mlp: str = "mlp_bias"
+) -> None:
+    """q/k/v/o carry a bias when ``attention_bias`` (or the family's alias ``attention``) says so,
+    gate/up/down when ``mlp_bias`` (or ``mlp``) does; both default false (LlamaForCausalLM)."""
+    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
+        ("qkv_bias", "attn_out_bias"), "attention_bias", attention, default=False
+    )
+    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", mlp, default=False)
+
+
+def internlm3(r: Reader) -> dict[str, Any]:
+    """InternLM3 (LlamaForCausalLM with InternLM3Config): 2 key/value heads and ``head_dim`` 128
+    unless given (null: D / H); q/k/v/o bias when ``qkv_bias`` (``attention_bias``), gate/up/down
+    when ``bias`` (``mlp_bias``), both default false; untied by default."""
+    fields = llama_layout(r, kv_heads=2)
+    fields["head_dim"] = r.nullable("head_dim", "head_dim", 128)
+    _biases(r, fields, "qkv_bias", "bias")
+    return fields
+
+
+EXAONE_SIZES: dict[str, Any] = {
+    "vocab_size": 102_400,
+    "d_model": 4096,
+    "n_layers": 32,
+    "n_heads": 32,
+    "context_length": 4096,
+    "ffn_hidden": 14_336,
+}
+"""ExaoneConfig's defaults (EXAONE-3.0-7.8B)."""
+
+
+def exaone(r: Reader) -> dict[str, Any]:
+    """EXAONE 3 / 3.5 (LlamaForCausalLM with ExaoneConfig): the layer count may be
+    ``num_layers`` and the activation ``activation_function``; 8 key/value heads unless given,
+    ``head_dim`` D / H unless given; no biases unless ``attention_bias``/``mlp_bias``; untied by
+    default. Every size has ExaoneConfig's default."""
+    fields = llama_layout(r, kv_heads=8, act_key="activation_function", sizes=EXAONE_SIZES)
+    fields["n_layers"] = r.value("n_layers", "num_hidden_layers", "num_layers", default=32)
+    _biases(r, fields)
+    return fields
+
+
+def iquestcoder(r: Reader) -> dict[str, Any]:
+    """IQuestCoder (LlamaForCausalLM with IQuestCoderConfig): 8 key/value heads and ``head_dim``
+    128 unless given (null: D / H); q/k/v/o bias when ``attention_bias``, gate/up/down when
+    ``mlp_bias`` (both default false); untied by default."""
+    fields = llama_layout(r, kv_heads=8)
+    fields["head_dim"] = r.nullable("head_dim", "head_dim", 128)
+    _biases(r, fields)
+    return fields
+
+
+def _full_first_of_four(n: int) -> hf_layers.Layout:
+    """Layer i attends fully when i % 4 == 0, else within the window (CWM, GraniteSWA)."""
+    return hf_layers.Layout([("full_attention", 1), ("sliding_attention", 3)], cycles=True)
+
+
+def _windows(r: Reader, fields: dict[str, Any], default: int) -> None:
+    """``sliding_window`` (the family's default; null or 0: none) on the layers ``layer_types``
+    marks sliding, else on all but every 4th from the first."""
+    window = r.nullable("sliding_window", "sliding_window", default) or None
+    hf_layers.attention_layers(r, fields, window, _full_first_of_four)
+
+
+def cwm(r: Reader) -> dict[str, Any]:
+    """CwmForCausalLM (Code World Model): 8 key/value heads and ``head_dim`` 128 unless given,
+    gate/up/down bias when ``mlp_bias`` (default false), no attention bias; untied by default.
+    Windows of ``sliding_window`` (default 8,192) as ``layer_types`` says, else every layer but
+    each 4th from the first."""
+    fields = llama_layout(r, kv_heads=8, head_dim=128)
+    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    _windows(r, fields, 8192)
+    return fields
+
+
+def ministral3(r: Reader) -> dict[str, Any]:
+    """Ministral3ForCausalLM (Ministral 3): 8 key/value heads and ``head_dim`` 128 unless given
+    (null: D / H), no biases, untied by default; every layer attends within ``sliding_window``
+    when it is set (default none; ``layer_types`` is not read by this model)."""
+    fields = llama_layout(r, kv_heads=8)
+    fields["head_dim"] = r.nullable("head_dim", "head_dim", 128)
+    fields["sliding_window"] = r.value("sliding_window", "sliding_window", default=None)
+    return fields
+
+
+def granite_swa(r: Reader) -> dict[str, Any]:
+    """GraniteSWAForCausalLM: Granite's layout (q/k/v/o bias when ``attention_bias``,
+    gate/up/down when ``mlp_bias``; its multipliers hold no parameters) with a learned sink
+    logit per query head in every attention, 4 key/value heads unless given, tied by default.
+    Windows of ``sliding_window`` (default 128) as ``layer_types`` says, else every layer but
+    each 4th from the first."""
+    fields = llama_layout(r, kv_heads=4, tie=True)
+    _biases(r, fields)
+    fields["attention_sinks"] = True
+    _windows(r, fields, 128)
+    return fields
+
+
+FAMILIES = {
+    "cwm": cwm,
+    "exaone": exaone,
+    "granite_swa": granite_swa,
+    "internlm3": internlm3,
+    "iquestcoder": iquestcoder,
+    "ministral3": ministral3,
+}
