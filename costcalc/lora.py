@@ -163,14 +163,17 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "embed_positions": "positions_embed",
         },
     ),
-    "gpt_neox": _names(
-        {"attn": "attention"},
-        {
-            "attn.qkv_proj": "attention.query_key_value",
-            "attn.o_proj": "attention.dense",
-            "embed_tokens": "embed_in",
-            **NEOX_MLP,
-        },
+    **dict.fromkeys(
+        ("gpt_neox", "gpt_neox_japanese"),
+        _names(
+            {"attn": "attention"},
+            {
+                "attn.qkv_proj": "attention.query_key_value",
+                "attn.o_proj": "attention.dense",
+                "embed_tokens": "embed_in",
+                **NEOX_MLP,
+            },
+        ),
     ),
     **dict.fromkeys(
         ("bloom", "falcon"),
@@ -198,8 +201,15 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "mlp.down_proj": "mlp.fc2",
         }
     ),
-    "opt": _names(
-        renames={"attn.o_proj": "self_attn.out_proj", "mlp.up_proj": "fc1", "mlp.down_proj": "fc2"}
+    **dict.fromkeys(
+        ("opt", "xglm", "biogpt"),
+        _names(
+            renames={
+                "attn.o_proj": "self_attn.out_proj",
+                "mlp.up_proj": "fc1",
+                "mlp.down_proj": "fc2",
+            }
+        ),
     ),
     "gpt_neo": _names(
         {"attn": "attn.attention"},
@@ -210,14 +220,17 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "embed_positions": "wpe",
         },
     ),
-    "gptj": _names(
-        {"attn": "attn"},
-        {
-            "attn.o_proj": "attn.out_proj",
-            "mlp.up_proj": "mlp.fc_in",
-            "mlp.down_proj": "mlp.fc_out",
-            "embed_tokens": "wte",
-        },
+    **dict.fromkeys(
+        ("gptj", "codegen"),
+        _names(
+            {"attn": "attn"},
+            {
+                "attn.o_proj": "attn.out_proj",
+                "mlp.up_proj": "mlp.fc_in",
+                "mlp.down_proj": "mlp.fc_out",
+                "embed_tokens": "wte",
+            },
+        ),
     ),
     "mpt": _names(
         {"attn": "attn", "mlp": "ffn"},

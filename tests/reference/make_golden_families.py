@@ -119,6 +119,10 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("jais-2-8b", ("jais-2-8b", False, "meta")),
         ("nanochat-d32", ("nanochat-d32", False, "meta")),
         ("granite-swash-2b", ("granite-swash-2b", False, "meta")),
+        ("codegen-350m-mono", ("codegen-350m-mono", False, "meta")),
+        ("xglm-564m", ("xglm-564m", False, "meta")),
+        ("biogpt", ("biogpt", False, "meta")),
+        ("gpt-neox-japanese-2.7b", ("gpt-neox-japanese-2.7b", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),

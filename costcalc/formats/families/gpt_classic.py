@@ -1,5 +1,5 @@
-"""Hugging Face families of the GPT-2 generation with LayerNorm and a plain MLP: gptj, gpt_neo,
-gpt_bigcode, bloom and mpt.
+"""Hugging Face families of the GPT-2 generation with LayerNorm and a plain MLP: gptj, codegen,
+gpt_neo, gpt_bigcode, bloom and mpt.
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names the tensors the family's modeling code builds (transformers
@@ -34,6 +34,15 @@ def gptj(r: Reader) -> dict[str, Any]:
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
     )
     fields["rotary_dim"] = r.value("rotary_dim", "rotary_dim", default=64)
+    return fields
+
+
+def codegen(r: Reader) -> dict[str, Any]:
+    """CodeGenForCausalLM: GPT-J's layout (one ``ln_1`` per block, ``fc_in``/``fc_out`` with
+    biases, ``lm_head`` WITH a bias, untied by default, rotary on ``rotary_dim``, default 64)
+    with q/k/v fused into ``attn.qkv_proj`` (D x 3D, no bias)."""
+    fields = gptj(r)
+    fields["fused_qkv"] = True
     return fields
 
 
@@ -199,6 +208,7 @@ def mpt(r: Reader) -> dict[str, Any]:
 
 FAMILIES = {
     "bloom": bloom,
+    "codegen": codegen,
     "gpt_bigcode": gpt_bigcode,
     "gpt_neo": gpt_neo,
     "gptj": gptj,

@@ -1,5 +1,5 @@
 """Hugging Face families with LayerNorm (weight and bias) and a plain two-matrix MLP:
-gpt2, openai-gpt, gpt_neox and opt.
+gpt2, openai-gpt, gpt_neox, gpt_neox_japanese and opt.
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names the tensors the family's modeling code builds (transformers
@@ -71,6 +71,35 @@ def gpt_neox(r: Reader) -> dict[str, Any]:
     return fields
 
 
+def gpt_neox_japanese(r: Reader) -> dict[str, Any]:
+    """GPTNeoXJapaneseForCausalLM: ``embed_in`` (V x D); per block ``input_layernorm``,
+    ``post_attention_layernorm``, ``attention.query_key_value`` (D x 3D) and ``attention.dense``
+    (D x D), no biases, except a ``dense_bias`` (D) in the LAST layer's attention only;
+    ``mlp.dense_h_to_4h`` (D x h), ``mlp.dense_4h_to_h`` (h x D), no biases, h =
+    ``int(D x intermediate_multiple_size)`` (default 4); ``final_layer_norm``; ``embed_out``
+    (V x D, no bias), tied by default. Rotary on ``partial_rotary_factor`` (or ``rotary_pct``,
+    default 1) of each head."""
+    fields = standard_sizes(r)
+    multiple = r.value("ffn_hidden", "intermediate_multiple_size", default=4)
+    width = fields["d_model"]
+    if isinstance(width, int) and isinstance(multiple, int | float) and multiple > 0:
+        fields["ffn_hidden"] = int(width * multiple)
+    fields.update(
+        position="rotary",
+        qkv_bias=False,
+        attn_out_bias=False,
+        ffn_bias=False,
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
+    )
+    fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor", "rotary_pct"), 1.0)
+    n = fields["n_layers"]
+    if isinstance(n, int) and n > 1:
+        fields["layers"] = [{"count": n - 1}, {"count": 1, "attn_out_bias": True}]
+    elif n == 1:
+        fields["attn_out_bias"] = True
+    return fields
+
+
 def opt(r: Reader) -> dict[str, Any]:
     """OPTForCausalLM: ``embed_tokens`` (V x E, E = ``word_embed_proj_dim``, default D),
     ``embed_positions`` ((max_position_embeddings + 2) x D: OPT's learned table keeps an offset
@@ -101,6 +130,7 @@ def opt(r: Reader) -> dict[str, Any]:
 FAMILIES = {
     "gpt2": gpt2,
     "gpt_neox": gpt_neox,
+    "gpt_neox_japanese": gpt_neox_japanese,
     "openai-gpt": openai_gpt,
     "opt": opt,
 }
