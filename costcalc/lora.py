@@ -140,7 +140,8 @@ LLAMA_FAMILIES = (
 )
 
 DENSE_LLAMA_FAMILIES = (
-    "cwm exaone gemma4_text glm granite_swa internlm3 iquestcoder jais2 ministral3 olmo vaultgemma"
+    "cwm exaone gemma4_text glm granite_swa internlm3 iquestcoder jais2 mellum ministral3 olmo "
+    "vaultgemma youtu"
 )
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 
@@ -148,6 +149,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     **dict.fromkeys(LLAMA_FAMILIES.split(), LLAMA),
     **dict.fromkeys(DENSE_LLAMA_FAMILIES.split(), LLAMA),
     "nanochat": _names(renames={"mlp.up_proj": "mlp.fc1", "mlp.down_proj": "mlp.fc2"}),
+    "solar_open": DEEPSEEK,
     "mixtral": _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED),
     **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next"), QWEN2_MOE),
     **dict.fromkeys(("deepseek_v2", "deepseek_v3", "glm4_moe", "ernie4_5_moe"), DEEPSEEK),

@@ -123,6 +123,9 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("xglm-564m", ("xglm-564m", False, "meta")),
         ("biogpt", ("biogpt", False, "meta")),
         ("gpt-neox-japanese-2.7b", ("gpt-neox-japanese-2.7b", False, "meta")),
+        ("youtu-llm-2b", ("youtu-llm-2b", False, "meta")),
+        ("solar-open-100b", ("solar-open-100b", False, "meta")),
+        ("mellum2-12b-a2.5b", ("mellum2-12b-a2.5b", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),

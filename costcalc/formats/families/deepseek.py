@@ -1,5 +1,6 @@
 """DeepSeek-V2 and DeepSeek-V3: multi-head latent attention (MLA) and a mixture of experts after
-``first_k_dense_replace`` dense layers (transformers 5.24, ``models/deepseek_v2``, ``deepseek_v3``).
+``first_k_dense_replace`` dense layers (transformers 5.24, ``models/deepseek_v2``, ``deepseek_v3``);
+Youtu-LLM: the same attention with a dense MLP in every layer (``models/youtu``).
 
 Per block: ``input_layernorm`` and ``post_attention_layernorm`` (RMSNorm, D); ``self_attn``:
 ``q_a_proj`` (D -> q rank, bias when ``attention_bias``), ``q_a_layernorm`` (q rank),
@@ -32,12 +33,10 @@ MLA_DEFAULTS: dict[str, int | None] = {
 """The attention sizes' defaults, the same in ``DeepseekV2Config`` and ``DeepseekV3Config``."""
 
 
-def _deepseek(
-    r: Reader, experts: tuple[int, int | None], moe_hidden: int, shared: int, dense: int
-) -> dict[str, Any]:
-    """The layout both versions share, with each version's MoE defaults: experts and top-k,
-    expert width, shared experts, dense layers first."""
-    fields = llama_layout(r)
+def mla_layout(r: Reader, tie: bool = False) -> dict[str, Any]:
+    """The shared layout with MLA instead of Llama's attention: the sizes above with their
+    defaults, biases as ``attention_bias`` says, a dense SwiGLU MLP of ``intermediate_size``."""
+    fields = llama_layout(r, tie=tie)
     for name in ("n_kv_heads", "head_dim"):  # MLA has no per-head keys of its own
         fields.pop(name)
     r.forget("n_kv_heads", "head_dim")
@@ -46,6 +45,15 @@ def _deepseek(
     fields["q_lora_rank"] = r.nullable("q_lora_rank", "q_lora_rank", MLA_DEFAULTS["q_lora_rank"])
     for field in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
         fields[field] = r.value(field, field, default=MLA_DEFAULTS[field])
+    return fields
+
+
+def _deepseek(
+    r: Reader, experts: tuple[int, int | None], moe_hidden: int, shared: int, dense: int
+) -> dict[str, Any]:
+    """The layout both versions share, with each version's MoE defaults: experts and top-k,
+    expert width, shared experts, dense layers first."""
+    fields = mla_layout(r)
     moe = routed_experts(
         r,
         ("n_routed_experts", "num_local_experts", "num_experts"),
@@ -74,7 +82,15 @@ def deepseek_v2(r: Reader) -> dict[str, Any]:
     return _deepseek(r, experts=(64, None), moe_hidden=1407, shared=2, dense=0)
 
 
+def youtu(r: Reader) -> dict[str, Any]:
+    """YoutuForCausalLM (Youtu-LLM): DeepSeek-V3's attention (the same MLA sizes and defaults;
+    ``rope_interleave`` changes no parameter) and a dense SwiGLU ``mlp`` of
+    ``intermediate_size`` in every layer; tied by default."""
+    return mla_layout(r, tie=True)
+
+
 FAMILIES = {
     "deepseek_v2": deepseek_v2,
     "deepseek_v3": deepseek_v3,
+    "youtu": youtu,
 }
