@@ -1,7 +1,8 @@
 """Families transformers builds as Llama (``LlamaForCausalLM`` itself, or a copy of its layers):
-internlm3, exaone (EXAONE 3), iquestcoder, cwm, ministral3 and granite_swa. Each is the shared
-layout of :func:`~costcalc.formats.families.llama.llama_layout` and nothing else, except that
-GraniteSWA's attention keeps a learned sink logit per query head (``self_attn.sinks``, H). They
+internlm3, exaone (EXAONE 3), iquestcoder, cwm, ministral3, granite_swa and hunyuan_v1_dense.
+Each is the shared layout of :func:`~costcalc.formats.families.llama.llama_layout` and nothing
+else, except that GraniteSWA's attention keeps a learned sink logit per query head
+(``self_attn.sinks``, H) and Hunyuan's normalises queries and keys per head. They
 differ in their defaults, in the names of their bias switches and in which layers slide
 (transformers 5.24, ``models/<family>/configuration_<family>.py``).
 """
@@ -12,7 +13,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.hf_reader import Reader, attention_bias
 
 
 def _biases(
@@ -114,10 +115,22 @@ def granite_swa(r: Reader) -> dict[str, Any]:
     return fields
 
 
+def hunyuan_v1_dense(r: Reader) -> dict[str, Any]:
+    """HunYuanDenseV1ForCausalLM (Hunyuan-MT, Hunyuan dense): the shared layout plus an RMSNorm
+    of head_dim on queries and on keys (``query_layernorm``, ``key_layernorm``); q/k/v/o bias
+    when ``attention_bias`` (default false), none in the MLP; key/value heads default to the
+    heads, ``head_dim`` to D / H; untied by default. Its rotary scaling holds no parameters."""
+    fields = llama_layout(r)
+    attention_bias(r, fields)
+    fields["qk_norm"] = "head"
+    return fields
+
+
 FAMILIES = {
     "cwm": cwm,
     "exaone": exaone,
     "granite_swa": granite_swa,
+    "hunyuan_v1_dense": hunyuan_v1_dense,
     "internlm3": internlm3,
     "iquestcoder": iquestcoder,
     "ministral3": ministral3,
