@@ -34,6 +34,8 @@ SEVERAL = {
     "heads": ["heads", "--d", "12288"],
     "heads-check": ["heads", "--d", "4096", "--h", "7", "--kv-heads", "8"],
     "presets": ["presets"],
+    "plan-inference": ["plan", "-p", "llama-3.1-8b", "-p", "qwen2.5-0.5b", "--gpu", "h100-sxm",
+                       "--prompt", "100", "--generate", "28", "-B", "8"],
     "check": ["check", str(ROOT / "presets"), "--max-params", "1T"],
 }  # fmt: skip
 
@@ -108,6 +110,7 @@ def _csv(cli: Invoke, *args: str) -> list[dict[str, str]]:
         ["scale", "--d", "256", "512", "1024"],
         ["heads", "--d", "768"],
         ["presets"],
+        ["plan", "-p", "gpt2-small", "-p", "qwen2.5-0.5b", "--gpu", "l4", "--prompt", "64"],
     ],
 )  # fmt: skip
 def test_csv_loads_into_integers(cli: Invoke, args: list[str]) -> None:
@@ -210,7 +213,12 @@ def test_schema_and_presets_show_take_json(cli: Invoke, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [["memory", "-p", "gpt2-small", "--train", "-T", "128"], ["scale", "--d", "256", "512"]]
+    "args",
+    [
+        ["memory", "-p", "gpt2-small", "--train", "-T", "128"],
+        ["scale", "--d", "256", "512"],
+        ["plan", "-p", "gpt2-small", "--gpu", "l4", "--prompt", "64"],
+    ],
 )
 def test_markdown_leaves_charts_out(cli: Invoke, args: list[str]) -> None:
     md = cli(*args, "--format", "markdown").stdout
