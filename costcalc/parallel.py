@@ -410,11 +410,9 @@ def rank_report(
     )
 
 
-def per_gpu_report(
-    spec: ModelSpec, report: MemoryReport, plan: ParallelPlan
-) -> tuple[int, MemoryReport]:
-    """The pipeline stage whose rank holds the most (the first such stage), and that rank's
-    report. Errors: training not asked for, or a factored optimizer under ZeRO."""
+def stage_reports(spec: ModelSpec, report: MemoryReport, plan: ParallelPlan) -> list[MemoryReport]:
+    """One rank's report of every pipeline stage, first to last. Errors: training not asked
+    for, or a factored optimizer under ZeRO."""
     setup = report.setup
     if not setup.train:
         raise UsageError("--gpus, --zero, --fsdp, --tp and --pp plan training: add --train")
@@ -423,6 +421,4 @@ def per_gpu_report(
             f"ZeRO and FSDP partition per-element optimizer state; {setup.optimizer}'s factored "
             f"state has no such partition: use {', '.join(SHARDABLE_OPTIMIZERS)}"
         )
-    reports = [rank_report(spec, report, plan, stage) for stage in range(plan.pp)]
-    largest = max(range(plan.pp), key=lambda stage: reports[stage].bytes_total)
-    return largest, reports[largest]
+    return [rank_report(spec, report, plan, stage) for stage in range(plan.pp)]

@@ -28,6 +28,8 @@ SEVERAL = {
     "params-layered": ["params", "-p", "deepseek-v3", "-p", "gpt-oss-20b", "-p", "gemma-3-1b"],
     "memory": ["memory", "-p", "llama-3.1-8b", "-p", "qwen2.5-7b", "--train", "-T", "8192",
                "-B", "8", "--fits", "80GB"],
+    "memory-parallel": ["memory", "-p", "llama-3.1-8b", "--train", "-T", "4096", "--gpus", "16",
+                        "--tp", "2", "--pp", "4", "--zero", "1", "--gpu", "h100-sxm"],
     "memory-inference": ["memory", "-p", "deepseek-v3", "-p", "gpt-oss-120b", "-B", "64"],
     "scale": ["scale", "--d", "256", "1024", "4096", "16384", "65536", "-T", "512"],
     "scale-preset": ["scale", "-p", "llama-3.1-8b", "--length", "1024", "8192", "131072"],

@@ -18,6 +18,14 @@ if TYPE_CHECKING:
     from costcalc.units import UnitSystem
 
 BAR_WIDTH = 30
+STACK_WIDTH = 24
+"""Cells of a stacked per-GPU bar (narrower, so a 60-column terminal shows it whole)."""
+STACK_GLYPHS: dict[str, str] = {
+    "weights": "█",
+    "gradients": "▓",
+    "optimizer": "▒",
+    "activations": "░",
+}
 UNIT_HEADERS = {"si": "SI (10^3)", "iec": "binary (2^10)"}
 PARALLEL_PANEL = "Parallelism (with --train)"
 ATTENTION_HELP = (
@@ -302,7 +310,55 @@ def memory_grids(result: MemoryResult, system: UnitSystem, explain: bool = False
         )
     bars = [[c.label, format_percent(result.share(c)), bar(result.share(c))] for c in components]
     chart = Grid(f"Where {result.model.name}'s memory goes", ["", "share", ""], bars, chart=True)
+    if result.plan is not None:
+        return [*grids, chart, _stage_chart(result, system)]
     return [*grids, chart]
+
+
+def stacked_bar(parts: list[int], glyphs: list[str], scale: int, width: int = STACK_WIDTH) -> str:
+    """``parts`` one after another on a bar of ``width`` cells for ``scale`` bytes, each ending
+    at the cell nearest its running total (so the bar's length is the sum's), the rest dots."""
+    cells, running, end = "", 0, 0
+    for part, glyph in zip(parts, glyphs, strict=True):
+        running += part
+        stop = int(Fraction(running * width, scale) + Fraction(1, 2)) if scale else 0
+        cells += glyph * (stop - end)
+        end = stop
+    return cells + "·" * (width - end)
+
+
+def _stage_chart(result: MemoryResult, system: UnitSystem) -> Grid:
+    """One GPU of each pipeline stage as a bar stacked by component, against the device memory
+    when one is given."""
+    from costcalc.memory_results import stacked_parts
+    from costcalc.render import Grid
+
+    plan = result.plan
+    assert plan is not None
+    stages = [stacked_parts(report) for report in result.stages]
+    totals = [report.bytes_total for report in result.stages]
+    scale = max([*totals, result.capacity or 0])
+    glyphs = [STACK_GLYPHS[name] for name, _ in stages[0]]
+    rows = []
+    for number, (parts, total) in enumerate(zip(stages, totals, strict=True), 1):
+        label = f"stage {number}" if plan.pp > 1 else "each GPU"
+        bytes_ = [b for _, b in parts]
+        rows.append([label, _human(total, system), stacked_bar(bytes_, glyphs, scale)])
+    if result.capacity is not None:
+        rows.append(
+            [
+                "GPU memory",
+                _human(result.capacity, system),
+                stacked_bar([result.capacity], ["─"], scale),
+            ]
+        )
+    legend = ", ".join(f"{glyph} {name}" for name, glyph in STACK_GLYPHS.items())
+    notes = [
+        f"{legend} (optimizer with the fp32 master weights; activations with the logits). "
+        + ("One GPU of each pipeline stage." if plan.pp > 1 else "Every GPU holds the same.")
+    ]
+    title = f"Memory per GPU of {result.model.name}, by component"
+    return Grid(title, ["", "total", ""], rows, notes, chart=True)
 
 
 def _mode(result: MemoryResult) -> str:
