@@ -256,6 +256,7 @@ def parallel_dict(plan: ParallelPlan, stage: int, setup: MemorySetup) -> dict[st
         "tensor_parallel": plan.tp,
         "pipeline_parallel": plan.pp,
         "sequence_parallel": plan.sp,
+        "expert_parallel": plan.ep,
         "micro_batches": plan.micro_batches or plan.pp,
         "pipeline_stage": stage,
         "activation_formula": parallel_activation_formula(plan, setup.recompute, setup.attention),

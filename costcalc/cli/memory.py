@@ -177,6 +177,16 @@ def memory(
             rich_help_panel=PARALLEL_PANEL,
         ),
     ] = None,
+    ep: Annotated[
+        int | None,
+        typer.Option(
+            "--ep",
+            metavar="E",
+            help="Expert parallel over E of the data-parallel ranks: X / E experts of each MoE "
+            "layer per GPU.",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = None,
     units: UnitsOption = "iec",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
@@ -206,11 +216,11 @@ def memory(
             attention=attention,
         )
         capacity = device_capacity(fits, gpu)
-        given = (gpus, zero, fsdp, node_gpus, tp, pp, sp or None, micro_batches)
+        given = (gpus, zero, fsdp, node_gpus, tp, pp, sp or None, micro_batches, ep)
         plan = (
             None
             if all(v is None for v in given)
-            else parallel_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches)
+            else parallel_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep)
         )
         if plan is not None and explain:
             raise UsageError(
@@ -378,7 +388,7 @@ def _notes(result: MemoryResult) -> list[str]:
         result.model.spec, setup.batch, report.length, setup.recompute, setup.attention
     )
     if result.plan is not None:
-        if result.plan.tp > 1 or result.plan.pp > 1:
+        if result.plan.tp > 1 or result.plan.pp > 1 or result.plan.ep > 1:
             notes = notes[1:]  # the activation formula is the parallel note's
         notes.append(_parallel_note(result))
     if report.elements_optimizer_steps:
@@ -387,6 +397,12 @@ def _notes(result: MemoryResult) -> list[str]:
             "one per parameter tensor (torch keeps them on the host unless fused)."
         )
     return notes
+
+
+def _experts_per_rank(spec: ModelSpec, ep: int) -> str:
+    """X / E for each MoE layer's expert count X ("2", or "2 or 4" when layers differ)."""
+    counts = sorted({s.moe_experts for s in spec.stacks if s.moe_experts is not None})
+    return " or ".join(f"{count // ep:,}" for count in counts)
 
 
 def _parallel_note(result: MemoryResult) -> str:
@@ -401,7 +417,7 @@ def _parallel_note(result: MemoryResult) -> str:
     plan, setup = result.plan, result.report.setup
     assert plan is not None
     note = ""
-    if plan.tp > 1 or plan.pp > 1:
+    if plan.tp > 1 or plan.pp > 1 or plan.ep > 1:
         spec = result.model.spec
         note = (
             f"Tensor parallel over {plan.tp} (Megatron-LM: q/k/v, FFN gate/up and down, "
@@ -409,7 +425,15 @@ def _parallel_note(result: MemoryResult) -> str:
             f"{padded_vocab(spec, plan.tp):,} = a multiple of 128 x {plan.tp}); pipeline stage "
             f"{result.stage + 1} of {plan.pp} (the largest; {spec.n_layers // plan.pp} layers "
             f"each), {plan.in_flight(result.stage)} micro-batches in flight (1F1B, Narayanan "
-            "et al. 2021). Activations per GPU, ESTIMATE: "
+            "et al. 2021). "
+            + (
+                f"Expert parallel over {plan.ep}: {_experts_per_rank(spec, plan.ep)} experts of "
+                "each MoE layer per GPU, each split as the TP ranks split a dense FFN; routers "
+                "and shared experts whole. "
+                if plan.ep > 1
+                else ""
+            )
+            + "Activations per GPU, ESTIMATE: "
             f"{parallel_activation_formula(plan, setup.recompute, setup.attention)} "
             "(Korthikanti et al. 2022, Table 2). "
         )
