@@ -14,6 +14,11 @@ floor(u x memory) bytes; what the weights leave of it holds the cache: the KV ca
 the recurrent state of each sequence. The largest batch at a context and the largest context at
 a batch are found by bisection over exact byte counts (the cache only grows with either), so the
 work grows with the digits of the answer, not its size.
+
+Tensor parallel over T GPUs (``tp``): each GPU holds and reads its Megatron-LM shard of the
+weights (:func:`costcalc.parallel.rank_tensors`, vocab padded to 128 x T), 1 / T of the cache
+(the key/value heads divide over T), and does 1 / T of the FLOPs (rounded up; the norms it
+repeats on every GPU and the all-reduces between them are not counted).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from costcalc.macs import (
 from costcalc.memory import kv_cache_bytes, state_bytes, weight_bytes
 from costcalc.params import total_params
 from costcalc.spec import ModelSpec
-from costcalc.units import MAX_DIGITS
+from costcalc.units import MAX_DIGITS, dtype_bytes
 
 KAPLAN_RULE = "6 x parameters x tokens (Kaplan et al. 2020, rule of thumb)"
 CHINCHILLA_TOKENS_PER_PARAM = 20
@@ -169,17 +174,31 @@ class DecodeStep:
         return self.batch / self.seconds
 
 
+def gpu_weight_bytes(spec: ModelSpec, dtype: str, tp: int = 1) -> int:
+    """The weights one of T tensor-parallel GPUs holds: all of them at T = 1, else its shard
+    (an error when the heads do not divide over T)."""
+    if tp == 1:
+        return weight_bytes(spec, dtype)
+    from costcalc.parallel import parallel_plan, rank_tensors
+
+    tensors = rank_tensors(spec, parallel_plan(None, None, None, None, tp), 0)
+    return dtype_bytes(sum(t.elements for t in tensors), dtype)
+
+
 def decode_step(
-    spec: ModelSpec, gpu: Gpu, dtype: str, kv_dtype: str, batch: int, context: int
+    spec: ModelSpec, gpu: Gpu, dtype: str, kv_dtype: str, batch: int, context: int, tp: int = 1
 ) -> DecodeStep:
-    """The step that decodes the token at position ``context`` - 1 of B sequences: it reads the
-    weights and the cache at ``context`` tokens and does 2 x its decoding MACs."""
+    """The step that decodes the token at position ``context`` - 1 of B sequences on one of T
+    GPUs: it reads the GPU's weights and cache at ``context`` tokens and does 2 x its decoding
+    MACs / T."""
     recurrent = any(stack.recurrent for stack in spec.stacks)
+    macs = None if recurrent else decode_token_macs(spec, context - 1, batch)
     return DecodeStep(
         batch=batch,
-        step_bytes=weight_bytes(spec, dtype) + cache_bytes(spec, batch, context, kv_dtype),
+        step_bytes=gpu_weight_bytes(spec, dtype, tp)
+        + cache_bytes(spec, batch, context, kv_dtype, tp),
         bandwidth=gpu.memory_bandwidth(),
-        step_flops=None if recurrent else flops(decode_token_macs(spec, context - 1, batch)),
+        step_flops=None if macs is None else -(-flops(macs) // tp),
         peak=gpu.peak(dtype),
     )
 
@@ -206,23 +225,33 @@ class Roofline:
 
 
 def roofline(
-    spec: ModelSpec, gpu: Gpu, dtype: str, kv_dtype: str, batch: int, prompt: int, context: int
+    spec: ModelSpec,
+    gpu: Gpu,
+    dtype: str,
+    kv_dtype: str,
+    batch: int,
+    prompt: int,
+    context: int,
+    tp: int = 1,
 ) -> Roofline:
-    """Prefill of B prompts of ``prompt`` tokens; decode steps at ``context`` cached tokens."""
+    """Prefill of B prompts of ``prompt`` tokens; decode steps at ``context`` cached tokens; on
+    one of T GPUs, 1 / T of the FLOPs."""
+    decode = decode_step(spec, gpu, dtype, kv_dtype, batch, context, tp)
     return Roofline(
-        prefill_flops=flops(forward_macs(spec, batch, prompt)),
+        prefill_flops=-(-flops(forward_macs(spec, batch, prompt)) // tp),
         peak=gpu.peak(dtype),
-        decode=decode_step(spec, gpu, dtype, kv_dtype, batch, context),
+        decode=decode,
     )
 
 
 # --------------------------------------------------------------------------- what fits
 
 
-def cache_bytes(spec: ModelSpec, batch: int, context: int, kv_dtype: str) -> int:
-    """What B sequences of ``context`` tokens keep beside the weights: the KV cache and the
-    recurrent state, both in ``kv_dtype``."""
-    return kv_cache_bytes(spec, batch, context, kv_dtype) + state_bytes(spec, batch, kv_dtype)
+def cache_bytes(spec: ModelSpec, batch: int, context: int, kv_dtype: str, tp: int = 1) -> int:
+    """What B sequences of ``context`` tokens keep beside the weights on one of T GPUs: the KV
+    cache and the recurrent state, both in ``kv_dtype``, / T (rounded up)."""
+    whole = kv_cache_bytes(spec, batch, context, kv_dtype) + state_bytes(spec, batch, kv_dtype)
+    return -(-whole // tp)
 
 
 def _largest(fits: Callable[[int], bool], high: int) -> int:
@@ -266,24 +295,26 @@ def cache_fit(
     kv_dtype: str,
     batch: int,
     context: int,
+    tp: int = 1,
 ) -> CacheFit:
     """Budget floor(u x memory); the largest B with cache(B, context) <= budget - weights, and
-    the largest T <= the model's context length with cache(batch, T) <= budget - weights."""
+    the largest T <= the model's context length with cache(batch, T) <= budget - weights (each
+    one GPU's share of T)."""
     budget = math.floor(utilisation * gpu.memory_bytes)
-    weights = weight_bytes(spec, dtype)
+    weights = gpu_weight_bytes(spec, dtype, tp)
     free = budget - weights
     positions = spec.context_length
-    per_sequence = cache_bytes(spec, 1, context, kv_dtype)
+    per_sequence = cache_bytes(spec, 1, context, kv_dtype, tp)
     largest_batch: int | None = None
     if free < 0:
         largest_batch = 0
-    elif per_sequence:  # each sequence adds at least one bit: 8 x free + 1 do not fit
+    elif per_sequence:  # each adds at least one bit / T: 8 x T x free + 1 do not fit
         largest_batch = _largest(
-            lambda b: cache_bytes(spec, b, context, kv_dtype) <= free, 8 * free + 1
+            lambda b: cache_bytes(spec, b, context, kv_dtype, tp) <= free, 8 * tp * free + 1
         )
     largest_context = (
-        _largest(lambda t: cache_bytes(spec, batch, t, kv_dtype) <= free, positions)
-        if free >= 0 and cache_bytes(spec, batch, 0, kv_dtype) <= free
+        _largest(lambda t: cache_bytes(spec, batch, t, kv_dtype, tp) <= free, positions)
+        if free >= 0 and cache_bytes(spec, batch, 0, kv_dtype, tp) <= free
         else 0
     )
     return CacheFit(budget, weights, context, batch, positions, largest_batch, largest_context)

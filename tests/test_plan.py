@@ -239,3 +239,47 @@ def test_plan_inference_json_and_table() -> None:
     assert "▓" in table and "█" in table
     bad = runner.invoke(app, [*args, "--memory-utilisation", "1.2"])
     assert bad.exit_code == 2 and "memory utilisation '1.2'" in bad.output
+
+
+def test_tensor_parallel_roofline_by_hand() -> None:
+    """Llama-3.1-8B over 4 L4s: V = 128,256 pads to 128,512 (251 x 512), 32,128 rows a GPU; a
+    layer holds its two norms and a quarter of q, k, v, o and the FFN; 1 / 4 of the cache."""
+    spec = load_preset("llama-3.1-8b").spec
+    l4 = find_gpu("l4")
+    layer = 2 * 4096 + (2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 14336 * 4096) // 4
+    params = 32 * layer + 2 * 32_128 * 4096 + 4096
+    assert 2 * params == 4_016_578_560
+    fit = cache_fit(spec, l4, NINE_TENTHS, "bf16", "bf16", batch=1, context=1024, tp=4)
+    assert fit.weights == 4_016_578_560
+    assert fit.free == 21_600_000_000 - 4_016_578_560 == 17_583_421_440
+    per_sequence = 1024 * 131_072 // 4  # 33,554,432 bytes of each sequence's cache a GPU
+    assert fit.largest_batch == 17_583_421_440 // per_sequence == 524
+    step = decode_step(spec, l4, "bf16", "bf16", 1, 1024, tp=4)
+    assert step.step_bytes == 4_016_578_560 + per_sequence == 4_050_132_992
+    assert step.step_flops == -(-2 * decode_token_macs(spec, 1023) // 4)
+    assert step.seconds == Fraction(4_050_132_992, 300 * 10**9)  # memory-bound at 300 GB/s
+    r = roofline(spec, l4, "bf16", "bf16", 1, 1000, 1024, tp=4)
+    assert r.prefill_flops == -(-2 * forward_macs(spec, 1, 1000) // 4)
+    with pytest.raises(UsageError, match="32 attention heads do not divide over 3"):
+        cache_fit(spec, l4, NINE_TENTHS, "bf16", "bf16", 1, 1024, tp=3)
+
+
+def test_plan_tp_cli() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from costcalc.cli.app import app
+
+    runner = CliRunner()
+    args = ["plan", "-p", "llama-3.1-8b", "--gpu", "l4", "--prompt", "1000", "--generate", "24"]
+    result = runner.invoke(app, [*args, "--tp", "4", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    inference = json.loads(result.stdout)["inference"]
+    assert inference["tensor_parallel"] == 4
+    assert inference["decode_step_bytes"] == 4_050_132_992
+    assert inference["fit"]["largest_batch"] == 524
+    table = runner.invoke(app, [*args, "--tp", "4"], env={"COLUMNS": "120"}).stdout
+    assert "4 x l4" in table and "4,050,132,992" in table and "4,016,578,560" in table
+    bad = runner.invoke(app, [*args, "--tp", "3"])
+    assert bad.exit_code == 2 and "do not divide over 3" in bad.output

@@ -57,6 +57,15 @@ def plan(
             "gpu_memory_utilization), like 0.9 or 90%.",
         ),
     ] = "0.9",
+    tp: Annotated[
+        int,
+        typer.Option(
+            "--tp",
+            metavar="T",
+            help="Inference tensor parallel over T GPUs: each holds and reads its shard of the "
+            "weights and 1 / T of the cache (Megatron-LM's layout).",
+        ),
+    ] = 1,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Training FLOPs for --tokens from costcalc's exact MACs (6N beside it), wall time and
@@ -72,7 +81,7 @@ def plan(
     with user_errors():
         device = find_gpu(gpu)
         check_dtype(dtype)
-        counts = {"gpus": gpus, "length": length, "batch": batch, "generate": generate}
+        counts = {"gpus": gpus, "length": length, "batch": batch, "generate": generate, "tp": tp}
         for name, value in {**counts, "prompt": prompt}.items():
             if value is not None:
                 check_count(name, value, MAX_COUNT)
@@ -84,7 +93,18 @@ def plan(
             raise UsageError("nothing to plan: give --tokens, --budget or --prompt")
         results = [
             _plan(
-                m, device, dtype, count, length, gpus, share, prompt, generate, batch, memory_share
+                m,
+                device,
+                dtype,
+                count,
+                length,
+                gpus,
+                share,
+                prompt,
+                generate,
+                batch,
+                memory_share,
+                tp,
             )
             for m in models.load()
         ]
@@ -110,6 +130,7 @@ def _plan(
     generate: int,
     batch: int,
     utilisation: Fraction,
+    tp: int,
 ) -> tuple[dict[str, Any], list[Grid]]:
     from costcalc.compute import check_positions
     from costcalc.plan import KAPLAN_RULE, TrainingTime, kaplan_flops, training_flops
@@ -153,7 +174,7 @@ def _plan(
         grids.append(Grid(title, ["", "value"], rows, notes))
     if prompt is not None:
         inference, inference_grids = _inference(
-            model, gpu, dtype, prompt, generate, batch, utilisation
+            model, gpu, dtype, prompt, generate, batch, utilisation, tp
         )
         data["inference"] = inference
         grids += inference_grids
@@ -168,6 +189,7 @@ def _inference(
     generate: int,
     batch: int,
     utilisation: Fraction,
+    tp: int,
 ) -> tuple[dict[str, Any], list[Grid]]:
     """The roofline at --batch, what fits at the memory utilisation, and decode by batch."""
     from costcalc.compute import check_positions
@@ -178,12 +200,13 @@ def _inference(
     context = prompt + generate
     check_positions(spec, "length", context, context)
     kv_dtype = dtype if dtype in ("fp32", "bf16", "fp16") else "bf16"
-    r = roofline(spec, gpu, dtype, kv_dtype, batch, prompt, context)
-    fit = cache_fit(spec, gpu, utilisation, dtype, kv_dtype, batch, context)
+    r = roofline(spec, gpu, dtype, kv_dtype, batch, prompt, context, tp)
+    fit = cache_fit(spec, gpu, utilisation, dtype, kv_dtype, batch, context, tp)
     top = batch if fit.largest_batch is None else fit.largest_batch
-    steps = [decode_step(spec, gpu, dtype, kv_dtype, b, context) for b in decode_batches(top)]
+    steps = [decode_step(spec, gpu, dtype, kv_dtype, b, context, tp) for b in decode_batches(top)]
     data = {
         "estimate": True,
+        "tensor_parallel": tp,
         "batch": batch,
         "prompt": prompt,
         "context": context,
@@ -216,19 +239,27 @@ def _inference(
         ],
         [f"decode tokens/s, batch {batch}", f"{float(r.decode.tokens_per_second):,.1f}"],
     ]
+    where = "one GPU holding the whole model" if tp == 1 else f"one of {tp} tensor-parallel GPUs"
     notes = [
-        "Roofline ESTIMATES on one GPU holding the whole model: prefill = forward FLOPs / "
-        "dense peak; a decode step reads the weights and the cache at "
-        f"{context:,} tokens once over the memory bandwidth, or does its FLOPs at the dense "
-        "peak, whichever takes longer. Real kernels reach less of either peak."
+        f"Roofline ESTIMATES on {where}: prefill = forward FLOPs / dense peak; a decode step "
+        f"reads the weights and the cache at {context:,} tokens once over the memory "
+        "bandwidth, or does its FLOPs at the dense peak, whichever takes longer. Real kernels "
+        "reach less of either peak."
     ]
-    title = f"Inference of {model.name} on {gpu.key} ({dtype}), B={batch}, prompt {prompt:,}"
+    if tp > 1:
+        notes.append(
+            f"Each GPU holds its Megatron-LM shard of the weights (vocab padded to a multiple of "
+            f"128 x {tp}) and 1 / {tp} of the cache, and does 1 / {tp} of the FLOPs; the "
+            "all-reduces between the GPUs are not counted."
+        )
+    devices = gpu.key if tp == 1 else f"{tp} x {gpu.key}"
+    title = f"Inference of {model.name} on {devices} ({dtype}), B={batch}, prompt {prompt:,}"
     grids = [
         Grid(title, ["", "ESTIMATE"], rows, notes),
-        _fit_grid(model.name, gpu, fit, utilisation),
+        _fit_grid(model.name, gpu, fit, utilisation, tp),
     ]
     if steps:
-        grids += _decode_grids(model.name, gpu, context, steps)
+        grids += _decode_grids(model.name, devices, context, steps)
     return data, grids
 
 
@@ -246,7 +277,7 @@ def _step_dict(step: DecodeStep) -> dict[str, Any]:
     }
 
 
-def _fit_grid(name: str, gpu: Gpu, fit: CacheFit, utilisation: Fraction) -> Grid:
+def _fit_grid(name: str, gpu: Gpu, fit: CacheFit, utilisation: Fraction, tp: int) -> Grid:
     """The budget, the weights, what is left, and the largest batch and context."""
     from costcalc.render import Grid
     from costcalc.units import format_percent
@@ -268,12 +299,11 @@ def _fit_grid(name: str, gpu: Gpu, fit: CacheFit, utilisation: Fraction) -> Grid
     ]
     if fit.free < 0:
         notes.append("The weights alone do not fit: nothing is left for the cache.")
-    return Grid(
-        f"What fits on {gpu.key} beside {name}'s weights (bytes)", ["", "value"], rows, notes
-    )
+    where = gpu.key if tp == 1 else f"each of {tp} x {gpu.key} (its shard)"
+    return Grid(f"What fits on {where} beside {name}'s weights (bytes)", ["", "value"], rows, notes)
 
 
-def _decode_grids(name: str, gpu: Gpu, context: int, steps: list[DecodeStep]) -> list[Grid]:
+def _decode_grids(name: str, devices: str, context: int, steps: list[DecodeStep]) -> list[Grid]:
     """Decode tokens/s by batch: a table (bound, step time, rates) and a bar chart of the
     aggregate rate (a memory-bound bar in full blocks, a compute-bound one shaded)."""
     from costcalc.cli.memory import bar
@@ -289,7 +319,7 @@ def _decode_grids(name: str, gpu: Gpu, context: int, steps: list[DecodeStep]) ->
         ]
         for s in steps
     ]
-    title = f"Decode of {name} on {gpu.key} by batch, at {context:,} tokens (ESTIMATE)"
+    title = f"Decode of {name} on {devices} by batch, at {context:,} tokens (ESTIMATE)"
     columns = ["batch", "bound", "step", "tokens/s per sequence", "tokens/s"]
     notes = [
         "Batches 1, 2, 4, ... up to the largest whose cache fits. Memory-bound: the step reads "
