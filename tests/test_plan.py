@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,7 @@ from costcalc.plan import (
     roofline,
     training_flops,
 )
+from costcalc.spec import ModelSpec
 from tests.conftest import ROOT
 
 GPT2 = load_preset("gpt2-small").spec
@@ -237,6 +239,9 @@ def test_plan_inference_json_and_table() -> None:
         assert f"{step['tokens_per_second_per_sequence']:,.1f}" in table
         assert f"{step['memory_seconds'] * 1000:,.2f} ms" in table or step["bound"] == "compute"
     assert "▓" in table and "█" in table
+    assert "90.0% of h100-sxm's 80,000,000,000 bytes" in " ".join(table.split())
+    assert "the model's 131,072 positions" in " ".join(table.split())
+    assert "at 128 tokens" in table and "largest context at batch 8" in table
     bad = runner.invoke(app, [*args, "--memory-utilisation", "1.2"])
     assert bad.exit_code == 2 and "memory utilisation '1.2'" in bad.output
 
@@ -283,3 +288,29 @@ def test_plan_tp_cli() -> None:
     assert "4 x l4" in table and "4,050,132,992" in table and "4,016,578,560" in table
     bad = runner.invoke(app, [*args, "--tp", "3"])
     assert bad.exit_code == 2 and "do not divide over 3" in bad.output
+
+
+def test_a_model_without_a_cache_has_no_batch_bound(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from costcalc.cli.app import app
+
+    config = {"vocab_size": 256, "d_model": 64, "n_layers": 2, "context_length": 256}
+    config |= {"position": "learned", "mixer": "none", "norm": "rmsnorm"}
+    spec = ModelSpec(**config)
+    fit = cache_fit(spec, find_gpu("l4"), Fraction(1), "bf16", "bf16", 4, 100)
+    assert fit.largest_batch is None and fit.largest_context == 256  # nothing grows: positions
+    path = tmp_path / "mlp.json"
+    path.write_text(json.dumps(config))
+    runner = CliRunner()
+    args = ["plan", "-c", str(path), "--gpu", "l4", "--prompt", "64", "--generate", "64", "-B", "4"]
+    data = json.loads(runner.invoke(app, [*args, "-f", "json"]).stdout)["inference"]
+    assert data["fit"]["largest_batch"] is None
+    assert [s["batch"] for s in data["decode_by_batch"]] == [1, 2, 4]  # up to --batch
+    assert "no bound" in runner.invoke(app, args).stdout
+    training = ["plan", "-p", "gpt2-small", "--gpu", "l4", "--tokens", "1B", "-T", "64"]
+    assert runner.invoke(app, training).exit_code == 0
+    tp = runner.invoke(app, [*training, "--tp", "2"])
+    assert tp.exit_code == 2 and "add --prompt" in tp.output

@@ -91,6 +91,8 @@ def plan(
         flops_budget = parse_flops(budget) if budget is not None else None
         if count is None and flops_budget is None and prompt is None:
             raise UsageError("nothing to plan: give --tokens, --budget or --prompt")
+        if tp > 1 and prompt is None:
+            raise UsageError("--tp shards the inference rooflines: add --prompt")
         results = [
             _plan(
                 m,
