@@ -33,8 +33,9 @@ per rank, and the logits stay split for the vocab-parallel cross-entropy.
 Expert parallelism (``--ep E``, Megatron-Core's MoE layout with the expert tensor-parallel size
 equal to T): each MoE layer's X stacked experts are dealt out E ways, X / E to a rank, each
 expert still split T ways; routers and shared experts are held as without it. The E expert ranks
-are data-parallel replicas of the rest of the model, so E divides DP; ZeRO and FSDP of the
-expert states (sharded over DP / E ranks) are not modelled.
+are data-parallel replicas of the rest of the model, so E divides DP; ZeRO and FSDP shard the
+expert states over the DP / E ranks that hold the same experts (Megatron's expert data-parallel
+group, DeepSpeed-MoE's), the rest over all DP ranks; hybrid sharding with EP is not modelled.
 
 Pipeline parallelism: L / P consecutive layers per stage; the first stage also holds the token
 and position tables (and an input projection or embedding norm), the last the final norm and LM
@@ -177,10 +178,10 @@ def parallel_plan(
             f"--ep {e}: the {n // group} data-parallel replicas (--gpus {n} / TP {t} x PP {p}) "
             f"do not divide into groups of {e} expert-parallel ranks"
         )
-    if e > 1 and (zero or fsdp is not None):
+    if e > 1 and fsdp == "hybrid":
         raise UsageError(
-            "--ep with --zero or --fsdp: sharding expert states over the DP / EP replicas is "
-            "not modelled; drop one"
+            "--ep with --fsdp hybrid: sharding expert states within a node is not modelled; "
+            "use --zero or --fsdp full or grad-op"
         )
     if zero is not None and zero not in ZERO_STAGES:
         raise UsageError(f"unknown ZeRO stage {zero}; expected 0, 1, 2 or 3")
@@ -418,6 +419,15 @@ def stage_activation_bytes(
 # --------------------------------------------------------------------------- one rank's report
 
 
+def zero_partition(tensors: list[Tensor], plan: ParallelPlan) -> int:
+    """Elements of ``tensors`` one rank keeps under ZeRO: ceil(. / S) of the rest over the S
+    sharding ranks, ceil(. / (S / E)) of the stacked experts, whose E-way shards each repeat on
+    S / E ranks only."""
+    experts = sum(t.elements for t in tensors if t.name.startswith("mlp.experts."))
+    rest = sum(t.elements for t in tensors) - experts
+    return shard(rest, plan.shard_gpus) + shard(experts, plan.shard_gpus // plan.ep)
+
+
 def rank_report(
     spec: ModelSpec, report: MemoryReport, plan: ParallelPlan, stage: int
 ) -> MemoryReport:
@@ -432,7 +442,7 @@ def rank_report(
     activations, scores = stage_activation_bytes(spec, report, plan, stage)
     last = stage == plan.pp - 1
     logits = setup.batch * report.length * padded_vocab(spec, plan.tp) // plan.tp if last else 0
-    part = shard(P, plan.shard_gpus) if plan.stage else P
+    part = zero_partition(tensors, plan) if plan.stage else P
     # ZeRO partitions per-element state (SHARDABLE_OPTIMIZERS): moments // P per parameter
     sharded_moments = moments // P * part if plan.stage and P else moments
     return replace(

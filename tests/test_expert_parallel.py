@@ -116,7 +116,21 @@ def test_ep_one_changes_nothing() -> None:
         (["-p", "mixtral-8x7b", "--gpus", "6", "--ep", "4"], "the 6 data-parallel replicas"),
         (["-p", "mixtral-8x7b", "--gpus", "8", "--tp", "2", "--ep", "8"], "the 4 data-parallel"),
         (["-p", "llama-3.1-8b", "--ep", "2"], "has no mixture-of-experts layers"),
-        (["-p", "mixtral-8x7b", "--ep", "2", "--zero", "1"], "--ep with --zero or --fsdp"),
+        (
+            [
+                "-p",
+                "mixtral-8x7b",
+                "--gpus",
+                "8",
+                "--ep",
+                "2",
+                "--fsdp",
+                "hybrid",
+                "--node-gpus",
+                "4",
+            ],
+            "--ep with --fsdp hybrid",
+        ),
         (["-p", "mixtral-8x7b", "--ep", "0"], "--ep must be at least 1"),
     ],
 )
@@ -131,3 +145,47 @@ def test_no_train_refuses_ep() -> None:
     assert result.exit_code == 2 and "add --train" in result.output
     with pytest.raises(UsageError):
         parallel_plan(4, None, None, None, ep=3)
+
+
+def test_zero_shards_experts_over_their_own_replicas() -> None:
+    """16 GPUs = DP 8 x TP 2, EP 4, ZeRO-1: the rest of the model's states over 8 GPUs, each
+    expert shard's over the 8 / 4 = 2 GPUs that hold it. Per GPU: 32 layers x 2 experts x
+    3 x 14,336 x 4,096 / 2 = 5,637,144,576 expert parameters, 803,475,456 others."""
+    experts = 32 * 2 * 3 * 14336 * 4096 // 2
+    rest = 6_440_620_032 - experts
+    assert (experts, rest) == (5_637_144_576, 803_475_456)
+    part = -(-rest // 8) + -(-experts // 2)
+    setup = memory_setup(train=True, length=1024)
+    for zero, weights, gradients in (
+        (1, 2 * 6_440_620_032, 2 * 6_440_620_032),
+        (3, 2 * part, 2 * part),
+    ):
+        plan = parallel_plan(16, zero, None, None, 2, ep=4)
+        report = memory_result(load_preset("mixtral-8x7b"), setup, plan=plan).report
+        assert report.bytes_master_weights == 4 * part == 11_676_026_880
+        assert report.bytes_optimizer == 8 * part + 4 * report.elements_optimizer_steps
+        assert (report.bytes_weights, report.bytes_gradients) == (weights, gradients)
+    fsdp = parallel_plan(16, None, "grad-op", None, 2, ep=4)
+    report = memory_result(load_preset("mixtral-8x7b"), setup, plan=fsdp).report
+    assert report.bytes_gradients == 2 * part
+    table = runner.invoke(
+        app,
+        [
+            "memory",
+            "-p",
+            "mixtral-8x7b",
+            "--train",
+            "-T",
+            "1024",
+            "--gpus",
+            "16",
+            "--tp",
+            "2",
+            "--ep",
+            "4",
+            "--zero",
+            "1",
+        ],
+        env={"COLUMNS": "200"},
+    ).stdout
+    assert "11,676,026,880" in table and "the experts' over the 2 GPUs" in table

@@ -447,9 +447,11 @@ def _parallel_note(result: MemoryResult) -> str:
         2: "optimizer state and gradients",
         3: "optimizer state, gradients and parameters",
     }[plan.stage]
+    experts = plan.shard_gpus // plan.ep
     note += (
-        f"Sharded over {plan.shard_gpus} GPUs (ceil(elements / {plan.shard_gpus}) each): "
-        f"{sharded}; step scalars kept whole; --batch sequences per GPU. Not counted: "
+        f"Sharded over {plan.shard_gpus} GPUs (ceil(elements / {plan.shard_gpus}) each"
+        + (f"; the experts' over the {experts} GPUs holding the same ones" if plan.ep > 1 else "")
+        + f"): {sharded}; step scalars kept whole; --batch sequences per GPU. Not counted: "
         "communication buckets and DeepSpeed's fp32 copy of the gradient partition."
     )
     if plan.stage == 3:
