@@ -112,13 +112,28 @@ def count_memory(
     recompute: str | None = None,
     attention: str | None = None,
     fits: int | str | None = None,
+    gpu: str | None = None,
+    gpus: int | None = None,
+    zero: int | None = None,
+    fsdp: str | None = None,
+    node_gpus: int | None = None,
+    tp: int | None = None,
+    pp: int | None = None,
+    sp: bool = False,
+    micro_batches: int | None = None,
+    ep: int | None = None,
 ) -> MemoryResult:
     """Bytes of weights, and of gradients, optimizer state and activations (``train=True``) or
-    the KV cache, as ``costcalc memory`` counts them; ``fits`` (bytes, or ``"24GiB"``) is the
-    capacity ``.fits`` and ``.headroom`` are judged against."""
+    the KV cache, as ``costcalc memory`` counts them; ``fits`` (bytes, or ``"24GiB"``) or
+    ``gpu`` (a GPU of ``costcalc gpus``: its memory) is the capacity ``.fits`` and
+    ``.headroom`` are judged against. ``gpus``, ``zero``, ``fsdp``, ``node_gpus``, ``tp``,
+    ``pp``, ``sp``, ``micro_batches`` and ``ep`` are the parallel plan of ``memory --train``:
+    then every figure is one GPU's (docs/memory.md)."""
+    from costcalc.errors import UsageError
+    from costcalc.gpus import device_capacity
     from costcalc.memory import memory_setup
     from costcalc.memory_results import memory_result
-    from costcalc.units import parse_bytes
+    from costcalc.parallel import parallel_plan
 
     setup = memory_setup(
         dtype=dtype,
@@ -131,5 +146,13 @@ def count_memory(
         recompute=recompute,
         attention=attention,
     )
-    capacity = parse_bytes(fits) if isinstance(fits, str) else fits
-    return memory_result(load(model), setup, capacity)
+    if isinstance(fits, int) and gpu is not None:
+        raise UsageError("give the device memory once: fits= or gpu=, not both")
+    capacity = fits if isinstance(fits, int) else device_capacity(fits, gpu)
+    given = (gpus, zero, fsdp, node_gpus, tp, pp, sp or None, micro_batches, ep)
+    plan = (
+        None
+        if all(v is None for v in given)
+        else parallel_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep)
+    )
+    return memory_result(load(model), setup, capacity, plan)

@@ -23,7 +23,7 @@ from costcalc.memory import (
     activation_formula,
     memory_report,
 )
-from costcalc.parallel import ParallelPlan, parallel_activation_formula, per_gpu_report
+from costcalc.parallel import ParallelPlan, parallel_activation_formula, stage_reports
 from costcalc.quant import describe_format, weight_label
 from costcalc.results import model_header
 
@@ -50,6 +50,8 @@ class MemoryResult:
     plan: ParallelPlan | None = None
     """A parallel plan: then every figure is one GPU's, of the pipeline stage ``stage``."""
     stage: int = 0
+    stages: tuple[MemoryReport, ...] = ()
+    """Under a plan, one GPU's report of every pipeline stage, first to last."""
 
     @property
     def headroom(self) -> int | None:
@@ -254,6 +256,7 @@ def parallel_dict(plan: ParallelPlan, stage: int, setup: MemorySetup) -> dict[st
         "tensor_parallel": plan.tp,
         "pipeline_parallel": plan.pp,
         "sequence_parallel": plan.sp,
+        "expert_parallel": plan.ep,
         "micro_batches": plan.micro_batches or plan.pp,
         "pipeline_stage": stage,
         "activation_formula": parallel_activation_formula(plan, setup.recompute, setup.attention),
@@ -269,7 +272,21 @@ def memory_result(
 ) -> MemoryResult:
     """The memory of ``model`` under ``setup`` (one GPU's share under ``plan``, of the largest
     pipeline stage), judged against ``capacity`` bytes if given."""
-    report, stage = memory_report(model.spec, setup), 0
-    if plan is not None:
-        stage, report = per_gpu_report(model.spec, report, plan)
-    return MemoryResult(model, report, capacity, plan, stage)
+    report = memory_report(model.spec, setup)
+    if plan is None:
+        return MemoryResult(model, report, capacity)
+    stages = tuple(stage_reports(model.spec, report, plan))
+    largest = max(range(plan.pp), key=lambda stage: stages[stage].bytes_total)
+    return MemoryResult(model, stages[largest], capacity, plan, largest, stages)
+
+
+def stacked_parts(report: MemoryReport) -> list[tuple[str, int]]:
+    """A training report in four parts that add up to its total: weights (with ZeRO-3's
+    gathered layer), gradients, optimizer (with the fp32 master weights), activations (with the
+    attention scores and the logits)."""
+    return [
+        ("weights", report.bytes_weights + report.bytes_gathered),
+        ("gradients", report.bytes_gradients),
+        ("optimizer", report.bytes_master_weights + report.bytes_optimizer),
+        ("activations", report.bytes_activations + report.bytes_logits + report.bytes_logits_fp32),
+    ]

@@ -24,11 +24,18 @@ allocator fragmentation are not counted. ``--batch`` is the micro-batch each ran
 Tensor parallelism, Megatron-LM's layout (Shoeybi et al. 2019): column-parallel q/k/v (fused or
 not) and FFN gate/up split their output rows T ways, weights and biases; row-parallel o_proj and
 FFN down split their input columns, their biases replicate; stacked MoE experts split each
-expert's matrices T ways like a dense FFN (no expert parallelism); attention sinks split with
-the heads; norms, q/k norms, routers and position tables replicate. The token table and LM head
-are vocab-parallel: V rows padded up to a multiple of 128 x T (Megatron's
+expert's matrices T ways like a dense FFN (``--ep`` deals the experts out); attention sinks
+split with the heads; norms, q/k norms, routers and position tables replicate. The token table
+and LM head are vocab-parallel: V rows padded up to a multiple of 128 x T (Megatron's
 ``make_vocab_size_divisible_by`` 128 times the TP size; with T = 1 the model's own rows), V / T
 per rank, and the logits stay split for the vocab-parallel cross-entropy.
+
+Expert parallelism (``--ep E``, Megatron-Core's MoE layout with the expert tensor-parallel size
+equal to T): each MoE layer's X stacked experts are dealt out E ways, X / E to a rank, each
+expert still split T ways; routers and shared experts are held as without it. The E expert ranks
+are data-parallel replicas of the rest of the model, so E divides DP; ZeRO and FSDP shard the
+expert states over the DP / E ranks that hold the same experts (Megatron's expert data-parallel
+group, DeepSpeed-MoE's), the rest over all DP ranks; hybrid sharding with EP is not modelled.
 
 Pipeline parallelism: L / P consecutive layers per stage; the first stage also holds the token
 and position tables (and an input projection or embedding norm), the last the final norm and LM
@@ -94,7 +101,7 @@ class ParallelPlan:
     """A plan of ``gpus`` = DP x ``tp`` x ``pp`` ranks, each running ``--batch`` sequences per
     micro-batch; states sharded by ZeRO ``stage`` over ``shard_gpus`` data-parallel ranks (all
     of them, or a node's for hybrid); ``sp`` sequence parallelism; ``micro_batches`` per step
-    (None: as many as stages)."""
+    (None: as many as stages); ``ep`` expert-parallel ranks among the DP replicas."""
 
     gpus: int = 1
     stage: int = 0
@@ -104,6 +111,7 @@ class ParallelPlan:
     pp: int = 1
     sp: bool = False
     micro_batches: int | None = None
+    ep: int = 1
 
     @property
     def dp(self) -> int:
@@ -122,6 +130,7 @@ class ParallelPlan:
         if self.tp > 1 or self.pp > 1:
             gpus += f" (DP {self.dp} x TP {self.tp} x PP {self.pp})"
             gpus += ", sequence parallel" if self.sp else ""
+        gpus += f", experts over EP {self.ep}" if self.ep > 1 else ""
         if self.fsdp == "hybrid":
             return f"{gpus}, FSDP hybrid shard (shards of {self.shard_gpus})"
         if self.fsdp is not None:
@@ -138,16 +147,19 @@ def parallel_plan(
     pp: int | None = None,
     sp: bool = False,
     micro_batches: int | None = None,
+    ep: int | None = None,
 ) -> ParallelPlan:
     """A checked plan: ZeRO and FSDP exclude each other; the GPUs divide into TP x PP groups
-    (``gpus`` defaults to TP x PP, one replica); hybrid needs a node size that divides the GPU
-    count and holds whole TP x PP groups; ``sp`` needs TP and ``micro_batches`` PP."""
-    t, p = 1 if tp is None else tp, 1 if pp is None else pp
-    for option, value in (("--tp", t), ("--pp", p), ("--micro-batches", micro_batches)):
+    (``gpus`` defaults to TP x PP x EP); hybrid needs a node size that divides the GPU count and
+    holds whole TP x PP groups; ``sp`` needs TP and ``micro_batches`` PP; EP divides the DP
+    replicas and takes no ZeRO or FSDP."""
+    t, p, e = 1 if tp is None else tp, 1 if pp is None else pp, 1 if ep is None else ep
+    checks = (("--tp", t), ("--pp", p), ("--micro-batches", micro_batches), ("--ep", e))
+    for option, value in checks:
         if value is not None and value < 1:
             raise UsageError(f"{option} must be at least 1, got {value}")
     group = t * p
-    n = group if gpus is None else gpus
+    n = group * e if gpus is None else gpus
     if n < 1:
         raise UsageError(f"--gpus must be at least 1, got {n}")
     if n % group:
@@ -161,13 +173,23 @@ def parallel_plan(
         raise UsageError("--micro-batches sets the pipeline's micro-batches: add --pp")
     if zero is not None and fsdp is not None:
         raise UsageError("--zero and --fsdp are two ways to shard the same states: give one")
+    if (n // group) % e:
+        raise UsageError(
+            f"--ep {e}: the {n // group} data-parallel replicas (--gpus {n} / TP {t} x PP {p}) "
+            f"do not divide into groups of {e} expert-parallel ranks"
+        )
+    if e > 1 and fsdp == "hybrid":
+        raise UsageError(
+            "--ep with --fsdp hybrid: sharding expert states within a node is not modelled; "
+            "use --zero or --fsdp full or grad-op"
+        )
     if zero is not None and zero not in ZERO_STAGES:
         raise UsageError(f"unknown ZeRO stage {zero}; expected 0, 1, 2 or 3")
     if fsdp is not None:
         check_choice(fsdp, FSDP_MODES, "FSDP sharding")
     if node_gpus is not None and fsdp != "hybrid":
         raise UsageError("--node-gpus sets the shard group of --fsdp hybrid; add --fsdp hybrid")
-    grid = ParallelPlan(n, 0, None, n // group, t, p, sp, micro_batches)
+    grid = ParallelPlan(n, 0, None, n // group, t, p, sp, micro_batches, e)
     if fsdp == "hybrid":
         if node_gpus is None:
             raise UsageError("--fsdp hybrid shards within a node: give --node-gpus G")
@@ -225,6 +247,29 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
                 raise UsageError(
                     f"--tp {tp}: the {count} {what} do not divide over {tp} tensor-parallel ranks"
                 )
+
+
+def check_expert_parallel(spec: ModelSpec, ep: int) -> None:
+    """The experts of every MoE layer divide over E ranks; a model without them refuses E > 1."""
+    if ep == 1:
+        return
+    counts = {stack.moe_experts for stack in spec.stacks if stack.moe_experts is not None}
+    if not counts:
+        raise UsageError(f"--ep {ep}: the model has no mixture-of-experts layers to split")
+    for count in sorted(counts):
+        if count % ep:
+            raise UsageError(
+                f"--ep {ep}: the {count} experts of each MoE layer do not divide over {ep} "
+                "expert-parallel ranks"
+            )
+
+
+def expert_parallel_shape(tensor: Tensor, ep: int) -> Shape:
+    """A stacked expert tensor (``mlp.experts.*``, experts first) as one of E ranks holds it:
+    X / E experts; any other tensor whole."""
+    if ep == 1 or not tensor.name.startswith("mlp.experts."):
+        return tensor.shape
+    return (tensor.shape[0] // ep, *tensor.shape[1:])
 
 
 def _split(tensor: Tensor, dim: int, tp: int) -> Shape:
@@ -296,8 +341,10 @@ def pipeline_stacks(spec: ModelSpec, pp: int) -> tuple[ModelSpec, ...]:
 
 def rank_tensors(spec: ModelSpec, plan: ParallelPlan, stage: int) -> list[Tensor]:
     """The tensors one tensor-parallel rank of pipeline stage ``stage`` holds, with their shard
-    shapes: the stage's model-level modules and L / P layers of blocks."""
+    shapes: the stage's model-level modules and L / P layers of blocks, X / E experts of each
+    MoE layer."""
     check_tensor_parallel(spec, plan.tp)
+    check_expert_parallel(spec, plan.ep)
     stacks = pipeline_stacks(spec, plan.pp)
     modules = stage_modules(spec, plan.pp, stage)
     held = [t for t in model_tensors(spec) if t.name.rsplit(".", 1)[0] in modules]
@@ -307,6 +354,7 @@ def rank_tensors(spec: ModelSpec, plan: ParallelPlan, stage: int) -> list[Tensor
         for t in block_tensors(stack)
     ]
     vocab = padded_vocab(spec, plan.tp)
+    held = [replace(t, shape=expert_parallel_shape(t, plan.ep)) for t in held]
     return [replace(t, shape=tensor_parallel_shape(t, plan.tp, vocab)) for t in held]
 
 
@@ -371,6 +419,15 @@ def stage_activation_bytes(
 # --------------------------------------------------------------------------- one rank's report
 
 
+def zero_partition(tensors: list[Tensor], plan: ParallelPlan) -> int:
+    """Elements of ``tensors`` one rank keeps under ZeRO: ceil(. / S) of the rest over the S
+    sharding ranks, ceil(. / (S / E)) of the stacked experts, whose E-way shards each repeat on
+    S / E ranks only."""
+    experts = sum(t.elements for t in tensors if t.name.startswith("mlp.experts."))
+    rest = sum(t.elements for t in tensors) - experts
+    return shard(rest, plan.shard_gpus) + shard(experts, plan.shard_gpus // plan.ep)
+
+
 def rank_report(
     spec: ModelSpec, report: MemoryReport, plan: ParallelPlan, stage: int
 ) -> MemoryReport:
@@ -385,7 +442,7 @@ def rank_report(
     activations, scores = stage_activation_bytes(spec, report, plan, stage)
     last = stage == plan.pp - 1
     logits = setup.batch * report.length * padded_vocab(spec, plan.tp) // plan.tp if last else 0
-    part = shard(P, plan.shard_gpus) if plan.stage else P
+    part = zero_partition(tensors, plan) if plan.stage else P
     # ZeRO partitions per-element state (SHARDABLE_OPTIMIZERS): moments // P per parameter
     sharded_moments = moments // P * part if plan.stage and P else moments
     return replace(
@@ -410,11 +467,9 @@ def rank_report(
     )
 
 
-def per_gpu_report(
-    spec: ModelSpec, report: MemoryReport, plan: ParallelPlan
-) -> tuple[int, MemoryReport]:
-    """The pipeline stage whose rank holds the most (the first such stage), and that rank's
-    report. Errors: training not asked for, or a factored optimizer under ZeRO."""
+def stage_reports(spec: ModelSpec, report: MemoryReport, plan: ParallelPlan) -> list[MemoryReport]:
+    """One rank's report of every pipeline stage, first to last. Errors: training not asked
+    for, or a factored optimizer under ZeRO."""
     setup = report.setup
     if not setup.train:
         raise UsageError("--gpus, --zero, --fsdp, --tp and --pp plan training: add --train")
@@ -423,6 +478,4 @@ def per_gpu_report(
             f"ZeRO and FSDP partition per-element optimizer state; {setup.optimizer}'s factored "
             f"state has no such partition: use {', '.join(SHARDABLE_OPTIMIZERS)}"
         )
-    reports = [rank_report(spec, report, plan, stage) for stage in range(plan.pp)]
-    largest = max(range(plan.pp), key=lambda stage: reports[stage].bytes_total)
-    return largest, reports[largest]
+    return [rank_report(spec, report, plan, stage) for stage in range(plan.pp)]

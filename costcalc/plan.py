@@ -6,23 +6,42 @@ Training FLOPs come from costcalc's exact MACs: one training step over a sequenc
 6 x parameters x tokens (Kaplan et al. 2020) is shown beside it as the rule of thumb it is. Wall
 time = FLOPs / (GPUs x dense peak x MFU). Rooflines are ESTIMATES: prefill as compute-bound
 (forward FLOPs / peak), decode as memory-bound (weight bytes + KV bytes read per step /
-bandwidth).
+bandwidth) until the step's FLOPs / peak take longer (compute-bound).
+
+What fits: a GPU's memory at a utilisation u (vLLM's ``gpu_memory_utilization``) gives
+floor(u x memory) bytes; what the weights leave of it holds the cache: the KV cache
+(:func:`costcalc.memory.kv_cache_bytes`, sliding windows, chunks and MLA latents included) and
+the recurrent state of each sequence. The largest batch at a context and the largest context at
+a batch are found by bisection over exact byte counts (the cache only grows with either), so the
+work grows with the digits of the answer, not its size.
+
+Tensor parallel over T GPUs (``tp``): each GPU holds and reads its Megatron-LM shard of the
+weights (:func:`costcalc.parallel.rank_tensors`, vocab padded to 128 x T), 1 / T of the cache
+(the key/value heads divide over T), and does 1 / T of the FLOPs (rounded up; the norms it
+repeats on every GPU and the all-reduces between them are not counted).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 from costcalc.errors import UsageError
 from costcalc.gpus import Gpu
-from costcalc.macs import attention_pair_macs, flops, forward_macs, training_macs
-from costcalc.memory import kv_cache_bytes, weight_bytes
+from costcalc.macs import (
+    attention_pair_macs,
+    decode_token_macs,
+    flops,
+    forward_macs,
+    training_macs,
+)
+from costcalc.memory import kv_cache_bytes, state_bytes, weight_bytes
 from costcalc.params import total_params
 from costcalc.spec import ModelSpec
-from costcalc.units import MAX_DIGITS
+from costcalc.units import MAX_DIGITS, dtype_bytes
 
 KAPLAN_RULE = "6 x parameters x tokens (Kaplan et al. 2020, rule of thumb)"
 CHINCHILLA_TOKENS_PER_PARAM = 20
@@ -112,44 +131,190 @@ def compute_optimal(budget: int) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
+class DecodeStep:
+    """One decode step of ``batch`` sequences, an ESTIMATE: it reads ``step_bytes`` (weights and
+    cache) at the memory bandwidth and does ``step_flops`` at the dense peak (None where the
+    decoding FLOPs are not modelled: recurrent mixers); the slower of the two bounds it."""
+
+    batch: int
+    step_bytes: int
+    bandwidth: int
+    step_flops: int | None
+    peak: int
+
+    @property
+    def memory_seconds(self) -> Fraction:
+        """Bytes read per step / bandwidth."""
+        return Fraction(self.step_bytes, self.bandwidth)
+
+    @property
+    def compute_seconds(self) -> Fraction | None:
+        """FLOPs per step / dense peak."""
+        return None if self.step_flops is None else Fraction(self.step_flops, self.peak)
+
+    @property
+    def bound(self) -> str:
+        """``memory`` or ``compute``: whichever takes longer (memory on a tie)."""
+        compute = self.compute_seconds
+        return "compute" if compute is not None and compute > self.memory_seconds else "memory"
+
+    @property
+    def seconds(self) -> Fraction:
+        """max(memory time, compute time)."""
+        compute = self.compute_seconds
+        return self.memory_seconds if compute is None else max(self.memory_seconds, compute)
+
+    @property
+    def tokens_per_second_per_sequence(self) -> Fraction:
+        return 1 / self.seconds
+
+    @property
+    def tokens_per_second(self) -> Fraction:
+        """All B sequences: B / step time."""
+        return self.batch / self.seconds
+
+
+def gpu_weight_bytes(spec: ModelSpec, dtype: str, tp: int = 1) -> int:
+    """The weights one of T tensor-parallel GPUs holds: all of them at T = 1, else its shard
+    (an error when the heads do not divide over T)."""
+    if tp == 1:
+        return weight_bytes(spec, dtype)
+    from costcalc.parallel import parallel_plan, rank_tensors
+
+    tensors = rank_tensors(spec, parallel_plan(None, None, None, None, tp), 0)
+    return dtype_bytes(sum(t.elements for t in tensors), dtype)
+
+
+def decode_step(
+    spec: ModelSpec, gpu: Gpu, dtype: str, kv_dtype: str, batch: int, context: int, tp: int = 1
+) -> DecodeStep:
+    """The step that decodes the token at position ``context`` - 1 of B sequences on one of T
+    GPUs: it reads the GPU's weights and cache at ``context`` tokens and does 2 x its decoding
+    MACs / T."""
+    recurrent = any(stack.recurrent for stack in spec.stacks)
+    macs = None if recurrent else decode_token_macs(spec, context - 1, batch)
+    return DecodeStep(
+        batch=batch,
+        step_bytes=gpu_weight_bytes(spec, dtype, tp)
+        + cache_bytes(spec, batch, context, kv_dtype, tp),
+        bandwidth=gpu.memory_bandwidth(),
+        step_flops=None if macs is None else -(-flops(macs) // tp),
+        peak=gpu.peak(dtype),
+    )
+
+
+def decode_batches(largest: int) -> list[int]:
+    """1, 2, 4, ... up to ``largest``, and ``largest`` itself."""
+    batches = [1 << k for k in range(largest.bit_length()) if 1 << k <= largest]
+    return batches + ([largest] if largest and batches[-1] != largest else [])
+
+
+@dataclass(frozen=True)
 class Roofline:
-    """Inference ESTIMATES on one GPU holding the whole model: prefill compute-bound, decode
-    memory-bound."""
+    """Inference ESTIMATES on one GPU holding the whole model: prefill compute-bound, a decode
+    step at the larger of its memory and compute times."""
 
     prefill_flops: int
     peak: int
-    step_bytes: int
-    bandwidth: int
-    batch: int
+    decode: DecodeStep
 
     @property
     def prefill_seconds(self) -> Fraction:
         """Forward FLOPs of the prompts / peak."""
         return Fraction(self.prefill_flops, self.peak)
 
-    @property
-    def decode_step_seconds(self) -> Fraction:
-        """(weight bytes + KV bytes) read per step / bandwidth."""
-        return Fraction(self.step_bytes, self.bandwidth)
-
-    @property
-    def tokens_per_second_per_sequence(self) -> Fraction:
-        return 1 / self.decode_step_seconds
-
-    @property
-    def tokens_per_second(self) -> Fraction:
-        """All B sequences: B / step time."""
-        return self.batch / self.decode_step_seconds
-
 
 def roofline(
-    spec: ModelSpec, gpu: Gpu, dtype: str, kv_dtype: str, batch: int, prompt: int, context: int
+    spec: ModelSpec,
+    gpu: Gpu,
+    dtype: str,
+    kv_dtype: str,
+    batch: int,
+    prompt: int,
+    context: int,
+    tp: int = 1,
 ) -> Roofline:
-    """Prefill of B prompts of ``prompt`` tokens; decode steps at ``context`` cached tokens."""
+    """Prefill of B prompts of ``prompt`` tokens; decode steps at ``context`` cached tokens; on
+    one of T GPUs, 1 / T of the FLOPs."""
+    decode = decode_step(spec, gpu, dtype, kv_dtype, batch, context, tp)
     return Roofline(
-        prefill_flops=flops(forward_macs(spec, batch, prompt)),
+        prefill_flops=-(-flops(forward_macs(spec, batch, prompt)) // tp),
         peak=gpu.peak(dtype),
-        step_bytes=weight_bytes(spec, dtype) + kv_cache_bytes(spec, batch, context, kv_dtype),
-        bandwidth=gpu.memory_bandwidth(),
-        batch=batch,
+        decode=decode,
     )
+
+
+# --------------------------------------------------------------------------- what fits
+
+
+def cache_bytes(spec: ModelSpec, batch: int, context: int, kv_dtype: str, tp: int = 1) -> int:
+    """What B sequences of ``context`` tokens keep beside the weights on one of T GPUs: the KV
+    cache and the recurrent state, both in ``kv_dtype``, / T (rounded up)."""
+    whole = kv_cache_bytes(spec, batch, context, kv_dtype) + state_bytes(spec, batch, kv_dtype)
+    return -(-whole // tp)
+
+
+def _largest(fits: Callable[[int], bool], high: int) -> int:
+    """The largest n in [0, high] with fits(n), for ``fits`` true at 0 and monotone (true up to
+    some n, false after): bisection, about log2(high) calls."""
+    low = 0
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+@dataclass(frozen=True)
+class CacheFit:
+    """The largest batch at ``context`` tokens and the largest context at ``batch`` sequences
+    whose cache fits in ``budget`` - ``weights`` bytes (0: not even one; ``largest_batch`` None:
+    the cache does not grow with the batch, so memory sets no bound)."""
+
+    budget: int
+    weights: int
+    context: int
+    batch: int
+    positions: int
+    largest_batch: int | None
+    largest_context: int
+
+    @property
+    def free(self) -> int:
+        """Bytes the weights leave for the cache (negative: the weights alone do not fit)."""
+        return self.budget - self.weights
+
+
+def cache_fit(
+    spec: ModelSpec,
+    gpu: Gpu,
+    utilisation: Fraction,
+    dtype: str,
+    kv_dtype: str,
+    batch: int,
+    context: int,
+    tp: int = 1,
+) -> CacheFit:
+    """Budget floor(u x memory); the largest B with cache(B, context) <= budget - weights, and
+    the largest T <= the model's context length with cache(batch, T) <= budget - weights (each
+    one GPU's share of T)."""
+    budget = math.floor(utilisation * gpu.memory_bytes)
+    weights = gpu_weight_bytes(spec, dtype, tp)
+    free = budget - weights
+    positions = spec.context_length
+    per_sequence = cache_bytes(spec, 1, context, kv_dtype, tp)
+    largest_batch: int | None = None
+    if free < 0:
+        largest_batch = 0
+    elif per_sequence:  # each adds at least one bit / T: 8 x T x free + 1 do not fit
+        largest_batch = _largest(
+            lambda b: cache_bytes(spec, b, context, kv_dtype, tp) <= free, 8 * tp * free + 1
+        )
+    largest_context = (
+        _largest(lambda t: cache_bytes(spec, batch, t, kv_dtype, tp) <= free, positions)
+        if free >= 0 and cache_bytes(spec, batch, 0, kv_dtype, tp) <= free
+        else 0
+    )
+    return CacheFit(budget, weights, context, batch, positions, largest_batch, largest_context)

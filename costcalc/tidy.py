@@ -31,6 +31,9 @@ _COUNTS = {
     "tensors": "tensors",
     "parameter_tensors": "tensors",
     "vocab": "tokens",
+    "largest_batch": "sequences",
+    "largest_context": "tokens",
+    "positions": "tokens",
 }
 """Units of integers that are neither parameters, bytes, elements nor MACs, by key."""
 
@@ -86,7 +89,7 @@ def unit(table: str, quantity: str) -> str:
         return "elements"
     if last == "macs" or table.startswith("macs"):
         return "MACs"
-    if last == "flops":
+    if last == "flops" or quantity in ("flops", "flops_6n") or quantity.endswith("_flops"):
         return "FLOPs"
     if quantity in _COUNTS:
         return _COUNTS[quantity]

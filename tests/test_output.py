@@ -28,12 +28,16 @@ SEVERAL = {
     "params-layered": ["params", "-p", "deepseek-v3", "-p", "gpt-oss-20b", "-p", "gemma-3-1b"],
     "memory": ["memory", "-p", "llama-3.1-8b", "-p", "qwen2.5-7b", "--train", "-T", "8192",
                "-B", "8", "--fits", "80GB"],
+    "memory-parallel": ["memory", "-p", "llama-3.1-8b", "--train", "-T", "4096", "--gpus", "16",
+                        "--tp", "2", "--pp", "4", "--zero", "1", "--gpu", "h100-sxm"],
     "memory-inference": ["memory", "-p", "deepseek-v3", "-p", "gpt-oss-120b", "-B", "64"],
     "scale": ["scale", "--d", "256", "1024", "4096", "16384", "65536", "-T", "512"],
     "scale-preset": ["scale", "-p", "llama-3.1-8b", "--length", "1024", "8192", "131072"],
     "heads": ["heads", "--d", "12288"],
     "heads-check": ["heads", "--d", "4096", "--h", "7", "--kv-heads", "8"],
     "presets": ["presets"],
+    "plan-inference": ["plan", "-p", "llama-3.1-8b", "-p", "qwen2.5-0.5b", "--gpu", "h100-sxm",
+                       "--prompt", "100", "--generate", "28", "-B", "8"],
     "check": ["check", str(ROOT / "presets"), "--max-params", "1T"],
 }  # fmt: skip
 
@@ -108,6 +112,7 @@ def _csv(cli: Invoke, *args: str) -> list[dict[str, str]]:
         ["scale", "--d", "256", "512", "1024"],
         ["heads", "--d", "768"],
         ["presets"],
+        ["plan", "-p", "gpt2-small", "-p", "qwen2.5-0.5b", "--gpu", "l4", "--prompt", "64"],
     ],
 )  # fmt: skip
 def test_csv_loads_into_integers(cli: Invoke, args: list[str]) -> None:
@@ -210,7 +215,12 @@ def test_schema_and_presets_show_take_json(cli: Invoke, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [["memory", "-p", "gpt2-small", "--train", "-T", "128"], ["scale", "--d", "256", "512"]]
+    "args",
+    [
+        ["memory", "-p", "gpt2-small", "--train", "-T", "128"],
+        ["scale", "--d", "256", "512"],
+        ["plan", "-p", "gpt2-small", "--gpu", "l4", "--prompt", "64"],
+    ],
 )
 def test_markdown_leaves_charts_out(cli: Invoke, args: list[str]) -> None:
     md = cli(*args, "--format", "markdown").stdout

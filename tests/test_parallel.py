@@ -130,6 +130,7 @@ def test_cli_per_gpu_json_and_errors() -> None:
         "tensor_parallel": 1,
         "pipeline_parallel": 1,
         "sequence_parallel": False,
+        "expert_parallel": 1,
         "micro_batches": 1,
         "pipeline_stage": 0,
         "per_gpu": True,

@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
 from costcalc.errors import UsageError
-from costcalc.gpus import find_gpu
-from costcalc.loaders import load_preset
-from costcalc.macs import attention_pair_macs, forward_macs
+from costcalc.gpus import Gpu, find_gpu
+from costcalc.loaders import load_file, load_preset
+from costcalc.macs import attention_pair_macs, decode_token_macs, forward_macs
 from costcalc.plan import (
     TrainingTime,
+    cache_fit,
     compute_optimal,
+    decode_batches,
+    decode_step,
     kaplan_flops,
     parse_flops,
     parse_fraction,
     roofline,
     training_flops,
 )
+from costcalc.spec import ModelSpec
+from tests.conftest import ROOT
 
 GPT2 = load_preset("gpt2-small").spec
 P = 124_439_808
@@ -54,9 +60,107 @@ def test_roofline_by_hand() -> None:
     assert r.prefill_seconds == Fraction(2 * forward_macs(GPT2, 4, 512), 989_500 * 10**9)
     # weights 2P bytes + KV 2 x L x B x T x D x 2 bytes, over 3.35e12 B/s
     step = 2 * P + 2 * 12 * 4 * 1024 * 768 * 2
-    assert r.step_bytes == step
-    assert r.tokens_per_second_per_sequence == Fraction(3_350 * 10**9, step)
-    assert r.tokens_per_second == 4 * Fraction(3_350 * 10**9, step)
+    assert r.decode.step_bytes == step
+    assert r.decode.bound == "memory"
+    assert r.decode.tokens_per_second_per_sequence == Fraction(3_350 * 10**9, step)
+    assert r.decode.tokens_per_second == 4 * Fraction(3_350 * 10**9, step)
+
+
+def _gpu(memory: int, bandwidth: int = 10**12, peak: int = 10**14) -> Gpu:
+    return Gpu("hand", "hand", memory, bandwidth, {"bf16": peak}, "worked by hand")
+
+
+H100 = find_gpu("h100-sxm")
+NINE_TENTHS = Fraction(9, 10)
+
+
+def test_largest_batch_and_context_llama_by_hand() -> None:
+    # 0.9 x 80e9 = 72e9 bytes; weights 2 x 8,030,261,248; KV per token 2 x 32 x 8 x 128 x 2
+    spec = load_preset("llama-3.1-8b").spec
+    fit = cache_fit(spec, H100, NINE_TENTHS, "bf16", "bf16", batch=8, context=1024)
+    assert (fit.budget, fit.weights) == (72_000_000_000, 16_060_522_496)
+    assert fit.free == 55_939_477_504
+    per_token = 2 * 32 * 8 * 128 * 2  # 131,072 bytes
+    # 416 x 134,217,728 = 55,834,574,848 fits; 417 x = 55,968,792,576 does not
+    assert fit.largest_batch == 416 == fit.free // (1024 * per_token)
+    # batch 8: 55,939,477,504 / (8 x 131,072) = 53,348.4 tokens
+    assert fit.largest_context == 53_348
+    one = cache_fit(spec, H100, NINE_TENTHS, "bf16", "bf16", batch=1, context=1024)
+    assert one.largest_context == one.positions == 131_072  # 17.2e9 bytes fit: the positions bound
+
+
+def test_sliding_window_caps_the_cache() -> None:
+    # Mistral-7B: every layer keeps the last 4,096 tokens; weights 2 x 7,241,732,096
+    spec = load_preset("mistral-7b-v0.1").spec
+    fit = cache_fit(spec, H100, NINE_TENTHS, "bf16", "bf16", batch=107, context=32_768)
+    assert fit.free == 72_000_000_000 - 14_483_464_192 == 57_516_535_808
+    # a sequence of any length past 4,096 keeps 4,096 x 131,072 = 536,870,912 bytes
+    assert fit.largest_batch == 107  # 107 x 536,870,912 = 57,445,187,584
+    assert fit.largest_context == 32_768  # the window plateau fits: the positions bound
+    # batch 108: 108 x T x 131,072 <= 57,516,535,808 gives T <= 4,063.1
+    assert cache_fit(spec, H100, NINE_TENTHS, "bf16", "bf16", 108, 32_768).largest_context == 4063
+
+
+def test_mla_latent_cache_by_hand() -> None:
+    # DeepSeek-V3 caches the latent (512) and the rotary key (64) per layer: 61 x 576 x 2 bytes
+    spec = load_preset("deepseek-v3").spec
+    fit = cache_fit(spec, _gpu(2 * 10**12), Fraction(1), "bf16", "bf16", batch=1, context=4096)
+    assert fit.weights == 2 * 671_026_404_352
+    free = 2 * 10**12 - 1_342_052_808_704  # 657,947,191,296
+    assert fit.largest_batch == free // (61 * 576 * 2 * 4096) == 2285
+    assert fit.largest_context == 163_840  # 11.5e9 bytes at the positions bound: fits
+
+
+def test_recurrent_state_counts_per_sequence() -> None:
+    # tiny-jamba: 734,672 parameters; per sequence 9,216 state elements that do not grow with T
+    # and 2 attention layers x 64 elements per token; 2 bytes each; a device of 10^7 bytes
+    spec = load_file(ROOT / "tests/fixtures/hf/tiny-jamba.json").spec
+    gpu = _gpu(10**7)
+    fit = cache_fit(spec, gpu, Fraction(1), "bf16", "bf16", batch=300, context=100)
+    assert fit.free == 10**7 - 2 * 734_672 == 8_530_656
+    # per sequence at T = 100: 2 x (9,216 + 128 x 100) = 44,032 bytes; 193 x 44,032 = 8,498,176
+    assert fit.largest_batch == 193
+    # batch 300: 300 x 2 x (9,216 + 128 T) <= 8,530,656 gives T <= 39.07
+    assert fit.largest_context == 39
+    # batch 500: the state alone, 500 x 2 x 9,216 = 9,216,000 bytes, does not fit
+    assert cache_fit(spec, gpu, Fraction(1), "bf16", "bf16", 500, 100).largest_context == 0
+    step = decode_step(spec, gpu, "bf16", "bf16", 2, 100)
+    assert step.step_flops is None and step.bound == "memory"  # recurrent decoding: bytes only
+    assert step.step_bytes == 2 * 734_672 + 2 * 44_032
+
+
+def test_weights_that_do_not_fit_leave_nothing() -> None:
+    fit = cache_fit(load_preset("deepseek-v3").spec, H100, NINE_TENTHS, "bf16", "bf16", 1, 1024)
+    assert fit.free < 0 and fit.largest_batch == 0 and fit.largest_context == 0
+
+
+def test_huge_memory_is_bisected_exactly() -> None:
+    # 10^60 bytes: GPT-2 keeps 2 x 12 x 1,024 x 768 x 2 = 37,748,736 bytes per sequence
+    fit = cache_fit(GPT2, _gpu(10**60), Fraction(1), "bf16", "bf16", batch=1, context=1024)
+    assert fit.largest_batch == (10**60 - 2 * P) // 37_748_736
+    assert fit.largest_context == 1024
+
+
+def test_decode_batches() -> None:
+    assert decode_batches(1) == [1]
+    assert decode_batches(8) == [1, 2, 4, 8]
+    assert decode_batches(416) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 416]
+    assert decode_batches(0) == []
+
+
+def test_decode_bound_by_hand() -> None:
+    # GPT-2 decoding its 1,024th token: linear MACs 12 x 12 x 768^2 + 768 x 50,257 =
+    # 123,532,032; attention 12 layers x 2 x 768 x 1,024 keys = 18,874,368; 2 FLOPs per MAC
+    assert decode_token_macs(GPT2, 1023) == 142_406_400
+    gpu = _gpu(10**11, bandwidth=10**13, peak=10**13)
+    one, two = (decode_step(GPT2, gpu, "bf16", "bf16", b, 1024) for b in (1, 2))
+    # B = 1: reads 2P + 37,748,736 = 286,628,352 bytes, does 284,812,800 FLOPs: memory-bound
+    assert (one.step_bytes, one.step_flops, one.bound) == (286_628_352, 284_812_800, "memory")
+    assert one.seconds == Fraction(286_628_352, 10**13)
+    # B = 2: reads 324,377,088 bytes, does 569,625,600 FLOPs: compute-bound
+    assert (two.step_bytes, two.step_flops, two.bound) == (324_377_088, 569_625_600, "compute")
+    assert two.tokens_per_second == 2 * Fraction(10**13, 569_625_600)
+    assert two.tokens_per_second_per_sequence == Fraction(10**13, 569_625_600)
 
 
 @pytest.mark.parametrize("text", ["0", "1.5", "abc", "150%"])
@@ -89,3 +193,124 @@ def test_plan_command_json_and_errors() -> None:
     assert missing.exit_code == 2 and "no bf16 peak for a10g" in missing.output
     nothing = runner.invoke(app, ["plan", "-p", "gpt2-small", "--gpu", "l4"])
     assert nothing.exit_code == 2 and "nothing to plan" in nothing.output
+
+
+def test_plan_inference_json_and_table() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from costcalc.cli.app import app
+
+    runner = CliRunner()
+    args = ["plan", "-p", "llama-3.1-8b", "--gpu", "h100-sxm", "--prompt", "100"]
+    args += ["--generate", "28", "-B", "8", "--memory-utilisation", "90%"]
+    result = runner.invoke(app, [*args, "-f", "json"])
+    assert result.exit_code == 0, result.output
+    inference = json.loads(result.stdout)["inference"]
+    fit = inference["fit"]
+    assert fit["memory_utilisation"]["numerator"] == 9
+    assert (fit["budget_bytes"], fit["weight_bytes"]) == (72_000_000_000, 16_060_522_496)
+    assert fit["cache_bytes_free"] == 55_939_477_504
+    # 55,939,477,504 // (128 x 131,072) = 3,334; the context at batch 8 as by hand above
+    assert (fit["largest_batch"], fit["largest_context"]) == (3334, 53_348)
+    steps = inference["decode_by_batch"]
+    assert [s["batch"] for s in steps] == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 3334]
+    weights, kv = 16_060_522_496, 128 * 131_072
+    for step in steps:
+        b = step["batch"]
+        assert step["step_bytes"] == weights + b * kv
+        assert step["memory_seconds"] == float(Fraction(weights + b * kv, 3_350 * 10**9))
+        flops = 2 * decode_token_macs(load_preset("llama-3.1-8b").spec, 127, b)
+        assert step["step_flops"] == flops
+        slower = max(Fraction(weights + b * kv, 3_350 * 10**9), Fraction(flops, 989_500 * 10**9))
+        assert step["tokens_per_second"] == float(b / slower)
+        assert step["bound"] == (
+            "memory" if slower * 3_350 * 10**9 == weights + b * kv else "compute"
+        )
+    assert [s["bound"] for s in steps][8:10] == ["memory", "compute"]
+    assert inference["decode_tokens_per_second"] == steps[3]["tokens_per_second"]
+    table = runner.invoke(app, args, env={"COLUMNS": "120"}).stdout
+    for figure in ["72,000,000,000", "16,060,522,496", "55,939,477,504", "416", "53,348"]:
+        assert figure in table
+    for step in steps:
+        rate = step["tokens_per_second"]
+        assert f"{rate:,.1f}" in table and f"{rate:,.0f}" in table
+        assert f"{step['tokens_per_second_per_sequence']:,.1f}" in table
+        assert f"{step['memory_seconds'] * 1000:,.2f} ms" in table or step["bound"] == "compute"
+    assert "▓" in table and "█" in table
+    assert "90.0% of h100-sxm's 80,000,000,000 bytes" in " ".join(table.split())
+    assert "the model's 131,072 positions" in " ".join(table.split())
+    assert "at 128 tokens" in table and "largest context at batch 8" in table
+    bad = runner.invoke(app, [*args, "--memory-utilisation", "1.2"])
+    assert bad.exit_code == 2 and "memory utilisation '1.2'" in bad.output
+
+
+def test_tensor_parallel_roofline_by_hand() -> None:
+    """Llama-3.1-8B over 4 L4s: V = 128,256 pads to 128,512 (251 x 512), 32,128 rows a GPU; a
+    layer holds its two norms and a quarter of q, k, v, o and the FFN; 1 / 4 of the cache."""
+    spec = load_preset("llama-3.1-8b").spec
+    l4 = find_gpu("l4")
+    layer = 2 * 4096 + (2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 14336 * 4096) // 4
+    params = 32 * layer + 2 * 32_128 * 4096 + 4096
+    assert 2 * params == 4_016_578_560
+    fit = cache_fit(spec, l4, NINE_TENTHS, "bf16", "bf16", batch=1, context=1024, tp=4)
+    assert fit.weights == 4_016_578_560
+    assert fit.free == 21_600_000_000 - 4_016_578_560 == 17_583_421_440
+    per_sequence = 1024 * 131_072 // 4  # 33,554,432 bytes of each sequence's cache a GPU
+    assert fit.largest_batch == 17_583_421_440 // per_sequence == 524
+    step = decode_step(spec, l4, "bf16", "bf16", 1, 1024, tp=4)
+    assert step.step_bytes == 4_016_578_560 + per_sequence == 4_050_132_992
+    assert step.step_flops == -(-2 * decode_token_macs(spec, 1023) // 4)
+    assert step.seconds == Fraction(4_050_132_992, 300 * 10**9)  # memory-bound at 300 GB/s
+    r = roofline(spec, l4, "bf16", "bf16", 1, 1000, 1024, tp=4)
+    assert r.prefill_flops == -(-2 * forward_macs(spec, 1, 1000) // 4)
+    with pytest.raises(UsageError, match="32 attention heads do not divide over 3"):
+        cache_fit(spec, l4, NINE_TENTHS, "bf16", "bf16", 1, 1024, tp=3)
+
+
+def test_plan_tp_cli() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from costcalc.cli.app import app
+
+    runner = CliRunner()
+    args = ["plan", "-p", "llama-3.1-8b", "--gpu", "l4", "--prompt", "1000", "--generate", "24"]
+    result = runner.invoke(app, [*args, "--tp", "4", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    inference = json.loads(result.stdout)["inference"]
+    assert inference["tensor_parallel"] == 4
+    assert inference["decode_step_bytes"] == 4_050_132_992
+    assert inference["fit"]["largest_batch"] == 524
+    table = runner.invoke(app, [*args, "--tp", "4"], env={"COLUMNS": "120"}).stdout
+    assert "4 x l4" in table and "4,050,132,992" in table and "4,016,578,560" in table
+    bad = runner.invoke(app, [*args, "--tp", "3"])
+    assert bad.exit_code == 2 and "do not divide over 3" in bad.output
+
+
+def test_a_model_without_a_cache_has_no_batch_bound(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from costcalc.cli.app import app
+
+    config = {"vocab_size": 256, "d_model": 64, "n_layers": 2, "context_length": 256}
+    config |= {"position": "learned", "mixer": "none", "norm": "rmsnorm"}
+    spec = ModelSpec(**config)
+    fit = cache_fit(spec, find_gpu("l4"), Fraction(1), "bf16", "bf16", 4, 100)
+    assert fit.largest_batch is None and fit.largest_context == 256  # nothing grows: positions
+    path = tmp_path / "mlp.json"
+    path.write_text(json.dumps(config))
+    runner = CliRunner()
+    args = ["plan", "-c", str(path), "--gpu", "l4", "--prompt", "64", "--generate", "64", "-B", "4"]
+    data = json.loads(runner.invoke(app, [*args, "-f", "json"]).stdout)["inference"]
+    assert data["fit"]["largest_batch"] is None
+    assert [s["batch"] for s in data["decode_by_batch"]] == [1, 2, 4]  # up to --batch
+    assert "no bound" in runner.invoke(app, args).stdout
+    training = ["plan", "-p", "gpt2-small", "--gpu", "l4", "--tokens", "1B", "-T", "64"]
+    assert runner.invoke(app, training).exit_code == 0
+    tp = runner.invoke(app, [*training, "--tp", "2"])
+    assert tp.exit_code == 2 and "add --prompt" in tp.output

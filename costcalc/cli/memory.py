@@ -18,6 +18,14 @@ if TYPE_CHECKING:
     from costcalc.units import UnitSystem
 
 BAR_WIDTH = 30
+STACK_WIDTH = 24
+"""Cells of a stacked per-GPU bar (narrower, so a 60-column terminal shows it whole)."""
+STACK_GLYPHS: dict[str, str] = {
+    "weights": "█",
+    "gradients": "▓",
+    "optimizer": "▒",
+    "activations": "░",
+}
 UNIT_HEADERS = {"si": "SI (10^3)", "iec": "binary (2^10)"}
 PARALLEL_PANEL = "Parallelism (with --train)"
 ATTENTION_HELP = (
@@ -169,6 +177,16 @@ def memory(
             rich_help_panel=PARALLEL_PANEL,
         ),
     ] = None,
+    ep: Annotated[
+        int | None,
+        typer.Option(
+            "--ep",
+            metavar="E",
+            help="Expert parallel over E of the data-parallel ranks: X / E experts of each MoE "
+            "layer per GPU.",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = None,
     units: UnitsOption = "iec",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
@@ -198,11 +216,11 @@ def memory(
             attention=attention,
         )
         capacity = device_capacity(fits, gpu)
-        given = (gpus, zero, fsdp, node_gpus, tp, pp, sp or None, micro_batches)
+        given = (gpus, zero, fsdp, node_gpus, tp, pp, sp or None, micro_batches, ep)
         plan = (
             None
             if all(v is None for v in given)
-            else parallel_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches)
+            else parallel_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep)
         )
         if plan is not None and explain:
             raise UsageError(
@@ -302,7 +320,55 @@ def memory_grids(result: MemoryResult, system: UnitSystem, explain: bool = False
         )
     bars = [[c.label, format_percent(result.share(c)), bar(result.share(c))] for c in components]
     chart = Grid(f"Where {result.model.name}'s memory goes", ["", "share", ""], bars, chart=True)
+    if result.plan is not None:
+        return [*grids, chart, _stage_chart(result, system)]
     return [*grids, chart]
+
+
+def stacked_bar(parts: list[int], glyphs: list[str], scale: int, width: int = STACK_WIDTH) -> str:
+    """``parts`` one after another on a bar of ``width`` cells for ``scale`` bytes, each ending
+    at the cell nearest its running total (so the bar's length is the sum's), the rest dots."""
+    cells, running, end = "", 0, 0
+    for part, glyph in zip(parts, glyphs, strict=True):
+        running += part
+        stop = int(Fraction(running * width, scale) + Fraction(1, 2)) if scale else 0
+        cells += glyph * (stop - end)
+        end = stop
+    return cells + "·" * (width - end)
+
+
+def _stage_chart(result: MemoryResult, system: UnitSystem) -> Grid:
+    """One GPU of each pipeline stage as a bar stacked by component, against the device memory
+    when one is given."""
+    from costcalc.memory_results import stacked_parts
+    from costcalc.render import Grid
+
+    plan = result.plan
+    assert plan is not None
+    stages = [stacked_parts(report) for report in result.stages]
+    totals = [report.bytes_total for report in result.stages]
+    scale = max([*totals, result.capacity or 0])
+    glyphs = [STACK_GLYPHS[name] for name, _ in stages[0]]
+    rows = []
+    for number, (parts, total) in enumerate(zip(stages, totals, strict=True), 1):
+        label = f"stage {number}" if plan.pp > 1 else "each GPU"
+        bytes_ = [b for _, b in parts]
+        rows.append([label, _human(total, system), stacked_bar(bytes_, glyphs, scale)])
+    if result.capacity is not None:
+        rows.append(
+            [
+                "GPU memory",
+                _human(result.capacity, system),
+                stacked_bar([result.capacity], ["─"], scale),
+            ]
+        )
+    legend = ", ".join(f"{glyph} {name}" for name, glyph in STACK_GLYPHS.items())
+    notes = [
+        f"{legend} (optimizer with the fp32 master weights; activations with the logits). "
+        + ("One GPU of each pipeline stage." if plan.pp > 1 else "Every GPU holds the same.")
+    ]
+    title = f"Memory per GPU of {result.model.name}, by component"
+    return Grid(title, ["", "total", ""], rows, notes, chart=True)
 
 
 def _mode(result: MemoryResult) -> str:
@@ -322,7 +388,7 @@ def _notes(result: MemoryResult) -> list[str]:
         result.model.spec, setup.batch, report.length, setup.recompute, setup.attention
     )
     if result.plan is not None:
-        if result.plan.tp > 1 or result.plan.pp > 1:
+        if result.plan.tp > 1 or result.plan.pp > 1 or result.plan.ep > 1:
             notes = notes[1:]  # the activation formula is the parallel note's
         notes.append(_parallel_note(result))
     if report.elements_optimizer_steps:
@@ -331,6 +397,12 @@ def _notes(result: MemoryResult) -> list[str]:
             "one per parameter tensor (torch keeps them on the host unless fused)."
         )
     return notes
+
+
+def _experts_per_rank(spec: ModelSpec, ep: int) -> str:
+    """X / E for each MoE layer's expert count X ("2", or "2 or 4" when layers differ)."""
+    counts = sorted({s.moe_experts for s in spec.stacks if s.moe_experts is not None})
+    return " or ".join(f"{count // ep:,}" for count in counts)
 
 
 def _parallel_note(result: MemoryResult) -> str:
@@ -345,7 +417,7 @@ def _parallel_note(result: MemoryResult) -> str:
     plan, setup = result.plan, result.report.setup
     assert plan is not None
     note = ""
-    if plan.tp > 1 or plan.pp > 1:
+    if plan.tp > 1 or plan.pp > 1 or plan.ep > 1:
         spec = result.model.spec
         note = (
             f"Tensor parallel over {plan.tp} (Megatron-LM: q/k/v, FFN gate/up and down, "
@@ -353,7 +425,15 @@ def _parallel_note(result: MemoryResult) -> str:
             f"{padded_vocab(spec, plan.tp):,} = a multiple of 128 x {plan.tp}); pipeline stage "
             f"{result.stage + 1} of {plan.pp} (the largest; {spec.n_layers // plan.pp} layers "
             f"each), {plan.in_flight(result.stage)} micro-batches in flight (1F1B, Narayanan "
-            "et al. 2021). Activations per GPU, ESTIMATE: "
+            "et al. 2021). "
+            + (
+                f"Expert parallel over {plan.ep}: {_experts_per_rank(spec, plan.ep)} experts of "
+                "each MoE layer per GPU, each split as the TP ranks split a dense FFN; routers "
+                "and shared experts whole. "
+                if plan.ep > 1
+                else ""
+            )
+            + "Activations per GPU, ESTIMATE: "
             f"{parallel_activation_formula(plan, setup.recompute, setup.attention)} "
             "(Korthikanti et al. 2022, Table 2). "
         )
@@ -367,9 +447,11 @@ def _parallel_note(result: MemoryResult) -> str:
         2: "optimizer state and gradients",
         3: "optimizer state, gradients and parameters",
     }[plan.stage]
+    experts = plan.shard_gpus // plan.ep
     note += (
-        f"Sharded over {plan.shard_gpus} GPUs (ceil(elements / {plan.shard_gpus}) each): "
-        f"{sharded}; step scalars kept whole; --batch sequences per GPU. Not counted: "
+        f"Sharded over {plan.shard_gpus} GPUs (ceil(elements / {plan.shard_gpus}) each"
+        + (f"; the experts' over the {experts} GPUs holding the same ones" if plan.ep > 1 else "")
+        + f"): {sharded}; step scalars kept whole; --batch sequences per GPU. Not counted: "
         "communication buckets and DeepSpeed's fp32 copy of the gradient partition."
     )
     if plan.stage == 3:

@@ -15,6 +15,7 @@ from costcalc.render import OutputFormat
 if TYPE_CHECKING:
     from costcalc.gpus import Gpu
     from costcalc.loaders import LoadedModel
+    from costcalc.plan import CacheFit, DecodeStep
     from costcalc.render import Grid
 
 
@@ -48,11 +49,29 @@ def plan(
         int, typer.Option("--generate", help="Tokens generated after the prompt.")
     ] = 256,
     batch: Annotated[int, typer.Option("--batch", "-B", help="Sequences decoded together.")] = 1,
+    utilisation: Annotated[
+        str,
+        typer.Option(
+            "--memory-utilisation",
+            help="Share of the GPU's memory weights and cache may take (vLLM's "
+            "gpu_memory_utilization), like 0.9 or 90%.",
+        ),
+    ] = "0.9",
+    tp: Annotated[
+        int,
+        typer.Option(
+            "--tp",
+            metavar="T",
+            help="Inference tensor parallel over T GPUs: each holds and reads its shard of the "
+            "weights and 1 / T of the cache (Megatron-LM's layout).",
+        ),
+    ] = 1,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Training FLOPs for --tokens from costcalc's exact MACs (6N beside it), wall time and
     GPU-hours at --mfu on --gpus GPUs; with --budget, compute-optimal sizing (rule of thumb);
-    with --prompt, prefill time and decode tokens/s on one GPU (roofline ESTIMATES)."""
+    with --prompt, prefill time and decode tokens/s on one GPU (roofline ESTIMATES), the largest
+    batch and context whose cache fits beside the weights, and decode tokens/s by batch."""
     from costcalc.compute import check_count
     from costcalc.errors import UsageError
     from costcalc.gpus import find_gpu
@@ -62,17 +81,33 @@ def plan(
     with user_errors():
         device = find_gpu(gpu)
         check_dtype(dtype)
-        counts = {"gpus": gpus, "length": length, "batch": batch, "generate": generate}
+        counts = {"gpus": gpus, "length": length, "batch": batch, "generate": generate, "tp": tp}
         for name, value in {**counts, "prompt": prompt}.items():
             if value is not None:
                 check_count(name, value, MAX_COUNT)
         share = parse_fraction(mfu, "MFU")
+        memory_share = parse_fraction(utilisation, "memory utilisation")
         count = parse_count(tokens) if tokens is not None else None
         flops_budget = parse_flops(budget) if budget is not None else None
         if count is None and flops_budget is None and prompt is None:
             raise UsageError("nothing to plan: give --tokens, --budget or --prompt")
+        if tp > 1 and prompt is None:
+            raise UsageError("--tp shards the inference rooflines: add --prompt")
         results = [
-            _plan(m, device, dtype, count, length, gpus, share, prompt, generate, batch)
+            _plan(
+                m,
+                device,
+                dtype,
+                count,
+                length,
+                gpus,
+                share,
+                prompt,
+                generate,
+                batch,
+                memory_share,
+                tp,
+            )
             for m in models.load()
         ]
     data: list[dict[str, Any]] = [r for r, _ in results]
@@ -96,9 +131,11 @@ def _plan(
     prompt: int | None,
     generate: int,
     batch: int,
+    utilisation: Fraction,
+    tp: int,
 ) -> tuple[dict[str, Any], list[Grid]]:
     from costcalc.compute import check_positions
-    from costcalc.plan import KAPLAN_RULE, TrainingTime, kaplan_flops, roofline, training_flops
+    from costcalc.plan import KAPLAN_RULE, TrainingTime, kaplan_flops, training_flops
     from costcalc.render import Grid
     from costcalc.results import model_header
 
@@ -138,36 +175,175 @@ def _plan(
         ]
         grids.append(Grid(title, ["", "value"], rows, notes))
     if prompt is not None:
-        context = prompt + generate
-        check_positions(spec, "length", context, context)
-        kv_dtype = dtype if dtype in ("fp32", "bf16", "fp16") else "bf16"
-        r = roofline(spec, gpu, dtype, kv_dtype, batch, prompt, context)
-        data["inference"] = {
-            "estimate": True,
-            "batch": batch,
-            "prompt": prompt,
-            "context": context,
-            "prefill_flops": r.prefill_flops,
-            "prefill_seconds": float(r.prefill_seconds),
-            "decode_step_bytes": r.step_bytes,
-            "decode_tokens_per_second_per_sequence": float(r.tokens_per_second_per_sequence),
-            "decode_tokens_per_second": float(r.tokens_per_second),
-        }
-        rows = [
-            ["prefill time (compute-bound)", _duration(r.prefill_seconds)],
-            ["bytes read per decode step", f"{r.step_bytes:,}"],
-            ["decode tokens/s per sequence", f"{float(r.tokens_per_second_per_sequence):,.1f}"],
-            [f"decode tokens/s, batch {batch}", f"{float(r.tokens_per_second):,.1f}"],
-        ]
-        notes = [
-            "Roofline ESTIMATES on one GPU holding the whole model: prefill = forward FLOPs / "
-            "dense peak; a decode step reads the weights and the KV cache at "
-            f"{context:,} tokens once, over the memory bandwidth. Real kernels reach less of "
-            "either peak."
-        ]
-        title = f"Inference of {model.name} on {gpu.key} ({dtype}), B={batch}, prompt {prompt:,}"
-        grids.append(Grid(title, ["", "ESTIMATE"], rows, notes))
+        inference, inference_grids = _inference(
+            model, gpu, dtype, prompt, generate, batch, utilisation, tp
+        )
+        data["inference"] = inference
+        grids += inference_grids
     return data, grids
+
+
+def _inference(
+    model: LoadedModel,
+    gpu: Gpu,
+    dtype: str,
+    prompt: int,
+    generate: int,
+    batch: int,
+    utilisation: Fraction,
+    tp: int,
+) -> tuple[dict[str, Any], list[Grid]]:
+    """The roofline at --batch, what fits at the memory utilisation, and decode by batch."""
+    from costcalc.compute import check_positions
+    from costcalc.plan import cache_fit, decode_batches, decode_step, roofline
+    from costcalc.render import Grid, ratio_dict
+
+    spec = model.spec
+    context = prompt + generate
+    check_positions(spec, "length", context, context)
+    kv_dtype = dtype if dtype in ("fp32", "bf16", "fp16") else "bf16"
+    r = roofline(spec, gpu, dtype, kv_dtype, batch, prompt, context, tp)
+    fit = cache_fit(spec, gpu, utilisation, dtype, kv_dtype, batch, context, tp)
+    top = batch if fit.largest_batch is None else fit.largest_batch
+    steps = [decode_step(spec, gpu, dtype, kv_dtype, b, context, tp) for b in decode_batches(top)]
+    data = {
+        "estimate": True,
+        "tensor_parallel": tp,
+        "batch": batch,
+        "prompt": prompt,
+        "context": context,
+        "prefill_flops": r.prefill_flops,
+        "prefill_seconds": float(r.prefill_seconds),
+        "decode_step_bytes": r.decode.step_bytes,
+        "decode_bound": r.decode.bound,
+        "decode_tokens_per_second_per_sequence": float(r.decode.tokens_per_second_per_sequence),
+        "decode_tokens_per_second": float(r.decode.tokens_per_second),
+        "fit": {
+            "memory_utilisation": ratio_dict(utilisation),
+            "budget_bytes": fit.budget,
+            "weight_bytes": fit.weights,
+            "cache_bytes_free": fit.free,
+            "kv_dtype": kv_dtype,
+            "context": context,
+            "largest_batch": fit.largest_batch,
+            "batch": batch,
+            "largest_context": fit.largest_context,
+            "positions": fit.positions,
+        },
+        "decode_by_batch": [_step_dict(step) for step in steps],
+    }
+    rows = [
+        ["prefill time (compute-bound)", _duration(r.prefill_seconds)],
+        ["bytes read per decode step", f"{r.decode.step_bytes:,}"],
+        [
+            f"decode tokens/s per sequence ({r.decode.bound}-bound)",
+            f"{float(r.decode.tokens_per_second_per_sequence):,.1f}",
+        ],
+        [f"decode tokens/s, batch {batch}", f"{float(r.decode.tokens_per_second):,.1f}"],
+    ]
+    where = "one GPU holding the whole model" if tp == 1 else f"one of {tp} tensor-parallel GPUs"
+    notes = [
+        f"Roofline ESTIMATES on {where}: prefill = forward FLOPs / dense peak; a decode step "
+        f"reads the weights and the cache at {context:,} tokens once over the memory "
+        "bandwidth, or does its FLOPs at the dense peak, whichever takes longer. Real kernels "
+        "reach less of either peak."
+    ]
+    if tp > 1:
+        notes.append(
+            f"Each GPU holds its Megatron-LM shard of the weights (vocab padded to a multiple of "
+            f"128 x {tp}) and 1 / {tp} of the cache, and does 1 / {tp} of the FLOPs; the "
+            "all-reduces between the GPUs are not counted."
+        )
+    devices = gpu.key if tp == 1 else f"{tp} x {gpu.key}"
+    title = f"Inference of {model.name} on {devices} ({dtype}), B={batch}, prompt {prompt:,}"
+    grids = [
+        Grid(title, ["", "ESTIMATE"], rows, notes),
+        _fit_grid(model.name, gpu, fit, utilisation, tp),
+    ]
+    if steps:
+        grids += _decode_grids(model.name, devices, context, steps)
+    return data, grids
+
+
+def _step_dict(step: DecodeStep) -> dict[str, Any]:
+    compute = step.compute_seconds
+    return {
+        "batch": step.batch,
+        "step_bytes": step.step_bytes,
+        "step_flops": step.step_flops,
+        "memory_seconds": float(step.memory_seconds),
+        "compute_seconds": None if compute is None else float(compute),
+        "bound": step.bound,
+        "tokens_per_second_per_sequence": float(step.tokens_per_second_per_sequence),
+        "tokens_per_second": float(step.tokens_per_second),
+    }
+
+
+def _fit_grid(name: str, gpu: Gpu, fit: CacheFit, utilisation: Fraction, tp: int) -> Grid:
+    """The budget, the weights, what is left, and the largest batch and context."""
+    from costcalc.render import Grid
+    from costcalc.units import format_percent
+
+    largest_batch = "no bound" if fit.largest_batch is None else f"{fit.largest_batch:,}"
+    rows = [
+        ["memory budget (utilisation x memory)", f"{fit.budget:,}"],
+        ["weights", f"{fit.weights:,}"],
+        ["left for the cache", f"{fit.free:,}"],
+        [f"largest batch at {fit.context:,} tokens", largest_batch],
+        [f"largest context at batch {fit.batch:,}", f"{fit.largest_context:,}"],
+    ]
+    notes = [
+        "The cache (KV cache at the tokens each block keeps, and recurrent state) fits beside "
+        f"the weights in {format_percent(utilisation)} of {gpu.key}'s {gpu.memory_bytes:,} "
+        f"bytes; the context is at most the model's {fit.positions:,} positions. Not counted: "
+        "activations of the forward, CUDA graphs and the allocator's reserve, which vLLM also "
+        "takes from it."
+    ]
+    if fit.free < 0:
+        notes.append("The weights alone do not fit: nothing is left for the cache.")
+    where = gpu.key if tp == 1 else f"each of {tp} x {gpu.key} (its shard)"
+    return Grid(f"What fits on {where} beside {name}'s weights (bytes)", ["", "value"], rows, notes)
+
+
+def _decode_grids(name: str, devices: str, context: int, steps: list[DecodeStep]) -> list[Grid]:
+    """Decode tokens/s by batch: a table (bound, step time, rates) and a bar chart of the
+    aggregate rate (a memory-bound bar in full blocks, a compute-bound one shaded)."""
+    from costcalc.cli.memory import bar
+    from costcalc.render import Grid
+
+    rows = [
+        [
+            f"{s.batch:,}",
+            s.bound,
+            _duration(s.seconds),
+            f"{float(s.tokens_per_second_per_sequence):,.1f}",
+            f"{float(s.tokens_per_second):,.1f}",
+        ]
+        for s in steps
+    ]
+    title = f"Decode of {name} on {devices} by batch, at {context:,} tokens (ESTIMATE)"
+    columns = ["batch", "bound", "step", "tokens/s per sequence", "tokens/s"]
+    notes = [
+        "Batches 1, 2, 4, ... up to the largest whose cache fits. Memory-bound: the step reads "
+        "the weights and every sequence's cache; compute-bound: its FLOPs at the dense peak "
+        "take longer."
+    ]
+    top = max(s.tokens_per_second for s in steps)
+    bars = []
+    for s in steps:
+        cells = bar(s.tokens_per_second / top)
+        bars.append(
+            [
+                f"B={s.batch:,}",
+                f"{float(s.tokens_per_second):,.0f}",
+                cells if s.bound == "memory" else cells.replace("█", "▓"),
+            ]
+        )
+    legend = ["Bars: aggregate tokens/s; █ memory-bound, ▓ compute-bound."]
+    chart = Grid(
+        f"Decode tokens/s of {name} by batch", ["", "tokens/s", ""], bars, legend, chart=True
+    )
+    return [Grid(title, columns, rows, notes), chart]
 
 
 def _chinchilla(budget: int) -> tuple[dict[str, Any], Grid]:
