@@ -274,7 +274,7 @@ def memory_grids(result: MemoryResult, system: UnitSystem, explain: bool = False
         for c in components
     ]
     total = report.bytes_total
-    label = "total (incl. estimate)" if report.bytes_activations else "total"
+    label = "total (incl. estimate)" if result.estimated_activations else "total"
     rows.append([label, "", "", f"{total:,}", _human(total, system)])
     emphasis = frozenset({len(rows) - 1})
     if result.capacity is not None:
@@ -319,7 +319,7 @@ def _notes(result: MemoryResult) -> list[str]:
     if not setup.train:
         return [_kv_note(result)]
     notes = training_notes(
-        result.model.spec, setup.batch, report.length, setup.recompute, setup.attention
+        result.model.spec, setup.batch, report.length, setup.recompute, setup.attention, setup.dtype
     )
     if result.plan is not None:
         if result.plan.tp > 1 or result.plan.pp > 1:
@@ -353,9 +353,10 @@ def _parallel_note(result: MemoryResult) -> str:
             f"{padded_vocab(spec, plan.tp):,} = a multiple of 128 x {plan.tp}); pipeline stage "
             f"{result.stage + 1} of {plan.pp} (the largest; {spec.n_layers // plan.pp} layers "
             f"each), {plan.in_flight(result.stage)} micro-batches in flight (1F1B, Narayanan "
-            "et al. 2021). Activations per GPU, ESTIMATE: "
-            f"{parallel_activation_formula(plan, setup.recompute, setup.attention)} "
-            "(Korthikanti et al. 2022, Table 2). "
+            "et al. 2021). Activations per GPU"
+            + (", ESTIMATE (Korthikanti et al. 2022, Table 2): " if plan.tp > 1 else ": ")
+            + parallel_activation_formula(spec, plan, setup.recompute, setup.attention, setup.dtype)
+            + ". "
         )
     if plan.stage == 0:
         return note + (
@@ -382,27 +383,29 @@ def _parallel_note(result: MemoryResult) -> str:
 
 
 def training_notes(
-    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str
+    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str, dtype: str
 ) -> list[str]:
     """The notes of every training table (``memory --train``, ``lora --train``): how the
-    activations are estimated, whether the T x T scores are stored, how the logits are counted."""
-    from costcalc.memory import LOGITS_SOURCE, activation_note
+    activations are counted, whether the T x T scores are stored, how the logits are counted."""
+    from costcalc.activations import activation_note
+    from costcalc.memory import LOGITS_SOURCE
 
     return [
-        activation_note(recompute, attention),
-        _scores_note(spec, batch, length, recompute, attention),
-        f"Logits are exact: {LOGITS_SOURCE}. Not counted: the log-softmax cross_entropy keeps "
-        "for its backward (another fp32 B x T x V) and the embedding output.",
+        activation_note(spec, recompute, attention, dtype),
+        _scores_note(spec, batch, length, recompute, attention, dtype),
+        f"Logits are exact: {LOGITS_SOURCE}.",
     ]
 
 
-def _scores_note(spec: ModelSpec, batch: int, length: int, recompute: str, attention: str) -> str:
+def _scores_note(
+    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str, dtype: str
+) -> str:
     """Whether the T x T attention scores are stored, and what they weigh under eager attention."""
     from costcalc.memory import attention_score_bytes
     from costcalc.memory_explain import scores_row
 
-    scores = scores_row(spec, batch, length)
-    if attention_score_bytes(spec, batch, length, recompute, attention):
+    scores = scores_row(spec, batch, length, dtype)
+    if attention_score_bytes(spec, batch, length, recompute, attention, dtype):
         return f"--attention eager keeps the T x T scores, a row of their own: {scores} bytes."
     if recompute != "none":
         why = f"--recompute {recompute} runs the attention core again in the backward"
