@@ -15,8 +15,8 @@ rows, V vocabulary rows, r rotary width. Integer formulas only.
 
 Conventions: dropout off and no KV cache in the training forward (``use_cache=False``); the plain
 MLP's activation is GPT-2's ``gelu_new`` written out (4 saved tensors; ``F.gelu`` or ReLU save
-1); the eager softmax is taken in fp32 (Llama-derived code) for rotary models and in the
-activation dtype (GPT-2's code) otherwise; LayerNorm's mean and rstd in the activation dtype, as
+1); the eager softmax is taken in the activation dtype for learned positions (GPT-2's code)
+and in fp32 otherwise (Llama-derived code); LayerNorm's mean and rstd in the activation dtype, as
 on CPU (CUDA keeps them in fp32, 4 N bytes more per norm in 16-bit); the routed experts are
 transformers' default ``grouped_mm`` implementation.
 """
@@ -119,8 +119,9 @@ def qk_norm_terms(spec: ModelSpec, e: int, N: int) -> list[Term]:
 def attention_terms(spec: ModelSpec, e: int, batch: int, length: int, kernel: str) -> list[Term]:
     """What attention saves. Eager (``eager_attention_forward``): queries and the keys and
     values ``repeat_kv`` expands to H heads (copies for the matmuls), 3 e N H d; the s x s
-    softmax output, in fp32 for rotary models (4 B H T^2, then its copy in the dtype e B H T^2
-    unless that is fp32) and in the dtype otherwise (e B H T^2); the output made contiguous for
+    softmax output, in fp32 in Llama-derived code (4 B H T^2, then its copy in the dtype
+    e B H T^2 unless that is fp32), in the dtype in GPT-2's (learned positions; e B H T^2); the
+    output made contiguous for
     the output projection, e N H d. SDPA (PyTorch's flash kernel, GQA without expansion) and
     flash: queries, keys, values (rotated ones are new tensors; unrotated ones, and rotary
     values of a fused projection, keep the projection's storage), the output e N H d (the
@@ -131,13 +132,14 @@ def attention_terms(spec: ModelSpec, e: int, batch: int, length: int, kernel: st
     rotary = spec.position == "rotary"
     if kernel == "eager":
         terms = [Term("3 e N H d", "queries, keys and values (H heads)", 3 * e * N * H * d), out]
-        if not rotary:
+        if spec.position == "learned":
             return [*terms, Term("e B H T^2", "attention probabilities", e * B * H * T * T, True)]
         terms.append(Term("4 B H T^2", "softmax output, fp32", 4 * B * H * T * T, True))
         if e != 4:
             terms.append(Term("e B H T^2", "probabilities in the dtype", e * B * H * T * T, True))
         return terms
-    fused = Term("e N (H + 2K) d", "fused q/k/v output", e * N * (H + 2 * K) * d)
+    what = "fused q/k/v output" if spec.fused_qkv else "queries, keys, values"
+    fused = Term("e N (H + 2K) d", what, e * N * (H + 2 * K) * d)
     if not rotary:
         qkv = [fused]
     else:

@@ -59,7 +59,7 @@ def _layers(
     parts = []
     for stack in spec.stacks:
         terms = layer_terms(stack, batch, length, recompute, attention, dtype)
-        numbers = [_n(t.bytes) for t in terms if t.scores == scores]
+        numbers = [_n(t.bytes) for t in terms if t.scores == scores and t.bytes]
         if numbers:
             parts.append(f"{stack.n_layers} x ({' + '.join(numbers)})")
     return parts
@@ -72,7 +72,7 @@ def scores_row(spec: ModelSpec, batch: int, length: int, dtype: str) -> str:
         t.symbols
         for stack in spec.stacks
         for t in layer_terms(stack, 1, 1, "none", "eager", dtype)
-        if t.scores
+        if t.scores and t.bytes
     }
     total = attention_score_bytes(spec, batch, length, "none", "eager", dtype)
     terms = _layers(spec, batch, length, "none", "eager", dtype, True)

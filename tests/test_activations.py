@@ -5,15 +5,24 @@ and fp32, two batch x length points), each storage counted once."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from costcalc.activations import layer_terms, measured, outside_terms
+from costcalc.activations import (
+    activation_note,
+    activation_source,
+    exact,
+    layer_terms,
+    measured,
+    outside_terms,
+)
+from costcalc.loaders import load_file, load_preset
 from costcalc.memory import activation_bytes, logit_elements, memory_report, memory_setup
+from costcalc.memory_results import memory_result
+from costcalc.parallel import parallel_plan
 from costcalc.spec import ModelSpec
-from tests.conftest import GOLDEN
+from tests.conftest import FIXTURES, GOLDEN
 from tests.hf_helpers import spec_of
 
 REFERENCE = json.loads((GOLDEN / "activation_reference.json").read_text())
@@ -24,9 +33,13 @@ def record_id(record: dict[str, Any]) -> str:
     return "-".join(str(record[key]) for key in ("model", "attention", "dtype", "batch", "seq_len"))
 
 
-def small_spec(tmp_path: Path, model: str) -> ModelSpec:
-    """The fixture config with the reference script's changes (small sizes, dropout off)."""
-    return spec_of(tmp_path, model, **REFERENCE["configs"][model]["overrides"])
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModelSpec]:
+    """Each fixture config with the reference script's changes (small sizes, dropout off)."""
+    return {
+        model: spec_of(tmp_path_factory.mktemp(model), model, **config["overrides"])
+        for model, config in REFERENCE["configs"].items()
+    }
 
 
 def terms_bytes(terms: list[Any]) -> int:
@@ -34,8 +47,10 @@ def terms_bytes(terms: list[Any]) -> int:
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=record_id)
-def test_one_layer_saves_what_transformers_saves(tmp_path: Path, record: dict[str, Any]) -> None:
-    spec = small_spec(tmp_path, record["model"])
+def test_one_layer_saves_what_transformers_saves(
+    small: dict[str, ModelSpec], record: dict[str, Any]
+) -> None:
+    spec = small[record["model"]]
     assert measured(spec)
     B, T = record["batch"], record["seq_len"]
     terms = layer_terms(spec, B, T, "none", record["attention"], record["dtype"])
@@ -44,11 +59,11 @@ def test_one_layer_saves_what_transformers_saves(tmp_path: Path, record: dict[st
 
 @pytest.mark.parametrize("record", RECORDS, ids=record_id)
 def test_outside_the_layers_plus_the_log_probabilities(
-    tmp_path: Path, record: dict[str, Any]
+    small: dict[str, ModelSpec], record: dict[str, Any]
 ) -> None:
     # Outside the layers the reference also counts the fp32 log-probabilities cross_entropy
     # saves, 4 B T V: memory's logits_fp32 row, not an activation term.
-    spec = small_spec(tmp_path, record["model"])
+    spec = small[record["model"]]
     B, T = record["batch"], record["seq_len"]
     log_probs = 4 * logit_elements(spec, B, T)
     measured_outside = record["outside_bytes"] + record["shared_bytes"]
@@ -56,9 +71,9 @@ def test_outside_the_layers_plus_the_log_probabilities(
 
 
 @pytest.mark.parametrize("record", RECORDS, ids=record_id)
-def test_the_whole_forward(tmp_path: Path, record: dict[str, Any]) -> None:
+def test_the_whole_forward(small: dict[str, ModelSpec], record: dict[str, Any]) -> None:
     # Every saved storage: L layers, what is outside them, and the log-probabilities.
-    spec = small_spec(tmp_path, record["model"])
+    spec = small[record["model"]]
     B, T, dtype = record["batch"], record["seq_len"], record["dtype"]
     setup = memory_setup(dtype=dtype, train=True, batch=B, length=T, attention=record["attention"])
     report = memory_report(spec, setup)
@@ -66,3 +81,47 @@ def test_the_whole_forward(tmp_path: Path, record: dict[str, Any]) -> None:
     assert activation_bytes(spec, B, T, "none", record["attention"], dtype) == (
         report.bytes_activations
     )
+
+
+def test_the_measurement_is_what_the_script_says() -> None:
+    # dropout off and no cache; SDPA ran its CPU flash kernel (the fp32 log-sum-exp is saved)
+    assert {r["attention_ran"] for r in RECORDS} == {"eager", "sdpa"}
+    for record in RECORDS:
+        assert record["attention_ran"] == record["attention"]
+        B, T = record["batch"], record["seq_len"]  # every small config has H = 4
+        lse = f"float32 [{B}, 4, {T}] storage {4 * B * 4 * T}"
+        assert (lse in record["layer_tensors"]) == (record["attention"] == "sdpa")
+    moe = [r for r in RECORDS if r["model"] == "mixtral-8x7b"]
+    assert {r["experts_ran"] for r in moe} == {"grouped_mm"}
+
+
+def test_blocks_not_measured_keep_the_estimate_and_say_so() -> None:
+    # Jamba: Mamba blocks (not measured) beside attention blocks (measured)
+    model = load_file(FIXTURES / "hf" / "jamba-v0.1.json")
+    spec = model.spec
+    assert not exact(spec) and any(measured(stack) for stack in spec.stacks)
+    result = memory_result(model, memory_setup(train=True, length=64))
+    assert result.estimated_activations
+    assert "Korthikanti et al. 2022" in activation_source(spec)
+    assert "partly an ESTIMATE" in activation_note(spec, "none", "sdpa", "bf16")
+    qwen = load_preset("qwen2.5-0.5b")
+    assert exact(qwen.spec)
+    assert not memory_result(qwen, memory_setup(train=True, length=64)).estimated_activations
+
+
+@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_one_gpu_of_a_data_parallel_plan_is_the_single_gpu_figure(
+    recompute: str, attention: str
+) -> None:
+    # without tensor or pipeline parallelism a rank saves what one GPU saves
+    model = load_preset("qwen2.5-0.5b")
+    setup = memory_setup(train=True, batch=2, length=256, recompute=recompute, attention=attention)
+    single = memory_result(model, setup).report
+    plan = parallel_plan(4, 2, None, None, 1, 1)
+    rank = memory_result(model, setup, plan=plan).report
+    assert (rank.bytes_activations, rank.bytes_attention_scores) == (
+        single.bytes_activations,
+        single.bytes_attention_scores,
+    )
+    assert rank.bytes_logits_fp32 == single.bytes_logits_fp32

@@ -173,10 +173,11 @@ def memory(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Memory a model needs: weights and KV cache for inference; with --train, gradients,
-    optimizer state, master weights and an activation ESTIMATE (Korthikanti et al. 2022).
+    optimizer state, master weights and the activations transformers saves for backward.
 
-    Every byte count is exact except the activations. With --fits, says whether the total fits
-    and by how much; the exit code is 1 when it does not.
+    Every byte count is exact, but activations of blocks not measured and under --tp, an
+    ESTIMATE (Korthikanti et al. 2022). With --fits, says whether the total fits and by how
+    much; the exit code is 1 when it does not.
     """
     from costcalc.errors import UsageError
     from costcalc.gpus import device_capacity
