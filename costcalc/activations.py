@@ -5,9 +5,9 @@ Llama, Qwen3 and Mixtral models run forward with their loss under
 ``torch.autograd.graph.saved_tensors_hooks``, each storage counted once), the bytes are what
 transformers' modeling code saves, term by term: exact for that implementation in the training
 dtype. A block is measured when its mixer is plain attention (no MLA, sinks or output gate), it
-has two norms and no shared expert; its FFN may be a plain MLP, a gated FFN or routed experts.
-Other blocks (recurrent mixers, MLA, sandwich or parallel norms, shared experts) keep the
-Korthikanti et al. 2022 estimate, and the output says so.
+has two norms, no shared expert and no query/key norm over whole projections (OLMo 2); its FFN
+may be a plain MLP, a gated FFN or routed experts. Other blocks keep the Korthikanti et al. 2022
+estimate, and the output says so.
 
 Symbols: N = B T tokens, e bytes per activation (the training dtype), D width, H query heads,
 K key/value heads, d head width, F FFN width, E experts, k experts per token, R = N k routed
@@ -24,6 +24,7 @@ transformers' default ``grouped_mm`` implementation.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from costcalc.spec import ModelSpec
 from costcalc.units import DTYPE_BITS
@@ -63,6 +64,7 @@ def measured(spec: ModelSpec) -> bool:
         and not spec.attention_gate
         and spec.norms_per_block == 2
         and spec.moe_shared_ffn_hidden is None
+        and spec.qk_norm != "full"
     )
 
 
@@ -99,18 +101,13 @@ def projection_inputs(e: int, N: int, D: int, count: int, what: str) -> Term:
 
 
 def qk_norm_terms(spec: ModelSpec, e: int, N: int) -> list[Term]:
-    """Query and key norms (their outputs go to the rotation, which saves none of them): per
-    head (rows N H and N K of width d) or over the whole projection (rows N, widths H d, K d)."""
+    """Per-head query and key norms (Qwen3: rows N H and N K of width d); their outputs go to
+    the rotation, which saves none of them. Norms over whole projections are not measured."""
+    if spec.qk_norm != "head":
+        return []
     H, K, d = spec.n_heads or 0, spec.kv_heads, spec.head_width
-    if spec.qk_norm == "head":
-        q = norm_terms(spec, e, (N * H, "N H"), (d, "d"), 1, "query norm")
-        k = norm_terms(spec, e, (N * K, "N K"), (d, "d"), 1, "key norm")
-        return q + k
-    if spec.qk_norm == "full":
-        q = norm_terms(spec, e, (N, "N"), (H * d, "H d"), 1, "query norm")
-        k = norm_terms(spec, e, (N, "N"), (K * d, "K d"), 1, "key norm")
-        return q + k
-    return []
+    q = norm_terms(spec, e, (N * H, "N H"), (d, "d"), 1, "query norm")
+    return q + norm_terms(spec, e, (N * K, "N K"), (d, "d"), 1, "key norm")
 
 
 # --------------------------------------------------------------------------- attention
@@ -261,6 +258,29 @@ def outside_terms(spec: ModelSpec, batch: int, length: int, dtype: str) -> list[
     if spec.rotary_width:
         terms.append(Term("2 e T r", "rotary cos and sin", 2 * e * length * spec.rotary_width))
     return [*terms, Term("4", "loss normalizer, fp32", 4)]
+
+
+def terms_dict(
+    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str, dtype: str
+) -> dict[str, Any]:
+    """The terms in JSON: each kind of layer (how many, each term's bytes in one layer) and the
+    terms outside the layers; ``scores`` marks eager attention's s x s tensors."""
+
+    def listed(terms: list[Term]) -> list[dict[str, Any]]:
+        return [
+            {"what": t.what, "formula": t.symbols, "bytes": t.bytes, "scores": t.scores}
+            for t in terms
+        ]
+
+    layers = [
+        {
+            "layers": stack.n_layers,
+            "measured": measured(stack),
+            "terms": listed(layer_terms(stack, batch, length, recompute, attention, dtype)),
+        }
+        for stack in spec.stacks
+    ]
+    return {"layers": layers, "outside": listed(outside_terms(spec, batch, length, dtype))}
 
 
 # --------------------------------------------------------------------------- in words

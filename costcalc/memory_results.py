@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from costcalc.activations import activation_formula, activation_source, exact
+from costcalc.activations import activation_formula, activation_source, exact, terms_dict
 from costcalc.loaders import LoadedModel
 from costcalc.memory import (
     LOGITS_SOURCE,
@@ -22,7 +22,12 @@ from costcalc.memory import (
     MemorySetup,
     memory_report,
 )
-from costcalc.parallel import ParallelPlan, parallel_activation_formula, per_gpu_report
+from costcalc.parallel import (
+    TENSOR_PARALLEL_SOURCE,
+    ParallelPlan,
+    parallel_activation_formula,
+    per_gpu_report,
+)
 from costcalc.quant import describe_format, weight_label
 from costcalc.results import model_header
 from costcalc.spec import ModelSpec
@@ -198,6 +203,11 @@ class MemoryResult:
                 if setup.train
                 else None,
                 "source": activation_source(spec) if setup.train else None,
+                "terms": terms_dict(
+                    spec, setup.batch, r.length, setup.recompute, setup.attention, setup.dtype
+                )
+                if setup.train and (self.plan is None or self.plan.tp == 1)
+                else None,
             },
             "logits": {
                 "elements": r.elements_logits,
@@ -225,6 +235,8 @@ class MemoryResult:
             data["parallel"] = parallel_dict(spec, self.plan, self.stage, setup)
             if self.plan.tp > 1 or self.plan.pp > 1:
                 data["activations"]["formula"] = data["parallel"]["activation_formula"]
+            if self.plan.tp > 1:
+                data["activations"]["source"] = TENSOR_PARALLEL_SOURCE
             data["gathered_layer"] = {"bytes": r.bytes_gathered}
         if self.capacity is not None:
             data["fits"] = {

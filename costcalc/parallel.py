@@ -326,6 +326,13 @@ def largest_module(tensors: list[Tensor]) -> int:
 # --------------------------------------------------------------------------- activations
 
 
+TENSOR_PARALLEL_SOURCE = (
+    "Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models, "
+    "Sec. 4.2, Table 2 (an estimate: 16-bit activations of a GPT block under tensor and "
+    "sequence parallelism)"
+)
+
+
 def tensor_parallel_layer_bytes(
     spec: ModelSpec, batch: int, length: int, recompute: str, plan: ParallelPlan
 ) -> int:

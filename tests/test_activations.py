@@ -22,7 +22,7 @@ from costcalc.memory import activation_bytes, logit_elements, memory_report, mem
 from costcalc.memory_results import memory_result
 from costcalc.parallel import parallel_plan
 from costcalc.spec import ModelSpec
-from tests.conftest import FIXTURES, GOLDEN
+from tests.conftest import FIXTURES, GOLDEN, Invoke
 from tests.hf_helpers import spec_of
 
 REFERENCE = json.loads((GOLDEN / "activation_reference.json").read_text())
@@ -125,3 +125,23 @@ def test_one_gpu_of_a_data_parallel_plan_is_the_single_gpu_figure(
         single.bytes_attention_scores,
     )
     assert rank.bytes_logits_fp32 == single.bytes_logits_fp32
+
+
+def test_json_lists_the_terms_that_add_up_to_the_activations(cli: Invoke) -> None:
+    # one GPU: layers x each term + the terms outside the layers = activations.bytes
+    result = cli("memory", "-p", "qwen2.5-0.5b", "--train", "-B", "2", "-T", "64", "-f", "json")
+    activations = json.loads(result.stdout)["activations"]
+    terms = activations["terms"]
+    layers = sum(g["layers"] * sum(t["bytes"] for t in g["terms"]) for g in terms["layers"])
+    assert layers + sum(t["bytes"] for t in terms["outside"]) == activations["bytes"]
+    assert [g["measured"] for g in terms["layers"]] == [True]
+    assert "4 e N F" in [t["formula"] for t in terms["layers"][0]["terms"]]
+
+
+def test_tensor_parallel_ranks_keep_the_labelled_estimate(cli: Invoke) -> None:
+    # Korthikanti et al. 2022, Table 2 under --tp: the estimate, its source and no terms
+    args = ("memory", "-p", "llama-3.1-8b", "--train", "-T", "4096", "--tp", "8", "--sp")
+    data = json.loads(cli(*args, "-f", "json").stdout)["activations"]
+    assert data["estimate"] is True and data["terms"] is None
+    assert "Table 2" in data["source"]
+    assert data["formula"] == "micro-batches in flight x L / P x (34 s b h / t) bytes, t = 8, P = 1"
