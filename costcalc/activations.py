@@ -1,7 +1,7 @@
 """Activation memory of a training step: the tensors autograd saves for the backward pass.
 
 For the block kinds that were measured (tests/golden/activation_reference.json: small GPT-2,
-Llama, Qwen3 and Mixtral models run forward with their loss under
+Llama, Qwen3, Mixtral and Qwen3-MoE models run forward with their loss under
 ``torch.autograd.graph.saved_tensors_hooks``, each storage counted once), the bytes are what
 transformers' modeling code saves, term by term: exact for that implementation in the training
 dtype. A block is measured when its mixer is plain attention (no MLA, sinks or output gate), it
@@ -30,8 +30,8 @@ from costcalc.spec import ModelSpec
 from costcalc.units import DTYPE_BITS
 
 MEASURED_SOURCE = (
-    "measured: the tensors transformers 5.24's modeling code (GPT-2, Llama, Qwen3, Mixtral "
-    "layouts) saves for backward under torch 2.13, each storage once "
+    "measured: the tensors transformers 5.24's modeling code (GPT-2, Llama, Qwen3, Mixtral, "
+    "Qwen3-MoE layouts) saves for backward under torch 2.13, each storage once "
     "(tests/golden/activation_reference.json)"
 )
 KORTHIKANTI_SOURCE = (
@@ -163,7 +163,8 @@ def ffn_terms(spec: ModelSpec, e: int, rows: tuple[int, str], width: int) -> lis
 def expert_terms(spec: ModelSpec, e: int, N: int) -> list[Term]:
     """Routed experts as transformers' ``grouped_mm`` runs them, R = N k rows: each expert's
     FFN on its rows (:func:`ffn_terms`); the sorted token copies and the experts' outputs,
-    2 e R D; the fp32 router weight per row, 4 R; int64 indices (sort permutation, token index,
+    2 e R D; the fp32 router weight per row, 4 R (Mixtral's router; Qwen3-MoE's casts it to the
+    dtype, e R); int64 indices (sort permutation, token index,
     inverse permutation, top-k expert ids), 32 R; the router's fp32 softmax, top-k weights and
     their sum, 4 N (E + k + 1); int32 offsets per expert, 4 E."""
     E, k, D = spec.experts, spec.experts_active, spec.d_model

@@ -1,8 +1,8 @@
 """Generate tests/golden/activation_reference.json: the bytes a training forward saves for backward.
 
 Run by hand (pytest does not collect this file); it needs torch and transformers, as
-make_golden.py does, and builds small models from fixture configs with their sizes shrunk (real
-random weights on CPU, nothing downloaded):
+make_golden.py does, and builds small GPT-2, Llama, Qwen3, Mixtral and Qwen3-MoE models from
+fixture configs with their sizes shrunk (real random weights on CPU, nothing downloaded):
 
     python tests/reference/make_activation_reference.py
 
@@ -78,6 +78,19 @@ SMALL = {
         "num_hidden_layers": 2,
         "num_local_experts": 4,
         "num_experts_per_tok": 2,
+        "vocab_size": 96,
+    },
+    "qwen3-30b-a3b": {
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "intermediate_size": 160,
+        "moe_intermediate_size": 48,
+        "num_hidden_layers": 2,
+        "max_window_layers": 2,
+        "num_experts": 8,
+        "num_experts_per_tok": 3,
         "vocab_size": 96,
     },
 }
