@@ -26,7 +26,8 @@ from tests.conftest import FIXTURES, GOLDEN, Invoke
 from tests.hf_helpers import spec_of
 
 REFERENCE = json.loads((GOLDEN / "activation_reference.json").read_text())
-RECORDS = REFERENCE["records"]
+RECORDS = [r for r in REFERENCE["records"] if not r["dropout"]]
+DROPOUT_RECORDS = [r for r in REFERENCE["records"] if r["dropout"]]
 
 
 def record_id(record: dict[str, Any]) -> str:
@@ -157,3 +158,26 @@ def test_tensor_parallel_ranks_keep_the_labelled_estimate(cli: Invoke) -> None:
     assert data["estimate"] is True and data["terms"] is None
     assert "Table 2" in data["source"]
     assert data["formula"] == "micro-batches in flight x L / P x (34 s b h / t) bytes, t = 8, P = 1"
+
+
+@pytest.mark.parametrize("record", DROPOUT_RECORDS, ids=record_id)
+def test_dropout_adds_what_cpu_dropout_saves(
+    small: dict[str, ModelSpec], record: dict[str, Any]
+) -> None:
+    # GPT-2 with its config's dropout (0.1), eager attention. On CPU F.dropout multiplies by a
+    # noise tensor of the dtype, which autograd saves: the attention probabilities' noise and
+    # the dropped probabilities the matmul with V saves, 2 e B H T^2; the two residual dropouts,
+    # 2 e N D; outside the layers the embedding dropout, e N D. (CUDA saves 1-byte masks.)
+    spec = small["gpt2"]
+    B, T, dtype = record["batch"], record["seq_len"], record["dtype"]
+    e, N, D, H = (4 if dtype == "fp32" else 2), B * T, spec.d_model, spec.n_heads or 0
+    without = next(
+        r
+        for r in RECORDS
+        if (r["model"], r["attention"], r["dtype"], r["batch"], r["seq_len"])
+        == ("gpt2", "eager", dtype, B, T)
+    )
+    layer = terms_bytes(layer_terms(spec, B, T, "none", "eager", dtype))
+    assert layer == without["layer_bytes"]
+    assert record["layer_bytes"] - layer == 2 * e * B * H * T * T + 2 * e * N * D
+    assert record["outside_bytes"] - without["outside_bytes"] == e * N * D

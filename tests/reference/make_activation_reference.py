@@ -20,11 +20,13 @@ No KV cache: the forward runs with ``use_cache=False``, as a training step needs
 configs' ``use_cache`` true, transformers builds a DynamicCache, whose concatenation copies each
 layer's keys and values, and GPT-2's attention then saves those copies).
 
-Dropout: the configs' dropout rates are set to 0 (``DROPOUT_OFF``). costcalc's specs carry no
-dropout rate, most current models train without it, and a CPU measurement of dropout would not
-tell what a GPU saves: on CPU ``F.dropout`` multiplies by a scaled noise tensor of the input's
-dtype, where CUDA's fused ``native_dropout`` saves a 1-byte mask; with attention dropout CPU SDPA
-also falls back to its math kernel (the s x s scores), where GPU kernels keep dropout fused.
+Dropout: the configs' dropout rates are set to 0 (``DROPOUT_OFF``), but in the records with
+``dropout`` true (GPT-2, eager attention, the config's rate 0.1 everywhere). costcalc's specs
+carry no dropout rate, most current models train without it, and a CPU measurement of dropout
+would not tell what a GPU saves: on CPU ``F.dropout`` multiplies by a scaled noise tensor of the
+input's dtype, where CUDA's fused ``native_dropout`` saves a 1-byte mask; with attention dropout
+CPU SDPA also falls back to its math kernel (the s x s scores), where GPU kernels keep dropout
+fused.
 """
 
 from __future__ import annotations
@@ -100,9 +102,10 @@ DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 SHAPES = [(1, 16), (2, 40)]
 
 
-def small_config(name: str):
+def small_config(name: str, dropout: bool = False):
+    """The small config; with ``dropout`` the fixture's dropout rates are kept."""
     data = json.loads(fixture_path(name).read_text())
-    data.update(overrides(name))
+    data.update(SMALL[name] if dropout else overrides(name))
     return CONFIG_MAPPING[data["model_type"]].from_dict(data)
 
 
@@ -122,9 +125,11 @@ def layer_list(model: nn.Module, n_layers: int) -> nn.ModuleList:
     raise LookupError("no decoder layers")
 
 
-def measure(name: str, attention: str, dtype: str, batch: int, seq: int) -> dict:
+def measure(
+    name: str, attention: str, dtype: str, batch: int, seq: int, dropout: bool = False
+) -> dict:
     torch.manual_seed(0)
-    config = small_config(name)
+    config = small_config(name, dropout)
     model = AutoModelForCausalLM.from_config(
         config, attn_implementation=attention, dtype=DTYPES[dtype]
     ).train()
@@ -161,6 +166,7 @@ def measure(name: str, attention: str, dtype: str, batch: int, seq: int) -> dict
     assert len(set(per_layer)) == 1, per_layer
     return {
         "model": name,
+        "dropout": dropout,
         "attention": attention,
         "attention_ran": model.config._attn_implementation,
         "experts_ran": getattr(model.config, "_experts_implementation", None) if moe else None,
@@ -182,6 +188,11 @@ def main() -> int:
         measure(name, attention, dtype, batch, seq)
         for name in MODELS
         for attention in ATTENTION
+        for dtype in DTYPES
+        for batch, seq in SHAPES
+    ]
+    records += [
+        measure("gpt2", "eager", dtype, batch, seq, dropout=True)
         for dtype in DTYPES
         for batch, seq in SHAPES
     ]
