@@ -319,6 +319,8 @@ EXPLAINED: list[tuple[str | Path, dict[str, Any]]] = [
     (GPT2, {"length": 15, "dtype": "int4", "kv_dtype": "int4"}),
     (JAMBA, {"length": 300}),
     (JAMBA, {**TRAIN, "length": 300, "attention": "eager"}),
+    ("qwen3-30b-a3b", {**TRAIN, "batch": 2, "dtype": "fp32", "attention": "eager"}),
+    ("mixtral-8x7b", {**TRAIN, "recompute": "selective"}),
     (FIXTURES / "hf" / "falcon-40b.json", {"length": 16}),  # its cache holds all 128 heads
 ]
 
