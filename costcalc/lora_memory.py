@@ -21,10 +21,11 @@ dtype (they are base modules). Gradients and optimizer moments follow each param
 keeps ``p.grad`` and AdamW's ``exp_avg``/``exp_avg_sq`` like ``p``), plus one fp32 ``step`` per
 trainable tensor for AdamW. Activations, attention scores and logits are counted as
 ``costcalc memory --train`` counts them, by the same functions of :mod:`costcalc.memory`:
-activations an ESTIMATE for full training (backpropagation still runs through every layer; the
-adapters' own r-wide intermediates are not added), the T x T scores only under eager attention
-without recomputation, the B x T x V logits in the float dtype of the frozen weights and their
-fp32 copy for the loss. T is required (:func:`costcalc.memory.training_length`).
+activations an ESTIMATE: the layout full training saves (backpropagation still runs through
+every layer; frozen norm weights spare their normalized inputs, and the adapters' own r-wide
+intermediates are not added), the T x T scores only under eager attention without recomputation,
+the B x T x V logits in the float dtype of the frozen weights and the fp32 log-probabilities the
+loss saves. T is required (:func:`costcalc.memory.training_length`).
 """
 
 from __future__ import annotations
@@ -32,21 +33,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from costcalc.activations import activation_formula, activation_source
 from costcalc.compute import check_count
 from costcalc.errors import UsageError, check_choice
 from costcalc.lora import FamilyNames, LoraReport, sites
 from costcalc.macs import check_attention, check_recompute
 from costcalc.memory import (
-    ACTIVATION_SOURCE,
     DEFAULT_ATTENTION,
     LOGITS_SOURCE,
     LOSS_DTYPE,
     STEP_DTYPE,
     activation_bytes,
-    activation_formula,
     attention_score_bytes,
+    log_prob_bytes,
     logit_elements,
-    logit_upcast_bytes,
     training_length,
 )
 from costcalc.quant import int8_bytes, nf4_bytes
@@ -138,6 +138,8 @@ class LoraMemory:
     bytes_optimizer: int
     bytes_activations: int
     bytes_attention_scores: int
+    activation_formula: str
+    activation_source: str
     elements_logits: int
     bytes_logits: int
     bytes_logits_fp32: int
@@ -201,11 +203,13 @@ def lora_memory(
         bytes_gradients=trainable_bytes,
         elements_optimizer=moments * report.trainable + steps,
         bytes_optimizer=moments * trainable_bytes + dtype_bytes(steps, STEP_DTYPE),
-        bytes_activations=activation_bytes(spec, B, T, recompute, attention),
-        bytes_attention_scores=attention_score_bytes(spec, B, T, recompute, attention),
+        bytes_activations=activation_bytes(spec, B, T, recompute, attention, rest),
+        bytes_attention_scores=attention_score_bytes(spec, B, T, recompute, attention, rest),
+        activation_formula=activation_formula(spec, recompute, attention, rest),
+        activation_source=activation_source(spec),
         elements_logits=logit_elements(spec, B, T),
         bytes_logits=dtype_bytes(logit_elements(spec, B, T), rest),
-        bytes_logits_fp32=logit_upcast_bytes(spec, B, T, rest),
+        bytes_logits_fp32=log_prob_bytes(spec, B, T),
     )
 
 
@@ -258,8 +262,8 @@ def memory_dict(memory: LoraMemory) -> dict[str, Any]:
             "bytes": memory.bytes_activations,
             "attention_scores_bytes": memory.bytes_attention_scores,
             "estimate": True,
-            "formula": activation_formula(t.recompute, t.attention),
-            "source": ACTIVATION_SOURCE,
+            "formula": memory.activation_formula,
+            "source": memory.activation_source,
         },
         "logits": {
             "elements": memory.elements_logits,

@@ -2,8 +2,9 @@
 
 Exact quantities (weights, gradients, master weights, optimizer state, logits, KV cache) count
 what PyTorch allocates for them, checked against golden data from torch and transformers.
-Activations are an ESTIMATE from a published formula (Korthikanti et al. 2022); they depend on
-kernels, dtypes and the framework, and are labelled as such wherever they are shown.
+Activations are the tensors transformers' modeling code saves for backward, term by term, for
+the block kinds that were measured (:mod:`costcalc.activations`); other blocks keep the
+Korthikanti et al. 2022 ESTIMATE, labelled as such wherever it is shown.
 
 Symbols: P parameters, N parameter tensors, L layers, B (or b) batch, T (or s) tokens,
 K key/value heads, d head width, h = D the width, a = H attention heads, V vocabulary rows.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from costcalc.activations import layer_terms, outside_terms
 from costcalc.compute import check_count, check_positions
 from costcalc.errors import UsageError, check_choice
 from costcalc.macs import cached_keys, check_attention, check_recompute, stores_scores
@@ -38,21 +40,11 @@ LOSS_DTYPE = "fp32"
 DEFAULT_ATTENTION = "sdpa"
 """transformers' default ``attn_implementation`` when PyTorch provides SDPA."""
 
-ACTIVATION_SOURCE = (
-    "Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models, "
-    "Sec. 4 (16-bit activations, no parallelism)"
-)
-ACTIVATION_FORMULAS: dict[str, str] = {
-    "none": "L x 34 s b h bytes",
-    "selective": "L x 34 s b h bytes (attention core recomputed)",
-    "full": "L x 2 s b h bytes (only each layer's input stored)",
-}
-SCORES_FORMULA = "L x 5 a s^2 b bytes"
-"""Eager attention's stored s x s scores: softmax input, output and dropout mask."""
 LOGITS_SOURCE = (
     "transformers' ForCausalLM forward computes lm_head(hidden_states) for all T positions "
-    "(logits in the model's dtype); ForCausalLMLoss (transformers/loss/loss_utils.py) calls "
-    "logits.float(), an fp32 copy (none when the logits are already fp32)"
+    "(logits in the model's dtype, held by the output); ForCausalLMLoss "
+    "(transformers/loss/loss_utils.py) runs cross_entropy on logits.float(), whose "
+    "log_softmax keeps fp32 log-probabilities, 4 B T V, for the backward"
 )
 OPTIMIZER_SOURCES: dict[str, str] = {
     "adamw": "torch.optim.AdamW: exp_avg and exp_avg_sq per parameter, one step per tensor",
@@ -134,24 +126,24 @@ def optimizer_state_bytes(spec: ModelSpec, optimizer: str, state_dtype: str) -> 
     return moments + dtype_bytes(optimizer_step_elements(spec, optimizer), STEP_DTYPE)
 
 
-# --------------------------------------------------------------------------- activations (estimate)
+# --------------------------------------------------------------------------- activations
 
 
-def activation_bytes_per_layer(spec: ModelSpec, batch: int, length: int, recompute: str) -> int:
-    """ESTIMATE of one layer's stored activations but the attention scores, Korthikanti et al.
-    2022, Sec. 4: 34 s b h bytes for the layer's inputs, projections, dropout masks and norms;
-    with full recomputation only the layer's 16-bit input, 2 s b h. Assumes 16-bit activations, a
-    4h MLP and full multi-head attention; for other layouts it is an approximation."""
-    s, b, h = length, batch, spec.d_model
-    return 2 * s * b * h if recompute == "full" else 34 * s * b * h
+def layer_activation_bytes(
+    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str, dtype: str
+) -> int:
+    """One layer of ``spec`` (one stack's block): the bytes it saves for backward, the s x s
+    scores included (:func:`costcalc.activations.layer_terms`)."""
+    return sum(t.bytes for t in layer_terms(spec, batch, length, recompute, attention, dtype))
 
 
-def score_bytes_per_layer(spec: ModelSpec, batch: int, length: int) -> int:
-    """ESTIMATE of one attention layer's s x s scores as eager attention keeps them: 5 a s^2 b
-    bytes (the softmax input and its 16-bit output, 2 a s^2 b each, and the dropout mask,
-    a s^2 b; Korthikanti et al. 2022, Sec. 4.1); 0 for a block without attention."""
-    a = (spec.n_heads or 0) if spec.has_attention else 0
-    return 5 * a * length * length * batch
+def layer_score_bytes(
+    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str, dtype: str
+) -> int:
+    """The s x s tensors among them: eager attention's softmax output and probabilities, kept
+    only without recomputation (:func:`keeps_scores`)."""
+    terms = layer_terms(spec, batch, length, recompute, attention, dtype)
+    return sum(t.bytes for t in terms if t.scores)
 
 
 def keeps_scores(recompute: str, attention: str) -> bool:
@@ -161,43 +153,38 @@ def keeps_scores(recompute: str, attention: str) -> bool:
 
 
 def attention_score_bytes(
-    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str
+    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str, dtype: str
 ) -> int:
-    """ESTIMATE of the stored scores of all layers: L x 5 a s^2 b, or 0 when they are not kept
-    (:func:`keeps_scores`)."""
-    if not keeps_scores(recompute, attention):
-        return 0
+    """The stored s x s tensors of all layers, 0 when they are not kept."""
     return sum(
-        stack.n_layers * score_bytes_per_layer(stack, batch, length) for stack in spec.stacks
+        stack.n_layers * layer_score_bytes(stack, batch, length, recompute, attention, dtype)
+        for stack in spec.stacks
     )
+
+
+def layers_activation_bytes(
+    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str, dtype: str
+) -> int:
+    """Every layer's saved tensors: the sum over stacks of layers x one layer's bytes."""
+    return sum(
+        stack.n_layers * layer_activation_bytes(stack, batch, length, recompute, attention, dtype)
+        for stack in spec.stacks
+    )
+
+
+def outside_activation_bytes(spec: ModelSpec, batch: int, length: int, dtype: str) -> int:
+    """Saved outside the layers but the logits (final norm, token ids, targets, positions;
+    :func:`costcalc.activations.outside_terms`)."""
+    return sum(t.bytes for t in outside_terms(spec, batch, length, dtype))
 
 
 def activation_bytes(
-    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str = "eager"
+    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str, dtype: str
 ) -> int:
-    """ESTIMATE of all layers' activations: L x per layer + the stored scores (Korthikanti's
-    s b h (34 + 5 a s / h) per layer with eager attention); embeddings and logits not included."""
-    layers = sum(
-        stack.n_layers * activation_bytes_per_layer(stack, batch, length, recompute)
-        for stack in spec.stacks
-    )
-    return layers + attention_score_bytes(spec, batch, length, recompute, attention)
-
-
-def activation_formula(recompute: str, attention: str) -> str:
-    """The activation estimate in symbols: Korthikanti's layers, plus the scores when stored."""
-    layers = ACTIVATION_FORMULAS[recompute]
-    if not keeps_scores(recompute, attention):
-        return layers
-    return f"{layers} + {SCORES_FORMULA} of eager attention's s x s scores"
-
-
-def activation_note(recompute: str, attention: str) -> str:
-    """The sentence every training table prints under its activation rows."""
-    return (
-        f"Activations are an ESTIMATE: {activation_formula(recompute, attention)} (--recompute "
-        f"{recompute}, --attention {attention}); {ACTIVATION_SOURCE}."
-    )
+    """All saved activations: the layers (scores included) + what is saved outside them; the
+    logits and log-probabilities are the logits rows."""
+    layers = layers_activation_bytes(spec, batch, length, recompute, attention, dtype)
+    return layers + outside_activation_bytes(spec, batch, length, dtype)
 
 
 def training_length(spec: ModelSpec, length: int | None) -> int:
@@ -220,11 +207,10 @@ def logit_elements(spec: ModelSpec, batch: int, length: int) -> int:
     return batch * length * spec.vocab_rows
 
 
-def logit_upcast_bytes(spec: ModelSpec, batch: int, length: int, dtype: str) -> int:
-    """The fp32 copy ``ForCausalLMLoss`` makes with ``logits.float()``: 4 B T V bytes, 0 when
-    the logits are fp32 already (``.float()`` then returns the same tensor)."""
-    if dtype == LOSS_DTYPE:
-        return 0
+def log_prob_bytes(spec: ModelSpec, batch: int, length: int) -> int:
+    """The fp32 log-probabilities ``cross_entropy`` saves for backward, 4 B T V in every dtype
+    (``log_softmax`` of ``logits.float()``; the upcast itself is freed once the loss is
+    computed; measured: tests/golden/activation_reference.json)."""
     return dtype_bytes(logit_elements(spec, batch, length), LOSS_DTYPE)
 
 
@@ -478,13 +464,15 @@ def memory_report(spec: ModelSpec, setup: MemorySetup) -> MemoryReport:
         elements_optimizer_moments=optimizer_moment_elements(spec, optimizer) if train else 0,
         elements_optimizer_steps=optimizer_step_elements(spec, optimizer) if train else 0,
         bytes_optimizer=optimizer_state_bytes(spec, optimizer, setup.state_dtype) if train else 0,
-        bytes_activations=activation_bytes(spec, B, T, recompute, attention) if train else 0,
+        bytes_activations=(
+            activation_bytes(spec, B, T, recompute, attention, setup.dtype) if train else 0
+        ),
         bytes_attention_scores=(
-            attention_score_bytes(spec, B, T, recompute, attention) if train else 0
+            attention_score_bytes(spec, B, T, recompute, attention, setup.dtype) if train else 0
         ),
         elements_logits=logit_elements(spec, B, T) if train else 0,
         bytes_logits=dtype_bytes(logit_elements(spec, B, T), setup.dtype) if train else 0,
-        bytes_logits_fp32=logit_upcast_bytes(spec, B, T, setup.dtype) if train else 0,
+        bytes_logits_fp32=log_prob_bytes(spec, B, T) if train else 0,
         kv_cache_tokens=0 if train else longest_cache(spec, T),
         elements_kv_cache=0 if train else kv_cache_elements(spec, B, T),
         bytes_kv_cache=0 if train else kv_cache_bytes(spec, B, T, kv_dtype),

@@ -7,6 +7,7 @@ for int4, two values per byte), so a test can evaluate it and compare with the b
 
 from __future__ import annotations
 
+from costcalc.activations import layer_terms, outside_terms
 from costcalc.memory import (
     LOSS_DTYPE,
     MASTER_DTYPE,
@@ -45,25 +46,47 @@ def _sum(terms: list[str]) -> str:
     return " + ".join(terms) or "0"
 
 
-def scores_row(spec: ModelSpec, batch: int, length: int) -> str:
-    """The eager attention scores of every layer, L x 5 a s^2 b bytes, whether stored or not."""
-    s = _n(length)
-    terms = [
-        f"{stack.n_layers} x 5 x {stack.n_heads} x {s} x {s} x {batch}"
-        for stack in spec.stacks
-        if stack.has_attention and stack.n_heads
-    ]
-    total = attention_score_bytes(spec, batch, length, "none", "eager")
-    return f"L x 5 a s^2 b = {_sum(terms)} = {_n(total)}"
+def _layers(
+    spec: ModelSpec,
+    batch: int,
+    length: int,
+    recompute: str,
+    attention: str,
+    dtype: str,
+    scores: bool,
+) -> list[str]:
+    """Each stack: its layers x (the bytes of each of its terms), the s x s terms or the rest."""
+    parts = []
+    for stack in spec.stacks:
+        terms = layer_terms(stack, batch, length, recompute, attention, dtype)
+        numbers = [_n(t.bytes) for t in terms if t.scores == scores and t.bytes]
+        if numbers:
+            parts.append(f"{stack.n_layers} x ({' + '.join(numbers)})")
+    return parts
 
 
-def _activations_row(spec: ModelSpec, batch: int, length: int, recompute: str, value: int) -> str:
-    factor = 2 if recompute == "full" else 34
-    terms = [
-        f"{stack.n_layers} x {factor} x {_n(length)} x {batch} x {_n(stack.d_model)}"
+def scores_row(spec: ModelSpec, batch: int, length: int, dtype: str) -> str:
+    """The s x s tensors eager attention without recomputation keeps in every layer, whether
+    stored or not."""
+    symbols = {
+        t.symbols
         for stack in spec.stacks
-    ]
-    return f"L x {factor} s b h = {_sum(terms)} = {_n(value)}"
+        for t in layer_terms(stack, 1, 1, "none", "eager", dtype)
+        if t.scores and t.bytes
+    }
+    total = attention_score_bytes(spec, batch, length, "none", "eager", dtype)
+    terms = _layers(spec, batch, length, "none", "eager", dtype, True)
+    return f"L x ({' + '.join(sorted(symbols)) or '0'}) = {_sum(terms)} = {_n(total)}"
+
+
+def _activations_row(spec: ModelSpec, report: MemoryReport) -> str:
+    """Each stack's layers x its terms but the scores, + the terms outside the layers."""
+    setup, B, T = report.setup, report.setup.batch, report.length
+    terms = _layers(spec, B, T, setup.recompute, setup.attention, setup.dtype, False)
+    outside = [_n(t.bytes) for t in outside_terms(spec, B, T, setup.dtype)]
+    terms.append(f"({' + '.join(outside)})")
+    value = report.bytes_activations - report.bytes_attention_scores
+    return f"L x layer terms + outside the layers = {_sum(terms)} = {_n(value)}"
 
 
 def _optimizer_row(report: MemoryReport) -> str:
@@ -142,10 +165,9 @@ def memory_explain(spec: ModelSpec, report: MemoryReport) -> dict[str, str]:
         if setup.mixed_precision:
             rows["master_weights"] = _row("P", _n(P), MASTER_DTYPE, report.bytes_master_weights)
         rows["optimizer"] = _optimizer_row(report)
-        layers = report.bytes_activations - report.bytes_attention_scores
-        rows["activations"] = _activations_row(spec, B, T, setup.recompute, layers)
+        rows["activations"] = _activations_row(spec, report)
         if report.bytes_attention_scores:
-            rows["attention_scores"] = scores_row(spec, B, T)
+            rows["attention_scores"] = scores_row(spec, B, T, setup.dtype)
         logits = f"{B} x {_n(T)} x {_n(spec.vocab_rows)}"
         rows["logits"] = _row("B x T x V", logits, setup.dtype, report.bytes_logits)
         if report.bytes_logits_fp32:

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from costcalc.activations import activation_formula, activation_source, exact, terms_dict
 from costcalc.loaders import LoadedModel
 from costcalc.memory import (
-    ACTIVATION_SOURCE,
     LOGITS_SOURCE,
     LOSS_DTYPE,
     MASTER_DTYPE,
@@ -20,12 +20,17 @@ from costcalc.memory import (
     STEP_DTYPE,
     MemoryReport,
     MemorySetup,
-    activation_formula,
     memory_report,
 )
-from costcalc.parallel import ParallelPlan, parallel_activation_formula, stage_reports
+from costcalc.parallel import (
+    TENSOR_PARALLEL_SOURCE,
+    ParallelPlan,
+    parallel_activation_formula,
+    stage_reports,
+)
 from costcalc.quant import describe_format, weight_label
 from costcalc.results import model_header
+from costcalc.spec import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,13 @@ class MemoryResult:
         headroom = self.headroom
         return None if headroom is None else headroom >= 0
 
+    @property
+    def estimated_activations(self) -> bool:
+        """Training activations are an estimate: a block kind that was not measured, or tensor
+        parallelism (Korthikanti et al. 2022, Table 2)."""
+        tp = 1 if self.plan is None else self.plan.tp
+        return self.report.setup.train and (tp > 1 or not exact(self.model.spec))
+
     def components(self) -> list[Component]:
         """The components that hold memory in this setup: weights, then the training state or
         the KV cache."""
@@ -80,6 +92,8 @@ class MemoryResult:
                 if r.elements_state
                 else []
             )
+        estimate = self.estimated_activations
+        mark = " (ESTIMATE)" if estimate else ""
         rows = [
             Component("weights", "weights", r.bytes_weights, r.params_total, setup.dtype),
             Component("gradients", "gradients", r.bytes_gradients, r.params_total, setup.dtype),
@@ -104,22 +118,22 @@ class MemoryResult:
             ),
             Component(
                 "activations",
-                "activations (ESTIMATE)",
+                "activations" + mark,
                 r.bytes_activations - r.bytes_attention_scores,
                 None,
                 None,
-                estimate=True,
+                estimate=estimate,
             ),
         ]
         if r.bytes_attention_scores:
             rows.append(
                 Component(
                     "attention_scores",
-                    "attention scores (ESTIMATE)",
+                    "attention scores" + mark,
                     r.bytes_attention_scores,
                     None,
                     None,
-                    estimate=True,
+                    estimate=estimate,
                 )
             )
         if r.bytes_gathered:
@@ -137,7 +151,7 @@ class MemoryResult:
             rows.append(
                 Component(
                     "logits_fp32",
-                    "logits, fp32 copy",
+                    "log-probabilities (fp32)",
                     r.bytes_logits_fp32,
                     r.elements_logits,
                     LOSS_DTYPE,
@@ -151,7 +165,7 @@ class MemoryResult:
         return Fraction(component.bytes, total) if total else Fraction(0)
 
     def to_dict(self) -> dict[str, Any]:
-        r, setup = self.report, self.report.setup
+        r, setup, spec = self.report, self.report.setup, self.model.spec
         data: dict[str, Any] = {
             **model_header(self.model),
             "setup": setup_dict(setup, r),
@@ -186,11 +200,16 @@ class MemoryResult:
             "activations": {
                 "bytes": r.bytes_activations,
                 "attention_scores_bytes": r.bytes_attention_scores,
-                "estimate": True,
-                "formula": activation_formula(setup.recompute, setup.attention)
+                "estimate": self.estimated_activations,
+                "formula": activation_formula(spec, setup.recompute, setup.attention, setup.dtype)
                 if setup.train
                 else None,
-                "source": ACTIVATION_SOURCE if setup.train else None,
+                "source": activation_source(spec) if setup.train else None,
+                "terms": terms_dict(
+                    spec, setup.batch, r.length, setup.recompute, setup.attention, setup.dtype
+                )
+                if setup.train and (self.plan is None or self.plan.tp == 1)
+                else None,
             },
             "logits": {
                 "elements": r.elements_logits,
@@ -211,13 +230,15 @@ class MemoryResult:
                 "dtype": r.kv_dtype if r.elements_state else None,
                 "bytes": r.bytes_state,
             },
-            "total": {"bytes": r.bytes_total, "includes_estimate": r.bytes_activations > 0},
+            "total": {"bytes": r.bytes_total, "includes_estimate": self.estimated_activations},
             "fits": None,
         }
         if self.plan is not None:
-            data["parallel"] = parallel_dict(self.plan, self.stage, setup)
+            data["parallel"] = parallel_dict(spec, self.plan, self.stage, setup)
             if self.plan.tp > 1 or self.plan.pp > 1:
                 data["activations"]["formula"] = data["parallel"]["activation_formula"]
+            if self.plan.tp > 1:
+                data["activations"]["source"] = TENSOR_PARALLEL_SOURCE
             data["gathered_layer"] = {"bytes": r.bytes_gathered}
         if self.capacity is not None:
             data["fits"] = {
@@ -244,7 +265,9 @@ def setup_dict(setup: MemorySetup, report: MemoryReport) -> dict[str, Any]:
     }
 
 
-def parallel_dict(plan: ParallelPlan, stage: int, setup: MemorySetup) -> dict[str, Any]:
+def parallel_dict(
+    spec: ModelSpec, plan: ParallelPlan, stage: int, setup: MemorySetup
+) -> dict[str, Any]:
     """The parallel plan in JSON: figures are per GPU (of pipeline stage ``pipeline_stage``,
     0-based, the largest) when it is present."""
     return {
@@ -259,7 +282,9 @@ def parallel_dict(plan: ParallelPlan, stage: int, setup: MemorySetup) -> dict[st
         "expert_parallel": plan.ep,
         "micro_batches": plan.micro_batches or plan.pp,
         "pipeline_stage": stage,
-        "activation_formula": parallel_activation_formula(plan, setup.recompute, setup.attention),
+        "activation_formula": parallel_activation_formula(
+            spec, plan, setup.recompute, setup.attention, setup.dtype
+        ),
         "per_gpu": True,
     }
 

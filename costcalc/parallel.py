@@ -47,23 +47,26 @@ micro-batch at a time. The report is the stage whose total is largest.
 Activations under TP (Korthikanti et al. 2022, Sec. 4.2, Table 2), per layer:
 s b h (10 + 24 / t) without sequence parallelism (the layer-norm and dropout inputs, 10 s b h,
 are not split), 34 s b h / t with it; eager attention's scores 5 a s^2 b / t; full
-recomputation keeps 2 s b h (Table 2 states it undivided).
+recomputation keeps 2 s b h (Table 2 states it undivided). Without TP a rank's layers save what
+they save on one GPU (:mod:`costcalc.activations`), so TP = 1 gives the single-GPU figure.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from costcalc.activations import activation_formula, korthikanti_score_bytes
 from costcalc.errors import UsageError, check_choice
 from costcalc.memory import (
     LOSS_DTYPE,
     MASTER_DTYPE,
     STEP_DTYPE,
     MemoryReport,
-    activation_formula,
     keeps_scores,
+    layer_activation_bytes,
+    layer_score_bytes,
     moment_elements,
-    score_bytes_per_layer,
+    outside_activation_bytes,
     step_elements,
 )
 from costcalc.spec import ModelSpec
@@ -371,7 +374,14 @@ def largest_module(tensors: list[Tensor]) -> int:
 # --------------------------------------------------------------------------- activations
 
 
-def layer_activation_bytes(
+TENSOR_PARALLEL_SOURCE = (
+    "Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models, "
+    "Sec. 4.2, Table 2 (an estimate: 16-bit activations of a GPT block under tensor and "
+    "sequence parallelism)"
+)
+
+
+def tensor_parallel_layer_bytes(
     spec: ModelSpec, batch: int, length: int, recompute: str, plan: ParallelPlan
 ) -> int:
     """ESTIMATE of one layer's activations on one tensor-parallel rank but the scores
@@ -385,11 +395,16 @@ def layer_activation_bytes(
     return 10 * sbh + shard(24 * sbh, plan.tp)
 
 
-def parallel_activation_formula(plan: ParallelPlan, recompute: str, attention: str) -> str:
-    """The activation estimate of one rank in symbols (Korthikanti et al. 2022, Table 2); the
-    plain one without TP or PP."""
-    if plan.tp == 1 and plan.pp == 1:
-        return activation_formula(recompute, attention)
+def parallel_activation_formula(
+    spec: ModelSpec, plan: ParallelPlan, recompute: str, attention: str, dtype: str
+) -> str:
+    """The activations of one rank in symbols: without TP the single-GPU terms (of the stage's
+    L / P layers under PP); with TP Korthikanti et al. 2022, Table 2."""
+    if plan.tp == 1:
+        single = activation_formula(spec, recompute, attention, dtype)
+        if plan.pp == 1:
+            return single
+        return f"micro-batches in flight x the stage's L / P layers of {single}, P = {plan.pp}"
     if recompute == "full":
         layer = "2 s b h"
     else:
@@ -403,15 +418,25 @@ def stage_activation_bytes(
     spec: ModelSpec, report: MemoryReport, plan: ParallelPlan, stage: int
 ) -> tuple[int, int]:
     """(activations with the scores, the scores) of one rank of ``stage``: the micro-batches in
-    flight x the stage's L / P layers; eager attention's scores 5 a s^2 b / t per layer."""
-    setup, T = report.setup, report.length
+    flight x the stage's L / P layers, without TP as on one GPU (:mod:`costcalc.activations`),
+    with TP the estimate (eager attention's scores 5 a s^2 b / t per layer); without TP the
+    last stage also holds what is saved outside the layers (one micro-batch in flight there)."""
+    setup, T, B = report.setup, report.length, report.setup.batch
     scores = keeps_scores(setup.recompute, setup.attention)
     layers = score_bytes = 0
     for stack in pipeline_stacks(spec, plan.pp):
         n = stack.n_layers // plan.pp
-        layers += n * layer_activation_bytes(stack, setup.batch, T, setup.recompute, plan)
+        if plan.tp == 1:
+            args = (stack, B, T, setup.recompute, setup.attention, setup.dtype)
+            score = layer_score_bytes(*args)
+            layers += n * (layer_activation_bytes(*args) - score)
+            score_bytes += n * score
+            continue
+        layers += n * tensor_parallel_layer_bytes(stack, B, T, setup.recompute, plan)
         if scores:
-            score_bytes += n * score_bytes_per_layer(stack, setup.batch, T) // plan.tp
+            score_bytes += n * korthikanti_score_bytes(stack, B, T) // plan.tp
+    if plan.tp == 1 and stage == plan.pp - 1:
+        layers += outside_activation_bytes(spec, B, T, setup.dtype)
     flight = plan.in_flight(stage)
     return flight * (layers + score_bytes), flight * score_bytes
 
@@ -460,7 +485,7 @@ def rank_report(
         bytes_attention_scores=scores,
         elements_logits=logits,
         bytes_logits=dtype_bytes(logits, setup.dtype),
-        bytes_logits_fp32=dtype_bytes(logits, LOSS_DTYPE) if setup.dtype != LOSS_DTYPE else 0,
+        bytes_logits_fp32=dtype_bytes(logits, LOSS_DTYPE),
         bytes_gathered=(
             2 * dtype_bytes(largest_module(tensors), setup.dtype) if plan.stage == 3 else 0
         ),

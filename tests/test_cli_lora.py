@@ -127,11 +127,11 @@ def test_training_table_speaks_as_memory_train(cli: Invoke, kernel: str, recompu
     setup = ("--train", "-B", "2", "-T", "256", "--attention", kernel, "--recompute", recompute)
     lora = _flat(cli("lora", "-c", GPT2, "-t", "c_attn", *setup).stdout)
     memory = _flat(cli("memory", "-c", GPT2, *setup).stdout)
-    for note in training_notes(load_file(GPT2).spec, 2, 256, recompute, kernel):
+    for note in training_notes(load_file(GPT2).spec, 2, 256, recompute, kernel, "bf16"):
         assert _flat(note) in lora and _flat(note) in memory
     assert f"bf16 base, {kernel} attention, B=2, T=256" in lora
     assert ("attention scores (ESTIMATE)" in lora) == ((kernel, recompute) == ("eager", "none"))
-    assert "logits, fp32 copy" in lora
+    assert "log-probabilities (fp32)" in lora
 
 
 def test_training_needs_a_length_as_memory_does(cli: Invoke) -> None:

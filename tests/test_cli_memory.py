@@ -39,7 +39,7 @@ def test_json_contract_holds_integers(cli: Invoke, mode: tuple[str, ...]) -> Non
     data = memory_json(cli, "-p", "gpt2", *mode)
     for group, key in CONTRACT:
         assert type(data[group][key]) is int, (group, key)
-    assert data["activations"]["estimate"] is True
+    assert data["activations"]["estimate"] is False  # GPT-2's layout was measured
 
 
 def test_gpt2_inference_json(cli: Invoke) -> None:
@@ -64,8 +64,11 @@ def test_qwen_training_json_with_adamw(cli: Invoke) -> None:
     assert data["optimizer"]["bytes"] == 4 * record["state_numel"]
     assert data["master_weights"]["bytes"] == 4 * P
     assert data["gradients"]["bytes"] == 2 * P
-    assert data["activations"]["source"].startswith("Korthikanti et al. 2022")
-    assert data["total"]["includes_estimate"] is True
+    assert data["activations"]["source"].startswith("measured: the tensors transformers")
+    assert data["total"]["includes_estimate"] is False
+    jamba = memory_json(cli, "-c", str(JAMBA), "--train", "--length", "8")  # Mamba blocks
+    assert "Korthikanti et al. 2022" in jamba["activations"]["source"]
+    assert jamba["activations"]["estimate"] is jamba["total"]["includes_estimate"] is True
     assert data["kv_cache"]["bytes"] == 0
 
 
@@ -84,8 +87,12 @@ def test_optimizer_choice(cli: Invoke, optimizer: str) -> None:
 def test_recompute_changes_only_the_activations(cli: Invoke) -> None:
     base = memory_json(cli, "-p", "gpt2", "--train", "-T", "1024")
     full = memory_json(cli, "-p", "gpt2", "--train", "-T", "1024", "--recompute", "full")
-    # Korthikanti et al. 2022: full recomputation keeps 2 s b h bytes per layer
-    assert full["activations"]["bytes"] == 12 * 2 * 1024 * 768
+    # full recomputation keeps each layer's bf16 input, e N D; outside the layers the final
+    # LayerNorm (input, mean and rstd, output), token ids, targets (B = 1: a view of T + 1),
+    # position ids and the loss normalizer
+    N, D = 1024, 768
+    outside = (2 * N * D + 4 * N + 2 * N * D) + 8 * N + 8 * (N + 1) + 8 * N + 4
+    assert full["activations"]["bytes"] == 12 * 2 * N * D + outside
     saved = base["activations"]["bytes"] - full["activations"]["bytes"]
     assert base["total"]["bytes"] - full["total"]["bytes"] == saved
 
@@ -96,9 +103,11 @@ def test_table_shows_breakdown_bars_and_the_estimate_source(cli: Invoke) -> None
     out = " ".join(result.stdout.split())
     for label in ("weights", "gradients", "master weights", "optimizer (adamw)"):
         assert label in out
-    assert "activations (ESTIMATE)" in out
-    assert "Korthikanti et al. 2022" in out
-    assert "L x 34 s b h bytes + L x 5 a s^2 b bytes of eager attention's s x s scores" in out
+    assert "activations (ESTIMATE)" not in out
+    assert "Activations are what transformers saves for backward" in out
+    assert (
+        "L x (2 x e N D + 2 x 2 e N + 2 x e N D + 3 e N H d + e N H d + e B H T^2 + 5 e N F)" in out
+    )
     assert "Where gpt2-small's memory goes" in out
     assert "█" in out
     assert "248,879,764" in out  # AdamW elements: golden 2 x 124,439,808 + 148 steps
@@ -232,23 +241,27 @@ def _flat(text: str) -> str:
 
 
 QWEN_TRAINING = ("-p", "qwen2.5-0.5b", "--train", "-B", "8", "-T", "1024")
-SCORES = 24 * 5 * 14 * 1024 * 1024 * 8  # L x 5 a s^2 b of Qwen2.5-0.5B: 14,092,861,440
+SCORES = 24 * 6 * 14 * 1024 * 1024 * 8  # L x (4 + 2) B H T^2 of Qwen2.5-0.5B: 16,911,433,728
 
 
 def test_eager_and_sdpa_differ_by_the_stored_scores(cli: Invoke) -> None:
-    # Korthikanti et al. 2022, Sec. 4.1: eager attention keeps the s x s scores, softmax and
-    # dropout mask, 5 a s^2 b bytes per layer; SDPA's fused kernels (transformers' default) keep
-    # none. Nothing else changes.
+    # transformers' eager attention keeps the s x s softmax output in fp32 and its bf16 copy,
+    # (4 + 2) B H T^2 bytes per layer; SDPA's fused kernels (transformers' default) keep none.
+    # Besides, eager keeps keys and values expanded to H heads and a copy of the output,
+    # 2 N d (2 H - 2 K) bytes, where SDPA keeps an fp32 log-sum-exp, 4 B H T.
+    N, H, K, d = 8 * 1024, 14, 2, 64
+    layout = 24 * (2 * N * d * (2 * H - 2 * K) - 4 * 8 * H * 1024)
     eager = memory_json(cli, *QWEN_TRAINING, "--attention", "eager")
     sdpa = memory_json(cli, *QWEN_TRAINING, "--attention", "sdpa")
     assert memory_json(cli, *QWEN_TRAINING) == sdpa  # sdpa is the default
-    assert eager["total"]["bytes"] - sdpa["total"]["bytes"] == SCORES == 14_092_861_440
+    assert eager["total"]["bytes"] - sdpa["total"]["bytes"] == SCORES + layout
+    assert SCORES == 16_911_433_728
     assert eager["activations"]["attention_scores_bytes"] == SCORES
     assert sdpa["activations"]["attention_scores_bytes"] == 0
     assert (eager["setup"]["attention"], sdpa["setup"]["attention"]) == ("eager", "sdpa")
-    stated = "L x 5 a s^2 b = 24 x 5 x 14 x 1,024 x 1,024 x 8 = 14,092,861,440"
+    stated = "L x (4 B H T^2 + e B H T^2) = 24 x (469,762,048 + 234,881,024) = 16,911,433,728"
     eager_out = _flat(cli("memory", *QWEN_TRAINING, "--attention", "eager").stdout)
-    assert "attention scores (ESTIMATE)" in eager_out
+    assert "attention scores" in eager_out and "ESTIMATE" not in eager_out
     assert f"--attention eager keeps the T x T scores, a row of their own: {stated}" in eager_out
     sdpa_out = _flat(cli("memory", *QWEN_TRAINING).stdout)
     assert "attention scores" not in sdpa_out
@@ -259,8 +272,8 @@ def test_eager_and_sdpa_differ_by_the_stored_scores(cli: Invoke) -> None:
 
 
 def test_logits_are_a_row_of_their_own(cli: Invoke) -> None:
-    # B T V = 8 x 1,024 x 151,936 logits in bf16, and the fp32 copy ForCausalLMLoss makes with
-    # logits.float() (transformers/loss/loss_utils.py)
+    # B T V = 8 x 1,024 x 151,936 logits in bf16, and the fp32 log-probabilities cross_entropy
+    # saves for backward (tests/golden/activation_reference.json)
     BTV = 8 * 1024 * 151_936
     data = memory_json(cli, *QWEN_TRAINING)
     assert data["logits"] == {
@@ -277,15 +290,17 @@ def test_logits_are_a_row_of_their_own(cli: Invoke) -> None:
     out = cli("memory", *QWEN_TRAINING).stdout
     rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") > 4}
     assert "2,489,319,424" in rows["logits"]
-    assert "4,978,638,848" in rows["logits, fp32 copy"]
+    assert "4,978,638,848" in rows["log-probabilities (fp32)"]
 
 
 def test_memory_defaults_no_longer_flip_fits(cli: Invoke) -> None:
-    # sdpa keeps no scores: 21,361,949,832 bytes fit in 24 GiB, with 4,407,853,944 to spare
-    result = cli("memory", *QWEN_TRAINING, "--fits", "24GiB", "-f", "json")
+    # sdpa keeps no scores: 26,718,502,028 bytes fit in 32 GiB, with 7,641,236,340 to spare;
+    # eager's 44,222,905,484 do not
+    result = cli("memory", *QWEN_TRAINING, "--fits", "32GiB", "-f", "json")
     assert result.exit_code == 0
-    assert json.loads(result.stdout)["fits"]["headroom_bytes"] == 4_407_853_944
-    assert cli("memory", *QWEN_TRAINING, "--attention", "eager", "--fits", "24GiB").exit_code == 1
+    assert json.loads(result.stdout)["fits"]["headroom_bytes"] == 7_641_236_340
+    assert 32 * 2**30 - 26_718_502_028 == 7_641_236_340
+    assert cli("memory", *QWEN_TRAINING, "--attention", "eager", "--fits", "32GiB").exit_code == 1
 
 
 QWEN, GPT2, OSS, DSV3 = "qwen2.5-0.5b", "gpt2", "gpt-oss-20b", "deepseek-v3"
@@ -304,6 +319,8 @@ EXPLAINED: list[tuple[str | Path, dict[str, Any]]] = [
     (GPT2, {"length": 15, "dtype": "int4", "kv_dtype": "int4"}),
     (JAMBA, {"length": 300}),
     (JAMBA, {**TRAIN, "length": 300, "attention": "eager"}),
+    ("qwen3-30b-a3b", {**TRAIN, "batch": 2, "dtype": "fp32", "attention": "eager"}),
+    ("mixtral-8x7b", {**TRAIN, "recompute": "selective"}),
     (FIXTURES / "hf" / "falcon-40b.json", {"length": 16}),  # its cache holds all 128 heads
 ]
 

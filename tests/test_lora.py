@@ -12,7 +12,13 @@ from costcalc.errors import UsageError
 from costcalc.loaders import load_file, load_preset
 from costcalc.lora import ALL_LINEAR, FAMILY_NAMES, family_names, lora_config, lora_report, sites
 from costcalc.lora_memory import LoraMemory, lora_memory, lora_training, nf4_bytes
-from costcalc.memory import MemoryReport, attention_score_bytes, memory_report, memory_setup
+from costcalc.memory import (
+    MemoryReport,
+    attention_score_bytes,
+    layers_activation_bytes,
+    memory_report,
+    memory_setup,
+)
 
 ROOT = Path(__file__).resolve().parent
 GOLDEN = json.loads((ROOT / "golden" / "lora_reference.json").read_text())
@@ -302,24 +308,29 @@ def test_activations_and_logits_equal_memory_train(
     assert lora.training.float_dtype == full.setup.dtype == dtype
     V = load_file(FIXTURES / f"{fixture}.json").spec.vocab_rows
     assert lora.elements_logits == 3 * 96 * V
-    assert lora.bytes_logits_fp32 == (0 if dtype == "fp32" else 4 * 3 * 96 * V)
+    assert lora.bytes_logits_fp32 == 4 * 3 * 96 * V  # fp32 log-probabilities in every dtype
 
 
 @pytest.mark.parametrize(("fixture", "targets", "base", "dtype"), SHARED)
 def test_eager_adds_exactly_the_scores(
     fixture: str, targets: list[str], base: str, dtype: str
 ) -> None:
-    """Eager attention minus sdpa is the stored T x T scores, L x 5 a s^2 b; with recomputation
-    neither stores them."""
+    """Eager attention minus sdpa is the stored T x T scores and the kernels' other layouts
+    (eager's expanded keys and values, sdpa's log-sum-exp), as memory --train counts them;
+    with recomputation neither stores the scores."""
     spec = load_file(FIXTURES / f"{fixture}.json").spec
-    scores = attention_score_bytes(spec, 2, 64, "none", "eager")
+    scores = attention_score_bytes(spec, 2, 64, "none", "eager", dtype)
     assert scores > 0
+    layers = {k: layers_activation_bytes(spec, 2, 64, "none", k, dtype) for k in ("eager", "sdpa")}
     eager, _ = _both(fixture, targets, base, 2, 64, "none", "eager")
     sdpa, _ = _both(fixture, targets, base, 2, 64, "none", "sdpa")
-    assert _activations_and_logits(eager) - _activations_and_logits(sdpa) == scores
+    difference = _activations_and_logits(eager) - _activations_and_logits(sdpa)
+    assert difference == layers["eager"] - layers["sdpa"]
     assert eager.bytes_attention_scores == scores and sdpa.bytes_attention_scores == 0
-    selective = [_both(fixture, targets, base, 2, 64, "selective", k)[0] for k in ("eager", "sdpa")]
-    assert len({_activations_and_logits(m) for m in selective}) == 1
+    for kernel in ("eager", "sdpa"):
+        assert (
+            _both(fixture, targets, base, 2, 64, "selective", kernel)[0].bytes_attention_scores == 0
+        )
 
 
 def test_training_needs_a_length_as_memory_does() -> None:

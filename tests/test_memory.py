@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from costcalc.activations import korthikanti_score_bytes, korthikanti_terms, measured
 from costcalc.cli.memory import bar
 from costcalc.errors import RangeError, UsageError
 from costcalc.loaders import LoadedModel, load_preset
@@ -15,18 +16,17 @@ from costcalc.macs import ATTENTION_KERNELS, RECOMPUTE_MODES, forward_macs
 from costcalc.memory import (
     OPTIMIZERS,
     activation_bytes,
-    activation_bytes_per_layer,
     attention_score_bytes,
     gradient_bytes,
     kv_cache_bytes,
     kv_cache_elements,
+    layers_activation_bytes,
     master_weight_bytes,
     memory_report,
     memory_setup,
     optimizer_moment_elements,
     optimizer_state_bytes,
     optimizer_state_elements,
-    score_bytes_per_layer,
     weight_bytes,
 )
 from costcalc.memory_results import memory_result
@@ -235,20 +235,24 @@ def test_gradients_and_master_weights() -> None:
     assert master_weight_bytes(GPT2) == 4 * P
 
 
-# --------------------------------------------------------------------------- activations (estimate)
+# --------------------------------------------------------------------------- activations
 
 
-def test_activations_follow_korthikanti_per_part() -> None:
+def test_blocks_not_measured_follow_korthikanti_per_part() -> None:
     # Korthikanti et al. 2022, Sec. 4.1: attention block 11 sbh + 5 a s^2 b, MLP 19 sbh,
     # two layer norms 4 sbh; total sbh (34 + 5 a s / h) per layer, 16-bit activations.
     s, b, h, a = 1024, 1, 768, 12
     attention, mlp, norms = 11 * s * b * h + 5 * a * s * s * b, 19 * s * b * h, 4 * s * b * h
     scores = 5 * a * s * s * b
-    assert activation_bytes_per_layer(GPT2, b, s, "none") + scores == attention + mlp + norms
-    assert score_bytes_per_layer(GPT2, b, s) == scores
-    assert activation_bytes_per_layer(GPT2, b, s, "selective") == 34 * s * b * h
-    assert activation_bytes_per_layer(GPT2, b, s, "full") == 2 * s * b * h
-    assert activation_bytes(GPT2, b, s, "none", "eager") == 12 * (attention + mlp + norms)
+    assert sum(t.bytes for t in korthikanti_terms(GPT2, b, s, "none")) == attention + mlp + norms
+    assert korthikanti_score_bytes(GPT2, b, s) == scores
+    assert sum(t.bytes for t in korthikanti_terms(GPT2, b, s, "full")) == 2 * s * b * h
+    # a block of a kind not measured (attention sinks) keeps the estimate
+    sinks = GPT2.model_copy(update={"attention_sinks": True})
+    assert not measured(sinks)
+    assert layers_activation_bytes(sinks, b, s, "none", "eager", "bf16") == 12 * (
+        attention + mlp + norms
+    )
 
 
 @pytest.mark.parametrize(
@@ -265,27 +269,32 @@ def test_activations_follow_korthikanti_per_part() -> None:
 def test_only_eager_attention_without_recomputation_keeps_the_scores(
     recompute: str, attention: str, stored: bool
 ) -> None:
-    # Korthikanti et al. 2022, Sec. 4.1: the s x s scores are 5 a s^2 b bytes per layer;
-    # selective recomputation drops exactly that term, and so does a kernel that never stores
-    # them (FlashAttention, PyTorch's fused SDPA kernels).
+    # transformers' Llama-derived eager attention (Qwen2): the fp32 softmax output and its bf16
+    # copy, (4 + 2) B H s^2 bytes per layer; selective recomputation drops exactly these, and
+    # a kernel that never stores them (FlashAttention, PyTorch's fused SDPA kernels) has none.
     s, b = 1024, 8
-    scores = 24 * 5 * 14 * s * s * b  # Qwen2.5-0.5B: 24 layers, 14 heads
-    kept = attention_score_bytes(QWEN, b, s, recompute, attention)
+    scores = 24 * 6 * 14 * s * s * b  # Qwen2.5-0.5B: 24 layers, 14 heads
+    kept = attention_score_bytes(QWEN, b, s, recompute, attention, "bf16")
     assert kept == (scores if stored else 0)
-    assert activation_bytes(QWEN, b, s, recompute, attention) == (
-        activation_bytes(QWEN, b, s, recompute, "sdpa") + kept
-    )
+    # the rest of eager's layout: keys and values expanded to H heads and the output copied,
+    # 2 N d (2 H - 2 K) bytes in bf16, where sdpa keeps an fp32 log-sum-exp, 4 B H s
+    N, H, K, d = b * s, 14, 2, 64
+    layout = 24 * (2 * N * d * (2 * H - 2 * K) - 4 * b * H * s)
+    eager = attention == "eager" and recompute != "full"
+    with_scores = activation_bytes(QWEN, b, s, recompute, attention, "bf16")
+    sdpa = activation_bytes(QWEN, b, s, recompute, "sdpa", "bf16")
+    assert with_scores == sdpa + kept + (layout if eager else 0)
 
 
-def test_logits_and_their_fp32_copy() -> None:
-    # Qwen2.5-0.5B, V = 151,936: B T V logits in bf16, and ForCausalLMLoss's logits.float() copy
+def test_logits_and_their_fp32_log_probabilities() -> None:
+    # Qwen2.5-0.5B, V = 151,936: B T V logits in bf16, and the fp32 log-probabilities
+    # cross_entropy saves (tests/golden/activation_reference.json: 4 B T V in bf16 and fp32)
     setup = memory_setup(dtype="bf16", train=True, batch=8, length=1024)
     r = memory_report(QWEN, setup)
     assert r.elements_logits == 8 * 1024 * 151_936
     assert (r.bytes_logits, r.bytes_logits_fp32) == (2 * r.elements_logits, 4 * r.elements_logits)
-    # fp32 logits: .float() returns the same tensor, no copy
     fp32 = memory_report(QWEN, memory_setup(dtype="fp32", train=True, batch=8, length=1024))
-    assert (fp32.bytes_logits, fp32.bytes_logits_fp32) == (4 * r.elements_logits, 0)
+    assert (fp32.bytes_logits, fp32.bytes_logits_fp32) == (4 * r.elements_logits,) * 2
     assert memory_report(QWEN, memory_setup(length=16)).bytes_logits == 0  # inference
 
 
@@ -298,17 +307,24 @@ def test_training_needs_a_length() -> None:
 def test_activations_are_linear_in_batch(
     spec: ModelSpec, batch: int, length: int, recompute: str
 ) -> None:
-    one = activation_bytes(spec, 1, length, recompute)
-    assert activation_bytes(spec, batch, length, recompute) == batch * one
+    # up to MoE's int32 offsets per expert, 4 E per layer whatever the batch
+    offsets = sum(
+        stack.n_layers * 4 * stack.experts
+        for stack in spec.stacks
+        if measured(stack) and stack.experts > 1 and recompute != "full"
+    )
+    one = layers_activation_bytes(spec, 1, length, recompute, "eager", "bf16") - offsets
+    many = layers_activation_bytes(spec, batch, length, recompute, "eager", "bf16") - offsets
+    assert many == batch * one
 
 
 @given(specs(), st.integers(1, 4096))
 def test_recomputation_only_ever_saves(spec: ModelSpec, length: int) -> None:
     none, selective, full = (
-        activation_bytes(spec, 2, length, r) for r in ("none", "selective", "full")
+        activation_bytes(spec, 2, length, r, "eager", "bf16") for r in ("none", "selective", "full")
     )
     assert none >= selective >= full
-    assert none - selective == spec.n_layers * 5 * spec.n_heads * length * length * 2
+    assert none - selective == attention_score_bytes(spec, 2, length, "none", "eager", "bf16")
 
 
 # --------------------------------------------------------------------------- the whole report

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from costcalc.cli.app import app
 from costcalc.errors import UsageError
 from costcalc.loaders import load_preset
-from costcalc.memory import MemoryReport, MemorySetup, memory_setup
+from costcalc.memory import MemoryReport, MemorySetup, layer_activation_bytes, memory_setup
 from costcalc.memory_results import memory_result
 from costcalc.parallel import ParallelPlan, parallel_plan, rank_tensors
 from costcalc.params import total_params
@@ -153,15 +153,16 @@ def test_activations_divide_as_korthikanti_table_2() -> None:
 
 
 def test_first_stage_holds_p_micro_batches_under_1f1b() -> None:
-    """PP 4: stage s holds min(M, 4 - s) micro-batches of 8 layers; the first is the largest."""
-    sbh = 2048 * 4096
+    """PP 4: stage s holds min(M, 4 - s) micro-batches of 8 layers; the first is the largest.
+    Without TP a layer saves what it saves on one GPU."""
     spec = load_preset("llama-3.1-8b")
+    layer = layer_activation_bytes(spec.spec, 1, 2048, "none", "sdpa", "bf16")
     result = memory_result(spec, SETUP, plan=parallel_plan(None, None, None, None, 1, 4))
     assert result.stage == 0
-    assert result.report.bytes_activations == 4 * 8 * 34 * sbh
+    assert result.report.bytes_activations == 4 * 8 * layer
     assert result.report.elements_logits == 0  # the logits live on the last stage
     two = per_gpu("llama-3.1-8b", parallel_plan(None, None, None, None, 1, 4, micro_batches=2))
-    assert two.bytes_activations == 2 * 8 * 34 * sbh
+    assert two.bytes_activations == 2 * 8 * layer
 
 
 def test_zero_shards_over_data_parallel_ranks_only() -> None:

@@ -357,7 +357,12 @@ def _memory_grid(
     parts.append(("logits", memory.elements_logits, t.float_dtype, memory.bytes_logits))
     if memory.bytes_logits_fp32:
         parts.append(
-            ("logits, fp32 copy", memory.elements_logits, LOSS_DTYPE, memory.bytes_logits_fp32)
+            (
+                "log-probabilities (fp32)",
+                memory.elements_logits,
+                LOSS_DTYPE,
+                memory.bytes_logits_fp32,
+            )
         )
     rows = [
         [label, "" if n is None else f"{n:,}", dtype, f"{b:,}", format_bytes(b, system)]
@@ -372,12 +377,13 @@ def _memory_grid(
         rows.append(["device memory", "", "", f"{capacity:,}", format_bytes(capacity, system)])
         rows.append([verdict, "", "", f"{abs(headroom):,}", format_bytes(abs(headroom), system)])
     activations, *rest = training_notes(
-        model.spec, t.batch, memory.length, t.recompute, t.attention
+        model.spec, t.batch, memory.length, t.recompute, t.attention, t.float_dtype
     )
     notes = [
         activations,
-        "They are those of full training, as backpropagation runs through every layer; the "
-        "adapters' r-wide intermediates are not added.",
+        "For LoRA they are an ESTIMATE: full training's, as backpropagation runs through every "
+        "layer; frozen norm weights spare their normalized inputs, and the adapters' r-wide "
+        "intermediates are not added.",
         *rest,
         "Gradients and optimizer moments follow each trainable parameter's dtype: adapters "
         f"{t.adapter_dtype}, saved copies and trained biases {t.float_dtype}"

@@ -191,10 +191,11 @@ def memory(
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Memory a model needs: weights and KV cache for inference; with --train, gradients,
-    optimizer state, master weights and an activation ESTIMATE (Korthikanti et al. 2022).
+    optimizer state, master weights and the activations transformers saves for backward.
 
-    Every byte count is exact except the activations. With --fits, says whether the total fits
-    and by how much; the exit code is 1 when it does not.
+    Every byte count is exact, but activations of blocks not measured and under --tp, an
+    ESTIMATE (Korthikanti et al. 2022). With --fits, says whether the total fits and by how
+    much; the exit code is 1 when it does not.
     """
     from costcalc.errors import UsageError
     from costcalc.gpus import device_capacity
@@ -292,7 +293,7 @@ def memory_grids(result: MemoryResult, system: UnitSystem, explain: bool = False
         for c in components
     ]
     total = report.bytes_total
-    label = "total (incl. estimate)" if report.bytes_activations else "total"
+    label = "total (incl. estimate)" if result.estimated_activations else "total"
     rows.append([label, "", "", f"{total:,}", _human(total, system)])
     emphasis = frozenset({len(rows) - 1})
     if result.capacity is not None:
@@ -385,7 +386,7 @@ def _notes(result: MemoryResult) -> list[str]:
     if not setup.train:
         return [_kv_note(result)]
     notes = training_notes(
-        result.model.spec, setup.batch, report.length, setup.recompute, setup.attention
+        result.model.spec, setup.batch, report.length, setup.recompute, setup.attention, setup.dtype
     )
     if result.plan is not None:
         if result.plan.tp > 1 or result.plan.pp > 1 or result.plan.ep > 1:
@@ -433,9 +434,10 @@ def _parallel_note(result: MemoryResult) -> str:
                 if plan.ep > 1
                 else ""
             )
-            + "Activations per GPU, ESTIMATE: "
-            f"{parallel_activation_formula(plan, setup.recompute, setup.attention)} "
-            "(Korthikanti et al. 2022, Table 2). "
+            + "Activations per GPU"
+            + (", ESTIMATE (Korthikanti et al. 2022, Table 2): " if plan.tp > 1 else ": ")
+            + parallel_activation_formula(spec, plan, setup.recompute, setup.attention, setup.dtype)
+            + ". "
         )
     if plan.stage == 0:
         return note + (
@@ -464,27 +466,29 @@ def _parallel_note(result: MemoryResult) -> str:
 
 
 def training_notes(
-    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str
+    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str, dtype: str
 ) -> list[str]:
     """The notes of every training table (``memory --train``, ``lora --train``): how the
-    activations are estimated, whether the T x T scores are stored, how the logits are counted."""
-    from costcalc.memory import LOGITS_SOURCE, activation_note
+    activations are counted, whether the T x T scores are stored, how the logits are counted."""
+    from costcalc.activations import activation_note
+    from costcalc.memory import LOGITS_SOURCE
 
     return [
-        activation_note(recompute, attention),
-        _scores_note(spec, batch, length, recompute, attention),
-        f"Logits are exact: {LOGITS_SOURCE}. Not counted: the log-softmax cross_entropy keeps "
-        "for its backward (another fp32 B x T x V) and the embedding output.",
+        activation_note(spec, recompute, attention, dtype),
+        _scores_note(spec, batch, length, recompute, attention, dtype),
+        f"Logits are exact: {LOGITS_SOURCE}.",
     ]
 
 
-def _scores_note(spec: ModelSpec, batch: int, length: int, recompute: str, attention: str) -> str:
+def _scores_note(
+    spec: ModelSpec, batch: int, length: int, recompute: str, attention: str, dtype: str
+) -> str:
     """Whether the T x T attention scores are stored, and what they weigh under eager attention."""
     from costcalc.memory import attention_score_bytes
     from costcalc.memory_explain import scores_row
 
-    scores = scores_row(spec, batch, length)
-    if attention_score_bytes(spec, batch, length, recompute, attention):
+    scores = scores_row(spec, batch, length, dtype)
+    if attention_score_bytes(spec, batch, length, recompute, attention, dtype):
         return f"--attention eager keeps the T x T scores, a row of their own: {scores} bytes."
     if recompute != "none":
         why = f"--recompute {recompute} runs the attention core again in the backward"
