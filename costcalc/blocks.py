@@ -181,6 +181,16 @@ class BlockFields(BaseModel):
         default=None, description="MLA: dimensions per head without positions."
     )
     v_head_dim: Size | None = Field(default=None, description="MLA: value width per head.")
+    indexer_heads: Size | None = Field(
+        default=None,
+        description=(
+            "MLA: heads of the sparse-attention indexer that scores every cached token "
+            "(DeepSeek-V3.2's lightning indexer); default: none."
+        ),
+    )
+    indexer_head_dim: Size | None = Field(
+        default=None, description="MLA: width of one indexer head and of its cached key."
+    )
     mamba2: Mamba2Sizes | None = Field(
         default=None,
         description=(

@@ -141,9 +141,14 @@ LLAMA_FAMILIES = (
 
 FAMILY_NAMES: dict[str, FamilyNames] = {
     **dict.fromkeys(LLAMA_FAMILIES.split(), LLAMA),
-    "mixtral": _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED),
+    **dict.fromkeys(
+        ("mixtral", "minimax_m2"), _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED)
+    ),
     **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next"), QWEN2_MOE),
-    **dict.fromkeys(("deepseek_v2", "deepseek_v3", "glm4_moe", "ernie4_5_moe"), DEEPSEEK),
+    **dict.fromkeys(
+        ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "glm4_moe_lite", "ernie4_5_moe"),
+        DEEPSEEK,
+    ),
     "gpt2": GPT2,
     "gpt_bigcode": GPT2,
     "openai-gpt": _names(

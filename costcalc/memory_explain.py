@@ -91,7 +91,11 @@ def _kv_row(spec: ModelSpec, report: MemoryReport) -> str:
     B, T = report.setup.batch, report.length
     terms, widths, capped = [], set(), False
     for stack in spec.stacks:
-        if stack.mixer == "mla":
+        if stack.mixer == "mla" and stack.indexer_heads is not None:
+            widths.add("(kv rank + r + indexer key)")
+            sizes = (stack.kv_lora_rank, stack.qk_rope_head_dim, stack.indexer_head_dim)
+            width = f"({' + '.join(_n(size or 0) for size in sizes)})"
+        elif stack.mixer == "mla":
             widths.add("(kv rank + r)")
             width = f"({_n(stack.kv_lora_rank or 0)} + {_n(stack.qk_rope_head_dim or 0)})"
         elif stack.mixer == "attention":

@@ -14,7 +14,8 @@ Conventions, from the Hugging Face ``transformers`` modeling code (transformers 
 - Multi-head latent attention (DeepSeek-V2/V3, ``modeling_deepseek_v3.py``): ``q_a_proj`` (D ->
   q rank), ``q_a_layernorm``, ``q_b_proj`` (q rank -> H (nope + rope)) or one ``q_proj`` without a
   query rank; ``kv_a_proj_with_mqa`` (D -> kv rank + rope), ``kv_a_layernorm``, ``kv_b_proj``
-  (kv rank -> H (nope + v)); ``o_proj`` (H v -> D).
+  (kv rank -> H (nope + v)); ``o_proj`` (H v -> D); DeepSeek-V3.2 adds a sparse-attention
+  indexer (``indexer.wq_b``, ``wk``, ``k_norm``, ``weights_proj``).
 - A gated FFN keeps gate, up and down as three tensors (Llama, Qwen2, Gemma), or gate and up as
   one 2h x D tensor when ``fused_gate_up`` (Phi-3's ``gate_up_proj``).
 - Mixture-of-experts blocks stack their experts (transformers 5: ``experts.gate_up_proj`` of shape
@@ -140,6 +141,24 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
         *_norm(spec, "attn.kv_a_layernorm", rkv, "mixer"),
         *_linear("attn.kv_b_proj", H * (n + v), rkv, False, "mixer"),
         *_linear("attn.o_proj", D, H * v, spec.attn_out_bias, "mixer"),
+        *indexer_tensors(spec),
+    ]
+
+
+def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
+    """DeepSeek-V3.2's sparse-attention indexer (``DeepseekV32Indexer``): ``wq_b`` (q rank ->
+    Hi di, from the query latent), ``wk`` (D -> di, one key head), ``k_norm`` (a LayerNorm of di
+    with weight and bias, whatever the model's norms) and ``weights_proj`` (D -> Hi); none
+    without ``indexer_heads``."""
+    Hi, di = spec.indexer_heads, spec.indexer_head_dim
+    if Hi is None or di is None or spec.q_lora_rank is None:
+        return []
+    return [
+        *_linear("attn.indexer.wq_b", Hi * di, spec.q_lora_rank, False, "mixer"),
+        *_linear("attn.indexer.wk", di, spec.d_model, False, "mixer"),
+        Tensor("attn.indexer.k_norm.weight", (di,), "mixer"),
+        Tensor("attn.indexer.k_norm.bias", (di,), "mixer"),
+        *_linear("attn.indexer.weights_proj", Hi, spec.d_model, False, "mixer"),
     ]
 
 

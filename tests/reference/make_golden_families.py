@@ -107,6 +107,9 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("arcee-afm-4.5b", ("arcee-afm-4.5b", False, "meta")),
         ("apertus-8b", ("apertus-8b", False, "meta")),
         ("hunyuan-mt-7b", ("hunyuan-mt-7b", False, "meta")),
+        ("deepseek-v3.2-exp", ("deepseek-v3.2-exp", False, "meta")),
+        ("minimax-m2", ("minimax-m2", False, "meta")),
+        ("glm-4.7-flash", ("glm-4.7-flash", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),

@@ -1,5 +1,6 @@
-"""DeepSeek-V2 and DeepSeek-V3: multi-head latent attention (MLA) and a mixture of experts after
-``first_k_dense_replace`` dense layers (transformers 5.24, ``models/deepseek_v2``, ``deepseek_v3``).
+"""DeepSeek-V2, DeepSeek-V3, DeepSeek-V3.2 and GLM-4.7-Flash: multi-head latent attention (MLA)
+and a mixture of experts after dense layers (transformers 5.24, ``models/deepseek_v2``,
+``deepseek_v3``, ``deepseek_v32``, ``glm4_moe_lite``).
 
 Per block: ``input_layernorm`` and ``post_attention_layernorm`` (RMSNorm, D); ``self_attn``:
 ``q_a_proj`` (D -> q rank, bias when ``attention_bias``), ``q_a_layernorm`` (q rank),
@@ -16,10 +17,11 @@ The cache keeps the latent, not per-head keys: kv rank + r per token and layer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import first_dense, routed_experts, shared_experts
+from costcalc.formats.families.moe import first_dense, listed_sparse, routed_experts, shared_experts
 from costcalc.formats.hf_reader import Reader, attention_bias
 
 MLA_DEFAULTS: dict[str, int | None] = {
@@ -29,23 +31,32 @@ MLA_DEFAULTS: dict[str, int | None] = {
     "qk_nope_head_dim": 128,
     "v_head_dim": 128,
 }
-"""The attention sizes' defaults, the same in ``DeepseekV2Config`` and ``DeepseekV3Config``."""
+"""The attention sizes' defaults, the same in ``DeepseekV2Config``, ``DeepseekV3Config`` and
+``DeepseekV32Config``."""
+
+SparseLayers = Callable[[Reader, dict[str, Any], dict[str, Any]], None]
+"""Which layers hold the sparse block (given the reader, the fields and the sparse block)."""
 
 
 def _deepseek(
-    r: Reader, experts: tuple[int, int | None], moe_hidden: int, shared: int, dense: int
+    r: Reader,
+    experts: tuple[int, int | None],
+    moe_hidden: int,
+    shared: int,
+    layers: SparseLayers,
+    mla: dict[str, int | None] = MLA_DEFAULTS,
 ) -> dict[str, Any]:
-    """The layout both versions share, with each version's MoE defaults: experts and top-k,
-    expert width, shared experts, dense layers first."""
+    """The layout every version shares, with each version's MoE defaults (experts and top-k,
+    expert width, shared experts), its rule for the sparse layers and its MLA sizes."""
     fields = llama_layout(r)
     for name in ("n_kv_heads", "head_dim"):  # MLA has no per-head keys of its own
         fields.pop(name)
     r.forget("n_kv_heads", "head_dim")
     attention_bias(r, fields)
     fields["mixer"] = "mla"
-    fields["q_lora_rank"] = r.nullable("q_lora_rank", "q_lora_rank", MLA_DEFAULTS["q_lora_rank"])
+    fields["q_lora_rank"] = r.nullable("q_lora_rank", "q_lora_rank", mla["q_lora_rank"])
     for field in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
-        fields[field] = r.value(field, field, default=MLA_DEFAULTS[field])
+        fields[field] = r.value(field, field, default=mla[field])
     moe = routed_experts(
         r,
         ("n_routed_experts", "num_local_experts", "num_experts"),
@@ -54,15 +65,20 @@ def _deepseek(
         (("moe_intermediate_size",), moe_hidden),
     )
     shared_experts(r, moe, "n_shared_experts", shared)
-    first_dense(r, fields, moe, dense)
+    layers(r, fields, moe)
     return fields
+
+
+def _first_dense(dense: int) -> SparseLayers:
+    """Dense FFNs in the first ``first_k_dense_replace`` layers (default ``dense``)."""
+    return lambda r, fields, moe: first_dense(r, fields, moe, dense)
 
 
 def deepseek_v3(r: Reader) -> dict[str, Any]:
     """DeepseekV3ForCausalLM: the layout above with V3's defaults (q rank 1,536, kv rank 512,
     r 64, n 128, v 128; 256 experts of 2,048, top 8, one shared; 3 dense layers); untied by
     default. The multi-token-prediction layers (``num_nextn_predict_layers``) are not built."""
-    return _deepseek(r, experts=(256, 8), moe_hidden=2048, shared=1, dense=3)
+    return _deepseek(r, experts=(256, 8), moe_hidden=2048, shared=1, layers=_first_dense(3))
 
 
 def deepseek_v2(r: Reader) -> dict[str, Any]:
@@ -71,10 +87,62 @@ def deepseek_v2(r: Reader) -> dict[str, Any]:
     has no default and is required; ``mlp_bias`` (biases on the dense MLPs) is not supported."""
     if r.flag("mlp_bias", False):
         r.unsupported("mlp_bias", "biases on DeepSeek-V2's dense and shared MLPs")
-    return _deepseek(r, experts=(64, None), moe_hidden=1407, shared=2, dense=0)
+    return _deepseek(r, experts=(64, None), moe_hidden=1407, shared=2, layers=_first_dense(0))
+
+
+def deepseek_v32(r: Reader) -> dict[str, Any]:
+    """DeepseekV32ForCausalLM (DeepSeek-V3.2-Exp): V3's layout and defaults, the queries always
+    through the low-rank path (a null ``q_lora_rank`` is not supported), dense layers where
+    ``mlp_layer_types`` says ``dense`` (default: the first ``first_k_dense_replace``, 3), and in
+    every attention block the sparse-attention indexer of ``index_n_heads`` (64) heads of
+    ``index_head_dim`` (128): ``self_attn.indexer.wq_b`` (q rank -> Hi di), ``wk`` (D -> di),
+    ``k_norm`` (LayerNorm of di, weight and bias), ``weights_proj`` (D -> Hi). The indexer
+    scores every cached token and keeps the top ``index_topk``; its key (di per token) is cached
+    beside the latent. ``mlp_bias`` is read by no module. The multi-token-prediction layer is
+    not built."""
+    if "q_lora_rank" in r.data and r.data["q_lora_rank"] is None:
+        r.unsupported("q_lora_rank", "DeepSeek-V3.2's attention always has a query latent")
+    fields = _deepseek(
+        r,
+        experts=(256, 8),
+        moe_hidden=2048,
+        shared=1,
+        layers=lambda r, fields, moe: listed_sparse(r, fields, moe, 3, "first_k_dense_replace"),
+    )
+    fields["indexer_heads"] = r.value("indexer_heads", "index_n_heads", default=64)
+    fields["indexer_head_dim"] = r.value("indexer_head_dim", "index_head_dim", default=128)
+    return fields
+
+
+GLM4_MOE_LITE_MLA: dict[str, int | None] = {
+    "q_lora_rank": 768,
+    "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 192,
+    "v_head_dim": 256,
+}
+"""``Glm4MoeLiteConfig``'s attention sizes (GLM-4.7-Flash)."""
+
+
+def glm4_moe_lite(r: Reader) -> dict[str, Any]:
+    """Glm4MoeLiteForCausalLM (GLM-4.7-Flash): the layout above with its own defaults (q rank
+    768, or a direct ``q_proj`` when null; kv rank 512, r 64, n 192, v 256; 64 experts of 1,536,
+    top 4, one shared); dense layers where ``mlp_layer_types`` says ``dense``, else only the
+    first (the class reads no ``first_k_dense_replace``); untied by default. The
+    multi-token-prediction layer is not built."""
+    return _deepseek(
+        r,
+        experts=(64, 4),
+        moe_hidden=1536,
+        shared=1,
+        layers=lambda r, fields, moe: listed_sparse(r, fields, moe, 1, None),
+        mla=GLM4_MOE_LITE_MLA,
+    )
 
 
 FAMILIES = {
     "deepseek_v2": deepseek_v2,
     "deepseek_v3": deepseek_v3,
+    "deepseek_v32": deepseek_v32,
+    "glm4_moe_lite": glm4_moe_lite,
 }

@@ -74,6 +74,27 @@ def first_dense(r: Reader, fields: dict[str, Any], moe: hf_layers.Block, default
         hf_layers.apply(r, fields, kind_runs, {"dense": {}, "moe": moe}, "first_k_dense_replace")
 
 
+def listed_sparse(
+    r: Reader, fields: dict[str, Any], moe: hf_layers.Block, default: int, key: str | None
+) -> None:
+    """Dense and sparse FFNs as ``mlp_layer_types`` lists them (``dense``, ``sparse``), else
+    dense in the first ``key`` layers (``default``; a fixed count when the family has no key)
+    and sparse in the others."""
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return
+    blocks = {"dense": {}, "sparse": moe}
+    listed = hf_layers.layer_types(r, n, "mlp_layer_types")
+    if listed is not None:
+        hf_layers.apply(r, fields, hf_layers.runs(listed), blocks, "mlp_layer_types")
+    elif key is None:
+        head = min(default, n)
+        hf_layers.apply(r, fields, [("dense", head), ("sparse", n - head)], blocks)
+    else:
+        kind_runs = hf_layers.split_at(r, n, key, default, "dense", "sparse")
+        hf_layers.apply(r, fields, kind_runs, blocks, key)
+
+
 def _qwen_moe(r: Reader, fields: dict[str, Any], moe: dict[str, Any]) -> None:
     """Sparse layers of Qwen2-MoE and Qwen3-MoE (none when ``num_experts`` is 0)."""
     if moe.get("moe_experts") == 0:
@@ -151,6 +172,19 @@ def granitemoe(r: Reader) -> dict[str, Any]:
     fields = llama_layout(r)
     attention_bias(r, fields)
     return _every_layer_sparse(r, fields, ("num_local_experts",), (8, 2))
+
+
+def minimax_m2(r: Reader) -> dict[str, Any]:
+    """MiniMaxM2ForCausalLM: the shared layout (48 heads, 8 key/value heads, ``head_dim`` 128
+    by default; no biases) with RMSNorm ``q_norm`` over the whole query projection (H d) and
+    ``k_norm`` over the keys (K d), rotary on ``partial_rotary_factor`` (1) of each head, and
+    the sparse block in every layer (``mlp.gate`` X x D, its ``e_score_correction_bias`` a
+    buffer; X = ``num_local_experts`` (256) experts of ``intermediate_size``, top 8); untied by
+    default. The multi-token-prediction modules are not built."""
+    fields = llama_layout(r, kv_heads=8, head_dim=128)
+    fields["qk_norm"] = "full"
+    fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 1.0)
+    return _every_layer_sparse(r, fields, ("num_local_experts", "num_experts"), (256, 8))
 
 
 def phimoe(r: Reader) -> dict[str, Any]:
@@ -266,6 +300,7 @@ FAMILIES = {
     "glm4_moe": glm4_moe,
     "ernie4_5_moe": ernie4_5_moe,
     "granitemoe": granitemoe,
+    "minimax_m2": minimax_m2,
     "olmoe": olmoe,
     "phimoe": phimoe,
     "qwen2_moe": qwen2_moe,
