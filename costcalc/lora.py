@@ -144,10 +144,29 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     **dict.fromkeys(
         ("mixtral", "minimax_m2"), _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED)
     ),
-    **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next"), QWEN2_MOE),
+    **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next", "flex_olmo"), QWEN2_MOE),
     **dict.fromkeys(
-        ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe", "glm4_moe_lite", "ernie4_5_moe"),
+        (
+            "deepseek_v2",
+            "deepseek_v3",
+            "deepseek_v32",
+            "dots1",
+            "glm4_moe",
+            "glm4_moe_lite",
+            "ernie4_5_moe",
+        ),
         DEEPSEEK,
+    ),
+    "hunyuan_v1_moe": _names(
+        renames={
+            "mlp.router": "mlp.gate.wg",
+            **{
+                f"mlp.shared_expert.{p}": f"mlp.shared_mlp.{p}"
+                for p in ("gate_proj", "up_proj", "down_proj")
+            },
+        },
+        router_linear=True,
+        converted=QWEN2_MOE_CONVERTED,
     ),
     "gpt2": GPT2,
     "gpt_bigcode": GPT2,

@@ -190,3 +190,31 @@ def split_at(
 def attention_windows(window: Any) -> dict[str, Block]:
     """Blocks of transformers' attention layer types: full, or within a sliding window."""
     return {"full_attention": {}, "sliding_attention": {"sliding_window": window}}
+
+
+def merge(
+    first: Sequence[tuple[str, int]], second: Sequence[tuple[str, int]]
+) -> list[tuple[str, int]]:
+    """Two runs over the same layers (attention kinds, FFN kinds) as one: runs of ``a+b``,
+    a new run wherever either changes (closed form: as many runs as boundaries)."""
+    a = [(kind, count) for kind, count in first if count]
+    b = [(kind, count) for kind, count in second if count]
+    out: list[tuple[str, int]] = []
+    i = j = 0
+    used_a = used_b = 0
+    while i < len(a) and j < len(b):
+        step = min(a[i][1] - used_a, b[j][1] - used_b)
+        out.append((f"{a[i][0]}+{b[j][0]}", step))
+        used_a, used_b = used_a + step, used_b + step
+        if used_a == a[i][1]:
+            i, used_a = i + 1, 0
+        if used_b == b[j][1]:
+            j, used_b = j + 1, 0
+    return out
+
+
+def merged_blocks(
+    first: Mapping[str, Block], second: Mapping[str, Block]
+) -> dict[str, dict[str, Any]]:
+    """The blocks of :func:`merge`'s kinds: each pair's keys together."""
+    return {f"{a}+{b}": {**first[a], **second[b]} for a in first for b in second}

@@ -110,6 +110,9 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("deepseek-v3.2-exp", ("deepseek-v3.2-exp", False, "meta")),
         ("minimax-m2", ("minimax-m2", False, "meta")),
         ("glm-4.7-flash", ("glm-4.7-flash", False, "meta")),
+        ("hunyuan-a13b", ("hunyuan-a13b", False, "meta")),
+        ("dots.llm1.base", ("dots.llm1.base", False, "meta")),
+        ("flexolmo-7x7b-1t", ("flexolmo-7x7b-1t", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),

@@ -16,6 +16,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
+from costcalc.formats.families.olmo2 import olmo2
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, rotary_dim
 
 
@@ -296,8 +297,90 @@ def glm4_moe(r: Reader) -> dict[str, Any]:
     return fields
 
 
+def hunyuan_v1_moe(r: Reader) -> dict[str, Any]:
+    """HunYuanMoEV1ForCausalLM (Hunyuan-A13B): the shared layout (key/value heads default to the
+    heads, ``head_dim`` to D / H), q/k/v/o bias when ``attention_bias``, RMSNorm
+    ``query_layernorm``/``key_layernorm`` of head_dim (always built), and in every layer the
+    sparse block: ``mlp.gate.wg`` (X x D, no bias), X = ``num_experts`` (1) experts of
+    ``intermediate_size``, top ``moe_topk`` (1), plus ``mlp.shared_mlp`` (a SwiGLU MLP of
+    ``intermediate_size``, always built); untied by default. ``moe_topk`` may list one value per
+    layer (only equal values are supported); ``moe_intermediate_size``, ``num_shared_expert``,
+    ``use_qk_norm`` and ``use_cla`` are read by no module."""
+    fields = llama_layout(r)
+    attention_bias(r, fields)
+    fields["qk_norm"] = "head"
+    experts = r.value("moe_experts", "num_experts", "num_local_experts", default=1)
+    if isinstance(experts, list):
+        r.unsupported("num_experts", "a number of experts per layer")
+    top_k = r.value("moe_top_k", "moe_topk", "num_experts_per_tok", default=1)
+    if isinstance(top_k, list):
+        if len(set(map(repr, top_k))) != 1:
+            r.unsupported("moe_topk", "a different number of routed experts per layer")
+        top_k = top_k[0] if top_k else None
+    fields.update(moe_experts=experts, moe_top_k=top_k)
+    fields["moe_shared_ffn_hidden"] = fields["ffn_hidden"]
+    return fields
+
+
+def dots1(r: Reader) -> dict[str, Any]:
+    """Dots1ForCausalLM (dots.llm1): the shared layout (32 key/value heads by default;
+    ``head_dim`` D / H unless given), q/k/v/o bias when ``attention_bias``, RMSNorm ``q_norm``/
+    ``k_norm`` of head_dim; after ``first_k_dense_replace`` (0) dense layers the sparse block
+    (``mlp.gate`` X x D, its ``e_score_correction_bias`` a buffer; X = ``n_routed_experts``
+    experts of ``moe_intermediate_size`` (1,408), top ``num_experts_per_tok``, both required)
+    with ``mlp.shared_experts`` (one SwiGLU MLP of ``moe_intermediate_size`` x
+    ``n_shared_experts``, required); untied by default. Layers ``layer_types`` marks
+    ``sliding_attention`` (default: those from ``max_window_layers`` (62) on) attend within
+    ``sliding_window`` (4,096; null: none)."""
+    fields = llama_layout(r, kv_heads=32)
+    attention_bias(r, fields)
+    fields["qk_norm"] = "head"
+    moe = routed_experts(
+        r,
+        ("n_routed_experts", "num_local_experts"),
+        ("num_experts_per_tok",),
+        (None, None),
+        (("moe_intermediate_size",), 1408),
+    )
+    shared = r.size("moe_shared_ffn_hidden", "n_shared_experts")
+    if is_whole(shared, 1) and is_whole(moe["moe_ffn_hidden"]):
+        moe["moe_shared_ffn_hidden"] = moe["moe_ffn_hidden"] * shared
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return fields
+    window = sliding_window(r, default=4096)
+    windows = hf_layers.attention_windows(window)
+    listed = hf_layers.layer_types(r, n) if window is not None else None
+    if listed is not None:
+        attention = hf_layers.runs(listed)
+    elif window is None:
+        r.forget("sliding_window")
+        attention = [("full_attention", n)]
+    else:
+        kinds = ("full_attention", "sliding_attention")
+        attention = hf_layers.split_at(r, n, "max_window_layers", 62, *kinds)
+    ffn = hf_layers.split_at(r, n, "first_k_dense_replace", 0, "dense", "moe")
+    if any(kind not in windows for kind, _ in attention):
+        hf_layers.apply(r, fields, attention, windows)  # reports the unknown kind
+        return fields
+    blocks = hf_layers.merged_blocks(windows, {"dense": {}, "moe": moe})
+    hf_layers.apply(r, fields, hf_layers.merge(attention, ffn), blocks, "first_k_dense_replace")
+    return fields
+
+
+def flex_olmo(r: Reader) -> dict[str, Any]:
+    """FlexOlmoForCausalLM: OLMo 2's block (norms after attention and after the FFN, RMSNorm
+    ``q_norm``/``k_norm`` over H d and K d, q/k/v/o bias when ``attention_bias``) with the
+    sparse block in every layer (``mlp.gate`` X x D, no bias; X = ``num_experts`` (7) experts
+    of ``intermediate_size``, top 5); untied by default."""
+    return _every_layer_sparse(r, olmo2(r), ("num_experts", "num_local_experts"), (7, 5))
+
+
 FAMILIES = {
+    "dots1": dots1,
+    "flex_olmo": flex_olmo,
     "glm4_moe": glm4_moe,
+    "hunyuan_v1_moe": hunyuan_v1_moe,
     "ernie4_5_moe": ernie4_5_moe,
     "granitemoe": granitemoe,
     "minimax_m2": minimax_m2,

@@ -1,0 +1,58 @@
+"""Layer rules of the mixture-of-experts families beyond what their golden records exercise."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from costcalc.errors import ConfigError
+from costcalc.loaders import load_file
+from costcalc.memory import kv_cache_elements
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hf"
+
+
+def _load(tmp_path: Path, fixture: str, **changes: Any) -> Any:
+    data = json.loads((FIXTURES / fixture).read_text())
+    data.update(changes)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    return load_file(path).spec
+
+
+def test_dots1_windows_and_dense_layers_combine(tmp_path: Path) -> None:
+    # Dots1Config: layers from max_window_layers on slide; Dots1DecoderLayer: dense FFNs below
+    # first_k_dense_replace. 62 layers: 3 dense + full, 7 sparse + full, 52 sparse + window.
+    spec = _load(
+        tmp_path,
+        "dots.llm1.base.json",
+        sliding_window=8,
+        max_window_layers=10,
+        first_k_dense_replace=3,
+    )
+    assert [(s.n_layers, s.sliding_window, s.moe_experts) for s in spec.stacks] == [
+        (3, None, None),
+        (7, None, 128),
+        (52, 8, 128),
+    ]
+    # K d = 32 x 128 per token and layer, keys and values: 10 layers keep 16 tokens, 52 keep 8.
+    assert kv_cache_elements(spec, 1, 16) == 2 * 4096 * (10 * 16 + 52 * 8)
+
+
+def test_dots1_layer_types_name_the_sliding_layers(tmp_path: Path) -> None:
+    kinds = ["sliding_attention", "full_attention"] * 31
+    spec = _load(tmp_path, "dots.llm1.base.json", sliding_window=8, layer_types=kinds)
+    assert sorted((s.n_layers, s.sliding_window, s.moe_experts) for s in spec.stacks) == [
+        (1, 8, None),
+        (30, 8, 128),
+        (31, None, 128),
+    ]
+
+
+def test_hunyuan_per_layer_top_k_must_agree(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        _load(tmp_path, "hunyuan-a13b.json", moe_topk=[8] * 31 + [4])
+    assert [p.field for p in raised.value.problems] == ["moe_topk"]
