@@ -133,6 +133,12 @@ DEEPSEEK = _names(
     converted=QWEN2_MOE_CONVERTED,
 )
 FEED_FORWARD = {"mlp": "feed_forward"}
+LFM2_RENAMES = {
+    "attn.o_proj": "self_attn.out_proj",
+    "mlp.gate_proj": "feed_forward.w1",
+    "mlp.up_proj": "feed_forward.w3",
+    "mlp.down_proj": "feed_forward.w2",
+}
 LLAMA_FAMILIES = (
     "apertus arcee cohere cohere2 ernie4_5 exaone4 gemma gemma2 gemma3_text glm4 granite helium "
     "llama mamba2 ministral mistral nemotron olmo2 olmo3 phi3 qwen2 qwen2_moe qwen3 qwen3_5_text "
@@ -254,19 +260,12 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "starcoder2": _names(renames=GPT2_MLP),
     "gpt_oss": _names(),
     "phimoe": _names(router_linear=True),
-    "granitemoe": _names({"mlp": "block_sparse_moe"}),
+    **dict.fromkeys(("granitemoe", "granitemoeshared"), _names({"mlp": "block_sparse_moe"})),
     "llama4_text": _names(FEED_FORWARD, router_linear=True),
     "jamba": _names({**FEED_FORWARD, "mixer": "mamba"}),
     "nemotron_h": _names({"attn": "mixer", "mlp": "mixer"}, {"embed_tokens": "embeddings"}),
-    "lfm2": _names(
-        FEED_FORWARD,
-        {
-            "attn.o_proj": "self_attn.out_proj",
-            "mlp.gate_proj": "feed_forward.w1",
-            "mlp.up_proj": "feed_forward.w3",
-            "mlp.down_proj": "feed_forward.w2",
-        },
-    ),
+    "lfm2": _names(FEED_FORWARD, LFM2_RENAMES),
+    "lfm2_moe": _names(FEED_FORWARD, {**LFM2_RENAMES, "mlp.router": "feed_forward.gate"}),
 }
 """Families by ``model_type``; costcalc's own YAML models (no family) use Llama's names."""
 

@@ -113,6 +113,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("hunyuan-a13b", ("hunyuan-a13b", False, "meta")),
         ("dots.llm1.base", ("dots.llm1.base", False, "meta")),
         ("flexolmo-7x7b-1t", ("flexolmo-7x7b-1t", False, "meta")),
+        ("lfm2-8b-a1b", ("lfm2-8b-a1b", False, "meta")),
+        ("granitemoeshared-1b", ("granitemoeshared-1b", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
@@ -121,6 +123,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-lfm2", ("tiny-lfm2", False, "cpu")),
         ("tiny-mamba2", ("tiny-mamba2", False, "cpu")),
         ("tiny-dbrx", ("tiny-dbrx", False, "cpu")),
+        ("tiny-lfm2-moe", ("tiny-lfm2-moe", False, "cpu")),
     ]
 )
 STEPS = ["params", "macs", "kv"]

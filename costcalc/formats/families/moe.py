@@ -188,6 +188,16 @@ def minimax_m2(r: Reader) -> dict[str, Any]:
     return _every_layer_sparse(r, fields, ("num_local_experts", "num_experts"), (256, 8))
 
 
+def granitemoeshared(r: Reader) -> dict[str, Any]:
+    """GraniteMoeSharedForCausalLM: GraniteMoE's layout and sparse block, plus in every layer
+    ``shared_mlp`` when ``shared_intermediate_size`` (0: none) is above 0: ``input_linear``
+    (D -> 2 s, gate and up in one) and ``output_linear`` (s -> D), no biases."""
+    fields = granitemoe(r)
+    shared = r.value("moe_shared_ffn_hidden", "shared_intermediate_size", default=0)
+    fields["moe_shared_ffn_hidden"] = None if shared == 0 else shared
+    return fields
+
+
 def phimoe(r: Reader) -> dict[str, Any]:
     """PhimoeForCausalLM: the shared layout but with LayerNorm (weight and bias) for both block
     norms and the final norm, q/k/v/o bias when ``attention_bias``, an LM head bias when
@@ -383,6 +393,7 @@ FAMILIES = {
     "hunyuan_v1_moe": hunyuan_v1_moe,
     "ernie4_5_moe": ernie4_5_moe,
     "granitemoe": granitemoe,
+    "granitemoeshared": granitemoeshared,
     "minimax_m2": minimax_m2,
     "olmoe": olmoe,
     "phimoe": phimoe,
