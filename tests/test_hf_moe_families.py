@@ -11,6 +11,7 @@ import pytest
 from costcalc.errors import ConfigError
 from costcalc.loaders import load_file
 from costcalc.memory import kv_cache_elements
+from costcalc.params import param_report
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hf"
 
@@ -56,3 +57,18 @@ def test_hunyuan_per_layer_top_k_must_agree(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as raised:
         _load(tmp_path, "hunyuan-a13b.json", moe_topk=[8] * 31 + [4])
     assert [p.field for p in raised.value.problems] == ["moe_topk"]
+
+
+def test_glm5_layers_sharing_an_indexer_hold_none(tmp_path: Path) -> None:
+    # GlmMoeDsaConfig: layer i runs its own indexer when max(i - offset + 1, 0) % freq == 0;
+    # the others ("shared") reuse the previous selection. 12 layers, freq 3, offset 4:
+    # F F F F S S F S S F S S. The total is transformers 5.24's sum(p.numel()) of this config.
+    spec = _load(
+        tmp_path, "glm-5.json", index_topk_freq=3, index_skip_topk_offset=4, num_hidden_layers=12
+    )
+    assert [(s.n_layers, s.indexer_heads, s.moe_experts) for s in spec.stacks] == [
+        (3, 32, None),
+        (3, 32, 256),
+        (6, None, 256),
+    ]
+    assert param_report(spec).total == 91_946_276_352

@@ -115,6 +115,9 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("flexolmo-7x7b-1t", ("flexolmo-7x7b-1t", False, "meta")),
         ("lfm2-8b-a1b", ("lfm2-8b-a1b", False, "meta")),
         ("granitemoeshared-1b", ("granitemoeshared-1b", False, "meta")),
+        ("sarvam-30b", ("sarvam-30b", False, "meta")),
+        ("sarvam-105b", ("sarvam-105b", False, "meta")),
+        ("glm-5", ("glm-5", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import first_dense, listed_sparse, routed_experts, shared_experts
 from costcalc.formats.hf_reader import Reader, attention_bias
@@ -45,6 +46,7 @@ def _deepseek(
     shared: int,
     layers: SparseLayers,
     mla: dict[str, int | None] = MLA_DEFAULTS,
+    shared_keys: tuple[str, ...] = ("n_shared_experts",),
 ) -> dict[str, Any]:
     """The layout every version shares, with each version's MoE defaults (experts and top-k,
     expert width, shared experts), its rule for the sparse layers and its MLA sizes."""
@@ -64,7 +66,7 @@ def _deepseek(
         experts,
         (("moe_intermediate_size",), moe_hidden),
     )
-    shared_experts(r, moe, "n_shared_experts", shared)
+    shared_experts(r, moe, shared_keys, shared)
     layers(r, fields, moe)
     return fields
 
@@ -140,9 +142,105 @@ def glm4_moe_lite(r: Reader) -> dict[str, Any]:
     )
 
 
+def sarvam_mla(r: Reader) -> dict[str, Any]:
+    """SarvamMLAForCausalLM (Sarvam-105B; built by transformers as DeepseekV3ForCausalLM): V3's
+    layout with SarvamMLAConfig's defaults: no query latent (``q_lora_rank`` null: one
+    ``q_proj``), kv rank 512, r 64, n 128, v 128; 128 experts of 2,048, top 8, one shared
+    (``num_shared_experts`` names it too); one dense layer; untied by default."""
+    mla = {**MLA_DEFAULTS, "q_lora_rank": None}
+    return _deepseek(
+        r,
+        experts=(128, 8),
+        moe_hidden=2048,
+        shared=1,
+        layers=_first_dense(1),
+        mla=mla,
+        shared_keys=("n_shared_experts", "num_shared_experts"),
+    )
+
+
+GLM_MOE_DSA_MLA: dict[str, int | None] = {
+    "q_lora_rank": 2048,
+    "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 192,
+    "v_head_dim": 256,
+}
+"""``GlmMoeDsaConfig``'s attention sizes (GLM-5)."""
+
+
+def glm_moe_dsa(r: Reader) -> dict[str, Any]:
+    """GlmMoeDsaForCausalLM (GLM-5): DeepSeek-V3.2's layout with GlmMoeDsaConfig's defaults (q
+    rank 2,048, kv rank 512, r 64, n 192, v 256; 256 experts of 2,048, top 8, one shared; dense
+    where ``mlp_layer_types`` says, default the first ``first_k_dense_replace`` (3)) and an
+    indexer of ``index_n_heads`` (32) heads of ``index_head_dim`` (128) in the layers
+    ``indexer_types`` marks ``full``; a ``shared`` layer reuses the previous full layer's
+    selection and holds no indexer (nor caches its key). Without ``indexer_types``: the
+    ``index_topk_pattern`` string (``F``/``S`` per layer), else a layer is full when
+    max(i - ``index_skip_topk_offset`` (2) + 1, 0) is a multiple of ``index_topk_freq`` (1)."""
+    if "q_lora_rank" in r.data and r.data["q_lora_rank"] is None:
+        r.unsupported("q_lora_rank", "GLM-5's attention always has a query latent")
+    fields = _deepseek(
+        r,
+        experts=(256, 8),
+        moe_hidden=2048,
+        shared=1,
+        layers=lambda r, fields, moe: listed_sparse(r, fields, moe, 3, "first_k_dense_replace"),
+        mla=GLM_MOE_DSA_MLA,
+    )
+    indexer = {
+        "indexer_heads": r.value("indexer_heads", "index_n_heads", default=32),
+        "indexer_head_dim": r.value("indexer_head_dim", "index_head_dim", default=128),
+    }
+    n = hf_layers.count_of(fields["n_layers"])
+    kinds = _indexer_kinds(r, n) if n is not None else None
+    if kinds is None or all(kind == "full" for kind, _ in kinds):
+        fields.update(indexer)
+        return fields
+    blocks = {"full": indexer, "shared": {}}
+    if any(kind not in blocks for kind, _ in kinds):
+        hf_layers.apply(r, fields, kinds, blocks, "indexer_types")  # reports the unknown kind
+        return fields
+    groups = fields.pop("layers", None) or [{"count": n}]
+    ffn = [(str(i), group["count"]) for i, group in enumerate(groups)]
+    ffn_blocks = {
+        str(i): {k: v for k, v in g.items() if k != "count"} for i, g in enumerate(groups)
+    }
+    merged = hf_layers.merged_blocks(blocks, ffn_blocks)
+    hf_layers.apply(r, fields, hf_layers.merge(kinds, ffn), merged, "indexer_types")
+    return fields
+
+
+def _indexer_kinds(r: Reader, n: int) -> list[tuple[str, int]] | None:
+    """Runs of ``full`` and ``shared`` indexer layers, as ``indexer_types`` lists them, as the
+    ``index_topk_pattern`` string spells them, or by the frequency rule (None: a problem)."""
+    listed = hf_layers.layer_types(r, n, "indexer_types")
+    if listed is not None:
+        return hf_layers.runs(listed)
+    pattern = r.data.get("index_topk_pattern")
+    if pattern is not None:
+        if not isinstance(pattern, str) or set(pattern) - {"F", "S"} or len(pattern) != n:
+            r.fail("index_topk_pattern", f"expected {n:,} letters F (full) or S (shared)")
+            return None
+        r.key_names["layers"] = r.name("index_topk_pattern")
+        return hf_layers.runs(["full" if c == "F" else "shared" for c in pattern])
+    freq = max(r.count("index_topk_freq", 1), 1)
+    offset = r.count("index_skip_topk_offset", 2, minimum=0)
+    if freq == 1:
+        return [("full", n)]
+    layers = hf_layers.by_rule(r, n, "index_topk_freq")
+    if layers is None:
+        return None
+    return hf_layers.runs(
+        ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in layers]
+    )
+
+
 FAMILIES = {
     "deepseek_v2": deepseek_v2,
     "deepseek_v3": deepseek_v3,
     "deepseek_v32": deepseek_v32,
     "glm4_moe_lite": glm4_moe_lite,
+    "glm_moe_dsa": glm_moe_dsa,
+    "sarvam_mla": sarvam_mla,
 }

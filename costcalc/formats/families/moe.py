@@ -272,9 +272,13 @@ def ernie4_5_moe(r: Reader) -> dict[str, Any]:
     return fields
 
 
-def shared_experts(r: Reader, moe: dict[str, Any], key: str, default: int) -> None:
-    """A shared expert as wide as ``key`` routed experts (none when it is 0)."""
-    shared = r.value("moe_shared_ffn_hidden", key, default=default)
+def shared_experts(
+    r: Reader, moe: dict[str, Any], key: str | tuple[str, ...], default: int
+) -> None:
+    """A shared expert as wide as ``key`` (the first of these keys) routed experts (none when it
+    is 0)."""
+    keys = (key,) if isinstance(key, str) else key
+    shared = r.value("moe_shared_ffn_hidden", *keys, default=default)
     hidden = moe.get("moe_ffn_hidden")
     if is_whole(shared, 1) and is_whole(hidden):
         moe["moe_shared_ffn_hidden"] = hidden * shared
@@ -289,21 +293,44 @@ def glm4_moe(r: Reader) -> dict[str, Any]:
     (128) of ``moe_intermediate_size`` (1,408), top 8) with ``mlp.shared_experts`` (one SwiGLU
     MLP of ``moe_intermediate_size`` x ``n_shared_experts`` (1)); untied by default. The
     multi-token-prediction layers are not built."""
-    fields = llama_layout(r, kv_heads=8)
-    fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", default=False)
+    return _glm4_moe(r, (8, None), False, 0.5, ((128, 8), 1408, 1, 1))
+
+
+def sarvam_moe(r: Reader) -> dict[str, Any]:
+    """SarvamMoEForCausalLM (Sarvam-30B; built by transformers as Glm4MoeForCausalLM): GLM-4.5's
+    layout with SarvamMoEConfig's defaults: 4 key/value heads, ``head_dim`` 64, q/k norms on
+    (``use_qk_norm`` true), rotary on every dimension, 128 experts of 1,024, top 6, one shared
+    (``num_shared_experts`` names it too), one dense layer; ``use_qkv_bias`` names
+    ``attention_bias``."""
+    return _glm4_moe(r, (4, 64), True, 1.0, ((128, 6), 1024, 1, 1))
+
+
+def _glm4_moe(
+    r: Reader,
+    attention: tuple[int, int | None],
+    qk_norm: bool,
+    rotary: float,
+    moe_defaults: tuple[tuple[int, int], int, int, int],
+) -> dict[str, Any]:
+    """GLM-4.5's layout with a configuration class's defaults: key/value heads and head_dim,
+    ``use_qk_norm``, the rotary factor, and (experts, top-k), expert width, shared experts and
+    dense layers."""
+    fields = llama_layout(r, kv_heads=attention[0], head_dim=attention[1])
+    fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", "use_qkv_bias", default=False)
     fields["attn_out_bias"] = False
-    if r.flag("use_qk_norm", False):
+    if r.flag("use_qk_norm", qk_norm):
         fields["qk_norm"] = "head"
-    fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 0.5)
+    fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), rotary)
+    experts, hidden, shared, dense = moe_defaults
     moe = routed_experts(
         r,
-        ("n_routed_experts", "num_local_experts"),
+        ("n_routed_experts", "num_local_experts", "num_experts"),
         ("num_experts_per_tok",),
-        (128, 8),
-        (("moe_intermediate_size",), 1408),
+        experts,
+        (("moe_intermediate_size",), hidden),
     )
-    shared_experts(r, moe, "n_shared_experts", 1)
-    first_dense(r, fields, moe, 1)
+    shared_experts(r, moe, ("n_shared_experts", "num_shared_experts"), shared)
+    first_dense(r, fields, moe, dense)
     return fields
 
 
@@ -399,4 +426,5 @@ FAMILIES = {
     "phimoe": phimoe,
     "qwen2_moe": qwen2_moe,
     "qwen3_moe": qwen3_moe,
+    "sarvam_moe": sarvam_moe,
 }
