@@ -166,6 +166,19 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         ),
         DEEPSEEK,
     ),
+    "exaone_moe": DEEPSEEK,
+    "afmoe": _names(
+        renames={
+            "mlp.router": "mlp.router.gate",
+            **{
+                f"mlp.shared_expert.{p}": f"mlp.shared_experts.{p}"
+                for p in ("gate_proj", "up_proj", "down_proj")
+            },
+        },
+        router_linear=True,
+        converted=QWEN2_MOE_CONVERTED,
+    ),
+    "cohere2_moe": DEEPSEEK,
     "hunyuan_v1_moe": _names(
         renames={
             "mlp.router": "mlp.gate.wg",

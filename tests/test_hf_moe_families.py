@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from costcalc.errors import ConfigError
+from costcalc.formats.hf_layers import rotate
 from costcalc.loaders import load_file
 from costcalc.memory import kv_cache_elements
 from costcalc.params import param_report
@@ -72,3 +73,26 @@ def test_glm5_layers_sharing_an_indexer_hold_none(tmp_path: Path) -> None:
         (6, None, 256),
     ]
     assert param_report(spec).total == 91_946_276_352
+
+
+def test_windows_after_dense_layers_stay_a_pattern(tmp_path: Path) -> None:
+    # AfmoeConfig: layer i is full when (i + 1) % 4 == 0; the first num_dense_layers are dense.
+    # Two groups (dense, sparse), each cycling through the window pattern from where it starts,
+    # whatever the depth: 3 dense layers (s s s), then 997 sparse (f, then s s s f ...).
+    spec = _load(tmp_path, "afmoe-defaults.json", num_dense_layers=3, num_hidden_layers=1000)
+    assert spec.layers is not None and len(spec.layers) == 2
+    assert [(s.n_layers, s.sliding_window, s.moe_experts) for s in spec.stacks] == [
+        (3, 1024, None),
+        (250, None, 64),
+        (747, 1024, 64),
+    ]
+
+
+def test_rotated_window_pattern() -> None:
+    pattern = [("sliding_attention", 3), ("full_attention", 1)]
+    assert rotate(pattern, 1) == [
+        ("sliding_attention", 2),
+        ("full_attention", 1),
+        ("sliding_attention", 1),
+    ]
+    assert rotate(pattern, 7) == [("full_attention", 1), ("sliding_attention", 3)]

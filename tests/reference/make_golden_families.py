@@ -118,6 +118,9 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("sarvam-30b", ("sarvam-30b", False, "meta")),
         ("sarvam-105b", ("sarvam-105b", False, "meta")),
         ("glm-5", ("glm-5", False, "meta")),
+        ("afmoe-defaults", ("afmoe-defaults", False, "meta")),
+        ("exaone-moe-defaults", ("exaone-moe-defaults", False, "meta")),
+        ("cohere2-moe-defaults", ("cohere2-moe-defaults", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
