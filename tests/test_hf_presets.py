@@ -38,6 +38,7 @@ PRESETS: dict[str, tuple[dict[str, Any], str]] = {
     "qwen3-30b-a3b": (FAMILIES["qwen3-30b-a3b"], "Qwen/Qwen3-30B-A3B"),
     "deepseek-v3": (FAMILIES["deepseek-v3"], "deepseek-ai/DeepSeek-V3"),
     "deepseek-v3.2-exp": (FAMILIES["deepseek-v3.2-exp"], "deepseek-ai/DeepSeek-V3.2-Exp"),
+    "minimax-m2": (FAMILIES["minimax-m2"], "MiniMaxAI/MiniMax-M2"),
     "gpt-oss-20b": (FAMILIES["gpt-oss-20b"], "openai/gpt-oss-20b"),
     "gpt-oss-120b": (FAMILIES["gpt-oss-120b"], "openai/gpt-oss-120b"),
 }
