@@ -180,7 +180,13 @@ class BlockFields(BaseModel):
     qk_nope_head_dim: Size | None = Field(
         default=None, description="MLA: dimensions per head without positions."
     )
-    v_head_dim: Size | None = Field(default=None, description="MLA: value width per head.")
+    v_head_dim: Size | None = Field(
+        default=None,
+        description=(
+            "Value width per head: MLA's (required), or attention's when values are narrower or "
+            "wider than keys (MiMo-V2-Flash); default for attention: head_dim."
+        ),
+    )
     indexer_heads: Size | None = Field(
         default=None,
         description=(

@@ -424,11 +424,14 @@ MLA_FIELDS = ("q_lora_rank", *MLA_SIZES)
 
 @_rule("mixer", *MLA_FIELDS)
 def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    """MLA needs its four sizes; they mean nothing to another mixer."""
+    """MLA needs its four sizes; they mean nothing to another mixer (but for attention's value
+    width, ``v_head_dim``)."""
     for name in MLA_SIZES if spec.mixer == "mla" else ():
         if getattr(spec, name) is None:
             yield (name, "required for mla blocks (multi-head latent attention)")
     for name in MLA_FIELDS if spec.mixer != "mla" else ():
+        if name == "v_head_dim" and spec.mixer == "attention":
+            continue  # attention's values may be as wide as they like
         if getattr(spec, name) is not None:
             yield (name, f"applies to mla blocks; this block's mixer is {spec.mixer}")
 

@@ -95,19 +95,21 @@ def _norm(spec: ModelSpec, name: str, width: int, part: Part, copies: int = 1) -
 
 def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     """Q, K, V (fused into one (H + 2K) d x D matrix, or three), the output D x H d, q/k norms
-    and sinks. An output gate doubles the query projection (2 H d)."""
+    and sinks. An output gate doubles the query projection (2 H d). Values of another width
+    dv (``v_head_dim``) make V K dv x D and the output D x H dv."""
     D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
+    dv = value_width(spec)
     q = (2 if spec.attention_gate else 1) * H * d
     bias = spec.qkv_bias
     if spec.fused_qkv:
-        tensors = _linear("attn.qkv_proj", q + 2 * K * d, D, bias, "mixer")
+        tensors = _linear("attn.qkv_proj", q + K * d + K * dv, D, bias, "mixer")
     else:
         tensors = [
             *_linear("attn.q_proj", q, D, bias, "mixer"),
             *_linear("attn.k_proj", K * d, D, bias, "mixer"),
-            *_linear("attn.v_proj", K * d, D, bias, "mixer"),
+            *_linear("attn.v_proj", K * dv, D, bias, "mixer"),
         ]
-    tensors += _linear("attn.o_proj", D, H * d, spec.attn_out_bias, "mixer")
+    tensors += _linear("attn.o_proj", D, H * dv, spec.attn_out_bias, "mixer")
     if spec.qk_norm != "none":
         q_width, k_width = (d, d) if spec.qk_norm == "head" else (H * d, K * d)
         tensors += _norm(spec, "attn.q_norm", q_width, "mixer")
@@ -115,6 +117,11 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     if spec.attention_sinks:
         tensors.append(Tensor("attn.sinks", (H,), "mixer"))
     return tensors
+
+
+def value_width(spec: ModelSpec) -> int:
+    """Width of one attention head's values: ``v_head_dim``, or the head width."""
+    return spec.head_width if spec.v_head_dim is None else spec.v_head_dim
 
 
 def mla_tensors(spec: ModelSpec) -> list[Tensor]:

@@ -242,10 +242,12 @@ def combine(
     attention_blocks: Mapping[str, Block],
     ffn_runs: Sequence[tuple[str, int]],
     ffn_blocks: Mapping[str, Block],
+    offset: int = 0,
 ) -> None:
     """Set ``fields`` for layers whose attention follows ``attention`` (runs, or a cycling
     pattern) and whose FFN follows ``ffn_runs``: runs of both kinds (:func:`merge`), or one group
-    per FFN run cycling through the attention pattern from where that run starts (closed form)."""
+    per FFN run cycling through the attention pattern from where that run starts (closed form;
+    the first layer ``offset`` layers into the pattern)."""
     unknown = sorted({kind for kind, _ in attention.runs if kind not in attention_blocks})
     if unknown:
         apply(r, fields, attention.runs, attention_blocks, attention.key)  # reports it
@@ -254,7 +256,7 @@ def combine(
         blocks = merged_blocks(attention_blocks, ffn_blocks)
         apply(r, fields, merge(attention.runs, ffn_runs), blocks, attention.key)
         return
-    layers, start = [], 0
+    layers, start = list(fields.get("layers") or ()), offset
     for kind, count in ffn_runs:
         if count:
             pattern = groups(rotate(attention.runs, start), attention_blocks)

@@ -12,7 +12,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
 from costcalc.formats.families.llama_variants import _cohere_layout
 from costcalc.formats.families.moe import routed_experts, shared_experts
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.hf_reader import Reader, is_whole
 
 
 def _windows_and_experts(
@@ -44,15 +44,17 @@ def _windows_and_experts(
     hf_layers.combine(r, fields, attention, blocks, ffn_runs, ffn_blocks)
 
 
-def _ffn_runs(r: Reader, n: Any, key: str, default: int) -> list[tuple[str, int]]:
+def _ffn_runs(r: Reader, n: Any, key: str | None, default: int) -> list[tuple[str, int]]:
     """FFN kinds as ``mlp_layer_types`` lists them (``dense``/``sparse``), else the first
-    ``key`` (``default``) layers dense."""
+    ``key`` (``default``; a fixed count when the family has no key) layers dense."""
     count = hf_layers.count_of(n)
     if count is None:
         return []
     listed = hf_layers.layer_types(r, count, "mlp_layer_types")
     if listed is not None:
         return hf_layers.runs(listed)
+    if key is None:
+        return [("dense", min(default, count)), ("sparse", count - min(default, count))]
     return hf_layers.split_at(r, count, key, default, "dense", "sparse")
 
 
@@ -170,4 +172,65 @@ def cohere2_moe(r: Reader) -> dict[str, Any]:
     return fields
 
 
-FAMILIES = {"afmoe": afmoe, "cohere2_moe": cohere2_moe, "exaone_moe": exaone_moe}
+def mimo_v2_flash(r: Reader) -> dict[str, Any]:
+    """MiMoV2FlashForCausalLM (MiMo-V2-Flash): the shared layout (64 heads, 4 key/value heads,
+    ``head_dim`` 192 for queries and keys) with values of ``v_head_dim`` (128): ``v_proj``
+    D -> K dv, ``o_proj`` H dv -> D (no bias; q/k/v bias when ``attention_bias``). Sliding
+    layers attend within ``sliding_window`` (129; ``sliding_window_size`` + 1 when given), with
+    twice the key/value heads (2K) and a sink logit per head (``sinks``, H); the others attend
+    fully: those ``layer_types`` marks, else the first layer and every 6th. Dense where
+    ``mlp_layer_types`` says (default the first layer), else the sparse block without shared
+    experts (``mlp.gate`` X x D, its ``e_score_correction_bias`` a buffer; X =
+    ``n_routed_experts`` (256) experts of ``moe_intermediate_size`` (2,048), top 8); untied by
+    default. Rotary on a third of each head holds no parameters."""
+    fields = llama_layout(r, kv_heads=4, head_dim=192)
+    fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", default=False)
+    fields["v_head_dim"] = r.value("v_head_dim", "v_head_dim", default=128)
+    moe = routed_experts(
+        r,
+        ("n_routed_experts", "num_local_experts"),
+        ("num_experts_per_tok",),
+        (256, 8),
+        (("moe_intermediate_size",), 2048),
+    )
+    size = r.data.get("sliding_window_size")
+    if size is not None:
+        window = size + 1 if is_whole(size, 1) else size
+        r.key_names["sliding_window"] = r.name("sliding_window_size")
+    else:
+        window = r.value("sliding_window", "sliding_window", default=129)
+    n = hf_layers.count_of(fields["n_layers"])
+    kv = fields["n_kv_heads"]
+    if n is None or not is_whole(kv, 1):
+        return fields
+    blocks = {
+        "full_attention": {},
+        "sliding_attention": {
+            "sliding_window": window,
+            "n_kv_heads": 2 * kv,
+            "attention_sinks": True,
+        },
+    }
+    ffn = _ffn_runs(r, n, None, 1)
+    ffn_blocks = {"dense": {}, "sparse": moe}
+    listed = hf_layers.layer_types(r, n)
+    if listed is not None:
+        hf_layers.combine(
+            r, fields, hf_layers.Layout(hf_layers.runs(listed)), blocks, ffn, ffn_blocks
+        )
+        return fields
+    # The first layer attends fully; from the second on, every 6th ((i + 1) % 6 == 0).
+    first, *rest = [(kind, count) for kind, count in ffn if count]
+    fields["layers"] = [{"count": 1, **ffn_blocks[first[0]]}]
+    rest = [(first[0], first[1] - 1), *rest]
+    every = hf_layers.every_nth(6, "full_attention", "sliding_attention")
+    hf_layers.combine(r, fields, every, blocks, rest, ffn_blocks, offset=1)
+    return fields
+
+
+FAMILIES = {
+    "afmoe": afmoe,
+    "cohere2_moe": cohere2_moe,
+    "exaone_moe": exaone_moe,
+    "mimo_v2_flash": mimo_v2_flash,
+}
