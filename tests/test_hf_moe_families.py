@@ -96,3 +96,17 @@ def test_rotated_window_pattern() -> None:
         ("sliding_attention", 1),
     ]
     assert rotate(pattern, 7) == [("full_attention", 1), ("sliding_attention", 3)]
+
+
+def test_mimo_listed_layer_types_match_the_rule(tmp_path: Path) -> None:
+    # MiMoV2FlashConfig's default: the first layer and every 6th full, the others sliding.
+    kinds = [
+        "full_attention" if i == 0 or (i + 1) % 6 == 0 else "sliding_attention" for i in range(48)
+    ]
+    listed = _load(tmp_path, "mimo-v2-flash.json", layer_types=kinds)
+    ruled = load_file(FIXTURES / "mimo-v2-flash.json").spec
+    key = [(s.n_layers, s.n_kv_heads, s.sliding_window, s.moe_experts) for s in ruled.stacks]
+    assert [
+        (s.n_layers, s.n_kv_heads, s.sliding_window, s.moe_experts) for s in listed.stacks
+    ] == key
+    assert key == [(1, 4, None, None), (39, 8, 129, 256), (8, 4, None, 256)]
