@@ -5,7 +5,8 @@ Llama, Qwen3, Mixtral and Qwen3-MoE models run forward with their loss under
 ``torch.autograd.graph.saved_tensors_hooks``, each storage counted once), the bytes are what
 transformers' modeling code saves, term by term: exact for that implementation in the training
 dtype. A block is measured when its mixer is plain attention (no MLA, sinks or output gate), it
-has two norms, no shared expert and no query/key norm over whole projections (OLMo 2); its FFN
+has two norms, no shared expert, no query/key norm over whole projections (OLMo 2) and values as
+wide as the keys (no ``v_head_dim``, no ``keys_as_values``); its FFN
 may be a plain MLP, a gated FFN or routed experts. Other blocks keep the Korthikanti et al. 2022
 estimate, and the output says so.
 
@@ -65,6 +66,8 @@ def measured(spec: ModelSpec) -> bool:
         and spec.norms_per_block == 2
         and spec.moe_shared_ffn_hidden is None
         and spec.qk_norm != "full"
+        and spec.v_head_dim is None
+        and not spec.keys_as_values
     )
 
 

@@ -187,7 +187,23 @@ class BlockFields(BaseModel):
     qk_nope_head_dim: Size | None = Field(
         default=None, description="MLA: dimensions per head without positions."
     )
-    v_head_dim: Size | None = Field(default=None, description="MLA: value width per head.")
+    v_head_dim: Size | None = Field(
+        default=None,
+        description=(
+            "Value width per head: MLA's (required), or attention's when values are narrower or "
+            "wider than keys (MiMo-V2-Flash); default for attention: head_dim."
+        ),
+    )
+    indexer_heads: Size | None = Field(
+        default=None,
+        description=(
+            "MLA: heads of the sparse-attention indexer that scores every cached token "
+            "(DeepSeek-V3.2's lightning indexer); default: none."
+        ),
+    )
+    indexer_head_dim: Size | None = Field(
+        default=None, description="MLA: width of one indexer head and of its cached key."
+    )
     mamba2: Mamba2Sizes | None = Field(
         default=None,
         description=(

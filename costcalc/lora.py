@@ -133,6 +133,12 @@ DEEPSEEK = _names(
     converted=QWEN2_MOE_CONVERTED,
 )
 FEED_FORWARD = {"mlp": "feed_forward"}
+LFM2_RENAMES = {
+    "attn.o_proj": "self_attn.out_proj",
+    "mlp.gate_proj": "feed_forward.w1",
+    "mlp.up_proj": "feed_forward.w3",
+    "mlp.down_proj": "feed_forward.w2",
+}
 LLAMA_FAMILIES = (
     "apertus arcee cohere cohere2 ernie4_5 exaone4 gemma gemma2 gemma3_text glm4 granite helium "
     "llama mamba2 ministral mistral nemotron olmo2 olmo3 phi3 qwen2 qwen2_moe qwen3 qwen3_5_text "
@@ -150,9 +156,49 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     **dict.fromkeys(DENSE_LLAMA_FAMILIES.split(), LLAMA),
     "nanochat": _names(renames={"mlp.up_proj": "mlp.fc1", "mlp.down_proj": "mlp.fc2"}),
     "solar_open": DEEPSEEK,
-    "mixtral": _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED),
-    **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next"), QWEN2_MOE),
-    **dict.fromkeys(("deepseek_v2", "deepseek_v3", "glm4_moe", "ernie4_5_moe"), DEEPSEEK),
+    **dict.fromkeys(
+        ("mixtral", "minimax_m2"), _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED)
+    ),
+    **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next", "flex_olmo", "mimo_v2_flash"), QWEN2_MOE),
+    **dict.fromkeys(
+        (
+            "deepseek_v2",
+            "deepseek_v3",
+            "deepseek_v32",
+            "dots1",
+            "glm4_moe",
+            "glm4_moe_lite",
+            "glm_moe_dsa",
+            "ernie4_5_moe",
+            "sarvam_mla",
+            "sarvam_moe",
+        ),
+        DEEPSEEK,
+    ),
+    "exaone_moe": DEEPSEEK,
+    "afmoe": _names(
+        renames={
+            "mlp.router": "mlp.router.gate",
+            **{
+                f"mlp.shared_expert.{p}": f"mlp.shared_experts.{p}"
+                for p in ("gate_proj", "up_proj", "down_proj")
+            },
+        },
+        router_linear=True,
+        converted=QWEN2_MOE_CONVERTED,
+    ),
+    "cohere2_moe": DEEPSEEK,
+    "hunyuan_v1_moe": _names(
+        renames={
+            "mlp.router": "mlp.gate.wg",
+            **{
+                f"mlp.shared_expert.{p}": f"mlp.shared_mlp.{p}"
+                for p in ("gate_proj", "up_proj", "down_proj")
+            },
+        },
+        router_linear=True,
+        converted=QWEN2_MOE_CONVERTED,
+    ),
     "gpt2": GPT2,
     "gpt_bigcode": GPT2,
     "openai-gpt": _names(
@@ -252,19 +298,12 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "starcoder2": _names(renames=GPT2_MLP),
     "gpt_oss": _names(),
     "phimoe": _names(router_linear=True),
-    "granitemoe": _names({"mlp": "block_sparse_moe"}),
+    **dict.fromkeys(("granitemoe", "granitemoeshared"), _names({"mlp": "block_sparse_moe"})),
     "llama4_text": _names(FEED_FORWARD, router_linear=True),
     "jamba": _names({**FEED_FORWARD, "mixer": "mamba"}),
     "nemotron_h": _names({"attn": "mixer", "mlp": "mixer"}, {"embed_tokens": "embeddings"}),
-    "lfm2": _names(
-        FEED_FORWARD,
-        {
-            "attn.o_proj": "self_attn.out_proj",
-            "mlp.gate_proj": "feed_forward.w1",
-            "mlp.up_proj": "feed_forward.w3",
-            "mlp.down_proj": "feed_forward.w2",
-        },
-    ),
+    "lfm2": _names(FEED_FORWARD, LFM2_RENAMES),
+    "lfm2_moe": _names(FEED_FORWARD, {**LFM2_RENAMES, "mlp.router": "feed_forward.gate"}),
 }
 """Families by ``model_type``; costcalc's own YAML models (no family) use Llama's names."""
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from costcalc.errors import UsageError, check_choice
 from costcalc.spec import ModelSpec
-from costcalc.tensors import conv_channels, ffn_tensors, mixer_tensors
+from costcalc.tensors import conv_channels, ffn_tensors, mixer_tensors, value_width
 
 TRAINING_MULTIPLIER = 3
 """Forward + backward: the backward pass costs 2x the forward (input and weight gradients)."""
@@ -192,13 +192,17 @@ def window_applies(spec: ModelSpec, length: int) -> bool:
 
 def pair_width(spec: ModelSpec) -> int:
     """MACs of one query-key pair over all heads of one block: H (d_qk + d_v); 2 H d for
-    attention, H (n + r + v) for MLA; 0 without attention."""
+    attention (H (d + dv) with values of their own width), H (n + r + v) for MLA, plus
+    Hi (di + 1) for a sparse-attention indexer (its scores q k over Hi heads of di, then their
+    weighted sum over the heads; transformers' eager indexer scores every pair before keeping
+    its top k); 0 without attention."""
     H = spec.n_heads or 0
     if spec.mixer == "mla":
-        return H * (
+        indexer = (spec.indexer_heads or 0) * ((spec.indexer_head_dim or 0) + 1)
+        return indexer + H * (
             (spec.qk_nope_head_dim or 0) + (spec.qk_rope_head_dim or 0) + (spec.v_head_dim or 0)
         )
-    return 2 * H * spec.head_width if spec.mixer == "attention" else 0
+    return H * (spec.head_width + value_width(spec)) if spec.mixer == "attention" else 0
 
 
 def attention_pair_macs(spec: ModelSpec, batch: int, length: int, causal: bool = False) -> int:

@@ -27,6 +27,7 @@ from costcalc.tensors import (
     elements,
     parameter_tensors,
     tensor_count,
+    value_width,
 )
 from costcalc.units import DTYPES, check_weight_dtype, dtype_bytes
 
@@ -238,14 +239,17 @@ def longest_cache(spec: ModelSpec, length: int) -> int:
 
 def kv_width(spec: ModelSpec) -> int:
     """Cached elements per token in one block: keys and values 2 K d (K key/value heads, not
-    H, or ``kv_cache_heads`` when the cache holds other heads); MLA as transformers caches it,
-    the compressed latent before its expansion per head: the normed key/value latent (kv rank)
-    and the shared rotary key (r), one head; 0 without attention."""
+    H, or ``kv_cache_heads`` when the cache holds other heads; K (d + dv) when values have a
+    width dv of their own); MLA as transformers caches it, the compressed latent before its
+    expansion per head: the normed key/value latent (kv rank) and the shared rotary key (r), one
+    head, plus the indexer's key (di) when the block has a sparse-attention indexer; 0 without
+    attention."""
     if spec.mixer == "mla":
-        return (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0)
+        indexer = spec.indexer_head_dim if spec.indexer_heads is not None else None
+        return (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0) + (indexer or 0)
     if spec.mixer != "attention":
         return 0
-    return 2 * cached_heads(spec) * spec.head_width
+    return cached_heads(spec) * (spec.head_width + value_width(spec))
 
 
 def cached_heads(spec: ModelSpec) -> int:

@@ -114,9 +114,17 @@ def _kv_row(spec: ModelSpec, report: MemoryReport) -> str:
     B, T = report.setup.batch, report.length
     terms, widths, capped = [], set(), False
     for stack in spec.stacks:
-        if stack.mixer == "mla":
+        if stack.mixer == "mla" and stack.indexer_heads is not None:
+            widths.add("(kv rank + r + indexer key)")
+            sizes = (stack.kv_lora_rank, stack.qk_rope_head_dim, stack.indexer_head_dim)
+            width = f"({' + '.join(_n(size or 0) for size in sizes)})"
+        elif stack.mixer == "mla":
             widths.add("(kv rank + r)")
             width = f"({_n(stack.kv_lora_rank or 0)} + {_n(stack.qk_rope_head_dim or 0)})"
+        elif stack.mixer == "attention" and stack.v_head_dim is not None:
+            widths.add("K x (d + dv)")
+            dv = f"{_n(stack.head_width)} + {_n(stack.v_head_dim)}"
+            width = f"{cached_heads(stack)} x ({dv})"
         elif stack.mixer == "attention":
             widths.add("2 x K x d")
             width = f"2 x {cached_heads(stack)} x {_n(stack.head_width)}"

@@ -424,13 +424,35 @@ MLA_FIELDS = ("q_lora_rank", *MLA_SIZES)
 
 @_rule("mixer", *MLA_FIELDS)
 def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    """MLA needs its four sizes; they mean nothing to another mixer."""
+    """MLA needs its four sizes; they mean nothing to another mixer (but for attention's value
+    width, ``v_head_dim``)."""
     for name in MLA_SIZES if spec.mixer == "mla" else ():
         if getattr(spec, name) is None:
             yield (name, "required for mla blocks (multi-head latent attention)")
     for name in MLA_FIELDS if spec.mixer != "mla" else ():
+        if name == "v_head_dim" and spec.mixer == "attention":
+            continue  # attention's values may be as wide as they like
         if getattr(spec, name) is not None:
             yield (name, f"applies to mla blocks; this block's mixer is {spec.mixer}")
+
+
+INDEXER_SIZES = ("indexer_heads", "indexer_head_dim")
+
+
+@_rule("mixer", "q_lora_rank", *INDEXER_SIZES)
+def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """The indexer's two sizes go together, on an MLA block whose queries pass through the
+    low-rank path (the indexer reads the query latent)."""
+    given = [name for name in INDEXER_SIZES if getattr(spec, name) is not None]
+    if not given:
+        return
+    for name in INDEXER_SIZES:
+        if name not in given:
+            yield (name, f"required with {given[0]} (the sparse-attention indexer)")
+    if spec.mixer != "mla":
+        yield (given[0], f"applies to mla blocks; this block's mixer is {spec.mixer}")
+    elif spec.q_lora_rank is None:
+        yield (given[0], "the indexer reads the query latent: q_lora_rank is required")
 
 
 @_rule(

@@ -14,7 +14,8 @@ Conventions, from the Hugging Face ``transformers`` modeling code (transformers 
 - Multi-head latent attention (DeepSeek-V2/V3, ``modeling_deepseek_v3.py``): ``q_a_proj`` (D ->
   q rank), ``q_a_layernorm``, ``q_b_proj`` (q rank -> H (nope + rope)) or one ``q_proj`` without a
   query rank; ``kv_a_proj_with_mqa`` (D -> kv rank + rope), ``kv_a_layernorm``, ``kv_b_proj``
-  (kv rank -> H (nope + v)); ``o_proj`` (H v -> D).
+  (kv rank -> H (nope + v)); ``o_proj`` (H v -> D); DeepSeek-V3.2 adds a sparse-attention
+  indexer (``indexer.wq_b``, ``wk``, ``k_norm``, ``weights_proj``).
 - A gated FFN keeps gate, up and down as three tensors (Llama, Qwen2, Gemma), or gate and up as
   one 2h x D tensor when ``fused_gate_up`` (Phi-3's ``gate_up_proj``).
 - Mixture-of-experts blocks stack their experts (transformers 5: ``experts.gate_up_proj`` of shape
@@ -95,11 +96,13 @@ def _norm(spec: ModelSpec, name: str, width: int, part: Part, copies: int = 1) -
 def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     """Q, K, V (fused into one (H + 2K) d x D matrix, or three; no V when the values reuse the
     keys), the output D x H d, q/k norms and sinks. An output gate doubles the query projection
-    (2 H d)."""
+    (2 H d). Values of another width dv (``v_head_dim``) make V K dv x D and the output
+    D x H dv."""
     D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
+    dv = value_width(spec)
     q = (2 if spec.attention_gate else 1) * H * d
     bias = spec.qkv_bias
-    kv = (1 if spec.keys_as_values else 2) * K * d
+    kv = K * d + (0 if spec.keys_as_values else K * dv)
     if spec.fused_qkv:
         tensors = _linear("attn.qkv_proj", q + kv, D, bias, "mixer")
     else:
@@ -108,8 +111,8 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
             *_linear("attn.k_proj", K * d, D, bias, "mixer"),
         ]
         if not spec.keys_as_values:
-            tensors += _linear("attn.v_proj", K * d, D, bias, "mixer")
-    tensors += _linear("attn.o_proj", D, H * d, spec.attn_out_bias, "mixer")
+            tensors += _linear("attn.v_proj", K * dv, D, bias, "mixer")
+    tensors += _linear("attn.o_proj", D, H * dv, spec.attn_out_bias, "mixer")
     if spec.qk_norm != "none":
         q_width, k_width = (d, d) if spec.qk_norm == "head" else (H * d, K * d)
         tensors += _norm(spec, "attn.q_norm", q_width, "mixer")
@@ -117,6 +120,11 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     if spec.attention_sinks:
         tensors.append(Tensor("attn.sinks", (H,), "mixer"))
     return tensors
+
+
+def value_width(spec: ModelSpec) -> int:
+    """Width of one attention head's values: ``v_head_dim``, or the head width."""
+    return spec.head_width if spec.v_head_dim is None else spec.v_head_dim
 
 
 def mla_tensors(spec: ModelSpec) -> list[Tensor]:
@@ -143,6 +151,24 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
         *_norm(spec, "attn.kv_a_layernorm", rkv, "mixer"),
         *_linear("attn.kv_b_proj", H * (n + v), rkv, False, "mixer"),
         *_linear("attn.o_proj", D, H * v, spec.attn_out_bias, "mixer"),
+        *indexer_tensors(spec),
+    ]
+
+
+def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
+    """DeepSeek-V3.2's sparse-attention indexer (``DeepseekV32Indexer``): ``wq_b`` (q rank ->
+    Hi di, from the query latent), ``wk`` (D -> di, one key head), ``k_norm`` (a LayerNorm of di
+    with weight and bias, whatever the model's norms) and ``weights_proj`` (D -> Hi); none
+    without ``indexer_heads``."""
+    Hi, di = spec.indexer_heads, spec.indexer_head_dim
+    if Hi is None or di is None or spec.q_lora_rank is None:
+        return []
+    return [
+        *_linear("attn.indexer.wq_b", Hi * di, spec.q_lora_rank, False, "mixer"),
+        *_linear("attn.indexer.wk", di, spec.d_model, False, "mixer"),
+        Tensor("attn.indexer.k_norm.weight", (di,), "mixer"),
+        Tensor("attn.indexer.k_norm.bias", (di,), "mixer"),
+        *_linear("attn.indexer.weights_proj", Hi, spec.d_model, False, "mixer"),
     ]
 
 

@@ -37,6 +37,8 @@ PRESETS: dict[str, tuple[dict[str, Any], str]] = {
     "qwen3-8b": (FAMILIES["qwen3-8b"], "Qwen/Qwen3-8B"),
     "qwen3-30b-a3b": (FAMILIES["qwen3-30b-a3b"], "Qwen/Qwen3-30B-A3B"),
     "deepseek-v3": (FAMILIES["deepseek-v3"], "deepseek-ai/DeepSeek-V3"),
+    "deepseek-v3.2-exp": (FAMILIES["deepseek-v3.2-exp"], "deepseek-ai/DeepSeek-V3.2-Exp"),
+    "minimax-m2": (FAMILIES["minimax-m2"], "MiniMaxAI/MiniMax-M2"),
     "gpt-oss-20b": (FAMILIES["gpt-oss-20b"], "openai/gpt-oss-20b"),
     "gpt-oss-120b": (FAMILIES["gpt-oss-120b"], "openai/gpt-oss-120b"),
     "gemma-4-31b": (FAMILIES["gemma-4-31b-text"], "google/gemma-4-31B"),
@@ -89,3 +91,12 @@ def test_mixtral_preset_shows_active_parameters(cli: Invoke) -> None:
 def test_deepseek_v3_preset_is_the_published_671b() -> None:
     # DeepSeek-V3 technical report: 671B total parameters (the MTP module not included).
     assert total_params(load_preset("deepseek-v3").spec) == 671_026_404_352
+
+
+def test_deepseek_v32_preset_adds_the_indexer_to_v3() -> None:
+    # Per layer: wq_b 1,536 x 64 x 128, wk 7,168 x 128, k_norm 2 x 128, weights_proj 7,168 x 64.
+    indexer = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64
+    v3, v32 = (
+        total_params(load_preset(name).spec) for name in ("deepseek-v3", "deepseek-v3.2-exp")
+    )
+    assert v32 - v3 == 61 * indexer

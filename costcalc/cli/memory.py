@@ -507,7 +507,7 @@ def _kv_note(result: MemoryResult) -> str:
     stacks = [stack for stack in spec.stacks if stack.has_attention]
     if not stacks:
         return "No block caches keys and values; recurrent state, if any, does not grow with T."
-    if spec.uniform and spec.mixer == "attention":
+    if spec.uniform and spec.mixer == "attention" and spec.v_head_dim is None:
         capped = report.kv_cache_tokens < report.length
         window = f" (T capped by the sliding window of {spec.sliding_window:,})" if capped else ""
         return (

@@ -190,3 +190,76 @@ def split_at(
 def attention_windows(window: Any) -> dict[str, Block]:
     """Blocks of transformers' attention layer types: full, or within a sliding window."""
     return {"full_attention": {}, "sliding_attention": {"sliding_window": window}}
+
+
+def merge(
+    first: Sequence[tuple[str, int]], second: Sequence[tuple[str, int]]
+) -> list[tuple[str, int]]:
+    """Two runs over the same layers (attention kinds, FFN kinds) as one: runs of ``a+b``,
+    a new run wherever either changes (closed form: as many runs as boundaries)."""
+    a = [(kind, count) for kind, count in first if count]
+    b = [(kind, count) for kind, count in second if count]
+    out: list[tuple[str, int]] = []
+    i = j = 0
+    used_a = used_b = 0
+    while i < len(a) and j < len(b):
+        step = min(a[i][1] - used_a, b[j][1] - used_b)
+        out.append((f"{a[i][0]}+{b[j][0]}", step))
+        used_a, used_b = used_a + step, used_b + step
+        if used_a == a[i][1]:
+            i, used_a = i + 1, 0
+        if used_b == b[j][1]:
+            j, used_b = j + 1, 0
+    return out
+
+
+def merged_blocks(
+    first: Mapping[str, Block], second: Mapping[str, Block]
+) -> dict[str, dict[str, Any]]:
+    """The blocks of :func:`merge`'s kinds: each pair's keys together."""
+    return {f"{a}+{b}": {**first[a], **second[b]} for a in first for b in second}
+
+
+def rotate(kind_runs: Sequence[tuple[str, int]], offset: int) -> list[tuple[str, int]]:
+    """A cycling pattern started ``offset`` layers into it (closed form)."""
+    period = sum(count for _, count in kind_runs)
+    offset = offset % period if period else 0
+    head: list[tuple[str, int]] = []
+    tail: list[tuple[str, int]] = []
+    start = 0
+    for kind, count in kind_runs:
+        cut = min(max(offset - start, 0), count)
+        head.append((kind, cut))
+        tail.append((kind, count - cut))
+        start += count
+    return [(kind, count) for kind, count in tail + head if count]
+
+
+def combine(
+    r: Reader,
+    fields: dict[str, Any],
+    attention: Layout,
+    attention_blocks: Mapping[str, Block],
+    ffn_runs: Sequence[tuple[str, int]],
+    ffn_blocks: Mapping[str, Block],
+    offset: int = 0,
+) -> None:
+    """Set ``fields`` for layers whose attention follows ``attention`` (runs, or a cycling
+    pattern) and whose FFN follows ``ffn_runs``: runs of both kinds (:func:`merge`), or one group
+    per FFN run cycling through the attention pattern from where that run starts (closed form;
+    the first layer ``offset`` layers into the pattern)."""
+    unknown = sorted({kind for kind, _ in attention.runs if kind not in attention_blocks})
+    if unknown:
+        apply(r, fields, attention.runs, attention_blocks, attention.key)  # reports it
+        return
+    if not attention.cycles:
+        blocks = merged_blocks(attention_blocks, ffn_blocks)
+        apply(r, fields, merge(attention.runs, ffn_runs), blocks, attention.key)
+        return
+    layers, start = list(fields.get("layers") or ()), offset
+    for kind, count in ffn_runs:
+        if count:
+            pattern = groups(rotate(attention.runs, start), attention_blocks)
+            layers.append({"count": count, **ffn_blocks[kind], "pattern": pattern})
+        start += count
+    fields["layers"] = layers

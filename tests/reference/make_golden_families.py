@@ -126,6 +126,21 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("youtu-llm-2b", ("youtu-llm-2b", False, "meta")),
         ("solar-open-100b", ("solar-open-100b", False, "meta")),
         ("mellum2-12b-a2.5b", ("mellum2-12b-a2.5b", False, "meta")),
+        ("deepseek-v3.2-exp", ("deepseek-v3.2-exp", False, "meta")),
+        ("minimax-m2", ("minimax-m2", False, "meta")),
+        ("glm-4.7-flash", ("glm-4.7-flash", False, "meta")),
+        ("hunyuan-a13b", ("hunyuan-a13b", False, "meta")),
+        ("dots.llm1.base", ("dots.llm1.base", False, "meta")),
+        ("flexolmo-7x7b-1t", ("flexolmo-7x7b-1t", False, "meta")),
+        ("lfm2-8b-a1b", ("lfm2-8b-a1b", False, "meta")),
+        ("granitemoeshared-1b", ("granitemoeshared-1b", False, "meta")),
+        ("sarvam-30b", ("sarvam-30b", False, "meta")),
+        ("sarvam-105b", ("sarvam-105b", False, "meta")),
+        ("glm-5", ("glm-5", False, "meta")),
+        ("afmoe-defaults", ("afmoe-defaults", False, "meta")),
+        ("exaone-moe-defaults", ("exaone-moe-defaults", False, "meta")),
+        ("cohere2-moe-defaults", ("cohere2-moe-defaults", False, "meta")),
+        ("mimo-v2-flash", ("mimo-v2-flash", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
@@ -135,6 +150,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-mamba2", ("tiny-mamba2", False, "cpu")),
         ("tiny-dbrx", ("tiny-dbrx", False, "cpu")),
         ("tiny-internlm3", ("tiny-internlm3", False, "cpu")),
+        ("tiny-lfm2-moe", ("tiny-lfm2-moe", False, "cpu")),
     ]
 )
 STEPS = ["params", "macs", "kv"]

@@ -1,6 +1,7 @@
-"""DeepSeek-V2 and DeepSeek-V3: multi-head latent attention (MLA) and a mixture of experts after
-``first_k_dense_replace`` dense layers (transformers 5.24, ``models/deepseek_v2``, ``deepseek_v3``);
-Youtu-LLM: the same attention with a dense MLP in every layer (``models/youtu``).
+"""DeepSeek-V2, DeepSeek-V3, DeepSeek-V3.2 and GLM-4.7-Flash: multi-head latent attention (MLA)
+and a mixture of experts after dense layers (transformers 5.24, ``models/deepseek_v2``,
+``deepseek_v3``, ``deepseek_v32``, ``glm4_moe_lite``); Youtu-LLM: the same attention with a dense
+MLP in every layer (``models/youtu``).
 
 Per block: ``input_layernorm`` and ``post_attention_layernorm`` (RMSNorm, D); ``self_attn``:
 ``q_a_proj`` (D -> q rank, bias when ``attention_bias``), ``q_a_layernorm`` (q rank),
@@ -17,10 +18,12 @@ The cache keeps the latent, not per-head keys: kv rank + r per token and layer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import first_dense, routed_experts, shared_experts
+from costcalc.formats.families.moe import first_dense, listed_sparse, routed_experts, shared_experts
 from costcalc.formats.hf_reader import Reader, attention_bias
 
 MLA_DEFAULTS: dict[str, int | None] = {
@@ -30,11 +33,17 @@ MLA_DEFAULTS: dict[str, int | None] = {
     "qk_nope_head_dim": 128,
     "v_head_dim": 128,
 }
-"""The attention sizes' defaults, the same in ``DeepseekV2Config`` and ``DeepseekV3Config``."""
+"""The attention sizes' defaults, the same in ``DeepseekV2Config``, ``DeepseekV3Config`` and
+``DeepseekV32Config``."""
+
+SparseLayers = Callable[[Reader, dict[str, Any], dict[str, Any]], None]
+"""Which layers hold the sparse block (given the reader, the fields and the sparse block)."""
 
 
-def mla_layout(r: Reader, tie: bool = False) -> dict[str, Any]:
-    """The shared layout with MLA instead of Llama's attention: the sizes above with their
+def mla_layout(
+    r: Reader, tie: bool = False, mla: dict[str, int | None] = MLA_DEFAULTS
+) -> dict[str, Any]:
+    """The shared layout with MLA instead of Llama's attention: the sizes ``mla`` with their
     defaults, biases as ``attention_bias`` says, a dense SwiGLU MLP of ``intermediate_size``."""
     fields = llama_layout(r, tie=tie)
     for name in ("n_kv_heads", "head_dim"):  # MLA has no per-head keys of its own
@@ -42,18 +51,24 @@ def mla_layout(r: Reader, tie: bool = False) -> dict[str, Any]:
     r.forget("n_kv_heads", "head_dim")
     attention_bias(r, fields)
     fields["mixer"] = "mla"
-    fields["q_lora_rank"] = r.nullable("q_lora_rank", "q_lora_rank", MLA_DEFAULTS["q_lora_rank"])
+    fields["q_lora_rank"] = r.nullable("q_lora_rank", "q_lora_rank", mla["q_lora_rank"])
     for field in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
-        fields[field] = r.value(field, field, default=MLA_DEFAULTS[field])
+        fields[field] = r.value(field, field, default=mla[field])
     return fields
 
 
 def _deepseek(
-    r: Reader, experts: tuple[int, int | None], moe_hidden: int, shared: int, dense: int
+    r: Reader,
+    experts: tuple[int, int | None],
+    moe_hidden: int,
+    shared: int,
+    layers: SparseLayers,
+    mla: dict[str, int | None] = MLA_DEFAULTS,
+    shared_keys: tuple[str, ...] = ("n_shared_experts",),
 ) -> dict[str, Any]:
-    """The layout both versions share, with each version's MoE defaults: experts and top-k,
-    expert width, shared experts, dense layers first."""
-    fields = mla_layout(r)
+    """The layout every version shares, with each version's MoE defaults (experts and top-k,
+    expert width, shared experts), its rule for the sparse layers and its MLA sizes."""
+    fields = mla_layout(r, mla=mla)
     moe = routed_experts(
         r,
         ("n_routed_experts", "num_local_experts", "num_experts"),
@@ -61,16 +76,21 @@ def _deepseek(
         experts,
         (("moe_intermediate_size",), moe_hidden),
     )
-    shared_experts(r, moe, "n_shared_experts", shared)
-    first_dense(r, fields, moe, dense)
+    shared_experts(r, moe, shared_keys, shared)
+    layers(r, fields, moe)
     return fields
+
+
+def _first_dense(dense: int) -> SparseLayers:
+    """Dense FFNs in the first ``first_k_dense_replace`` layers (default ``dense``)."""
+    return lambda r, fields, moe: first_dense(r, fields, moe, dense)
 
 
 def deepseek_v3(r: Reader) -> dict[str, Any]:
     """DeepseekV3ForCausalLM: the layout above with V3's defaults (q rank 1,536, kv rank 512,
     r 64, n 128, v 128; 256 experts of 2,048, top 8, one shared; 3 dense layers); untied by
     default. The multi-token-prediction layers (``num_nextn_predict_layers``) are not built."""
-    return _deepseek(r, experts=(256, 8), moe_hidden=2048, shared=1, dense=3)
+    return _deepseek(r, experts=(256, 8), moe_hidden=2048, shared=1, layers=_first_dense(3))
 
 
 def deepseek_v2(r: Reader) -> dict[str, Any]:
@@ -79,7 +99,151 @@ def deepseek_v2(r: Reader) -> dict[str, Any]:
     has no default and is required; ``mlp_bias`` (biases on the dense MLPs) is not supported."""
     if r.flag("mlp_bias", False):
         r.unsupported("mlp_bias", "biases on DeepSeek-V2's dense and shared MLPs")
-    return _deepseek(r, experts=(64, None), moe_hidden=1407, shared=2, dense=0)
+    return _deepseek(r, experts=(64, None), moe_hidden=1407, shared=2, layers=_first_dense(0))
+
+
+def deepseek_v32(r: Reader) -> dict[str, Any]:
+    """DeepseekV32ForCausalLM (DeepSeek-V3.2-Exp): V3's layout and defaults, the queries always
+    through the low-rank path (a null ``q_lora_rank`` is not supported), dense layers where
+    ``mlp_layer_types`` says ``dense`` (default: the first ``first_k_dense_replace``, 3), and in
+    every attention block the sparse-attention indexer of ``index_n_heads`` (64) heads of
+    ``index_head_dim`` (128): ``self_attn.indexer.wq_b`` (q rank -> Hi di), ``wk`` (D -> di),
+    ``k_norm`` (LayerNorm of di, weight and bias), ``weights_proj`` (D -> Hi). The indexer
+    scores every cached token and keeps the top ``index_topk``; its key (di per token) is cached
+    beside the latent. ``mlp_bias`` is read by no module. The multi-token-prediction layer is
+    not built."""
+    if "q_lora_rank" in r.data and r.data["q_lora_rank"] is None:
+        r.unsupported("q_lora_rank", "DeepSeek-V3.2's attention always has a query latent")
+    fields = _deepseek(
+        r,
+        experts=(256, 8),
+        moe_hidden=2048,
+        shared=1,
+        layers=lambda r, fields, moe: listed_sparse(r, fields, moe, 3, "first_k_dense_replace"),
+    )
+    fields["indexer_heads"] = r.value("indexer_heads", "index_n_heads", default=64)
+    fields["indexer_head_dim"] = r.value("indexer_head_dim", "index_head_dim", default=128)
+    return fields
+
+
+GLM4_MOE_LITE_MLA: dict[str, int | None] = {
+    "q_lora_rank": 768,
+    "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 192,
+    "v_head_dim": 256,
+}
+"""``Glm4MoeLiteConfig``'s attention sizes (GLM-4.7-Flash)."""
+
+
+def glm4_moe_lite(r: Reader) -> dict[str, Any]:
+    """Glm4MoeLiteForCausalLM (GLM-4.7-Flash): the layout above with its own defaults (q rank
+    768, or a direct ``q_proj`` when null; kv rank 512, r 64, n 192, v 256; 64 experts of 1,536,
+    top 4, one shared); dense layers where ``mlp_layer_types`` says ``dense``, else only the
+    first (the class reads no ``first_k_dense_replace``); untied by default. The
+    multi-token-prediction layer is not built."""
+    return _deepseek(
+        r,
+        experts=(64, 4),
+        moe_hidden=1536,
+        shared=1,
+        layers=lambda r, fields, moe: listed_sparse(r, fields, moe, 1, None),
+        mla=GLM4_MOE_LITE_MLA,
+    )
+
+
+def sarvam_mla(r: Reader) -> dict[str, Any]:
+    """SarvamMLAForCausalLM (Sarvam-105B; built by transformers as DeepseekV3ForCausalLM): V3's
+    layout with SarvamMLAConfig's defaults: no query latent (``q_lora_rank`` null: one
+    ``q_proj``), kv rank 512, r 64, n 128, v 128; 128 experts of 2,048, top 8, one shared
+    (``num_shared_experts`` names it too); one dense layer; untied by default."""
+    mla = {**MLA_DEFAULTS, "q_lora_rank": None}
+    return _deepseek(
+        r,
+        experts=(128, 8),
+        moe_hidden=2048,
+        shared=1,
+        layers=_first_dense(1),
+        mla=mla,
+        shared_keys=("n_shared_experts", "num_shared_experts"),
+    )
+
+
+GLM_MOE_DSA_MLA: dict[str, int | None] = {
+    "q_lora_rank": 2048,
+    "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 192,
+    "v_head_dim": 256,
+}
+"""``GlmMoeDsaConfig``'s attention sizes (GLM-5)."""
+
+
+def glm_moe_dsa(r: Reader) -> dict[str, Any]:
+    """GlmMoeDsaForCausalLM (GLM-5): DeepSeek-V3.2's layout with GlmMoeDsaConfig's defaults (q
+    rank 2,048, kv rank 512, r 64, n 192, v 256; 256 experts of 2,048, top 8, one shared; dense
+    where ``mlp_layer_types`` says, default the first ``first_k_dense_replace`` (3)) and an
+    indexer of ``index_n_heads`` (32) heads of ``index_head_dim`` (128) in the layers
+    ``indexer_types`` marks ``full``; a ``shared`` layer reuses the previous full layer's
+    selection and holds no indexer (nor caches its key). Without ``indexer_types``: the
+    ``index_topk_pattern`` string (``F``/``S`` per layer), else a layer is full when
+    max(i - ``index_skip_topk_offset`` (2) + 1, 0) is a multiple of ``index_topk_freq`` (1)."""
+    if "q_lora_rank" in r.data and r.data["q_lora_rank"] is None:
+        r.unsupported("q_lora_rank", "GLM-5's attention always has a query latent")
+    fields = _deepseek(
+        r,
+        experts=(256, 8),
+        moe_hidden=2048,
+        shared=1,
+        layers=lambda r, fields, moe: listed_sparse(r, fields, moe, 3, "first_k_dense_replace"),
+        mla=GLM_MOE_DSA_MLA,
+    )
+    indexer = {
+        "indexer_heads": r.value("indexer_heads", "index_n_heads", default=32),
+        "indexer_head_dim": r.value("indexer_head_dim", "index_head_dim", default=128),
+    }
+    n = hf_layers.count_of(fields["n_layers"])
+    kinds = _indexer_kinds(r, n) if n is not None else None
+    if kinds is None or all(kind == "full" for kind, _ in kinds):
+        fields.update(indexer)
+        return fields
+    blocks = {"full": indexer, "shared": {}}
+    if any(kind not in blocks for kind, _ in kinds):
+        hf_layers.apply(r, fields, kinds, blocks, "indexer_types")  # reports the unknown kind
+        return fields
+    groups = fields.pop("layers", None) or [{"count": n}]
+    ffn = [(str(i), group["count"]) for i, group in enumerate(groups)]
+    ffn_blocks = {
+        str(i): {k: v for k, v in g.items() if k != "count"} for i, g in enumerate(groups)
+    }
+    merged = hf_layers.merged_blocks(blocks, ffn_blocks)
+    hf_layers.apply(r, fields, hf_layers.merge(kinds, ffn), merged, "indexer_types")
+    return fields
+
+
+def _indexer_kinds(r: Reader, n: int) -> list[tuple[str, int]] | None:
+    """Runs of ``full`` and ``shared`` indexer layers, as ``indexer_types`` lists them, as the
+    ``index_topk_pattern`` string spells them, or by the frequency rule (None: a problem)."""
+    listed = hf_layers.layer_types(r, n, "indexer_types")
+    if listed is not None:
+        return hf_layers.runs(listed)
+    pattern = r.data.get("index_topk_pattern")
+    if pattern is not None:
+        if not isinstance(pattern, str) or set(pattern) - {"F", "S"} or len(pattern) != n:
+            r.fail("index_topk_pattern", f"expected {n:,} letters F (full) or S (shared)")
+            return None
+        r.key_names["layers"] = r.name("index_topk_pattern")
+        return hf_layers.runs(["full" if c == "F" else "shared" for c in pattern])
+    freq = max(r.count("index_topk_freq", 1), 1)
+    offset = r.count("index_skip_topk_offset", 2, minimum=0)
+    if freq == 1:
+        return [("full", n)]
+    layers = hf_layers.by_rule(r, n, "index_topk_freq")
+    if layers is None:
+        return None
+    return hf_layers.runs(
+        ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in layers]
+    )
 
 
 def youtu(r: Reader) -> dict[str, Any]:
@@ -93,4 +257,8 @@ FAMILIES = {
     "deepseek_v2": deepseek_v2,
     "deepseek_v3": deepseek_v3,
     "youtu": youtu,
+    "deepseek_v32": deepseek_v32,
+    "glm4_moe_lite": glm4_moe_lite,
+    "glm_moe_dsa": glm_moe_dsa,
+    "sarvam_mla": sarvam_mla,
 }

@@ -16,6 +16,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
+from costcalc.formats.families.olmo2 import olmo2
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, rotary_dim
 
 
@@ -72,6 +73,27 @@ def first_dense(r: Reader, fields: dict[str, Any], moe: hf_layers.Block, default
     if n is not None:
         kind_runs = hf_layers.split_at(r, n, "first_k_dense_replace", default, "dense", "moe")
         hf_layers.apply(r, fields, kind_runs, {"dense": {}, "moe": moe}, "first_k_dense_replace")
+
+
+def listed_sparse(
+    r: Reader, fields: dict[str, Any], moe: hf_layers.Block, default: int, key: str | None
+) -> None:
+    """Dense and sparse FFNs as ``mlp_layer_types`` lists them (``dense``, ``sparse``), else
+    dense in the first ``key`` layers (``default``; a fixed count when the family has no key)
+    and sparse in the others."""
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return
+    blocks = {"dense": {}, "sparse": moe}
+    listed = hf_layers.layer_types(r, n, "mlp_layer_types")
+    if listed is not None:
+        hf_layers.apply(r, fields, hf_layers.runs(listed), blocks, "mlp_layer_types")
+    elif key is None:
+        head = min(default, n)
+        hf_layers.apply(r, fields, [("dense", head), ("sparse", n - head)], blocks)
+    else:
+        kind_runs = hf_layers.split_at(r, n, key, default, "dense", "sparse")
+        hf_layers.apply(r, fields, kind_runs, blocks, key)
 
 
 def _qwen_moe(r: Reader, fields: dict[str, Any], moe: dict[str, Any]) -> None:
@@ -153,6 +175,29 @@ def granitemoe(r: Reader) -> dict[str, Any]:
     return _every_layer_sparse(r, fields, ("num_local_experts",), (8, 2))
 
 
+def minimax_m2(r: Reader) -> dict[str, Any]:
+    """MiniMaxM2ForCausalLM: the shared layout (48 heads, 8 key/value heads, ``head_dim`` 128
+    by default; no biases) with RMSNorm ``q_norm`` over the whole query projection (H d) and
+    ``k_norm`` over the keys (K d), rotary on ``partial_rotary_factor`` (1) of each head, and
+    the sparse block in every layer (``mlp.gate`` X x D, its ``e_score_correction_bias`` a
+    buffer; X = ``num_local_experts`` (256) experts of ``intermediate_size``, top 8); untied by
+    default. The multi-token-prediction modules are not built."""
+    fields = llama_layout(r, kv_heads=8, head_dim=128)
+    fields["qk_norm"] = "full"
+    fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 1.0)
+    return _every_layer_sparse(r, fields, ("num_local_experts", "num_experts"), (256, 8))
+
+
+def granitemoeshared(r: Reader) -> dict[str, Any]:
+    """GraniteMoeSharedForCausalLM: GraniteMoE's layout and sparse block, plus in every layer
+    ``shared_mlp`` when ``shared_intermediate_size`` (0: none) is above 0: ``input_linear``
+    (D -> 2 s, gate and up in one) and ``output_linear`` (s -> D), no biases."""
+    fields = granitemoe(r)
+    shared = r.value("moe_shared_ffn_hidden", "shared_intermediate_size", default=0)
+    fields["moe_shared_ffn_hidden"] = None if shared == 0 else shared
+    return fields
+
+
 def phimoe(r: Reader) -> dict[str, Any]:
     """PhimoeForCausalLM: the shared layout but with LayerNorm (weight and bias) for both block
     norms and the final norm, q/k/v/o bias when ``attention_bias``, an LM head bias when
@@ -227,9 +272,13 @@ def ernie4_5_moe(r: Reader) -> dict[str, Any]:
     return fields
 
 
-def shared_experts(r: Reader, moe: dict[str, Any], key: str, default: int) -> None:
-    """A shared expert as wide as ``key`` routed experts (none when it is 0)."""
-    shared = r.value("moe_shared_ffn_hidden", key, default=default)
+def shared_experts(
+    r: Reader, moe: dict[str, Any], key: str | tuple[str, ...], default: int
+) -> None:
+    """A shared expert as wide as ``key`` (the first of these keys) routed experts (none when it
+    is 0)."""
+    keys = (key,) if isinstance(key, str) else key
+    shared = r.value("moe_shared_ffn_hidden", *keys, default=default)
     hidden = moe.get("moe_ffn_hidden")
     if is_whole(shared, 1) and is_whole(hidden):
         moe["moe_shared_ffn_hidden"] = hidden * shared
@@ -244,30 +293,138 @@ def glm4_moe(r: Reader) -> dict[str, Any]:
     (128) of ``moe_intermediate_size`` (1,408), top 8) with ``mlp.shared_experts`` (one SwiGLU
     MLP of ``moe_intermediate_size`` x ``n_shared_experts`` (1)); untied by default. The
     multi-token-prediction layers are not built."""
-    fields = llama_layout(r, kv_heads=8)
-    fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", default=False)
+    return _glm4_moe(r, (8, None), False, 0.5, ((128, 8), 1408, 1, 1))
+
+
+def sarvam_moe(r: Reader) -> dict[str, Any]:
+    """SarvamMoEForCausalLM (Sarvam-30B; built by transformers as Glm4MoeForCausalLM): GLM-4.5's
+    layout with SarvamMoEConfig's defaults: 4 key/value heads, ``head_dim`` 64, q/k norms on
+    (``use_qk_norm`` true), rotary on every dimension, 128 experts of 1,024, top 6, one shared
+    (``num_shared_experts`` names it too), one dense layer; ``use_qkv_bias`` names
+    ``attention_bias``."""
+    return _glm4_moe(r, (4, 64), True, 1.0, ((128, 6), 1024, 1, 1))
+
+
+def _glm4_moe(
+    r: Reader,
+    attention: tuple[int, int | None],
+    qk_norm: bool,
+    rotary: float,
+    moe_defaults: tuple[tuple[int, int], int, int, int],
+) -> dict[str, Any]:
+    """GLM-4.5's layout with a configuration class's defaults: key/value heads and head_dim,
+    ``use_qk_norm``, the rotary factor, and (experts, top-k), expert width, shared experts and
+    dense layers."""
+    fields = llama_layout(r, kv_heads=attention[0], head_dim=attention[1])
+    fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", "use_qkv_bias", default=False)
     fields["attn_out_bias"] = False
-    if r.flag("use_qk_norm", False):
+    if r.flag("use_qk_norm", qk_norm):
         fields["qk_norm"] = "head"
-    fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 0.5)
+    fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), rotary)
+    experts, hidden, shared, dense = moe_defaults
+    moe = routed_experts(
+        r,
+        ("n_routed_experts", "num_local_experts", "num_experts"),
+        ("num_experts_per_tok",),
+        experts,
+        (("moe_intermediate_size",), hidden),
+    )
+    shared_experts(r, moe, ("n_shared_experts", "num_shared_experts"), shared)
+    first_dense(r, fields, moe, dense)
+    return fields
+
+
+def hunyuan_v1_moe(r: Reader) -> dict[str, Any]:
+    """HunYuanMoEV1ForCausalLM (Hunyuan-A13B): the shared layout (key/value heads default to the
+    heads, ``head_dim`` to D / H), q/k/v/o bias when ``attention_bias``, RMSNorm
+    ``query_layernorm``/``key_layernorm`` of head_dim (always built), and in every layer the
+    sparse block: ``mlp.gate.wg`` (X x D, no bias), X = ``num_experts`` (1) experts of
+    ``intermediate_size``, top ``moe_topk`` (1), plus ``mlp.shared_mlp`` (a SwiGLU MLP of
+    ``intermediate_size``, always built); untied by default. ``moe_topk`` may list one value per
+    layer (only equal values are supported); ``moe_intermediate_size``, ``num_shared_expert``,
+    ``use_qk_norm`` and ``use_cla`` are read by no module."""
+    fields = llama_layout(r)
+    attention_bias(r, fields)
+    fields["qk_norm"] = "head"
+    experts = r.value("moe_experts", "num_experts", "num_local_experts", default=1)
+    if isinstance(experts, list):
+        r.unsupported("num_experts", "a number of experts per layer")
+    top_k = r.value("moe_top_k", "moe_topk", "num_experts_per_tok", default=1)
+    if isinstance(top_k, list):
+        if len(set(map(repr, top_k))) != 1:
+            r.unsupported("moe_topk", "a different number of routed experts per layer")
+        top_k = top_k[0] if top_k else None
+    fields.update(moe_experts=experts, moe_top_k=top_k)
+    fields["moe_shared_ffn_hidden"] = fields["ffn_hidden"]
+    return fields
+
+
+def dots1(r: Reader) -> dict[str, Any]:
+    """Dots1ForCausalLM (dots.llm1): the shared layout (32 key/value heads by default;
+    ``head_dim`` D / H unless given), q/k/v/o bias when ``attention_bias``, RMSNorm ``q_norm``/
+    ``k_norm`` of head_dim; after ``first_k_dense_replace`` (0) dense layers the sparse block
+    (``mlp.gate`` X x D, its ``e_score_correction_bias`` a buffer; X = ``n_routed_experts``
+    experts of ``moe_intermediate_size`` (1,408), top ``num_experts_per_tok``, both required)
+    with ``mlp.shared_experts`` (one SwiGLU MLP of ``moe_intermediate_size`` x
+    ``n_shared_experts``, required); untied by default. Layers ``layer_types`` marks
+    ``sliding_attention`` (default: those from ``max_window_layers`` (62) on) attend within
+    ``sliding_window`` (4,096; null: none)."""
+    fields = llama_layout(r, kv_heads=32)
+    attention_bias(r, fields)
+    fields["qk_norm"] = "head"
     moe = routed_experts(
         r,
         ("n_routed_experts", "num_local_experts"),
         ("num_experts_per_tok",),
-        (128, 8),
+        (None, None),
         (("moe_intermediate_size",), 1408),
     )
-    shared_experts(r, moe, "n_shared_experts", 1)
-    first_dense(r, fields, moe, 1)
+    shared = r.size("moe_shared_ffn_hidden", "n_shared_experts")
+    if is_whole(shared, 1) and is_whole(moe["moe_ffn_hidden"]):
+        moe["moe_shared_ffn_hidden"] = moe["moe_ffn_hidden"] * shared
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return fields
+    window = sliding_window(r, default=4096)
+    windows = hf_layers.attention_windows(window)
+    listed = hf_layers.layer_types(r, n) if window is not None else None
+    if listed is not None:
+        attention = hf_layers.runs(listed)
+    elif window is None:
+        r.forget("sliding_window")
+        attention = [("full_attention", n)]
+    else:
+        kinds = ("full_attention", "sliding_attention")
+        attention = hf_layers.split_at(r, n, "max_window_layers", 62, *kinds)
+    ffn = hf_layers.split_at(r, n, "first_k_dense_replace", 0, "dense", "moe")
+    if any(kind not in windows for kind, _ in attention):
+        hf_layers.apply(r, fields, attention, windows)  # reports the unknown kind
+        return fields
+    blocks = hf_layers.merged_blocks(windows, {"dense": {}, "moe": moe})
+    hf_layers.apply(r, fields, hf_layers.merge(attention, ffn), blocks, "first_k_dense_replace")
     return fields
 
 
+def flex_olmo(r: Reader) -> dict[str, Any]:
+    """FlexOlmoForCausalLM: OLMo 2's block (norms after attention and after the FFN, RMSNorm
+    ``q_norm``/``k_norm`` over H d and K d, q/k/v/o bias when ``attention_bias``) with the
+    sparse block in every layer (``mlp.gate`` X x D, no bias; X = ``num_experts`` (7) experts
+    of ``intermediate_size``, top 5); untied by default."""
+    return _every_layer_sparse(r, olmo2(r), ("num_experts", "num_local_experts"), (7, 5))
+
+
 FAMILIES = {
+    "dots1": dots1,
+    "flex_olmo": flex_olmo,
     "glm4_moe": glm4_moe,
+    "hunyuan_v1_moe": hunyuan_v1_moe,
     "ernie4_5_moe": ernie4_5_moe,
     "granitemoe": granitemoe,
+    "granitemoeshared": granitemoeshared,
+    "minimax_m2": minimax_m2,
     "olmoe": olmoe,
     "phimoe": phimoe,
     "qwen2_moe": qwen2_moe,
     "qwen3_moe": qwen3_moe,
+    "sarvam_moe": sarvam_moe,
 }

@@ -1,0 +1,70 @@
+"""LFM2-MoE (transformers 5.24, ``models/lfm2_moe/modeling_lfm2_moe.py``): LFM2's hybrid of
+gated short convolutions and attention, with sparse FFNs after the first dense layers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costcalc.formats import hf_layers
+from costcalc.formats.families.linear_attention import ATTENTION_KEYS
+from costcalc.formats.families.moe import routed_experts
+from costcalc.formats.hf_reader import Reader, standard_sizes
+
+
+def lfm2_moe(r: Reader) -> dict[str, Any]:
+    """Lfm2MoeForCausalLM (LFM2-8B-A1B): ``embed_tokens`` (V x D); per layer ``operator_norm``
+    and ``ffn_norm`` (RMSNorm, D each) and a mixer: attention (``q_proj`` D -> H d,
+    ``k_proj``/``v_proj`` D -> K d, ``out_proj``, RMSNorms ``q_layernorm``/``k_layernorm`` of d,
+    no biases, rotary; K ``num_key_value_heads`` (8), d = D / H) where ``layer_types`` (required)
+    says ``full_attention``, else a short convolution ``conv``: ``in_proj`` D -> 3D, ``conv``
+    (D, 1, ``conv_L_cache`` (3)), ``out_proj`` D -> D, biases when ``conv_bias`` (false). The
+    first ``num_dense_layers`` (2) layers hold a SwiGLU ``feed_forward`` (``w1``, ``w3`` D -> h,
+    ``w2`` h -> D) of ``intermediate_size``; the others the sparse block: ``gate`` (X x D, no
+    bias; ``expert_bias`` a buffer), X = ``num_experts`` (32) SwiGLU experts of
+    ``moe_intermediate_size`` (1,792), top ``num_experts_per_tok`` (4). The final norm is named
+    ``embedding_norm`` (D); tied by default."""
+    fields = standard_sizes(r)
+    fields.update(
+        n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=8),
+        position="rotary",
+        norm="rmsnorm",
+        qk_norm="head",
+        qkv_bias=False,
+        attn_out_bias=False,
+        fused_qkv=False,
+        ffn="swiglu",
+        ffn_bias=False,
+        ffn_hidden=r.size("ffn_hidden", "intermediate_size"),
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
+    )
+    conv = {
+        "mixer": "short_conv",
+        "short_conv": {
+            "conv_kernel": r.value("short_conv", "conv_L_cache", default=3),
+            "bias": r.value("short_conv", "conv_bias", default=False),
+        },
+    }
+    r.forget("short_conv")
+    moe = routed_experts(
+        r, ("num_experts",), ("num_experts_per_tok",), (32, 4), (("moe_intermediate_size",), 1792)
+    )
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return fields
+    listed = hf_layers.layer_types(r, n)
+    if listed is None:
+        r.fail("layer_types", "required key is missing (conv or full_attention per layer)")
+        return fields
+    attention = {"mixer": "attention", **{k: fields.pop(k) for k in ATTENTION_KEYS if k in fields}}
+    mixers = {"full_attention": attention, "conv": conv}
+    kinds = hf_layers.runs(listed)
+    if any(kind not in mixers for kind, _ in kinds):
+        hf_layers.apply(r, fields, kinds, mixers)  # reports the unknown kind
+        return fields
+    ffn = hf_layers.split_at(r, n, "num_dense_layers", 2, "dense", "moe")
+    blocks = hf_layers.merged_blocks(mixers, {"dense": {}, "moe": moe})
+    hf_layers.apply(r, fields, hf_layers.merge(kinds, ffn), blocks)
+    return fields
+
+
+FAMILIES = {"lfm2_moe": lfm2_moe}
