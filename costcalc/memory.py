@@ -421,6 +421,32 @@ class MemoryReport:
     bytes_gathered: int = 0
     """ZeRO-3 / FSDP full shard: the running layer's whole parameters and gradients
     (:mod:`costcalc.parallel`); 0 otherwise."""
+    elements_gathered: int = 0
+    """The elements of ``bytes_gathered``: 2 x the largest module's parameters (params + grads)."""
+    held_weights: int | None = None
+    held_gradients: int | None = None
+    held_master_weights: int | None = None
+    """Under a parallel plan (:mod:`costcalc.parallel`): the weight, gradient and fp32 master
+    elements one GPU holds, its ZeRO / FSDP partition of ``params_total`` where they are sharded;
+    None: ``params_total``."""
+
+    @property
+    def elements_weights(self) -> int:
+        return self.params_total if self.held_weights is None else self.held_weights
+
+    @property
+    def elements_gradients(self) -> int:
+        """Gradient elements held: 0 for inference."""
+        if not self.setup.train:
+            return 0
+        return self.params_total if self.held_gradients is None else self.held_gradients
+
+    @property
+    def elements_master_weights(self) -> int:
+        """fp32 master elements held: 0 without mixed precision."""
+        if not self.setup.mixed_precision:
+            return 0
+        return self.params_total if self.held_master_weights is None else self.held_master_weights
 
     @property
     def elements_optimizer(self) -> int:

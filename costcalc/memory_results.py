@@ -95,8 +95,10 @@ class MemoryResult:
         estimate = self.estimated_activations
         mark = " (ESTIMATE)" if estimate else ""
         rows = [
-            Component("weights", "weights", r.bytes_weights, r.params_total, setup.dtype),
-            Component("gradients", "gradients", r.bytes_gradients, r.params_total, setup.dtype),
+            Component("weights", "weights", r.bytes_weights, r.elements_weights, setup.dtype),
+            Component(
+                "gradients", "gradients", r.bytes_gradients, r.elements_gradients, setup.dtype
+            ),
         ]
         if setup.mixed_precision:
             rows.append(
@@ -104,7 +106,7 @@ class MemoryResult:
                     "master_weights",
                     "master weights",
                     r.bytes_master_weights,
-                    r.params_total,
+                    r.elements_master_weights,
                     MASTER_DTYPE,
                 )
             )
@@ -142,7 +144,7 @@ class MemoryResult:
                     "gathered_layer",
                     "gathered layer (params + grads)",
                     r.bytes_gathered,
-                    None,
+                    r.elements_gathered,
                     setup.dtype,
                 )
             )
@@ -172,18 +174,18 @@ class MemoryResult:
             "parameters": r.params_total,
             "parameter_tensors": r.parameter_tensors,
             "weights": {
-                "elements": r.params_total,
+                "elements": r.elements_weights,
                 "dtype": setup.dtype,
                 "description": describe_format(setup.dtype),
                 "bytes": r.bytes_weights,
             },
             "gradients": {
-                "elements": r.params_total if setup.train else 0,
+                "elements": r.elements_gradients,
                 "dtype": setup.dtype if setup.train else None,
                 "bytes": r.bytes_gradients,
             },
             "master_weights": {
-                "elements": r.params_total if setup.mixed_precision else 0,
+                "elements": r.elements_master_weights,
                 "dtype": MASTER_DTYPE if setup.mixed_precision else None,
                 "bytes": r.bytes_master_weights,
             },
@@ -239,7 +241,7 @@ class MemoryResult:
                 data["activations"]["formula"] = data["parallel"]["activation_formula"]
             if self.plan.tp > 1:
                 data["activations"]["source"] = TENSOR_PARALLEL_SOURCE
-            data["gathered_layer"] = {"bytes": r.bytes_gathered}
+            data["gathered_layer"] = {"elements": r.elements_gathered, "bytes": r.bytes_gathered}
         if self.capacity is not None:
             data["fits"] = {
                 "capacity_bytes": self.capacity,

@@ -457,8 +457,9 @@ def rank_report(
     spec: ModelSpec, report: MemoryReport, plan: ParallelPlan, stage: int
 ) -> MemoryReport:
     """``report`` (one whole model's training memory) as one rank of pipeline stage ``stage``
-    holds it: its tensors' shards, then ZeRO's partition of them over the DP ranks (sharded
-    states ceil(. / N); the step scalars stay whole, one per tensor, a bound)."""
+    holds it: its tensors' shards (``params_total``), then ZeRO's partition of them over the DP
+    ranks (sharded states ceil(. / N); the step scalars stay whole, one per tensor, a bound);
+    every element count is the rank's, as its bytes are."""
     setup = report.setup
     tensors = rank_tensors(spec, plan, stage)
     P = sum(t.elements for t in tensors)
@@ -468,16 +469,21 @@ def rank_report(
     last = stage == plan.pp - 1
     logits = setup.batch * report.length * padded_vocab(spec, plan.tp) // plan.tp if last else 0
     part = zero_partition(tensors, plan) if plan.stage else P
+    weights, gradients = part if plan.stage == 3 else P, part if plan.stage >= 2 else P
     # ZeRO partitions per-element state (SHARDABLE_OPTIMIZERS): moments // P per parameter
     sharded_moments = moments // P * part if plan.stage and P else moments
+    gathered = 2 * largest_module(tensors) if plan.stage == 3 else 0
     return replace(
         report,
         params_total=P,
         parameter_tensors=sum(t.copies for t in tensors),
-        bytes_weights=dtype_bytes(part if plan.stage == 3 else P, setup.dtype),
-        bytes_gradients=dtype_bytes(part if plan.stage >= 2 else P, setup.dtype),
+        held_weights=weights,
+        held_gradients=gradients,
+        held_master_weights=part,
+        bytes_weights=dtype_bytes(weights, setup.dtype),
+        bytes_gradients=dtype_bytes(gradients, setup.dtype),
         bytes_master_weights=dtype_bytes(part, MASTER_DTYPE) if setup.mixed_precision else 0,
-        elements_optimizer_moments=moments,
+        elements_optimizer_moments=sharded_moments,
         elements_optimizer_steps=steps,
         bytes_optimizer=dtype_bytes(sharded_moments, setup.state_dtype)
         + dtype_bytes(steps, STEP_DTYPE),
@@ -486,9 +492,8 @@ def rank_report(
         elements_logits=logits,
         bytes_logits=dtype_bytes(logits, setup.dtype),
         bytes_logits_fp32=dtype_bytes(logits, LOSS_DTYPE),
-        bytes_gathered=(
-            2 * dtype_bytes(largest_module(tensors), setup.dtype) if plan.stage == 3 else 0
-        ),
+        elements_gathered=gathered,
+        bytes_gathered=dtype_bytes(gathered, setup.dtype),
     )
 
 

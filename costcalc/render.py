@@ -155,24 +155,49 @@ def _needs(grid: Grid) -> list[int]:
 
 
 def _print_table(console: Any, grid: Grid, group: list[int], part: str) -> None:
-    """Columns 0 and ``group`` of ``grid`` as one Rich table: figure columns keep their whole
-    width, text wraps around them."""
+    """Columns 0 and ``group`` of ``grid`` as one Rich table: figure columns and columns of
+    single words (names, a chart's bars) keep their whole width, text wraps in the width left
+    (:func:`_text_widths`), so that no column is cut at the terminal's edge."""
     from rich.table import Table
     from rich.text import Text
 
     table = Table(title=Text(grid.title + part), title_justify="left", title_style="bold")
     columns = [0, *group]
     needs = _needs(grid)
+    cells = {i: [grid.columns[i], *(row[i] for row in grid.rows)] for i in columns}
+    figures = {i for i in group if _numeric(cells[i][1:])}
+    wrapping = [i for i in columns if i not in figures and any(" " in c for c in cells[i])]
+    widest = {i: max(map(len, cells[i])) for i in columns}
+    room = console.width - 1 - _RULE * len(columns)
+    room -= sum(widest[i] for i in columns if i not in wrapping)
+    widths = _text_widths([needs[i] for i in wrapping], [widest[i] for i in wrapping], room)
+    width = dict(zip(wrapping, widths, strict=True))
     for index in columns:
-        name = grid.columns[index]
-        if index and _numeric([row[index] for row in grid.rows]):
-            table.add_column(Text(name), justify="right", no_wrap=True, min_width=needs[index])
+        name = Text(grid.columns[index])
+        if index in width:
+            table.add_column(name, overflow="fold", min_width=needs[index], max_width=width[index])
+        elif index in figures:
+            table.add_column(name, justify="right", no_wrap=True, min_width=needs[index])
         else:
-            table.add_column(Text(name), justify="left", overflow="fold", min_width=needs[index])
+            table.add_column(name, justify="left", no_wrap=True, min_width=needs[index])
     for number, row in enumerate(grid.rows):
         style = "bold" if number in grid.emphasis else None
         table.add_row(*(Text(row[index]) for index in columns), style=style)
     console.print(table)
+
+
+def _text_widths(needs: list[int], naturals: list[int], room: int) -> list[int]:
+    """Widths of the text columns that share ``room`` cells: each its natural width, capped at
+    the largest level c for which the sum fits, never below its longest word (min(natural,
+    max(need, c)))."""
+
+    def total(level: int) -> int:
+        return sum(min(n, max(need, level)) for need, n in zip(needs, naturals, strict=True))
+
+    level = max(naturals, default=0)
+    while level > 0 and total(level) > room:
+        level -= 1
+    return [min(n, max(need, level)) for need, n in zip(needs, naturals, strict=True)]
 
 
 def _print_vertical(console: Any, grid: Grid) -> None:

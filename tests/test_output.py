@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from costcalc.cli.memory import BAR_WIDTH
 from costcalc.render import Grid, column_groups, print_grids
 from tests.conftest import ROOT, Invoke
 
@@ -67,6 +68,34 @@ def test_every_figure_is_whole_at_any_width(
     # has no piece of a figure (only "part 1 of 2" may add a small number).
     assert whole <= shown
     assert all(len(extra) == 1 for extra in shown - whole), shown - whole
+
+
+TABLE_EDGES = {"┏": "┓", "┃": "┃", "┡": "┩", "│": "│", "└": "┘"}
+"""A Rich table line's first box character and the one that closes it on the right."""
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+@pytest.mark.parametrize("command", sorted(SEVERAL))
+def test_no_table_or_chart_is_cut_at_its_right_edge(
+    cli: Invoke, monkeypatch: pytest.MonkeyPatch, columns: int, command: str
+) -> None:
+    lines = _render(cli, monkeypatch, columns, SEVERAL[command]).splitlines()
+    for line in (line.rstrip() for line in lines if line[:1] in TABLE_EDGES):
+        assert len(line) <= columns and line.endswith(TABLE_EDGES[line[0]]), line
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+@pytest.mark.parametrize("command", ["memory", "memory-parallel"])
+def test_where_memory_goes_shows_every_bar_whole(
+    cli: Invoke, monkeypatch: pytest.MonkeyPatch, columns: int, command: str
+) -> None:
+    text = _render(cli, monkeypatch, columns, SEVERAL[command])
+    # a chart too wide for the terminal is split into parts: each part up to its bottom edge
+    part = r"Where \S+ memory goes.*?\n└[─┴]+┘"
+    for chart in re.findall(rf"{part}(?:\n(?:\(part \d+ of \d+\)|{part}))*", text, re.S):
+        bars = re.findall(r"│ ([█▏][█·]*) │$", chart, re.M)
+        assert bars and all(len(bar) == BAR_WIDTH for bar in bars), chart
+        assert max(map(len, chart.splitlines())) <= columns
 
 
 def test_a_wide_comparison_is_split_into_tables(

@@ -8,6 +8,7 @@ al. 2022 (Table 2), the 1F1B micro-batches in flight, the plans that do not divi
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from math import prod
 
 import pytest
@@ -132,7 +133,10 @@ def test_stages_without_tp_add_up_to_the_model(preset: str) -> None:
 def test_tp_pp_one_equal_the_plain_figures(preset: str, optimizer: str) -> None:
     setup = memory_setup(train=True, length=256, optimizer=optimizer, attention="eager")
     plain = memory_result(load_preset(preset), setup).report
-    assert per_gpu(preset, parallel_plan(None, None, None, None, 1, 1), setup) == plain
+    one = per_gpu(preset, parallel_plan(None, None, None, None, 1, 1), setup)
+    held = (one.held_weights, one.held_gradients, one.held_master_weights)
+    assert held == (plain.params_total,) * 3  # the plan states what the plain report implies
+    assert replace(one, held_weights=None, held_gradients=None, held_master_weights=None) == plain
 
 
 def test_activations_divide_as_korthikanti_table_2() -> None:

@@ -392,6 +392,11 @@ def _notes(result: MemoryResult) -> list[str]:
         if result.plan.tp > 1 or result.plan.pp > 1 or result.plan.ep > 1:
             notes = notes[1:]  # the activation formula is the parallel note's
         notes.append(_parallel_note(result))
+        partition = "; of the sharded states, its partition" if result.plan.stage else ""
+        notes.append(
+            f"Elements are one GPU's, as its bytes are (its share of each tensor{partition}); "
+            "the activations, tensors of several dtypes, are shown in bytes only."
+        )
     if report.elements_optimizer_steps:
         notes.append(
             f"Optimizer state includes {report.elements_optimizer_steps:,} fp32 step scalars, "
