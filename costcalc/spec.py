@@ -18,11 +18,19 @@ kind of block (:meth:`ModelSpec.stacks`), in closed form: nothing grows with the
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping
-from functools import lru_cache
+from functools import cache, lru_cache
 from math import isqrt
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    create_model,
+    model_validator,
+)
+from pydantic_core import core_schema
 
 from costcalc.blocks import (
     BLOCK_FIELDS,
@@ -66,27 +74,52 @@ class _LayerRun(BaseModel):
         }
 
 
-class _LayerGroup(_LayerRun):
-    pattern: tuple[_LayerRun, ...] | None = Field(
-        default=None,
-        min_length=1,
-        description=(
-            "Runs the group's layers cycle through, in order (e.g. 5 sliding-window layers, "
-            "then 1 full); the last cycle may stop early."
-        ),
-    )
+PATTERN = Field(
+    default=None,
+    min_length=1,
+    description=(
+        "Runs the group's layers cycle through, in order (e.g. 5 sliding-window layers, "
+        "then 1 full); the last cycle may stop early."
+    ),
+)
+
+
+@cache
+def layer_models() -> tuple[type[LayerRun], type[LayerGroup]]:
+    """The models of a layer group and of a run of its pattern: a count and every block key as
+    an optional override. Built on first use (a spec with ``layers``, or validation), not at
+    import: copying the block fields would cost every command's start-up."""
+    run = create_model("LayerRun", __base__=_LayerRun, **_optional_block_fields())
+    group = create_model("LayerGroup", __base__=run, pattern=(tuple[run, ...] | None, PATTERN))
+    return run, cast("type[LayerGroup]", group)
+
+
+class _LayerGroupType:
+    """``ModelSpec.layers``'s item type to pydantic: the :class:`LayerGroup` model, looked up
+    when ModelSpec's validator or JSON schema is built (both deferred to first use)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return handler(layer_models()[1])
 
 
 if TYPE_CHECKING:
     LayerRun = _LayerRun
-    LayerGroup = _LayerGroup
+
+    class LayerGroup(_LayerRun):
+        pattern: tuple[LayerRun, ...] | None
+
+    LayerGroupField = LayerGroup
 else:
-    LayerRun = create_model("LayerRun", __base__=_LayerRun, **_optional_block_fields())
-    LayerGroup = create_model(
-        "LayerGroup",
-        __base__=LayerRun,
-        pattern=(tuple[LayerRun, ...] | None, _LayerGroup.model_fields["pattern"]),
-    )
+    LayerGroupField = Annotated[Any, _LayerGroupType]
+
+    def __getattr__(name: str) -> Any:
+        """``LayerRun`` and ``LayerGroup``, built on first use (:func:`layer_models`)."""
+        if name in ("LayerRun", "LayerGroup"):
+            return layer_models()[name == "LayerGroup"]
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def pattern_counts(count: int, runs: tuple[int, ...]) -> list[int]:
@@ -136,7 +169,7 @@ class ModelSpec(BlockFields):
     tie_embeddings: Flag = Field(
         default=True, description="The LM head reuses the token table (no matrix of its own)."
     )
-    layers: tuple[LayerGroup, ...] | None = Field(
+    layers: tuple[LayerGroupField, ...] | None = Field(
         default=None,
         min_length=1,
         description=(
@@ -253,13 +286,14 @@ def trusted_spec(data: Mapping[str, Any]) -> ModelSpec:
 
 
 def _trusted_group(data: Mapping[str, Any]) -> LayerGroup:
-    fields = _trusted_block(data, LayerGroup.model_fields)
+    run, group = layer_models()
+    fields = _trusted_block(data, group.model_fields)
     if data.get("pattern") is not None:
         fields["pattern"] = tuple(
-            LayerRun.model_construct(**_trusted_block(run, LayerRun.model_fields))
-            for run in data["pattern"]
+            run.model_construct(**_trusted_block(item, run.model_fields))
+            for item in data["pattern"]
         )
-    return LayerGroup.model_construct(**fields)
+    return group.model_construct(**fields)
 
 
 def _trusted_block(data: Mapping[str, Any], known: Collection[str]) -> dict[str, Any]:
