@@ -22,22 +22,14 @@ from functools import cache, lru_cache
 from math import isqrt
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    GetCoreSchemaHandler,
-    create_model,
-    model_validator,
-)
-from pydantic_core import core_schema
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from costcalc.blocks import (
     BLOCK_FIELDS,
-    MIXER_SIZES,
     RECURRENT_MIXERS,
     BlockFields,
     Count,
+    Deferred,
     Flag,
     NormKind,
     PositionScheme,
@@ -94,17 +86,6 @@ def layer_models() -> tuple[type[LayerRun], type[LayerGroup]]:
     return run, cast("type[LayerGroup]", group)
 
 
-class _LayerGroupType:
-    """``ModelSpec.layers``'s item type to pydantic: the :class:`LayerGroup` model, looked up
-    when ModelSpec's validator or JSON schema is built (both deferred to first use)."""
-
-    @classmethod
-    def __get_pydantic_core_schema__(
-        cls, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        return handler(layer_models()[1])
-
-
 if TYPE_CHECKING:
     LayerRun = _LayerRun
 
@@ -112,8 +93,8 @@ if TYPE_CHECKING:
         pattern: tuple[LayerRun, ...] | None
 
     LayerGroupField = LayerGroup
-else:
-    LayerGroupField = Annotated[Any, _LayerGroupType]
+else:  # the layer-group model as ModelSpec.layers' item type, built on first use
+    LayerGroupField = Annotated[Any, Deferred(lambda: layer_models()[1])]
 
     def __getattr__(name: str) -> Any:
         """``LayerRun`` and ``LayerGroup``, built on first use (:func:`layer_models`)."""
@@ -299,9 +280,12 @@ def _trusted_group(data: Mapping[str, Any]) -> LayerGroup:
 def _trusted_block(data: Mapping[str, Any], known: Collection[str]) -> dict[str, Any]:
     """The fields of ``data`` that ``known`` holds, a recurrent mixer's sizes as their model."""
     fields = {name: value for name, value in data.items() if name in known}
-    for name, sizes in MIXER_SIZES.items():
-        if fields.get(name) is not None:
-            fields[name] = sizes.model_construct(**fields[name])
+    recurrent = [name for name in RECURRENT_MIXERS if fields.get(name) is not None]
+    if recurrent:
+        from costcalc.mixer_sizes import MIXER_SIZES
+
+        for name in recurrent:
+            fields[name] = MIXER_SIZES[name].model_construct(**fields[name])
     return fields
 
 

@@ -1,6 +1,6 @@
 """Start-up does only what the command needs: one subcommand built, no checkpoint code for a
-preset, no second schema for a loaded model, no layer-group model for a model without layers;
-and what it skips changes no output."""
+preset, no second schema for a loaded model, no layer-group or mixer-size model for a model
+without layers or recurrent mixers; and what it skips changes no output."""
 
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ def test_params_json_imports_only_what_it_uses() -> None:
         "costcalc.compute",
         "costcalc.macs",
         "costcalc.memory",
+        "costcalc.mixer_sizes",
     }
     assert not (others | unused) & modules
 
