@@ -312,7 +312,7 @@ def _located(problems: list[Problem], doc: Document | None) -> list[Problem]:
     if doc is None or not doc.lines:
         return problems
     top = doc.lines.get((), min(doc.lines.values()))
-    return [p if p.line is not None or not p.field else replace(p, line=top) for p in problems]
+    return [p if p.line is not None or not p.field else p._replace(line=top) for p in problems]
 
 
 _EXHAUSTING = "the model is too large to check (it exhausted memory or the stack)"

@@ -8,7 +8,7 @@ never shows a traceback for one of these.
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _UNSHOWN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 """Unicode categories never printed as they are: controls, format characters (bidi overrides),
@@ -33,8 +33,7 @@ class CostcalcError(Exception):
     exit_code = 1
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """One thing wrong with a config: where it is and what was expected."""
 
     field: str
