@@ -6,7 +6,7 @@ exact objects (:func:`costcalc.render.ratio_dict`).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from costcalc.loaders import LoadedModel
@@ -42,7 +42,8 @@ class ParamsResult:
     checkpoint: CheckpointView | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        parameters: dict[str, Any] = asdict(self.parameters)
+        parameters: dict[str, Any] = self.parameters._asdict()
+        parameters["stacks"] = [stack._asdict() for stack in self.parameters.stacks]
         parameters["tying_saving"] = self.parameters.tying_saving
         parameters["untied_increase"] = ratio_dict(self.parameters.untied_increase)
         parameters["tying_share"] = ratio_dict(self.parameters.tying_share)

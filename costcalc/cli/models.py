@@ -11,9 +11,8 @@ import functools
 import inspect
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
@@ -99,15 +98,14 @@ MODEL_PARAMETERS: tuple[inspect.Parameter, ...] = tuple(
 )
 
 
-@dataclass(frozen=True)
-class ModelSelection:
+class ModelSelection(NamedTuple):
     """The models a command was asked about, and the overrides to apply to each."""
 
-    presets: Sequence[str] = ()
-    configs: Sequence[Path] = ()
-    hub_ids: Sequence[str] = ()
-    revision: str | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)
+    presets: Sequence[str]
+    configs: Sequence[Path]
+    hub_ids: Sequence[str]
+    revision: str | None
+    overrides: dict[str, Any]
 
     @classmethod
     def from_options(cls, values: dict[str, Any]) -> ModelSelection:
@@ -223,5 +221,8 @@ def takes_models(command: Callable[..., None]) -> Callable[..., None]:
         picked = {p.name: kwargs.pop(p.name) for p in MODEL_PARAMETERS}
         command(models=ModelSelection.from_options(picked), **kwargs)
 
-    setattr(run, "__signature__", signature.replace(parameters=[*own, *MODEL_PARAMETERS]))  # noqa: B010
+    parameters = [*own, *MODEL_PARAMETERS]
+    setattr(run, "__signature__", signature.replace(parameters=parameters))  # noqa: B010
+    # The annotations of the parameters run takes, evaluated once (not the command's, as text).
+    run.__annotations__ = {p.name: p.annotation for p in parameters}
     return run
