@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -268,7 +268,7 @@ def check_file(path: str | Path, limits: Limits, reading: Reading | None = None)
         if folder:  # its headers must read too
             from costcalc.checkpoint import find_checkpoint
 
-            model = replace(model, checkpoint=find_checkpoint(path))
+            model = model._replace(checkpoint=find_checkpoint(path))
     except FileReadError as exc:
         return FileReport(name, [Problem("", exc.reason, exc.line, exc.column)])
     except ConfigError as exc:

@@ -6,8 +6,7 @@ exact objects (:func:`costcalc.render.ratio_dict`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from costcalc.loaders import LoadedModel
 from costcalc.params import ParamReport, param_report
@@ -31,8 +30,7 @@ def model_header(model: LoadedModel) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class ParamsResult:
+class ParamsResult(NamedTuple):
     """Parameter counts and weight bytes of one model, and its compute cost when asked."""
 
     model: LoadedModel

@@ -145,7 +145,7 @@ class ModelSelection(NamedTuple):
         """The models, and the checkpoints named that have no formula: a safetensors file or
         index, or a model folder whose family costcalc does not read."""
         from costcalc.errors import UsageError
-        from costcalc.loaders import load_preset
+        from costcalc.loaders import LoadedModel, load_preset
 
         if self.revision is not None and not self.hub_ids:
             raise UsageError("--revision chooses the revision of --hf models; name one with --hf")
@@ -157,10 +157,10 @@ class ModelSelection(NamedTuple):
         sources: list[Path | str] = [*self.configs, *self.hub_ids]
         for source in sources:
             loaded = self._load_source(source)
-            if isinstance(loaded, tuple):
-                headers.append(loaded[0])
-            else:
+            if isinstance(loaded, LoadedModel):
                 models.append(loaded)
+            else:
+                headers.append(loaded)
         if not models and not headers and default_preset is not None:
             models.append(_named(load_preset(default_preset, self.overrides), self.overrides))
         if not models and not headers:
@@ -170,8 +170,8 @@ class ModelSelection(NamedTuple):
             )
         return models, headers
 
-    def _load_source(self, source: Path | str) -> LoadedModel | tuple[Checkpoint]:
-        """One --config path or --hf id: its model, or (its checkpoint,) when costcalc has no
+    def _load_source(self, source: Path | str) -> LoadedModel | Checkpoint:
+        """One --config path or --hf id: its model, or its checkpoint when costcalc has no
         formula for it (a safetensors file or index; a folder of an unsupported family)."""
         from costcalc.checkpoint import find_checkpoint, is_checkpoint_file, read_checkpoint
         from costcalc.errors import UnsupportedModelError
@@ -180,7 +180,7 @@ class ModelSelection(NamedTuple):
         text, overrides = self._overrides_of(str(source))
         source = Path(text) if isinstance(source, Path) else text
         if isinstance(source, Path) and is_checkpoint_file(source):
-            return (read_checkpoint(source),)
+            return read_checkpoint(source)
         try:
             if isinstance(source, str):
                 model = load_hub(source, overrides, self.revision)
@@ -195,7 +195,7 @@ class ModelSelection(NamedTuple):
                 found = find_checkpoint(source) if os.path.isdir(source) else None
             if found is None:
                 raise
-            return (found,)
+            return found
         return _named(model, overrides)
 
     def _overrides_of(self, entry: str) -> tuple[str, dict[str, Any]]:
@@ -206,9 +206,7 @@ class ModelSelection(NamedTuple):
 
 def _named(model: LoadedModel, overrides: dict[str, Any]) -> LoadedModel:
     """``model`` named with the overrides applied to it: ``gpt2-small (d_model=1536)``."""
-    from dataclasses import replace
-
-    return replace(model, name=overridden_name(model.name, overrides))
+    return model._replace(name=overridden_name(model.name, overrides))
 
 
 def takes_models(command: Callable[..., None]) -> Callable[..., None]:
