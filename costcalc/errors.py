@@ -7,7 +7,6 @@ never shows a traceback for one of these.
 
 from __future__ import annotations
 
-import unicodedata
 from typing import NamedTuple
 
 _UNSHOWN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
@@ -21,6 +20,8 @@ def shown(text: str) -> str:
     drive a terminal, nor fail to encode."""
     if text.isprintable():
         return text
+    import unicodedata  # only for text that needs escaping
+
     return "".join(
         ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) in _UNSHOWN else ch
         for ch in text
