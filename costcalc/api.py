@@ -35,7 +35,6 @@ def load(source: Source, *, revision: str | None = None, **overrides: Any) -> Lo
     preset name; else a Hub id ``ORG/NAME[@REVISION]`` (``revision`` applies when it names
     none). A mapping is a parsed config in any format costcalc reads.
     """
-    from dataclasses import replace
 
     from costcalc.files import Document
     from costcalc.loaders import LoadedModel, load_document, load_file, load_hub, load_preset
@@ -46,7 +45,7 @@ def load(source: Source, *, revision: str | None = None, **overrides: Any) -> Lo
         return source
     if isinstance(source, Mapping):
         model = load_document(Document("<dict>", dict(source)), overrides)
-        return model if model.name != "<dict>" else replace(model, name="model")
+        return model if model.name != "<dict>" else model._replace(name="model")
     if not isinstance(source, str):
         return load_file(os.fspath(source), overrides)
     if source.startswith(HUB_PREFIX):

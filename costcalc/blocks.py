@@ -7,11 +7,13 @@ gives these once for all L blocks; a layered one overrides them per group of lay
 ``768.0`` is not 768.
 """
 
-from __future__ import annotations
+# Without `from __future__ import annotations`: pydantic reads the field types below as objects
+# instead of evaluating each from a string at every start-up.
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from typing import Annotated, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic_core import CoreSchema
 
 # Sizes are strict positive integers: a YAML `true` is not 1 and `768.0` is not 768.
 # The upper bound keeps absurd values (a typo with extra digits) from passing as a model.
@@ -30,73 +32,42 @@ GATED_FFNS: frozenset[str] = frozenset({"swiglu", "geglu"})
 ATTENTION_MIXERS: frozenset[str] = frozenset({"attention", "mla"})
 RECURRENT_MIXERS: tuple[str, ...] = ("mamba2", "mamba", "gated_deltanet", "short_conv")
 """Mixers that keep a fixed-size state instead of a KV cache; each is described by the block key
-of its own name (a nested mapping of its sizes)."""
+of its own name (a nested mapping of its sizes, :mod:`costcalc.mixer_sizes`)."""
 
 
-class _MixerSizes(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+class Deferred:
+    """A field holding a nested model that is built on first use: pydantic asks for the model
+    (``load()``) only when it builds the validator or the JSON schema of the model holding the
+    field, which ``defer_build`` leaves to the first validation or schema. A model that is
+    neither validated nor holds such a value never builds it."""
+
+    def __init__(self, load: Callable[[], type[BaseModel]]) -> None:
+        self.load = load
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        return handler(self.load())
 
 
-class Mamba2Sizes(_MixerSizes):
-    """Mamba-2 (SSD) mixer sizes, as transformers' ``Mamba2Mixer`` builds them."""
+def _mixer_sizes(mixer: str) -> Any:
+    """The field type of ``mixer``'s sizes (:data:`costcalc.mixer_sizes.MIXER_SIZES`)."""
 
-    heads: Size = Field(description="SSM heads H.")
-    head_dim: Size = Field(description="Width P of one head; the inner width is I = H P.")
-    state: Size = Field(description="State size N per head.")
-    groups: Size = Field(default=1, description="Groups G sharing B and C (H a multiple of G).")
-    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
-    conv_bias: Flag = Field(default=True, description="Bias on the conv.")
-    proj_bias: Flag = Field(default=False, description="Bias on in_proj and out_proj.")
-    chunk_size: Size = Field(
-        default=256, description="Chunk length of the chunked scan (changes MACs only)."
-    )
+    def load() -> type[BaseModel]:
+        from costcalc.mixer_sizes import MIXER_SIZES
+
+        return MIXER_SIZES[mixer]
+
+    return Annotated[Any, Deferred(load)]
 
 
-class MambaSizes(_MixerSizes):
-    """Mamba (v1) selective-scan mixer sizes (Jamba's ``JambaMambaMixer``)."""
-
-    inner: Size = Field(description="Inner width I (expand x d_model).")
-    state: Size = Field(default=16, description="State size N per channel.")
-    dt_rank: Size = Field(description="Rank R of the time-step projection.")
-    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
-    conv_bias: Flag = Field(default=True, description="Bias on the conv.")
-    proj_bias: Flag = Field(default=False, description="Bias on in_proj and out_proj.")
-    dt_norms: Flag = Field(
-        default=False, description="RMSNorms on the time step (R) and on B and C (N each): Jamba."
-    )
-
-
-class GatedDeltaNetSizes(_MixerSizes):
-    """Gated DeltaNet linear attention sizes (Qwen3-Next, Qwen3.5)."""
-
-    key_heads: Size = Field(description="Query/key heads Hk.")
-    value_heads: Size = Field(description="Value heads Hv (a multiple of Hk).")
-    key_head_dim: Size = Field(description="Width dk of one query/key head.")
-    value_head_dim: Size = Field(description="Width dv of one value head.")
-    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
-    split_projections: Flag = Field(
-        default=False,
-        description=(
-            "in_proj_qkv, in_proj_z, in_proj_b, in_proj_a as four tensors (Qwen3.5) instead of "
-            "in_proj_qkvz and in_proj_ba (Qwen3-Next); the same parameters."
-        ),
-    )
-
-
-class ShortConvSizes(_MixerSizes):
-    """Gated short convolution (LFM2's ``Lfm2ShortConv``): in_proj D -> 3D, conv, out_proj."""
-
-    conv_kernel: Size = Field(description="Width k of the causal depthwise conv over D channels.")
-    bias: Flag = Field(default=False, description="Bias on the projections and the conv.")
-
-
-MIXER_SIZES: dict[str, type[_MixerSizes]] = {
-    "mamba2": Mamba2Sizes,
-    "mamba": MambaSizes,
-    "gated_deltanet": GatedDeltaNetSizes,
-    "short_conv": ShortConvSizes,
-}
-"""The nested sizes of each recurrent mixer, under the block key of the mixer's name."""
+if TYPE_CHECKING:
+    from costcalc.mixer_sizes import GatedDeltaNetSizes, Mamba2Sizes, MambaSizes, ShortConvSizes
+else:  # the same names at run time, each the field type that loads its model on first use
+    Mamba2Sizes = _mixer_sizes("mamba2")
+    MambaSizes = _mixer_sizes("mamba")
+    GatedDeltaNetSizes = _mixer_sizes("gated_deltanet")
+    ShortConvSizes = _mixer_sizes("short_conv")
 
 
 class BlockFields(BaseModel):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -268,7 +268,7 @@ def check_file(path: str | Path, limits: Limits, reading: Reading | None = None)
         if folder:  # its headers must read too
             from costcalc.checkpoint import find_checkpoint
 
-            model = replace(model, checkpoint=find_checkpoint(path))
+            model = model._replace(checkpoint=find_checkpoint(path))
     except FileReadError as exc:
         return FileReport(name, [Problem("", exc.reason, exc.line, exc.column)])
     except ConfigError as exc:
@@ -312,7 +312,7 @@ def _located(problems: list[Problem], doc: Document | None) -> list[Problem]:
     if doc is None or not doc.lines:
         return problems
     top = doc.lines.get((), min(doc.lines.values()))
-    return [p if p.line is not None or not p.field else replace(p, line=top) for p in problems]
+    return [p if p.line is not None or not p.field else p._replace(line=top) for p in problems]
 
 
 _EXHAUSTING = "the model is too large to check (it exhausted memory or the stack)"

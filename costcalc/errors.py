@@ -7,8 +7,7 @@ never shows a traceback for one of these.
 
 from __future__ import annotations
 
-import unicodedata
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _UNSHOWN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 """Unicode categories never printed as they are: controls, format characters (bidi overrides),
@@ -21,6 +20,8 @@ def shown(text: str) -> str:
     drive a terminal, nor fail to encode."""
     if text.isprintable():
         return text
+    import unicodedata  # only for text that needs escaping
+
     return "".join(
         ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch) in _UNSHOWN else ch
         for ch in text
@@ -33,8 +34,7 @@ class CostcalcError(Exception):
     exit_code = 1
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """One thing wrong with a config: where it is and what was expected."""
 
     field: str

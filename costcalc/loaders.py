@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 from costcalc.errors import ConfigError, FileReadError
 from costcalc.spec import ModelSpec
@@ -26,8 +26,7 @@ M = TypeVar("M", bound=ModelSpec)
 FormatName = Literal["costcalc", "nanogpt", "huggingface"]
 
 
-@dataclass(frozen=True)
-class LoadedModel:
+class LoadedModel(NamedTuple):
     """A validated model with what its config says about itself."""
 
     spec: ModelSpec
@@ -37,7 +36,7 @@ class LoadedModel:
     description: str | None = None
     source: str | None = None
     budget: Budget | None = None
-    key_names: Mapping[str, str] = field(default_factory=dict)
+    key_names: Mapping[str, str] = MappingProxyType({})
     """The file's own key for each spec field, where it differs (``block_size``)."""
     notes: tuple[str, ...] = ()
     """What the count leaves out, in words."""
@@ -100,7 +99,7 @@ def load_folder(folder: Path, overrides: Mapping[str, Any] | None = None) -> Loa
             "and its safetensors files)",
         )
     model = load_document(read_document(folder / "config.json"), overrides)
-    return replace(model, checkpoint=None if overrides else find_checkpoint(folder))
+    return model._replace(checkpoint=None if overrides else find_checkpoint(folder))
 
 
 def load_hub(
@@ -114,7 +113,7 @@ def load_hub(
     found = fetch_config(*split_hub_id(hub_id, revision))
     model = load_document(read_document(found.path), overrides)
     checkpoint = None if overrides else fetch_checkpoint(found)
-    return replace(model, name=found.label, checkpoint=checkpoint)
+    return model._replace(name=found.label, checkpoint=checkpoint)
 
 
 def hub_checkpoint(hub_id: str, revision: str | None = None) -> Checkpoint | None:

@@ -12,8 +12,8 @@ K key/value heads, d head width, h FFN hidden width, X experts, N context rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
+from typing import NamedTuple
 
 from costcalc.blocks import BLOCK_FIELDS
 from costcalc.spec import ModelSpec
@@ -133,8 +133,7 @@ def active_params(spec: ModelSpec) -> int:
     return total_params(spec) - idle_expert_params(spec)
 
 
-@dataclass(frozen=True)
-class StackReport:
+class StackReport(NamedTuple):
     """One kind of block of a layered model: how many layers, and its parts per block."""
 
     kind: str
@@ -211,8 +210,7 @@ def stack_reports(spec: ModelSpec) -> tuple[StackReport, ...]:
     )
 
 
-@dataclass(frozen=True)
-class ParamReport:
+class ParamReport(NamedTuple):
     """Every parameter quantity of one model; the parts add up to ``total``.
 
     ``attention``, ``ffn``, ``norms`` and ``per_block`` are per block when every block is built

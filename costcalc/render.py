@@ -16,10 +16,9 @@ import csv
 import io
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from costcalc.errors import shown
 
@@ -34,14 +33,13 @@ class OutputFormat(StrEnum):
     csv = "csv"
 
 
-@dataclass(frozen=True)
-class Grid:
+class Grid(NamedTuple):
     """A titled table: a header row, body rows, and notes printed under it."""
 
     title: str
     columns: Sequence[str]
     rows: Sequence[Sequence[str]]
-    notes: Sequence[str] = field(default_factory=tuple)
+    notes: Sequence[str] = ()
     emphasis: frozenset[int] = frozenset()
     """Indexes of rows shown in bold (totals)."""
     chart: bool = False

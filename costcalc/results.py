@@ -6,8 +6,7 @@ exact objects (:func:`costcalc.render.ratio_dict`).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from costcalc.loaders import LoadedModel
 from costcalc.params import ParamReport, param_report
@@ -31,8 +30,7 @@ def model_header(model: LoadedModel) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class ParamsResult:
+class ParamsResult(NamedTuple):
     """Parameter counts and weight bytes of one model, and its compute cost when asked."""
 
     model: LoadedModel
@@ -42,7 +40,8 @@ class ParamsResult:
     checkpoint: CheckpointView | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        parameters: dict[str, Any] = asdict(self.parameters)
+        parameters: dict[str, Any] = self.parameters._asdict()
+        parameters["stacks"] = [stack._asdict() for stack in self.parameters.stacks]
         parameters["tying_saving"] = self.parameters.tying_saving
         parameters["untied_increase"] = ratio_dict(self.parameters.untied_increase)
         parameters["tying_share"] = ratio_dict(self.parameters.tying_share)

@@ -18,18 +18,18 @@ kind of block (:meth:`ModelSpec.stacks`), in closed form: nothing grows with the
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping
-from functools import lru_cache
+from functools import cache, lru_cache
 from math import isqrt
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
 from costcalc.blocks import (
     BLOCK_FIELDS,
-    MIXER_SIZES,
     RECURRENT_MIXERS,
     BlockFields,
     Count,
+    Deferred,
     Flag,
     NormKind,
     PositionScheme,
@@ -66,27 +66,41 @@ class _LayerRun(BaseModel):
         }
 
 
-class _LayerGroup(_LayerRun):
-    pattern: tuple[_LayerRun, ...] | None = Field(
-        default=None,
-        min_length=1,
-        description=(
-            "Runs the group's layers cycle through, in order (e.g. 5 sliding-window layers, "
-            "then 1 full); the last cycle may stop early."
-        ),
-    )
+PATTERN = Field(
+    default=None,
+    min_length=1,
+    description=(
+        "Runs the group's layers cycle through, in order (e.g. 5 sliding-window layers, "
+        "then 1 full); the last cycle may stop early."
+    ),
+)
+
+
+@cache
+def layer_models() -> tuple[type[LayerRun], type[LayerGroup]]:
+    """The models of a layer group and of a run of its pattern: a count and every block key as
+    an optional override. Built on first use (a spec with ``layers``, or validation), not at
+    import: copying the block fields would cost every command's start-up."""
+    run = create_model("LayerRun", __base__=_LayerRun, **_optional_block_fields())
+    group = create_model("LayerGroup", __base__=run, pattern=(tuple[run, ...] | None, PATTERN))
+    return run, cast("type[LayerGroup]", group)
 
 
 if TYPE_CHECKING:
     LayerRun = _LayerRun
-    LayerGroup = _LayerGroup
-else:
-    LayerRun = create_model("LayerRun", __base__=_LayerRun, **_optional_block_fields())
-    LayerGroup = create_model(
-        "LayerGroup",
-        __base__=LayerRun,
-        pattern=(tuple[LayerRun, ...] | None, _LayerGroup.model_fields["pattern"]),
-    )
+
+    class LayerGroup(_LayerRun):
+        pattern: tuple[LayerRun, ...] | None
+
+    LayerGroupField = LayerGroup
+else:  # the layer-group model as ModelSpec.layers' item type, built on first use
+    LayerGroupField = Annotated[Any, Deferred(lambda: layer_models()[1])]
+
+    def __getattr__(name: str) -> Any:
+        """``LayerRun`` and ``LayerGroup``, built on first use (:func:`layer_models`)."""
+        if name in ("LayerRun", "LayerGroup"):
+            return layer_models()[name == "LayerGroup"]
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def pattern_counts(count: int, runs: tuple[int, ...]) -> list[int]:
@@ -136,7 +150,7 @@ class ModelSpec(BlockFields):
     tie_embeddings: Flag = Field(
         default=True, description="The LM head reuses the token table (no matrix of its own)."
     )
-    layers: tuple[LayerGroup, ...] | None = Field(
+    layers: tuple[LayerGroupField, ...] | None = Field(
         default=None,
         min_length=1,
         description=(
@@ -253,21 +267,25 @@ def trusted_spec(data: Mapping[str, Any]) -> ModelSpec:
 
 
 def _trusted_group(data: Mapping[str, Any]) -> LayerGroup:
-    fields = _trusted_block(data, LayerGroup.model_fields)
+    run, group = layer_models()
+    fields = _trusted_block(data, group.model_fields)
     if data.get("pattern") is not None:
         fields["pattern"] = tuple(
-            LayerRun.model_construct(**_trusted_block(run, LayerRun.model_fields))
-            for run in data["pattern"]
+            run.model_construct(**_trusted_block(item, run.model_fields))
+            for item in data["pattern"]
         )
-    return LayerGroup.model_construct(**fields)
+    return group.model_construct(**fields)
 
 
 def _trusted_block(data: Mapping[str, Any], known: Collection[str]) -> dict[str, Any]:
     """The fields of ``data`` that ``known`` holds, a recurrent mixer's sizes as their model."""
     fields = {name: value for name, value in data.items() if name in known}
-    for name, sizes in MIXER_SIZES.items():
-        if fields.get(name) is not None:
-            fields[name] = sizes.model_construct(**fields[name])
+    recurrent = [name for name in RECURRENT_MIXERS if fields.get(name) is not None]
+    if recurrent:
+        from costcalc.mixer_sizes import MIXER_SIZES
+
+        for name in recurrent:
+            fields[name] = MIXER_SIZES[name].model_construct(**fields[name])
     return fields
 
 

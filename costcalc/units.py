@@ -50,7 +50,7 @@ MAX_DIGITS = 100
 """Most digits a size may be written with, in a config or on the command line (Python refuses
 to convert a number past 4,300 digits anyway)."""
 
-_QUANTITY = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*")
+_QUANTITY = r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*"
 
 
 def dtype_bytes(elements: int, dtype: str) -> int:
@@ -95,7 +95,7 @@ def format_percent(ratio: Fraction) -> str:
 
 
 def _parse(text: str, suffixes: Mapping[str, int], what: str, example: str) -> int:
-    match = _QUANTITY.fullmatch(text)
+    match = re.fullmatch(_QUANTITY, text)
     factor = suffixes.get(match.group(2).lower()) if match else None
     if match is None or factor is None:
         units = ", ".join(s for s in suffixes if s) or "none"
@@ -114,7 +114,7 @@ def _parse(text: str, suffixes: Mapping[str, int], what: str, example: str) -> i
 def parse_bytes(text: str) -> int:
     """'24GiB' -> 25,769,803,776; '1.5GB' -> 1,500,000,000; '512B' -> 512; never 0. A bare
     number is refused: 24 could be bytes or GiB, and costcalc never guesses."""
-    match = _QUANTITY.fullmatch(text)
+    match = re.fullmatch(_QUANTITY, text)
     if (
         match is not None
         and not match.group(2)

@@ -92,6 +92,19 @@ def test_help_has_no_type_on_flags_and_no_docstring_wrapping(cli: Invoke) -> Non
     assert "Totals count a tied matrix once, as PyTorch's" in text
 
 
+def test_help_names_values_in_plain_words(cli: Invoke) -> None:
+    """An option's number is N and its text TEXT on every command, where the option names no
+    value of its own (--preset NAME); no type in angle brackets (``<int>``, ``<list[int]>``)."""
+    for path in command_paths():
+        options = re.findall(r"^│ +--.*$", cli(*path.split(), "--help").stdout, re.MULTILINE)
+        assert options, path
+        assert not [line for line in options if re.search(r"<(int|str|list\[\w+\])>", line)]
+    text = cli("params", "--help").stdout
+    assert re.search(r"--batch\s+-B\s+N\s", text)
+    assert re.search(r"--ffn\s+TEXT\s", text)
+    assert re.search(r"--preset\s+-p\s+NAME\s", text)
+
+
 def test_heads_short_form_everywhere(cli: Invoke) -> None:
     assert (
         json.loads(cli("params", "-p", "gpt2", "-H", "16", "-f", "json").stdout)["model"]["n_heads"]

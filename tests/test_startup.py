@@ -1,5 +1,6 @@
 """Start-up does only what the command needs: one subcommand built, no checkpoint code for a
-preset, no second schema for a loaded model; and what it skips changes no output."""
+preset, no second schema for a loaded model, no layer-group or mixer-size model for a model
+without layers or recurrent mixers; and what it skips changes no output."""
 
 from __future__ import annotations
 
@@ -20,19 +21,26 @@ from tests.conftest import FIXTURES
 FILLED = {"n_kv_heads", "head_dim", "ffn_hidden", "embedding_dim", "norm_bias", "rotary_dim"}
 
 
-def _modules_after(*args: str) -> tuple[dict[str, object], set[str]]:
-    """The JSON ``costcalc ARGS`` prints and the modules it imported, in a fresh process."""
+def _run_fresh(args: list[str], after: str) -> tuple[dict[str, object], str]:
+    """The JSON ``costcalc ARGS`` prints, and the expression ``after`` evaluated once it has
+    run, as text, in a fresh process."""
     code = (
         "import sys\n"
         "from costcalc.cli.app import app\n"
         "try:\n"
-        f"    app({list(args)!r}, prog_name='costcalc')\n"
+        f"    app({args!r}, prog_name='costcalc')\n"
         "except SystemExit:\n"
         "    pass\n"
-        "sys.stderr.write(' '.join(sys.modules))\n"
+        f"sys.stderr.write(str({after}))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return json.loads(done.stdout), set(done.stderr.split())
+    return json.loads(done.stdout), done.stderr
+
+
+def _modules_after(*args: str) -> tuple[dict[str, object], set[str]]:
+    """The JSON ``costcalc ARGS`` prints and the modules it imported, in a fresh process."""
+    data, modules = _run_fresh(list(args), "' '.join(sys.modules)")
+    return data, set(modules.split())
 
 
 def test_params_json_imports_only_what_it_uses() -> None:
@@ -51,8 +59,18 @@ def test_params_json_imports_only_what_it_uses() -> None:
         "costcalc.compute",
         "costcalc.macs",
         "costcalc.memory",
+        "costcalc.mixer_sizes",
     }
     assert not (others | unused) & modules
+
+
+@pytest.mark.parametrize(("preset", "built"), [("gpt2-small", "0"), ("gemma-3-1b", "1")])
+def test_layer_group_models_are_built_only_for_layers(preset: str, built: str) -> None:
+    """Copying the block fields into the layer-group models is paid by a model with layers."""
+    after = "sys.modules['costcalc.spec'].layer_models.cache_info().currsize"
+    data, currsize = _run_fresh(["params", "-p", preset, "-f", "json"], after)
+    assert data["name"] == preset
+    assert currsize == built
 
 
 def _specs() -> list[tuple[str, object]]:

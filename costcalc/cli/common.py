@@ -6,7 +6,7 @@ import inspect
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, get_args, get_origin
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -38,23 +38,37 @@ def unwrap(text: str | None) -> str | None:
     return "\n\n".join(" ".join(p.split()) for p in paragraphs)
 
 
-def _plain_flags(params: list[Any]) -> list[Any]:
-    """``params`` with on/off flags shown without a type (``--train``, not ``--train <bool>``)."""
+VALUE_WORDS: dict[Any, str] = {int: "N", str: "TEXT"}
+"""How help names an option's value, by its type, where the option names none itself."""
+
+
+def _plain_metavars(params: list[Any]) -> list[Any]:
+    """``params`` shown in plain words: on/off flags without a type (``--train``, not
+    ``--train <bool>``), a number N and text TEXT (``--batch N``, not ``--batch <int>``)."""
     for param in params:
         if getattr(param, "is_bool_flag", False):
             param.metavar = ""
+        elif param.param_type_name == "option" and param.metavar is None:
+            param.metavar = VALUE_WORDS.get(_value_type(param))
     return params
 
 
+def _value_type(param: Any) -> Any:
+    """The type of an option's value (of each value, for a repeatable option)."""
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    return get_args(annotation)[0] if get_origin(annotation) is list else annotation
+
+
 class Command(TyperCommand):
-    """A costcalc command: help paragraphs wrapped by the terminal, flags shown bare."""
+    """A costcalc command: help paragraphs wrapped by the terminal, values named in plain
+    words (:func:`_plain_metavars`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.help = unwrap(self.help)
 
     def get_params(self, ctx: Context) -> list[Any]:
-        return _plain_flags(super().get_params(ctx))
+        return _plain_metavars(super().get_params(ctx))
 
 
 class Group(TyperGroup):
@@ -65,7 +79,7 @@ class Group(TyperGroup):
         self.help = unwrap(self.help)
 
     def get_params(self, ctx: Context) -> list[Any]:
-        return _plain_flags(super().get_params(ctx))
+        return _plain_metavars(super().get_params(ctx))
 
 
 @contextmanager

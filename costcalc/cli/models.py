@@ -11,9 +11,8 @@ import functools
 import inspect
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
@@ -99,15 +98,14 @@ MODEL_PARAMETERS: tuple[inspect.Parameter, ...] = tuple(
 )
 
 
-@dataclass(frozen=True)
-class ModelSelection:
+class ModelSelection(NamedTuple):
     """The models a command was asked about, and the overrides to apply to each."""
 
-    presets: Sequence[str] = ()
-    configs: Sequence[Path] = ()
-    hub_ids: Sequence[str] = ()
-    revision: str | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)
+    presets: Sequence[str]
+    configs: Sequence[Path]
+    hub_ids: Sequence[str]
+    revision: str | None
+    overrides: dict[str, Any]
 
     @classmethod
     def from_options(cls, values: dict[str, Any]) -> ModelSelection:
@@ -147,7 +145,7 @@ class ModelSelection:
         """The models, and the checkpoints named that have no formula: a safetensors file or
         index, or a model folder whose family costcalc does not read."""
         from costcalc.errors import UsageError
-        from costcalc.loaders import load_preset
+        from costcalc.loaders import LoadedModel, load_preset
 
         if self.revision is not None and not self.hub_ids:
             raise UsageError("--revision chooses the revision of --hf models; name one with --hf")
@@ -159,10 +157,10 @@ class ModelSelection:
         sources: list[Path | str] = [*self.configs, *self.hub_ids]
         for source in sources:
             loaded = self._load_source(source)
-            if isinstance(loaded, tuple):
-                headers.append(loaded[0])
-            else:
+            if isinstance(loaded, LoadedModel):
                 models.append(loaded)
+            else:
+                headers.append(loaded)
         if not models and not headers and default_preset is not None:
             models.append(_named(load_preset(default_preset, self.overrides), self.overrides))
         if not models and not headers:
@@ -172,8 +170,8 @@ class ModelSelection:
             )
         return models, headers
 
-    def _load_source(self, source: Path | str) -> LoadedModel | tuple[Checkpoint]:
-        """One --config path or --hf id: its model, or (its checkpoint,) when costcalc has no
+    def _load_source(self, source: Path | str) -> LoadedModel | Checkpoint:
+        """One --config path or --hf id: its model, or its checkpoint when costcalc has no
         formula for it (a safetensors file or index; a folder of an unsupported family)."""
         from costcalc.checkpoint import find_checkpoint, is_checkpoint_file, read_checkpoint
         from costcalc.errors import UnsupportedModelError
@@ -182,7 +180,7 @@ class ModelSelection:
         text, overrides = self._overrides_of(str(source))
         source = Path(text) if isinstance(source, Path) else text
         if isinstance(source, Path) and is_checkpoint_file(source):
-            return (read_checkpoint(source),)
+            return read_checkpoint(source)
         try:
             if isinstance(source, str):
                 model = load_hub(source, overrides, self.revision)
@@ -197,7 +195,7 @@ class ModelSelection:
                 found = find_checkpoint(source) if os.path.isdir(source) else None
             if found is None:
                 raise
-            return (found,)
+            return found
         return _named(model, overrides)
 
     def _overrides_of(self, entry: str) -> tuple[str, dict[str, Any]]:
@@ -208,9 +206,7 @@ class ModelSelection:
 
 def _named(model: LoadedModel, overrides: dict[str, Any]) -> LoadedModel:
     """``model`` named with the overrides applied to it: ``gpt2-small (d_model=1536)``."""
-    from dataclasses import replace
-
-    return replace(model, name=overridden_name(model.name, overrides))
+    return model._replace(name=overridden_name(model.name, overrides))
 
 
 def takes_models(command: Callable[..., None]) -> Callable[..., None]:
@@ -223,5 +219,8 @@ def takes_models(command: Callable[..., None]) -> Callable[..., None]:
         picked = {p.name: kwargs.pop(p.name) for p in MODEL_PARAMETERS}
         command(models=ModelSelection.from_options(picked), **kwargs)
 
-    setattr(run, "__signature__", signature.replace(parameters=[*own, *MODEL_PARAMETERS]))  # noqa: B010
+    parameters = [*own, *MODEL_PARAMETERS]
+    setattr(run, "__signature__", signature.replace(parameters=parameters))  # noqa: B010
+    # The annotations of the parameters run takes, evaluated once (not the command's, as text).
+    run.__annotations__ = {p.name: p.annotation for p in parameters}
     return run

@@ -6,7 +6,6 @@ import functools
 import inspect
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -171,10 +170,10 @@ def scale(
         T = None if dimension == "length" else (length[0] if length else SEED_LENGTH)
         course = not (base.presets or base.configs or base.hub_ids)
         if course:
-            base = replace(base, presets=[COURSE_PRESET])
+            base = base._replace(presets=[COURSE_PRESET])
             fixed = {"n_layers": 1, **fixed}
         models = [
-            (value, replace(base, overrides={**fixed, **_override(dimension, value)}).load()[0])
+            (value, base._replace(overrides={**fixed, **_override(dimension, value)}).load()[0])
             for value in given[dimension] or ()
         ]
         for value, model in models:

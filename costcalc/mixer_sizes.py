@@ -1,0 +1,78 @@
+"""The sizes of each recurrent mixer, a nested mapping under the block key of the mixer's name
+(``mamba2:``, ``mamba:``, ``gated_deltanet:``, ``short_conv:``).
+
+Imported on first use: by a model with a recurrent mixer, or when the block validator or the
+JSON schema is built (:class:`costcalc.blocks.Deferred`).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from costcalc.blocks import Flag, Size
+
+
+class _MixerSizes(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+class Mamba2Sizes(_MixerSizes):
+    """Mamba-2 (SSD) mixer sizes, as transformers' ``Mamba2Mixer`` builds them."""
+
+    heads: Size = Field(description="SSM heads H.")
+    head_dim: Size = Field(description="Width P of one head; the inner width is I = H P.")
+    state: Size = Field(description="State size N per head.")
+    groups: Size = Field(default=1, description="Groups G sharing B and C (H a multiple of G).")
+    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
+    conv_bias: Flag = Field(default=True, description="Bias on the conv.")
+    proj_bias: Flag = Field(default=False, description="Bias on in_proj and out_proj.")
+    chunk_size: Size = Field(
+        default=256, description="Chunk length of the chunked scan (changes MACs only)."
+    )
+
+
+class MambaSizes(_MixerSizes):
+    """Mamba (v1) selective-scan mixer sizes (Jamba's ``JambaMambaMixer``)."""
+
+    inner: Size = Field(description="Inner width I (expand x d_model).")
+    state: Size = Field(default=16, description="State size N per channel.")
+    dt_rank: Size = Field(description="Rank R of the time-step projection.")
+    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
+    conv_bias: Flag = Field(default=True, description="Bias on the conv.")
+    proj_bias: Flag = Field(default=False, description="Bias on in_proj and out_proj.")
+    dt_norms: Flag = Field(
+        default=False, description="RMSNorms on the time step (R) and on B and C (N each): Jamba."
+    )
+
+
+class GatedDeltaNetSizes(_MixerSizes):
+    """Gated DeltaNet linear attention sizes (Qwen3-Next, Qwen3.5)."""
+
+    key_heads: Size = Field(description="Query/key heads Hk.")
+    value_heads: Size = Field(description="Value heads Hv (a multiple of Hk).")
+    key_head_dim: Size = Field(description="Width dk of one query/key head.")
+    value_head_dim: Size = Field(description="Width dv of one value head.")
+    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
+    split_projections: Flag = Field(
+        default=False,
+        description=(
+            "in_proj_qkv, in_proj_z, in_proj_b, in_proj_a as four tensors (Qwen3.5) instead of "
+            "in_proj_qkvz and in_proj_ba (Qwen3-Next); the same parameters."
+        ),
+    )
+
+
+class ShortConvSizes(_MixerSizes):
+    """Gated short convolution (LFM2's ``Lfm2ShortConv``): in_proj D -> 3D, conv, out_proj."""
+
+    conv_kernel: Size = Field(description="Width k of the causal depthwise conv over D channels.")
+    bias: Flag = Field(default=False, description="Bias on the projections and the conv.")
+
+
+MIXER_SIZES: dict[str, type[_MixerSizes]] = {
+    "mamba2": Mamba2Sizes,
+    "mamba": MambaSizes,
+    "gated_deltanet": GatedDeltaNetSizes,
+    "short_conv": ShortConvSizes,
+}
+"""The nested sizes of each recurrent mixer, under the block key of the mixer's name."""
