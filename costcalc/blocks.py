@@ -161,6 +161,13 @@ class BlockFields(BaseModel):
             "still keeps keys and values (Gemma 4's full-attention layers)."
         ),
     )
+    shares_kv: Flag = Field(
+        default=False,
+        description=(
+            "The block attends with the keys and values an earlier block computed and cached: "
+            "no k_proj, v_proj or k_norm and nothing cached (Gemma 4's last num_kv_shared_layers)."
+        ),
+    )
     sliding_window: Size | None = Field(
         default=None, description="Each token attends to at most this many positions."
     )

@@ -254,10 +254,11 @@ def kv_width(spec: ModelSpec) -> int:
     """Cached elements per token in one block: keys and values 2 K d (K key/value heads, not
     H, or ``kv_cache_heads`` when the cache holds other heads); MLA as transformers caches it,
     the compressed latent before its expansion per head: the normed key/value latent (kv rank)
-    and the shared rotary key (r), one head; 0 without attention."""
+    and the shared rotary key (r), one head; 0 without attention, and 0 for a block that reads
+    an earlier block's keys and values (``shares_kv``: that block's cache serves it)."""
     if spec.mixer == "mla":
         return (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0)
-    if spec.mixer != "attention":
+    if spec.mixer != "attention" or spec.shares_kv:
         return 0
     return 2 * cached_heads(spec) * spec.head_width
 
