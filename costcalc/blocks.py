@@ -265,6 +265,13 @@ class BlockFields(BaseModel):
     moe_router_bias: Flag = Field(
         default=False, description="The router carries a bias of X (gpt-oss)."
     )
+    moe_router_scales: Flag = Field(
+        default=False,
+        description=(
+            "The router scales its input by a learned vector of D and the routing weights by "
+            "one learned scalar per expert (Gemma 4): D + X parameters."
+        ),
+    )
     # Norms.
     norms_per_block: Count = Field(
         default=2,

@@ -549,7 +549,13 @@ def _expert_routing(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("moe_top_k", f"cannot route to {top_k} of {experts} experts")
 
 
-MOE_DETAILS = ("moe_ffn_hidden", "moe_shared_ffn_hidden", "moe_shared_gate", "moe_router_bias")
+MOE_DETAILS = (
+    "moe_ffn_hidden",
+    "moe_shared_ffn_hidden",
+    "moe_shared_gate",
+    "moe_router_bias",
+    "moe_router_scales",
+)
 
 
 @_rule("ffn", "moe_experts", *MOE_DETAILS)

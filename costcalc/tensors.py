@@ -290,13 +290,19 @@ def dense_ffn_tensors(spec: ModelSpec, width: int, name: str = "mlp") -> list[Te
 
 
 def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
-    """Router X x D (+ X bias), stacked experts X x 2h x D (X x h x D plain) and X x D x h
-    (+ their biases), and the shared expert with its gate when there is one."""
+    """Router X x D (+ X bias; + a D scale and X per-expert scales), stacked experts X x 2h x D
+    (X x h x D plain) and X x D x h (+ their biases), and the shared expert with its gate when
+    there is one."""
     D, X, h = spec.d_model, experts, spec.expert_width
     first = 2 * h if spec.gated else h
     tensors = [Tensor("mlp.router.weight", (X, D), "ffn", "router")]
     if spec.moe_router_bias:
         tensors.append(Tensor("mlp.router.bias", (X,), "ffn"))
+    if spec.moe_router_scales:
+        tensors += [
+            Tensor("mlp.router.scale", (D,), "ffn"),
+            Tensor("mlp.router.per_expert_scale", (X,), "ffn"),
+        ]
     tensors += [
         Tensor("mlp.experts.gate_up_proj", (X, first, D), "ffn", "experts"),
         Tensor("mlp.experts.down_proj", (X, D, h), "ffn", "experts"),

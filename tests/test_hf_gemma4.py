@@ -62,9 +62,22 @@ def test_a_listed_last_layer_is_forced_full(tmp_path: Path) -> None:
     assert [(s.n_layers, s.sliding_window) for s in spec.stacks] == [(5, 1024), (1, None)]
 
 
-def test_the_moe_block_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"text_config\.enable_moe_block.*not supported"):
+def test_the_moe_block_needs_its_sizes(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"text_config\.num_experts.*required"):
         text_spec(tmp_path, enable_moe_block=True)
+
+
+def test_the_moe_block_runs_the_dense_mlp_beside_the_experts(tmp_path: Path) -> None:
+    """26B-A4B: 128 experts of 704, top 8, beside the MLP of 2,112; the router's scales, 3 more
+    norms; 3.8B active of 25.2B (the model card's figures)."""
+    spec = load_file(FIXTURES / "hf" / "gemma-4-26b-a4b.json").spec
+    block = spec.stacks[0]
+    assert (block.moe_experts, block.moe_top_k, block.expert_width) == (128, 8, 704)
+    assert (block.moe_shared_ffn_hidden, block.norms_per_block) == (2112, 7)
+    names = {t.name for t in block_tensors(block)}
+    assert {"mlp.router.scale", "mlp.router.per_expert_scale"} <= names
+    report = param_report(spec)
+    assert (report.total, report.active) == (25_233_141_760, 3_822_530_560)
 
 
 def test_per_layer_inputs_are_on_by_default(tmp_path: Path) -> None:

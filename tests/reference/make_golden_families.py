@@ -110,6 +110,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("gemma-4-31b-text", ("gemma-4-31b", True, "meta")),
         ("gemma-4-e2b-text", ("gemma-4-e2b", True, "meta")),
         ("gemma-4-e4b-text", ("gemma-4-e4b", True, "meta")),
+        ("gemma-4-26b-a4b-text", ("gemma-4-26b-a4b", True, "meta")),
         ("olmo-1b", ("olmo-1b", False, "meta")),
         ("glm-4-9b-chat-hf", ("glm-4-9b-chat-hf", False, "meta")),
         ("internlm3-8b-instruct", ("internlm3-8b-instruct", False, "meta")),

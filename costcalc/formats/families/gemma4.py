@@ -16,9 +16,12 @@ Per-layer inputs (``hidden_size_per_layer_input`` P > 0, the default 256; E2B, E
 ``per_layer_projection`` (P -> D) and ``post_per_layer_input_norm`` (D). The last
 ``num_kv_shared_layers`` layers read the keys and values of the last earlier layer of their
 attention type: no ``k_proj``, ``v_proj`` or ``k_norm``, nothing cached; with
-``use_double_wide_mlp`` their MLP is 2 ``intermediate_size`` wide. Not counted, refused: the
-mixture-of-experts block (``enable_moe_block``: a dense MLP and routed experts side by side, with
-three more norms and a scaled router).
+``use_double_wide_mlp`` their MLP is 2 ``intermediate_size`` wide.
+
+The mixture-of-experts block (``enable_moe_block``; 26B-A4B): beside the MLP, ``router`` (``proj``
+X x D, a weightless ``norm``, ``scale`` D, ``per_expert_scale`` X), ``experts`` (``gate_up_proj``
+X x 2h x D, ``down_proj`` X x D x h) and 3 more RMSNorms (``post_feedforward_layernorm_1``,
+``post_feedforward_layernorm_2``, ``pre_feedforward_layernorm_2``).
 """
 
 from __future__ import annotations
@@ -65,6 +68,8 @@ def gemma4_text(r: Reader) -> dict[str, Any]:
     fields.update(qk_norm="head", norms_per_block=4)
     _refuse_unsupported(r)
     _per_layer_inputs(r, fields)
+    if r.flag("enable_moe_block", False):
+        _moe_block(r, fields)
     n = hf_layers.count_of(fields["n_layers"])
     if n is None:
         return fields
@@ -103,6 +108,20 @@ def _per_layer_inputs(r: Reader, fields: dict[str, Any]) -> None:
         )
 
 
+def _moe_block(r: Reader, fields: dict[str, Any]) -> None:
+    """``enable_moe_block``: the dense MLP runs for every token beside ``num_experts`` routed
+    experts of ``moe_intermediate_size`` (top ``top_k_experts``), as a shared expert does; the
+    router's ``scale`` (D) and ``per_expert_scale`` (X), and 3 more norms of D."""
+    fields.update(
+        moe_experts=r.size("moe_experts", "num_experts"),
+        moe_top_k=r.size("moe_top_k", "top_k_experts"),
+        moe_ffn_hidden=r.size("moe_ffn_hidden", "moe_intermediate_size"),
+        moe_shared_ffn_hidden=fields.get("ffn_hidden"),
+        moe_router_scales=True,
+        norms_per_block=7,
+    )
+
+
 def _share_last(
     r: Reader, fields: dict[str, Any], blocks: dict[str, dict[str, Any]], shared: int
 ) -> None:
@@ -111,10 +130,11 @@ def _share_last(
     if shared >= fields["n_layers"]:
         r.fail("num_kv_shared_layers", "every layer would reuse keys and values none computes")
     wide = r.flag("use_double_wide_mlp", False) and isinstance(fields.get("ffn_hidden"), int)
+    dense = "moe_shared_ffn_hidden" if "moe_experts" in fields else "ffn_hidden"
     for kind in list(blocks):
         block = {**blocks[kind], "shares_kv": True}
         if wide:
-            block["ffn_hidden"] = 2 * fields["ffn_hidden"]
+            block[dense] = 2 * fields["ffn_hidden"]
         blocks[kind + SHARED] = block
 
 
@@ -203,9 +223,7 @@ def _every_sixth_full(
 
 
 def _refuse_unsupported(r: Reader) -> None:
-    """The MoE block, bidirectional attention and per-layer attention sizes are not counted."""
-    if r.flag("enable_moe_block", False):
-        r.unsupported("enable_moe_block", "Gemma 4's dense MLP and routed experts side by side")
+    """Bidirectional attention and per-layer attention sizes are not counted."""
     if r.data.get("use_bidirectional_attention") == "all":
         r.unsupported("use_bidirectional_attention", "bidirectional attention within a window")
     if r.data.get("per_layer_config") is not None:
