@@ -10,12 +10,13 @@ import pytest
 
 from costcalc.errors import ConfigError
 from costcalc.loaders import load_file
+from costcalc.lora import family_names, sites
 from costcalc.macs import attention_pair_macs, forward_macs
 from costcalc.memory import kv_cache_elements
 from costcalc.params import param_report
 from costcalc.spec import ModelSpec
 from costcalc.tensors import block_tensors
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, GOLDEN
 
 
 def text_spec(tmp_path: Path, **changes: Any) -> ModelSpec:
@@ -158,3 +159,25 @@ def test_shared_layers_need_a_layer_computing_their_keys(
 ) -> None:
     with pytest.raises(ConfigError, match="num_kv_shared_layers"):
         text_spec(tmp_path, num_hidden_layers=layers, layer_types=..., num_kv_shared_layers=shared)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "record"),
+    [("gemma-4-26b-a4b", "gemma-4-26b-a4b-text"), ("gemma-4-e2b", "gemma-4-e2b-text")],
+)
+def test_lora_sites_are_the_modules_transformers_builds(fixture: str, record: str) -> None:
+    """Every block weight LoRA can adapt is named as in the golden record's layers (the MoE
+    block's ``router.proj``, ``experts.*`` and its dense ``mlp.*``)."""
+    model = load_file(FIXTURES / "hf" / f"{fixture}.json")
+    kinds = json.loads((GOLDEN / "hf_families.json").read_text())["models"][record]["layer_kinds"]
+    built = {name for kind in kinds for name in kind["tensors"]}
+    model_level = {"per_layer_model_projection", "lm_head", "embed_tokens"}
+    paths = {
+        site.path if site.kind == "parameter" else f"{site.path}.weight"
+        for site in sites(model.spec, family_names(model.family))
+        if site.path not in model_level
+    }
+    assert paths <= built
+    assert {p.removesuffix(".weight") for p in built if p.endswith("proj.weight")} <= {
+        p.removesuffix(".weight") for p in paths
+    }
