@@ -269,9 +269,10 @@ def explain_macs(
             f"convolutions and scans of the recurrent mixers = {_n(report.sequence_mixing)}"
         )
     if report.embedding_projection:
-        per_token(
-            "embedding_projection", "2 x E x D", macs.embedding_projection_macs_per_token(spec)
-        )
+        words = "2 x E x D" if spec.embed_width != spec.d_model else ""
+        if spec.per_layer_input_width is not None:
+            words = " + ".join(filter(None, [words, "D x L x P (per-layer inputs)"]))
+        per_token("embedding_projection", words, macs.embedding_projection_macs_per_token(spec))
     per_token(
         "lm_head", "E x V (tied or not, the logits are computed)", macs.lm_head_macs_per_token(spec)
     )
