@@ -132,6 +132,13 @@ class BlockFields(BaseModel):
             "still keeps keys and values (Gemma 4's full-attention layers)."
         ),
     )
+    shares_kv: Flag = Field(
+        default=False,
+        description=(
+            "The block attends with the keys and values an earlier block computed and cached: "
+            "no k_proj, v_proj or k_norm and nothing cached (Gemma 4's last num_kv_shared_layers)."
+        ),
+    )
     sliding_window: Size | None = Field(
         default=None, description="Each token attends to at most this many positions."
     )
@@ -244,6 +251,13 @@ class BlockFields(BaseModel):
     )
     moe_router_bias: Flag = Field(
         default=False, description="The router carries a bias of X (gpt-oss)."
+    )
+    moe_router_scales: Flag = Field(
+        default=False,
+        description=(
+            "The router scales its input by a learned vector of D and the routing weights by "
+            "one learned scalar per expert (Gemma 4): D + X parameters."
+        ),
     )
     # Norms.
     norms_per_block: Count = Field(

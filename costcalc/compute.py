@@ -218,7 +218,7 @@ FORWARD_ROWS = (
     ("projection_ffn", "projections + FFN"),
     ("attention_pair", "attention pairs (QK^T, weights x V)"),
     ("sequence_mixing", "convolutions and recurrent scans"),
-    ("embedding_projection", "embedding projections (in, out)"),
+    ("embedding_projection", "embedding projections (in, out, per-layer inputs)"),
     ("lm_head", "LM head"),
     ("total", "forward total"),
 )

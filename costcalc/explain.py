@@ -9,9 +9,15 @@ can evaluate it and compare with the count the formulas give.
 from __future__ import annotations
 
 from costcalc.compute import MacReport
-from costcalc.params import ParamReport, attention_params, ffn_params, norm_params
+from costcalc.params import (
+    ParamReport,
+    attention_params,
+    block_norm_params,
+    ffn_params,
+    norm_params,
+)
 from costcalc.spec import ModelSpec
-from costcalc.tensors import Tensor, ffn_tensors, mixer_tensors
+from costcalc.tensors import Tensor, block_norm_tensors, ffn_tensors, mixer_tensors
 
 
 def _n(value: int) -> str:
@@ -63,6 +69,16 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         )
     if report.embedding_norm:
         rows["embedding_norm"] = f"{spec.norm} E = {_n(report.embedding_norm)}"
+    P = spec.per_layer_input_width
+    if P is not None:
+        V2 = spec.per_layer_rows
+        rows["per_layer_embedding"] = (
+            f"V' x L x P = {_n(V2)} x {L} x {_n(P)} = {_n(report.per_layer_embedding)}"
+        )
+        rows["per_layer_projection"] = (
+            f"D x L x P + norm P = {_n(D)} x {L} x {_n(P)} + {_n(P)}"
+            f" = {_n(report.per_layer_projection)}"
+        )
     if report.per_block is None:
         rows.update(_layered_rows(report))
     else:
@@ -82,6 +98,8 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
             ("", report.token_embedding),
             ("", report.position_embedding),
             ("", report.embedding_projection),
+            ("", report.per_layer_embedding),
+            ("", report.per_layer_projection),
             ("", report.blocks),
             ("", report.final_norm),
             ("", report.lm_head),
@@ -90,6 +108,10 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
     )
     rows["non_embedding"] = (
         f"total - position table = {_n(report.total)} - {_n(report.position_embedding)}"
+        f" = {_n(report.non_embedding)}"
+        if not report.per_layer_embedding
+        else f"total - position table - per-layer input table = {_n(report.total)} - "
+        f"{_n(report.position_embedding)} - {_n(report.per_layer_embedding)}"
         f" = {_n(report.non_embedding)}"
     )
     if report.active != report.total:
@@ -141,7 +163,7 @@ def _plain_attention(b: ModelSpec) -> bool:
 def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
     """The per-block rows of a model whose blocks are all alike (``b`` is one of them)."""
     D, H, K, d, h = b.d_model, b.n_heads or 0, b.kv_heads, b.head_width, b.expert_width
-    attention, ffn, norms = attention_params(b), ffn_params(b), b.norms_per_block * norm_params(b)
+    attention, ffn, norms = attention_params(b), ffn_params(b), block_norm_params(b)
     rows: dict[str, str] = {}
     if _plain_attention(b):
         qkv = (H + 2 * K) * d
@@ -159,11 +181,13 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
         f" + {_n(ffn_bias)}" if ffn_bias else ""
     )
     shape = "D x 2h + h x D" if b.gated else "D x h + h x D"
-    if b.ffn == "none":
+    if b.per_layer_input_width is not None:
+        rows["ffn"] = "FFN and per-layer input branch: " + _tensor_sum(ffn_tensors(b), ffn)
+    elif b.ffn == "none":
         rows["ffn"] = "no FFN = 0"
     elif b.moe_experts is None:
         rows["ffn"] = f"{shape} + biases, h = {_n(h)} => {one_ffn} = {_n(ffn)}"
-    elif b.moe_shared_ffn_hidden is None and not b.moe_router_bias:
+    elif b.moe_shared_ffn_hidden is None and not (b.moe_router_bias or b.moe_router_scales):
         X = b.moe_experts
         rows["ffn"] = (
             f"X x ({shape} + biases) + D x X, X = {X}, h = {_n(h)} => "
@@ -171,10 +195,13 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
         )
     else:
         rows["ffn"] = "experts, router and shared expert: " + _tensor_sum(ffn_tensors(b), ffn)
-    rows["norms"] = (
-        f"{b.norms_per_block} norms, each {_norm_formula(b)} => {b.norms_per_block} x "
-        f"{_n(norm_params(b))} = {_n(norms)}"
-    )
+    if b.per_layer_input_width is not None:
+        rows["norms"] = "norms: " + _tensor_sum(block_norm_tensors(b), norms)
+    else:
+        rows["norms"] = (
+            f"{b.norms_per_block} norms, each {_norm_formula(b)} => {b.norms_per_block} x "
+            f"{_n(norm_params(b))} = {_n(norms)}"
+        )
     per_block = attention + ffn + norms
     if is_gpt2_block(b):
         rows["per_block"] = (
@@ -243,9 +270,10 @@ def explain_macs(
             f"convolutions and scans of the recurrent mixers = {_n(report.sequence_mixing)}"
         )
     if report.embedding_projection:
-        per_token(
-            "embedding_projection", "2 x E x D", macs.embedding_projection_macs_per_token(spec)
-        )
+        words = "2 x E x D" if spec.embed_width != spec.d_model else ""
+        if spec.per_layer_input_width is not None:
+            words = " + ".join(filter(None, [words, "D x L x P (per-layer inputs)"]))
+        per_token("embedding_projection", words, macs.embedding_projection_macs_per_token(spec))
     per_token(
         "lm_head", "E x V (tied or not, the logits are computed)", macs.lm_head_macs_per_token(spec)
     )

@@ -146,7 +146,7 @@ LLAMA_FAMILIES = (
 )
 
 DENSE_LLAMA_FAMILIES = (
-    "cwm exaone gemma4_text glm granite_swa hunyuan_v1_dense internlm3 iquestcoder jais2 mellum "
+    "cwm exaone glm granite_swa hunyuan_v1_dense internlm3 iquestcoder jais2 mellum "
     "ministral3 olmo vaultgemma youtu"
 )
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
@@ -155,6 +155,15 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     **dict.fromkeys(LLAMA_FAMILIES.split(), LLAMA),
     **dict.fromkeys(DENSE_LLAMA_FAMILIES.split(), LLAMA),
     "nanochat": _names(renames={"mlp.up_proj": "mlp.fc1", "mlp.down_proj": "mlp.fc2"}),
+    "gemma4_text": _names(
+        renames={
+            "mlp.router": "router.proj",
+            GATE_UP: "experts.gate_up_proj",
+            DOWN: "experts.down_proj",
+            **{f"mlp.shared_expert.{p}": f"mlp.{p}" for p in ("gate_proj", "up_proj", "down_proj")},
+        },
+        router_linear=True,
+    ),
     "solar_open": DEEPSEEK,
     **dict.fromkeys(
         ("mixtral", "minimax_m2"), _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED)

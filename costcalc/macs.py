@@ -22,7 +22,13 @@ from __future__ import annotations
 
 from costcalc.errors import UsageError, check_choice
 from costcalc.spec import ModelSpec
-from costcalc.tensors import conv_channels, ffn_tensors, mixer_tensors, value_width
+from costcalc.tensors import (
+    conv_channels,
+    ffn_tensors,
+    mixer_tensors,
+    per_layer_model_tensors,
+    value_width,
+)
 
 TRAINING_MULTIPLIER = 3
 """Forward + backward: the backward pass costs 2x the forward (input and weight gradients)."""
@@ -122,8 +128,10 @@ def router_macs_per_token(spec: ModelSpec) -> int:
 
 
 def embedding_projection_macs_per_token(spec: ModelSpec) -> int:
-    """Project in (E -> D) and out (D -> E) when the token table is narrower: 2 E D, else 0."""
-    return 0 if spec.embed_width == spec.d_model else 2 * spec.embed_width * spec.d_model
+    """Project in (E -> D) and out (D -> E) when the token table is narrower: 2 E D, else 0;
+    plus the projection of the token embedding into every layer's input: D L P (Gemma 4)."""
+    narrow = 0 if spec.embed_width == spec.d_model else 2 * spec.embed_width * spec.d_model
+    return narrow + sum(t.macs_per_token(1) for t in per_layer_model_tensors(spec))
 
 
 def lm_head_macs_per_token(spec: ModelSpec) -> int:

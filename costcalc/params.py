@@ -17,7 +17,14 @@ from typing import NamedTuple
 
 from costcalc.blocks import BLOCK_FIELDS
 from costcalc.spec import ModelSpec
-from costcalc.tensors import Tensor, ffn_tensors, mixer_tensors
+from costcalc.tensors import (
+    Tensor,
+    block_norm_tensors,
+    ffn_tensors,
+    mixer_tensors,
+    per_layer_model_tensors,
+    per_layer_table,
+)
 
 
 def token_embedding_params(spec: ModelSpec) -> int:
@@ -38,6 +45,17 @@ def embedding_projection_params(spec: ModelSpec) -> int:
 def embedding_norm_params(spec: ModelSpec) -> int:
     """A norm on the token embeddings (BLOOM): E weights (+ E biases for LayerNorm)."""
     return norm_params(spec, spec.embed_width) if spec.embedding_norm else 0
+
+
+def per_layer_embedding_params(spec: ModelSpec) -> int:
+    """The per-layer input table (Gemma 4): V' * L * P; 0 without per-layer inputs."""
+    return _sum(per_layer_table(spec))
+
+
+def per_layer_projection_params(spec: ModelSpec) -> int:
+    """The model's projection of the token embedding into every layer's input and its norm:
+    D * L * P + P (RMSNorm); 0 without per-layer inputs."""
+    return _sum(per_layer_model_tensors(spec)) - per_layer_embedding_params(spec)
 
 
 def norm_params(spec: ModelSpec, width: int | None = None) -> int:
@@ -74,8 +92,8 @@ def ffn_params(spec: ModelSpec) -> int:
 
 
 def block_norm_params(spec: ModelSpec) -> int:
-    """The norms inside one block."""
-    return spec.norms_per_block * norm_params(spec)
+    """The norms inside one block: norms_per_block norms of D (one more with per-layer inputs)."""
+    return _sum(block_norm_tensors(spec))
 
 
 def block_params(spec: ModelSpec) -> int:
@@ -100,13 +118,15 @@ def lm_head_params(spec: ModelSpec) -> int:
 
 
 def total_params(spec: ModelSpec) -> int:
-    """Every parameter once: tables + projections + embedding norm + blocks + final norm +
-    LM head."""
+    """Every parameter once: tables + projections + embedding norm + per-layer inputs + blocks
+    + final norm + LM head."""
     return (
         token_embedding_params(spec)
         + position_embedding_params(spec)
         + embedding_projection_params(spec)
         + embedding_norm_params(spec)
+        + per_layer_embedding_params(spec)
+        + per_layer_projection_params(spec)
         + blocks_params(spec)
         + final_norm_params(spec)
         + lm_head_params(spec)
@@ -221,6 +241,8 @@ class ParamReport(NamedTuple):
     position_embedding: int
     embedding_projection: int
     embedding_norm: int
+    per_layer_embedding: int
+    per_layer_projection: int
     attention: int | None
     ffn: int | None
     norms: int | None
@@ -253,8 +275,10 @@ class ParamReport(NamedTuple):
     @property
     def non_embedding(self) -> int:
         """Kaplan et al.'s N as nanoGPT's ``get_num_params(non_embedding=True)`` reports it: the
-        total minus the position table (a tied token table stays in, as the LM head)."""
-        return self.total - self.position_embedding
+        total minus the position table (a tied token table stays in, as the LM head) and minus
+        the per-layer input table, which no token multiplies by (transformers'
+        ``num_parameters(exclude_embeddings=True)`` leaves it out too)."""
+        return self.total - self.position_embedding - self.per_layer_embedding
 
     def parts(self) -> dict[str, int]:
         """The parts that add up to ``total``: tables, each part summed over all blocks, final
@@ -264,6 +288,8 @@ class ParamReport(NamedTuple):
             "position_embedding": self.position_embedding,
             "embedding_projection": self.embedding_projection,
             "embedding_norm": self.embedding_norm,
+            "per_layer_embedding": self.per_layer_embedding,
+            "per_layer_projection": self.per_layer_projection,
             "attention": sum(s.layers * s.attention for s in self.stacks),
             "ffn": sum(s.layers * s.ffn for s in self.stacks),
             "norms": sum(s.layers * s.norms for s in self.stacks),
@@ -281,6 +307,8 @@ def param_report(spec: ModelSpec) -> ParamReport:
         position_embedding=position_embedding_params(spec),
         embedding_projection=embedding_projection_params(spec),
         embedding_norm=embedding_norm_params(spec),
+        per_layer_embedding=per_layer_embedding_params(spec),
+        per_layer_projection=per_layer_projection_params(spec),
         attention=None if one is None else one.attention,
         ffn=None if one is None else one.ffn,
         norms=None if one is None else one.norms,

@@ -141,6 +141,18 @@ class ModelSpec(BlockFields):
     embedding_norm: Flag = Field(
         default=False, description="A norm right after the token table (BLOOM)."
     )
+    per_layer_input_width: Size | None = Field(
+        default=None,
+        description=(
+            "Per-layer inputs P (Gemma 3n/4's per-layer embeddings): a table of per_layer_vocab "
+            "x L P, a D -> L P projection and a norm of P; in every block a gate D -> P, a "
+            "projection P -> D and one more norm of D. Default: none."
+        ),
+    )
+    per_layer_vocab: Size | None = Field(
+        default=None,
+        description="Rows of the per-layer input table; default: vocab_size.",
+    )
     norm: NormKind = Field(default="layernorm", description="Normalisation kind.")
     norm_bias: Flag | None = Field(
         default=None, description="LayerNorm carries a bias (default: yes; RMSNorm never does)."
@@ -208,6 +220,11 @@ class ModelSpec(BlockFields):
     def embed_width(self) -> int:
         """Width of the token table (d_model unless embedding_dim says otherwise)."""
         return self.d_model if self.embedding_dim is None else self.embedding_dim
+
+    @property
+    def per_layer_rows(self) -> int:
+        """Rows of the per-layer input table: per_layer_vocab, or vocab_size."""
+        return self.vocab_size if self.per_layer_vocab is None else self.per_layer_vocab
 
     @property
     def has_norm_bias(self) -> bool:
@@ -479,6 +496,7 @@ def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "attention_sinks",
     "attention_gate",
     "keys_as_values",
+    "shares_kv",
     "n_kv_heads",
     "head_dim",
     "kv_cache_heads",
@@ -496,9 +514,16 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "attention_sinks": spec.attention_sinks,
         "attention_gate": spec.attention_gate,
         "keys_as_values": spec.keys_as_values,
+        "shares_kv": spec.shares_kv,
     }
     for name in (name for name, set_ in given.items() if set_):
         yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")
+
+
+@_rule("per_layer_input_width", "per_layer_vocab")
+def _per_layer_table(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.per_layer_vocab is not None and spec.per_layer_input_width is None:
+        yield ("per_layer_vocab", "sizes the per-layer input table; give per_layer_input_width")
 
 
 @_rule("ffn_hidden", "ffn_mult", "d_model")
@@ -564,7 +589,13 @@ def _expert_routing(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("moe_top_k", f"cannot route to {top_k} of {experts} experts")
 
 
-MOE_DETAILS = ("moe_ffn_hidden", "moe_shared_ffn_hidden", "moe_shared_gate", "moe_router_bias")
+MOE_DETAILS = (
+    "moe_ffn_hidden",
+    "moe_shared_ffn_hidden",
+    "moe_shared_gate",
+    "moe_router_bias",
+    "moe_router_scales",
+)
 
 
 @_rule("ffn", "moe_experts", *MOE_DETAILS)

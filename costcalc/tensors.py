@@ -95,28 +95,28 @@ def _norm(spec: ModelSpec, name: str, width: int, part: Part, copies: int = 1) -
 
 def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     """Q, K, V (fused into one (H + 2K) d x D matrix, or three; no V when the values reuse the
-    keys), the output D x H d, q/k norms and sinks. An output gate doubles the query projection
-    (2 H d). Values of another width dv (``v_head_dim``) make V K dv x D and the output
-    D x H dv."""
+    keys; no K, V or k norm when the block reads an earlier block's keys and values), the output
+    D x H d, q/k norms and sinks. An output gate doubles the query projection (2 H d). Values of
+    another width dv (``v_head_dim``) make V K dv x D and the output D x H dv."""
     D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
     dv = value_width(spec)
     q = (2 if spec.attention_gate else 1) * H * d
     bias = spec.qkv_bias
-    kv = K * d + (0 if spec.keys_as_values else K * dv)
+    kv = 0 if spec.shares_kv else K * d + (0 if spec.keys_as_values else K * dv)
     if spec.fused_qkv:
         tensors = _linear("attn.qkv_proj", q + kv, D, bias, "mixer")
     else:
-        tensors = [
-            *_linear("attn.q_proj", q, D, bias, "mixer"),
-            *_linear("attn.k_proj", K * d, D, bias, "mixer"),
-        ]
-        if not spec.keys_as_values:
+        tensors = _linear("attn.q_proj", q, D, bias, "mixer")
+        if not spec.shares_kv:
+            tensors += _linear("attn.k_proj", K * d, D, bias, "mixer")
+        if not (spec.keys_as_values or spec.shares_kv):
             tensors += _linear("attn.v_proj", K * dv, D, bias, "mixer")
     tensors += _linear("attn.o_proj", D, H * dv, spec.attn_out_bias, "mixer")
     if spec.qk_norm != "none":
         q_width, k_width = (d, d) if spec.qk_norm == "head" else (H * d, K * d)
         tensors += _norm(spec, "attn.q_norm", q_width, "mixer")
-        tensors += _norm(spec, "attn.k_norm", k_width, "mixer")
+        if not spec.shares_kv:
+            tensors += _norm(spec, "attn.k_norm", k_width, "mixer")
     if spec.attention_sinks:
         tensors.append(Tensor("attn.sinks", (H,), "mixer"))
     return tensors
@@ -316,13 +316,19 @@ def dense_ffn_tensors(spec: ModelSpec, width: int, name: str = "mlp") -> list[Te
 
 
 def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
-    """Router X x D (+ X bias), stacked experts X x 2h x D (X x h x D plain) and X x D x h
-    (+ their biases), and the shared expert with its gate when there is one."""
+    """Router X x D (+ X bias; + a D scale and X per-expert scales), stacked experts X x 2h x D
+    (X x h x D plain) and X x D x h (+ their biases), and the shared expert with its gate when
+    there is one."""
     D, X, h = spec.d_model, experts, spec.expert_width
     first = 2 * h if spec.gated else h
     tensors = [Tensor("mlp.router.weight", (X, D), "ffn", "router")]
     if spec.moe_router_bias:
         tensors.append(Tensor("mlp.router.bias", (X,), "ffn"))
+    if spec.moe_router_scales:
+        tensors += [
+            Tensor("mlp.router.scale", (D,), "ffn"),
+            Tensor("mlp.router.per_expert_scale", (X,), "ffn"),
+        ]
     tensors += [
         Tensor("mlp.experts.gate_up_proj", (X, first, D), "ffn", "experts"),
         Tensor("mlp.experts.down_proj", (X, D, h), "ffn", "experts"),
@@ -339,14 +345,29 @@ def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
     return tensors
 
 
-def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
-    """The FFN of one block: dense, a mixture of experts, or none."""
-    if spec.ffn == "none":
+def per_layer_input_tensors(spec: ModelSpec) -> list[Tensor]:
+    """A block's per-layer input branch (Gemma 4): ``per_layer_input_gate`` D -> P, its GELU
+    output times the layer's P-wide input, then ``per_layer_projection`` P -> D; none without
+    per-layer inputs. Its norm (``post_per_layer_input_norm``, D) is among the block's norms."""
+    P = spec.per_layer_input_width
+    if P is None:
         return []
+    return [
+        *_linear("per_layer_input_gate", P, spec.d_model, False, "ffn"),
+        *_linear("per_layer_projection", spec.d_model, P, False, "ffn"),
+    ]
+
+
+def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
+    """The FFN of one block: dense, a mixture of experts, or none; with the per-layer input
+    branch, a small gated feed-forward path of its own."""
+    tensors = per_layer_input_tensors(spec)
+    if spec.ffn == "none":
+        return tensors
     if spec.moe_experts is not None:
-        tensors = moe_tensors(spec, spec.moe_experts)
+        tensors = moe_tensors(spec, spec.moe_experts) + tensors
     else:
-        tensors = dense_ffn_tensors(spec, spec.ffn_width)
+        tensors = dense_ffn_tensors(spec, spec.ffn_width) + tensors
     if spec.ffn_act_params:
         tensors.append(Tensor("mlp.act_fn.scalar", (1,), "ffn", copies=spec.ffn_act_params))
     return tensors
@@ -356,9 +377,13 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
 
 
 def block_norm_tensors(spec: ModelSpec) -> list[Tensor]:
-    """The norms of one block: ``norms_per_block`` copies of a norm over D."""
+    """The norms of one block: ``norms_per_block`` copies of a norm over D, and the per-layer
+    input branch's ``post_per_layer_input_norm`` (D) when the model has per-layer inputs."""
     copies = spec.norms_per_block
-    return _norm(spec, "norm", spec.d_model, "norms", copies) if copies else []
+    tensors = _norm(spec, "norm", spec.d_model, "norms", copies) if copies else []
+    if spec.per_layer_input_width is not None:
+        tensors += _norm(spec, "post_per_layer_input_norm", spec.d_model, "norms")
+    return tensors
 
 
 def block_tensors(spec: ModelSpec) -> list[Tensor]:
@@ -378,6 +403,7 @@ def model_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors += _linear("project_out", E, D, False, "model")
     if spec.embedding_norm:
         tensors += _norm(spec, "embed_norm", E, "model")
+    tensors += per_layer_model_tensors(spec)
     if spec.final_norm:
         tensors += _norm(spec, "norm", D, "model")
     if not spec.tie_embeddings:
@@ -385,6 +411,29 @@ def model_tensors(spec: ModelSpec) -> list[Tensor]:
     if spec.lm_head_bias:
         tensors.append(Tensor("lm_head.bias", (V,), "model"))
     return tensors
+
+
+def per_layer_table(spec: ModelSpec) -> list[Tensor]:
+    """The per-layer input table ``embed_tokens_per_layer``: V' x L P, looked up (no MACs)."""
+    P = spec.per_layer_input_width
+    if P is None:
+        return []
+    shape = (spec.per_layer_rows, spec.n_layers * P)
+    return [Tensor("embed_tokens_per_layer.weight", shape, "model")]
+
+
+def per_layer_model_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Per-layer inputs at the model level (Gemma 4): the table, ``per_layer_model_projection``
+    D -> L P (the token embedding's share of every layer's input) and
+    ``per_layer_projection_norm`` (P)."""
+    P = spec.per_layer_input_width
+    if P is None:
+        return []
+    return [
+        *per_layer_table(spec),
+        *_linear("per_layer_model_projection", spec.n_layers * P, spec.d_model, False, "model"),
+        *_norm(spec, "per_layer_projection_norm", P, "model"),
+    ]
 
 
 def parameter_tensors(spec: ModelSpec) -> list[Tensor]:

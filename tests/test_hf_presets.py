@@ -42,10 +42,11 @@ PRESETS: dict[str, tuple[dict[str, Any], str]] = {
     "gpt-oss-20b": (FAMILIES["gpt-oss-20b"], "openai/gpt-oss-20b"),
     "gpt-oss-120b": (FAMILIES["gpt-oss-120b"], "openai/gpt-oss-120b"),
     "gemma-4-31b": (FAMILIES["gemma-4-31b-text"], "google/gemma-4-31B"),
+    "gemma-4-e2b": (FAMILIES["gemma-4-e2b-text"], "google/gemma-4-E2B"),
 }
 # Presets that group their layers otherwise than the translated config.json: the same kinds of
 # block, as many layers of each, listed in other groups.
-REGROUPED = {"gpt-oss-20b", "gpt-oss-120b", "gemma-4-31b"}
+REGROUPED = {"gpt-oss-20b", "gpt-oss-120b", "gemma-4-31b", "gemma-4-e2b"}
 
 
 def kinds(spec: ModelSpec) -> list[dict[str, object]]:

@@ -35,6 +35,8 @@ ROWS = (
     ("position_embedding", "position embedding"),
     ("embedding_projection", "embedding projections"),
     ("embedding_norm", "embedding norm"),
+    ("per_layer_embedding", "per-layer input table"),
+    ("per_layer_projection", "per-layer input projection"),
     ("attention", "  attention (per block)"),
     ("ffn", "  FFN (per block)"),
     ("norms", "  norms (per block)"),
@@ -125,7 +127,12 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
 
     names = [result.model.name for result in results]
     counts = [result.parameters for result in results]
-    optional = ("embedding_projection", "embedding_norm")
+    optional = (
+        "embedding_projection",
+        "embedding_norm",
+        "per_layer_embedding",
+        "per_layer_projection",
+    )
     shown = [
         (key, label)
         for key, label in ROWS
@@ -148,6 +155,11 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
         *(_tying_note(r.model.name, r.parameters, r.model.spec.tie_embeddings) for r in results),
         *(f"{r.model.name}: {note}" for r in results for note in r.model.notes),
     ]
+    if any(c.per_layer_embedding for c in counts):
+        notes.append(
+            "Non-embedding also leaves out the per-layer input table, which is looked up, not "
+            "multiplied by (transformers' num_parameters(exclude_embeddings=True) leaves it out)."
+        )
     if any(c.active != c.total for c in counts):
         notes.append(
             "Active per token: the total less the routed experts a token is not sent to (all but "
@@ -232,6 +244,8 @@ PART_LABELS = {
     "position_embedding": "position embedding",
     "embedding_projection": "embedding projections",
     "embedding_norm": "embedding norm",
+    "per_layer_embedding": "per-layer input table",
+    "per_layer_projection": "per-layer input projection",
     "attention": "token mixers (all blocks)",
     "ffn": "FFNs (all blocks)",
     "norms": "norms (all blocks)",

@@ -8,11 +8,20 @@ and ``post_feedforward_layernorm`` (RMSNorm, D each), ``q_proj`` (D x H d), ``q_
 ``embed_tokens`` (V x D, tied by default) and a final ``norm``. ``layer_scalar`` is a buffer.
 Full-attention layers use ``global_head_dim`` (default 512) as d and, with ``attention_k_eq_v``,
 ``num_global_key_value_heads`` as K and no ``v_proj`` (the values are the key projection, then
-normalised on their own). Not counted, refused: per-layer embeddings
-(``hidden_size_per_layer_input`` > 0: a V' x L P table, a D -> L P projection and a gate, a
-projection and a norm in every block), layers reading another layer's keys and values
-(``num_kv_shared_layers`` > 0) and the mixture-of-experts block (``enable_moe_block``: a dense MLP
-and routed experts side by side, with three more norms and a scaled router).
+normalised on their own).
+
+Per-layer inputs (``hidden_size_per_layer_input`` P > 0, the default 256; E2B, E4B): the model's
+``embed_tokens_per_layer`` (``vocab_size_per_layer_input`` x L P), ``per_layer_model_projection``
+(D -> L P) and ``per_layer_projection_norm`` (P); in every block ``per_layer_input_gate`` (D -> P),
+``per_layer_projection`` (P -> D) and ``post_per_layer_input_norm`` (D). The last
+``num_kv_shared_layers`` layers read the keys and values of the last earlier layer of their
+attention type: no ``k_proj``, ``v_proj`` or ``k_norm``, nothing cached; with
+``use_double_wide_mlp`` their MLP is 2 ``intermediate_size`` wide.
+
+The mixture-of-experts block (``enable_moe_block``; 26B-A4B): beside the MLP, ``router`` (``proj``
+X x D, a weightless ``norm``, ``scale`` D, ``per_expert_scale`` X), ``experts`` (``gate_up_proj``
+X x 2h x D, ``down_proj`` X x D x h) and 3 more RMSNorms (``post_feedforward_layernorm_1``,
+``post_feedforward_layernorm_2``, ``pre_feedforward_layernorm_2``).
 """
 
 from __future__ import annotations
@@ -33,10 +42,11 @@ GEMMA4_SIZES: dict[str, Any] = {
 }
 """Gemma4TextConfig's defaults: a multimodal Gemma 4 config's ``text_config`` may leave them out."""
 
-REFUSED = (
-    ("hidden_size_per_layer_input", 256, "per-layer input embeddings"),
-    ("num_kv_shared_layers", 0, "layers that reuse another layer's keys and values"),
-)
+SHARED = "+shared"
+"""Suffix of a layer kind whose attention reads an earlier layer's keys and values."""
+
+CYCLE = [("sliding_attention", 5), ("full_attention", 1)]
+"""Gemma4TextConfig's default layers: 5 sliding, then 1 full."""
 
 
 def gemma4_text(r: Reader) -> dict[str, Any]:
@@ -57,21 +67,126 @@ def gemma4_text(r: Reader) -> dict[str, Any]:
     attention_bias(r, fields)
     fields.update(qk_norm="head", norms_per_block=4)
     _refuse_unsupported(r)
+    _per_layer_inputs(r, fields)
+    if r.flag("enable_moe_block", False):
+        _moe_block(r, fields)
     n = hf_layers.count_of(fields["n_layers"])
     if n is None:
         return fields
-    blocks = {
+    blocks: dict[str, dict[str, Any]] = {
         "sliding_attention": {
             "sliding_window": r.value("sliding_window", "sliding_window", default=512)
         },
         "full_attention": _full_attention(r, fields),
     }
+    shared = min(r.count("num_kv_shared_layers", 0, minimum=0), n)
     listed = hf_layers.layer_types(r, n)
     if listed is not None:
-        hf_layers.apply(r, fields, hf_layers.runs([*listed[:-1], "full_attention"]), blocks)
+        kinds = [*listed[:-1], "full_attention"]
+        if shared and not set(kinds) - set(blocks):
+            _share_last(r, fields, blocks, shared)
+            first = n - shared
+            _check_producers(r, set(kinds[:first]), set(kinds[first:]))
+            kinds = kinds[:first] + [kind + SHARED for kind in kinds[first:]]
+        hf_layers.apply(r, fields, hf_layers.runs(kinds), blocks)
+    elif shared:
+        _share_last(r, fields, blocks, shared)
+        _default_layers_sharing(r, fields, n, shared, blocks)
     else:
         _every_sixth_full(r, fields, n, blocks)
     return fields
+
+
+def _per_layer_inputs(r: Reader, fields: dict[str, Any]) -> None:
+    """``hidden_size_per_layer_input`` (default 256; 0 builds none) and its table's rows,
+    ``vocab_size_per_layer_input`` (default 262,144, whatever ``vocab_size`` is)."""
+    width = r.value("per_layer_input_width", "hidden_size_per_layer_input", default=256)
+    if width:
+        fields["per_layer_input_width"] = width
+        fields["per_layer_vocab"] = r.value(
+            "per_layer_vocab", "vocab_size_per_layer_input", default=262_144
+        )
+
+
+def _moe_block(r: Reader, fields: dict[str, Any]) -> None:
+    """``enable_moe_block``: the dense MLP runs for every token beside ``num_experts`` routed
+    experts of ``moe_intermediate_size`` (top ``top_k_experts``), as a shared expert does; the
+    router's ``scale`` (D) and ``per_expert_scale`` (X), and 3 more norms of D."""
+    fields.update(
+        moe_experts=r.size("moe_experts", "num_experts"),
+        moe_top_k=r.size("moe_top_k", "top_k_experts"),
+        moe_ffn_hidden=r.size("moe_ffn_hidden", "moe_intermediate_size"),
+        moe_shared_ffn_hidden=fields.get("ffn_hidden"),
+        moe_router_scales=True,
+        norms_per_block=7,
+    )
+
+
+def _share_last(
+    r: Reader, fields: dict[str, Any], blocks: dict[str, dict[str, Any]], shared: int
+) -> None:
+    """Add the shared kinds of block: ``shares_kv``, and with ``use_double_wide_mlp`` an MLP
+    twice ``intermediate_size`` wide."""
+    if shared >= fields["n_layers"]:
+        r.fail("num_kv_shared_layers", "every layer would reuse keys and values none computes")
+    wide = r.flag("use_double_wide_mlp", False) and isinstance(fields.get("ffn_hidden"), int)
+    dense = "moe_shared_ffn_hidden" if "moe_experts" in fields else "ffn_hidden"
+    for kind in list(blocks):
+        block = {**blocks[kind], "shares_kv": True}
+        if wide:
+            block[dense] = 2 * fields["ffn_hidden"]
+        blocks[kind + SHARED] = block
+
+
+def _check_producers(r: Reader, producing: set[str], reading: set[str]) -> None:
+    """transformers refuses a model whose shared layers read an attention type no earlier
+    layer computes."""
+    missing = sorted(reading - producing)
+    if missing:
+        r.fail(
+            "num_kv_shared_layers",
+            f"the shared layers read {missing[0]} keys and values no earlier layer computes",
+        )
+
+
+def _default_layers_sharing(
+    r: Reader, fields: dict[str, Any], n: int, shared: int, blocks: dict[str, dict[str, Any]]
+) -> None:
+    """The default layers (5 sliding, 1 full, the last full) when the last ``shared`` share
+    keys and values, in closed form: the first n - shared cycle from the start, the shared
+    ones but the last cycle from where those stopped, then the last layer."""
+    first = n - shared
+    producing = {kind for kind, _ in CYCLE[: 1 if first < 6 else 2]} if first else set()
+    _check_producers(r, producing, {"full_attention", "sliding_attention"} - _only_full(n, first))
+    tail = [(kind + SHARED, count) for kind, count in _rotated(CYCLE, first % 6)]
+    fields["layers"] = [
+        *hf_layers.cycle(first, CYCLE, blocks),
+        *(hf_layers.cycle(n - 1 - first, tail, blocks) if n - 1 > first else []),
+        *hf_layers.groups([("full_attention" + SHARED, 1)], blocks),
+    ]
+
+
+def _only_full(n: int, first: int) -> set[str]:
+    """{"sliding_attention"} when no shared layer slides: the shared layers are the last
+    one alone, or the last two with the one before it full by the cycle (index 6 k - 1)."""
+    alone = n - 1 == first or (n - 2 == first and (first + 1) % 6 == 0)
+    return {"sliding_attention"} if alone else set()
+
+
+def _rotated(pattern: list[tuple[str, int]], phase: int) -> list[tuple[str, int]]:
+    """A cycle of runs started ``phase`` layers in: 5 sliding, 1 full from 3 is 2 sliding,
+    1 full, 3 sliding."""
+    out, start = [], 0
+    for kind, count in pattern:
+        if start + count > phase:
+            out.append((kind, start + count - max(phase, start)))
+        start += count
+    before, start = [], 0
+    for kind, count in pattern:
+        if start < phase:
+            before.append((kind, min(count, phase - start)))
+        start += count
+    return out + before
 
 
 def _full_attention(r: Reader, fields: dict[str, Any]) -> dict[str, Any]:
@@ -108,13 +223,7 @@ def _every_sixth_full(
 
 
 def _refuse_unsupported(r: Reader) -> None:
-    """Per-layer embeddings, shared key/value layers and the MoE block are not counted."""
-    for key, default, what in REFUSED:
-        value = r.data.get(key, default)
-        if value:
-            r.unsupported(key, f"{what} ({key} {value!r}; 0 builds none)")
-    if r.flag("enable_moe_block", False):
-        r.unsupported("enable_moe_block", "Gemma 4's dense MLP and routed experts side by side")
+    """Bidirectional attention and per-layer attention sizes are not counted."""
     if r.data.get("use_bidirectional_attention") == "all":
         r.unsupported("use_bidirectional_attention", "bidirectional attention within a window")
     if r.data.get("per_layer_config") is not None:
