@@ -233,6 +233,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "granitemoe": _names({"mlp": "block_sparse_moe"}),
     "llama4_text": _names(FEED_FORWARD, router_linear=True),
     "jamba": _names({**FEED_FORWARD, "mixer": "mamba"}),
+    **dict.fromkeys(("mamba", "falcon_mamba"), LLAMA),
     "nemotron_h": _names({"attn": "mixer", "mlp": "mixer"}, {"embed_tokens": "embeddings"}),
     "lfm2": _names(
         FEED_FORWARD,

@@ -115,6 +115,9 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-lfm2", ("tiny-lfm2", False, "cpu")),
         ("tiny-mamba2", ("tiny-mamba2", False, "cpu")),
         ("tiny-dbrx", ("tiny-dbrx", False, "cpu")),
+        # recurrent and hybrid families
+        ("mamba-130m", ("mamba-130m", False, "meta")),
+        ("falcon-mamba-7b", ("falcon-mamba-7b", False, "meta")),
     ]
 )
 STEPS = ["params", "macs", "kv"]
