@@ -234,6 +234,18 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "llama4_text": _names(FEED_FORWARD, router_linear=True),
     "jamba": _names({**FEED_FORWARD, "mixer": "mamba"}),
     **dict.fromkeys(("mamba", "falcon_mamba"), LLAMA),
+    "bamba": _names({**FEED_FORWARD, "mixer": "mamba"}),
+    "granitemoehybrid": _names(
+        {"mlp": "block_sparse_moe", "mixer": "mamba"},
+        {
+            **dict.fromkeys(
+                ("mlp.gate_up_proj", "mlp.shared_expert.gate_up_proj"), "shared_mlp.input_linear"
+            ),
+            **dict.fromkeys(
+                ("mlp.down_proj", "mlp.shared_expert.down_proj"), "shared_mlp.output_linear"
+            ),
+        },
+    ),
     "nemotron_h": _names({"attn": "mixer", "mlp": "mixer"}, {"embed_tokens": "embeddings"}),
     "lfm2": _names(
         FEED_FORWARD,

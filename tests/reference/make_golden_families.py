@@ -118,6 +118,11 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         # recurrent and hybrid families
         ("mamba-130m", ("mamba-130m", False, "meta")),
         ("falcon-mamba-7b", ("falcon-mamba-7b", False, "meta")),
+        ("bamba-9b", ("bamba-9b", False, "meta")),
+        ("granite-4.0-h-tiny", ("granite-4.0-h-tiny", False, "meta")),
+        ("tiny-bamba", ("tiny-bamba", False, "cpu")),
+        ("tiny-granite-4.0-h", ("tiny-granite-4.0-h", False, "cpu")),
+        ("tiny-granite-4.0-h-dense", ("tiny-granite-4.0-h-dense", False, "cpu")),
     ]
 )
 STEPS = ["params", "macs", "kv"]

@@ -70,20 +70,9 @@ def lfm2(r: Reader) -> dict[str, Any]:
 def _lfm2_rule(r: Reader, n: int) -> hf_layers.Layout | None:
     """Without ``layer_types``: attention on the layers ``full_attn_idxs`` lists (default: every
     layer), short convolutions on the others."""
-    indices = r.data.get("full_attn_idxs")
-    if indices is None:
+    if r.data.get("full_attn_idxs") is None:
         return hf_layers.Layout([("full_attention", n)])
-    if not isinstance(indices, list) or not all(isinstance(i, int) for i in indices):
-        r.fail("full_attn_idxs", "expected a list of layer indices")
-        return None
-    layers = hf_layers.by_rule(r, n, "full_attn_idxs")
-    if layers is None:
-        return None
-    r.key_names["layers"] = r.name("full_attn_idxs")
-    chosen = set(indices)
-    return hf_layers.Layout(
-        hf_layers.runs(["full_attention" if i in chosen else "conv" for i in layers])
-    )
+    return hf_layers.at_indices(r, n, "full_attn_idxs", "full_attention", "conv")
 
 
 def _lfm2_ffn_width(r: Reader) -> Any:
