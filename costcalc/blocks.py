@@ -50,6 +50,10 @@ class Mamba2Sizes(_MixerSizes):
     chunk_size: Size = Field(
         default=256, description="Chunk length of the chunked scan (changes MACs only)."
     )
+    gated_norm: Flag = Field(
+        default=True,
+        description="The gated RMSNorm over I before out_proj (Falcon-H1 may leave it out).",
+    )
 
 
 class MambaSizes(_MixerSizes):
@@ -185,7 +189,7 @@ class BlockFields(BaseModel):
         default=None,
         description=(
             "Mamba-2 sizes (mixer mamba2): heads, head_dim, state, groups, conv_kernel, "
-            "conv_bias, proj_bias, chunk_size."
+            "conv_bias, proj_bias, chunk_size, gated_norm."
         ),
     )
     mamba: MambaSizes | None = Field(
@@ -204,6 +208,13 @@ class BlockFields(BaseModel):
     )
     short_conv: ShortConvSizes | None = Field(
         default=None, description="Short-convolution sizes (mixer short_conv): conv_kernel, bias."
+    )
+    parallel_mamba2: Flag = Field(
+        default=False,
+        description=(
+            "An attention block also runs a Mamba-2 mixer (sized by the mamba2 key) on the same "
+            "normed input and adds the two outputs (Falcon-H1)."
+        ),
     )
     # Feed-forward network.
     ffn: FfnKind = Field(
@@ -281,9 +292,17 @@ class BlockFields(BaseModel):
         return self.mixer in ATTENTION_MIXERS
 
     @property
+    def recurrent_mixer(self) -> str | None:
+        """The block's mixer that keeps a fixed-size state (conv and/or SSM state) instead of a
+        KV cache: the mixer itself, or mamba2 beside attention; None for none."""
+        if self.parallel_mamba2:
+            return "mamba2"
+        return self.mixer if self.mixer in RECURRENT_MIXERS else None
+
+    @property
     def recurrent(self) -> bool:
-        """The mixer keeps a fixed-size state (conv and/or SSM state), not a KV cache."""
-        return self.mixer in RECURRENT_MIXERS
+        """The block keeps a fixed-size state (conv and/or SSM state)."""
+        return self.recurrent_mixer is not None
 
 
 BLOCK_FIELDS: tuple[str, ...] = tuple(BlockFields.model_fields)

@@ -132,6 +132,7 @@ def _tensor_sum(tensors: list[Tensor], total: int) -> str:
 def _plain_attention(b: ModelSpec) -> bool:
     return (
         b.mixer == "attention"
+        and not b.parallel_mamba2
         and b.qk_norm == "none"
         and not (b.attention_sinks or b.attention_gate)
     )

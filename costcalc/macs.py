@@ -258,7 +258,7 @@ def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
     - 0 for a short convolution and for attention (whose pairs are counted apart).
     """
     B, T = batch, length
-    if spec.mixer == "mamba2" and spec.mamba2 is not None:
+    if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
         m = spec.mamba2
         c, N, P = m.chunk_size, m.state, m.head_dim
         n = _chunks(T, c)
@@ -351,7 +351,7 @@ def decode_macs(spec: ModelSpec, prompt: int, generated: int, batch: int = 1) ->
 def refuse_recurrent_decode(spec: ModelSpec) -> None:
     """Cached decoding of recurrent mixers (conv and state updates) is not modelled: refuse
     rather than count their projections alone."""
-    kinds = sorted({stack.mixer for stack in spec.stacks if stack.recurrent})
+    kinds = sorted({stack.recurrent_mixer or "" for stack in spec.stacks if stack.recurrent})
     if kinds:
         raise UsageError(
             f"decoding MACs of {', '.join(kinds)} blocks (cached conv and state updates) are not "

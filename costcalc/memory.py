@@ -296,7 +296,7 @@ def recurrent_state_width(spec: ModelSpec) -> int:
     """One block's SSM / linear-attention state per sequence: Mamba-2 H P N, Mamba I N, Gated
     DeltaNet Hv dk dv; 0 for a short convolution (its conv state is all it keeps) and
     attention."""
-    if spec.mixer == "mamba2" and spec.mamba2 is not None:
+    if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
         return spec.mamba2.heads * spec.mamba2.head_dim * spec.mamba2.state
     if spec.mixer == "mamba" and spec.mamba is not None:
         return spec.mamba.inner * spec.mamba.state

@@ -153,7 +153,7 @@ def _conv(name: str, channels: int, kernel: int, bias: bool) -> list[Tensor]:
 def conv_channels(spec: ModelSpec) -> int:
     """Channels of a recurrent mixer's depthwise conv (0 for other mixers): Mamba-2 I + 2 G N,
     Mamba I, Gated DeltaNet 2 Hk dk + Hv dv, short conv D."""
-    if spec.mixer == "mamba2" and spec.mamba2 is not None:
+    if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
         m = spec.mamba2
         return m.heads * m.head_dim + 2 * m.groups * m.state
     if spec.mixer == "mamba" and spec.mamba is not None:
@@ -167,7 +167,7 @@ def conv_channels(spec: ModelSpec) -> int:
 def mamba2_tensors(spec: ModelSpec) -> list[Tensor]:
     """Mamba-2 (``Mamba2Mixer``, NemotronH's mixer): ``in_proj`` D -> 2I + 2GN + H (gate, x, B,
     C, dt), ``conv1d`` over I + 2GN channels, ``dt_bias``, ``A_log``, ``D`` (H each), the gated
-    RMSNorm ``norm`` (I) and ``out_proj`` I -> D; I = H P."""
+    RMSNorm ``norm`` (I, unless ``gated_norm`` is off) and ``out_proj`` I -> D; I = H P."""
     m = spec.mamba2
     assert m is not None  # checked by the spec's rules
     D, H, inner = spec.d_model, m.heads, m.heads * m.head_dim
@@ -176,7 +176,7 @@ def mamba2_tensors(spec: ModelSpec) -> list[Tensor]:
         *_linear("mixer.in_proj", inner + channels + H, D, m.proj_bias, "mixer"),
         *_conv("mixer.conv1d", channels, m.conv_kernel, m.conv_bias),
         *(Tensor(f"mixer.{name}", (H,), "mixer") for name in ("dt_bias", "A_log", "D")),
-        Tensor("mixer.norm.weight", (inner,), "mixer"),
+        *([Tensor("mixer.norm.weight", (inner,), "mixer")] if m.gated_norm else []),
         *_linear("mixer.out_proj", D, inner, m.proj_bias, "mixer"),
     ]
 
@@ -263,9 +263,11 @@ MIXERS = {
 
 
 def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
-    """The token mixer of one block."""
+    """The token mixer of one block, and the Mamba-2 mixer beside its attention when
+    ``parallel_mamba2`` (Falcon-H1)."""
     build = MIXERS.get(spec.mixer)
-    return [] if build is None else build(spec)
+    tensors = [] if build is None else build(spec)
+    return tensors + mamba2_tensors(spec) if spec.parallel_mamba2 else tensors
 
 
 # --------------------------------------------------------------------------- feed-forward

@@ -14,6 +14,7 @@ from costcalc.errors import ConfigError, UsageError
 from costcalc.loaders import load_file
 from costcalc.macs import decode_macs, decode_token_macs, forward_macs
 from costcalc.memory import kv_cache_elements, state_elements
+from costcalc.params import param_report
 from costcalc.spec import ModelSpec
 from tests.conftest import Invoke
 from tests.test_hf_families import NAMES, ROOT, golden, load, supported
@@ -30,7 +31,16 @@ WITH_STATE = [n for n in NAMES if supported(n) and _has_state(n)]
 
 
 def test_golden_models_with_state_are_present() -> None:
-    assert {"tiny-mamba2", "tiny-jamba", "tiny-lfm2", "tiny-nemotron-h"} <= set(WITH_STATE)
+    assert {
+        "tiny-mamba2",
+        "tiny-jamba",
+        "tiny-lfm2",
+        "tiny-nemotron-h",
+        "mamba-130m",
+        "tiny-bamba",
+        "tiny-falcon-h1",
+        "tiny-granite-4.0-h",
+    } <= set(WITH_STATE)
 
 
 @pytest.mark.parametrize("name", WITH_STATE)
@@ -96,6 +106,44 @@ def test_layer_groups_mix_mixers() -> None:
     assert state_elements(spec, 1) == 2 * (160 * 4 + 8 * 16 * 16)
 
 
+PARALLEL = {
+    "mixer": "attention",
+    "n_heads": 4,
+    "parallel_mamba2": True,
+    "mamba2": {**MAMBA2["mamba2"], "gated_norm": False},
+}
+
+
+def test_attention_and_mamba2_side_by_side() -> None:
+    # Falcon-H1's block: both mixers' tensors, the keys and values of attention and the state
+    # of Mamba-2 (conv over I + 2GN = 160 channels x k 4, H P N = 8 x 16 x 16).
+    spec = ModelSpec(**BASE, **PARALLEL)
+    attention_only = ModelSpec(**BASE, mixer="attention", n_heads=4)
+    mamba2 = ModelSpec(**BASE, mixer="mamba2", mamba2=PARALLEL["mamba2"])
+    assert param_report(spec).blocks == (
+        param_report(attention_only).blocks + param_report(mamba2).blocks - 2 * 64
+    )  # one block norm (D) in each of the 2 blocks, not two
+    assert kv_cache_elements(spec, 1, 16) == kv_cache_elements(attention_only, 1, 16)
+    assert state_elements(spec, 1) == state_elements(mamba2, 1) == 2 * (160 * 4 + 8 * 16 * 16)
+    assert forward_macs(spec, 1, 128) == (
+        forward_macs(attention_only, 1, 128) + forward_macs(mamba2, 1, 128) - 128 * 64 * 256
+    )  # one LM head
+    # Without a norm weight: I = 128 fewer parameters per block than the gated-norm mixer.
+    normed = ModelSpec(**BASE, mixer="mamba2", mamba2=MAMBA2["mamba2"])
+    assert param_report(normed).blocks - param_report(mamba2).blocks == 2 * 128
+    with pytest.raises(UsageError, match="mamba2"):
+        decode_token_macs(spec, 10)
+
+
+def test_parallel_mamba2_needs_attention_and_sizes() -> None:
+    with pytest.raises(ValidationError, match="mamba2: required for mamba2 blocks"):
+        ModelSpec(**BASE, mixer="attention", n_heads=4, parallel_mamba2=True)
+    with pytest.raises(ValidationError, match="parallel_mamba2: applies to attention blocks"):
+        ModelSpec(**BASE, **{**MAMBA2, "parallel_mamba2": True})
+    with pytest.raises(ValidationError, match="mamba2: applies to mamba2 blocks"):
+        ModelSpec(**BASE, **{**PARALLEL, "parallel_mamba2": False})
+
+
 def test_decoding_recurrent_mixers_is_refused() -> None:
     spec = ModelSpec(**BASE, **MAMBA2)
     with pytest.raises(UsageError, match="mamba2"):
@@ -121,6 +169,10 @@ def _load_changed(tmp_path: Path, fixture: str, **changes: Any) -> Any:
         ("tiny-jamba.json", {"attn_layer_offset": 4}, "attn_layer_offset"),
         ("tiny-qwen3-next.json", {"decoder_sparse_step": 2}, "decoder_sparse_step"),
         ("tiny-qwen3-next.json", {"mlp_only_layers": [0]}, "mlp_only_layers"),
+        ("tiny-bamba.json", {"attn_layer_indices": "9"}, "attn_layer_indices"),
+        ("tiny-bamba.json", {"mamba_d_head": 8}, "mamba_d_head"),
+        ("tiny-falcon-h1.json", {"projectors_bias": True}, "projectors_bias"),
+        ("mamba-130m.json", {"expand": "2"}, "expand"),
     ],
 )
 def test_translators_refuse_what_they_cannot_build(
@@ -152,6 +204,17 @@ def test_lfm2_full_attn_idxs(tmp_path: Path) -> None:
     data_changes = {"layer_types": None, "full_attn_idxs": [1, 3]}
     spec = _load_changed(tmp_path, "tiny-lfm2.json", **data_changes).spec
     assert [(s.mixer, s.n_layers) for s in spec.stacks] == [("short_conv", 2), ("attention", 2)]
+
+
+def test_bamba_without_attention_indices_is_all_mamba2(tmp_path: Path) -> None:
+    spec = _load_changed(tmp_path, "tiny-bamba.json", attn_layer_indices=None).spec
+    assert [(s.mixer, s.n_layers) for s in spec.stacks] == [("mamba2", 4)]
+
+
+def test_granite_legacy_and_current_layer_types_agree(tmp_path: Path) -> None:
+    current = ["linear_attention", "full_attention", "linear_attention", "linear_attention"]
+    spec = _load_changed(tmp_path, "tiny-granite-4.0-h.json", layer_types=current).spec
+    assert spec == load("tiny-granite-4.0-h").spec
 
 
 def test_recurrent_state_is_its_own_memory_row(cli: Invoke) -> None:

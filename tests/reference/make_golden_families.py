@@ -120,7 +120,9 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("falcon-mamba-7b", ("falcon-mamba-7b", False, "meta")),
         ("bamba-9b", ("bamba-9b", False, "meta")),
         ("granite-4.0-h-tiny", ("granite-4.0-h-tiny", False, "meta")),
+        ("falcon-h1-7b", ("falcon-h1-7b", False, "meta")),
         ("tiny-bamba", ("tiny-bamba", False, "cpu")),
+        ("tiny-falcon-h1", ("tiny-falcon-h1", False, "cpu")),
         ("tiny-granite-4.0-h", ("tiny-granite-4.0-h", False, "cpu")),
         ("tiny-granite-4.0-h-dense", ("tiny-granite-4.0-h-dense", False, "cpu")),
     ]

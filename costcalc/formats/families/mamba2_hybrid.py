@@ -1,5 +1,6 @@
-"""Hugging Face hybrids of Mamba-2 and attention layers with an FFN in every layer: bamba and
-granitemoehybrid (Granite 4.0).
+"""Hugging Face hybrids of Mamba-2 and attention with an FFN in every layer: bamba and
+granitemoehybrid (Granite 4.0), whose layers hold one mixer or the other, and falcon_h1, whose
+layers run both side by side.
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names the tensors the family's modeling code builds (transformers
@@ -21,18 +22,20 @@ ATTENTION_KINDS = ("full_attention", "attention")
 transformers' legacy names, which it remaps)."""
 
 
-def mamba2_mixer(r: Reader, d_model: Any) -> dict[str, Any]:
-    """The Mamba-2 mixer as Bamba, Granite 4.0 and Falcon-H1 key it: I = int(``mamba_expand``
-    (2) x D), H ``mamba_n_heads`` (128), P ``mamba_d_head`` ("auto": I // H; H P must equal I),
-    N ``mamba_d_state`` (256), G ``mamba_n_groups`` (1), k ``mamba_d_conv`` (4), biases
-    ``mamba_conv_bias`` (true) and ``mamba_proj_bias`` (false), chunks ``mamba_chunk_size``
-    (256)."""
+def mamba2_mixer(r: Reader, d_model: Any, inner: Any = None) -> dict[str, Any]:
+    """The Mamba-2 mixer as Bamba, Granite 4.0 and Falcon-H1 key it: I = ``inner`` when the
+    family gives it, else int(``mamba_expand`` (2) x D), H ``mamba_n_heads`` (128), P
+    ``mamba_d_head`` ("auto": I // H; H P must equal I), N ``mamba_d_state`` (256), G
+    ``mamba_n_groups`` (1), k ``mamba_d_conv`` (4), biases ``mamba_conv_bias`` (true) and
+    ``mamba_proj_bias`` (false), chunks ``mamba_chunk_size`` (256)."""
     expand = r.value("mamba2", "mamba_expand", default=2)
     heads = r.value("mamba2", "mamba_n_heads", default=128)
     head_dim = r.value("mamba2", "mamba_d_head", default="auto")
-    inner = None
-    if isinstance(expand, int | float) and not isinstance(expand, bool) and is_whole(d_model, 1):
+    numeric = isinstance(expand, int | float) and not isinstance(expand, bool)
+    if inner is None and numeric and is_whole(d_model, 1):
         inner = int(expand * d_model)
+    if not is_whole(inner, 1):
+        inner = None
     if head_dim == "auto":
         head_dim = inner // heads if inner is not None and is_whole(heads, 1) else None
     whole = inner is not None and is_whole(heads, 1) and is_whole(head_dim, 1)
@@ -155,4 +158,38 @@ def granitemoehybrid(r: Reader) -> dict[str, Any]:
     return fields
 
 
-FAMILIES = {"bamba": bamba, "granitemoehybrid": granitemoehybrid}
+def falcon_h1(r: Reader) -> dict[str, Any]:
+    """FalconH1ForCausalLM: ``embed_tokens`` (V x D); every layer ``input_layernorm`` and
+    ``pre_ff_layernorm`` (RMSNorm, D each), attention ``self_attn`` AND a Mamba-2 ``mamba`` run
+    side by side on the same normed input, and a SwiGLU ``feed_forward`` (``gate_proj``/
+    ``up_proj`` D -> h, ``down_proj``; h ``intermediate_size`` 14,336, biases when
+    ``mlp_bias``). Attention: ``q_proj`` D -> H d, ``k_proj``/``v_proj`` D -> K d, ``o_proj``
+    (K ``num_key_value_heads`` 8, d ``head_dim`` (D / H), biases when ``attention_bias``),
+    rotary. Mamba-2 (:func:`mamba2_mixer`) with I = ``mamba_d_ssm`` (1,024; null: int(
+    ``mamba_expand`` x D)), the gated RMSNorm only when ``mamba_rms_norm`` (false), in_proj's
+    bias ``mamba_proj_bias`` and out_proj's ``projectors_bias`` (both false; costcalc needs them
+    equal). Final ``final_layernorm``; ``lm_head`` untied by default. The multipliers (muP)
+    hold no parameters (``mup_vector`` is a buffer)."""
+    fields = standard_sizes(r)
+    fields.update(
+        n_kv_heads=_kv_heads(r, fields, 8),
+        head_dim=r.value("head_dim", "head_dim", default=None),
+        position="rotary",
+        norm="rmsnorm",
+        fused_qkv=False,
+        ffn="swiglu",
+        ffn_hidden=r.value("ffn_hidden", "intermediate_size", default=14336),
+        ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    )
+    attention_bias(r, fields)
+    inner = r.nullable("mamba2", "mamba_d_ssm", 1024)
+    mixer = mamba2_mixer(r, fields["d_model"], inner)
+    mixer["mamba2"]["gated_norm"] = r.flag("mamba_rms_norm", False)
+    if r.flag("projectors_bias", False) != mixer["mamba2"]["proj_bias"]:
+        r.unsupported("projectors_bias", "a bias on out_proj but not on in_proj (or the reverse)")
+    fields.update(mixer, mixer="attention", parallel_mamba2=True)
+    return fields
+
+
+FAMILIES = {"bamba": bamba, "falcon_h1": falcon_h1, "granitemoehybrid": granitemoehybrid}
