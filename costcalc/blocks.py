@@ -85,6 +85,13 @@ class GatedDeltaNetSizes(_MixerSizes):
             "in_proj_qkvz and in_proj_ba (Qwen3-Next); the same parameters."
         ),
     )
+    separate_qkv: Flag = Field(
+        default=False,
+        description=(
+            "With split_projections: q_proj, k_proj and v_proj as three tensors (OLMo Hybrid) "
+            "instead of in_proj_qkv; the same parameters."
+        ),
+    )
 
 
 class ShortConvSizes(_MixerSizes):
@@ -203,7 +210,7 @@ class BlockFields(BaseModel):
         default=None,
         description=(
             "Gated DeltaNet sizes (mixer gated_deltanet): key_heads, value_heads, key_head_dim, "
-            "value_head_dim, conv_kernel, split_projections."
+            "value_head_dim, conv_kernel, split_projections, separate_qkv."
         ),
     )
     short_conv: ShortConvSizes | None = Field(

@@ -233,7 +233,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "granitemoe": _names({"mlp": "block_sparse_moe"}),
     "llama4_text": _names(FEED_FORWARD, router_linear=True),
     "jamba": _names({**FEED_FORWARD, "mixer": "mamba"}),
-    **dict.fromkeys(("mamba", "falcon_mamba"), LLAMA),
+    **dict.fromkeys(("mamba", "falcon_mamba", "olmo_hybrid"), LLAMA),
     **dict.fromkeys(("bamba", "falcon_h1"), _names({**FEED_FORWARD, "mixer": "mamba"})),
     "granitemoehybrid": _names(
         {"mlp": "block_sparse_moe", "mixer": "mamba"},

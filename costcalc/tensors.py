@@ -209,16 +209,25 @@ def mamba_tensors(spec: ModelSpec) -> list[Tensor]:
 def gated_deltanet_tensors(spec: ModelSpec) -> list[Tensor]:
     """Gated DeltaNet (Qwen3-Next's ``Qwen3NextGatedDeltaNet``): ``in_proj_qkvz`` D ->
     2 Hk dk + 2 Hv dv and ``in_proj_ba`` D -> 2 Hv (Qwen3.5 splits them into ``in_proj_qkv``,
-    ``in_proj_z``, ``in_proj_b``, ``in_proj_a``), ``conv1d`` over 2 Hk dk + Hv dv channels (no
+    ``in_proj_z``, ``in_proj_b``, ``in_proj_a``; OLMo Hybrid's ``in_proj_qkv`` is three tensors
+    ``q_proj``, ``k_proj``, ``v_proj``), ``conv1d`` over 2 Hk dk + Hv dv channels (no
     bias), ``dt_bias`` and ``A_log`` (Hv each), the gated RMSNorm ``norm`` (dv), ``out_proj``
     Hv dv -> D; no biases."""
     g = spec.gated_deltanet
     assert g is not None  # checked by the spec's rules
     D, Hv = spec.d_model, g.value_heads
     keys, values = g.key_heads * g.key_head_dim, Hv * g.value_head_dim
+    if g.split_projections and g.separate_qkv:
+        qkv = [
+            *_linear("linear_attn.q_proj", keys, D, False, "mixer"),
+            *_linear("linear_attn.k_proj", keys, D, False, "mixer"),
+            *_linear("linear_attn.v_proj", values, D, False, "mixer"),
+        ]
+    else:
+        qkv = _linear("linear_attn.in_proj_qkv", 2 * keys + values, D, False, "mixer")
     if g.split_projections:
         projections = [
-            *_linear("linear_attn.in_proj_qkv", 2 * keys + values, D, False, "mixer"),
+            *qkv,
             *_linear("linear_attn.in_proj_z", values, D, False, "mixer"),
             *_linear("linear_attn.in_proj_b", Hv, D, False, "mixer"),
             *_linear("linear_attn.in_proj_a", Hv, D, False, "mixer"),

@@ -16,6 +16,7 @@ from costcalc.macs import decode_macs, decode_token_macs, forward_macs
 from costcalc.memory import kv_cache_elements, state_elements
 from costcalc.params import param_report
 from costcalc.spec import ModelSpec
+from costcalc.tensors import tensor_count
 from tests.conftest import Invoke
 from tests.test_hf_families import NAMES, ROOT, golden, load, supported
 
@@ -204,6 +205,28 @@ def test_lfm2_full_attn_idxs(tmp_path: Path) -> None:
     data_changes = {"layer_types": None, "full_attn_idxs": [1, 3]}
     spec = _load_changed(tmp_path, "tiny-lfm2.json", **data_changes).spec
     assert [(s.mixer, s.n_layers) for s in spec.stacks] == [("short_conv", 2), ("attention", 2)]
+
+
+HYBRID_RECORDS = [
+    "mamba-130m",
+    "falcon-mamba-7b",
+    "bamba-9b",
+    "granite-4.0-h-tiny",
+    "falcon-h1-7b",
+    "olmo-hybrid-7b",
+    "tiny-granite-4.0-h-dense",
+]
+
+
+@pytest.mark.parametrize("name", HYBRID_RECORDS)
+def test_tensor_count_matches_transformers(name: str) -> None:
+    # Every parameter tensor transformers builds, once per layer that holds it (the optimizer's
+    # step scalars follow this count): OLMo Hybrid's q/k/v are three tensors, Granite 4.0's
+    # gate and up one.
+    record = golden()[name]
+    theirs = sum(len(k["tensors"]) * len(k["layers"]) for k in record["layer_kinds"])
+    theirs += len(record["parameters_by_tensor_other"])
+    assert tensor_count(load(name).spec) == theirs
 
 
 def test_bamba_without_attention_indices_is_all_mamba2(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Hugging Face hybrids of attention and a linear-time mixer: lfm2 (short convolutions),
-qwen3_next, qwen3_5_text and qwen3_5_moe_text (Gated DeltaNet).
+qwen3_next, qwen3_5_text, qwen3_5_moe_text and olmo_hybrid (Gated DeltaNet).
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names the tensors the family's modeling code builds (transformers
@@ -13,7 +13,13 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.moe import routed_experts
-from costcalc.formats.hf_reader import Reader, attention_bias, rotary_dim, standard_sizes
+from costcalc.formats.hf_reader import (
+    Reader,
+    attention_bias,
+    is_whole,
+    rotary_dim,
+    standard_sizes,
+)
 
 ATTENTION_KEYS = ("n_heads", "n_kv_heads", "head_dim", "qk_norm", "attention_gate")
 """Keys that describe attention blocks only: a hybrid sets them on its attention layers."""
@@ -190,8 +196,73 @@ def qwen3_5_moe_text(r: Reader) -> dict[str, Any]:
     return _qwen_linear_attention(r, split=True, sparse=True, experts=(256, 8))
 
 
+def olmo_hybrid(r: Reader) -> dict[str, Any]:
+    """OlmoHybridForCausalLM: ``embed_tokens`` (V x D); per layer two RMSNorms (D each) and an
+    SwiGLU ``mlp`` (``gate_proj``/``up_proj`` D -> h, ``down_proj``; h ``intermediate_size``
+    11,008, no biases). Attention layers (``layer_types`` ``full_attention``; default every
+    4th, i % 4 == 3, or the last when there are fewer than 4) are OLMo 3's, post-norm:
+    ``q_proj`` D -> H d, ``k_proj``/``v_proj`` D -> K d, ``o_proj``, RMSNorm ``q_norm`` (H d)
+    and ``k_norm`` (K d) (K ``num_key_value_heads``, default H; d ``head_dim``, default D / H;
+    biases when ``attention_bias``), rotary only when ``rope_parameters`` gives a
+    ``rope_theta``. The others, pre-norm, Gated DeltaNet ``linear_attn``: ``q_proj``/``k_proj``
+    D -> Hk dk, ``v_proj`` D -> Hv dv, ``a_proj``/``b_proj`` D -> Hv, ``g_proj`` D -> Hv dv,
+    ``conv1d`` (2 Hk dk + Hv dv, 1, ``linear_conv_kernel_dim`` 4), ``A_log``/``dt_bias`` (Hv),
+    gated RMSNorm ``o_norm`` (dv), ``o_proj`` (Hk ``linear_num_key_heads`` and Hv
+    ``linear_num_value_heads``, default H; dk ``linear_key_head_dim``, default int(0.75 D /
+    Hk); dv ``linear_value_head_dim``, default 2 dk). Final ``norm``; untied by default."""
+    fields = standard_sizes(r)
+    d_model, heads = fields["d_model"], fields["n_heads"]
+    rope = r.data.get("rope_parameters")
+    rotary = isinstance(rope, dict) and rope.get("rope_theta") is not None
+    fields.update(
+        n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=None),
+        head_dim=r.value("head_dim", "head_dim", default=None),
+        position="rotary" if rotary else "none",
+        norm="rmsnorm",
+        qk_norm="full",
+        fused_qkv=False,
+        ffn="swiglu",
+        ffn_bias=False,
+        ffn_hidden=r.value("ffn_hidden", "intermediate_size", default=11008),
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    )
+    attention_bias(r, fields)
+    key_heads = r.value("gated_deltanet", "linear_num_key_heads", default=heads)
+    key_dim = None
+    if is_whole(d_model, 1) and is_whole(key_heads, 1):
+        key_dim = int(0.75 * d_model / key_heads)
+    key_dim = r.value("gated_deltanet", "linear_key_head_dim", default=key_dim)
+    net = {
+        "mixer": "gated_deltanet",
+        "gated_deltanet": {
+            "key_heads": key_heads,
+            "value_heads": r.value("gated_deltanet", "linear_num_value_heads", default=heads),
+            "key_head_dim": key_dim,
+            "value_head_dim": r.value(
+                "gated_deltanet",
+                "linear_value_head_dim",
+                default=2 * key_dim if is_whole(key_dim, 1) else None,
+            ),
+            "conv_kernel": r.value("gated_deltanet", "linear_conv_kernel_dim", default=4),
+            "split_projections": True,
+            "separate_qkv": True,
+        },
+    }
+    r.forget("gated_deltanet")
+    return _hybrid(r, fields, net, _olmo_hybrid_rule)
+
+
+def _olmo_hybrid_rule(n: int) -> hf_layers.Layout:
+    """Without ``layer_types``: full attention where i % 4 == 3, Gated DeltaNet elsewhere; with
+    fewer than 4 layers, attention on the last."""
+    if n < 4:
+        return hf_layers.Layout([("linear_attention", n - 1), ("full_attention", 1)])
+    return hf_layers.every_nth(4, "full_attention", "linear_attention")
+
+
 FAMILIES = {
     "lfm2": lfm2,
+    "olmo_hybrid": olmo_hybrid,
     "qwen3_5_moe_text": qwen3_5_moe_text,
     "qwen3_5_text": qwen3_5_text,
     "qwen3_next": qwen3_next,
