@@ -165,6 +165,13 @@ class BlockFields(BaseModel):
         default=False,
         description="The query projection also yields a sigmoid output gate (Qwen3-Next): 2 H d.",
     )
+    attention_head_gate: Flag = Field(
+        default=False,
+        description=(
+            "A sigmoid output gate per query head from its own D -> H projection (LFM3's "
+            "g_proj): H D."
+        ),
+    )
     sliding_window: Size | None = Field(
         default=None, description="Each token attends to at most this many positions."
     )

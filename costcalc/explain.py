@@ -134,7 +134,7 @@ def _plain_attention(b: ModelSpec) -> bool:
         b.mixer == "attention"
         and not b.parallel_mamba2
         and b.qk_norm == "none"
-        and not (b.attention_sinks or b.attention_gate)
+        and not (b.attention_sinks or b.attention_gate or b.attention_head_gate)
     )
 
 

@@ -247,6 +247,14 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         },
     ),
     "nemotron_h": _names({"attn": "mixer", "mlp": "mixer"}, {"embed_tokens": "embeddings"}),
+    "lfm3": _names(
+        FEED_FORWARD,
+        {
+            "mlp.gate_proj": "feed_forward.w1",
+            "mlp.up_proj": "feed_forward.w3",
+            "mlp.down_proj": "feed_forward.w2",
+        },
+    ),
     "lfm2": _names(
         FEED_FORWARD,
         {

@@ -440,6 +440,7 @@ def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "qk_norm",
     "attention_sinks",
     "attention_gate",
+    "attention_head_gate",
     "n_kv_heads",
     "head_dim",
     "kv_cache_heads",
@@ -456,6 +457,7 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "qk_norm": spec.qk_norm != "none",
         "attention_sinks": spec.attention_sinks,
         "attention_gate": spec.attention_gate,
+        "attention_head_gate": spec.attention_head_gate,
     }
     for name in (name for name, set_ in given.items() if set_):
         yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")

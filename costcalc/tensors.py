@@ -94,7 +94,8 @@ def _norm(spec: ModelSpec, name: str, width: int, part: Part, copies: int = 1) -
 
 def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     """Q, K, V (fused into one (H + 2K) d x D matrix, or three), the output D x H d, q/k norms
-    and sinks. An output gate doubles the query projection (2 H d)."""
+    and sinks. An output gate doubles the query projection (2 H d); a gate per head is its own
+    H x D projection."""
     D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
     q = (2 if spec.attention_gate else 1) * H * d
     bias = spec.qkv_bias
@@ -113,6 +114,8 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors += _norm(spec, "attn.k_norm", k_width, "mixer")
     if spec.attention_sinks:
         tensors.append(Tensor("attn.sinks", (H,), "mixer"))
+    if spec.attention_head_gate:
+        tensors += _linear("attn.g_proj", H, D, False, "mixer")
     return tensors
 
 

@@ -214,6 +214,7 @@ HYBRID_RECORDS = [
     "granite-4.0-h-tiny",
     "falcon-h1-7b",
     "olmo-hybrid-7b",
+    "lfm3-1.7b",
     "tiny-granite-4.0-h-dense",
 ]
 
@@ -227,6 +228,30 @@ def test_tensor_count_matches_transformers(name: str) -> None:
     theirs = sum(len(k["tensors"]) * len(k["layers"]) for k in record["layer_kinds"])
     theirs += len(record["parameters_by_tensor_other"])
     assert tensor_count(load(name).spec) == theirs
+
+
+def test_lfm3_default_layers_are_a_closed_form_cycle(tmp_path: Path) -> None:
+    # Lfm3Config: layer 0 a convolution, then full attention where i % 4 == 2, sliding where
+    # i % 4 == 0, convolutions elsewhere; as the 24 layers lfm3-1.7b.json lists.
+    spec = _load_changed(tmp_path, "lfm3-1.7b.json", layer_types=None).spec
+    assert spec.layers is not None and len(spec.layers) == 2
+    assert param_report(spec).total == golden()["lfm3-1.7b"]["parameters_total"]
+    assert [(s.mixer, s.sliding_window, s.n_layers) for s in spec.stacks] == [
+        ("short_conv", None, 13),
+        ("attention", None, 6),
+        ("attention", 256, 5),
+    ]
+    short = _load_changed(tmp_path, "tiny-lfm3.json", num_hidden_layers=3).spec
+    assert [(s.mixer, s.n_layers) for s in short.stacks] == [("short_conv", 2), ("attention", 1)]
+
+
+def test_head_gate_is_for_attention_blocks() -> None:
+    with pytest.raises(ValidationError, match="attention_head_gate: applies to attention"):
+        ModelSpec(**BASE, **MAMBA2, attention_head_gate=True)
+    gated = ModelSpec(**BASE, mixer="attention", n_heads=4, attention_head_gate=True)
+    plain = ModelSpec(**BASE, mixer="attention", n_heads=4)
+    assert param_report(gated).total - param_report(plain).total == 2 * 4 * 64  # L H D
+    assert forward_macs(gated, 1, 8) - forward_macs(plain, 1, 8) == 8 * 2 * 4 * 64
 
 
 def test_bamba_without_attention_indices_is_all_mamba2(tmp_path: Path) -> None:

@@ -21,18 +21,37 @@ from costcalc.formats.hf_reader import (
     standard_sizes,
 )
 
-ATTENTION_KEYS = ("n_heads", "n_kv_heads", "head_dim", "qk_norm", "attention_gate")
+ATTENTION_KEYS = (
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "qk_norm",
+    "attention_gate",
+    "attention_head_gate",
+)
 """Keys that describe attention blocks only: a hybrid sets them on its attention layers."""
+
+
+def _blocks(
+    fields: dict[str, Any], linear: dict[str, Any], window: Any = None
+) -> dict[str, hf_layers.Block]:
+    """Move the attention keys into the attention layers (sliding ones within ``window``) and
+    give the others ``linear``."""
+    attention = {"mixer": "attention", **{k: fields.pop(k) for k in ATTENTION_KEYS if k in fields}}
+    return {
+        "full_attention": attention,
+        "sliding_attention": {**attention, "sliding_window": window},
+        "linear_attention": linear,
+        "conv": linear,
+    }
 
 
 def _hybrid(
     r: Reader, fields: dict[str, Any], linear: dict[str, Any], rule: hf_layers.Rule
 ) -> dict[str, Any]:
-    """Move the attention keys into the attention layers and give the others ``linear``; the
-    layers as ``layer_types`` lists them, else by the family's ``rule``."""
-    attention = {"mixer": "attention", **{k: fields.pop(k) for k in ATTENTION_KEYS if k in fields}}
-    blocks = {"full_attention": attention, "linear_attention": linear, "conv": linear}
-    hf_layers.listed_or_rule(r, fields, blocks, rule)
+    """The layers of :func:`_blocks` as ``layer_types`` lists them, else by the family's
+    ``rule``."""
+    hf_layers.listed_or_rule(r, fields, _blocks(fields, linear), rule)
     return fields
 
 
@@ -79,6 +98,63 @@ def _lfm2_rule(r: Reader, n: int) -> hf_layers.Layout | None:
     if r.data.get("full_attn_idxs") is None:
         return hf_layers.Layout([("full_attention", n)])
     return hf_layers.at_indices(r, n, "full_attn_idxs", "full_attention", "conv")
+
+
+LFM3_CYCLE = [("conv", 1), ("full_attention", 1), ("conv", 1), ("sliding_attention", 1)]
+"""Lfm3Config's default layers from layer 1 on: full attention where i % 4 == 2, sliding where
+i % 4 == 0; layer 0 is a short convolution."""
+
+
+def lfm3(r: Reader) -> dict[str, Any]:
+    """Lfm3ForCausalLM: as lfm2 (``operator_norm``, ``ffn_norm``, the short convolution ``conv``
+    with k ``conv_L_cache`` (7), biases ``conv_bias`` (false), the SwiGLU ``feed_forward`` of
+    ``intermediate_size`` (7,680, used as given), final ``embedding_norm``, tied by default),
+    with sandwich norms ``post_operator_norm`` and ``post_ffn_norm`` when ``use_sandwich_norm``
+    (true), attention (``q_proj``, ``k_proj``, ``v_proj``, ``o_proj``, biases when
+    ``attention_bias``; ``q_norm``/``k_norm`` of d ``head_dim`` (128); K ``num_key_value_heads``
+    (4)) gated per head by ``g_proj`` D -> H when ``use_attention_gate`` (true), and two kinds
+    of attention layer: full, and sliding within ``sliding_window`` (256). Layers as
+    ``layer_types`` lists them; by default layer 0 is a convolution, then full attention where
+    i % 4 == 2, sliding where i % 4 == 0, convolutions elsewhere."""
+    fields = standard_sizes(r)
+    fields.update(
+        n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=4),
+        head_dim=r.value("head_dim", "head_dim", default=128),
+        position="rotary",
+        norm="rmsnorm",
+        norms_per_block=4 if r.flag("use_sandwich_norm", True) else 2,
+        qk_norm="head",
+        attention_head_gate=r.flag("use_attention_gate", True),
+        fused_qkv=False,
+        ffn="swiglu",
+        ffn_bias=False,
+        ffn_hidden=r.value("ffn_hidden", "intermediate_size", default=7680),
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
+    )
+    attention_bias(r, fields)
+    conv = {
+        "mixer": "short_conv",
+        "short_conv": {
+            "conv_kernel": r.value("short_conv", "conv_L_cache", default=7),
+            "bias": r.value("short_conv", "conv_bias", default=False),
+        },
+    }
+    r.forget("short_conv")
+    blocks = _blocks(fields, conv, r.nullable("sliding_window", "sliding_window", 256))
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return fields
+    listed = hf_layers.layer_types(r, n)
+    if listed is not None:
+        hf_layers.apply(r, fields, hf_layers.runs(listed), blocks)
+    elif n > len(LFM3_CYCLE):
+        fields["layers"] = [
+            *hf_layers.groups([("conv", 1)], blocks),
+            *hf_layers.cycle(n - 1, LFM3_CYCLE, blocks),
+        ]
+    else:
+        hf_layers.apply(r, fields, [("conv", 1), *LFM3_CYCLE[: n - 1]], blocks)
+    return fields
 
 
 def _lfm2_ffn_width(r: Reader) -> Any:
@@ -262,6 +338,7 @@ def _olmo_hybrid_rule(n: int) -> hf_layers.Layout:
 
 FAMILIES = {
     "lfm2": lfm2,
+    "lfm3": lfm3,
     "olmo_hybrid": olmo_hybrid,
     "qwen3_5_moe_text": qwen3_5_moe_text,
     "qwen3_5_text": qwen3_5_text,
