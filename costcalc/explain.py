@@ -152,7 +152,8 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
             f" = {_n(attention)}"
         )
     else:
-        rows["attention"] = f"{b.mixer} tensors: " + _tensor_sum(mixer_tensors(b), attention)
+        mixers = f"{b.mixer} + mamba2" if b.parallel_mamba2 else b.mixer
+        rows["attention"] = f"{mixers} tensors: " + _tensor_sum(mixer_tensors(b), attention)
     first = 2 * h if b.gated else h
     ffn_bias = first + D if b.ffn_bias else 0
     one_ffn = f"{_n(D)} x {_n(first)} + {_n(h)} x {_n(D)}" + (
