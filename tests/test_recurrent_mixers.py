@@ -254,6 +254,19 @@ def test_head_gate_is_for_attention_blocks() -> None:
     assert forward_macs(gated, 1, 8) - forward_macs(plain, 1, 8) == 8 * 2 * 4 * 64
 
 
+def test_mamba_inner_width_is_the_file_s_else_expand(tmp_path: Path) -> None:
+    # MambaConfig computes int(expand x D), then the file's own keys overwrite it:
+    # falcon-mamba-7b.json says expand 16 but intermediate_size 8192, which transformers builds.
+    spec = load("falcon-mamba-7b").spec
+    assert spec.mamba is not None and spec.mamba.inner == 8192
+    data = json.loads((ROOT / "tests/fixtures/hf/falcon-mamba-7b.json").read_text())
+    del data["intermediate_size"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    without = load_file(path).spec
+    assert without.mamba is not None and without.mamba.inner == 16 * 4096
+
+
 def test_bamba_without_attention_indices_is_all_mamba2(tmp_path: Path) -> None:
     spec = _load_changed(tmp_path, "tiny-bamba.json", attn_layer_indices=None).spec
     assert [(s.mixer, s.n_layers) for s in spec.stacks] == [("mamba2", 4)]

@@ -86,17 +86,19 @@ def mamba(r: Reader) -> dict[str, Any]:
     and a Mamba v1 ``mixer``: ``in_proj`` D -> 2I, ``conv1d`` (I, 1, k), ``x_proj`` I -> R + 2N,
     ``dt_proj`` R -> I + bias, ``A_log`` (I x N), ``D`` (I), ``out_proj`` I -> D; biases on
     in/out_proj when ``use_bias`` (false), on the conv when ``use_conv_bias`` (true); final
-    ``norm_f``; ``lm_head`` (V x D), tied by default. I = int(``expand`` (2) x D) (a file's
-    ``intermediate_size`` is recomputed so), N ``state_size`` (16), R ``time_step_rank``
-    ("auto": ceil(D / 16)), k ``conv_kernel`` (4). No positions."""
+    ``norm_f``; ``lm_head`` (V x D), tied by default. I = ``intermediate_size`` when the file
+    gives it (MambaConfig sets int(``expand`` x D) first, then the file's keys over it), else
+    int(``expand`` (2) x D); N ``state_size`` (16), R ``time_step_rank`` ("auto":
+    ceil(D / 16)), k ``conv_kernel`` (4). No positions."""
     d_model = r.size("d_model", "hidden_size")
     expand = r.value("mamba", "expand", default=2)
     rank = r.value("mamba", "time_step_rank", default="auto")
     if rank == "auto":
         rank = math.ceil(d_model / 16) if is_whole(d_model, 1) else None
     numeric = isinstance(expand, int | float) and not isinstance(expand, bool)
+    inner = int(expand * d_model) if numeric and is_whole(d_model, 1) else None
     sizes = {
-        "inner": int(expand * d_model) if numeric and is_whole(d_model, 1) else None,
+        "inner": r.value("mamba", "intermediate_size", default=inner),
         "state": r.value("mamba", "state_size", default=16),
         "dt_rank": rank,
         "conv_kernel": r.value("mamba", "conv_kernel", default=4),
