@@ -23,12 +23,20 @@ Flag = Annotated[bool, Field(strict=True)]
 PositionScheme = Literal["learned", "sinusoidal", "rotary", "none"]
 FfnKind = Literal["mlp", "swiglu", "geglu", "none"]
 NormKind = Literal["layernorm", "rmsnorm"]
-MixerKind = Literal["attention", "mla", "mamba2", "mamba", "gated_deltanet", "short_conv", "none"]
+MixerKind = Literal[
+    "attention", "mla", "mamba2", "mamba", "gated_deltanet", "kimi_delta", "short_conv", "none"
+]
 QkNorm = Literal["none", "head", "full"]
 
 GATED_FFNS: frozenset[str] = frozenset({"swiglu", "geglu"})
 ATTENTION_MIXERS: frozenset[str] = frozenset({"attention", "mla"})
-RECURRENT_MIXERS: tuple[str, ...] = ("mamba2", "mamba", "gated_deltanet", "short_conv")
+RECURRENT_MIXERS: tuple[str, ...] = (
+    "mamba2",
+    "mamba",
+    "gated_deltanet",
+    "kimi_delta",
+    "short_conv",
+)
 """Mixers that keep a fixed-size state instead of a KV cache; each is described by the block key
 of its own name (a nested mapping of its sizes)."""
 
@@ -94,6 +102,15 @@ class GatedDeltaNetSizes(_MixerSizes):
     )
 
 
+class KimiDeltaSizes(_MixerSizes):
+    """Kimi Delta Attention sizes (Kimi Linear's ``KimiLinearDeltaAttention``): a Gated
+    DeltaNet with a decay per channel, from low-rank gates."""
+
+    heads: Size = Field(description="Heads H (queries, keys and values alike).")
+    head_dim: Size = Field(description="Width d of one head; the low-rank gates' rank.")
+    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
+
+
 class ShortConvSizes(_MixerSizes):
     """Gated short convolution (LFM2's ``Lfm2ShortConv``): in_proj D -> 3D, conv, out_proj."""
 
@@ -105,6 +122,7 @@ MIXER_SIZES: dict[str, type[_MixerSizes]] = {
     "mamba2": Mamba2Sizes,
     "mamba": MambaSizes,
     "gated_deltanet": GatedDeltaNetSizes,
+    "kimi_delta": KimiDeltaSizes,
     "short_conv": ShortConvSizes,
 }
 """The nested sizes of each recurrent mixer, under the block key of the mixer's name."""
@@ -123,8 +141,8 @@ class BlockFields(BaseModel):
         default="attention",
         description=(
             "Token mixer: attention (MHA/GQA/MQA), mla (multi-head latent attention, "
-            "DeepSeek-V2/V3), mamba2, mamba, gated_deltanet, short_conv (each sized by the "
-            "block key of its name) or none (a block with an FFN only)."
+            "DeepSeek-V2/V3), mamba2, mamba, gated_deltanet, kimi_delta, short_conv (each sized "
+            "by the block key of its name) or none (a block with an FFN only)."
         ),
     )
     n_heads: Size | None = Field(default=None, description="Attention (query) heads H.")
@@ -219,6 +237,10 @@ class BlockFields(BaseModel):
             "Gated DeltaNet sizes (mixer gated_deltanet): key_heads, value_heads, key_head_dim, "
             "value_head_dim, conv_kernel, split_projections, separate_qkv."
         ),
+    )
+    kimi_delta: KimiDeltaSizes | None = Field(
+        default=None,
+        description="Kimi Delta Attention sizes (mixer kimi_delta): heads, head_dim, conv_kernel.",
     )
     short_conv: ShortConvSizes | None = Field(
         default=None, description="Short-convolution sizes (mixer short_conv): conv_kernel, bias."

@@ -122,16 +122,11 @@ LLAMA = _names(renames=ROUTER_GATE)
 QWEN2_MOE = _names(renames=ROUTER_GATE, converted=QWEN2_MOE_CONVERTED)
 """Families transformers converts as Qwen2-MoE (``_MODEL_TO_CONVERSION_PATTERN``); peft converts
 their targets, but not Qwen2-MoE's own, which it does not list."""
-DEEPSEEK = _names(
-    renames={
-        **ROUTER_GATE,
-        **{
-            f"mlp.shared_expert.{p}": f"mlp.shared_experts.{p}"
-            for p in ("gate_proj", "up_proj", "down_proj")
-        },
-    },
-    converted=QWEN2_MOE_CONVERTED,
-)
+SHARED_EXPERTS = {
+    f"mlp.shared_expert.{p}": f"mlp.shared_experts.{p}"
+    for p in ("gate_proj", "up_proj", "down_proj")
+}
+DEEPSEEK = _names(renames={**ROUTER_GATE, **SHARED_EXPERTS}, converted=QWEN2_MOE_CONVERTED)
 FEED_FORWARD = {"mlp": "feed_forward"}
 LLAMA_FAMILIES = (
     "apertus arcee cohere cohere2 ernie4_5 exaone4 gemma gemma2 gemma3_text glm4 granite helium "
@@ -234,6 +229,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "llama4_text": _names(FEED_FORWARD, router_linear=True),
     "jamba": _names({**FEED_FORWARD, "mixer": "mamba"}),
     **dict.fromkeys(("mamba", "falcon_mamba", "olmo_hybrid"), LLAMA),
+    "kimi_linear": _names({"linear_attn": "self_attn"}, {**ROUTER_GATE, **SHARED_EXPERTS}),
     **dict.fromkeys(("bamba", "falcon_h1"), _names({**FEED_FORWARD, "mixer": "mamba"})),
     "granitemoehybrid": _names(
         {"mlp": "block_sparse_moe", "mixer": "mamba"},

@@ -286,7 +286,7 @@ def kv_cache_bytes(spec: ModelSpec, batch: int, length: int, kv_dtype: str) -> i
 def conv_state_width(spec: ModelSpec) -> int:
     """One block's cached conv inputs per sequence: C channels x k positions (transformers keeps
     the last k inputs of the depthwise conv); 0 for attention blocks."""
-    sizes = spec.mamba2 or spec.mamba or spec.gated_deltanet or spec.short_conv
+    sizes = spec.mamba2 or spec.mamba or spec.gated_deltanet or spec.kimi_delta or spec.short_conv
     if not spec.recurrent or sizes is None:
         return 0
     return conv_channels(spec) * sizes.conv_kernel
@@ -294,8 +294,8 @@ def conv_state_width(spec: ModelSpec) -> int:
 
 def recurrent_state_width(spec: ModelSpec) -> int:
     """One block's SSM / linear-attention state per sequence: Mamba-2 H P N, Mamba I N, Gated
-    DeltaNet Hv dk dv; 0 for a short convolution (its conv state is all it keeps) and
-    attention."""
+    DeltaNet Hv dk dv, Kimi Delta Attention H d^2; 0 for a short convolution (its conv state is
+    all it keeps) and attention."""
     if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
         return spec.mamba2.heads * spec.mamba2.head_dim * spec.mamba2.state
     if spec.mixer == "mamba" and spec.mamba is not None:
@@ -303,6 +303,8 @@ def recurrent_state_width(spec: ModelSpec) -> int:
     if spec.mixer == "gated_deltanet" and spec.gated_deltanet is not None:
         g = spec.gated_deltanet
         return g.value_heads * g.key_head_dim * g.value_head_dim
+    if spec.mixer == "kimi_delta" and spec.kimi_delta is not None:
+        return spec.kimi_delta.heads * spec.kimi_delta.head_dim**2
     return 0
 
 

@@ -152,6 +152,7 @@ MIXER_WORDS = {
     "mamba2": "Mamba-2",
     "mamba": "Mamba",
     "gated_deltanet": "gated DeltaNet",
+    "kimi_delta": "Kimi Delta Attention",
     "short_conv": "short convolution",
     "none": "no token mixer",
 }

@@ -155,7 +155,7 @@ def _conv(name: str, channels: int, kernel: int, bias: bool) -> list[Tensor]:
 
 def conv_channels(spec: ModelSpec) -> int:
     """Channels of a recurrent mixer's depthwise conv (0 for other mixers): Mamba-2 I + 2 G N,
-    Mamba I, Gated DeltaNet 2 Hk dk + Hv dv, short conv D."""
+    Mamba I, Gated DeltaNet 2 Hk dk + Hv dv, Kimi Delta Attention 3 H d, short conv D."""
     if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
         m = spec.mamba2
         return m.heads * m.head_dim + 2 * m.groups * m.state
@@ -164,6 +164,8 @@ def conv_channels(spec: ModelSpec) -> int:
     if spec.mixer == "gated_deltanet" and spec.gated_deltanet is not None:
         g = spec.gated_deltanet
         return 2 * g.key_heads * g.key_head_dim + g.value_heads * g.value_head_dim
+    if spec.mixer == "kimi_delta" and spec.kimi_delta is not None:
+        return 3 * spec.kimi_delta.heads * spec.kimi_delta.head_dim
     return spec.d_model if spec.mixer == "short_conv" else 0
 
 
@@ -250,6 +252,32 @@ def gated_deltanet_tensors(spec: ModelSpec) -> list[Tensor]:
     ]
 
 
+def kimi_delta_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Kimi Delta Attention (``KimiLinearDeltaAttention``): ``q_proj``, ``k_proj``, ``v_proj``
+    D -> H d, ``conv1d`` over 3 H d channels (no bias), the forget gate's ``f_a_proj`` D -> d,
+    ``f_b_proj`` d -> H d, ``dt_bias`` (H d) and ``A_log`` (H), ``b_proj`` D -> H, the output
+    gate's ``g_a_proj`` D -> d and ``g_b_proj`` d -> H d, the gated RMSNorm ``o_norm`` (d),
+    ``o_proj`` H d -> D; no biases."""
+    k = spec.kimi_delta
+    assert k is not None  # checked by the spec's rules
+    D, H, d = spec.d_model, k.heads, k.head_dim
+    return [
+        *_linear("linear_attn.q_proj", H * d, D, False, "mixer"),
+        *_linear("linear_attn.k_proj", H * d, D, False, "mixer"),
+        *_linear("linear_attn.v_proj", H * d, D, False, "mixer"),
+        *_conv("linear_attn.conv1d", conv_channels(spec), k.conv_kernel, False),
+        *_linear("linear_attn.forget_gate.f_a_proj", d, D, False, "mixer"),
+        *_linear("linear_attn.forget_gate.f_b_proj", H * d, d, False, "mixer"),
+        Tensor("linear_attn.forget_gate.dt_bias", (H * d,), "mixer"),
+        Tensor("linear_attn.forget_gate.A_log", (1, 1, H, 1), "mixer"),
+        *_linear("linear_attn.b_proj", H, D, False, "mixer"),
+        *_linear("linear_attn.g_a_proj", d, D, False, "mixer"),
+        *_linear("linear_attn.g_b_proj", H * d, d, False, "mixer"),
+        Tensor("linear_attn.o_norm.weight", (d,), "mixer"),
+        *_linear("linear_attn.o_proj", D, H * d, False, "mixer"),
+    ]
+
+
 def short_conv_tensors(spec: ModelSpec) -> list[Tensor]:
     """Gated short convolution (``Lfm2ShortConv``): ``in_proj`` D -> 3D (B, C, x), ``conv``
     over D channels, ``out_proj`` D -> D; biases on all three when ``bias``."""
@@ -269,6 +297,7 @@ MIXERS = {
     "mamba2": mamba2_tensors,
     "mamba": mamba_tensors,
     "gated_deltanet": gated_deltanet_tensors,
+    "kimi_delta": kimi_delta_tensors,
     "short_conv": short_conv_tensors,
 }
 """Mixer kind -> its tensors; a block with mixer ``none`` has none."""

@@ -215,6 +215,7 @@ HYBRID_RECORDS = [
     "falcon-h1-7b",
     "olmo-hybrid-7b",
     "lfm3-1.7b",
+    "kimi-linear-48b-a3b",
     "tiny-granite-4.0-h-dense",
 ]
 
@@ -243,6 +244,32 @@ def test_lfm3_default_layers_are_a_closed_form_cycle(tmp_path: Path) -> None:
     ]
     short = _load_changed(tmp_path, "tiny-lfm3.json", num_hidden_layers=3).spec
     assert [(s.mixer, s.n_layers) for s in short.stacks] == [("short_conv", 2), ("attention", 1)]
+
+
+@pytest.mark.parametrize(("layers", "dense"), [(13, 2), (5, 0), (3, 1), (1, 1), (9, 9)])
+def test_kimi_linear_default_layers_match_the_listed_ones(
+    tmp_path: Path, layers: int, dense: int
+) -> None:
+    # KimiLinearConfig fills layer_types (attention where i > 0 and i % 4 == 0) and
+    # mlp_layer_types (dense for i < first_k_dense_replace); costcalc keeps them closed form.
+    changes: dict[str, Any] = {"num_hidden_layers": layers, "first_k_dense_replace": dense}
+    closed = _load_changed(tmp_path, "tiny-kimi-linear.json", **changes).spec
+    listed = _load_changed(
+        tmp_path,
+        "tiny-kimi-linear.json",
+        **changes,
+        layer_types=[
+            "full_attention" if i and i % 4 == 0 else "linear_attention" for i in range(layers)
+        ],
+        mlp_layer_types=["dense" if i < dense else "sparse" for i in range(layers)],
+    ).spec
+    assert len(closed.layers or ()) <= 5
+
+    def kinds(spec: ModelSpec) -> list[tuple[str, int, int]]:
+        return sorted((s.mixer, s.moe_experts or 0, s.n_layers) for s in spec.stacks)
+
+    assert kinds(closed) == kinds(listed)
+    assert param_report(closed).total == param_report(listed).total
 
 
 def test_head_gate_is_for_attention_blocks() -> None:

@@ -1,5 +1,6 @@
 """Hugging Face hybrids of attention and a linear-time mixer: lfm2 (short convolutions),
-qwen3_next, qwen3_5_text, qwen3_5_moe_text and olmo_hybrid (Gated DeltaNet).
+qwen3_next, qwen3_5_text, qwen3_5_moe_text and olmo_hybrid (Gated DeltaNet), kimi_linear (Kimi
+Delta Attention).
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names the tensors the family's modeling code builds (transformers
@@ -9,6 +10,7 @@ defaults, and its docstring names the tensors the family's modeling code builds 
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from costcalc.formats import hf_layers
@@ -336,7 +338,131 @@ def _olmo_hybrid_rule(n: int) -> hf_layers.Layout:
     return hf_layers.every_nth(4, "full_attention", "linear_attention")
 
 
+def kimi_linear(r: Reader) -> dict[str, Any]:
+    """KimiLinearForCausalLM: ``embed_tokens`` (V x D); per layer ``input_layernorm`` and
+    ``post_attention_layernorm`` (RMSNorm, D each), a mixer and an MLP. The mixer is multi-head
+    latent attention without positions on the ``full_attention`` layers (as deepseek_v3:
+    ``q_proj`` D -> H (n + r) or the ``q_lora_rank`` path (none), ``kv_a_proj_with_mqa``,
+    ``kv_a_layernorm``, ``kv_b_proj``, ``o_proj``; ``kv_lora_rank`` 512, r
+    ``qk_rope_head_dim`` 64, n ``qk_nope_head_dim`` 128, v ``v_head_dim`` 128, biases when
+    ``attention_bias``), else Kimi Delta Attention (:func:`costcalc.tensors.kimi_delta_tensors`;
+    H ``linear_num_heads`` 32, d ``linear_head_dim`` 128, k ``linear_conv_kernel_dim`` 4, or
+    ``linear_attn_config``'s ``num_heads``, ``head_dim``, ``short_conv_kernel_size``). Layers
+    as ``layer_types`` lists them, else ``linear_attn_config``'s 1-based ``full_attn_layers`` and
+    ``kda_layers``, else attention where i > 0 and i % 4 == 0. The MLP is a SwiGLU of
+    ``intermediate_size`` (9,216) on the first ``first_k_dense_replace`` (1) layers (or as
+    ``mlp_layer_types`` says), elsewhere a MoE: router ``mlp.gate`` (X x D), X
+    ``num_experts`` (256) SwiGLU experts of ``moe_intermediate_size`` (1,024), top
+    ``num_experts_per_token`` (8), and ``shared_experts`` of ``num_shared_experts`` (1) x that
+    width. Final ``norm``; ``lm_head`` untied by default."""
+    lin = r.data.get("linear_attn_config")
+    lin = lin if isinstance(lin, dict) else {}
+    fields: dict[str, Any] = {
+        "vocab_size": r.size("vocab_size", "vocab_size"),
+        "d_model": r.size("d_model", "hidden_size"),
+        "n_layers": r.size("n_layers", "num_hidden_layers"),
+        "context_length": r.value(
+            "context_length", "model_max_length", "max_position_embeddings", default=1048576
+        ),
+        "position": "none",
+        "norm": "rmsnorm",
+        "ffn": "swiglu",
+        "ffn_bias": False,
+        "ffn_hidden": r.value("ffn_hidden", "intermediate_size", default=9216),
+        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    }
+    mla: dict[str, Any] = {"mixer": "mla", "n_heads": r.size("n_heads", "num_attention_heads")}
+    attention_bias(r, mla)
+    mla["q_lora_rank"] = r.nullable("q_lora_rank", "q_lora_rank", None)
+    for field, default in (
+        ("kv_lora_rank", 512),
+        ("qk_rope_head_dim", 64),
+        ("qk_nope_head_dim", 128),
+        ("v_head_dim", 128),
+    ):
+        mla[field] = r.value(field, field, default=default)
+    sizes = {
+        name: lin.get(nested) or r.value("kimi_delta", key, default=default)
+        for name, nested, key, default in (
+            ("heads", "num_heads", "linear_num_heads", 32),
+            ("head_dim", "head_dim", "linear_head_dim", 128),
+            ("conv_kernel", "short_conv_kernel_size", "linear_conv_kernel_dim", 4),
+        )
+    }
+    r.forget("kimi_delta")
+    moe = routed_experts(
+        r,
+        ("num_experts", "num_local_experts"),
+        ("num_experts_per_token", "num_experts_per_tok"),
+        (256, 8),
+        (("moe_intermediate_size",), 1024),
+    )
+    shared = r.value("moe_shared_ffn_hidden", "num_shared_experts", "n_shared_experts", default=1)
+    if is_whole(shared, 1) and is_whole(moe["moe_ffn_hidden"], 1):
+        moe["moe_shared_ffn_hidden"] = shared * moe["moe_ffn_hidden"]
+    mixers = {
+        "full_attention": mla,
+        "linear_attention": {"mixer": "kimi_delta", "kimi_delta": sizes},
+    }
+    ffns: dict[str, dict[str, Any]] = {"dense": {}, "sparse": moe}
+    blocks = {
+        f"{m}/{f}": {**mixer, **ffn} for m, mixer in mixers.items() for f, ffn in ffns.items()
+    }
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is not None:
+        _kimi_layers(r, fields, n, lin, blocks)
+    return fields
+
+
+def _kimi_layers(
+    r: Reader, fields: dict[str, Any], n: int, lin: dict[str, Any], blocks: dict[str, Any]
+) -> None:
+    """Each layer's mixer and MLP: from the lists the file gives, else in closed form (layer 0,
+    the dense layers, the sparse ones, each cycling through the attention rule)."""
+    mixers = hf_layers.layer_types(r, n)
+    full, kda = lin.get("full_attn_layers"), lin.get("kda_layers")
+    if mixers is None and isinstance(full, list) and isinstance(kda, list):
+        chosen = {i - 1 for i in full if is_whole(i, 1)}
+        mixers = ["full_attention" if i in chosen else "linear_attention" for i in range(n)]
+    mlps = hf_layers.layer_types(r, n, "mlp_layer_types")
+    dense = min(r.count("first_k_dense_replace", 1, minimum=0), n)
+    if mixers is None and mlps is None:
+        fields["layers"] = [
+            layer
+            for start, end in _segments(n, dense)
+            for layer in _kimi_segment(start, end, "dense" if start < dense else "sparse", blocks)
+        ]
+        return
+    mixers = mixers or [_kimi_mixer(i) for i in range(n)]
+    mlps = mlps or ["dense" if i < dense else "sparse" for i in range(n)]
+    kinds = [f"{m}/{f}" for m, f in zip(mixers, mlps, strict=True)]
+    hf_layers.apply(r, fields, hf_layers.runs(kinds), blocks)
+
+
+def _kimi_mixer(i: int) -> str:
+    """KimiLinearConfig's default: attention on layer i when i > 0 and i % 4 == 0."""
+    return "full_attention" if i and i % 4 == 0 else "linear_attention"
+
+
+def _segments(n: int, dense: int) -> list[tuple[int, int]]:
+    """Layer 0, the other dense layers, the sparse layers: (start, end) of each non-empty."""
+    cuts = sorted({0, min(1, n), dense, n})
+    return [(a, b) for a, b in pairwise(cuts) if b > a]
+
+
+def _kimi_segment(start: int, end: int, ffn: str, blocks: dict[str, Any]) -> list[dict[str, Any]]:
+    """Layers start..end-1 with one MLP kind: their mixers cycle with period 4 (the rule has
+    no exception past layer 0), a pattern when the segment holds more than one cycle."""
+    count = end - start
+    period = [(f"{kind}/{ffn}", 1) for kind in map(_kimi_mixer, range(start, start + 4))]
+    if start > 0 and count > len(period):
+        return hf_layers.cycle(count, hf_layers.runs([k for k, _ in period]), blocks)
+    kinds = [f"{_kimi_mixer(i)}/{ffn}" for i in range(start, end)]
+    return hf_layers.groups(hf_layers.runs(kinds), blocks)
+
+
 FAMILIES = {
+    "kimi_linear": kimi_linear,
     "lfm2": lfm2,
     "lfm3": lfm3,
     "olmo_hybrid": olmo_hybrid,
