@@ -109,6 +109,13 @@ class KimiDeltaSizes(_MixerSizes):
     heads: Size = Field(description="Heads H (queries, keys and values alike).")
     head_dim: Size = Field(description="Width d of one head; the low-rank gates' rank.")
     conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
+    low_rank_gates: Flag = Field(
+        default=True,
+        description=(
+            "The forget and output gates as low-rank pairs D -> d -> H d (Kimi Linear); else "
+            "one D -> H d projection each (Ling's bailing_hybrid)."
+        ),
+    )
 
 
 class ShortConvSizes(_MixerSizes):
@@ -186,8 +193,8 @@ class BlockFields(BaseModel):
     attention_head_gate: Flag = Field(
         default=False,
         description=(
-            "A sigmoid output gate per query head from its own D -> H projection (LFM3's "
-            "g_proj): H D."
+            "A sigmoid output gate per query head from its own D -> H projection (LFM3's and "
+            "Ling's g_proj; attention or mla blocks): H D."
         ),
     )
     sliding_window: Size | None = Field(
@@ -240,7 +247,10 @@ class BlockFields(BaseModel):
     )
     kimi_delta: KimiDeltaSizes | None = Field(
         default=None,
-        description="Kimi Delta Attention sizes (mixer kimi_delta): heads, head_dim, conv_kernel.",
+        description=(
+            "Kimi Delta Attention sizes (mixer kimi_delta): heads, head_dim, conv_kernel, "
+            "low_rank_gates."
+        ),
     )
     short_conv: ShortConvSizes | None = Field(
         default=None, description="Short-convolution sizes (mixer short_conv): conv_kernel, bias."

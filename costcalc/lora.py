@@ -229,7 +229,10 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "llama4_text": _names(FEED_FORWARD, router_linear=True),
     "jamba": _names({**FEED_FORWARD, "mixer": "mamba"}),
     **dict.fromkeys(("mamba", "falcon_mamba", "olmo_hybrid"), LLAMA),
-    "kimi_linear": _names({"linear_attn": "self_attn"}, {**ROUTER_GATE, **SHARED_EXPERTS}),
+    **dict.fromkeys(
+        ("kimi_linear", "bailing_hybrid"),
+        _names({"linear_attn": "self_attn"}, {**ROUTER_GATE, **SHARED_EXPERTS}),
+    ),
     **dict.fromkeys(("bamba", "falcon_h1"), _names({**FEED_FORWARD, "mixer": "mamba"})),
     "granitemoehybrid": _names(
         {"mlp": "block_sparse_moe", "mixer": "mamba"},

@@ -457,7 +457,7 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "qk_norm": spec.qk_norm != "none",
         "attention_sinks": spec.attention_sinks,
         "attention_gate": spec.attention_gate,
-        "attention_head_gate": spec.attention_head_gate,
+        "attention_head_gate": spec.attention_head_gate and spec.mixer != "mla",
     }
     for name in (name for name, set_ in given.items() if set_):
         yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")

@@ -123,7 +123,8 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
     """Multi-head latent attention (DeepSeek-V2/V3): low-rank query and key/value paths.
 
     q: D x rq + rq x H (n + r) with a norm of rq (or D x H (n + r) directly); kv: D x (rkv + r),
-    a norm of rkv, rkv x H (n + v); output H v x D. n, r, v: no-rope, rope and value head dims.
+    a norm of rkv, rkv x H (n + v); output H v x D; a gate per head H x D with
+    ``attention_head_gate``. n, r, v: no-rope, rope and value head dims.
     """
     D, H = spec.d_model, spec.n_heads or 0
     n, r, v = spec.qk_nope_head_dim or 0, spec.qk_rope_head_dim or 0, spec.v_head_dim or 0
@@ -143,6 +144,7 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
         *_norm(spec, "attn.kv_a_layernorm", rkv, "mixer"),
         *_linear("attn.kv_b_proj", H * (n + v), rkv, False, "mixer"),
         *_linear("attn.o_proj", D, H * v, spec.attn_out_bias, "mixer"),
+        *(_linear("attn.g_proj", H, D, False, "mixer") if spec.attention_head_gate else []),
     ]
 
 
@@ -257,22 +259,34 @@ def kimi_delta_tensors(spec: ModelSpec) -> list[Tensor]:
     D -> H d, ``conv1d`` over 3 H d channels (no bias), the forget gate's ``f_a_proj`` D -> d,
     ``f_b_proj`` d -> H d, ``dt_bias`` (H d) and ``A_log`` (H), ``b_proj`` D -> H, the output
     gate's ``g_a_proj`` D -> d and ``g_b_proj`` d -> H d, the gated RMSNorm ``o_norm`` (d),
-    ``o_proj`` H d -> D; no biases."""
+    ``o_proj`` H d -> D; no biases. Without ``low_rank_gates`` each gate is one D -> H d
+    projection (``forget_gate.f_proj``, ``g_proj``) and ``A_log`` is (H)."""
     k = spec.kimi_delta
     assert k is not None  # checked by the spec's rules
     D, H, d = spec.d_model, k.heads, k.head_dim
+    if k.low_rank_gates:
+        forget = [
+            *_linear("linear_attn.forget_gate.f_a_proj", d, D, False, "mixer"),
+            *_linear("linear_attn.forget_gate.f_b_proj", H * d, d, False, "mixer"),
+        ]
+        output = [
+            *_linear("linear_attn.g_a_proj", d, D, False, "mixer"),
+            *_linear("linear_attn.g_b_proj", H * d, d, False, "mixer"),
+        ]
+    else:
+        forget = _linear("linear_attn.forget_gate.f_proj", H * d, D, False, "mixer")
+        output = _linear("linear_attn.g_proj", H * d, D, False, "mixer")
+    a_log = (1, 1, H, 1) if k.low_rank_gates else (H,)
     return [
         *_linear("linear_attn.q_proj", H * d, D, False, "mixer"),
         *_linear("linear_attn.k_proj", H * d, D, False, "mixer"),
         *_linear("linear_attn.v_proj", H * d, D, False, "mixer"),
         *_conv("linear_attn.conv1d", conv_channels(spec), k.conv_kernel, False),
-        *_linear("linear_attn.forget_gate.f_a_proj", d, D, False, "mixer"),
-        *_linear("linear_attn.forget_gate.f_b_proj", H * d, d, False, "mixer"),
+        *forget,
         Tensor("linear_attn.forget_gate.dt_bias", (H * d,), "mixer"),
-        Tensor("linear_attn.forget_gate.A_log", (1, 1, H, 1), "mixer"),
+        Tensor("linear_attn.forget_gate.A_log", a_log, "mixer"),
         *_linear("linear_attn.b_proj", H, D, False, "mixer"),
-        *_linear("linear_attn.g_a_proj", d, D, False, "mixer"),
-        *_linear("linear_attn.g_b_proj", H * d, d, False, "mixer"),
+        *output,
         Tensor("linear_attn.o_norm.weight", (d,), "mixer"),
         *_linear("linear_attn.o_proj", D, H * d, False, "mixer"),
     ]

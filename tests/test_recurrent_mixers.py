@@ -216,6 +216,7 @@ HYBRID_RECORDS = [
     "olmo-hybrid-7b",
     "lfm3-1.7b",
     "kimi-linear-48b-a3b",
+    "ling-3.0-flash",
     "tiny-granite-4.0-h-dense",
 ]
 
@@ -269,6 +270,33 @@ def test_kimi_linear_default_layers_match_the_listed_ones(
         return sorted((s.mixer, s.moe_experts or 0, s.n_layers) for s in spec.stacks)
 
     assert kinds(closed) == kinds(listed)
+    assert param_report(closed).total == param_report(listed).total
+
+
+@pytest.mark.parametrize(("layers", "dense", "group"), [(7, 2, 3), (20, 0, 6), (4, 5, 2)])
+def test_bailing_hybrid_default_layers_match_the_listed_ones(
+    tmp_path: Path, layers: int, dense: int, group: int
+) -> None:
+    # BailingHybridConfig: attention where (i + 1) % layer_group_size == 0, dense MLPs on the
+    # first first_k_dense_replace layers.
+    changes: dict[str, Any] = {
+        "num_hidden_layers": layers,
+        "first_k_dense_replace": dense,
+        "layer_group_size": group,
+    }
+    closed = _load_changed(tmp_path, "tiny-ling-hybrid.json", **changes).spec
+    listed = _load_changed(
+        tmp_path,
+        "tiny-ling-hybrid.json",
+        **changes,
+        layer_types=[
+            "full_attention" if (i + 1) % group == 0 else "linear_attention" for i in range(layers)
+        ],
+        mlp_layer_types=["dense" if i < dense else "sparse" for i in range(layers)],
+    ).spec
+    assert sorted((s.mixer, s.moe_experts or 0, s.n_layers) for s in closed.stacks) == sorted(
+        (s.mixer, s.moe_experts or 0, s.n_layers) for s in listed.stacks
+    )
     assert param_report(closed).total == param_report(listed).total
 
 

@@ -10,6 +10,7 @@ defaults, and its docstring names the tensors the family's modeling code builds 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
@@ -341,46 +342,19 @@ def _olmo_hybrid_rule(n: int) -> hf_layers.Layout:
 def kimi_linear(r: Reader) -> dict[str, Any]:
     """KimiLinearForCausalLM: ``embed_tokens`` (V x D); per layer ``input_layernorm`` and
     ``post_attention_layernorm`` (RMSNorm, D each), a mixer and an MLP. The mixer is multi-head
-    latent attention without positions on the ``full_attention`` layers (as deepseek_v3:
-    ``q_proj`` D -> H (n + r) or the ``q_lora_rank`` path (none), ``kv_a_proj_with_mqa``,
-    ``kv_a_layernorm``, ``kv_b_proj``, ``o_proj``; ``kv_lora_rank`` 512, r
-    ``qk_rope_head_dim`` 64, n ``qk_nope_head_dim`` 128, v ``v_head_dim`` 128, biases when
-    ``attention_bias``), else Kimi Delta Attention (:func:`costcalc.tensors.kimi_delta_tensors`;
-    H ``linear_num_heads`` 32, d ``linear_head_dim`` 128, k ``linear_conv_kernel_dim`` 4, or
-    ``linear_attn_config``'s ``num_heads``, ``head_dim``, ``short_conv_kernel_size``). Layers
-    as ``layer_types`` lists them, else ``linear_attn_config``'s 1-based ``full_attn_layers`` and
-    ``kda_layers``, else attention where i > 0 and i % 4 == 0. The MLP is a SwiGLU of
-    ``intermediate_size`` (9,216) on the first ``first_k_dense_replace`` (1) layers (or as
-    ``mlp_layer_types`` says), elsewhere a MoE: router ``mlp.gate`` (X x D), X
-    ``num_experts`` (256) SwiGLU experts of ``moe_intermediate_size`` (1,024), top
-    ``num_experts_per_token`` (8), and ``shared_experts`` of ``num_shared_experts`` (1) x that
-    width. Final ``norm``; ``lm_head`` untied by default."""
+    latent attention without positions on the ``full_attention`` layers (:func:`_mla`), else
+    Kimi Delta Attention (:func:`costcalc.tensors.kimi_delta_tensors`; H ``linear_num_heads``
+    32, d ``linear_head_dim`` 128, k ``linear_conv_kernel_dim`` 4, or ``linear_attn_config``'s
+    ``num_heads``, ``head_dim``, ``short_conv_kernel_size``). Layers as ``layer_types`` lists
+    them, else ``linear_attn_config``'s 1-based ``full_attn_layers`` and ``kda_layers``, else
+    attention where i > 0 and i % 4 == 0. The MLP is a SwiGLU of ``intermediate_size`` (9,216)
+    on the first ``first_k_dense_replace`` (1) layers (or as ``mlp_layer_types`` says), else the
+    MoE of :func:`_moe` (256 experts of 1,024, top 8). Final ``norm``; ``lm_head`` untied by
+    default."""
     lin = r.data.get("linear_attn_config")
     lin = lin if isinstance(lin, dict) else {}
-    fields: dict[str, Any] = {
-        "vocab_size": r.size("vocab_size", "vocab_size"),
-        "d_model": r.size("d_model", "hidden_size"),
-        "n_layers": r.size("n_layers", "num_hidden_layers"),
-        "context_length": r.value(
-            "context_length", "model_max_length", "max_position_embeddings", default=1048576
-        ),
-        "position": "none",
-        "norm": "rmsnorm",
-        "ffn": "swiglu",
-        "ffn_bias": False,
-        "ffn_hidden": r.value("ffn_hidden", "intermediate_size", default=9216),
-        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=False),
-    }
-    mla: dict[str, Any] = {"mixer": "mla", "n_heads": r.size("n_heads", "num_attention_heads")}
-    attention_bias(r, mla)
-    mla["q_lora_rank"] = r.nullable("q_lora_rank", "q_lora_rank", None)
-    for field, default in (
-        ("kv_lora_rank", 512),
-        ("qk_rope_head_dim", 64),
-        ("qk_nope_head_dim", 128),
-        ("v_head_dim", 128),
-    ):
-        mla[field] = r.value(field, field, default=default)
+    fields = _delta_fields(r, context=1048576, ffn_hidden=9216, rotary=False)
+    mla = _mla(r, fields)
     sizes = {
         name: lin.get(nested) or r.value("kimi_delta", key, default=default)
         for name, nested, key, default in (
@@ -390,50 +364,151 @@ def kimi_linear(r: Reader) -> dict[str, Any]:
         )
     }
     r.forget("kimi_delta")
+    delta = {"mixer": "kimi_delta", "kimi_delta": sizes}
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return fields
+    listed = hf_layers.layer_types(r, n)
+    full, kda = lin.get("full_attn_layers"), lin.get("kda_layers")
+    if listed is None and isinstance(full, list) and isinstance(kda, list):
+        chosen = {i - 1 for i in full if is_whole(i, 1)}
+        listed = ["full_attention" if i in chosen else "linear_attention" for i in range(n)]
+    blocks = _delta_blocks(mla, delta, _moe(r, (256, 8), 1024))
+    _delta_layers(r, fields, n, listed, blocks, _kimi_mixer, 4, 1)
+    return fields
+
+
+def bailing_hybrid(r: Reader) -> dict[str, Any]:
+    """BailingHybridForCausalLM (Ling 2.5 hybrids): as kimi_linear, with rotary latent
+    attention gated per head (``g_proj`` D -> H), and the Kimi Delta Attention's forget and
+    output gates full rank (``forget_gate.f_proj`` and ``g_proj`` D -> H d) with H
+    ``num_attention_heads``, d ``head_dim`` (128), k ``short_conv_kernel_size`` (4). Layers as
+    ``layer_types`` lists them, else attention on every ``layer_group_size``-th (6); dense MLPs
+    (``intermediate_size`` 6,144) on the first ``first_k_dense_replace`` (2) layers, else the
+    MoE of :func:`_moe` (512 experts of 768, top 8). The multi-token-prediction layers
+    (``num_mtp_layers``) are not built."""
+    fields = _delta_fields(r, context=262144, ffn_hidden=6144, rotary=True)
+    heads = fields["n_heads"]
+    mla = {**_mla(r, fields), "attention_head_gate": True}
+    delta = {
+        "mixer": "kimi_delta",
+        "kimi_delta": {
+            "heads": heads,
+            "head_dim": r.value("kimi_delta", "head_dim", default=128),
+            "conv_kernel": r.value("kimi_delta", "short_conv_kernel_size", default=4),
+            "low_rank_gates": False,
+        },
+    }
+    r.forget("kimi_delta")
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return fields
+    group = r.count("layer_group_size", 6)
+    if group > hf_layers.MAX_LISTED_LAYERS:
+        r.fail("layer_group_size", "the layer pattern's period is too long")
+        return fields
+
+    def rule(i: int) -> str:
+        return "full_attention" if (i + 1) % group == 0 else "linear_attention"
+
+    blocks = _delta_blocks(mla, delta, _moe(r, (512, 8), 768))
+    _delta_layers(r, fields, n, hf_layers.layer_types(r, n), blocks, rule, group, 2)
+    return fields
+
+
+def _delta_fields(r: Reader, *, context: int, ffn_hidden: int, rotary: bool) -> dict[str, Any]:
+    """The model keys of kimi_linear and bailing_hybrid (their standard sizes required)."""
+    return {
+        "vocab_size": r.size("vocab_size", "vocab_size"),
+        "d_model": r.size("d_model", "hidden_size"),
+        "n_layers": r.size("n_layers", "num_hidden_layers"),
+        "n_heads": r.size("n_heads", "num_attention_heads"),
+        "context_length": r.value(
+            "context_length", "model_max_length", "max_position_embeddings", default=context
+        ),
+        "position": "rotary" if rotary else "none",
+        "norm": "rmsnorm",
+        "ffn": "swiglu",
+        "ffn_bias": False,
+        "ffn_hidden": r.value("ffn_hidden", "intermediate_size", default=ffn_hidden),
+        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    }
+
+
+def _mla(r: Reader, fields: dict[str, Any]) -> dict[str, Any]:
+    """Multi-head latent attention as deepseek_v3 builds it (``q_proj`` D -> H (n + r), or the
+    ``q_lora_rank`` path; ``kv_a_proj_with_mqa``, ``kv_a_layernorm``, ``kv_b_proj``,
+    ``o_proj``), with these families' defaults: no query rank, ``kv_lora_rank`` 512, r
+    ``qk_rope_head_dim`` 64, n ``qk_nope_head_dim`` 128, v ``v_head_dim`` 128, biases when
+    ``attention_bias``; H moves from ``fields`` into the block."""
+    mla: dict[str, Any] = {"mixer": "mla", "n_heads": fields.pop("n_heads")}
+    attention_bias(r, mla)
+    mla["q_lora_rank"] = r.nullable("q_lora_rank", "q_lora_rank", None)
+    for field, default in (
+        ("kv_lora_rank", 512),
+        ("qk_rope_head_dim", 64),
+        ("qk_nope_head_dim", 128),
+        ("v_head_dim", 128),
+    ):
+        mla[field] = r.value(field, field, default=default)
+    return mla
+
+
+def _moe(r: Reader, experts: tuple[int, int], hidden: int) -> dict[str, Any]:
+    """The sparse MLP: router ``mlp.gate`` (X x D, its ``e_score_correction_bias`` a buffer), X
+    ``num_experts`` (or ``num_local_experts``) SwiGLU experts of ``moe_intermediate_size``, top
+    ``num_experts_per_token`` (or ``num_experts_per_tok``), and ``shared_experts``: a SwiGLU of
+    ``num_shared_experts`` (or ``n_shared_experts``, 1) x that width."""
     moe = routed_experts(
         r,
         ("num_experts", "num_local_experts"),
         ("num_experts_per_token", "num_experts_per_tok"),
-        (256, 8),
-        (("moe_intermediate_size",), 1024),
+        experts,
+        (("moe_intermediate_size",), hidden),
     )
     shared = r.value("moe_shared_ffn_hidden", "num_shared_experts", "n_shared_experts", default=1)
     if is_whole(shared, 1) and is_whole(moe["moe_ffn_hidden"], 1):
         moe["moe_shared_ffn_hidden"] = shared * moe["moe_ffn_hidden"]
-    mixers = {
-        "full_attention": mla,
-        "linear_attention": {"mixer": "kimi_delta", "kimi_delta": sizes},
-    }
+    return moe
+
+
+def _delta_blocks(
+    mla: dict[str, Any], delta: dict[str, Any], moe: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Every pairing of a mixer (attention or linear) with an MLP (dense or sparse)."""
+    mixers = {"full_attention": mla, "linear_attention": delta}
     ffns: dict[str, dict[str, Any]] = {"dense": {}, "sparse": moe}
-    blocks = {
-        f"{m}/{f}": {**mixer, **ffn} for m, mixer in mixers.items() for f, ffn in ffns.items()
-    }
-    n = hf_layers.count_of(fields["n_layers"])
-    if n is not None:
-        _kimi_layers(r, fields, n, lin, blocks)
-    return fields
+    return {f"{m}/{f}": {**mixer, **ffn} for m, mixer in mixers.items() for f, ffn in ffns.items()}
 
 
-def _kimi_layers(
-    r: Reader, fields: dict[str, Any], n: int, lin: dict[str, Any], blocks: dict[str, Any]
+def _delta_layers(
+    r: Reader,
+    fields: dict[str, Any],
+    n: int,
+    mixers: list[str] | None,
+    blocks: dict[str, Any],
+    rule: Callable[[int], str],
+    period: int,
+    dense_default: int,
 ) -> None:
-    """Each layer's mixer and MLP: from the lists the file gives, else in closed form (layer 0,
-    the dense layers, the sparse ones, each cycling through the attention rule)."""
-    mixers = hf_layers.layer_types(r, n)
-    full, kda = lin.get("full_attn_layers"), lin.get("kda_layers")
-    if mixers is None and isinstance(full, list) and isinstance(kda, list):
-        chosen = {i - 1 for i in full if is_whole(i, 1)}
-        mixers = ["full_attention" if i in chosen else "linear_attention" for i in range(n)]
+    """Each layer's mixer (``mixers`` as the file lists them, else ``rule``, whose kinds repeat
+    every ``period`` layers from layer 1 on) and MLP (``mlp_layer_types``, else dense for the
+    first ``first_k_dense_replace``): in closed form when the file lists neither (layer 0, the
+    other dense layers and the sparse ones, each cycling through the rule)."""
     mlps = hf_layers.layer_types(r, n, "mlp_layer_types")
-    dense = min(r.count("first_k_dense_replace", 1, minimum=0), n)
+    dense = min(r.count("first_k_dense_replace", dense_default, minimum=0), n)
     if mixers is None and mlps is None:
+        cuts = sorted({0, min(1, n), dense, n})
         fields["layers"] = [
             layer
-            for start, end in _segments(n, dense)
-            for layer in _kimi_segment(start, end, "dense" if start < dense else "sparse", blocks)
+            for start, end in pairwise(cuts)
+            if end > start
+            for layer in _delta_segment(
+                start, end, "dense" if start < dense else "sparse", blocks, rule, period
+            )
         ]
         return
-    mixers = mixers or [_kimi_mixer(i) for i in range(n)]
+    mixers = mixers or [rule(i) for i in range(n)]
     mlps = mlps or ["dense" if i < dense else "sparse" for i in range(n)]
     kinds = [f"{m}/{f}" for m, f in zip(mixers, mlps, strict=True)]
     hf_layers.apply(r, fields, hf_layers.runs(kinds), blocks)
@@ -444,24 +519,26 @@ def _kimi_mixer(i: int) -> str:
     return "full_attention" if i and i % 4 == 0 else "linear_attention"
 
 
-def _segments(n: int, dense: int) -> list[tuple[int, int]]:
-    """Layer 0, the other dense layers, the sparse layers: (start, end) of each non-empty."""
-    cuts = sorted({0, min(1, n), dense, n})
-    return [(a, b) for a, b in pairwise(cuts) if b > a]
-
-
-def _kimi_segment(start: int, end: int, ffn: str, blocks: dict[str, Any]) -> list[dict[str, Any]]:
-    """Layers start..end-1 with one MLP kind: their mixers cycle with period 4 (the rule has
-    no exception past layer 0), a pattern when the segment holds more than one cycle."""
+def _delta_segment(
+    start: int,
+    end: int,
+    ffn: str,
+    blocks: dict[str, Any],
+    rule: Callable[[int], str],
+    period: int,
+) -> list[dict[str, Any]]:
+    """Layers start..end-1 with one MLP kind: their mixers by the rule, a cycling pattern when
+    the segment holds more than one period (the rules repeat from layer 1 on)."""
     count = end - start
-    period = [(f"{kind}/{ffn}", 1) for kind in map(_kimi_mixer, range(start, start + 4))]
-    if start > 0 and count > len(period):
-        return hf_layers.cycle(count, hf_layers.runs([k for k, _ in period]), blocks)
-    kinds = [f"{_kimi_mixer(i)}/{ffn}" for i in range(start, end)]
+    if start > 0 and count > period:
+        kinds = [f"{rule(i)}/{ffn}" for i in range(start, start + period)]
+        return hf_layers.cycle(count, hf_layers.runs(kinds), blocks)
+    kinds = [f"{rule(i)}/{ffn}" for i in range(start, end)]
     return hf_layers.groups(hf_layers.runs(kinds), blocks)
 
 
 FAMILIES = {
+    "bailing_hybrid": bailing_hybrid,
     "kimi_linear": kimi_linear,
     "lfm2": lfm2,
     "lfm3": lfm3,
