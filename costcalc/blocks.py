@@ -24,7 +24,15 @@ PositionScheme = Literal["learned", "sinusoidal", "rotary", "none"]
 FfnKind = Literal["mlp", "swiglu", "geglu", "none"]
 NormKind = Literal["layernorm", "rmsnorm"]
 MixerKind = Literal[
-    "attention", "mla", "mamba2", "mamba", "gated_deltanet", "kimi_delta", "short_conv", "none"
+    "attention",
+    "mla",
+    "mamba2",
+    "mamba",
+    "gated_deltanet",
+    "kimi_delta",
+    "rg_lru",
+    "short_conv",
+    "none",
 ]
 QkNorm = Literal["none", "head", "full"]
 
@@ -35,6 +43,7 @@ RECURRENT_MIXERS: tuple[str, ...] = (
     "mamba",
     "gated_deltanet",
     "kimi_delta",
+    "rg_lru",
     "short_conv",
 )
 """Mixers that keep a fixed-size state instead of a KV cache; each is described by the block key
@@ -118,6 +127,14 @@ class KimiDeltaSizes(_MixerSizes):
     )
 
 
+class RgLruSizes(_MixerSizes):
+    """RecurrentGemma's recurrent block (``RecurrentGemmaRecurrentBlock`` with its RG-LRU)."""
+
+    width: Size = Field(description="Width W of the recurrence (lru_width).")
+    heads: Size = Field(description="Blocks H of the block-diagonal gates (W a multiple of H).")
+    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
+
+
 class ShortConvSizes(_MixerSizes):
     """Gated short convolution (LFM2's ``Lfm2ShortConv``): in_proj D -> 3D, conv, out_proj."""
 
@@ -125,11 +142,17 @@ class ShortConvSizes(_MixerSizes):
     bias: Flag = Field(default=False, description="Bias on the projections and the conv.")
 
 
+MixerSizes = (
+    Mamba2Sizes | MambaSizes | GatedDeltaNetSizes | KimiDeltaSizes | RgLruSizes | ShortConvSizes
+)
+"""The nested sizes of any recurrent mixer."""
+
 MIXER_SIZES: dict[str, type[_MixerSizes]] = {
     "mamba2": Mamba2Sizes,
     "mamba": MambaSizes,
     "gated_deltanet": GatedDeltaNetSizes,
     "kimi_delta": KimiDeltaSizes,
+    "rg_lru": RgLruSizes,
     "short_conv": ShortConvSizes,
 }
 """The nested sizes of each recurrent mixer, under the block key of the mixer's name."""
@@ -148,8 +171,8 @@ class BlockFields(BaseModel):
         default="attention",
         description=(
             "Token mixer: attention (MHA/GQA/MQA), mla (multi-head latent attention, "
-            "DeepSeek-V2/V3), mamba2, mamba, gated_deltanet, kimi_delta, short_conv (each sized "
-            "by the block key of its name) or none (a block with an FFN only)."
+            "DeepSeek-V2/V3), mamba2, mamba, gated_deltanet, kimi_delta, rg_lru, short_conv (each "
+            "sized by the block key of its name) or none (a block with an FFN only)."
         ),
     )
     n_heads: Size | None = Field(default=None, description="Attention (query) heads H.")
@@ -251,6 +274,10 @@ class BlockFields(BaseModel):
             "Kimi Delta Attention sizes (mixer kimi_delta): heads, head_dim, conv_kernel, "
             "low_rank_gates."
         ),
+    )
+    rg_lru: RgLruSizes | None = Field(
+        default=None,
+        description="RG-LRU recurrent block sizes (mixer rg_lru): width, heads, conv_kernel.",
     )
     short_conv: ShortConvSizes | None = Field(
         default=None, description="Short-convolution sizes (mixer short_conv): conv_kernel, bias."

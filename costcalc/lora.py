@@ -229,6 +229,9 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "llama4_text": _names(FEED_FORWARD, router_linear=True),
     "jamba": _names({**FEED_FORWARD, "mixer": "mamba"}),
     **dict.fromkeys(("mamba", "falcon_mamba", "olmo_hybrid"), LLAMA),
+    "recurrent_gemma": _names(
+        {"attn": "temporal_block", "mlp": "mlp_block", "mixer": "temporal_block"}
+    ),
     **dict.fromkeys(
         ("kimi_linear", "bailing_hybrid"),
         _names({"linear_attn": "self_attn"}, {**ROUTER_GATE, **SHARED_EXPERTS}),

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from costcalc.errors import UsageError, check_choice
 from costcalc.spec import ModelSpec
-from costcalc.tensors import conv_channels, ffn_tensors, mixer_tensors
+from costcalc.tensors import conv_channels, ffn_tensors, mixer_tensors, recurrent_sizes
 
 TRAINING_MULTIPLIER = 3
 """Forward + backward: the backward pass costs 2x the forward (input and weight gradients)."""
@@ -237,8 +237,8 @@ def _chunks(length: int, chunk: int) -> int:
 def conv_macs(spec: ModelSpec, batch: int, length: int) -> int:
     """A recurrent mixer's depthwise causal conv, one block: B C k (T + k - 1), since the
     conv is padded by k - 1 on both sides and sliced to T afterwards; 0 for other mixers."""
-    sizes = spec.mamba2 or spec.mamba or spec.gated_deltanet or spec.kimi_delta or spec.short_conv
-    if not spec.recurrent or sizes is None:
+    sizes = recurrent_sizes(spec)
+    if sizes is None:
         return 0
     k = sizes.conv_kernel
     return batch * conv_channels(spec) * k * (length + k - 1)
@@ -259,7 +259,8 @@ def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
       + 3 c d^2): per chunk the solved attention x values and x decayed keys and the intra-chunk
       attention x new values, the state read by the queries and by the decayed keys and the
       state update (its query-key products are elementwise, not matrix products).
-    - 0 for a short convolution and for attention (whose pairs are counted apart).
+    - 0 for a short convolution, for the RG-LRU (an elementwise recurrence) and for attention
+      (whose pairs are counted apart).
     """
     B, T = batch, length
     if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:

@@ -153,6 +153,7 @@ MIXER_WORDS = {
     "mamba": "Mamba",
     "gated_deltanet": "gated DeltaNet",
     "kimi_delta": "Kimi Delta Attention",
+    "rg_lru": "RG-LRU recurrence",
     "short_conv": "short convolution",
     "none": "no token mixer",
 }

@@ -35,6 +35,7 @@ from costcalc.blocks import (
     Mamba2Sizes,
     NormKind,
     PositionScheme,
+    RgLruSizes,
     Size,
 )
 
@@ -572,6 +573,9 @@ def _recurrent_sizes(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             f"{ssm.heads:,} heads cannot share B and C over {ssm.groups:,} groups "
             "(heads must be a multiple of groups)",
         )
+    lru = spec.rg_lru
+    if isinstance(lru, RgLruSizes) and lru.width % lru.heads:
+        yield ("rg_lru", f"width {lru.width:,} does not split into {lru.heads:,} equal gate blocks")
     net = spec.gated_deltanet
     if isinstance(net, GatedDeltaNetSizes) and net.value_heads % net.key_heads:
         yield (

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Literal
 
+from costcalc.blocks import MixerSizes
 from costcalc.spec import ModelSpec
 
 Shape = tuple[int, ...]
@@ -155,9 +156,17 @@ def _conv(name: str, channels: int, kernel: int, bias: bool) -> list[Tensor]:
     return [weight, Tensor(f"{name}.bias", (channels,), "mixer")] if bias else [weight]
 
 
+def recurrent_sizes(spec: ModelSpec) -> MixerSizes | None:
+    """The sizes of the block's recurrent mixer, if it has one."""
+    name = spec.recurrent_mixer
+    sizes: MixerSizes | None = None if name is None else getattr(spec, name)
+    return sizes
+
+
 def conv_channels(spec: ModelSpec) -> int:
     """Channels of a recurrent mixer's depthwise conv (0 for other mixers): Mamba-2 I + 2 G N,
-    Mamba I, Gated DeltaNet 2 Hk dk + Hv dv, Kimi Delta Attention 3 H d, short conv D."""
+    Mamba I, Gated DeltaNet 2 Hk dk + Hv dv, Kimi Delta Attention 3 H d, RG-LRU W, short conv
+    D."""
     if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
         m = spec.mamba2
         return m.heads * m.head_dim + 2 * m.groups * m.state
@@ -168,6 +177,8 @@ def conv_channels(spec: ModelSpec) -> int:
         return 2 * g.key_heads * g.key_head_dim + g.value_heads * g.value_head_dim
     if spec.mixer == "kimi_delta" and spec.kimi_delta is not None:
         return 3 * spec.kimi_delta.heads * spec.kimi_delta.head_dim
+    if spec.mixer == "rg_lru" and spec.rg_lru is not None:
+        return spec.rg_lru.width
     return spec.d_model if spec.mixer == "short_conv" else 0
 
 
@@ -292,6 +303,34 @@ def kimi_delta_tensors(spec: ModelSpec) -> list[Tensor]:
     ]
 
 
+def rg_lru_tensors(spec: ModelSpec) -> list[Tensor]:
+    """RecurrentGemma's recurrent block (``RecurrentGemmaRecurrentBlock``): ``linear_y`` and
+    ``linear_x`` D -> W, ``linear_out`` W -> D (with biases), ``conv_1d`` over W channels (with
+    bias), and the RG-LRU's ``recurrent_param`` (W) and block-diagonal gates
+    ``input_gate_weight``, ``recurrent_gate_weight`` (H, W / H, W / H; every token multiplies by
+    them, ``baddbmm``) with biases (H, W / H)."""
+    g = spec.rg_lru
+    assert g is not None  # checked by the spec's rules
+    D, W, H = spec.d_model, g.width, g.heads
+    block = W // H
+    gates = [
+        tensor
+        for gate in ("input_gate", "recurrent_gate")
+        for tensor in (
+            Tensor(f"temporal_block.rg_lru.{gate}_weight", (H, block, block), "mixer", "matmul"),
+            Tensor(f"temporal_block.rg_lru.{gate}_bias", (H, block), "mixer"),
+        )
+    ]
+    return [
+        *_linear("temporal_block.linear_y", W, D, True, "mixer"),
+        *_linear("temporal_block.linear_x", W, D, True, "mixer"),
+        *_linear("temporal_block.linear_out", D, W, True, "mixer"),
+        *_conv("temporal_block.conv_1d", W, g.conv_kernel, True),
+        Tensor("temporal_block.rg_lru.recurrent_param", (W,), "mixer"),
+        *gates,
+    ]
+
+
 def short_conv_tensors(spec: ModelSpec) -> list[Tensor]:
     """Gated short convolution (``Lfm2ShortConv``): ``in_proj`` D -> 3D (B, C, x), ``conv``
     over D channels, ``out_proj`` D -> D; biases on all three when ``bias``."""
@@ -312,6 +351,7 @@ MIXERS = {
     "mamba": mamba_tensors,
     "gated_deltanet": gated_deltanet_tensors,
     "kimi_delta": kimi_delta_tensors,
+    "rg_lru": rg_lru_tensors,
     "short_conv": short_conv_tensors,
 }
 """Mixer kind -> its tensors; a block with mixer ``none`` has none."""

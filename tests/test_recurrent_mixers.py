@@ -217,6 +217,7 @@ HYBRID_RECORDS = [
     "lfm3-1.7b",
     "kimi-linear-48b-a3b",
     "ling-3.0-flash",
+    "recurrentgemma-2b",
     "tiny-granite-4.0-h-dense",
 ]
 
@@ -298,6 +299,18 @@ def test_bailing_hybrid_default_layers_match_the_listed_ones(
         (s.mixer, s.moe_experts or 0, s.n_layers) for s in listed.stacks
     )
     assert param_report(closed).total == param_report(listed).total
+
+
+def test_recurrent_gemma_state_is_what_its_modules_keep() -> None:
+    # modeling_recurrent_gemma.py keeps the state in the recurrent blocks themselves (no cache
+    # object): conv1d_state pads the conv input to conv1d_width - 1 positions, recurrent_states
+    # is one value per channel, W each (B = 1).
+    spec = load("tiny-recurrentgemma").spec
+    recurrent = [s for s in spec.stacks if s.mixer == "rg_lru"]
+    assert [s.n_layers for s in recurrent] == [4]
+    assert state_elements(spec, 1) == 4 * (64 * (4 - 1) + 64)
+    with pytest.raises(ValidationError, match="equal gate blocks"):
+        ModelSpec(**BASE, mixer="rg_lru", rg_lru={"width": 64, "heads": 5})
 
 
 def test_head_gate_is_for_attention_blocks() -> None:

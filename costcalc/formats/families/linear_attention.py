@@ -16,6 +16,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.moe import routed_experts
+from costcalc.formats.families.ssm import NO_POSITION_LIMIT
 from costcalc.formats.hf_reader import (
     Reader,
     attention_bias,
@@ -378,6 +379,77 @@ def kimi_linear(r: Reader) -> dict[str, Any]:
     return fields
 
 
+RECURRENT_GEMMA_KINDS = {"recurrent": "linear_attention", "attention": "sliding_attention"}
+
+
+def recurrent_gemma(r: Reader) -> dict[str, Any]:
+    """RecurrentGemmaForCausalLM: ``embed_tokens`` (V x D, tied by default); per layer
+    ``temporal_pre_norm`` and ``channel_pre_norm`` (RMSNorm, D each), a temporal block and a
+    GeGLU ``mlp_block`` (``gate_proj``/``up_proj`` D -> h, ``down_proj``, all with biases; h =
+    ``intermediate_size`` // 2, default 3 D // 2). The temporal block follows ``block_types``
+    (recurrent, recurrent, attention), cycling: local attention (``q_proj`` D -> H d,
+    ``k_proj``/``v_proj`` D -> K d, biases when ``attention_bias``, ``o_proj`` always with
+    bias; d = D / H, K ``num_key_value_heads`` (H), rotary on ``partial_rotary_factor`` (0.5),
+    within ``attention_window_size`` (2,048)), or the recurrent block
+    (:func:`costcalc.tensors.rg_lru_tensors`; W ``lru_width`` (D), H gate blocks, k
+    ``conv1d_width`` (4)). Final ``final_norm``. No positions table and no length limit."""
+    fields = {
+        "vocab_size": r.size("vocab_size", "vocab_size"),
+        "d_model": r.size("d_model", "hidden_size"),
+        "n_layers": r.size("n_layers", "num_hidden_layers"),
+        "context_length": r.value(
+            "context_length", "max_position_embeddings", default=NO_POSITION_LIMIT
+        ),
+        "position": "rotary",
+        "norm": "rmsnorm",
+        "fused_qkv": False,
+        "attn_out_bias": True,
+        "ffn_bias": True,
+        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=True),
+    }
+    d_model = fields["d_model"]
+    heads = r.size("n_heads", "num_attention_heads")
+    act = r.value("ffn", "hidden_activation", default="gelu_pytorch_tanh")
+    fields["ffn"] = "geglu" if isinstance(act, str) and act.startswith("gelu") else "swiglu"
+    hidden = r.value("ffn_hidden", "intermediate_size", default=None)
+    if hidden is None and is_whole(d_model, 1):
+        hidden = 3 * d_model
+    fields["ffn_hidden"] = hidden // 2 if is_whole(hidden, 2) else hidden
+    attention: dict[str, Any] = {"mixer": "attention", "n_heads": heads}
+    attention["n_kv_heads"] = r.value("n_kv_heads", "num_key_value_heads", default=None)
+    attention["qkv_bias"] = r.value("qkv_bias", "attention_bias", default=False)
+    attention["sliding_window"] = r.value(
+        "sliding_window", "attention_window_size", "sliding_window", default=2048
+    )
+    fields["rotary_dim"] = rotary_dim(
+        r, {"d_model": d_model, "n_heads": heads}, ("partial_rotary_factor",), 0.5
+    )
+    width = r.value("rg_lru", "lru_width", default=None)
+    recurrent = {
+        "mixer": "rg_lru",
+        "rg_lru": {
+            "width": d_model if width is None else width,
+            "heads": heads,
+            "conv_kernel": r.value("rg_lru", "conv1d_width", default=4),
+        },
+    }
+    r.forget("rg_lru")
+    n = hf_layers.count_of(fields["n_layers"])
+    kinds = r.data.get("block_types", ["recurrent", "recurrent", "attention"])
+    if not isinstance(kinds, list) or not kinds or set(kinds) - set(RECURRENT_GEMMA_KINDS):
+        r.fail("block_types", "expected a list of 'recurrent' and 'attention'")
+        return fields
+    if len(kinds) > hf_layers.MAX_LISTED_LAYERS:
+        r.fail("block_types", "too many block types")
+        return fields
+    if n is not None:
+        pattern = hf_layers.runs([RECURRENT_GEMMA_KINDS[kind] for kind in kinds])
+        layout = hf_layers.Layout(pattern, cycles=True, key="block_types")
+        blocks = {"linear_attention": recurrent, "sliding_attention": attention}
+        hf_layers.set_layers(r, fields, n, layout, blocks)
+    return fields
+
+
 def bailing_hybrid(r: Reader) -> dict[str, Any]:
     """BailingHybridForCausalLM (Ling 2.5 hybrids): as kimi_linear, with rotary latent
     attention gated per head (``g_proj`` D -> H), and the Kimi Delta Attention's forget and
@@ -538,6 +610,7 @@ def _delta_segment(
 
 
 FAMILIES = {
+    "recurrent_gemma": recurrent_gemma,
     "bailing_hybrid": bailing_hybrid,
     "kimi_linear": kimi_linear,
     "lfm2": lfm2,
