@@ -340,6 +340,12 @@ def test_bamba_without_attention_indices_is_all_mamba2(tmp_path: Path) -> None:
     assert [(s.mixer, s.n_layers) for s in spec.stacks] == [("mamba2", 4)]
 
 
+@pytest.mark.parametrize("fixture", ["tiny-bamba.json", "tiny-granite-4.0-h.json"])
+def test_a_head_width_belongs_to_the_attention_layers(tmp_path: Path, fixture: str) -> None:
+    spec = _load_changed(tmp_path, fixture, head_dim=32).spec
+    assert {(s.mixer, s.head_dim) for s in spec.stacks} == {("mamba2", None), ("attention", 32)}
+
+
 def test_granite_legacy_and_current_layer_types_agree(tmp_path: Path) -> None:
     current = ["linear_attention", "full_attention", "linear_attention", "linear_attention"]
     spec = _load_changed(tmp_path, "tiny-granite-4.0-h.json", layer_types=current).spec

@@ -60,8 +60,10 @@ def mamba2_mixer(r: Reader, d_model: Any, inner: Any = None) -> dict[str, Any]:
 
 
 def _attention_keys(fields: dict[str, Any]) -> dict[str, Any]:
-    """Move the attention sizes into the attention layers' block keys."""
-    return {"mixer": "attention", **{k: fields.pop(k) for k in ("n_heads", "n_kv_heads")}}
+    """Move the attention sizes into the attention layers' block keys (a head width on a
+    Mamba-2 layer would be an error)."""
+    keys = ("n_heads", "n_kv_heads", "head_dim")
+    return {"mixer": "attention", **{k: fields.pop(k) for k in keys if k in fields}}
 
 
 def _kv_heads(r: Reader, fields: dict[str, Any], default: int | None) -> Any:
