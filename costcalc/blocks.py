@@ -25,12 +25,29 @@ Flag = Annotated[bool, Field(strict=True)]
 PositionScheme = Literal["learned", "sinusoidal", "rotary", "none"]
 FfnKind = Literal["mlp", "swiglu", "geglu", "none"]
 NormKind = Literal["layernorm", "rmsnorm"]
-MixerKind = Literal["attention", "mla", "mamba2", "mamba", "gated_deltanet", "short_conv", "none"]
+MixerKind = Literal[
+    "attention",
+    "mla",
+    "mamba2",
+    "mamba",
+    "gated_deltanet",
+    "kimi_delta",
+    "rg_lru",
+    "short_conv",
+    "none",
+]
 QkNorm = Literal["none", "head", "full"]
 
 GATED_FFNS: frozenset[str] = frozenset({"swiglu", "geglu"})
 ATTENTION_MIXERS: frozenset[str] = frozenset({"attention", "mla"})
-RECURRENT_MIXERS: tuple[str, ...] = ("mamba2", "mamba", "gated_deltanet", "short_conv")
+RECURRENT_MIXERS: tuple[str, ...] = (
+    "mamba2",
+    "mamba",
+    "gated_deltanet",
+    "kimi_delta",
+    "rg_lru",
+    "short_conv",
+)
 """Mixers that keep a fixed-size state instead of a KV cache; each is described by the block key
 of its own name (a nested mapping of its sizes, :mod:`costcalc.mixer_sizes`)."""
 
@@ -62,11 +79,20 @@ def _mixer_sizes(mixer: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from costcalc.mixer_sizes import GatedDeltaNetSizes, Mamba2Sizes, MambaSizes, ShortConvSizes
+    from costcalc.mixer_sizes import (
+        GatedDeltaNetSizes,
+        KimiDeltaSizes,
+        Mamba2Sizes,
+        MambaSizes,
+        RgLruSizes,
+        ShortConvSizes,
+    )
 else:  # the same names at run time, each the field type that loads its model on first use
     Mamba2Sizes = _mixer_sizes("mamba2")
     MambaSizes = _mixer_sizes("mamba")
     GatedDeltaNetSizes = _mixer_sizes("gated_deltanet")
+    KimiDeltaSizes = _mixer_sizes("kimi_delta")
+    RgLruSizes = _mixer_sizes("rg_lru")
     ShortConvSizes = _mixer_sizes("short_conv")
 
 
@@ -83,8 +109,8 @@ class BlockFields(BaseModel):
         default="attention",
         description=(
             "Token mixer: attention (MHA/GQA/MQA), mla (multi-head latent attention, "
-            "DeepSeek-V2/V3), mamba2, mamba, gated_deltanet, short_conv (each sized by the "
-            "block key of its name) or none (a block with an FFN only)."
+            "DeepSeek-V2/V3), mamba2, mamba, gated_deltanet, kimi_delta, rg_lru, short_conv (each "
+            "sized by the block key of its name) or none (a block with an FFN only)."
         ),
     )
     n_heads: Size | None = Field(default=None, description="Attention (query) heads H.")
@@ -139,6 +165,13 @@ class BlockFields(BaseModel):
             "no k_proj, v_proj or k_norm and nothing cached (Gemma 4's last num_kv_shared_layers)."
         ),
     )
+    attention_head_gate: Flag = Field(
+        default=False,
+        description=(
+            "A sigmoid output gate per query head from its own D -> H projection (LFM3's and "
+            "Ling's g_proj; attention or mla blocks): H D."
+        ),
+    )
     sliding_window: Size | None = Field(
         default=None, description="Each token attends to at most this many positions."
     )
@@ -186,7 +219,7 @@ class BlockFields(BaseModel):
         default=None,
         description=(
             "Mamba-2 sizes (mixer mamba2): heads, head_dim, state, groups, conv_kernel, "
-            "conv_bias, proj_bias, chunk_size."
+            "conv_bias, proj_bias, chunk_size, gated_norm."
         ),
     )
     mamba: MambaSizes | None = Field(
@@ -200,11 +233,29 @@ class BlockFields(BaseModel):
         default=None,
         description=(
             "Gated DeltaNet sizes (mixer gated_deltanet): key_heads, value_heads, key_head_dim, "
-            "value_head_dim, conv_kernel, split_projections."
+            "value_head_dim, conv_kernel, split_projections, separate_qkv."
         ),
+    )
+    kimi_delta: KimiDeltaSizes | None = Field(
+        default=None,
+        description=(
+            "Kimi Delta Attention sizes (mixer kimi_delta): heads, head_dim, conv_kernel, "
+            "low_rank_gates."
+        ),
+    )
+    rg_lru: RgLruSizes | None = Field(
+        default=None,
+        description="RG-LRU recurrent block sizes (mixer rg_lru): width, heads, conv_kernel.",
     )
     short_conv: ShortConvSizes | None = Field(
         default=None, description="Short-convolution sizes (mixer short_conv): conv_kernel, bias."
+    )
+    parallel_mamba2: Flag = Field(
+        default=False,
+        description=(
+            "An attention block also runs a Mamba-2 mixer (sized by the mamba2 key) on the same "
+            "normed input and adds the two outputs (Falcon-H1)."
+        ),
     )
     # Feed-forward network.
     ffn: FfnKind = Field(
@@ -289,9 +340,17 @@ class BlockFields(BaseModel):
         return self.mixer in ATTENTION_MIXERS
 
     @property
+    def recurrent_mixer(self) -> str | None:
+        """The block's mixer that keeps a fixed-size state (conv and/or SSM state) instead of a
+        KV cache: the mixer itself, or mamba2 beside attention; None for none."""
+        if self.parallel_mamba2:
+            return "mamba2"
+        return self.mixer if self.mixer in RECURRENT_MIXERS else None
+
+    @property
     def recurrent(self) -> bool:
-        """The mixer keeps a fixed-size state (conv and/or SSM state), not a KV cache."""
-        return self.mixer in RECURRENT_MIXERS
+        """The block keeps a fixed-size state (conv and/or SSM state)."""
+        return self.recurrent_mixer is not None
 
 
 BLOCK_FIELDS: tuple[str, ...] = tuple(BlockFields.model_fields)

@@ -155,8 +155,9 @@ def _plain_attention(b: ModelSpec) -> bool:
     return (
         b.mixer == "attention"
         and b.v_head_dim is None
+        and not b.parallel_mamba2
         and b.qk_norm == "none"
-        and not (b.attention_sinks or b.attention_gate or b.keys_as_values)
+        and not (b.attention_sinks or b.attention_gate or b.attention_head_gate or b.keys_as_values)
     )
 
 
@@ -174,7 +175,8 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
             f" = {_n(attention)}"
         )
     else:
-        rows["attention"] = f"{b.mixer} tensors: " + _tensor_sum(mixer_tensors(b), attention)
+        mixers = f"{b.mixer} + mamba2" if b.parallel_mamba2 else b.mixer
+        rows["attention"] = f"{mixers} tensors: " + _tensor_sum(mixer_tensors(b), attention)
     first = 2 * h if b.gated else h
     ffn_bias = first + D if b.ffn_bias else 0
     one_ffn = f"{_n(D)} x {_n(first)} + {_n(h)} x {_n(D)}" + (

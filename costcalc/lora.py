@@ -122,16 +122,11 @@ LLAMA = _names(renames=ROUTER_GATE)
 QWEN2_MOE = _names(renames=ROUTER_GATE, converted=QWEN2_MOE_CONVERTED)
 """Families transformers converts as Qwen2-MoE (``_MODEL_TO_CONVERSION_PATTERN``); peft converts
 their targets, but not Qwen2-MoE's own, which it does not list."""
-DEEPSEEK = _names(
-    renames={
-        **ROUTER_GATE,
-        **{
-            f"mlp.shared_expert.{p}": f"mlp.shared_experts.{p}"
-            for p in ("gate_proj", "up_proj", "down_proj")
-        },
-    },
-    converted=QWEN2_MOE_CONVERTED,
-)
+SHARED_EXPERTS = {
+    f"mlp.shared_expert.{p}": f"mlp.shared_experts.{p}"
+    for p in ("gate_proj", "up_proj", "down_proj")
+}
+DEEPSEEK = _names(renames={**ROUTER_GATE, **SHARED_EXPERTS}, converted=QWEN2_MOE_CONVERTED)
 FEED_FORWARD = {"mlp": "feed_forward"}
 LFM2_RENAMES = {
     "attn.o_proj": "self_attn.out_proj",
@@ -310,9 +305,30 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     **dict.fromkeys(("granitemoe", "granitemoeshared"), _names({"mlp": "block_sparse_moe"})),
     "llama4_text": _names(FEED_FORWARD, router_linear=True),
     "jamba": _names({**FEED_FORWARD, "mixer": "mamba"}),
+    **dict.fromkeys(("mamba", "falcon_mamba", "olmo_hybrid"), LLAMA),
+    "recurrent_gemma": _names(
+        {"attn": "temporal_block", "mlp": "mlp_block", "mixer": "temporal_block"}
+    ),
+    **dict.fromkeys(
+        ("kimi_linear", "bailing_hybrid"),
+        _names({"linear_attn": "self_attn"}, {**ROUTER_GATE, **SHARED_EXPERTS}),
+    ),
+    **dict.fromkeys(("bamba", "falcon_h1"), _names({**FEED_FORWARD, "mixer": "mamba"})),
+    "granitemoehybrid": _names(
+        {"mlp": "block_sparse_moe", "mixer": "mamba"},
+        {
+            **dict.fromkeys(
+                ("mlp.gate_up_proj", "mlp.shared_expert.gate_up_proj"), "shared_mlp.input_linear"
+            ),
+            **dict.fromkeys(
+                ("mlp.down_proj", "mlp.shared_expert.down_proj"), "shared_mlp.output_linear"
+            ),
+        },
+    ),
     "nemotron_h": _names({"attn": "mixer", "mlp": "mixer"}, {"embed_tokens": "embeddings"}),
     "lfm2": _names(FEED_FORWARD, LFM2_RENAMES),
     "lfm2_moe": _names(FEED_FORWARD, {**LFM2_RENAMES, "mlp.router": "feed_forward.gate"}),
+    "lfm3": _names(FEED_FORWARD, {k: v for k, v in LFM2_RENAMES.items() if k != "attn.o_proj"}),
 }
 """Families by ``model_type``; costcalc's own YAML models (no family) use Llama's names."""
 

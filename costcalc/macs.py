@@ -27,6 +27,7 @@ from costcalc.tensors import (
     ffn_tensors,
     mixer_tensors,
     per_layer_model_tensors,
+    recurrent_sizes,
     value_width,
 )
 
@@ -249,8 +250,8 @@ def _chunks(length: int, chunk: int) -> int:
 def conv_macs(spec: ModelSpec, batch: int, length: int) -> int:
     """A recurrent mixer's depthwise causal conv, one block: B C k (T + k - 1), since the
     conv is padded by k - 1 on both sides and sliced to T afterwards; 0 for other mixers."""
-    sizes = spec.mamba2 or spec.mamba or spec.gated_deltanet or spec.short_conv
-    if not spec.recurrent or sizes is None:
+    sizes = recurrent_sizes(spec)
+    if sizes is None:
         return 0
     k = sizes.conv_kernel
     return batch * conv_channels(spec) * k * (length + k - 1)
@@ -267,10 +268,15 @@ def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
       + 3 c dk dv + c^2 dv): k_beta K^T and Q K^T per chunk, then per chunk the state read by the
       decayed keys and by the queries, the intra-chunk attention x new values and the state
       update (the triangular solves are not matrix products).
-    - 0 for a short convolution and for attention (whose pairs are counted apart).
+    - Kimi Delta Attention (``chunk_kimi_delta_attention``, chunks of 64): B H n (3 c^2 d
+      + 3 c d^2): per chunk the solved attention x values and x decayed keys and the intra-chunk
+      attention x new values, the state read by the queries and by the decayed keys and the
+      state update (its query-key products are elementwise, not matrix products).
+    - 0 for a short convolution, for the RG-LRU (an elementwise recurrence) and for attention
+      (whose pairs are counted apart).
     """
     B, T = batch, length
-    if spec.mixer == "mamba2" and spec.mamba2 is not None:
+    if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
         m = spec.mamba2
         c, N, P = m.chunk_size, m.state, m.head_dim
         n = _chunks(T, c)
@@ -283,6 +289,10 @@ def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
         c, dk, dv = DELTANET_CHUNK, g.key_head_dim, g.value_head_dim
         n = _chunks(T, c)
         return B * g.value_heads * n * (2 * c * c * dk + 3 * c * dk * dv + c * c * dv)
+    if spec.mixer == "kimi_delta" and spec.kimi_delta is not None:
+        c, d = DELTANET_CHUNK, spec.kimi_delta.head_dim
+        n = _chunks(T, c)
+        return B * spec.kimi_delta.heads * n * (3 * c * c * d + 3 * c * d * d)
     return 0
 
 
@@ -363,7 +373,7 @@ def decode_macs(spec: ModelSpec, prompt: int, generated: int, batch: int = 1) ->
 def refuse_recurrent_decode(spec: ModelSpec) -> None:
     """Cached decoding of recurrent mixers (conv and state updates) is not modelled: refuse
     rather than count their projections alone."""
-    kinds = sorted({stack.mixer for stack in spec.stacks if stack.recurrent})
+    kinds = sorted({stack.recurrent_mixer or "" for stack in spec.stacks if stack.recurrent})
     if kinds:
         raise UsageError(
             f"decoding MACs of {', '.join(kinds)} blocks (cached conv and state updates) are not "

@@ -1,5 +1,6 @@
 """The sizes of each recurrent mixer, a nested mapping under the block key of the mixer's name
-(``mamba2:``, ``mamba:``, ``gated_deltanet:``, ``short_conv:``).
+(``mamba2:``, ``mamba:``, ``gated_deltanet:``, ``kimi_delta:``, ``rg_lru:``,
+``short_conv:``).
 
 Imported on first use: by a model with a recurrent mixer, or when the block validator or the
 JSON schema is built (:class:`costcalc.blocks.Deferred`).
@@ -28,6 +29,10 @@ class Mamba2Sizes(_MixerSizes):
     proj_bias: Flag = Field(default=False, description="Bias on in_proj and out_proj.")
     chunk_size: Size = Field(
         default=256, description="Chunk length of the chunked scan (changes MACs only)."
+    )
+    gated_norm: Flag = Field(
+        default=True,
+        description="The gated RMSNorm over I before out_proj (Falcon-H1 may leave it out).",
     )
 
 
@@ -60,6 +65,37 @@ class GatedDeltaNetSizes(_MixerSizes):
             "in_proj_qkvz and in_proj_ba (Qwen3-Next); the same parameters."
         ),
     )
+    separate_qkv: Flag = Field(
+        default=False,
+        description=(
+            "With split_projections: q_proj, k_proj and v_proj as three tensors (OLMo Hybrid) "
+            "instead of in_proj_qkv; the same parameters."
+        ),
+    )
+
+
+class KimiDeltaSizes(_MixerSizes):
+    """Kimi Delta Attention sizes (Kimi Linear's ``KimiLinearDeltaAttention``): a Gated
+    DeltaNet with a decay per channel, from low-rank gates."""
+
+    heads: Size = Field(description="Heads H (queries, keys and values alike).")
+    head_dim: Size = Field(description="Width d of one head; the low-rank gates' rank.")
+    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
+    low_rank_gates: Flag = Field(
+        default=True,
+        description=(
+            "The forget and output gates as low-rank pairs D -> d -> H d (Kimi Linear); else "
+            "one D -> H d projection each (Ling's bailing_hybrid)."
+        ),
+    )
+
+
+class RgLruSizes(_MixerSizes):
+    """RecurrentGemma's recurrent block (``RecurrentGemmaRecurrentBlock`` with its RG-LRU)."""
+
+    width: Size = Field(description="Width W of the recurrence (lru_width).")
+    heads: Size = Field(description="Blocks H of the block-diagonal gates (W a multiple of H).")
+    conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
 
 
 class ShortConvSizes(_MixerSizes):
@@ -69,10 +105,17 @@ class ShortConvSizes(_MixerSizes):
     bias: Flag = Field(default=False, description="Bias on the projections and the conv.")
 
 
+MixerSizes = (
+    Mamba2Sizes | MambaSizes | GatedDeltaNetSizes | KimiDeltaSizes | RgLruSizes | ShortConvSizes
+)
+"""The nested sizes of any recurrent mixer."""
+
 MIXER_SIZES: dict[str, type[_MixerSizes]] = {
     "mamba2": Mamba2Sizes,
     "mamba": MambaSizes,
     "gated_deltanet": GatedDeltaNetSizes,
+    "kimi_delta": KimiDeltaSizes,
+    "rg_lru": RgLruSizes,
     "short_conv": ShortConvSizes,
 }
 """The nested sizes of each recurrent mixer, under the block key of the mixer's name."""

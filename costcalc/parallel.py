@@ -235,10 +235,10 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
     if tp == 1:
         return
     for stack in spec.stacks:
-        if stack.mixer not in TP_MIXERS:
+        if stack.mixer not in TP_MIXERS or stack.recurrent:
             raise UsageError(
-                f"--tp: tensor parallelism of {stack.mixer} blocks is not modelled (Megatron's "
-                "layout covers attention and FFN blocks)"
+                f"--tp: tensor parallelism of {stack.recurrent_mixer or stack.mixer} blocks is not "
+                "modelled (Megatron's layout covers attention and FFN blocks)"
             )
         if not stack.has_attention:
             continue

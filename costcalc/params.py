@@ -171,6 +171,8 @@ MIXER_WORDS = {
     "mamba2": "Mamba-2",
     "mamba": "Mamba",
     "gated_deltanet": "gated DeltaNet",
+    "kimi_delta": "Kimi Delta Attention",
+    "rg_lru": "RG-LRU recurrence",
     "short_conv": "short convolution",
     "none": "no token mixer",
 }

@@ -497,6 +497,7 @@ def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "attention_gate",
     "keys_as_values",
     "shares_kv",
+    "attention_head_gate",
     "n_kv_heads",
     "head_dim",
     "kv_cache_heads",
@@ -515,6 +516,7 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "attention_gate": spec.attention_gate,
         "keys_as_values": spec.keys_as_values,
         "shares_kv": spec.shares_kv,
+        "attention_head_gate": spec.attention_head_gate and spec.mixer != "mla",
     }
     for name in (name for name, set_ in given.items() if set_):
         yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")
@@ -617,24 +619,35 @@ def _something_in_the_block(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("ffn", "a block with neither a token mixer nor an FFN holds nothing")
 
 
-@_rule("mixer", *RECURRENT_MIXERS)
+@_rule("mixer", "parallel_mamba2", *RECURRENT_MIXERS)
 def _recurrent_sizes(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    """A recurrent mixer needs the sizes under its own name; they mean nothing to another."""
+    """A recurrent mixer (or a Mamba-2 mixer beside attention) needs the sizes under its own
+    name; they mean nothing to another."""
+    if spec.parallel_mamba2 and spec.mixer != "attention":
+        yield (
+            "parallel_mamba2",
+            f"applies to attention blocks; this block's mixer is {spec.mixer}",
+        )
     for name in RECURRENT_MIXERS:
         given = getattr(spec, name) is not None
-        if spec.mixer == name and not given:
+        if spec.recurrent_mixer == name and not given:
             yield (name, f"required for {name} blocks (the mixer's sizes)")
-        elif spec.mixer != name and given:
+        elif spec.recurrent_mixer != name and given:
             yield (name, f"applies to {name} blocks; this block's mixer is {spec.mixer}")
+    # A file that failed validation is checked here with its sizes still plain mappings
+    # (model_construct): their grouping rules wait until the rest of it validates.
     ssm = spec.mamba2
-    if spec.mixer == "mamba2" and ssm is not None and ssm.heads % ssm.groups:
+    if isinstance(ssm, BaseModel) and ssm.heads % ssm.groups:
         yield (
             "mamba2",
             f"{ssm.heads:,} heads cannot share B and C over {ssm.groups:,} groups "
             "(heads must be a multiple of groups)",
         )
+    lru = spec.rg_lru
+    if isinstance(lru, BaseModel) and lru.width % lru.heads:
+        yield ("rg_lru", f"width {lru.width:,} does not split into {lru.heads:,} equal gate blocks")
     net = spec.gated_deltanet
-    if spec.mixer == "gated_deltanet" and net is not None and net.value_heads % net.key_heads:
+    if isinstance(net, BaseModel) and net.value_heads % net.key_heads:
         yield (
             "gated_deltanet",
             f"{net.value_heads:,} value heads cannot be grouped over {net.key_heads:,} key heads "

@@ -38,9 +38,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from costcalc.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from costcalc.mixer_sizes import MixerSizes
 
 Shape = tuple[int, ...]
 Part = Literal["mixer", "ffn", "norms", "model"]
@@ -96,8 +99,9 @@ def _norm(spec: ModelSpec, name: str, width: int, part: Part, copies: int = 1) -
 def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     """Q, K, V (fused into one (H + 2K) d x D matrix, or three; no V when the values reuse the
     keys; no K, V or k norm when the block reads an earlier block's keys and values), the output
-    D x H d, q/k norms and sinks. An output gate doubles the query projection (2 H d). Values of
-    another width dv (``v_head_dim``) make V K dv x D and the output D x H dv."""
+    D x H d, q/k norms and sinks. An output gate doubles the query projection (2 H d); a gate per
+    head is its own H x D projection. Values of another width dv (``v_head_dim``) make V
+    K dv x D and the output D x H dv."""
     D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
     dv = value_width(spec)
     q = (2 if spec.attention_gate else 1) * H * d
@@ -119,6 +123,8 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
             tensors += _norm(spec, "attn.k_norm", k_width, "mixer")
     if spec.attention_sinks:
         tensors.append(Tensor("attn.sinks", (H,), "mixer"))
+    if spec.attention_head_gate:
+        tensors += _linear("attn.g_proj", H, D, False, "mixer")
     return tensors
 
 
@@ -131,7 +137,8 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
     """Multi-head latent attention (DeepSeek-V2/V3): low-rank query and key/value paths.
 
     q: D x rq + rq x H (n + r) with a norm of rq (or D x H (n + r) directly); kv: D x (rkv + r),
-    a norm of rkv, rkv x H (n + v); output H v x D. n, r, v: no-rope, rope and value head dims.
+    a norm of rkv, rkv x H (n + v); output H v x D; a gate per head H x D with
+    ``attention_head_gate``. n, r, v: no-rope, rope and value head dims.
     """
     D, H = spec.d_model, spec.n_heads or 0
     n, r, v = spec.qk_nope_head_dim or 0, spec.qk_rope_head_dim or 0, spec.v_head_dim or 0
@@ -151,6 +158,7 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
         *_norm(spec, "attn.kv_a_layernorm", rkv, "mixer"),
         *_linear("attn.kv_b_proj", H * (n + v), rkv, False, "mixer"),
         *_linear("attn.o_proj", D, H * v, spec.attn_out_bias, "mixer"),
+        *(_linear("attn.g_proj", H, D, False, "mixer") if spec.attention_head_gate else []),
         *indexer_tensors(spec),
     ]
 
@@ -179,10 +187,18 @@ def _conv(name: str, channels: int, kernel: int, bias: bool) -> list[Tensor]:
     return [weight, Tensor(f"{name}.bias", (channels,), "mixer")] if bias else [weight]
 
 
+def recurrent_sizes(spec: ModelSpec) -> MixerSizes | None:
+    """The sizes of the block's recurrent mixer, if it has one."""
+    name = spec.recurrent_mixer
+    sizes: MixerSizes | None = None if name is None else getattr(spec, name)
+    return sizes
+
+
 def conv_channels(spec: ModelSpec) -> int:
     """Channels of a recurrent mixer's depthwise conv (0 for other mixers): Mamba-2 I + 2 G N,
-    Mamba I, Gated DeltaNet 2 Hk dk + Hv dv, short conv D."""
-    if spec.mixer == "mamba2" and spec.mamba2 is not None:
+    Mamba I, Gated DeltaNet 2 Hk dk + Hv dv, Kimi Delta Attention 3 H d, RG-LRU W, short conv
+    D."""
+    if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
         m = spec.mamba2
         return m.heads * m.head_dim + 2 * m.groups * m.state
     if spec.mixer == "mamba" and spec.mamba is not None:
@@ -190,13 +206,17 @@ def conv_channels(spec: ModelSpec) -> int:
     if spec.mixer == "gated_deltanet" and spec.gated_deltanet is not None:
         g = spec.gated_deltanet
         return 2 * g.key_heads * g.key_head_dim + g.value_heads * g.value_head_dim
+    if spec.mixer == "kimi_delta" and spec.kimi_delta is not None:
+        return 3 * spec.kimi_delta.heads * spec.kimi_delta.head_dim
+    if spec.mixer == "rg_lru" and spec.rg_lru is not None:
+        return spec.rg_lru.width
     return spec.d_model if spec.mixer == "short_conv" else 0
 
 
 def mamba2_tensors(spec: ModelSpec) -> list[Tensor]:
     """Mamba-2 (``Mamba2Mixer``, NemotronH's mixer): ``in_proj`` D -> 2I + 2GN + H (gate, x, B,
     C, dt), ``conv1d`` over I + 2GN channels, ``dt_bias``, ``A_log``, ``D`` (H each), the gated
-    RMSNorm ``norm`` (I) and ``out_proj`` I -> D; I = H P."""
+    RMSNorm ``norm`` (I, unless ``gated_norm`` is off) and ``out_proj`` I -> D; I = H P."""
     m = spec.mamba2
     assert m is not None  # checked by the spec's rules
     D, H, inner = spec.d_model, m.heads, m.heads * m.head_dim
@@ -205,7 +225,7 @@ def mamba2_tensors(spec: ModelSpec) -> list[Tensor]:
         *_linear("mixer.in_proj", inner + channels + H, D, m.proj_bias, "mixer"),
         *_conv("mixer.conv1d", channels, m.conv_kernel, m.conv_bias),
         *(Tensor(f"mixer.{name}", (H,), "mixer") for name in ("dt_bias", "A_log", "D")),
-        Tensor("mixer.norm.weight", (inner,), "mixer"),
+        *([Tensor("mixer.norm.weight", (inner,), "mixer")] if m.gated_norm else []),
         *_linear("mixer.out_proj", D, inner, m.proj_bias, "mixer"),
     ]
 
@@ -238,16 +258,25 @@ def mamba_tensors(spec: ModelSpec) -> list[Tensor]:
 def gated_deltanet_tensors(spec: ModelSpec) -> list[Tensor]:
     """Gated DeltaNet (Qwen3-Next's ``Qwen3NextGatedDeltaNet``): ``in_proj_qkvz`` D ->
     2 Hk dk + 2 Hv dv and ``in_proj_ba`` D -> 2 Hv (Qwen3.5 splits them into ``in_proj_qkv``,
-    ``in_proj_z``, ``in_proj_b``, ``in_proj_a``), ``conv1d`` over 2 Hk dk + Hv dv channels (no
+    ``in_proj_z``, ``in_proj_b``, ``in_proj_a``; OLMo Hybrid's ``in_proj_qkv`` is three tensors
+    ``q_proj``, ``k_proj``, ``v_proj``), ``conv1d`` over 2 Hk dk + Hv dv channels (no
     bias), ``dt_bias`` and ``A_log`` (Hv each), the gated RMSNorm ``norm`` (dv), ``out_proj``
     Hv dv -> D; no biases."""
     g = spec.gated_deltanet
     assert g is not None  # checked by the spec's rules
     D, Hv = spec.d_model, g.value_heads
     keys, values = g.key_heads * g.key_head_dim, Hv * g.value_head_dim
+    if g.split_projections and g.separate_qkv:
+        qkv = [
+            *_linear("linear_attn.q_proj", keys, D, False, "mixer"),
+            *_linear("linear_attn.k_proj", keys, D, False, "mixer"),
+            *_linear("linear_attn.v_proj", values, D, False, "mixer"),
+        ]
+    else:
+        qkv = _linear("linear_attn.in_proj_qkv", 2 * keys + values, D, False, "mixer")
     if g.split_projections:
         projections = [
-            *_linear("linear_attn.in_proj_qkv", 2 * keys + values, D, False, "mixer"),
+            *qkv,
             *_linear("linear_attn.in_proj_z", values, D, False, "mixer"),
             *_linear("linear_attn.in_proj_b", Hv, D, False, "mixer"),
             *_linear("linear_attn.in_proj_a", Hv, D, False, "mixer"),
@@ -264,6 +293,72 @@ def gated_deltanet_tensors(spec: ModelSpec) -> list[Tensor]:
         Tensor("linear_attn.A_log", (Hv,), "mixer"),
         Tensor("linear_attn.norm.weight", (g.value_head_dim,), "mixer"),
         *_linear("linear_attn.out_proj", D, values, False, "mixer"),
+    ]
+
+
+def kimi_delta_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Kimi Delta Attention (``KimiLinearDeltaAttention``): ``q_proj``, ``k_proj``, ``v_proj``
+    D -> H d, ``conv1d`` over 3 H d channels (no bias), the forget gate's ``f_a_proj`` D -> d,
+    ``f_b_proj`` d -> H d, ``dt_bias`` (H d) and ``A_log`` (H), ``b_proj`` D -> H, the output
+    gate's ``g_a_proj`` D -> d and ``g_b_proj`` d -> H d, the gated RMSNorm ``o_norm`` (d),
+    ``o_proj`` H d -> D; no biases. Without ``low_rank_gates`` each gate is one D -> H d
+    projection (``forget_gate.f_proj``, ``g_proj``) and ``A_log`` is (H)."""
+    k = spec.kimi_delta
+    assert k is not None  # checked by the spec's rules
+    D, H, d = spec.d_model, k.heads, k.head_dim
+    if k.low_rank_gates:
+        forget = [
+            *_linear("linear_attn.forget_gate.f_a_proj", d, D, False, "mixer"),
+            *_linear("linear_attn.forget_gate.f_b_proj", H * d, d, False, "mixer"),
+        ]
+        output = [
+            *_linear("linear_attn.g_a_proj", d, D, False, "mixer"),
+            *_linear("linear_attn.g_b_proj", H * d, d, False, "mixer"),
+        ]
+    else:
+        forget = _linear("linear_attn.forget_gate.f_proj", H * d, D, False, "mixer")
+        output = _linear("linear_attn.g_proj", H * d, D, False, "mixer")
+    a_log = (1, 1, H, 1) if k.low_rank_gates else (H,)
+    return [
+        *_linear("linear_attn.q_proj", H * d, D, False, "mixer"),
+        *_linear("linear_attn.k_proj", H * d, D, False, "mixer"),
+        *_linear("linear_attn.v_proj", H * d, D, False, "mixer"),
+        *_conv("linear_attn.conv1d", conv_channels(spec), k.conv_kernel, False),
+        *forget,
+        Tensor("linear_attn.forget_gate.dt_bias", (H * d,), "mixer"),
+        Tensor("linear_attn.forget_gate.A_log", a_log, "mixer"),
+        *_linear("linear_attn.b_proj", H, D, False, "mixer"),
+        *output,
+        Tensor("linear_attn.o_norm.weight", (d,), "mixer"),
+        *_linear("linear_attn.o_proj", D, H * d, False, "mixer"),
+    ]
+
+
+def rg_lru_tensors(spec: ModelSpec) -> list[Tensor]:
+    """RecurrentGemma's recurrent block (``RecurrentGemmaRecurrentBlock``): ``linear_y`` and
+    ``linear_x`` D -> W, ``linear_out`` W -> D (with biases), ``conv_1d`` over W channels (with
+    bias), and the RG-LRU's ``recurrent_param`` (W) and block-diagonal gates
+    ``input_gate_weight``, ``recurrent_gate_weight`` (H, W / H, W / H; every token multiplies by
+    them, ``baddbmm``) with biases (H, W / H)."""
+    g = spec.rg_lru
+    assert g is not None  # checked by the spec's rules
+    D, W, H = spec.d_model, g.width, g.heads
+    block = W // H
+    gates = [
+        tensor
+        for gate in ("input_gate", "recurrent_gate")
+        for tensor in (
+            Tensor(f"temporal_block.rg_lru.{gate}_weight", (H, block, block), "mixer", "matmul"),
+            Tensor(f"temporal_block.rg_lru.{gate}_bias", (H, block), "mixer"),
+        )
+    ]
+    return [
+        *_linear("temporal_block.linear_y", W, D, True, "mixer"),
+        *_linear("temporal_block.linear_x", W, D, True, "mixer"),
+        *_linear("temporal_block.linear_out", D, W, True, "mixer"),
+        *_conv("temporal_block.conv_1d", W, g.conv_kernel, True),
+        Tensor("temporal_block.rg_lru.recurrent_param", (W,), "mixer"),
+        *gates,
     ]
 
 
@@ -286,15 +381,19 @@ MIXERS = {
     "mamba2": mamba2_tensors,
     "mamba": mamba_tensors,
     "gated_deltanet": gated_deltanet_tensors,
+    "kimi_delta": kimi_delta_tensors,
+    "rg_lru": rg_lru_tensors,
     "short_conv": short_conv_tensors,
 }
 """Mixer kind -> its tensors; a block with mixer ``none`` has none."""
 
 
 def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
-    """The token mixer of one block."""
+    """The token mixer of one block, and the Mamba-2 mixer beside its attention when
+    ``parallel_mamba2`` (Falcon-H1)."""
     build = MIXERS.get(spec.mixer)
-    return [] if build is None else build(spec)
+    tensors = [] if build is None else build(spec)
+    return tensors + mamba2_tensors(spec) if spec.parallel_mamba2 else tensors
 
 
 # --------------------------------------------------------------------------- feed-forward

@@ -131,8 +131,12 @@ def test_forward_macs_match_flop_counter(name: str) -> None:
     assert forward_macs(spec, macs["batch"], macs["seq_len"]) == expected
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if "kv_cache" in golden()[n]])
+@pytest.mark.parametrize(
+    "name", [n for n in NAMES if "kv_cache_elements" in golden()[n].get("kv_cache", {})]
+)
 def test_cache_matches_transformers(name: str) -> None:
+    # A model that returns no cache object (RecurrentGemma keeps its state in its modules) has
+    # a note instead, and nothing to compare.
     only_supported(name)
     cache_record = golden()[name]["kv_cache"]
     spec = load(name).spec

@@ -14,7 +14,9 @@ from costcalc.errors import ConfigError, UsageError
 from costcalc.loaders import load_file
 from costcalc.macs import decode_macs, decode_token_macs, forward_macs
 from costcalc.memory import kv_cache_elements, state_elements
+from costcalc.params import param_report
 from costcalc.spec import ModelSpec
+from costcalc.tensors import tensor_count
 from tests.conftest import Invoke
 from tests.test_hf_families import NAMES, ROOT, golden, load, supported
 
@@ -30,7 +32,16 @@ WITH_STATE = [n for n in NAMES if supported(n) and _has_state(n)]
 
 
 def test_golden_models_with_state_are_present() -> None:
-    assert {"tiny-mamba2", "tiny-jamba", "tiny-lfm2", "tiny-nemotron-h"} <= set(WITH_STATE)
+    assert {
+        "tiny-mamba2",
+        "tiny-jamba",
+        "tiny-lfm2",
+        "tiny-nemotron-h",
+        "mamba-130m",
+        "tiny-bamba",
+        "tiny-falcon-h1",
+        "tiny-granite-4.0-h",
+    } <= set(WITH_STATE)
 
 
 @pytest.mark.parametrize("name", WITH_STATE)
@@ -96,6 +107,44 @@ def test_layer_groups_mix_mixers() -> None:
     assert state_elements(spec, 1) == 2 * (160 * 4 + 8 * 16 * 16)
 
 
+PARALLEL = {
+    "mixer": "attention",
+    "n_heads": 4,
+    "parallel_mamba2": True,
+    "mamba2": {**MAMBA2["mamba2"], "gated_norm": False},
+}
+
+
+def test_attention_and_mamba2_side_by_side() -> None:
+    # Falcon-H1's block: both mixers' tensors, the keys and values of attention and the state
+    # of Mamba-2 (conv over I + 2GN = 160 channels x k 4, H P N = 8 x 16 x 16).
+    spec = ModelSpec(**BASE, **PARALLEL)
+    attention_only = ModelSpec(**BASE, mixer="attention", n_heads=4)
+    mamba2 = ModelSpec(**BASE, mixer="mamba2", mamba2=PARALLEL["mamba2"])
+    assert param_report(spec).blocks == (
+        param_report(attention_only).blocks + param_report(mamba2).blocks - 2 * 64
+    )  # one block norm (D) in each of the 2 blocks, not two
+    assert kv_cache_elements(spec, 1, 16) == kv_cache_elements(attention_only, 1, 16)
+    assert state_elements(spec, 1) == state_elements(mamba2, 1) == 2 * (160 * 4 + 8 * 16 * 16)
+    assert forward_macs(spec, 1, 128) == (
+        forward_macs(attention_only, 1, 128) + forward_macs(mamba2, 1, 128) - 128 * 64 * 256
+    )  # one LM head
+    # Without a norm weight: I = 128 fewer parameters per block than the gated-norm mixer.
+    normed = ModelSpec(**BASE, mixer="mamba2", mamba2=MAMBA2["mamba2"])
+    assert param_report(normed).blocks - param_report(mamba2).blocks == 2 * 128
+    with pytest.raises(UsageError, match="mamba2"):
+        decode_token_macs(spec, 10)
+
+
+def test_parallel_mamba2_needs_attention_and_sizes() -> None:
+    with pytest.raises(ValidationError, match="mamba2: required for mamba2 blocks"):
+        ModelSpec(**BASE, mixer="attention", n_heads=4, parallel_mamba2=True)
+    with pytest.raises(ValidationError, match="parallel_mamba2: applies to attention blocks"):
+        ModelSpec(**BASE, **{**MAMBA2, "parallel_mamba2": True})
+    with pytest.raises(ValidationError, match="mamba2: applies to mamba2 blocks"):
+        ModelSpec(**BASE, **{**PARALLEL, "parallel_mamba2": False})
+
+
 def test_decoding_recurrent_mixers_is_refused() -> None:
     spec = ModelSpec(**BASE, **MAMBA2)
     with pytest.raises(UsageError, match="mamba2"):
@@ -121,6 +170,10 @@ def _load_changed(tmp_path: Path, fixture: str, **changes: Any) -> Any:
         ("tiny-jamba.json", {"attn_layer_offset": 4}, "attn_layer_offset"),
         ("tiny-qwen3-next.json", {"decoder_sparse_step": 2}, "decoder_sparse_step"),
         ("tiny-qwen3-next.json", {"mlp_only_layers": [0]}, "mlp_only_layers"),
+        ("tiny-bamba.json", {"attn_layer_indices": "9"}, "attn_layer_indices"),
+        ("tiny-bamba.json", {"mamba_d_head": 8}, "mamba_d_head"),
+        ("tiny-falcon-h1.json", {"projectors_bias": True}, "projectors_bias"),
+        ("mamba-130m.json", {"expand": "2"}, "expand"),
     ],
 )
 def test_translators_refuse_what_they_cannot_build(
@@ -152,6 +205,151 @@ def test_lfm2_full_attn_idxs(tmp_path: Path) -> None:
     data_changes = {"layer_types": None, "full_attn_idxs": [1, 3]}
     spec = _load_changed(tmp_path, "tiny-lfm2.json", **data_changes).spec
     assert [(s.mixer, s.n_layers) for s in spec.stacks] == [("short_conv", 2), ("attention", 2)]
+
+
+HYBRID_RECORDS = [
+    "mamba-130m",
+    "falcon-mamba-7b",
+    "bamba-9b",
+    "granite-4.0-h-tiny",
+    "falcon-h1-7b",
+    "olmo-hybrid-7b",
+    "lfm3-1.7b",
+    "kimi-linear-48b-a3b",
+    "ling-3.0-flash",
+    "recurrentgemma-2b",
+    "tiny-granite-4.0-h-dense",
+]
+
+
+@pytest.mark.parametrize("name", HYBRID_RECORDS)
+def test_tensor_count_matches_transformers(name: str) -> None:
+    # Every parameter tensor transformers builds, once per layer that holds it (the optimizer's
+    # step scalars follow this count): OLMo Hybrid's q/k/v are three tensors, Granite 4.0's
+    # gate and up one.
+    record = golden()[name]
+    theirs = sum(len(k["tensors"]) * len(k["layers"]) for k in record["layer_kinds"])
+    theirs += len(record["parameters_by_tensor_other"])
+    assert tensor_count(load(name).spec) == theirs
+
+
+def test_lfm3_default_layers_are_a_closed_form_cycle(tmp_path: Path) -> None:
+    # Lfm3Config: layer 0 a convolution, then full attention where i % 4 == 2, sliding where
+    # i % 4 == 0, convolutions elsewhere; as the 24 layers lfm3-1.7b.json lists.
+    spec = _load_changed(tmp_path, "lfm3-1.7b.json", layer_types=None).spec
+    assert spec.layers is not None and len(spec.layers) == 2
+    assert param_report(spec).total == golden()["lfm3-1.7b"]["parameters_total"]
+    assert [(s.mixer, s.sliding_window, s.n_layers) for s in spec.stacks] == [
+        ("short_conv", None, 13),
+        ("attention", None, 6),
+        ("attention", 256, 5),
+    ]
+    short = _load_changed(tmp_path, "tiny-lfm3.json", num_hidden_layers=3).spec
+    assert [(s.mixer, s.n_layers) for s in short.stacks] == [("short_conv", 2), ("attention", 1)]
+
+
+@pytest.mark.parametrize(("layers", "dense"), [(13, 2), (5, 0), (3, 1), (1, 1), (9, 9)])
+def test_kimi_linear_default_layers_match_the_listed_ones(
+    tmp_path: Path, layers: int, dense: int
+) -> None:
+    # KimiLinearConfig fills layer_types (attention where i > 0 and i % 4 == 0) and
+    # mlp_layer_types (dense for i < first_k_dense_replace); costcalc keeps them closed form.
+    changes: dict[str, Any] = {"num_hidden_layers": layers, "first_k_dense_replace": dense}
+    closed = _load_changed(tmp_path, "tiny-kimi-linear.json", **changes).spec
+    listed = _load_changed(
+        tmp_path,
+        "tiny-kimi-linear.json",
+        **changes,
+        layer_types=[
+            "full_attention" if i and i % 4 == 0 else "linear_attention" for i in range(layers)
+        ],
+        mlp_layer_types=["dense" if i < dense else "sparse" for i in range(layers)],
+    ).spec
+    assert len(closed.layers or ()) <= 5
+
+    def kinds(spec: ModelSpec) -> list[tuple[str, int, int]]:
+        return sorted((s.mixer, s.moe_experts or 0, s.n_layers) for s in spec.stacks)
+
+    assert kinds(closed) == kinds(listed)
+    assert param_report(closed).total == param_report(listed).total
+
+
+@pytest.mark.parametrize(("layers", "dense", "group"), [(7, 2, 3), (20, 0, 6), (4, 5, 2)])
+def test_bailing_hybrid_default_layers_match_the_listed_ones(
+    tmp_path: Path, layers: int, dense: int, group: int
+) -> None:
+    # BailingHybridConfig: attention where (i + 1) % layer_group_size == 0, dense MLPs on the
+    # first first_k_dense_replace layers.
+    changes: dict[str, Any] = {
+        "num_hidden_layers": layers,
+        "first_k_dense_replace": dense,
+        "layer_group_size": group,
+    }
+    closed = _load_changed(tmp_path, "tiny-ling-hybrid.json", **changes).spec
+    listed = _load_changed(
+        tmp_path,
+        "tiny-ling-hybrid.json",
+        **changes,
+        layer_types=[
+            "full_attention" if (i + 1) % group == 0 else "linear_attention" for i in range(layers)
+        ],
+        mlp_layer_types=["dense" if i < dense else "sparse" for i in range(layers)],
+    ).spec
+    assert sorted((s.mixer, s.moe_experts or 0, s.n_layers) for s in closed.stacks) == sorted(
+        (s.mixer, s.moe_experts or 0, s.n_layers) for s in listed.stacks
+    )
+    assert param_report(closed).total == param_report(listed).total
+
+
+def test_recurrent_gemma_state_is_what_its_modules_keep() -> None:
+    # modeling_recurrent_gemma.py keeps the state in the recurrent blocks themselves (no cache
+    # object): conv1d_state pads the conv input to conv1d_width - 1 positions, recurrent_states
+    # is one value per channel, W each (B = 1).
+    spec = load("tiny-recurrentgemma").spec
+    recurrent = [s for s in spec.stacks if s.mixer == "rg_lru"]
+    assert [s.n_layers for s in recurrent] == [4]
+    assert state_elements(spec, 1) == 4 * (64 * (4 - 1) + 64)
+    with pytest.raises(ValidationError, match="equal gate blocks"):
+        ModelSpec(**BASE, mixer="rg_lru", rg_lru={"width": 64, "heads": 5})
+
+
+def test_head_gate_is_for_attention_blocks() -> None:
+    with pytest.raises(ValidationError, match="attention_head_gate: applies to attention"):
+        ModelSpec(**BASE, **MAMBA2, attention_head_gate=True)
+    gated = ModelSpec(**BASE, mixer="attention", n_heads=4, attention_head_gate=True)
+    plain = ModelSpec(**BASE, mixer="attention", n_heads=4)
+    assert param_report(gated).total - param_report(plain).total == 2 * 4 * 64  # L H D
+    assert forward_macs(gated, 1, 8) - forward_macs(plain, 1, 8) == 8 * 2 * 4 * 64
+
+
+def test_mamba_inner_width_is_the_file_s_else_expand(tmp_path: Path) -> None:
+    # MambaConfig computes int(expand x D), then the file's own keys overwrite it:
+    # falcon-mamba-7b.json says expand 16 but intermediate_size 8192, which transformers builds.
+    spec = load("falcon-mamba-7b").spec
+    assert spec.mamba is not None and spec.mamba.inner == 8192
+    data = json.loads((ROOT / "tests/fixtures/hf/falcon-mamba-7b.json").read_text())
+    del data["intermediate_size"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    without = load_file(path).spec
+    assert without.mamba is not None and without.mamba.inner == 16 * 4096
+
+
+def test_bamba_without_attention_indices_is_all_mamba2(tmp_path: Path) -> None:
+    spec = _load_changed(tmp_path, "tiny-bamba.json", attn_layer_indices=None).spec
+    assert [(s.mixer, s.n_layers) for s in spec.stacks] == [("mamba2", 4)]
+
+
+@pytest.mark.parametrize("fixture", ["tiny-bamba.json", "tiny-granite-4.0-h.json"])
+def test_a_head_width_belongs_to_the_attention_layers(tmp_path: Path, fixture: str) -> None:
+    spec = _load_changed(tmp_path, fixture, head_dim=32).spec
+    assert {(s.mixer, s.head_dim) for s in spec.stacks} == {("mamba2", None), ("attention", 32)}
+
+
+def test_granite_legacy_and_current_layer_types_agree(tmp_path: Path) -> None:
+    current = ["linear_attention", "full_attention", "linear_attention", "linear_attention"]
+    spec = _load_changed(tmp_path, "tiny-granite-4.0-h.json", layer_types=current).spec
+    assert spec == load("tiny-granite-4.0-h").spec
 
 
 def test_recurrent_state_is_its_own_memory_row(cli: Invoke) -> None:

@@ -86,6 +86,21 @@ def by_rule(r: Reader, n_layers: Any, key: str) -> range | None:
     return range(n_layers)
 
 
+def at_indices(r: Reader, n_layers: int, key: str, listed: str, other: str) -> Layout | None:
+    """Layers of kind ``listed`` at the indices the list under ``key`` names, ``other``
+    elsewhere (None, with a problem, when ``key`` holds no list of indices)."""
+    indices = r.data.get(key)
+    if not isinstance(indices, list) or not all(is_whole(i, 0) for i in indices):
+        r.fail(key, "expected a list of layer indices")
+        return None
+    layers = by_rule(r, n_layers, key)
+    if layers is None:
+        return None
+    r.key_names["layers"] = r.name(key)
+    chosen = set(indices)
+    return Layout(runs([listed if i in chosen else other for i in layers]), key=key)
+
+
 def count_of(n_layers: Any) -> int | None:
     """The layer count when it is a usable size (else None: reported where it is read)."""
     return n_layers if is_whole(n_layers, 1) and n_layers <= MAX_SIZE else None

@@ -154,6 +154,26 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-dbrx", ("tiny-dbrx", False, "cpu")),
         ("tiny-internlm3", ("tiny-internlm3", False, "cpu")),
         ("tiny-lfm2-moe", ("tiny-lfm2-moe", False, "cpu")),
+        # recurrent and hybrid families
+        ("mamba-130m", ("mamba-130m", False, "meta")),
+        ("falcon-mamba-7b", ("falcon-mamba-7b", False, "meta")),
+        ("bamba-9b", ("bamba-9b", False, "meta")),
+        ("granite-4.0-h-tiny", ("granite-4.0-h-tiny", False, "meta")),
+        ("falcon-h1-7b", ("falcon-h1-7b", False, "meta")),
+        ("olmo-hybrid-7b", ("olmo-hybrid-7b", False, "meta")),
+        ("lfm3-1.7b", ("lfm3-1.7b", False, "meta")),
+        ("kimi-linear-48b-a3b", ("kimi-linear-48b-a3b", False, "meta")),
+        ("ling-3.0-flash", ("ling-3.0-flash", False, "meta")),
+        ("recurrentgemma-2b", ("recurrentgemma-2b", False, "meta")),
+        ("tiny-bamba", ("tiny-bamba", False, "cpu")),
+        ("tiny-recurrentgemma", ("tiny-recurrentgemma", False, "cpu")),
+        ("tiny-ling-hybrid", ("tiny-ling-hybrid", False, "cpu")),
+        ("tiny-kimi-linear", ("tiny-kimi-linear", False, "cpu")),
+        ("tiny-lfm3", ("tiny-lfm3", False, "cpu")),
+        ("tiny-olmo-hybrid", ("tiny-olmo-hybrid", False, "cpu")),
+        ("tiny-falcon-h1", ("tiny-falcon-h1", False, "cpu")),
+        ("tiny-granite-4.0-h", ("tiny-granite-4.0-h", False, "cpu")),
+        ("tiny-granite-4.0-h-dense", ("tiny-granite-4.0-h-dense", False, "cpu")),
     ]
 )
 STEPS = ["params", "macs", "kv"]

@@ -1,5 +1,6 @@
 """Hugging Face hybrids of attention and a linear-time mixer: lfm2 (short convolutions),
-qwen3_next, qwen3_5_text and qwen3_5_moe_text (Gated DeltaNet).
+qwen3_next, qwen3_5_text, qwen3_5_moe_text and olmo_hybrid (Gated DeltaNet), kimi_linear (Kimi
+Delta Attention).
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names the tensors the family's modeling code builds (transformers
@@ -9,24 +10,52 @@ defaults, and its docstring names the tensors the family's modeling code builds 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.moe import routed_experts
-from costcalc.formats.hf_reader import Reader, attention_bias, rotary_dim, standard_sizes
+from costcalc.formats.families.ssm import NO_POSITION_LIMIT
+from costcalc.formats.hf_reader import (
+    Reader,
+    attention_bias,
+    is_whole,
+    rotary_dim,
+    standard_sizes,
+)
 
-ATTENTION_KEYS = ("n_heads", "n_kv_heads", "head_dim", "qk_norm", "attention_gate")
+ATTENTION_KEYS = (
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "qk_norm",
+    "attention_gate",
+    "attention_head_gate",
+)
 """Keys that describe attention blocks only: a hybrid sets them on its attention layers."""
+
+
+def _blocks(
+    fields: dict[str, Any], linear: dict[str, Any], window: Any = None
+) -> dict[str, hf_layers.Block]:
+    """Move the attention keys into the attention layers (sliding ones within ``window``) and
+    give the others ``linear``."""
+    attention = {"mixer": "attention", **{k: fields.pop(k) for k in ATTENTION_KEYS if k in fields}}
+    return {
+        "full_attention": attention,
+        "sliding_attention": {**attention, "sliding_window": window},
+        "linear_attention": linear,
+        "conv": linear,
+    }
 
 
 def _hybrid(
     r: Reader, fields: dict[str, Any], linear: dict[str, Any], rule: hf_layers.Rule
 ) -> dict[str, Any]:
-    """Move the attention keys into the attention layers and give the others ``linear``; the
-    layers as ``layer_types`` lists them, else by the family's ``rule``."""
-    attention = {"mixer": "attention", **{k: fields.pop(k) for k in ATTENTION_KEYS if k in fields}}
-    blocks = {"full_attention": attention, "linear_attention": linear, "conv": linear}
-    hf_layers.listed_or_rule(r, fields, blocks, rule)
+    """The layers of :func:`_blocks` as ``layer_types`` lists them, else by the family's
+    ``rule``."""
+    hf_layers.listed_or_rule(r, fields, _blocks(fields, linear), rule)
     return fields
 
 
@@ -70,20 +99,66 @@ def lfm2(r: Reader) -> dict[str, Any]:
 def _lfm2_rule(r: Reader, n: int) -> hf_layers.Layout | None:
     """Without ``layer_types``: attention on the layers ``full_attn_idxs`` lists (default: every
     layer), short convolutions on the others."""
-    indices = r.data.get("full_attn_idxs")
-    if indices is None:
+    if r.data.get("full_attn_idxs") is None:
         return hf_layers.Layout([("full_attention", n)])
-    if not isinstance(indices, list) or not all(isinstance(i, int) for i in indices):
-        r.fail("full_attn_idxs", "expected a list of layer indices")
-        return None
-    layers = hf_layers.by_rule(r, n, "full_attn_idxs")
-    if layers is None:
-        return None
-    r.key_names["layers"] = r.name("full_attn_idxs")
-    chosen = set(indices)
-    return hf_layers.Layout(
-        hf_layers.runs(["full_attention" if i in chosen else "conv" for i in layers])
+    return hf_layers.at_indices(r, n, "full_attn_idxs", "full_attention", "conv")
+
+
+LFM3_CYCLE = [("conv", 1), ("full_attention", 1), ("conv", 1), ("sliding_attention", 1)]
+"""Lfm3Config's default layers from layer 1 on: full attention where i % 4 == 2, sliding where
+i % 4 == 0; layer 0 is a short convolution."""
+
+
+def lfm3(r: Reader) -> dict[str, Any]:
+    """Lfm3ForCausalLM: as lfm2 (``operator_norm``, ``ffn_norm``, the short convolution ``conv``
+    with k ``conv_L_cache`` (7), biases ``conv_bias`` (false), the SwiGLU ``feed_forward`` of
+    ``intermediate_size`` (7,680, used as given), final ``embedding_norm``, tied by default),
+    with sandwich norms ``post_operator_norm`` and ``post_ffn_norm`` when ``use_sandwich_norm``
+    (true), attention (``q_proj``, ``k_proj``, ``v_proj``, ``o_proj``, biases when
+    ``attention_bias``; ``q_norm``/``k_norm`` of d ``head_dim`` (128); K ``num_key_value_heads``
+    (4)) gated per head by ``g_proj`` D -> H when ``use_attention_gate`` (true), and two kinds
+    of attention layer: full, and sliding within ``sliding_window`` (256). Layers as
+    ``layer_types`` lists them; by default layer 0 is a convolution, then full attention where
+    i % 4 == 2, sliding where i % 4 == 0, convolutions elsewhere."""
+    fields = standard_sizes(r)
+    fields.update(
+        n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=4),
+        head_dim=r.value("head_dim", "head_dim", default=128),
+        position="rotary",
+        norm="rmsnorm",
+        norms_per_block=4 if r.flag("use_sandwich_norm", True) else 2,
+        qk_norm="head",
+        attention_head_gate=r.flag("use_attention_gate", True),
+        fused_qkv=False,
+        ffn="swiglu",
+        ffn_bias=False,
+        ffn_hidden=r.value("ffn_hidden", "intermediate_size", default=7680),
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
     )
+    attention_bias(r, fields)
+    conv = {
+        "mixer": "short_conv",
+        "short_conv": {
+            "conv_kernel": r.value("short_conv", "conv_L_cache", default=7),
+            "bias": r.value("short_conv", "conv_bias", default=False),
+        },
+    }
+    r.forget("short_conv")
+    blocks = _blocks(fields, conv, r.nullable("sliding_window", "sliding_window", 256))
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return fields
+    listed = hf_layers.layer_types(r, n)
+    if listed is not None:
+        hf_layers.apply(r, fields, hf_layers.runs(listed), blocks)
+    elif n > len(LFM3_CYCLE):
+        fields["layers"] = [
+            *hf_layers.groups([("conv", 1)], blocks),
+            *hf_layers.cycle(n - 1, LFM3_CYCLE, blocks),
+        ]
+    else:
+        hf_layers.apply(r, fields, [("conv", 1), *LFM3_CYCLE[: n - 1]], blocks)
+    return fields
 
 
 def _lfm2_ffn_width(r: Reader) -> Any:
@@ -201,8 +276,346 @@ def qwen3_5_moe_text(r: Reader) -> dict[str, Any]:
     return _qwen_linear_attention(r, split=True, sparse=True, experts=(256, 8))
 
 
+def olmo_hybrid(r: Reader) -> dict[str, Any]:
+    """OlmoHybridForCausalLM: ``embed_tokens`` (V x D); per layer two RMSNorms (D each) and an
+    SwiGLU ``mlp`` (``gate_proj``/``up_proj`` D -> h, ``down_proj``; h ``intermediate_size``
+    11,008, no biases). Attention layers (``layer_types`` ``full_attention``; default every
+    4th, i % 4 == 3, or the last when there are fewer than 4) are OLMo 3's, post-norm:
+    ``q_proj`` D -> H d, ``k_proj``/``v_proj`` D -> K d, ``o_proj``, RMSNorm ``q_norm`` (H d)
+    and ``k_norm`` (K d) (K ``num_key_value_heads``, default H; d ``head_dim``, default D / H;
+    biases when ``attention_bias``), rotary only when ``rope_parameters`` gives a
+    ``rope_theta``. The others, pre-norm, Gated DeltaNet ``linear_attn``: ``q_proj``/``k_proj``
+    D -> Hk dk, ``v_proj`` D -> Hv dv, ``a_proj``/``b_proj`` D -> Hv, ``g_proj`` D -> Hv dv,
+    ``conv1d`` (2 Hk dk + Hv dv, 1, ``linear_conv_kernel_dim`` 4), ``A_log``/``dt_bias`` (Hv),
+    gated RMSNorm ``o_norm`` (dv), ``o_proj`` (Hk ``linear_num_key_heads`` and Hv
+    ``linear_num_value_heads``, default H; dk ``linear_key_head_dim``, default int(0.75 D /
+    Hk); dv ``linear_value_head_dim``, default 2 dk). Final ``norm``; untied by default."""
+    fields = standard_sizes(r)
+    d_model, heads = fields["d_model"], fields["n_heads"]
+    rope = r.data.get("rope_parameters")
+    rotary = isinstance(rope, dict) and rope.get("rope_theta") is not None
+    fields.update(
+        n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=None),
+        head_dim=r.value("head_dim", "head_dim", default=None),
+        position="rotary" if rotary else "none",
+        norm="rmsnorm",
+        qk_norm="full",
+        fused_qkv=False,
+        ffn="swiglu",
+        ffn_bias=False,
+        ffn_hidden=r.value("ffn_hidden", "intermediate_size", default=11008),
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    )
+    attention_bias(r, fields)
+    key_heads = r.value("gated_deltanet", "linear_num_key_heads", default=heads)
+    key_dim = None
+    if is_whole(d_model, 1) and is_whole(key_heads, 1):
+        key_dim = int(0.75 * d_model / key_heads)
+    key_dim = r.value("gated_deltanet", "linear_key_head_dim", default=key_dim)
+    net = {
+        "mixer": "gated_deltanet",
+        "gated_deltanet": {
+            "key_heads": key_heads,
+            "value_heads": r.value("gated_deltanet", "linear_num_value_heads", default=heads),
+            "key_head_dim": key_dim,
+            "value_head_dim": r.value(
+                "gated_deltanet",
+                "linear_value_head_dim",
+                default=2 * key_dim if is_whole(key_dim, 1) else None,
+            ),
+            "conv_kernel": r.value("gated_deltanet", "linear_conv_kernel_dim", default=4),
+            "split_projections": True,
+            "separate_qkv": True,
+        },
+    }
+    r.forget("gated_deltanet")
+    return _hybrid(r, fields, net, _olmo_hybrid_rule)
+
+
+def _olmo_hybrid_rule(n: int) -> hf_layers.Layout:
+    """Without ``layer_types``: full attention where i % 4 == 3, Gated DeltaNet elsewhere; with
+    fewer than 4 layers, attention on the last."""
+    if n < 4:
+        return hf_layers.Layout([("linear_attention", n - 1), ("full_attention", 1)])
+    return hf_layers.every_nth(4, "full_attention", "linear_attention")
+
+
+def kimi_linear(r: Reader) -> dict[str, Any]:
+    """KimiLinearForCausalLM: ``embed_tokens`` (V x D); per layer ``input_layernorm`` and
+    ``post_attention_layernorm`` (RMSNorm, D each), a mixer and an MLP. The mixer is multi-head
+    latent attention without positions on the ``full_attention`` layers (:func:`_mla`), else
+    Kimi Delta Attention (:func:`costcalc.tensors.kimi_delta_tensors`; H ``linear_num_heads``
+    32, d ``linear_head_dim`` 128, k ``linear_conv_kernel_dim`` 4, or ``linear_attn_config``'s
+    ``num_heads``, ``head_dim``, ``short_conv_kernel_size``). Layers as ``layer_types`` lists
+    them, else ``linear_attn_config``'s 1-based ``full_attn_layers`` and ``kda_layers``, else
+    attention where i > 0 and i % 4 == 0. The MLP is a SwiGLU of ``intermediate_size`` (9,216)
+    on the first ``first_k_dense_replace`` (1) layers (or as ``mlp_layer_types`` says), else the
+    MoE of :func:`_moe` (256 experts of 1,024, top 8). Final ``norm``; ``lm_head`` untied by
+    default."""
+    lin = r.data.get("linear_attn_config")
+    lin = lin if isinstance(lin, dict) else {}
+    fields = _delta_fields(r, context=1048576, ffn_hidden=9216, rotary=False)
+    mla = _mla(r, fields)
+    sizes = {
+        name: lin.get(nested) or r.value("kimi_delta", key, default=default)
+        for name, nested, key, default in (
+            ("heads", "num_heads", "linear_num_heads", 32),
+            ("head_dim", "head_dim", "linear_head_dim", 128),
+            ("conv_kernel", "short_conv_kernel_size", "linear_conv_kernel_dim", 4),
+        )
+    }
+    r.forget("kimi_delta")
+    delta = {"mixer": "kimi_delta", "kimi_delta": sizes}
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return fields
+    listed = hf_layers.layer_types(r, n)
+    full, kda = lin.get("full_attn_layers"), lin.get("kda_layers")
+    if listed is None and isinstance(full, list) and isinstance(kda, list):
+        chosen = {i - 1 for i in full if is_whole(i, 1)}
+        listed = ["full_attention" if i in chosen else "linear_attention" for i in range(n)]
+    blocks = _delta_blocks(mla, delta, _moe(r, (256, 8), 1024))
+    _delta_layers(r, fields, n, listed, blocks, _kimi_mixer, 4, 1)
+    return fields
+
+
+RECURRENT_GEMMA_KINDS = {"recurrent": "linear_attention", "attention": "sliding_attention"}
+
+
+def recurrent_gemma(r: Reader) -> dict[str, Any]:
+    """RecurrentGemmaForCausalLM: ``embed_tokens`` (V x D, tied by default); per layer
+    ``temporal_pre_norm`` and ``channel_pre_norm`` (RMSNorm, D each), a temporal block and a
+    GeGLU ``mlp_block`` (``gate_proj``/``up_proj`` D -> h, ``down_proj``, all with biases; h =
+    ``intermediate_size`` // 2, default 3 D // 2). The temporal block follows ``block_types``
+    (recurrent, recurrent, attention), cycling: local attention (``q_proj`` D -> H d,
+    ``k_proj``/``v_proj`` D -> K d, biases when ``attention_bias``, ``o_proj`` always with
+    bias; d = D / H, K ``num_key_value_heads`` (H), rotary on ``partial_rotary_factor`` (0.5),
+    within ``attention_window_size`` (2,048)), or the recurrent block
+    (:func:`costcalc.tensors.rg_lru_tensors`; W ``lru_width`` (D), H gate blocks, k
+    ``conv1d_width`` (4)). Final ``final_norm``. No positions table and no length limit."""
+    fields = {
+        "vocab_size": r.size("vocab_size", "vocab_size"),
+        "d_model": r.size("d_model", "hidden_size"),
+        "n_layers": r.size("n_layers", "num_hidden_layers"),
+        "context_length": r.value(
+            "context_length", "max_position_embeddings", default=NO_POSITION_LIMIT
+        ),
+        "position": "rotary",
+        "norm": "rmsnorm",
+        "fused_qkv": False,
+        "attn_out_bias": True,
+        "ffn_bias": True,
+        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=True),
+    }
+    d_model = fields["d_model"]
+    heads = r.size("n_heads", "num_attention_heads")
+    act = r.value("ffn", "hidden_activation", default="gelu_pytorch_tanh")
+    fields["ffn"] = "geglu" if isinstance(act, str) and act.startswith("gelu") else "swiglu"
+    hidden = r.value("ffn_hidden", "intermediate_size", default=None)
+    if hidden is None and is_whole(d_model, 1):
+        hidden = 3 * d_model
+    fields["ffn_hidden"] = hidden // 2 if is_whole(hidden, 2) else hidden
+    attention: dict[str, Any] = {"mixer": "attention", "n_heads": heads}
+    attention["n_kv_heads"] = r.value("n_kv_heads", "num_key_value_heads", default=None)
+    attention["qkv_bias"] = r.value("qkv_bias", "attention_bias", default=False)
+    attention["sliding_window"] = r.value(
+        "sliding_window", "attention_window_size", "sliding_window", default=2048
+    )
+    fields["rotary_dim"] = rotary_dim(
+        r, {"d_model": d_model, "n_heads": heads}, ("partial_rotary_factor",), 0.5
+    )
+    width = r.value("rg_lru", "lru_width", default=None)
+    recurrent = {
+        "mixer": "rg_lru",
+        "rg_lru": {
+            "width": d_model if width is None else width,
+            "heads": heads,
+            "conv_kernel": r.value("rg_lru", "conv1d_width", default=4),
+        },
+    }
+    r.forget("rg_lru")
+    n = hf_layers.count_of(fields["n_layers"])
+    kinds = r.data.get("block_types", ["recurrent", "recurrent", "attention"])
+    if not isinstance(kinds, list) or not kinds or set(kinds) - set(RECURRENT_GEMMA_KINDS):
+        r.fail("block_types", "expected a list of 'recurrent' and 'attention'")
+        return fields
+    if len(kinds) > hf_layers.MAX_LISTED_LAYERS:
+        r.fail("block_types", "too many block types")
+        return fields
+    if n is not None:
+        pattern = hf_layers.runs([RECURRENT_GEMMA_KINDS[kind] for kind in kinds])
+        layout = hf_layers.Layout(pattern, cycles=True, key="block_types")
+        blocks = {"linear_attention": recurrent, "sliding_attention": attention}
+        hf_layers.set_layers(r, fields, n, layout, blocks)
+    return fields
+
+
+def bailing_hybrid(r: Reader) -> dict[str, Any]:
+    """BailingHybridForCausalLM (Ling 2.5 hybrids): as kimi_linear, with rotary latent
+    attention gated per head (``g_proj`` D -> H), and the Kimi Delta Attention's forget and
+    output gates full rank (``forget_gate.f_proj`` and ``g_proj`` D -> H d) with H
+    ``num_attention_heads``, d ``head_dim`` (128), k ``short_conv_kernel_size`` (4). Layers as
+    ``layer_types`` lists them, else attention on every ``layer_group_size``-th (6); dense MLPs
+    (``intermediate_size`` 6,144) on the first ``first_k_dense_replace`` (2) layers, else the
+    MoE of :func:`_moe` (512 experts of 768, top 8). The multi-token-prediction layers
+    (``num_mtp_layers``) are not built."""
+    fields = _delta_fields(r, context=262144, ffn_hidden=6144, rotary=True)
+    heads = fields["n_heads"]
+    mla = {**_mla(r, fields), "attention_head_gate": True}
+    delta = {
+        "mixer": "kimi_delta",
+        "kimi_delta": {
+            "heads": heads,
+            "head_dim": r.value("kimi_delta", "head_dim", default=128),
+            "conv_kernel": r.value("kimi_delta", "short_conv_kernel_size", default=4),
+            "low_rank_gates": False,
+        },
+    }
+    r.forget("kimi_delta")
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return fields
+    group = r.count("layer_group_size", 6)
+    if group > hf_layers.MAX_LISTED_LAYERS:
+        r.fail("layer_group_size", "the layer pattern's period is too long")
+        return fields
+
+    def rule(i: int) -> str:
+        return "full_attention" if (i + 1) % group == 0 else "linear_attention"
+
+    blocks = _delta_blocks(mla, delta, _moe(r, (512, 8), 768))
+    _delta_layers(r, fields, n, hf_layers.layer_types(r, n), blocks, rule, group, 2)
+    return fields
+
+
+def _delta_fields(r: Reader, *, context: int, ffn_hidden: int, rotary: bool) -> dict[str, Any]:
+    """The model keys of kimi_linear and bailing_hybrid (their standard sizes required)."""
+    return {
+        "vocab_size": r.size("vocab_size", "vocab_size"),
+        "d_model": r.size("d_model", "hidden_size"),
+        "n_layers": r.size("n_layers", "num_hidden_layers"),
+        "n_heads": r.size("n_heads", "num_attention_heads"),
+        "context_length": r.value(
+            "context_length", "model_max_length", "max_position_embeddings", default=context
+        ),
+        "position": "rotary" if rotary else "none",
+        "norm": "rmsnorm",
+        "ffn": "swiglu",
+        "ffn_bias": False,
+        "ffn_hidden": r.value("ffn_hidden", "intermediate_size", default=ffn_hidden),
+        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    }
+
+
+def _mla(r: Reader, fields: dict[str, Any]) -> dict[str, Any]:
+    """Multi-head latent attention as deepseek_v3 builds it (``q_proj`` D -> H (n + r), or the
+    ``q_lora_rank`` path; ``kv_a_proj_with_mqa``, ``kv_a_layernorm``, ``kv_b_proj``,
+    ``o_proj``), with these families' defaults: no query rank, ``kv_lora_rank`` 512, r
+    ``qk_rope_head_dim`` 64, n ``qk_nope_head_dim`` 128, v ``v_head_dim`` 128, biases when
+    ``attention_bias``; H moves from ``fields`` into the block."""
+    mla: dict[str, Any] = {"mixer": "mla", "n_heads": fields.pop("n_heads")}
+    attention_bias(r, mla)
+    mla["q_lora_rank"] = r.nullable("q_lora_rank", "q_lora_rank", None)
+    for field, default in (
+        ("kv_lora_rank", 512),
+        ("qk_rope_head_dim", 64),
+        ("qk_nope_head_dim", 128),
+        ("v_head_dim", 128),
+    ):
+        mla[field] = r.value(field, field, default=default)
+    return mla
+
+
+def _moe(r: Reader, experts: tuple[int, int], hidden: int) -> dict[str, Any]:
+    """The sparse MLP: router ``mlp.gate`` (X x D, its ``e_score_correction_bias`` a buffer), X
+    ``num_experts`` (or ``num_local_experts``) SwiGLU experts of ``moe_intermediate_size``, top
+    ``num_experts_per_token`` (or ``num_experts_per_tok``), and ``shared_experts``: a SwiGLU of
+    ``num_shared_experts`` (or ``n_shared_experts``, 1) x that width."""
+    moe = routed_experts(
+        r,
+        ("num_experts", "num_local_experts"),
+        ("num_experts_per_token", "num_experts_per_tok"),
+        experts,
+        (("moe_intermediate_size",), hidden),
+    )
+    shared = r.value("moe_shared_ffn_hidden", "num_shared_experts", "n_shared_experts", default=1)
+    if is_whole(shared, 1) and is_whole(moe["moe_ffn_hidden"], 1):
+        moe["moe_shared_ffn_hidden"] = shared * moe["moe_ffn_hidden"]
+    return moe
+
+
+def _delta_blocks(
+    mla: dict[str, Any], delta: dict[str, Any], moe: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Every pairing of a mixer (attention or linear) with an MLP (dense or sparse)."""
+    mixers = {"full_attention": mla, "linear_attention": delta}
+    ffns: dict[str, dict[str, Any]] = {"dense": {}, "sparse": moe}
+    return {f"{m}/{f}": {**mixer, **ffn} for m, mixer in mixers.items() for f, ffn in ffns.items()}
+
+
+def _delta_layers(
+    r: Reader,
+    fields: dict[str, Any],
+    n: int,
+    mixers: list[str] | None,
+    blocks: dict[str, Any],
+    rule: Callable[[int], str],
+    period: int,
+    dense_default: int,
+) -> None:
+    """Each layer's mixer (``mixers`` as the file lists them, else ``rule``, whose kinds repeat
+    every ``period`` layers from layer 1 on) and MLP (``mlp_layer_types``, else dense for the
+    first ``first_k_dense_replace``): in closed form when the file lists neither (layer 0, the
+    other dense layers and the sparse ones, each cycling through the rule)."""
+    mlps = hf_layers.layer_types(r, n, "mlp_layer_types")
+    dense = min(r.count("first_k_dense_replace", dense_default, minimum=0), n)
+    if mixers is None and mlps is None:
+        cuts = sorted({0, min(1, n), dense, n})
+        fields["layers"] = [
+            layer
+            for start, end in pairwise(cuts)
+            if end > start
+            for layer in _delta_segment(
+                start, end, "dense" if start < dense else "sparse", blocks, rule, period
+            )
+        ]
+        return
+    mixers = mixers or [rule(i) for i in range(n)]
+    mlps = mlps or ["dense" if i < dense else "sparse" for i in range(n)]
+    kinds = [f"{m}/{f}" for m, f in zip(mixers, mlps, strict=True)]
+    hf_layers.apply(r, fields, hf_layers.runs(kinds), blocks)
+
+
+def _kimi_mixer(i: int) -> str:
+    """KimiLinearConfig's default: attention on layer i when i > 0 and i % 4 == 0."""
+    return "full_attention" if i and i % 4 == 0 else "linear_attention"
+
+
+def _delta_segment(
+    start: int,
+    end: int,
+    ffn: str,
+    blocks: dict[str, Any],
+    rule: Callable[[int], str],
+    period: int,
+) -> list[dict[str, Any]]:
+    """Layers start..end-1 with one MLP kind: their mixers by the rule, a cycling pattern when
+    the segment holds more than one period (the rules repeat from layer 1 on)."""
+    count = end - start
+    if start > 0 and count > period:
+        kinds = [f"{rule(i)}/{ffn}" for i in range(start, start + period)]
+        return hf_layers.cycle(count, hf_layers.runs(kinds), blocks)
+    kinds = [f"{rule(i)}/{ffn}" for i in range(start, end)]
+    return hf_layers.groups(hf_layers.runs(kinds), blocks)
+
+
 FAMILIES = {
+    "recurrent_gemma": recurrent_gemma,
+    "bailing_hybrid": bailing_hybrid,
+    "kimi_linear": kimi_linear,
     "lfm2": lfm2,
+    "lfm3": lfm3,
+    "olmo_hybrid": olmo_hybrid,
     "qwen3_5_moe_text": qwen3_5_moe_text,
     "qwen3_5_text": qwen3_5_text,
     "qwen3_next": qwen3_next,

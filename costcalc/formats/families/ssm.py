@@ -1,6 +1,6 @@
-"""Hugging Face families built on state-space mixers: mamba2 (Mamba-2 blocks only), nemotron_h
-(Mamba-2, attention and MLP layers, one of them per block) and jamba (Mamba v1 and attention
-mixers, MoE every few layers).
+"""Hugging Face families built on state-space mixers: mamba and falcon_mamba (Mamba v1 blocks
+only), mamba2 (Mamba-2 blocks only), nemotron_h (Mamba-2, attention and MLP layers, one of them
+per block) and jamba (Mamba v1 and attention mixers, MoE every few layers).
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names the tensors the family's modeling code builds (transformers
@@ -79,6 +79,55 @@ def mamba2(r: Reader) -> dict[str, Any]:
         "ffn": "none",
         "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=False),
     }
+
+
+def mamba(r: Reader) -> dict[str, Any]:
+    """MambaForCausalLM: ``backbone.embeddings`` (V x D); per block one RMSNorm ``norm`` (D)
+    and a Mamba v1 ``mixer``: ``in_proj`` D -> 2I, ``conv1d`` (I, 1, k), ``x_proj`` I -> R + 2N,
+    ``dt_proj`` R -> I + bias, ``A_log`` (I x N), ``D`` (I), ``out_proj`` I -> D; biases on
+    in/out_proj when ``use_bias`` (false), on the conv when ``use_conv_bias`` (true); final
+    ``norm_f``; ``lm_head`` (V x D), tied by default. I = ``intermediate_size`` when the file
+    gives it (MambaConfig sets int(``expand`` x D) first, then the file's keys over it), else
+    int(``expand`` (2) x D); N ``state_size`` (16), R ``time_step_rank`` ("auto":
+    ceil(D / 16)), k ``conv_kernel`` (4). No positions."""
+    d_model = r.size("d_model", "hidden_size")
+    expand = r.value("mamba", "expand", default=2)
+    rank = r.value("mamba", "time_step_rank", default="auto")
+    if rank == "auto":
+        rank = math.ceil(d_model / 16) if is_whole(d_model, 1) else None
+    numeric = isinstance(expand, int | float) and not isinstance(expand, bool)
+    inner = int(expand * d_model) if numeric and is_whole(d_model, 1) else None
+    sizes = {
+        "inner": r.value("mamba", "intermediate_size", default=inner),
+        "state": r.value("mamba", "state_size", default=16),
+        "dt_rank": rank,
+        "conv_kernel": r.value("mamba", "conv_kernel", default=4),
+        "conv_bias": r.value("mamba", "use_conv_bias", default=True),
+        "proj_bias": r.value("mamba", "use_bias", default=False),
+    }
+    if not numeric:
+        r.fail("expand", f"expected a number (got {expand!r})")
+    r.forget("mamba")
+    return {
+        "vocab_size": r.size("vocab_size", "vocab_size"),
+        "d_model": d_model,
+        "n_layers": r.size("n_layers", "num_hidden_layers"),
+        "context_length": _context(r, NO_POSITION_LIMIT),
+        "position": "none",
+        "norm": "rmsnorm",
+        "norms_per_block": 1,
+        "mixer": "mamba",
+        "mamba": sizes,
+        "ffn": "none",
+        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=True),
+    }
+
+
+def falcon_mamba(r: Reader) -> dict[str, Any]:
+    """FalconMambaForCausalLM: as mamba, the same keys and defaults; its mixer adds RMSNorms on
+    the time step, B and C (``dt_layernorm``, ``b_layernorm``, ``c_layernorm``) that have no
+    weights, so the tensors are Mamba's."""
+    return mamba(r)
 
 
 NEMOTRON_KINDS = {"M": "linear_attention", "E": "moe", "*": "full_attention", "-": "mlp"}
@@ -241,4 +290,10 @@ def _period(
     return p, o
 
 
-FAMILIES = {"jamba": jamba, "mamba2": mamba2, "nemotron_h": nemotron_h}
+FAMILIES = {
+    "falcon_mamba": falcon_mamba,
+    "jamba": jamba,
+    "mamba": mamba,
+    "mamba2": mamba2,
+    "nemotron_h": nemotron_h,
+}

@@ -1,0 +1,197 @@
+"""Hugging Face hybrids of Mamba-2 and attention with an FFN in every layer: bamba and
+granitemoehybrid (Granite 4.0), whose layers hold one mixer or the other, and falcon_h1, whose
+layers run both side by side.
+
+Each function reads the keys its ``transformers`` configuration class defines, with that class's
+defaults, and its docstring names the tensors the family's modeling code builds (transformers
+5.24, ``models/<family>/modeling_<family>.py``). The Mamba-2 mixer's own tensors are listed in
+:mod:`costcalc.tensors` (``mamba2_tensors``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costcalc.formats import hf_layers
+from costcalc.formats.families.moe import routed_experts
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, standard_sizes
+
+MAMBA_KINDS = ("linear_attention", "mamba")
+ATTENTION_KINDS = ("full_attention", "attention")
+"""Layer types of the Mamba-2 and attention layers (``mamba`` and ``attention`` are
+transformers' legacy names, which it remaps)."""
+
+
+def mamba2_mixer(r: Reader, d_model: Any, inner: Any = None) -> dict[str, Any]:
+    """The Mamba-2 mixer as Bamba, Granite 4.0 and Falcon-H1 key it: I = ``inner`` when the
+    family gives it, else int(``mamba_expand`` (2) x D), H ``mamba_n_heads`` (128), P
+    ``mamba_d_head`` ("auto": I // H; H P must equal I), N ``mamba_d_state`` (256), G
+    ``mamba_n_groups`` (1), k ``mamba_d_conv`` (4), biases ``mamba_conv_bias`` (true) and
+    ``mamba_proj_bias`` (false), chunks ``mamba_chunk_size`` (256)."""
+    expand = r.value("mamba2", "mamba_expand", default=2)
+    heads = r.value("mamba2", "mamba_n_heads", default=128)
+    head_dim = r.value("mamba2", "mamba_d_head", default="auto")
+    numeric = isinstance(expand, int | float) and not isinstance(expand, bool)
+    if inner is None and numeric and is_whole(d_model, 1):
+        inner = int(expand * d_model)
+    if not is_whole(inner, 1):
+        inner = None
+    if head_dim == "auto":
+        head_dim = inner // heads if inner is not None and is_whole(heads, 1) else None
+    whole = inner is not None and is_whole(heads, 1) and is_whole(head_dim, 1)
+    if whole and heads * head_dim != inner:
+        r.fail(
+            "mamba_d_head",
+            f"mamba_n_heads x mamba_d_head ({heads * head_dim}) must equal "
+            f"mamba_expand x hidden_size ({inner})",
+        )
+    sizes = {
+        "heads": heads,
+        "head_dim": head_dim,
+        "state": r.value("mamba2", "mamba_d_state", default=256),
+        "groups": r.value("mamba2", "mamba_n_groups", default=1),
+        "conv_kernel": r.value("mamba2", "mamba_d_conv", default=4),
+        "conv_bias": r.value("mamba2", "mamba_conv_bias", default=True),
+        "proj_bias": r.value("mamba2", "mamba_proj_bias", default=False),
+        "chunk_size": r.value("mamba2", "mamba_chunk_size", default=256),
+    }
+    r.forget("mamba2")
+    return {"mixer": "mamba2", "mamba2": sizes}
+
+
+def _attention_keys(fields: dict[str, Any]) -> dict[str, Any]:
+    """Move the attention sizes into the attention layers' block keys (a head width on a
+    Mamba-2 layer would be an error)."""
+    keys = ("n_heads", "n_kv_heads", "head_dim")
+    return {"mixer": "attention", **{k: fields.pop(k) for k in keys if k in fields}}
+
+
+def _kv_heads(r: Reader, fields: dict[str, Any], default: int | None) -> Any:
+    """``num_key_value_heads``: the family's default; null (or absent with no default) means
+    the query heads."""
+    heads = r.value("n_kv_heads", "num_key_value_heads", default=default)
+    return fields["n_heads"] if heads is None else heads
+
+
+def bamba(r: Reader) -> dict[str, Any]:
+    """BambaForCausalLM: ``embed_tokens`` (V x D); per layer ``input_layernorm`` and
+    ``pre_ff_layernorm`` (RMSNorm, D each), a mixer and a SwiGLU ``feed_forward``
+    (``gate_proj``/``up_proj`` D -> h, ``down_proj``; h ``intermediate_size`` 14,336, biases
+    when ``mlp_bias``). The mixer is attention on the layers ``attn_layer_indices`` lists
+    (``q_proj`` D -> H d, ``k_proj``/``v_proj`` D -> K d, ``o_proj``; K ``num_key_value_heads``
+    (8), d ``head_dim`` (D / H), biases when ``attention_bias``; rotary on half of each head),
+    else a Mamba-2 ``mamba`` (:func:`mamba2_mixer`): ``in_proj`` D -> 2I + 2GN + H, ``conv1d``
+    (I + 2GN, 1, k), ``dt_bias``/``A_log``/``D`` (H), gated RMSNorm ``norm`` (I), ``out_proj``
+    I -> D. Final ``final_layernorm``; ``lm_head`` untied by default."""
+    fields = standard_sizes(r)
+    fields.update(
+        n_kv_heads=_kv_heads(r, fields, 8),
+        head_dim=r.value("head_dim", "head_dim", default=None),
+        position="rotary",
+        norm="rmsnorm",
+        fused_qkv=False,
+        ffn="swiglu",
+        ffn_hidden=r.value("ffn_hidden", "intermediate_size", default=14336),
+        ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    )
+    attention_bias(r, fields)
+    d, h = fields.get("head_dim"), fields["n_heads"]
+    if d is None and is_whole(fields["d_model"], 1) and is_whole(h, 1):
+        d = fields["d_model"] // h
+    fields["rotary_dim"] = d // 2 if is_whole(d, 2) else None
+    blocks = {"attention": _attention_keys(fields), "mamba": mamba2_mixer(r, fields["d_model"])}
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return fields
+    if not r.data.get("attn_layer_indices"):
+        fields.update(blocks["mamba"])
+        return fields
+    layout = hf_layers.at_indices(r, n, "attn_layer_indices", "attention", "mamba")
+    if layout is not None:
+        hf_layers.set_layers(r, fields, n, layout, blocks)
+    return fields
+
+
+def granitemoehybrid(r: Reader) -> dict[str, Any]:
+    """GraniteMoeHybridForCausalLM (Granite 4.0): ``embed_tokens`` (V x D); per layer
+    ``input_layernorm`` and ``post_attention_layernorm`` (RMSNorm, D each), a mixer, and
+    ``shared_mlp`` (``input_linear`` D -> 2h, ``output_linear`` h -> D, SwiGLU, no biases; h
+    ``shared_intermediate_size`` 1,024) plus, when ``num_local_experts`` (8) > 0,
+    ``block_sparse_moe``: ``router.weight`` (X x D) and X stacked SwiGLU experts of
+    ``intermediate_size`` (11,008), ``num_experts_per_tok`` (2) active. The mixer is attention
+    (``q_proj`` D -> H d, ``k_proj``/``v_proj`` D -> K d, ``o_proj``; K ``num_key_value_heads``
+    (null: H), biases when ``attention_bias``; rotary only when ``position_embedding_type`` is
+    "rope", default none) on the layers ``layer_types`` marks ``full_attention`` (or
+    ``attention``), else Mamba-2 ``mamba`` (:func:`mamba2_mixer`); default every layer Mamba-2.
+    Final ``norm``; ``lm_head`` untied by default. The multipliers hold no parameters."""
+    fields = standard_sizes(r)
+    rope = r.value("position", "position_embedding_type", default=None) == "rope"
+    fields.update(
+        n_kv_heads=_kv_heads(r, fields, None),
+        head_dim=r.value("head_dim", "head_dim", default=None),
+        position="rotary" if rope else "none",
+        norm="rmsnorm",
+        fused_qkv=False,
+        ffn="swiglu",
+        ffn_bias=False,
+        fused_gate_up=True,
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    )
+    attention_bias(r, fields)
+    shared = r.value("ffn_hidden", "shared_intermediate_size", default=1024)
+    experts = routed_experts(
+        r,
+        ("num_local_experts",),
+        ("num_experts_per_tok",),
+        (8, 2),
+        (("intermediate_size",), 11008),
+    )
+    if experts["moe_experts"] == 0:
+        fields["ffn_hidden"] = shared
+    else:
+        fields.update(experts, moe_shared_ffn_hidden=shared)
+    attention = _attention_keys(fields)
+    mamba = mamba2_mixer(r, fields["d_model"])
+    blocks = {**dict.fromkeys(ATTENTION_KINDS, attention), **dict.fromkeys(MAMBA_KINDS, mamba)}
+    hf_layers.listed_or_rule(
+        r, fields, blocks, lambda n: hf_layers.Layout([("linear_attention", n)])
+    )
+    return fields
+
+
+def falcon_h1(r: Reader) -> dict[str, Any]:
+    """FalconH1ForCausalLM: ``embed_tokens`` (V x D); every layer ``input_layernorm`` and
+    ``pre_ff_layernorm`` (RMSNorm, D each), attention ``self_attn`` AND a Mamba-2 ``mamba`` run
+    side by side on the same normed input, and a SwiGLU ``feed_forward`` (``gate_proj``/
+    ``up_proj`` D -> h, ``down_proj``; h ``intermediate_size`` 14,336, biases when
+    ``mlp_bias``). Attention: ``q_proj`` D -> H d, ``k_proj``/``v_proj`` D -> K d, ``o_proj``
+    (K ``num_key_value_heads`` 8, d ``head_dim`` (D / H), biases when ``attention_bias``),
+    rotary. Mamba-2 (:func:`mamba2_mixer`) with I = ``mamba_d_ssm`` (1,024; null: int(
+    ``mamba_expand`` x D)), the gated RMSNorm only when ``mamba_rms_norm`` (false), in_proj's
+    bias ``mamba_proj_bias`` and out_proj's ``projectors_bias`` (both false; costcalc needs them
+    equal). Final ``final_layernorm``; ``lm_head`` untied by default. The multipliers (muP)
+    hold no parameters (``mup_vector`` is a buffer)."""
+    fields = standard_sizes(r)
+    fields.update(
+        n_kv_heads=_kv_heads(r, fields, 8),
+        head_dim=r.value("head_dim", "head_dim", default=None),
+        position="rotary",
+        norm="rmsnorm",
+        fused_qkv=False,
+        ffn="swiglu",
+        ffn_hidden=r.value("ffn_hidden", "intermediate_size", default=14336),
+        ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    )
+    attention_bias(r, fields)
+    inner = r.nullable("mamba2", "mamba_d_ssm", 1024)
+    mixer = mamba2_mixer(r, fields["d_model"], inner)
+    mixer["mamba2"]["gated_norm"] = r.flag("mamba_rms_norm", False)
+    if r.flag("projectors_bias", False) != mixer["mamba2"]["proj_bias"]:
+        r.unsupported("projectors_bias", "a bias on out_proj but not on in_proj (or the reverse)")
+    fields.update(mixer, mixer="attention", parallel_mamba2=True)
+    return fields
+
+
+FAMILIES = {"bamba": bamba, "falcon_h1": falcon_h1, "granitemoehybrid": granitemoehybrid}
