@@ -94,9 +94,10 @@ def final_norm_params(spec: ModelSpec) -> int:
 
 
 def lm_head_params(spec: ModelSpec) -> int:
-    """Output matrix V * E (0 when tied to the token table), plus V biases if it has them."""
-    weights = 0 if spec.tie_embeddings else spec.vocab_rows * spec.embed_width
-    return weights + (spec.vocab_rows if spec.lm_head_bias else 0)
+    """Output matrix V' * E (0 when tied to the token table), plus V' biases if it has them;
+    V' the head's rows (V unless ``head_rows`` prunes them)."""
+    weights = 0 if spec.tie_embeddings else spec.output_rows * spec.embed_width
+    return weights + (spec.output_rows if spec.lm_head_bias else 0)
 
 
 def total_params(spec: ModelSpec) -> int:
