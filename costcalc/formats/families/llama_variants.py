@@ -1,5 +1,5 @@
 """Hugging Face families that are Llama with a twist: granite, helium, seed_oss, arcee, apertus,
-apertus1p5_text, cohere and cohere2.
+apertus1p5_text, hyperclovax, cohere and cohere2.
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names what the family's modeling code builds beyond the shared
@@ -83,6 +83,20 @@ def apertus1p5_text(r: Reader) -> dict[str, Any]:
     return fields
 
 
+def hyperclovax(r: Reader) -> dict[str, Any]:
+    """HyperCLOVAXForCausalLM (HyperCLOVA X SEED Think): Llama's tensors (q/k/v/o bias when
+    ``attention_bias``, gate/up/down bias when ``mlp_bias``, untied by default) with Peri-LN:
+    with ``use_post_norm`` (default true) RMSNorms ``post_norm1`` and ``post_norm2`` (D each)
+    on the attention and MLP outputs, four norms per block; its muP multipliers
+    (``embedding_multiplier``, ``residual_multiplier``, ``attention_multiplier``,
+    ``logits_scaling``) scale activations and hold no parameters."""
+    fields = llama(r)
+    if r.flag("use_post_norm", True):
+        fields["norms_per_block"] = 4
+        r.key_names["norms_per_block"] = r.name("use_post_norm")
+    return fields
+
+
 def cohere(r: Reader) -> dict[str, Any]:
     """CohereForCausalLM (Command R, Aya 23): the shared projections, but ONE
     ``input_layernorm`` per block (attention and MLP in parallel) and a final ``norm``, both
@@ -125,5 +139,6 @@ FAMILIES = {
     "cohere2": cohere2,
     "granite": granite,
     "helium": helium,
+    "hyperclovax": hyperclovax,
     "seed_oss": seed_oss,
 }
