@@ -120,6 +120,13 @@ def untied_total_params(spec: ModelSpec) -> int:
     return total_params(spec) + extra
 
 
+def tying_saving_params(spec: ModelSpec) -> int:
+    """What tying saves: the output matrix V * E a tied model would add untied (untied total -
+    tied total), or, untied, the head's own matrix, which the token table would replace (V' * E
+    for a head of V' rows)."""
+    return spec.embed_width * (spec.vocab_rows if spec.tie_embeddings else spec.output_rows)
+
+
 def idle_expert_params(spec: ModelSpec) -> int:
     """Routed experts one token skips, all blocks: L (X - k) expert, summed over stacks."""
     return sum(
@@ -235,12 +242,8 @@ class ParamReport:
     untied_total: int
     active: int
     stacks: tuple[StackReport, ...]
-
-    @property
-    def tying_saving(self) -> int:
-        """Parameters tying saves, or would save in an untied model: the output matrix V * E,
-        the size of the token table it shares (untied total - tied total)."""
-        return self.token_embedding
+    tying_saving: int
+    """Parameters tying saves, or would save in an untied model (:func:`tying_saving_params`)."""
 
     @property
     def untied_increase(self) -> Fraction:
@@ -295,4 +298,5 @@ def param_report(spec: ModelSpec) -> ParamReport:
         untied_total=untied_total_params(spec),
         active=active_params(spec),
         stacks=stacks,
+        tying_saving=tying_saving_params(spec),
     )

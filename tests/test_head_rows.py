@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from costcalc.macs import lm_head_macs_per_token
 from costcalc.memory import logit_elements
 from costcalc.parallel import ParallelPlan, padded_vocab, rank_tensors
-from costcalc.params import lm_head_params, total_params, untied_total_params
+from costcalc.params import lm_head_params, param_report, total_params, untied_total_params
 from costcalc.spec import ModelSpec
 from costcalc.tensors import model_tensors
 from tests.hf_helpers import spec_of
@@ -37,6 +37,9 @@ def test_pruned_head_has_its_own_rows() -> None:
     assert lm_head_params(pruned) == 600 * 64 + 600
     assert total_params(full) - total_params(pruned) == 400 * 64 - 600
     assert untied_total_params(pruned) == total_params(pruned)
+    # tying would drop the head's own matrix (the table serves, with its 1,000 rows)
+    assert param_report(pruned).tying_saving == 600 * 64
+    assert param_report(full).tying_saving == 1000 * 64
     assert lm_head_macs_per_token(pruned) == 600 * 64
     assert logit_elements(pruned, 2, 8) == 2 * 8 * 600
     assert logit_elements(full, 2, 8) == 2 * 8 * 1000
