@@ -87,10 +87,11 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
     rows["final_norm"] = (
         f"{_norm_formula(spec)} = {_n(final_norm)}" if spec.final_norm else "no final norm = 0"
     )
+    Vh, head = spec.output_rows, "V" if spec.output_rows == V else "head rows"
     head_weights = (
-        "tied to the token table" if spec.tie_embeddings else f"V x E = {_n(V)} x {_n(E)}"
+        "tied to the token table" if spec.tie_embeddings else f"{head} x E = {_n(Vh)} x {_n(E)}"
     )
-    head_bias = f" + V bias {_n(V)}" if spec.lm_head_bias else ""
+    head_bias = f" + {head} bias {_n(Vh)}" if spec.lm_head_bias else ""
     rows["lm_head"] = f"{head_weights}{head_bias} = {_n(report.lm_head)}"
     rows["total"] = (
         "embeddings + blocks + final norm + LM head = "

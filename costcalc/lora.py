@@ -141,8 +141,8 @@ LLAMA_FAMILIES = (
 )
 
 DENSE_LLAMA_FAMILIES = (
-    "cwm exaone glm granite_swa hunyuan_v1_dense internlm3 iquestcoder jais2 mellum "
-    "ministral3 olmo vaultgemma youtu"
+    "apertus1p5_text cwm exaone glm granite_swa hunyuan_v1_dense hyperclovax internlm3 "
+    "iquestcoder jais2 mellum ministral3 olmo vaultgemma youtu"
 )
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 

@@ -136,8 +136,8 @@ def embedding_projection_macs_per_token(spec: ModelSpec) -> int:
 
 
 def lm_head_macs_per_token(spec: ModelSpec) -> int:
-    """Logits for one token: E V, the same whether or not the matrix is tied to the table."""
-    return spec.embed_width * spec.vocab_rows
+    """Logits for one token: E V' (V' the head's rows), tied to the table or not."""
+    return spec.embed_width * spec.output_rows
 
 
 # Full-sequence forward of B sequences of T tokens, no KV cache.

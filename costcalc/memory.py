@@ -205,8 +205,9 @@ def training_length(spec: ModelSpec, length: int | None) -> int:
 
 
 def logit_elements(spec: ModelSpec, batch: int, length: int) -> int:
-    """Logits of a training forward: B x T x V (every position, as the loss needs)."""
-    return batch * length * spec.vocab_rows
+    """Logits of a training forward: B x T x V' (every position, as the loss needs; V' the
+    LM head's rows)."""
+    return batch * length * spec.output_rows
 
 
 def log_prob_bytes(spec: ModelSpec, batch: int, length: int) -> int:

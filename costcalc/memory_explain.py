@@ -176,7 +176,7 @@ def memory_explain(spec: ModelSpec, report: MemoryReport) -> dict[str, str]:
         rows["activations"] = _activations_row(spec, report)
         if report.bytes_attention_scores:
             rows["attention_scores"] = scores_row(spec, B, T, setup.dtype)
-        logits = f"{B} x {_n(T)} x {_n(spec.vocab_rows)}"
+        logits = f"{B} x {_n(T)} x {_n(spec.output_rows)}"
         rows["logits"] = _row("B x T x V", logits, setup.dtype, report.bytes_logits)
         if report.bytes_logits_fp32:
             rows["logits_fp32"] = _row("B x T x V", logits, LOSS_DTYPE, report.bytes_logits_fp32)

@@ -221,12 +221,14 @@ def shard(count: int, ranks: int) -> int:
 # --------------------------------------------------------------------------- what a rank holds
 
 
-def padded_vocab(spec: ModelSpec, tp: int) -> int:
-    """Rows of the vocab-parallel table: V padded up to a multiple of 128 x T (Megatron's
-    ``_vocab_size_with_padding``); the model's own V rows without tensor parallelism."""
+def padded_vocab(spec: ModelSpec, tp: int, head: bool = False) -> int:
+    """Rows of the vocab-parallel table (or, with ``head``, of the LM head and the logits):
+    V padded up to a multiple of 128 x T (Megatron's ``_vocab_size_with_padding``); the
+    model's own rows without tensor parallelism."""
+    rows = spec.output_rows if head else spec.vocab_rows
     if tp == 1:
-        return spec.vocab_rows
-    return shard(spec.vocab_rows, VOCAB_MULTIPLE * tp) * VOCAB_MULTIPLE * tp
+        return rows
+    return shard(rows, VOCAB_MULTIPLE * tp) * VOCAB_MULTIPLE * tp
 
 
 def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
@@ -356,9 +358,17 @@ def rank_tensors(spec: ModelSpec, plan: ParallelPlan, stage: int) -> list[Tensor
         for stack in stacks
         for t in block_tensors(stack)
     ]
-    vocab = padded_vocab(spec, plan.tp)
+    vocab, head = padded_vocab(spec, plan.tp), padded_vocab(spec, plan.tp, head=True)
     held = [replace(t, shape=expert_parallel_shape(t, plan.ep)) for t in held]
-    return [replace(t, shape=tensor_parallel_shape(t, plan.tp, vocab)) for t in held]
+    return [
+        replace(
+            t,
+            shape=tensor_parallel_shape(
+                t, plan.tp, head if t.name.startswith("lm_head") else vocab
+            ),
+        )
+        for t in held
+    ]
 
 
 def largest_module(tensors: list[Tensor]) -> int:
@@ -467,7 +477,11 @@ def rank_report(
     steps = step_elements(tensors, setup.optimizer)
     activations, scores = stage_activation_bytes(spec, report, plan, stage)
     last = stage == plan.pp - 1
-    logits = setup.batch * report.length * padded_vocab(spec, plan.tp) // plan.tp if last else 0
+    logits = (
+        setup.batch * report.length * padded_vocab(spec, plan.tp, head=True) // plan.tp
+        if last
+        else 0
+    )
     part = zero_partition(tensors, plan) if plan.stage else P
     weights, gradients = part if plan.stage == 3 else P, part if plan.stage >= 2 else P
     # ZeRO partitions per-element state (SHARDABLE_OPTIMIZERS): moments // P per parameter

@@ -112,9 +112,10 @@ def final_norm_params(spec: ModelSpec) -> int:
 
 
 def lm_head_params(spec: ModelSpec) -> int:
-    """Output matrix V * E (0 when tied to the token table), plus V biases if it has them."""
-    weights = 0 if spec.tie_embeddings else spec.vocab_rows * spec.embed_width
-    return weights + (spec.vocab_rows if spec.lm_head_bias else 0)
+    """Output matrix V' * E (0 when tied to the token table), plus V' biases if it has them;
+    V' the head's rows (V unless ``head_rows`` prunes them)."""
+    weights = 0 if spec.tie_embeddings else spec.output_rows * spec.embed_width
+    return weights + (spec.output_rows if spec.lm_head_bias else 0)
 
 
 def total_params(spec: ModelSpec) -> int:
@@ -137,6 +138,13 @@ def untied_total_params(spec: ModelSpec) -> int:
     """The total with an output matrix of its own: tied total + V * E when tied."""
     extra = spec.vocab_rows * spec.embed_width if spec.tie_embeddings else 0
     return total_params(spec) + extra
+
+
+def tying_saving_params(spec: ModelSpec) -> int:
+    """What tying saves: the output matrix V * E a tied model would add untied (untied total -
+    tied total), or, untied, the head's own matrix, which the token table would replace (V' * E
+    for a head of V' rows)."""
+    return spec.embed_width * (spec.vocab_rows if spec.tie_embeddings else spec.output_rows)
 
 
 def idle_expert_params(spec: ModelSpec) -> int:
@@ -256,12 +264,8 @@ class ParamReport(NamedTuple):
     untied_total: int
     active: int
     stacks: tuple[StackReport, ...]
-
-    @property
-    def tying_saving(self) -> int:
-        """Parameters tying saves, or would save in an untied model: the output matrix V * E,
-        the size of the token table it shares (untied total - tied total)."""
-        return self.token_embedding
+    tying_saving: int
+    """Parameters tying saves, or would save in an untied model (:func:`tying_saving_params`)."""
 
     @property
     def untied_increase(self) -> Fraction:
@@ -322,4 +326,5 @@ def param_report(spec: ModelSpec) -> ParamReport:
         untied_total=untied_total_params(spec),
         active=active_params(spec),
         stacks=stacks,
+        tying_saving=tying_saving_params(spec),
     )

@@ -159,6 +159,13 @@ class ModelSpec(BlockFields):
     )
     final_norm: Flag = Field(default=True, description="A norm after the last block.")
     lm_head_bias: Flag = Field(default=False, description="Bias on the LM head.")
+    head_rows: Size | None = Field(
+        default=None,
+        description=(
+            "Rows of an untied LM head (the logits' width) when they differ from the token "
+            "table's (Apertus 1.5's pruned head); default: the table's rows."
+        ),
+    )
     tie_embeddings: Flag = Field(
         default=True, description="The LM head reuses the token table (no matrix of its own)."
     )
@@ -196,6 +203,11 @@ class ModelSpec(BlockFields):
         """Rows of the token table: vocab_size, padded up to vocab_pad_multiple."""
         m = self.vocab_pad_multiple
         return self.vocab_size if m is None else -(-self.vocab_size // m) * m
+
+    @property
+    def output_rows(self) -> int:
+        """Rows of the LM head, the logits' width: head_rows, or the token table's rows."""
+        return self.vocab_rows if self.head_rows is None else self.head_rows
 
     @property
     def head_width(self) -> int:
@@ -555,6 +567,17 @@ def _gate_to_fuse(spec: ModelSpec) -> Iterator[tuple[str, str]]:
 def _rmsnorm_without_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.norm == "rmsnorm" and spec.norm_bias:
         yield ("norm_bias", "RMSNorm has no bias; use norm: layernorm")
+
+
+@_rule("tie_embeddings", "head_rows", "vocab_size", "vocab_pad_multiple")
+def _tied_head_rows(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """A tied head is the token table: it has the table's rows."""
+    if spec.tie_embeddings and spec.head_rows is not None and spec.head_rows != spec.vocab_rows:
+        yield (
+            "head_rows",
+            f"a tied LM head is the token table ({spec.vocab_rows:,} rows); "
+            "give tie_embeddings: false for a head of its own",
+        )
 
 
 @_rule("position", "position_offset")

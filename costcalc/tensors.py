@@ -492,7 +492,8 @@ def block_tensors(spec: ModelSpec) -> list[Tensor]:
 
 def model_tensors(spec: ModelSpec) -> list[Tensor]:
     """Every tensor outside the blocks: tables, embedding projections and norm, final norm,
-    LM head (none when tied: the token table serves), each shared tensor once."""
+    LM head (``output_rows`` x E; none when tied: the token table serves), each shared tensor
+    once."""
     V, E, D = spec.vocab_rows, spec.embed_width, spec.d_model
     tensors = [Tensor("embed_tokens.weight", (V, E), "model")]
     if spec.position_rows:
@@ -506,9 +507,9 @@ def model_tensors(spec: ModelSpec) -> list[Tensor]:
     if spec.final_norm:
         tensors += _norm(spec, "norm", D, "model")
     if not spec.tie_embeddings:
-        tensors.append(Tensor("lm_head.weight", (V, E), "model", "matmul"))
+        tensors.append(Tensor("lm_head.weight", (spec.output_rows, E), "model", "matmul"))
     if spec.lm_head_bias:
-        tensors.append(Tensor("lm_head.bias", (V,), "model"))
+        tensors.append(Tensor("lm_head.bias", (spec.output_rows,), "model"))
     return tensors
 
 

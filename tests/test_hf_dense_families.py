@@ -30,3 +30,9 @@ def test_cwm_without_a_window_attends_fully_everywhere(tmp_path: Path) -> None:
 def test_exaone_reads_its_own_key_names(tmp_path: Path) -> None:
     spec = spec_of(tmp_path, "exaone-3.0-7.8b", num_layers=4)
     assert spec.n_layers == 4
+
+
+def test_hyperclovax_without_post_norms_keeps_two_per_block(tmp_path: Path) -> None:
+    peri = spec_of(tmp_path, "hyperclovax-defaults")
+    plain = spec_of(tmp_path, "hyperclovax-defaults", use_post_norm=False)
+    assert (peri.norms_per_block, plain.norms_per_block) == (4, 2)

@@ -144,6 +144,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("exaone-moe-defaults", ("exaone-moe-defaults", False, "meta")),
         ("cohere2-moe-defaults", ("cohere2-moe-defaults", False, "meta")),
         ("mimo-v2-flash", ("mimo-v2-flash", False, "meta")),
+        ("apertus1p5-defaults", ("apertus1p5-defaults", False, "meta")),
+        ("hyperclovax-defaults", ("hyperclovax-defaults", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),

@@ -1,5 +1,5 @@
 """Hugging Face families that are Llama with a twist: granite, helium, seed_oss, arcee, apertus,
-cohere and cohere2.
+apertus1p5_text, hyperclovax, cohere and cohere2.
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names what the family's modeling code builds beyond the shared
@@ -71,6 +71,32 @@ def apertus(r: Reader) -> dict[str, Any]:
     return fields
 
 
+def apertus1p5_text(r: Reader) -> dict[str, Any]:
+    """Apertus1p5TextForCausalLM (Apertus 1.5's text decoder): Apertus' layers and token
+    table (``vocab_size`` rows: text plus image and audio codes), and an LM head of
+    ``output_vocab_size`` rows when set (the text ids its released checkpoints keep); the
+    logits are as wide as the head. Untied by default; a tied head is the token table itself,
+    whatever ``output_vocab_size`` says."""
+    fields = apertus(r)
+    if not fields["tie_embeddings"]:
+        fields["head_rows"] = r.value("head_rows", "output_vocab_size", default=None)
+    return fields
+
+
+def hyperclovax(r: Reader) -> dict[str, Any]:
+    """HyperCLOVAXForCausalLM (HyperCLOVA X SEED Think): Llama's tensors (q/k/v/o bias when
+    ``attention_bias``, gate/up/down bias when ``mlp_bias``, untied by default) with Peri-LN:
+    with ``use_post_norm`` (default true) RMSNorms ``post_norm1`` and ``post_norm2`` (D each)
+    on the attention and MLP outputs, four norms per block; its muP multipliers
+    (``embedding_multiplier``, ``residual_multiplier``, ``attention_multiplier``,
+    ``logits_scaling``) scale activations and hold no parameters."""
+    fields = llama(r)
+    if r.flag("use_post_norm", True):
+        fields["norms_per_block"] = 4
+        r.key_names["norms_per_block"] = r.name("use_post_norm")
+    return fields
+
+
 def cohere(r: Reader) -> dict[str, Any]:
     """CohereForCausalLM (Command R, Aya 23): the shared projections, but ONE
     ``input_layernorm`` per block (attention and MLP in parallel) and a final ``norm``, both
@@ -107,10 +133,12 @@ def _cohere_layout(r: Reader) -> dict[str, Any]:
 
 FAMILIES = {
     "apertus": apertus,
+    "apertus1p5_text": apertus1p5_text,
     "arcee": arcee,
     "cohere": cohere,
     "cohere2": cohere2,
     "granite": granite,
     "helium": helium,
+    "hyperclovax": hyperclovax,
     "seed_oss": seed_oss,
 }
