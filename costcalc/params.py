@@ -17,7 +17,7 @@ from fractions import Fraction
 
 from costcalc.blocks import BLOCK_FIELDS
 from costcalc.spec import ModelSpec
-from costcalc.tensors import Tensor, ffn_tensors, mixer_tensors
+from costcalc.tensors import Tensor, ffn_tensors, mixer_tensors, stream_collapse_tensors
 
 
 def token_embedding_params(spec: ModelSpec) -> int:
@@ -93,6 +93,11 @@ def final_norm_params(spec: ModelSpec) -> int:
     return norm_params(spec) if spec.final_norm else 0
 
 
+def stream_collapse_params(spec: ModelSpec) -> int:
+    """The last collapse of n residual streams into one: n x n D + n + 1 (0 with one stream)."""
+    return _sum(stream_collapse_tensors(spec))
+
+
 def lm_head_params(spec: ModelSpec) -> int:
     """Output matrix V * E (0 when tied to the token table), plus V biases if it has them."""
     weights = 0 if spec.tie_embeddings else spec.vocab_rows * spec.embed_width
@@ -108,6 +113,7 @@ def total_params(spec: ModelSpec) -> int:
         + embedding_projection_params(spec)
         + embedding_norm_params(spec)
         + blocks_params(spec)
+        + stream_collapse_params(spec)
         + final_norm_params(spec)
         + lm_head_params(spec)
     )
@@ -228,6 +234,7 @@ class ParamReport:
     norms: int | None
     per_block: int | None
     blocks: int
+    stream_collapse: int
     final_norm: int
     lm_head: int
     total: int
@@ -269,6 +276,7 @@ class ParamReport:
             "attention": sum(s.layers * s.attention for s in self.stacks),
             "ffn": sum(s.layers * s.ffn for s in self.stacks),
             "norms": sum(s.layers * s.norms for s in self.stacks),
+            "stream_collapse": self.stream_collapse,
             "final_norm": self.final_norm,
             "lm_head": self.lm_head,
         }
@@ -288,6 +296,7 @@ def param_report(spec: ModelSpec) -> ParamReport:
         norms=None if one is None else one.norms,
         per_block=None if one is None else one.per_block,
         blocks=blocks_params(spec),
+        stream_collapse=stream_collapse_params(spec),
         final_norm=final_norm_params(spec),
         lm_head=lm_head_params(spec),
         total=total_params(spec),

@@ -40,6 +40,7 @@ ROWS = (
     ("norms", "  norms (per block)"),
     ("per_block", "per block"),
     ("blocks", "all blocks"),
+    ("stream_collapse", "residual streams' last collapse"),
     ("final_norm", "final norm"),
     ("lm_head", "LM head"),
     ("total", "total"),
@@ -125,7 +126,7 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
 
     names = [result.model.name for result in results]
     counts = [result.parameters for result in results]
-    optional = ("embedding_projection", "embedding_norm")
+    optional = ("embedding_projection", "embedding_norm", "stream_collapse")
     shown = [
         (key, label)
         for key, label in ROWS
@@ -235,6 +236,7 @@ PART_LABELS = {
     "attention": "token mixers (all blocks)",
     "ffn": "FFNs (all blocks)",
     "norms": "norms (all blocks)",
+    "stream_collapse": "residual streams' last collapse",
     "final_norm": "final norm",
     "lm_head": "LM head",
 }
