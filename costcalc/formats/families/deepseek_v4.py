@@ -131,8 +131,8 @@ def _attention_layers(r: Reader, fields: dict[str, Any]) -> None:
         hf_layers.apply(r, fields, hf_layers.runs(listed), blocks)
         return
     head = min(n, 2)
-    if n - head < 2:
-        hf_layers.apply(r, fields, [(HCA, head), (CSA, n - head)], blocks)
+    if n - head < 2:  # the alternation starts with a heavily compressed layer
+        hf_layers.apply(r, fields, [(HCA, n)], blocks)
         return
     pattern = hf_layers.groups([(HCA, 1), (CSA, 1)], blocks)
     fields["layers"] = [{"count": head, **blocks[HCA]}, {"count": n - head, "pattern": pattern}]
