@@ -235,7 +235,7 @@ def kinds(s: ModelSpec) -> list[tuple[int, int | None, bool]]:
 def test_default_layers_follow_the_configuration_rule(tmp_path: Path, n: int, csa: int) -> None:
     """``DeepseekV4Config.__post_init__``: two heavily compressed layers, then heavily
     compressed and compressed sparse alternating (n = 3: all heavily compressed; 4: one sparse)."""
-    s = spec_of(tmp_path, "deepseek-v4-flash", num_hidden_layers=n)
+    s = spec_of(tmp_path, "deepseek-v4-flash", num_hidden_layers=n, compress_ratios=...)
     counted = {(rate, overlap): layers for layers, rate, overlap in kinds(s)}
     assert counted.get((4, True), 0) == csa
     assert counted[(128, False)] == n - csa
