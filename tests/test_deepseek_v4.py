@@ -286,3 +286,24 @@ def test_schema_covers_the_keys(cli: Invoke) -> None:
     for key in ("query_rank", "out_groups", "out_rank", "kv_compress_rate", "residual_streams"):
         assert key in properties
     assert "kv_compress_overlap" in properties
+
+
+def test_memory_names_the_compressor_terms(cli: Invoke) -> None:
+    """The cache note adds each compressed kind's compressor term (T = 16: a
+    compressed sparse layer keeps 4 keys of 512 + 128, and 4 x 640 overlap twice: 7,680; a
+    heavily compressed one 16 open-window projections and gates of 512: 16,384)."""
+    fixture = str(Path(__file__).parent / "fixtures" / "hf" / "deepseek-v4-flash.json")
+    result = cli("memory", "-c", fixture, "-T", "16")
+    text = " ".join(result.stdout.split())
+    assert "2 x 1 x 16 x 1,024 + 21 x 1 x (16 x 512 + 7,680) + 20 x 1 x (16 x 512 + 16,384)" in text
+
+
+def test_activations_of_the_new_blocks_are_estimates() -> None:
+    from costcalc.activations import measured
+
+    dropped = ("keys_as_values", "attention_sinks", "query_rank", "out_groups", "out_rank")
+    plain = {k: v for k, v in BASE.items() if k not in dropped}
+    plain["qk_norm"] = "none"
+    assert measured(ModelSpec.model_validate(plain))
+    for keys in ({"query_rank": 4}, {"out_groups": 2, "out_rank": 3}, HCA, {"residual_streams": 2}):
+        assert not measured(ModelSpec.model_validate({**plain, **keys}))
