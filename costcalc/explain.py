@@ -273,7 +273,9 @@ def explain_macs(
         "lm_head", "E x V (tied or not, the logits are computed)", macs.lm_head_macs_per_token(spec)
     )
     rows["total"] = (
-        "projections + FFN + attention pairs + scans + embedding projections + LM head = "
+        "projections + FFN + attention pairs + scans + "
+        + ("residual streams + " if report.stream_mixing else "")
+        + "embedding projections + LM head = "
         + _terms(
             ("", report.projection_ffn),
             ("", report.attention_pair),
