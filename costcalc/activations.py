@@ -68,6 +68,10 @@ def measured(spec: ModelSpec) -> bool:
         and spec.qk_norm != "full"
         and spec.v_head_dim is None
         and not spec.keys_as_values
+        and spec.query_rank is None
+        and spec.out_groups is None
+        and spec.kv_compress_rate is None
+        and spec.residual_streams == 1
     )
 
 

@@ -36,7 +36,7 @@ MixerKind = Literal[
     "short_conv",
     "none",
 ]
-QkNorm = Literal["none", "head", "full"]
+QkNorm = Literal["none", "head", "full", "key"]
 
 GATED_FFNS: frozenset[str] = frozenset({"swiglu", "geglu"})
 ATTENTION_MIXERS: frozenset[str] = frozenset({"attention", "mla"})
@@ -141,7 +141,8 @@ class BlockFields(BaseModel):
         default="none",
         description=(
             "Norms on queries and keys: head (one weight of head_dim for all heads: Qwen3, "
-            "Gemma 3) or full (over the whole projection, H d and K d: OLMo 2)."
+            "Gemma 3), full (over the whole projection, H d and K d: OLMo 2) or key (one weight "
+            "of head_dim on the keys only: DeepSeek-V4's kv_norm)."
         ),
     )
     attention_sinks: Flag = Field(
@@ -214,6 +215,38 @@ class BlockFields(BaseModel):
     )
     indexer_head_dim: Size | None = Field(
         default=None, description="MLA: width of one indexer head and of its cached key."
+    )
+    query_rank: Size | None = Field(
+        default=None,
+        description=(
+            "Attention: the queries pass through a low-rank path, D -> rank, an RMSNorm of rank, "
+            "rank -> H d (DeepSeek-V4); default: one q_proj."
+        ),
+    )
+    out_groups: Size | None = Field(
+        default=None,
+        description=(
+            "Attention: grouped low-rank output projection; the H heads split into g groups, "
+            "each H dv / g -> out_rank on its own, then g out_rank -> D (DeepSeek-V4)."
+        ),
+    )
+    out_rank: Size | None = Field(
+        default=None, description="Attention: width of each group's output (with out_groups)."
+    )
+    kv_compress_rate: Size | None = Field(
+        default=None,
+        description=(
+            "Attention: a compressor pools every m tokens into one extra cached key (softmax "
+            "over the window with a learned position bias of m x its width); the block "
+            "attends to its window of keys plus every compressed key (DeepSeek-V4)."
+        ),
+    )
+    kv_compress_overlap: Flag = Field(
+        default=False,
+        description=(
+            "The compressor projects two series per token (2 d), each compressed key pooling "
+            "2 m tokens with stride m (DeepSeek-V4's compressed sparse attention)."
+        ),
     )
     mamba2: Mamba2Sizes | None = Field(
         default=None,

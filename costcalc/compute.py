@@ -72,6 +72,7 @@ class MacReport:
     projection_ffn: int
     attention_pair: int
     sequence_mixing: int
+    stream_mixing: int
     embedding_projection: int
     lm_head: int
     total: int
@@ -86,6 +87,7 @@ def mac_report(spec: ModelSpec, batch: int, length: int, causal: bool = False) -
         projection_ffn=macs.projection_ffn_macs(spec, batch, length),
         attention_pair=macs.attention_pair_macs(spec, batch, length, causal),
         sequence_mixing=macs.mixer_sequence_macs(spec, batch, length),
+        stream_mixing=macs.residual_stream_macs(spec, batch, length),
         embedding_projection=macs.embedding_projection_macs(spec, batch, length),
         lm_head=macs.lm_head_macs(spec, batch, length),
         total=macs.forward_macs(spec, batch, length, causal),
@@ -218,6 +220,7 @@ FORWARD_ROWS = (
     ("projection_ffn", "projections + FFN"),
     ("attention_pair", "attention pairs (QK^T, weights x V)"),
     ("sequence_mixing", "convolutions and recurrent scans"),
+    ("stream_mixing", "residual streams (mixing, last collapse)"),
     ("embedding_projection", "embedding projections (in, out, per-layer inputs)"),
     ("lm_head", "LM head"),
     ("total", "forward total"),
@@ -236,7 +239,7 @@ def compute_grids(names: list[str], results: list[ComputeResult]) -> list[Grid]:
         rows = [
             [label, *(f"{getattr(f, key):,}" for f in forwards)]
             for key, label in FORWARD_ROWS
-            if key not in ("router", "sequence_mixing", "embedding_projection")
+            if key not in ("router", "sequence_mixing", "stream_mixing", "embedding_projection")
             or any(getattr(f, key) for f in forwards)
         ]
         rows.append(["forward FLOPs", *(f"{macs.flops(f.total):,}" for f in forwards)])

@@ -83,6 +83,12 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         rows.update(_layered_rows(report))
     else:
         rows.update(block_rows(spec.stacks[0], L))
+    if report.stream_collapse:
+        n = spec.residual_streams
+        rows["stream_collapse"] = (
+            f"n x n D + n + 1, n = {n} streams => {n} x {n} x {_n(spec.d_model)} + {n} + 1"
+            f" = {_n(report.stream_collapse)}"
+        )
     final_norm = report.final_norm
     rows["final_norm"] = (
         f"{_norm_formula(spec)} = {_n(final_norm)}" if spec.final_norm else "no final norm = 0"
@@ -94,7 +100,9 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
     head_bias = f" + {head} bias {_n(Vh)}" if spec.lm_head_bias else ""
     rows["lm_head"] = f"{head_weights}{head_bias} = {_n(report.lm_head)}"
     rows["total"] = (
-        "embeddings + blocks + final norm + LM head = "
+        "embeddings + blocks + "
+        + ("residual streams' last collapse + " if report.stream_collapse else "")
+        + "final norm + LM head = "
         + _terms(
             ("", report.token_embedding),
             ("", report.position_embedding),
@@ -102,6 +110,7 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
             ("", report.per_layer_embedding),
             ("", report.per_layer_projection),
             ("", report.blocks),
+            ("", report.stream_collapse),
             ("", report.final_norm),
             ("", report.lm_head),
         )
@@ -264,6 +273,14 @@ def explain_macs(
         )
         or "0"
     )
+    compressed = " + ".join(
+        f"{s.n_layers:,} x {_n(macs.compressed_pair_width(s))} x "
+        f"{_n(macs.compressed_pairs(s, length, causal))}"
+        for s in spec.stacks
+        if macs.compressed_pairs(s, length, causal)
+    )
+    if compressed:
+        terms += f" + compressed keys: {compressed}"
     rows["attention_pair"] = (
         f"B x L x 2Hd x pairs, pairs = {pairs} per head (within any window) => "
         f"{B} x ({terms}) = {_n(report.attention_pair)}"
@@ -271,6 +288,12 @@ def explain_macs(
     if report.sequence_mixing:
         rows["sequence_mixing"] = (
             f"convolutions and scans of the recurrent mixers = {_n(report.sequence_mixing)}"
+        )
+    if report.stream_mixing:
+        per_token(
+            "stream_mixing",
+            "n x n by n x D twice per block, n x n D to collapse the n residual streams",
+            macs.residual_stream_macs_per_token(spec),
         )
     if report.embedding_projection:
         words = "2 x E x D" if spec.embed_width != spec.d_model else ""
@@ -281,11 +304,14 @@ def explain_macs(
         "lm_head", "E x V (tied or not, the logits are computed)", macs.lm_head_macs_per_token(spec)
     )
     rows["total"] = (
-        "projections + FFN + attention pairs + scans + embedding projections + LM head = "
+        "projections + FFN + attention pairs + scans + "
+        + ("residual streams + " if report.stream_mixing else "")
+        + "embedding projections + LM head = "
         + _terms(
             ("", report.projection_ffn),
             ("", report.attention_pair),
             ("", report.sequence_mixing),
+            ("", report.stream_mixing),
             ("", report.embedding_projection),
             ("", report.lm_head),
         )

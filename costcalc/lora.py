@@ -180,6 +180,10 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         DEEPSEEK,
     ),
     "exaone_moe": DEEPSEEK,
+    "deepseek_v4": _names(
+        renames={**DEEPSEEK.renames, "attn.k_proj": "self_attn.kv_proj"},
+        converted=QWEN2_MOE_CONVERTED,
+    ),
     "afmoe": _names(
         renames={
             "mlp.router": "mlp.router.gate",

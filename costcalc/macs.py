@@ -28,6 +28,7 @@ from costcalc.tensors import (
     mixer_tensors,
     per_layer_model_tensors,
     recurrent_sizes,
+    stream_collapse_tensors,
     value_width,
 )
 
@@ -215,16 +216,62 @@ def pair_width(spec: ModelSpec) -> int:
 
 
 def attention_pair_macs(spec: ModelSpec, batch: int, length: int, causal: bool = False) -> int:
-    """Q K^T and weights x V: 2 B L H d pairs(T); 2 B T^2 D per block for a plain block.
+    """Q K^T and weights x V: 2 B L H d pairs(T); 2 B T^2 D per block for a plain block; plus
+    the pairs with compressed keys (:func:`compressed_pairs`).
 
     Grouped key/value heads are repeated to H heads before the products, so H (not K) counts.
     """
     return batch * sum(
         stack.n_layers
-        * pair_width(stack)
-        * attention_pairs(length, causal, stack.sliding_window, stack.attention_chunk)
+        * (
+            pair_width(stack)
+            * attention_pairs(length, causal, stack.sliding_window, stack.attention_chunk)
+            + compressed_pair_width(stack) * compressed_pairs(stack, length, causal)
+        )
         for stack in spec.stacks
     )
+
+
+def compressed_pair_width(spec: ModelSpec) -> int:
+    """MACs of one query and one compressed key over all heads: the attention's H (d + dv), plus
+    the indexer's Hi di scores when the block has one (their weighted sum over the heads is no
+    matrix product); 0 without a compressor."""
+    if spec.kv_compress_rate is None:
+        return 0
+    return pair_width(spec) + (spec.indexer_heads or 0) * (spec.indexer_head_dim or 0)
+
+
+def compressed_pairs(spec: ModelSpec, length: int, causal: bool = False) -> int:
+    """Query-compressed-key pairs of one sequence and one head, m = ``kv_compress_rate``: T
+    floor(T / m) as transformers' eager attention scores them (every query against every
+    compressed key, masked after); causal: the sum over queries t of the floor((t + 1) / m) keys
+    whose windows closed by t. 0 without a compressor."""
+    m = spec.kv_compress_rate
+    if m is None:
+        return 0
+    return compressed_keys_below(length, m) if causal else length * (length // m)
+
+
+def compressed_keys_below(n: int, rate: int) -> int:
+    """sum(floor(k / m) for k in 1..n) in closed form, n = q m + r: m q (q - 1) / 2 + q (r + 1)."""
+    q, r = divmod(n, rate)
+    return rate * q * (q - 1) // 2 + q * (r + 1)
+
+
+def residual_stream_macs_per_token(spec: ModelSpec) -> int:
+    """Hyper-connections' products beyond the weight matrices counted with the blocks: each
+    block mixes its n ``residual_streams`` twice (n x n by n x D: 2 n^2 D), and the last collapse
+    multiplies by its n x n D matrix; 0 with one stream."""
+    n = spec.residual_streams
+    if n == 1:
+        return 0
+    collapse = sum(t.macs_per_token(1) for t in stream_collapse_tensors(spec))
+    return 2 * n * n * spec.d_model * spec.n_layers + collapse
+
+
+def residual_stream_macs(spec: ModelSpec, batch: int, length: int) -> int:
+    """B T x the hyper-connections' mixing and last collapse (0 with one stream)."""
+    return batch * length * residual_stream_macs_per_token(spec)
 
 
 def embedding_projection_macs(spec: ModelSpec, batch: int, length: int) -> int:
@@ -312,6 +359,7 @@ def forward_macs(spec: ModelSpec, batch: int, length: int, causal: bool = False)
         projection_ffn_macs(spec, batch, length)
         + attention_pair_macs(spec, batch, length, causal)
         + mixer_sequence_macs(spec, batch, length)
+        + residual_stream_macs(spec, batch, length)
         + embedding_projection_macs(spec, batch, length)
         + lm_head_macs(spec, batch, length)
     )
@@ -335,6 +383,7 @@ def linear_macs_per_token(spec: ModelSpec) -> int:
         attention_projection_macs_per_token(spec)
         + ffn_macs_per_token(spec)
         + router_macs_per_token(spec)
+        + residual_stream_macs_per_token(spec)
         + embedding_projection_macs_per_token(spec)
         + lm_head_macs_per_token(spec)
     )
@@ -345,7 +394,12 @@ def decode_token_macs(spec: ModelSpec, position: int, batch: int = 1) -> int:
     B (linear terms + 2 L H d keys(position))."""
     refuse_recurrent_decode(spec)
     pairs = sum(
-        stack.n_layers * pair_width(stack) * cached_keys(stack, position) for stack in spec.stacks
+        stack.n_layers
+        * (
+            pair_width(stack) * cached_keys(stack, position)
+            + compressed_pair_width(stack) * _compressed_over(stack, position, position)
+        )
+        for stack in spec.stacks
     )
     return batch * (linear_macs_per_token(spec) + pairs)
 
@@ -363,11 +417,25 @@ def decode_macs(spec: ModelSpec, prompt: int, generated: int, batch: int = 1) ->
     """
     refuse_recurrent_decode(spec)
     steps = decode_steps(generated)
+    last = prompt + steps - 1
     pairs = sum(
-        stack.n_layers * pair_width(stack) * _keys_over(stack, prompt, prompt + steps - 1)
+        stack.n_layers
+        * (
+            pair_width(stack) * _keys_over(stack, prompt, last)
+            + compressed_pair_width(stack) * _compressed_over(stack, prompt, last)
+        )
         for stack in spec.stacks
     )
     return batch * (steps * linear_macs_per_token(spec) + pairs)
+
+
+def _compressed_over(spec: ModelSpec, first: int, last: int) -> int:
+    """Compressed keys the tokens at positions first..last meet: floor((p + 1) / m) each, the
+    windows closed by then (0 without a compressor or for an empty range)."""
+    m = spec.kv_compress_rate
+    if m is None or last < first:
+        return 0
+    return compressed_keys_below(last + 1, m) - compressed_keys_below(first, m)
 
 
 def refuse_recurrent_decode(spec: ModelSpec) -> None:

@@ -252,6 +252,8 @@ def kv_width(spec: ModelSpec) -> int:
         return (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0) + (indexer or 0)
     if spec.mixer != "attention" or spec.shares_kv:
         return 0
+    if spec.keys_as_values and spec.kv_compress_rate is not None:
+        return cached_heads(spec) * spec.head_width  # the compressed cache's values are its keys
     return cached_heads(spec) * (spec.head_width + value_width(spec))
 
 
@@ -262,10 +264,34 @@ def cached_heads(spec: ModelSpec) -> int:
 
 
 def kv_cache_elements(spec: ModelSpec, batch: int, length: int) -> int:
-    """Keys and values of every layer: 2 x L x B x T x K x d, summed over the stacks."""
+    """Keys and values of every layer: 2 x L x B x T x K x d, summed over the stacks; plus what
+    a key compressor keeps (:func:`compressor_cache_elements`)."""
     return batch * sum(
-        stack.n_layers * kv_cache_tokens(stack, length) * kv_width(stack) for stack in spec.stacks
+        stack.n_layers
+        * (
+            kv_cache_tokens(stack, length) * kv_width(stack)
+            + compressor_cache_elements(stack, length)
+        )
+        for stack in spec.stacks
     )
+
+
+def compressor_cache_elements(spec: ModelSpec, length: int) -> int:
+    """What a block's key compressor keeps in its cache layer after T tokens (one sequence), as
+    DeepSeek-V4's ``DeepseekV4HCACache`` / ``DeepseekV4CSACache`` hold it, with m =
+    ``kv_compress_rate``, c = 2 with ``kv_compress_overlap`` (else 1), w = d plus the indexer's
+    di when the block has one: the compressed keys floor(T / m) w; the tokens of the window not
+    yet closed, their projections and gates, 2 (T mod m) c w; with overlap, once a window has
+    closed, the last window's first series and its gates, 2 m w. 0 without a compressor."""
+    m = spec.kv_compress_rate
+    if m is None:
+        return 0
+    indexer = spec.indexer_head_dim if spec.indexer_heads is not None else None
+    width = spec.head_width + (indexer or 0)
+    series = 2 if spec.kv_compress_overlap else 1
+    windows, waiting = divmod(length, m)
+    overlap = 2 * m * width if spec.kv_compress_overlap and windows else 0
+    return windows * width + 2 * waiting * series * width + overlap
 
 
 def kv_cache_bytes(spec: ModelSpec, batch: int, length: int, kv_dtype: str) -> int:

@@ -15,8 +15,10 @@ from costcalc.memory import (
     MemoryReport,
     attention_score_bytes,
     cached_heads,
+    compressor_cache_elements,
     conv_state_width,
     kv_cache_tokens,
+    kv_width,
     recurrent_state_width,
 )
 from costcalc.spec import ModelSpec
@@ -114,7 +116,11 @@ def _kv_row(spec: ModelSpec, report: MemoryReport) -> str:
     B, T = report.setup.batch, report.length
     terms, widths, capped = [], set(), False
     for stack in spec.stacks:
-        if stack.mixer == "mla" and stack.indexer_heads is not None:
+        compressor = compressor_cache_elements(stack, T)
+        if stack.kv_compress_rate is not None:
+            widths.add("(K x d + what the key compressor keeps)")
+            width = f"{_n(kv_width(stack))}"
+        elif stack.mixer == "mla" and stack.indexer_heads is not None:
             widths.add("(kv rank + r + indexer key)")
             sizes = (stack.kv_lora_rank, stack.qk_rope_head_dim, stack.indexer_head_dim)
             width = f"({' + '.join(_n(size or 0) for size in sizes)})"
@@ -132,7 +138,8 @@ def _kv_row(spec: ModelSpec, report: MemoryReport) -> str:
             continue
         tokens = kv_cache_tokens(stack, T)
         capped = capped or tokens < T
-        terms.append(f"{stack.n_layers} x {B} x {_n(tokens)} x {width}")
+        kept = f"{_n(tokens)} x {width}" + (f" + {_n(compressor)}" if compressor else "")
+        terms.append(f"{stack.n_layers} x {B} x " + (f"({kept})" if compressor else kept))
     if not terms:
         return "no block caches keys and values = 0"
     symbols = "L x B x " + ("min(T, window)" if capped else "T") + " x "

@@ -24,6 +24,7 @@ from costcalc.tensors import (
     mixer_tensors,
     per_layer_model_tensors,
     per_layer_table,
+    stream_collapse_tensors,
 )
 
 
@@ -111,6 +112,11 @@ def final_norm_params(spec: ModelSpec) -> int:
     return norm_params(spec) if spec.final_norm else 0
 
 
+def stream_collapse_params(spec: ModelSpec) -> int:
+    """The last collapse of n residual streams into one: n x n D + n + 1 (0 with one stream)."""
+    return _sum(stream_collapse_tensors(spec))
+
+
 def lm_head_params(spec: ModelSpec) -> int:
     """Output matrix V' * E (0 when tied to the token table), plus V' biases if it has them;
     V' the head's rows (V unless ``head_rows`` prunes them)."""
@@ -129,6 +135,7 @@ def total_params(spec: ModelSpec) -> int:
         + per_layer_embedding_params(spec)
         + per_layer_projection_params(spec)
         + blocks_params(spec)
+        + stream_collapse_params(spec)
         + final_norm_params(spec)
         + lm_head_params(spec)
     )
@@ -258,6 +265,7 @@ class ParamReport(NamedTuple):
     norms: int | None
     per_block: int | None
     blocks: int
+    stream_collapse: int
     final_norm: int
     lm_head: int
     total: int
@@ -299,6 +307,7 @@ class ParamReport(NamedTuple):
             "attention": sum(s.layers * s.attention for s in self.stacks),
             "ffn": sum(s.layers * s.ffn for s in self.stacks),
             "norms": sum(s.layers * s.norms for s in self.stacks),
+            "stream_collapse": self.stream_collapse,
             "final_norm": self.final_norm,
             "lm_head": self.lm_head,
         }
@@ -320,6 +329,7 @@ def param_report(spec: ModelSpec) -> ParamReport:
         norms=None if one is None else one.norms,
         per_block=None if one is None else one.per_block,
         blocks=blocks_params(spec),
+        stream_collapse=stream_collapse_params(spec),
         final_norm=final_norm_params(spec),
         lm_head=lm_head_params(spec),
         total=total_params(spec),

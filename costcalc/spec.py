@@ -158,6 +158,14 @@ class ModelSpec(BlockFields):
         default=None, description="LayerNorm carries a bias (default: yes; RMSNorm never does)."
     )
     final_norm: Flag = Field(default=True, description="A norm after the last block.")
+    residual_streams: Size = Field(
+        default=1,
+        description=(
+            "Copies n of the residual stream (hyper-connections, DeepSeek-V4): each block "
+            "collapses them into its mixer's and FFN's input and mixes them back (n x n), with "
+            "learned weights from the flattened streams; a last collapse before the final norm."
+        ),
+    )
     lm_head_bias: Flag = Field(default=False, description="Bias on the LM head.")
     head_rows: Size | None = Field(
         default=None,
@@ -496,10 +504,54 @@ def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     for name in INDEXER_SIZES:
         if name not in given:
             yield (name, f"required with {given[0]} (the sparse-attention indexer)")
-    if spec.mixer != "mla":
-        yield (given[0], f"applies to mla blocks; this block's mixer is {spec.mixer}")
+    if spec.mixer == "attention" and spec.kv_compress_rate is not None:
+        if spec.query_rank is None:
+            yield (given[0], "the indexer reads the query latent: query_rank is required")
+    elif spec.mixer != "mla":
+        yield (
+            given[0],
+            f"applies to mla blocks or compressed keys; this block's mixer is {spec.mixer}",
+        )
     elif spec.q_lora_rank is None:
         yield (given[0], "the indexer reads the query latent: q_lora_rank is required")
+
+
+COMPRESSED_ATTENTION = (
+    "query_rank",
+    "out_groups",
+    "out_rank",
+    "kv_compress_rate",
+    "kv_compress_overlap",
+)
+
+
+@_rule("mixer", "d_model", "n_heads", "head_dim", "v_head_dim", *COMPRESSED_ATTENTION)
+def _compressed_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Low-rank queries, the grouped output projection and the key compressor are attention's;
+    out_groups and out_rank go together and the groups split the heads' outputs evenly; the
+    overlap belongs to a compressor."""
+    given = {
+        "query_rank": spec.query_rank is not None,
+        "out_groups": spec.out_groups is not None,
+        "out_rank": spec.out_rank is not None,
+        "kv_compress_rate": spec.kv_compress_rate is not None,
+        "kv_compress_overlap": spec.kv_compress_overlap,
+    }
+    if spec.mixer != "attention":
+        for name in (name for name, set_ in given.items() if set_):
+            yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")
+        return
+    if given["out_groups"] != given["out_rank"]:
+        missing = "out_rank" if given["out_groups"] else "out_groups"
+        yield (missing, "out_groups and out_rank go together (the grouped output projection)")
+    width = (spec.n_heads or 0) * (spec.v_head_dim or spec.head_width)
+    if spec.out_groups is not None and width % spec.out_groups:
+        yield (
+            "out_groups",
+            f"the heads' outputs ({width:,}) do not split into {spec.out_groups:,} equal groups",
+        )
+    if spec.kv_compress_overlap and spec.kv_compress_rate is None:
+        yield ("kv_compress_overlap", "overlaps the compressor's windows; give kv_compress_rate")
 
 
 @_rule(

@@ -110,13 +110,15 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     if spec.fused_qkv:
         tensors = _linear("attn.qkv_proj", q + kv, D, bias, "mixer")
     else:
-        tensors = _linear("attn.q_proj", q, D, bias, "mixer")
+        tensors = query_tensors(spec, q)
         if not spec.shares_kv:
             tensors += _linear("attn.k_proj", K * d, D, bias, "mixer")
         if not (spec.keys_as_values or spec.shares_kv):
             tensors += _linear("attn.v_proj", K * dv, D, bias, "mixer")
-    tensors += _linear("attn.o_proj", D, H * dv, spec.attn_out_bias, "mixer")
-    if spec.qk_norm != "none":
+    tensors += output_tensors(spec, H * dv)
+    if spec.qk_norm == "key":
+        tensors += _norm(spec, "attn.k_norm", d, "mixer")
+    elif spec.qk_norm != "none":
         q_width, k_width = (d, d) if spec.qk_norm == "head" else (H * d, K * d)
         tensors += _norm(spec, "attn.q_norm", q_width, "mixer")
         if not spec.shares_kv:
@@ -125,7 +127,98 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors.append(Tensor("attn.sinks", (H,), "mixer"))
     if spec.attention_head_gate:
         tensors += _linear("attn.g_proj", H, D, False, "mixer")
+    return tensors + compressor_tensors(spec)
+
+
+def query_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
+    """The query projection: D -> ``width`` directly, or through ``query_rank`` rq: D -> rq
+    (``q_a_proj``), an RMSNorm of rq, rq -> ``width`` (``q_b_proj``)."""
+    D, rq, bias = spec.d_model, spec.query_rank, spec.qkv_bias
+    if rq is None:
+        return _linear("attn.q_proj", width, D, bias, "mixer")
+    return [
+        *_linear("attn.q_a_proj", rq, D, bias, "mixer"),
+        *_norm(spec, "attn.q_a_norm", rq, "mixer"),
+        *_linear("attn.q_b_proj", width, rq, bias, "mixer"),
+    ]
+
+
+def output_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
+    """The output projection of the heads' ``width`` (H dv): one D x H dv matrix, or grouped
+    (``out_groups`` g, ``out_rank`` r): ``o_a_proj`` g r x H dv / g (each group's slice of the
+    heads to r on its own: r H dv elements and MACs) and ``o_b_proj`` D x g r."""
+    g, r, D = spec.out_groups, spec.out_rank, spec.d_model
+    if g is None or r is None:
+        return _linear("attn.o_proj", D, width, spec.attn_out_bias, "mixer")
+    return [
+        Tensor("attn.o_a_proj.weight", (g * r, width // g), "mixer", "matmul"),
+        *_linear("attn.o_b_proj", D, g * r, spec.attn_out_bias, "mixer"),
+    ]
+
+
+def compressor_tensors(spec: ModelSpec) -> list[Tensor]:
+    """The key compressor of a block with ``kv_compress_rate`` m (DeepSeek-V4's
+    ``DeepseekV4HCACompressor`` / ``DeepseekV4CSACompressor``): ``kv_proj`` and ``gate_proj``
+    D -> c d, ``position_bias`` m x c d, ``kv_norm`` (d); c = 2 with ``kv_compress_overlap``
+    (two series), else 1. With ``indexer_heads`` Hi of ``indexer_head_dim`` di, its indexer
+    (``DeepseekV4Indexer``): a compressor of its own at di (``kv_proj``, ``gate_proj`` D -> c di,
+    ``position_bias`` m x c di, ``kv_norm`` di), ``q_b_proj`` (query rank -> Hi di) and
+    ``scorer.weights_proj`` (D -> Hi)."""
+    m = spec.kv_compress_rate
+    if m is None:
+        return []
+    c = 2 if spec.kv_compress_overlap else 1
+    tensors = _pooling_tensors(spec, "attn.compressor", spec.head_width, m, c)
+    Hi, di, rq = spec.indexer_heads, spec.indexer_head_dim, spec.query_rank
+    if Hi is not None and di is not None and rq is not None:
+        tensors += [
+            *_pooling_tensors(spec, "attn.compressor.indexer", di, m, c),
+            *_linear("attn.compressor.indexer.q_b_proj", Hi * di, rq, False, "mixer"),
+            *_linear("attn.compressor.indexer.weights_proj", Hi, spec.d_model, False, "mixer"),
+        ]
     return tensors
+
+
+def _pooling_tensors(
+    spec: ModelSpec, name: str, width: int, rate: int, series: int
+) -> list[Tensor]:
+    """One compressor's tensors: kv and gate projections D -> series x width, a position bias
+    rate x series x width, a norm of width."""
+    return [
+        *_linear(f"{name}.kv_proj", series * width, spec.d_model, False, "mixer"),
+        *_linear(f"{name}.gate_proj", series * width, spec.d_model, False, "mixer"),
+        Tensor(f"{name}.position_bias", (rate, series * width), "mixer"),
+        *_norm(spec, f"{name}.kv_norm", width, "mixer"),
+    ]
+
+
+def hyper_connection_tensors(spec: ModelSpec, name: str, part: Part, scales: int) -> list[Tensor]:
+    """One hyper-connection over n = ``residual_streams`` copies of the residual stream
+    (DeepSeek-V4's ``DeepseekV4HyperConnection``): ``fn`` (2 + n) n x n D (a matmul of the
+    flattened streams giving n collapse, n expand and n x n mixing weights), ``base``
+    (2 + n) n, ``scale`` (3); none with one stream."""
+    n = spec.residual_streams
+    return _stream_weights(spec, name, part, (2 + n) * n, scales) if n > 1 else []
+
+
+def stream_collapse_tensors(spec: ModelSpec) -> list[Tensor]:
+    """The last collapse of n ``residual_streams`` into one before the final norm
+    (``DeepseekV4HyperHead``): ``hc_fn`` n x n D, ``hc_base`` n, ``hc_scale`` 1; none with one
+    stream."""
+    n = spec.residual_streams
+    return _stream_weights(spec, "hc_head", "model", n, 1) if n > 1 else []
+
+
+def _stream_weights(
+    spec: ModelSpec, name: str, part: Part, outputs: int, scales: int
+) -> list[Tensor]:
+    """Weights computed from the flattened streams: a matrix outputs x n D, a bias, scales."""
+    n = spec.residual_streams
+    return [
+        Tensor(f"{name}.fn", (outputs, n * spec.d_model), part, "matmul"),
+        Tensor(f"{name}.base", (outputs,), part),
+        Tensor(f"{name}.scale", (scales,), part),
+    ]
 
 
 def value_width(spec: ModelSpec) -> int:
@@ -389,10 +482,13 @@ MIXERS = {
 
 
 def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
-    """The token mixer of one block, and the Mamba-2 mixer beside its attention when
-    ``parallel_mamba2`` (Falcon-H1)."""
+    """The token mixer of one block, with the hyper-connection before it (several
+    ``residual_streams``), and the Mamba-2 mixer beside its attention when ``parallel_mamba2``
+    (Falcon-H1)."""
     build = MIXERS.get(spec.mixer)
-    tensors = [] if build is None else build(spec)
+    if build is None:
+        return []
+    tensors = build(spec) + hyper_connection_tensors(spec, "attn_hc", "mixer", 3)
     return tensors + mamba2_tensors(spec) if spec.parallel_mamba2 else tensors
 
 
@@ -469,7 +565,7 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors = dense_ffn_tensors(spec, spec.ffn_width) + tensors
     if spec.ffn_act_params:
         tensors.append(Tensor("mlp.act_fn.scalar", (1,), "ffn", copies=spec.ffn_act_params))
-    return tensors
+    return tensors + hyper_connection_tensors(spec, "ffn_hc", "ffn", 3)
 
 
 # --------------------------------------------------------------------------- blocks and model
@@ -504,6 +600,7 @@ def model_tensors(spec: ModelSpec) -> list[Tensor]:
     if spec.embedding_norm:
         tensors += _norm(spec, "embed_norm", E, "model")
     tensors += per_layer_model_tensors(spec)
+    tensors += stream_collapse_tensors(spec)
     if spec.final_norm:
         tensors += _norm(spec, "norm", D, "model")
     if not spec.tie_embeddings:

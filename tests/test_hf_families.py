@@ -11,6 +11,7 @@ after a B=1, T=16 forward.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from functools import cache
 from pathlib import Path
@@ -143,7 +144,30 @@ def test_cache_matches_transformers(name: str) -> None:
     B, T = cache_record["batch"], cache_record["seq_len"]
     # A sparse-attention indexer's keys (DeepSeek-V3.2) are cached beside the keys and values.
     indexer = cache_record.get("cache_elements_by_kind", {}).get("indexer_keys", 0)
-    assert kv_cache_elements(spec, B, T) == cache_record["kv_cache_elements"] + indexer
+    expected = cache_record["kv_cache_elements"] + indexer
+    if any(kind["layer_class"] in COMPRESSED_CACHES for kind in cache_record["cache_layer_kinds"]):
+        expected = compressed_cache_elements(cache_record)
+    assert kv_cache_elements(spec, B, T) == expected
+
+
+COMPRESSED_CACHES = {
+    "DeepseekV4HCACache": "transformers/models/deepseek_v4/modeling_deepseek_v4.py",
+    "DeepseekV4CSACache": "transformers/models/deepseek_v4/modeling_deepseek_v4.py",
+}
+"""Cache layers of key compressors: ``update`` sets ``self.values = self.keys`` (one tensor
+read as keys and values) and the compressor's entries, window buffers and overlap live beside
+them. Value: the modeling code."""
+
+
+def compressed_cache_elements(cache_record: dict[str, Any]) -> int:
+    """Everything the cache layers hold, the values of compressed cache layers once (they are
+    the keys' own tensor): the record's total less those layers' ``values``."""
+    aliased = sum(
+        len(kind["layers"]) * math.prod(kind["tensors"]["values"])
+        for kind in cache_record["cache_layer_kinds"]
+        if kind["layer_class"] in COMPRESSED_CACHES
+    )
+    return cache_record["cache_elements_total"] - aliased
 
 
 def test_qwen2_windows_from_max_window_layers_are_layer_groups(tmp_path: Path) -> None:

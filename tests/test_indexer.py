@@ -62,4 +62,5 @@ def test_indexer_belongs_to_mla_blocks() -> None:
     data = {k: v for k, v in MLA.items() if "lora" not in k and "head_dim" not in k}
     data.update(mixer="attention", indexer_heads=3, indexer_head_dim=12)
     problems = structural_problems(ModelSpec.model_construct(**data))
-    assert ("indexer_heads", "applies to mla blocks; this block's mixer is attention") in problems
+    message = "applies to mla blocks or compressed keys; this block's mixer is attention"
+    assert ("indexer_heads", message) in problems

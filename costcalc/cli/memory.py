@@ -506,13 +506,14 @@ def _scores_note(
 def _kv_note(result: MemoryResult) -> str:
     """How the KV cache was counted: the classic formula for plain attention blocks alike, else
     each kind of block's layers x batch x cached tokens x elements per token."""
-    from costcalc.memory import cached_heads, kv_cache_tokens, kv_width
+    from costcalc.memory import cached_heads
 
     report, setup, spec = result.report, result.report.setup, result.model.spec
     stacks = [stack for stack in spec.stacks if stack.has_attention]
     if not stacks:
         return "No block caches keys and values; recurrent state, if any, does not grow with T."
-    if spec.uniform and spec.mixer == "attention" and spec.v_head_dim is None:
+    plain = spec.v_head_dim is None and spec.kv_compress_rate is None
+    if spec.uniform and spec.mixer == "attention" and plain:
         capped = report.kv_cache_tokens < report.length
         window = f" (T capped by the sliding window of {spec.sliding_window:,})" if capped else ""
         return (
@@ -520,12 +521,21 @@ def _kv_note(result: MemoryResult) -> str:
             f"{setup.batch} x {report.kv_cache_tokens:,} x {cached_heads(spec)} x "
             f"{spec.head_width} elements of {report.kv_dtype}{window}."
         )
-    terms = " + ".join(
-        f"{stack.n_layers} x {setup.batch} x {kv_cache_tokens(stack, report.length):,} x "
-        f"{kv_width(stack):,}"
-        for stack in stacks
-    )
+    terms = " + ".join(_kv_term(stack, setup.batch, report.length) for stack in stacks)
+    compressed = any(stack.kv_compress_rate is not None for stack in stacks)
+    kept = ", plus what a key compressor keeps" if compressed else ""
     return (
         "KV cache, per kind of attention block: layers x B x cached tokens x elements per token "
-        f"(keys and values, or MLA's latent) = {terms} elements of {report.kv_dtype}."
+        f"(keys and values, or MLA's latent){kept} = {terms} elements of {report.kv_dtype}."
     )
+
+
+def _kv_term(stack: ModelSpec, batch: int, length: int) -> str:
+    """One kind of block's cache: layers x B x (tokens x width [+ the compressor's])."""
+    from costcalc.memory import compressor_cache_elements, kv_cache_tokens, kv_width
+
+    kept = f"{kv_cache_tokens(stack, length):,} x {kv_width(stack):,}"
+    compressor = compressor_cache_elements(stack, length)
+    if compressor:
+        kept = f"({kept} + {compressor:,})"
+    return f"{stack.n_layers} x {batch} x {kept}"

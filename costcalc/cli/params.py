@@ -42,6 +42,7 @@ ROWS = (
     ("norms", "  norms (per block)"),
     ("per_block", "per block"),
     ("blocks", "all blocks"),
+    ("stream_collapse", "residual streams' last collapse"),
     ("final_norm", "final norm"),
     ("lm_head", "LM head"),
     ("total", "total"),
@@ -132,6 +133,7 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
         "embedding_norm",
         "per_layer_embedding",
         "per_layer_projection",
+        "stream_collapse",
     )
     shown = [
         (key, label)
@@ -249,6 +251,7 @@ PART_LABELS = {
     "attention": "token mixers (all blocks)",
     "ffn": "FFNs (all blocks)",
     "norms": "norms (all blocks)",
+    "stream_collapse": "residual streams' last collapse",
     "final_norm": "final norm",
     "lm_head": "LM head",
 }

@@ -130,6 +130,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("solar-open-100b", ("solar-open-100b", False, "meta")),
         ("mellum2-12b-a2.5b", ("mellum2-12b-a2.5b", False, "meta")),
         ("deepseek-v3.2-exp", ("deepseek-v3.2-exp", False, "meta")),
+        ("deepseek-v4-flash", ("deepseek-v4-flash", False, "meta")),
         ("minimax-m2", ("minimax-m2", False, "meta")),
         ("glm-4.7-flash", ("glm-4.7-flash", False, "meta")),
         ("hunyuan-a13b", ("hunyuan-a13b", False, "meta")),
