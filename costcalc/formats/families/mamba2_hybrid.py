@@ -73,16 +73,10 @@ def _kv_heads(r: Reader, fields: dict[str, Any], default: int | None) -> Any:
     return fields["n_heads"] if heads is None else heads
 
 
-def bamba(r: Reader) -> dict[str, Any]:
-    """BambaForCausalLM: ``embed_tokens`` (V x D); per layer ``input_layernorm`` and
-    ``pre_ff_layernorm`` (RMSNorm, D each), a mixer and a SwiGLU ``feed_forward``
-    (``gate_proj``/``up_proj`` D -> h, ``down_proj``; h ``intermediate_size`` 14,336, biases
-    when ``mlp_bias``). The mixer is attention on the layers ``attn_layer_indices`` lists
-    (``q_proj`` D -> H d, ``k_proj``/``v_proj`` D -> K d, ``o_proj``; K ``num_key_value_heads``
-    (8), d ``head_dim`` (D / H), biases when ``attention_bias``; rotary on half of each head),
-    else a Mamba-2 ``mamba`` (:func:`mamba2_mixer`): ``in_proj`` D -> 2I + 2GN + H, ``conv1d``
-    (I + 2GN, 1, k), ``dt_bias``/``A_log``/``D`` (H), gated RMSNorm ``norm`` (I), ``out_proj``
-    I -> D. Final ``final_layernorm``; ``lm_head`` untied by default."""
+def _attention_swiglu(r: Reader) -> dict[str, Any]:
+    """The sizes Bamba and Falcon-H1 share: Llama-style attention (K ``num_key_value_heads``
+    (8), ``head_dim`` (D / H), biases when ``attention_bias``), a SwiGLU MLP of
+    ``intermediate_size`` (14,336; biases when ``mlp_bias``), untied by default."""
     fields = standard_sizes(r)
     fields.update(
         n_kv_heads=_kv_heads(r, fields, 8),
@@ -96,6 +90,20 @@ def bamba(r: Reader) -> dict[str, Any]:
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
     )
     attention_bias(r, fields)
+    return fields
+
+
+def bamba(r: Reader) -> dict[str, Any]:
+    """BambaForCausalLM: ``embed_tokens`` (V x D); per layer ``input_layernorm`` and
+    ``pre_ff_layernorm`` (RMSNorm, D each), a mixer and a SwiGLU ``feed_forward``
+    (``gate_proj``/``up_proj`` D -> h, ``down_proj``; h ``intermediate_size`` 14,336, biases
+    when ``mlp_bias``). The mixer is attention on the layers ``attn_layer_indices`` lists
+    (``q_proj`` D -> H d, ``k_proj``/``v_proj`` D -> K d, ``o_proj``; K ``num_key_value_heads``
+    (8), d ``head_dim`` (D / H), biases when ``attention_bias``; rotary on half of each head),
+    else a Mamba-2 ``mamba`` (:func:`mamba2_mixer`): ``in_proj`` D -> 2I + 2GN + H, ``conv1d``
+    (I + 2GN, 1, k), ``dt_bias``/``A_log``/``D`` (H), gated RMSNorm ``norm`` (I), ``out_proj``
+    I -> D. Final ``final_layernorm``; ``lm_head`` untied by default."""
+    fields = _attention_swiglu(r)
     d, h = fields.get("head_dim"), fields["n_heads"]
     if d is None and is_whole(fields["d_model"], 1) and is_whole(h, 1):
         d = fields["d_model"] // h
@@ -172,19 +180,7 @@ def falcon_h1(r: Reader) -> dict[str, Any]:
     bias ``mamba_proj_bias`` and out_proj's ``projectors_bias`` (both false; costcalc needs them
     equal). Final ``final_layernorm``; ``lm_head`` untied by default. The multipliers (muP)
     hold no parameters (``mup_vector`` is a buffer)."""
-    fields = standard_sizes(r)
-    fields.update(
-        n_kv_heads=_kv_heads(r, fields, 8),
-        head_dim=r.value("head_dim", "head_dim", default=None),
-        position="rotary",
-        norm="rmsnorm",
-        fused_qkv=False,
-        ffn="swiglu",
-        ffn_hidden=r.value("ffn_hidden", "intermediate_size", default=14336),
-        ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
-        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
-    )
-    attention_bias(r, fields)
+    fields = _attention_swiglu(r)
     inner = r.nullable("mamba2", "mamba_d_ssm", 1024)
     mixer = mamba2_mixer(r, fields["d_model"], inner)
     mixer["mamba2"]["gated_norm"] = r.flag("mamba_rms_norm", False)

@@ -41,6 +41,27 @@ def _mamba2_sizes(r: Reader, heads: tuple[str, int], head_dim: tuple[str, int]) 
     }
 
 
+def _mixer_only(
+    r: Reader, d_model: Any, mixer: str, sizes: dict[str, Any], tie: bool
+) -> dict[str, Any]:
+    """A model of recurrent blocks only: one RMSNorm and the ``mixer`` of ``sizes`` per block,
+    no FFN, no positions; tied as ``tie_word_embeddings`` says (default ``tie``)."""
+    r.forget(mixer)
+    return {
+        "vocab_size": r.size("vocab_size", "vocab_size"),
+        "d_model": d_model,
+        "n_layers": r.size("n_layers", "num_hidden_layers"),
+        "context_length": _context(r, NO_POSITION_LIMIT),
+        "position": "none",
+        "norm": "rmsnorm",
+        "norms_per_block": 1,
+        "mixer": mixer,
+        mixer: sizes,
+        "ffn": "none",
+        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=tie),
+    }
+
+
 def mamba2(r: Reader) -> dict[str, Any]:
     """Mamba2ForCausalLM: ``backbone.embeddings`` (V x D); per block one RMSNorm ``norm`` (D)
     and a Mamba-2 ``mixer``: ``in_proj`` D -> 2I + 2GN + H, ``conv1d`` (I + 2GN, 1, k),
@@ -65,20 +86,7 @@ def mamba2(r: Reader) -> dict[str, Any]:
             "expand",
             f"expand x hidden_size ({expand * d_model}) must equal num_heads x head_dim ({inner})",
         )
-    r.forget("mamba2")
-    return {
-        "vocab_size": r.size("vocab_size", "vocab_size"),
-        "d_model": d_model,
-        "n_layers": r.size("n_layers", "num_hidden_layers"),
-        "context_length": _context(r, NO_POSITION_LIMIT),
-        "position": "none",
-        "norm": "rmsnorm",
-        "norms_per_block": 1,
-        "mixer": "mamba2",
-        "mamba2": sizes,
-        "ffn": "none",
-        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=False),
-    }
+    return _mixer_only(r, d_model, "mamba2", sizes, tie=False)
 
 
 def mamba(r: Reader) -> dict[str, Any]:
@@ -107,20 +115,7 @@ def mamba(r: Reader) -> dict[str, Any]:
     }
     if not numeric:
         r.fail("expand", f"expected a number (got {expand!r})")
-    r.forget("mamba")
-    return {
-        "vocab_size": r.size("vocab_size", "vocab_size"),
-        "d_model": d_model,
-        "n_layers": r.size("n_layers", "num_hidden_layers"),
-        "context_length": _context(r, NO_POSITION_LIMIT),
-        "position": "none",
-        "norm": "rmsnorm",
-        "norms_per_block": 1,
-        "mixer": "mamba",
-        "mamba": sizes,
-        "ffn": "none",
-        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=True),
-    }
+    return _mixer_only(r, d_model, "mamba", sizes, tie=True)
 
 
 def falcon_mamba(r: Reader) -> dict[str, Any]:
