@@ -107,6 +107,8 @@ def test_zero_shards_over_dp_times_cp() -> None:
     assert report.bytes_weights == 2 * P
     zero3 = per_gpu(plan(4, 3, cp=2)).report
     assert zero3.bytes_weights == 2 * -(-P // 4) and zero3.bytes_gradients == 2 * -(-P // 4)
+    hybrid = parallel_plan(16, None, "hybrid", 8, cp=2)  # DP 8 x CP 2, nodes of 8 GPUs
+    assert (hybrid.dp, hybrid.shard_gpus) == (8, 8)
 
 
 def test_experts_are_dealt_over_dp_times_cp() -> None:
