@@ -121,13 +121,14 @@ def count_memory(
     sp: bool = False,
     micro_batches: int | None = None,
     ep: int | None = None,
+    cp: int | None = None,
 ) -> MemoryResult:
     """Bytes of weights, and of gradients, optimizer state and activations (``train=True``) or
     the KV cache, as ``costcalc memory`` counts them; ``fits`` (bytes, or ``"24GiB"``) or
     ``gpu`` (a GPU of ``costcalc gpus``: its memory) is the capacity ``.fits`` and
     ``.headroom`` are judged against. ``gpus``, ``zero``, ``fsdp``, ``node_gpus``, ``tp``,
-    ``pp``, ``sp``, ``micro_batches`` and ``ep`` are the parallel plan of ``memory --train``:
-    then every figure is one GPU's (docs/memory.md)."""
+    ``pp``, ``sp``, ``micro_batches``, ``ep`` and ``cp`` are the parallel plan of
+    ``memory --train``: then every figure is one GPU's (docs/memory.md)."""
     from costcalc.errors import UsageError
     from costcalc.gpus import device_capacity
     from costcalc.memory import memory_setup
@@ -148,10 +149,10 @@ def count_memory(
     if isinstance(fits, int) and gpu is not None:
         raise UsageError("give the device memory once: fits= or gpu=, not both")
     capacity = fits if isinstance(fits, int) else device_capacity(fits, gpu)
-    given = (gpus, zero, fsdp, node_gpus, tp, pp, sp or None, micro_batches, ep)
+    given = (gpus, zero, fsdp, node_gpus, tp, pp, sp or None, micro_batches, ep, cp)
     plan = (
         None
         if all(v is None for v in given)
-        else parallel_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep)
+        else parallel_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
     )
     return memory_result(load(model), setup, capacity, plan)

@@ -208,7 +208,12 @@ class MemoryResult:
                 else None,
                 "source": activation_source(spec) if setup.train else None,
                 "terms": terms_dict(
-                    spec, setup.batch, r.length, setup.recompute, setup.attention, setup.dtype
+                    spec,
+                    setup.batch,
+                    r.length if self.plan is None else self.plan.tokens(r.length),
+                    setup.recompute,
+                    setup.attention,
+                    setup.dtype,
                 )
                 if setup.train and (self.plan is None or self.plan.tp == 1)
                 else None,
@@ -237,7 +242,7 @@ class MemoryResult:
         }
         if self.plan is not None:
             data["parallel"] = parallel_dict(spec, self.plan, self.stage, setup)
-            if self.plan.tp > 1 or self.plan.pp > 1:
+            if self.plan.tp > 1 or self.plan.pp > 1 or self.plan.cp > 1:
                 data["activations"]["formula"] = data["parallel"]["activation_formula"]
             if self.plan.tp > 1:
                 data["activations"]["source"] = TENSOR_PARALLEL_SOURCE
@@ -282,6 +287,7 @@ def parallel_dict(
         "pipeline_parallel": plan.pp,
         "sequence_parallel": plan.sp,
         "expert_parallel": plan.ep,
+        "context_parallel": plan.cp,
         "micro_batches": plan.micro_batches or plan.pp,
         "pipeline_stage": stage,
         "activation_formula": parallel_activation_formula(

@@ -1,6 +1,6 @@
 """Per-GPU training memory under parallelism: data parallel (plain replicas, DeepSpeed ZeRO
-stages 1-3, PyTorch FSDP), tensor parallel and pipeline parallel, combined on a grid of
-N = DP x TP x PP GPUs.
+stages 1-3, PyTorch FSDP), tensor, pipeline and context parallel, combined on a grid of
+N = DP x TP x PP x CP GPUs.
 
 Data parallelism (Rajbhandari et al. 2020, ZeRO; DeepSpeed's stage_1_and_2.py and stage3.py):
 stage 1 shards the optimizer state, stage 2 also the gradients, stage 3 also the parameters.
@@ -43,6 +43,19 @@ head, and with tied embeddings the token table too (Megatron keeps a copy on bot
 1F1B (Narayanan et al. 2021, PipeDream-Flush) stage s (0-based) holds the activations of
 min(M, P - s) micro-batches, the first stage P; the logits live on the last stage, one
 micro-batch at a time. The report is the stage whose total is largest.
+
+Context parallelism (``--cp C``, Megatron-Core's ``context_parallel_size``): each sequence's
+T tokens are cut into 2C chunks and rank i of C keeps chunks i and 2C - 1 - i
+(``get_batch_on_this_cp_rank``, which balances causal attention's work), so T must divide by
+2C. Attention runs as ring attention in Transformer Engine's fused kernels (Megatron-Core's own
+``DotProductAttention`` asserts ``context_parallel_size == 1``): each rank keeps the queries,
+keys, values, output and log-sum-exp of its own T / C tokens and no T x T scores, so eager
+attention is refused. Every other saved tensor is per token, so a rank's activations and logits
+are those of sequences of T / C tokens. Weights, gradients and optimizer state are replicated
+over the CP ranks as over DP replicas; ZeRO and the distributed optimizer shard them over the
+DP x CP ranks (``get_megatron_optimizer`` builds it on ``intra_dp_cp_group``), and EP draws its
+expert ranks from DP x CP (Megatron-Core's expert grid: world / (TP x EP x PP) expert
+data-parallel ranks). Recurrent mixers are refused under CP.
 
 Activations under TP (Korthikanti et al. 2022, Sec. 4.2, Table 2), per layer:
 s b h (10 + 24 / t) without sequence parallelism (the layer-norm and dropout inputs, 10 s b h,
@@ -101,10 +114,11 @@ TP_MIXERS: tuple[str, ...] = ("attention", "none")
 
 @dataclass(frozen=True)
 class ParallelPlan:
-    """A plan of ``gpus`` = DP x ``tp`` x ``pp`` ranks, each running ``--batch`` sequences per
-    micro-batch; states sharded by ZeRO ``stage`` over ``shard_gpus`` data-parallel ranks (all
-    of them, or a node's for hybrid); ``sp`` sequence parallelism; ``micro_batches`` per step
-    (None: as many as stages); ``ep`` expert-parallel ranks among the DP replicas."""
+    """A plan of ``gpus`` = DP x ``tp`` x ``pp`` x ``cp`` ranks, each running ``--batch``
+    sequences per micro-batch; states sharded by ZeRO ``stage`` over ``shard_gpus`` ranks that
+    hold the same states (all DP x CP of them, or a node's for hybrid); ``sp`` sequence
+    parallelism; ``micro_batches`` per step (None: as many as stages); ``ep`` expert-parallel
+    ranks among the DP x CP ranks; ``cp`` context-parallel ranks, T / C tokens each."""
 
     gpus: int = 1
     stage: int = 0
@@ -115,11 +129,16 @@ class ParallelPlan:
     sp: bool = False
     micro_batches: int | None = None
     ep: int = 1
+    cp: int = 1
 
     @property
     def dp(self) -> int:
-        """Data-parallel replicas: N / (TP x PP)."""
-        return self.gpus // (self.tp * self.pp)
+        """Data-parallel replicas: N / (TP x PP x CP)."""
+        return self.gpus // (self.tp * self.pp * self.cp)
+
+    def tokens(self, length: int) -> int:
+        """Tokens of each sequence one rank runs: T / C."""
+        return length // self.cp
 
     def in_flight(self, stage: int) -> int:
         """Micro-batches whose activations pipeline stage ``stage`` (0-based) holds under 1F1B:
@@ -128,10 +147,12 @@ class ParallelPlan:
 
     @property
     def label(self) -> str:
-        """The plan in words: "8 GPUs, ZeRO-2", "16 GPUs (DP 2 x TP 4 x PP 2), ZeRO-1"."""
+        """The plan in words: "8 GPUs, ZeRO-2", "16 GPUs (DP 2 x TP 4 x PP 2), ZeRO-1",
+        "16 GPUs (DP 2 x TP 4 x PP 1 x CP 2), ZeRO-1"."""
         gpus = f"{self.gpus} GPU{'s' if self.gpus > 1 else ''}"
-        if self.tp > 1 or self.pp > 1:
-            gpus += f" (DP {self.dp} x TP {self.tp} x PP {self.pp})"
+        if self.tp > 1 or self.pp > 1 or self.cp > 1:
+            cp = f" x CP {self.cp}" if self.cp > 1 else ""
+            gpus += f" (DP {self.dp} x TP {self.tp} x PP {self.pp}{cp})"
             gpus += ", sequence parallel" if self.sp else ""
         gpus += f", experts over EP {self.ep}" if self.ep > 1 else ""
         if self.fsdp == "hybrid":
@@ -151,24 +172,27 @@ def parallel_plan(
     sp: bool = False,
     micro_batches: int | None = None,
     ep: int | None = None,
+    cp: int | None = None,
 ) -> ParallelPlan:
-    """A checked plan: ZeRO and FSDP exclude each other; the GPUs divide into TP x PP groups
-    (``gpus`` defaults to TP x PP x EP); hybrid needs a node size that divides the GPU count and
-    holds whole TP x PP groups; ``sp`` needs TP and ``micro_batches`` PP; EP divides the DP
-    replicas and takes no ZeRO or FSDP."""
+    """A checked plan: ZeRO and FSDP exclude each other; the GPUs divide into TP x PP x CP
+    groups (``gpus`` defaults to TP x PP x CP x EP); hybrid needs a node size that divides the
+    GPU count and holds whole TP x PP groups; ``sp`` needs TP and ``micro_batches`` PP; EP
+    divides the DP x CP ranks and takes no hybrid sharding."""
     t, p, e = 1 if tp is None else tp, 1 if pp is None else pp, 1 if ep is None else ep
+    c = 1 if cp is None else cp
     checks = (("--tp", t), ("--pp", p), ("--micro-batches", micro_batches), ("--ep", e))
-    for option, value in checks:
+    for option, value in (*checks, ("--cp", c)):
         if value is not None and value < 1:
             raise UsageError(f"{option} must be at least 1, got {value}")
-    group = t * p
-    n = group * e if gpus is None else gpus
+    group = t * p  # the ranks that split one copy of the states; DP x CP copies of them
+    n = group * c * e if gpus is None else gpus
     if n < 1:
         raise UsageError(f"--gpus must be at least 1, got {n}")
-    if n % group:
+    if n % (group * c):
+        cp_factor, cp_term = (f" x CP {c}", " x CP") if c > 1 else ("", "")
         raise UsageError(
-            f"--gpus {n} does not divide into groups of TP {t} x PP {p} = {group} GPUs "
-            "(--gpus is the total: data-parallel replicas x TP x PP)"
+            f"--gpus {n} does not divide into groups of TP {t} x PP {p}{cp_factor} = "
+            f"{group * c} GPUs (--gpus is the total: data-parallel replicas x TP x PP{cp_term})"
         )
     if sp and t == 1:
         raise UsageError("--sp splits activations over the tensor-parallel ranks: add --tp")
@@ -177,8 +201,9 @@ def parallel_plan(
     if zero is not None and fsdp is not None:
         raise UsageError("--zero and --fsdp are two ways to shard the same states: give one")
     if (n // group) % e:
+        ranks = "data- and context-parallel ranks" if c > 1 else "data-parallel replicas"
         raise UsageError(
-            f"--ep {e}: the {n // group} data-parallel replicas (--gpus {n} / TP {t} x PP {p}) "
+            f"--ep {e}: the {n // group} {ranks} (--gpus {n} / TP {t} x PP {p}) "
             f"do not divide into groups of {e} expert-parallel ranks"
         )
     if e > 1 and fsdp == "hybrid":
@@ -192,7 +217,7 @@ def parallel_plan(
         check_choice(fsdp, FSDP_MODES, "FSDP sharding")
     if node_gpus is not None and fsdp != "hybrid":
         raise UsageError("--node-gpus sets the shard group of --fsdp hybrid; add --fsdp hybrid")
-    grid = ParallelPlan(n, 0, None, n // group, t, p, sp, micro_batches, e)
+    grid = ParallelPlan(n, 0, None, n // group, t, p, sp, micro_batches, e, c)
     if fsdp == "hybrid":
         if node_gpus is None:
             raise UsageError("--fsdp hybrid shards within a node: give --node-gpus G")
@@ -266,6 +291,32 @@ def check_expert_parallel(spec: ModelSpec, ep: int) -> None:
             raise UsageError(
                 f"--ep {ep}: the {count} experts of each MoE layer do not divide over {ep} "
                 "expert-parallel ranks"
+            )
+
+
+def check_context_parallel(spec: ModelSpec, cp: int, length: int, attention: str) -> None:
+    """T divides into 2C chunks (Megatron-Core's load-balanced causal split: chunks i and
+    2C - 1 - i on rank i), attention is a fused kernel (ring attention; eager attention's T x T
+    scores have no context-parallel form) and no block is recurrent."""
+    if cp == 1:
+        return
+    if length % (2 * cp):
+        raise UsageError(
+            f"--cp {cp}: the length {length:,} does not divide into 2 x CP = {2 * cp} chunks "
+            f"(Megatron-Core gives each context-parallel rank two chunks of T / {2 * cp} tokens, "
+            "i and 2C - 1 - i, to balance causal attention)"
+        )
+    if attention == "eager":
+        raise UsageError(
+            "--cp with --attention eager: context parallelism runs ring attention in fused "
+            "kernels (Megatron-Core refuses its unfused attention with CP), which keep no T x T "
+            "scores: use --attention sdpa or flash"
+        )
+    for stack in spec.stacks:
+        if stack.recurrent:
+            raise UsageError(
+                f"--cp: context parallelism of {stack.recurrent_mixer or stack.mixer} blocks is "
+                "not modelled (ring attention splits attention blocks)"
             )
 
 
@@ -409,19 +460,29 @@ def parallel_activation_formula(
     spec: ModelSpec, plan: ParallelPlan, recompute: str, attention: str, dtype: str
 ) -> str:
     """The activations of one rank in symbols: without TP the single-GPU terms (of the stage's
-    L / P layers under PP); with TP Korthikanti et al. 2022, Table 2."""
+    L / P layers under PP); with TP Korthikanti et al. 2022, Table 2; under CP with T (s) the
+    T / C tokens of each sequence one rank runs."""
+    per_rank = (
+        f", T the T / C tokens of a sequence on one GPU, C = {plan.cp}" if plan.cp > 1 else ""
+    )
     if plan.tp == 1:
         single = activation_formula(spec, recompute, attention, dtype)
         if plan.pp == 1:
-            return single
-        return f"micro-batches in flight x the stage's L / P layers of {single}, P = {plan.pp}"
+            return single + per_rank
+        return (
+            f"micro-batches in flight x the stage's L / P layers of {single}, P = {plan.pp}"
+            + per_rank
+        )
     if recompute == "full":
         layer = "2 s b h"
     else:
         layer = "34 s b h / t" if plan.sp else "s b h (10 + 24 / t)"
     if keeps_scores(recompute, attention):
         layer += " + 5 a s^2 b / t"
-    return f"micro-batches in flight x L / P x ({layer}) bytes, t = {plan.tp}, P = {plan.pp}"
+    tokens = f", s = T / C, C = {plan.cp}" if plan.cp > 1 else ""
+    return (
+        f"micro-batches in flight x L / P x ({layer}) bytes, t = {plan.tp}, P = {plan.pp}{tokens}"
+    )
 
 
 def stage_activation_bytes(
@@ -430,8 +491,9 @@ def stage_activation_bytes(
     """(activations with the scores, the scores) of one rank of ``stage``: the micro-batches in
     flight x the stage's L / P layers, without TP as on one GPU (:mod:`costcalc.activations`),
     with TP the estimate (eager attention's scores 5 a s^2 b / t per layer); without TP the
-    last stage also holds what is saved outside the layers (one micro-batch in flight there)."""
-    setup, T, B = report.setup, report.length, report.setup.batch
+    last stage also holds what is saved outside the layers (one micro-batch in flight there);
+    T is the T / C tokens of each sequence the rank runs."""
+    setup, T, B = report.setup, plan.tokens(report.length), report.setup.batch
     scores = keeps_scores(setup.recompute, setup.attention)
     layers = score_bytes = 0
     for stack in pipeline_stacks(spec, plan.pp):
@@ -478,7 +540,7 @@ def rank_report(
     activations, scores = stage_activation_bytes(spec, report, plan, stage)
     last = stage == plan.pp - 1
     logits = (
-        setup.batch * report.length * padded_vocab(spec, plan.tp, head=True) // plan.tp
+        setup.batch * plan.tokens(report.length) * padded_vocab(spec, plan.tp, head=True) // plan.tp
         if last
         else 0
     )
@@ -513,10 +575,13 @@ def rank_report(
 
 def stage_reports(spec: ModelSpec, report: MemoryReport, plan: ParallelPlan) -> list[MemoryReport]:
     """One rank's report of every pipeline stage, first to last. Errors: training not asked
-    for, or a factored optimizer under ZeRO."""
+    for, a factored optimizer under ZeRO, or a context-parallel split that does not hold."""
     setup = report.setup
     if not setup.train:
-        raise UsageError("--gpus, --zero, --fsdp, --tp and --pp plan training: add --train")
+        raise UsageError(
+            "--gpus, --zero, --fsdp, --tp, --pp, --ep and --cp plan training: add --train"
+        )
+    check_context_parallel(spec, plan.cp, report.length, setup.attention)
     if plan.stage and setup.optimizer not in SHARDABLE_OPTIMIZERS:
         raise UsageError(
             f"ZeRO and FSDP partition per-element optimizer state; {setup.optimizer}'s factored "

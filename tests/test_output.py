@@ -31,6 +31,8 @@ SEVERAL = {
                "-B", "8", "--fits", "80GB"],
     "memory-parallel": ["memory", "-p", "llama-3.1-8b", "--train", "-T", "4096", "--gpus", "16",
                         "--tp", "2", "--pp", "4", "--zero", "1", "--gpu", "h100-sxm"],
+    "memory-context": ["memory", "-p", "llama-3.1-8b", "--train", "-T", "32768", "--gpus", "16",
+                       "--tp", "2", "--cp", "4", "--zero", "1", "--gpu", "h100-sxm"],
     "memory-inference": ["memory", "-p", "deepseek-v3", "-p", "gpt-oss-120b", "-B", "64"],
     "scale": ["scale", "--d", "256", "1024", "4096", "16384", "65536", "-T", "512"],
     "scale-preset": ["scale", "-p", "llama-3.1-8b", "--length", "1024", "8192", "131072"],
@@ -85,7 +87,7 @@ def test_no_table_or_chart_is_cut_at_its_right_edge(
 
 
 @pytest.mark.parametrize("columns", [60, 80, 120])
-@pytest.mark.parametrize("command", ["memory", "memory-parallel"])
+@pytest.mark.parametrize("command", ["memory", "memory-parallel", "memory-context"])
 def test_where_memory_goes_shows_every_bar_whole(
     cli: Invoke, monkeypatch: pytest.MonkeyPatch, columns: int, command: str
 ) -> None:

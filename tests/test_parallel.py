@@ -131,6 +131,7 @@ def test_cli_per_gpu_json_and_errors() -> None:
         "pipeline_parallel": 1,
         "sequence_parallel": False,
         "expert_parallel": 1,
+        "context_parallel": 1,
         "micro_batches": 1,
         "pipeline_stage": 0,
         "per_gpu": True,

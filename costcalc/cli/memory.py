@@ -13,6 +13,7 @@ from costcalc.render import OutputFormat
 
 if TYPE_CHECKING:
     from costcalc.memory_results import MemoryResult
+    from costcalc.parallel import ParallelPlan
     from costcalc.render import Grid
     from costcalc.spec import ModelSpec
     from costcalc.units import UnitSystem
@@ -187,6 +188,16 @@ def memory(
             rich_help_panel=PARALLEL_PANEL,
         ),
     ] = None,
+    cp: Annotated[
+        int | None,
+        typer.Option(
+            "--cp",
+            metavar="C",
+            help="Context parallel over C GPUs, Megatron-Core's: T / C tokens of each sequence "
+            "per GPU (T divisible by 2C), ring attention.",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = None,
     units: UnitsOption = "iec",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
@@ -217,11 +228,11 @@ def memory(
             attention=attention,
         )
         capacity = device_capacity(fits, gpu)
-        given = (gpus, zero, fsdp, node_gpus, tp, pp, sp or None, micro_batches, ep)
+        given = (gpus, zero, fsdp, node_gpus, tp, pp, sp or None, micro_batches, ep, cp)
         plan = (
             None
             if all(v is None for v in given)
-            else parallel_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep)
+            else parallel_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
         )
         if plan is not None and explain:
             raise UsageError(
@@ -378,6 +389,8 @@ def _mode(result: MemoryResult) -> str:
         return f"inference, B={setup.batch}, T={length:,}"
     mode = f"training with {setup.optimizer}, {setup.attention} attention, B={setup.batch}, "
     mode += f"T={length:,}"
+    if result.plan is not None and result.plan.cp > 1:
+        mode += f" ({result.plan.tokens(length):,} per GPU)"
     return mode + (f", mixed precision ({setup.dtype} + fp32)" if setup.mixed_precision else "")
 
 
@@ -389,7 +402,9 @@ def _notes(result: MemoryResult) -> list[str]:
         result.model.spec, setup.batch, report.length, setup.recompute, setup.attention, setup.dtype
     )
     if result.plan is not None:
-        if result.plan.tp > 1 or result.plan.pp > 1 or result.plan.ep > 1:
+        if result.plan.cp > 1:
+            notes = notes[2:]  # the parallel note says what ring attention keeps
+        elif result.plan.tp > 1 or result.plan.pp > 1 or result.plan.ep > 1:
             notes = notes[1:]  # the activation formula is the parallel note's
         notes.append(_parallel_note(result))
         partition = "; of the sharded states, its partition" if result.plan.stage else ""
@@ -422,9 +437,9 @@ def _parallel_note(result: MemoryResult) -> str:
 
     plan, setup = result.plan, result.report.setup
     assert plan is not None
+    spec = result.model.spec
     note = ""
     if plan.tp > 1 or plan.pp > 1 or plan.ep > 1:
-        spec = result.model.spec
         note = (
             f"Tensor parallel over {plan.tp} (Megatron-LM: q/k/v, FFN gate/up and down, "
             f"o_proj split; norms and row-parallel biases whole; vocab padded to "
@@ -439,15 +454,25 @@ def _parallel_note(result: MemoryResult) -> str:
                 if plan.ep > 1
                 else ""
             )
-            + "Activations per GPU"
+        )
+    if plan.cp > 1:
+        note += _context_note(plan, result.report.length)
+    if plan.tp > 1 or plan.pp > 1 or plan.ep > 1 or plan.cp > 1:
+        note += (
+            "Activations per GPU"
             + (", ESTIMATE (Korthikanti et al. 2022, Table 2): " if plan.tp > 1 else ": ")
             + parallel_activation_formula(spec, plan, setup.recompute, setup.attention, setup.dtype)
             + ". "
         )
+    replicas = (
+        f"{plan.dp * plan.cp} data- and context-parallel ranks (DP {plan.dp} x CP {plan.cp})"
+        if plan.cp > 1
+        else f"{plan.dp} data-parallel replicas"
+    )
     if plan.stage == 0:
         return note + (
-            f"Every one of the {plan.dp} data-parallel replicas holds its whole share of the "
-            "model, its gradients and optimizer state; --batch sequences each."
+            f"Every one of the {replicas} holds its whole share of the model, its gradients and "
+            "optimizer state; --batch sequences each."
         )
     sharded = {
         1: "optimizer state (fp32 masters included)",
@@ -457,17 +482,30 @@ def _parallel_note(result: MemoryResult) -> str:
     experts = plan.shard_gpus // plan.ep
     note += (
         f"Sharded over {plan.shard_gpus} GPUs (ceil(elements / {plan.shard_gpus}) each"
+        + ("; the DP x CP ranks, as Megatron's distributed optimizer" if plan.cp > 1 else "")
         + (f"; the experts' over the {experts} GPUs holding the same ones" if plan.ep > 1 else "")
         + f"): {sharded}; step scalars kept whole; --batch sequences per GPU. Not counted: "
         "communication buckets and DeepSpeed's fp32 copy of the gradient partition."
     )
     if plan.stage == 3:
-        largest = largest_module(rank_tensors(result.model.spec, plan, result.stage))
+        largest = largest_module(rank_tensors(spec, plan, result.stage))
         note += (
             f" Gathered layer: the largest module's {largest:,} parameters and their "
             "gradients, whole while it runs."
         )
     return note
+
+
+def _context_note(plan: ParallelPlan, length: int) -> str:
+    """How context parallelism splits each sequence, and what its attention keeps."""
+    return (
+        f"Context parallel over {plan.cp} (Megatron-Core): each sequence's {length:,} tokens in "
+        f"{2 * plan.cp} chunks of {length // (2 * plan.cp):,}, two per GPU (chunks i and "
+        f"{2 * plan.cp - 1} - i on GPU i), so each GPU's activations and logits are those of "
+        f"{plan.tokens(length):,} tokens; ring attention keeps the queries, keys, values, output "
+        "and log-sum-exp of its own tokens and no T x T scores; weights, gradients and optimizer "
+        "state replicated over the CP ranks as over DP. "
+    )
 
 
 def training_notes(
