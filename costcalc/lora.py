@@ -210,6 +210,9 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         converted=QWEN2_MOE_CONVERTED,
     ),
     "gpt2": GPT2,
+    "gpt-sw3": GPT2,
+    "minicpm3": LLAMA,
+    "granitemoe_swa": _names({"mlp": "block_sparse_moe"}),
     "gpt_bigcode": GPT2,
     "openai-gpt": _names(
         {"attn": "attn"},

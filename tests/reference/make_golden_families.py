@@ -147,6 +147,9 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("apertus1p5-defaults", ("apertus1p5-defaults", False, "meta")),
         ("hyperclovax-defaults", ("hyperclovax-defaults", False, "meta")),
         ("gemma4-unified-defaults-text", ("gemma4-unified-defaults", True, "meta")),
+        ("gpt-sw3-356m", ("gpt-sw3-356m", False, "meta")),
+        ("minicpm3-4b", ("minicpm3-4b", False, "meta")),
+        ("granitemoe-swa-defaults", ("granitemoe-swa-defaults", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
