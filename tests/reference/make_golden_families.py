@@ -150,6 +150,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("gpt-sw3-356m", ("gpt-sw3-356m", False, "meta")),
         ("minicpm3-4b", ("minicpm3-4b", False, "meta")),
         ("granitemoe-swa-defaults", ("granitemoe-swa-defaults", False, "meta")),
+        ("aria-text", ("aria", True, "meta")),
+        ("emu3-chat", ("emu3-chat", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
