@@ -279,6 +279,13 @@ class BlockFields(BaseModel):
             "Changes the tensor count, not the parameter count."
         ),
     )
+    ffn_inner_norm: Flag = Field(
+        default=False,
+        description=(
+            "A dense FFN normalises its hidden activations (width h) before the down "
+            "projection (BitNet's ffn_sub_norm): one more norm of h."
+        ),
+    )
     ffn_act_params: Count = Field(
         default=0,
         description=(

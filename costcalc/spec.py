@@ -557,6 +557,12 @@ def _activation_needs_ffn(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("ffn_act_params", "a block without an FFN has no activation to learn")
 
 
+@_rule("ffn", "ffn_inner_norm", "moe_experts")
+def _inner_norm_needs_dense_ffn(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.ffn_inner_norm and (spec.ffn == "none" or spec.moe_experts is not None):
+        yield ("ffn_inner_norm", "only a dense FFN has an inner norm; this block's FFN is not one")
+
+
 @_rule("ffn", "fused_gate_up")
 def _gate_to_fuse(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.fused_gate_up and not spec.gated:

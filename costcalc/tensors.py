@@ -458,8 +458,9 @@ def per_layer_input_tensors(spec: ModelSpec) -> list[Tensor]:
 
 
 def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
-    """The FFN of one block: dense, a mixture of experts, or none; with the per-layer input
-    branch, a small gated feed-forward path of its own."""
+    """The FFN of one block: dense (with ``ffn_inner_norm``, a norm of h inside it), a mixture
+    of experts, or none; with the per-layer input branch, a small gated feed-forward path of
+    its own."""
     tensors = per_layer_input_tensors(spec)
     if spec.ffn == "none":
         return tensors
@@ -467,6 +468,8 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors = moe_tensors(spec, spec.moe_experts) + tensors
     else:
         tensors = dense_ffn_tensors(spec, spec.ffn_width) + tensors
+        if spec.ffn_inner_norm:
+            tensors += _norm(spec, "mlp.ffn_sub_norm", spec.ffn_width, "norms")
     if spec.ffn_act_params:
         tensors.append(Tensor("mlp.act_fn.scalar", (1,), "ffn", copies=spec.ffn_act_params))
     return tensors
