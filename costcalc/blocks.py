@@ -172,6 +172,14 @@ class BlockFields(BaseModel):
             "Ling's g_proj; attention or mla blocks): H D."
         ),
     )
+    differential_attention: Flag = Field(
+        default=False,
+        description=(
+            "Differential attention (DiffLlama): two softmax maps over the same queries and "
+            "keys, each applied to the values, their difference weighted by a learned lambda "
+            "(4 vectors of head_dim); twice the query-key pair MACs."
+        ),
+    )
     sliding_window: Size | None = Field(
         default=None, description="Each token attends to at most this many positions."
     )

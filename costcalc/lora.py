@@ -214,6 +214,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "minicpm3": LLAMA,
     "emu3_text_model": LLAMA,
     "bitnet": LLAMA,
+    "diffllama": LLAMA,
     "aria_text": _names(renames=SHARED_EXPERTS),
     "granitemoe_swa": _names({"mlp": "block_sparse_moe"}),
     "gpt_bigcode": GPT2,

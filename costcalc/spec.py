@@ -510,6 +510,7 @@ def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "keys_as_values",
     "shares_kv",
     "attention_head_gate",
+    "differential_attention",
     "n_kv_heads",
     "head_dim",
     "kv_cache_heads",
@@ -529,9 +530,20 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "keys_as_values": spec.keys_as_values,
         "shares_kv": spec.shares_kv,
         "attention_head_gate": spec.attention_head_gate and spec.mixer != "mla",
+        "differential_attention": spec.differential_attention,
     }
     for name in (name for name, set_ in given.items() if set_):
         yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")
+
+
+@_rule("differential_attention", "n_kv_heads", "n_heads")
+def _differential_pairs(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.differential_attention and spec.mixer == "attention" and spec.kv_heads % 2:
+        yield (
+            "differential_attention",
+            f"splits the values' {spec.kv_heads} key/value heads in two halves: an even "
+            "number is needed",
+        )
 
 
 @_rule("per_layer_input_width", "per_layer_vocab")

@@ -153,6 +153,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("aria-text", ("aria", True, "meta")),
         ("emu3-chat", ("emu3-chat", False, "meta")),
         ("bitnet-b1.58-2b-4t", ("bitnet-b1.58-2b-4t", False, "meta")),
+        ("diffllama-defaults", ("diffllama-defaults", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
