@@ -62,6 +62,7 @@ def measured(spec: ModelSpec) -> bool:
     return (
         spec.mixer == "attention"
         and not spec.attention_sinks
+        and not spec.differential_attention
         and not spec.attention_gate
         and spec.norms_per_block == 2
         and spec.moe_shared_ffn_hidden is None

@@ -173,6 +173,14 @@ class BlockFields(BaseModel):
             "Ling's g_proj; attention or mla blocks): H D."
         ),
     )
+    differential_attention: Flag = Field(
+        default=False,
+        description=(
+            "Differential attention (DiffLlama): two softmax maps over the same queries and "
+            "keys, each applied to the values, their difference weighted by a learned lambda "
+            "(4 vectors of head_dim); twice the query-key pair MACs."
+        ),
+    )
     sliding_window: Size | None = Field(
         default=None, description="Each token attends to at most this many positions."
     )
@@ -310,6 +318,13 @@ class BlockFields(BaseModel):
         description=(
             "A gated FFN's gate and up projections are one tensor (Phi-3's gate_up_proj). "
             "Changes the tensor count, not the parameter count."
+        ),
+    )
+    ffn_inner_norm: Flag = Field(
+        default=False,
+        description=(
+            "A dense FFN normalises its hidden activations (width h) before the down "
+            "projection (BitNet's ffn_sub_norm): one more norm of h."
         ),
     )
     ffn_act_params: Count = Field(

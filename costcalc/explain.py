@@ -168,6 +168,7 @@ def _plain_attention(b: ModelSpec) -> bool:
         and not b.parallel_mamba2
         and b.qk_norm == "none"
         and not (b.attention_sinks or b.attention_gate or b.attention_head_gate or b.keys_as_values)
+        and not b.differential_attention
     )
 
 

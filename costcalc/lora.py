@@ -150,14 +150,20 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     **dict.fromkeys(LLAMA_FAMILIES.split(), LLAMA),
     **dict.fromkeys(DENSE_LLAMA_FAMILIES.split(), LLAMA),
     "nanochat": _names(renames={"mlp.up_proj": "mlp.fc1", "mlp.down_proj": "mlp.fc2"}),
-    "gemma4_text": _names(
-        renames={
-            "mlp.router": "router.proj",
-            GATE_UP: "experts.gate_up_proj",
-            DOWN: "experts.down_proj",
-            **{f"mlp.shared_expert.{p}": f"mlp.{p}" for p in ("gate_proj", "up_proj", "down_proj")},
-        },
-        router_linear=True,
+    **dict.fromkeys(
+        ("gemma4_text", "gemma4_unified_text"),
+        _names(
+            renames={
+                "mlp.router": "router.proj",
+                GATE_UP: "experts.gate_up_proj",
+                DOWN: "experts.down_proj",
+                **{
+                    f"mlp.shared_expert.{p}": f"mlp.{p}"
+                    for p in ("gate_proj", "up_proj", "down_proj")
+                },
+            },
+            router_linear=True,
+        ),
     ),
     "solar_open": DEEPSEEK,
     **dict.fromkeys(
@@ -208,6 +214,13 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         converted=QWEN2_MOE_CONVERTED,
     ),
     "gpt2": GPT2,
+    "gpt-sw3": GPT2,
+    "minicpm3": LLAMA,
+    "emu3_text_model": LLAMA,
+    "bitnet": LLAMA,
+    "diffllama": LLAMA,
+    "aria_text": _names(renames=SHARED_EXPERTS),
+    "granitemoe_swa": _names({"mlp": "block_sparse_moe"}),
     "gpt_bigcode": GPT2,
     "openai-gpt": _names(
         {"attn": "attn"},

@@ -205,14 +205,18 @@ def pair_width(spec: ModelSpec) -> int:
     attention (H (d + dv) with values of their own width), H (n + r + v) for MLA, plus
     Hi (di + 1) for a sparse-attention indexer (its scores q k over Hi heads of di, then their
     weighted sum over the heads; transformers' eager indexer scores every pair before keeping
-    its top k); 0 without attention."""
+    its top k); twice 2 H d for differential attention (two maps, each applied to the values);
+    0 without attention."""
     H = spec.n_heads or 0
     if spec.mixer == "mla":
         indexer = (spec.indexer_heads or 0) * ((spec.indexer_head_dim or 0) + 1)
         return indexer + H * (
             (spec.qk_nope_head_dim or 0) + (spec.qk_rope_head_dim or 0) + (spec.v_head_dim or 0)
         )
-    return H * (spec.head_width + value_width(spec)) if spec.mixer == "attention" else 0
+    if spec.mixer != "attention":
+        return 0
+    maps = 2 if spec.differential_attention else 1
+    return maps * H * (spec.head_width + value_width(spec))
 
 
 def attention_pair_macs(spec: ModelSpec, batch: int, length: int, causal: bool = False) -> int:

@@ -562,6 +562,7 @@ def _compressed_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "keys_as_values",
     "shares_kv",
     "attention_head_gate",
+    "differential_attention",
     "n_kv_heads",
     "head_dim",
     "kv_cache_heads",
@@ -581,9 +582,20 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "keys_as_values": spec.keys_as_values,
         "shares_kv": spec.shares_kv,
         "attention_head_gate": spec.attention_head_gate and spec.mixer != "mla",
+        "differential_attention": spec.differential_attention,
     }
     for name in (name for name, set_ in given.items() if set_):
         yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")
+
+
+@_rule("differential_attention", "n_kv_heads", "n_heads")
+def _differential_pairs(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.differential_attention and spec.mixer == "attention" and spec.kv_heads % 2:
+        yield (
+            "differential_attention",
+            f"splits the values' {spec.kv_heads} key/value heads in two halves: an even "
+            "number is needed",
+        )
 
 
 @_rule("per_layer_input_width", "per_layer_vocab")
@@ -607,6 +619,12 @@ def _one_ffn_width(spec: ModelSpec) -> Iterator[tuple[str, str]]:
 def _activation_needs_ffn(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.ffn_act_params and spec.ffn == "none":
         yield ("ffn_act_params", "a block without an FFN has no activation to learn")
+
+
+@_rule("ffn", "ffn_inner_norm", "moe_experts")
+def _inner_norm_needs_dense_ffn(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.ffn_inner_norm and (spec.ffn == "none" or spec.moe_experts is not None):
+        yield ("ffn_inner_norm", "only a dense FFN has an inner norm; this block's FFN is not one")
 
 
 @_rule("ffn", "fused_gate_up")

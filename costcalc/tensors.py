@@ -99,9 +99,9 @@ def _norm(spec: ModelSpec, name: str, width: int, part: Part, copies: int = 1) -
 def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     """Q, K, V (fused into one (H + 2K) d x D matrix, or three; no V when the values reuse the
     keys; no K, V or k norm when the block reads an earlier block's keys and values), the output
-    D x H d, q/k norms and sinks. An output gate doubles the query projection (2 H d); a gate per
-    head is its own H x D projection. Values of another width dv (``v_head_dim``) make V
-    K dv x D and the output D x H dv."""
+    D x H d, q/k norms, sinks and differential attention's 4 lambda vectors of d. An output gate
+    doubles the query projection (2 H d); a gate per head is its own H x D projection. Values of
+    another width dv (``v_head_dim``) make V K dv x D and the output D x H dv."""
     D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
     dv = value_width(spec)
     q = (2 if spec.attention_gate else 1) * H * d
@@ -127,6 +127,8 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors.append(Tensor("attn.sinks", (H,), "mixer"))
     if spec.attention_head_gate:
         tensors += _linear("attn.g_proj", H, D, False, "mixer")
+    if spec.differential_attention:
+        tensors.append(Tensor("attn.lambda", (d,), "mixer", copies=4))
     return tensors + compressor_tensors(spec)
 
 
@@ -554,8 +556,9 @@ def per_layer_input_tensors(spec: ModelSpec) -> list[Tensor]:
 
 
 def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
-    """The FFN of one block: dense, a mixture of experts, or none; with the per-layer input
-    branch, a small gated feed-forward path of its own."""
+    """The FFN of one block: dense (with ``ffn_inner_norm``, a norm of h inside it), a mixture
+    of experts, or none; with the per-layer input branch, a small gated feed-forward path of
+    its own."""
     tensors = per_layer_input_tensors(spec)
     if spec.ffn == "none":
         return tensors
@@ -563,6 +566,8 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors = moe_tensors(spec, spec.moe_experts) + tensors
     else:
         tensors = dense_ffn_tensors(spec, spec.ffn_width) + tensors
+        if spec.ffn_inner_norm:
+            tensors += _norm(spec, "mlp.ffn_sub_norm", spec.ffn_width, "norms")
     if spec.ffn_act_params:
         tensors.append(Tensor("mlp.act_fn.scalar", (1,), "ffn", copies=spec.ffn_act_params))
     return tensors + hyper_connection_tensors(spec, "ffn_hc", "ffn", 3)

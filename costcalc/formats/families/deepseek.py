@@ -1,7 +1,7 @@
 """DeepSeek-V2, DeepSeek-V3, DeepSeek-V3.2 and GLM-4.7-Flash: multi-head latent attention (MLA)
 and a mixture of experts after dense layers (transformers 5.24, ``models/deepseek_v2``,
-``deepseek_v3``, ``deepseek_v32``, ``glm4_moe_lite``); Youtu-LLM: the same attention with a dense
-MLP in every layer (``models/youtu``).
+``deepseek_v3``, ``deepseek_v32``, ``glm4_moe_lite``); Youtu-LLM and MiniCPM3: the same
+attention with a dense MLP in every layer (``models/youtu``, ``models/minicpm3``).
 
 Per block: ``input_layernorm`` and ``post_attention_layernorm`` (RMSNorm, D); ``self_attn``:
 ``q_a_proj`` (D -> q rank, bias when ``attention_bias``), ``q_a_layernorm`` (q rank),
@@ -24,7 +24,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import first_dense, listed_sparse, routed_experts, shared_experts
-from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
 
 MLA_DEFAULTS: dict[str, int | None] = {
     "q_lora_rank": 1536,
@@ -253,8 +253,33 @@ def youtu(r: Reader) -> dict[str, Any]:
     return mla_layout(r, tie=True)
 
 
+MINICPM3_MLA: dict[str, int | None] = {
+    "q_lora_rank": 768,
+    "kv_lora_rank": 256,
+    "qk_rope_head_dim": 32,
+    "qk_nope_head_dim": 64,
+    "v_head_dim": None,
+}
+"""MiniCPM3Config's attention sizes (MiniCPM3-4B); ``v_head_dim`` defaults to D / H."""
+
+
+def minicpm3(r: Reader) -> dict[str, Any]:
+    """MiniCPM3ForCausalLM (``models/minicpm3``): DeepSeek-V2's attention with MiniCPM3Config's
+    sizes (q rank 768, kv rank 256, r 32, n 64, v = D / H unless given) and a dense SwiGLU
+    ``mlp`` of ``intermediate_size`` in every layer, gate/up/down with a bias when ``mlp_bias``;
+    tied by default. ``scale_emb``, ``scale_depth`` and ``dim_model_base`` scale activations and
+    hold no parameters."""
+    fields = mla_layout(r, tie=True, mla=MINICPM3_MLA)
+    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    d, h = fields.get("d_model"), fields.get("n_heads")
+    if fields["v_head_dim"] is None and is_whole(d, 1) and is_whole(h, 1):
+        fields["v_head_dim"] = d // h
+    return fields
+
+
 FAMILIES = {
     "deepseek_v2": deepseek_v2,
+    "minicpm3": minicpm3,
     "deepseek_v3": deepseek_v3,
     "youtu": youtu,
     "deepseek_v32": deepseek_v32,

@@ -1,5 +1,6 @@
-"""Gemma 4 (text): Gemma 3's sandwich layout whose full-attention layers are built differently
-from its sliding ones (transformers 5.24, ``models/gemma4/modeling_gemma4.py``).
+"""Gemma 4 (text) and Gemma 4 Unified's text decoder: Gemma 3's sandwich layout whose
+full-attention layers are built differently from its sliding ones (transformers 5.24,
+``models/gemma4/modeling_gemma4.py``, ``models/gemma4_unified/modeling_gemma4_unified.py``).
 
 Every block holds ``input_layernorm``, ``post_attention_layernorm``, ``pre_feedforward_layernorm``
 and ``post_feedforward_layernorm`` (RMSNorm, D each), ``q_proj`` (D x H d), ``q_norm`` and
@@ -55,6 +56,26 @@ def gemma4_text(r: Reader) -> dict[str, Any]:
     ``hidden_activation``, tied). Each 6th layer attends fully, the others within
     ``sliding_window`` (default 512), unless ``layer_types`` lists them; the last layer always
     attends fully (transformers forces it)."""
+    fields = _gemma4_layout(r, GEMMA4_SIZES)
+    _per_layer_inputs(r, fields)
+    if r.flag("enable_moe_block", False):
+        _moe_block(r, fields)
+    _attention_layers(r, fields, window=512)
+    return fields
+
+
+def gemma4_unified_text(r: Reader) -> dict[str, Any]:
+    """Gemma4UnifiedForCausalLM (and the text decoder of Gemma4UnifiedForConditionalGeneration,
+    ``models/gemma4_unified``): Gemma 4's layers, shared keys and values and full-attention
+    sizes without per-layer inputs or the mixture-of-experts block, with
+    Gemma4UnifiedTextConfig's defaults (262,144 positions, ``sliding_window`` 1,024)."""
+    fields = _gemma4_layout(r, {**GEMMA4_SIZES, "context_length": 262_144})
+    _attention_layers(r, fields, window=1024)
+    return fields
+
+
+def _gemma4_layout(r: Reader, sizes: dict[str, Any]) -> dict[str, Any]:
+    """The blocks both Gemma 4 configurations build, with their shared defaults."""
     fields = llama_layout(
         r,
         kv_heads=4,
@@ -62,20 +83,23 @@ def gemma4_text(r: Reader) -> dict[str, Any]:
         tie=True,
         act="gelu_pytorch_tanh",
         act_key="hidden_activation",
-        sizes=GEMMA4_SIZES,
+        sizes=sizes,
     )
     attention_bias(r, fields)
     fields.update(qk_norm="head", norms_per_block=4)
     _refuse_unsupported(r)
-    _per_layer_inputs(r, fields)
-    if r.flag("enable_moe_block", False):
-        _moe_block(r, fields)
+    return fields
+
+
+def _attention_layers(r: Reader, fields: dict[str, Any], window: int) -> None:
+    """Sliding and full layers from ``layer_types`` or the default cycle, the last layer full,
+    the last ``num_kv_shared_layers`` reading earlier keys and values."""
     n = hf_layers.count_of(fields["n_layers"])
     if n is None:
-        return fields
+        return
     blocks: dict[str, dict[str, Any]] = {
         "sliding_attention": {
-            "sliding_window": r.value("sliding_window", "sliding_window", default=512)
+            "sliding_window": r.value("sliding_window", "sliding_window", default=window)
         },
         "full_attention": _full_attention(r, fields),
     }
@@ -94,7 +118,6 @@ def gemma4_text(r: Reader) -> dict[str, Any]:
         _default_layers_sharing(r, fields, n, shared, blocks)
     else:
         _every_sixth_full(r, fields, n, blocks)
-    return fields
 
 
 def _per_layer_inputs(r: Reader, fields: dict[str, Any]) -> None:
@@ -230,4 +253,4 @@ def _refuse_unsupported(r: Reader) -> None:
         r.unsupported("per_layer_config", "per-layer attention sizes listed one by one")
 
 
-FAMILIES = {"gemma4_text": gemma4_text}
+FAMILIES = {"gemma4_text": gemma4_text, "gemma4_unified_text": gemma4_unified_text}

@@ -1,5 +1,6 @@
 """Hugging Face families with LayerNorm (weight and bias) and a plain two-matrix MLP:
-gpt2, openai-gpt, gpt_neox, gpt_neox_japanese and opt.
+gpt2 (and gpt-sw3, which transformers builds as GPT-2), openai-gpt, gpt_neox, gpt_neox_japanese
+and opt.
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names the tensors the family's modeling code builds (transformers
@@ -129,6 +130,7 @@ def opt(r: Reader) -> dict[str, Any]:
 
 FAMILIES = {
     "gpt2": gpt2,
+    "gpt-sw3": gpt2,
     "gpt_neox": gpt_neox,
     "gpt_neox_japanese": gpt_neox_japanese,
     "openai-gpt": openai_gpt,

@@ -74,7 +74,7 @@ def _full_first_of_four(n: int) -> hf_layers.Layout:
     return hf_layers.Layout([("full_attention", 1), ("sliding_attention", 3)], cycles=True)
 
 
-def _windows(r: Reader, fields: dict[str, Any], default: int) -> None:
+def every_fourth_full_windows(r: Reader, fields: dict[str, Any], default: int) -> None:
     """``sliding_window`` (the family's default; null or 0: none) on the layers ``layer_types``
     marks sliding, else on all but every 4th from the first."""
     window = r.nullable("sliding_window", "sliding_window", default) or None
@@ -88,7 +88,7 @@ def cwm(r: Reader) -> dict[str, Any]:
     each 4th from the first."""
     fields = llama_layout(r, kv_heads=8, head_dim=128)
     fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
-    _windows(r, fields, 8192)
+    every_fourth_full_windows(r, fields, 8192)
     return fields
 
 
@@ -111,7 +111,7 @@ def granite_swa(r: Reader) -> dict[str, Any]:
     fields = llama_layout(r, kv_heads=4, tie=True)
     _biases(r, fields)
     fields["attention_sinks"] = True
-    _windows(r, fields, 128)
+    every_fourth_full_windows(r, fields, 128)
     return fields
 
 
