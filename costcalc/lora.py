@@ -180,6 +180,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         DEEPSEEK,
     ),
     "exaone_moe": DEEPSEEK,
+    "hy_v3": DEEPSEEK,
     "afmoe": _names(
         renames={
             "mlp.router": "mlp.router.gate",
