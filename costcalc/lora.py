@@ -181,6 +181,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     ),
     "exaone_moe": DEEPSEEK,
     "hy_v3": DEEPSEEK,
+    "kolibri1": DEEPSEEK,
     "afmoe": _names(
         renames={
             "mlp.router": "mlp.router.gate",
