@@ -182,6 +182,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "exaone_moe": DEEPSEEK,
     "hy_v3": DEEPSEEK,
     "kolibri1": DEEPSEEK,
+    "laguna": DEEPSEEK,
     "afmoe": _names(
         renames={
             "mlp.router": "mlp.router.gate",
