@@ -215,6 +215,13 @@ class BlockFields(BaseModel):
     indexer_head_dim: Size | None = Field(
         default=None, description="MLA: width of one indexer head and of its cached key."
     )
+    rope_key_norm: Flag = Field(
+        default=False,
+        description=(
+            "MLA: a norm over the shared rotary key part before positions are applied "
+            "(Dots 3 Note's k_rope_only_layernorm): qk_rope_head_dim parameters."
+        ),
+    )
     mamba2: Mamba2Sizes | None = Field(
         default=None,
         description=(

@@ -183,6 +183,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "hy_v3": DEEPSEEK,
     "kolibri1": DEEPSEEK,
     "laguna": DEEPSEEK,
+    "dots3_note_text": DEEPSEEK,
     "afmoe": _names(
         renames={
             "mlp.router": "mlp.router.gate",

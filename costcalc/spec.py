@@ -469,10 +469,12 @@ MLA_SIZES = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim
 MLA_FIELDS = ("q_lora_rank", *MLA_SIZES)
 
 
-@_rule("mixer", *MLA_FIELDS)
+@_rule("mixer", *MLA_FIELDS, "rope_key_norm")
 def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    """MLA needs its four sizes; they mean nothing to another mixer (but for attention's value
-    width, ``v_head_dim``)."""
+    """MLA needs its four sizes; they (and ``rope_key_norm``) mean nothing to another mixer (but
+    for attention's value width, ``v_head_dim``)."""
+    if spec.rope_key_norm and spec.mixer != "mla":
+        yield ("rope_key_norm", f"applies to mla blocks; this block's mixer is {spec.mixer}")
     for name in MLA_SIZES if spec.mixer == "mla" else ():
         if getattr(spec, name) is None:
             yield (name, "required for mla blocks (multi-head latent attention)")

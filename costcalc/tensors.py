@@ -137,8 +137,8 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
     """Multi-head latent attention (DeepSeek-V2/V3): low-rank query and key/value paths.
 
     q: D x rq + rq x H (n + r) with a norm of rq (or D x H (n + r) directly); kv: D x (rkv + r),
-    a norm of rkv, rkv x H (n + v); output H v x D; a gate per head H x D with
-    ``attention_head_gate``. n, r, v: no-rope, rope and value head dims.
+    a norm of rkv (and one of r with ``rope_key_norm``), rkv x H (n + v); output H v x D; a gate
+    per head H x D with ``attention_head_gate``. n, r, v: no-rope, rope and value head dims.
     """
     D, H = spec.d_model, spec.n_heads or 0
     n, r, v = spec.qk_nope_head_dim or 0, spec.qk_rope_head_dim or 0, spec.v_head_dim or 0
@@ -156,6 +156,7 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
         *tensors,
         *_linear("attn.kv_a_proj_with_mqa", rkv + r, D, bias, "mixer"),
         *_norm(spec, "attn.kv_a_layernorm", rkv, "mixer"),
+        *(_norm(spec, "attn.k_rope_norm", r, "mixer") if spec.rope_key_norm else []),
         *_linear("attn.kv_b_proj", H * (n + v), rkv, False, "mixer"),
         *_linear("attn.o_proj", D, H * v, spec.attn_out_bias, "mixer"),
         *(_linear("attn.g_proj", H, D, False, "mixer") if spec.attention_head_gate else []),
