@@ -208,12 +208,14 @@ class BlockFields(BaseModel):
     indexer_heads: Size | None = Field(
         default=None,
         description=(
-            "MLA: heads of the sparse-attention indexer that scores every cached token "
-            "(DeepSeek-V3.2's lightning indexer); default: none."
+            "Attention or MLA: heads of the sparse-attention indexer that scores every cached "
+            "token (DeepSeek-V3.2's lightning indexer on MLA, MiniMax M3's on attention); "
+            "default: none."
         ),
     )
     indexer_head_dim: Size | None = Field(
-        default=None, description="MLA: width of one indexer head and of its cached key."
+        default=None,
+        description="Attention or MLA: width of one indexer head and of its cached key.",
     )
     rope_key_norm: Flag = Field(
         default=False,

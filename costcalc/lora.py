@@ -184,6 +184,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "kolibri1": DEEPSEEK,
     "laguna": DEEPSEEK,
     "dots3_note_text": DEEPSEEK,
+    "minimax_m3_vl_text": DEEPSEEK,
     "afmoe": _names(
         renames={
             "mlp.router": "mlp.router.gate",

@@ -244,15 +244,16 @@ def kv_width(spec: ModelSpec) -> int:
     H, or ``kv_cache_heads`` when the cache holds other heads; K (d + dv) when values have a
     width dv of their own); MLA as transformers caches it, the compressed latent before its
     expansion per head: the normed key/value latent (kv rank) and the shared rotary key (r), one
-    head, plus the indexer's key (di) when the block has a sparse-attention indexer; 0 without
-    attention, and 0 for a block that reads an earlier block's keys and values (``shares_kv``:
-    that block's cache serves it)."""
+    head; either plus the indexer's key (di) when the block has a sparse-attention indexer; 0
+    without attention, and 0 for a block that reads an earlier block's keys and values
+    (``shares_kv``: that block's cache serves it)."""
     if spec.mixer == "mla":
         indexer = spec.indexer_head_dim if spec.indexer_heads is not None else None
         return (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0) + (indexer or 0)
     if spec.mixer != "attention" or spec.shares_kv:
         return 0
-    return cached_heads(spec) * (spec.head_width + value_width(spec))
+    indexer = spec.indexer_head_dim if spec.indexer_heads is not None else None
+    return cached_heads(spec) * (spec.head_width + value_width(spec)) + (indexer or 0)
 
 
 def cached_heads(spec: ModelSpec) -> int:

@@ -490,17 +490,17 @@ INDEXER_SIZES = ("indexer_heads", "indexer_head_dim")
 
 @_rule("mixer", "q_lora_rank", *INDEXER_SIZES)
 def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    """The indexer's two sizes go together, on an MLA block whose queries pass through the
-    low-rank path (the indexer reads the query latent)."""
+    """The indexer's two sizes go together, on an attention block or on an MLA block whose
+    queries pass through the low-rank path (there the indexer reads the query latent)."""
     given = [name for name in INDEXER_SIZES if getattr(spec, name) is not None]
     if not given:
         return
     for name in INDEXER_SIZES:
         if name not in given:
             yield (name, f"required with {given[0]} (the sparse-attention indexer)")
-    if spec.mixer != "mla":
-        yield (given[0], f"applies to mla blocks; this block's mixer is {spec.mixer}")
-    elif spec.q_lora_rank is None:
+    if spec.mixer not in ("mla", "attention"):
+        yield (given[0], f"applies to attention and mla blocks; this block's mixer is {spec.mixer}")
+    elif spec.mixer == "mla" and spec.q_lora_rank is None:
         yield (given[0], "the indexer reads the query latent: q_lora_rank is required")
 
 

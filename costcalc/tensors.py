@@ -125,7 +125,7 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors.append(Tensor("attn.sinks", (H,), "mixer"))
     if spec.attention_head_gate:
         tensors += _linear("attn.g_proj", H, D, False, "mixer")
-    return tensors
+    return tensors + indexer_tensors(spec)
 
 
 def value_width(spec: ModelSpec) -> int:
@@ -165,12 +165,23 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
 
 
 def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
-    """DeepSeek-V3.2's sparse-attention indexer (``DeepseekV32Indexer``): ``wq_b`` (q rank ->
-    Hi di, from the query latent), ``wk`` (D -> di, one key head), ``k_norm`` (a LayerNorm of di
-    with weight and bias, whatever the model's norms) and ``weights_proj`` (D -> Hi); none
-    without ``indexer_heads``."""
+    """A sparse-attention indexer; none without ``indexer_heads``. On an MLA block
+    DeepSeek-V3.2's (``DeepseekV32Indexer``): ``wq_b`` (q rank -> Hi di, from the query latent),
+    ``wk`` (D -> di, one key head), ``k_norm`` (a LayerNorm of di with weight and bias, whatever
+    the model's norms) and ``weights_proj`` (D -> Hi). On an attention block MiniMax M3's
+    (``MiniMaxM3VLIndexer``): ``q_proj`` (D -> Hi di), ``k_proj`` (D -> di, one key head) and
+    a norm of di on each (the model's norm)."""
     Hi, di = spec.indexer_heads, spec.indexer_head_dim
-    if Hi is None or di is None or spec.q_lora_rank is None:
+    if Hi is None or di is None:
+        return []
+    if spec.mixer == "attention":
+        return [
+            *_linear("attn.indexer.q_proj", Hi * di, spec.d_model, False, "mixer"),
+            *_linear("attn.indexer.k_proj", di, spec.d_model, False, "mixer"),
+            *_norm(spec, "attn.indexer.q_norm", di, "mixer"),
+            *_norm(spec, "attn.indexer.k_norm", di, "mixer"),
+        ]
+    if spec.q_lora_rank is None:
         return []
     return [
         *_linear("attn.indexer.wq_b", Hi * di, spec.q_lora_rank, False, "mixer"),
