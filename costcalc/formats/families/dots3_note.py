@@ -6,6 +6,7 @@ sparse MoE with shared experts after a dense first layer."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from costcalc.formats import hf_layers
@@ -48,10 +49,92 @@ def _sliding_block(r: Reader, window: Any) -> dict[str, Any]:
     return {**block, "sliding_window": window}
 
 
+PER_LAYER_KEYS: dict[str, str] = {
+    "num_attention_heads": "n_heads",
+    "q_lora_rank": "q_lora_rank",
+    "kv_lora_rank": "kv_lora_rank",
+    "qk_nope_head_dim": "qk_nope_head_dim",
+    "qk_rope_head_dim": "qk_rope_head_dim",
+    "v_head_dim": "v_head_dim",
+}
+"""The attention sizes ``per_layer_config`` may override, and their spec fields; it may also
+name ``num_key_value_heads`` (MLA keeps no per-head keys) and ``head_dim`` (it sets only the
+rotary share), which size nothing here."""
+
+
 def _full_kind(r: Reader) -> str:
     """The kind of the layers that attend fully: ``indexed_attention`` unless ``use_dsa`` is
-    false (absent: true, but for a file with ``per_layer_config``, refused here)."""
+    false."""
     return "full_attention" if r.data.get("use_dsa") is False else "indexed_attention"
+
+
+def _overrides(r: Reader, n: int) -> dict[int, dict[str, Any]] | None:
+    """``per_layer_config``: attention sizes by layer index (a mapping from the file)."""
+    listed = r.data["per_layer_config"]
+    if not isinstance(listed, dict):
+        r.fail("per_layer_config", "expected a mapping from layer indices to overrides")
+        return None
+    out: dict[int, dict[str, Any]] = {}
+    for key, values in listed.items():
+        index = int(key) if isinstance(key, str) and key.isdigit() else None
+        if index is None or index >= n or not isinstance(values, dict):
+            r.fail("per_layer_config", f"entry {key!r}: expected a layer index below {n:,}")
+            return None
+        unknown = sorted(set(values) - set(PER_LAYER_KEYS) - {"num_key_value_heads", "head_dim"})
+        if unknown:
+            r.unsupported("per_layer_config", f"a layer's {unknown[0]} is not counted")
+            return None
+        out[index] = {PER_LAYER_KEYS[k]: v for k, v in values.items() if k in PER_LAYER_KEYS}
+    r.key_names["layers"] = r.name("per_layer_config")
+    return out
+
+
+def _per_layer(
+    r: Reader,
+    fields: dict[str, Any],
+    n: int,
+    kinds: dict[str, dict[str, Any]],
+    ffn: list[tuple[str, int]],
+    ffn_blocks: dict[str, dict[str, Any]],
+) -> None:
+    """Layers whose attention ``per_layer_config`` overrides: each layer's kind (listed, or the
+    rule evaluated layer by layer) with its overrides, as runs of equal layers."""
+    overrides = _overrides(r, n)
+    layers = hf_layers.by_rule(r, n, "per_layer_config")
+    if overrides is None or layers is None:
+        return
+    listed = hf_layers.layer_types(r, n)
+    if listed is None:
+        sliding = r.flag("use_sliding_window", True)
+        full = _full_kind(r)
+        listed = [
+            full if not sliding or i < 2 or i % 4 == 1 else "sliding_attention" for i in layers
+        ]
+    elif "use_dsa" in r.data:
+        listed = _renamed(r, listed)
+    names = [
+        f"{kind} {json.dumps(overrides.get(i, {}), sort_keys=True)}"
+        for i, kind in enumerate(listed)
+    ]
+    blocks = {
+        name: {**kinds.get(kind, {}), **overrides.get(i, {})}
+        for i, (name, kind) in enumerate(zip(names, listed, strict=True))
+    }
+    unknown = sorted(set(listed) - set(kinds))
+    if unknown:
+        r.fail(
+            "layer_types", f"unknown layer type {unknown[0]!r}; expected one of {', '.join(kinds)}"
+        )
+        return
+    layout = hf_layers.Layout(hf_layers.runs(names))
+    hf_layers.combine(r, fields, layout, blocks, ffn, ffn_blocks)
+
+
+def _renamed(r: Reader, listed: list[str]) -> list[str]:
+    """``use_dsa`` true names full layers indexed, false the other way round."""
+    full = _full_kind(r)
+    old = "indexed_attention" if full == "full_attention" else "full_attention"
+    return [full if kind == old else kind for kind in listed]
 
 
 def _attention_kinds(r: Reader, n: int) -> hf_layers.Layout | None:
@@ -62,8 +145,7 @@ def _attention_kinds(r: Reader, n: int) -> hf_layers.Layout | None:
     listed = hf_layers.layer_types(r, n)
     if listed is not None:
         if "use_dsa" in r.data:
-            old = "indexed_attention" if full == "full_attention" else "full_attention"
-            listed = [full if kind == old else kind for kind in listed]
+            listed = _renamed(r, listed)
         return hf_layers.Layout(hf_layers.runs(listed))
     if not r.flag("use_sliding_window", True):
         return hf_layers.Layout([(full, n)])
@@ -99,13 +181,11 @@ def dots3_note_text(r: Reader) -> dict[str, Any]:
     ``dense``, else ``mlp.gate`` (X x D, ``e_score_correction_bias`` a buffer), X =
     ``n_routed_experts`` (256) SwiGLU experts of ``moe_intermediate_size`` (1,536), top 8, and
     ``shared_experts`` (SwiGLU of ``shared_experts_intermediate_size`` (1,536) x
-    ``n_shared_experts`` (1)); untied by default. ``per_layer_config`` (overrides by layer
-    index) is refused."""
+    ``n_shared_experts`` (1)); untied by default. A file with ``per_layer_config`` (as
+    transformers saves one) gives each layer's attention sizes there, by layer index (heads,
+    ranks, head dims; the ``swa_*`` keys then do not apply)."""
     fields = mla_layout(r, mla=DOTS3_MLA)
     fields.update(attention_head_gate=True, rope_key_norm=True)
-    if r.data.get("per_layer_config") is not None:
-        r.unsupported("per_layer_config", "attention sizes overridden layer by layer")
-        return fields
     moe = routed_experts(
         r,
         ("n_routed_experts", "num_local_experts"),
@@ -127,20 +207,31 @@ def dots3_note_text(r: Reader) -> dict[str, Any]:
         window = r.value("sliding_window", "sliding_window_size", default=512)
     else:
         window = r.value("sliding_window", "sliding_window", default=512)
+    indexed = {
+        "indexer_heads": r.value("indexer_heads", "index_n_heads", default=64),
+        "indexer_head_dim": r.value("indexer_head_dim", "index_head_dim", default=128),
+    }
+    n = hf_layers.count_of(fields["n_layers"])
+    ffn = None if n is None else _ffn_kinds(r, n)
+    if n is None or ffn is None:
+        return fields
+    ffn_blocks = {"dense": {}, "sparse": moe}
+    if r.data.get("per_layer_config") is not None:
+        kinds = {
+            "indexed_attention": indexed,
+            "full_attention": {},
+            "sliding_attention": {"sliding_window": window},
+        }
+        _per_layer(r, fields, n, kinds, ffn, ffn_blocks)
+        return fields
     blocks = {
-        "indexed_attention": {
-            "indexer_heads": r.value("indexer_heads", "index_n_heads", default=64),
-            "indexer_head_dim": r.value("indexer_head_dim", "index_head_dim", default=128),
-        },
+        "indexed_attention": indexed,
         "full_attention": {},
         "sliding_attention": _sliding_block(r, window),
     }
-    n = hf_layers.count_of(fields["n_layers"])
-    attention = None if n is None else _attention_kinds(r, n)
-    ffn = None if n is None else _ffn_kinds(r, n)
-    if n is None or attention is None or ffn is None:
+    attention = _attention_kinds(r, n)
+    if attention is None:
         return fields
-    ffn_blocks = {"dense": {}, "sparse": moe}
     if not attention.cycles:
         hf_layers.combine(r, fields, attention, blocks, ffn, ffn_blocks)
         return fields
