@@ -217,12 +217,21 @@ class BlockFields(BaseModel):
     indexer_heads: Size | None = Field(
         default=None,
         description=(
-            "MLA: heads of the sparse-attention indexer that scores every cached token "
-            "(DeepSeek-V3.2's lightning indexer); default: none."
+            "Attention or MLA: heads of the sparse-attention indexer that scores every cached "
+            "token (DeepSeek-V3.2's lightning indexer on MLA, MiniMax M3's on attention); "
+            "default: none."
         ),
     )
     indexer_head_dim: Size | None = Field(
-        default=None, description="MLA: width of one indexer head and of its cached key."
+        default=None,
+        description="Attention or MLA: width of one indexer head and of its cached key.",
+    )
+    rope_key_norm: Flag = Field(
+        default=False,
+        description=(
+            "MLA: a norm over the shared rotary key part before positions are applied "
+            "(Dots 3 Note's k_rope_only_layernorm): qk_rope_head_dim parameters."
+        ),
     )
     query_rank: Size | None = Field(
         default=None,

@@ -190,6 +190,11 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         renames={**DEEPSEEK.renames, "attn.k_proj": "self_attn.kv_proj"},
         converted=QWEN2_MOE_CONVERTED,
     ),
+    "hy_v3": DEEPSEEK,
+    "kolibri1": DEEPSEEK,
+    "laguna": DEEPSEEK,
+    "dots3_note_text": DEEPSEEK,
+    "minimax_m3_vl_text": DEEPSEEK,
     "afmoe": _names(
         renames={
             "mlp.router": "mlp.router.gate",

@@ -202,11 +202,12 @@ def window_applies(spec: ModelSpec, length: int) -> bool:
 
 def pair_width(spec: ModelSpec) -> int:
     """MACs of one query-key pair over all heads of one block: H (d_qk + d_v); 2 H d for
-    attention (H (d + dv) with values of their own width), H (n + r + v) for MLA, plus
-    Hi (di + 1) for a sparse-attention indexer (its scores q k over Hi heads of di, then their
-    weighted sum over the heads; transformers' eager indexer scores every pair before keeping
-    its top k); twice 2 H d for differential attention (two maps, each applied to the values);
-    0 without attention."""
+    attention (H (d + dv) with values of their own width), H (n + r + v) for MLA, plus for a
+    sparse-attention indexer Hi (di + 1) on MLA (its scores q k over Hi heads of di, then their
+    weighted sum over the heads) or Hi di on attention (the scores, max-pooled per block of
+    keys; with compressed keys the indexer scores those instead); transformers' eager indexers
+    score every pair before keeping their top k; twice 2 H d for differential attention (two
+    maps, each applied to the values); 0 without attention."""
     H = spec.n_heads or 0
     if spec.mixer == "mla":
         indexer = (spec.indexer_heads or 0) * ((spec.indexer_head_dim or 0) + 1)
@@ -216,7 +217,8 @@ def pair_width(spec: ModelSpec) -> int:
     if spec.mixer != "attention":
         return 0
     maps = 2 if spec.differential_attention else 1
-    return maps * H * (spec.head_width + value_width(spec))
+    indexer = 0 if spec.kv_compress_rate is not None else spec.indexer_heads or 0
+    return indexer * (spec.indexer_head_dim or 0) + maps * H * (spec.head_width + value_width(spec))
 
 
 def attention_pair_macs(spec: ModelSpec, batch: int, length: int, causal: bool = False) -> int:

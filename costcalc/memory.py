@@ -244,9 +244,9 @@ def kv_width(spec: ModelSpec) -> int:
     H, or ``kv_cache_heads`` when the cache holds other heads; K (d + dv) when values have a
     width dv of their own); MLA as transformers caches it, the compressed latent before its
     expansion per head: the normed key/value latent (kv rank) and the shared rotary key (r), one
-    head, plus the indexer's key (di) when the block has a sparse-attention indexer; 0 without
-    attention, and 0 for a block that reads an earlier block's keys and values (``shares_kv``:
-    that block's cache serves it)."""
+    head; either plus the indexer's key (di) when the block has a sparse-attention indexer; 0
+    without attention, and 0 for a block that reads an earlier block's keys and values
+    (``shares_kv``: that block's cache serves it)."""
     if spec.mixer == "mla":
         indexer = spec.indexer_head_dim if spec.indexer_heads is not None else None
         return (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0) + (indexer or 0)
@@ -254,7 +254,9 @@ def kv_width(spec: ModelSpec) -> int:
         return 0
     if spec.keys_as_values and spec.kv_compress_rate is not None:
         return cached_heads(spec) * spec.head_width  # the compressed cache's values are its keys
-    return cached_heads(spec) * (spec.head_width + value_width(spec))
+    plain_indexer = spec.indexer_heads is not None and spec.kv_compress_rate is None
+    indexer = (spec.indexer_head_dim or 0) if plain_indexer else 0  # else the compressor's
+    return cached_heads(spec) * (spec.head_width + value_width(spec)) + indexer
 
 
 def cached_heads(spec: ModelSpec) -> int:

@@ -477,10 +477,12 @@ MLA_SIZES = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim
 MLA_FIELDS = ("q_lora_rank", *MLA_SIZES)
 
 
-@_rule("mixer", *MLA_FIELDS)
+@_rule("mixer", *MLA_FIELDS, "rope_key_norm")
 def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    """MLA needs its four sizes; they mean nothing to another mixer (but for attention's value
-    width, ``v_head_dim``)."""
+    """MLA needs its four sizes; they (and ``rope_key_norm``) mean nothing to another mixer (but
+    for attention's value width, ``v_head_dim``)."""
+    if spec.rope_key_norm and spec.mixer != "mla":
+        yield ("rope_key_norm", f"applies to mla blocks; this block's mixer is {spec.mixer}")
     for name in MLA_SIZES if spec.mixer == "mla" else ():
         if getattr(spec, name) is None:
             yield (name, "required for mla blocks (multi-head latent attention)")
@@ -496,8 +498,8 @@ INDEXER_SIZES = ("indexer_heads", "indexer_head_dim")
 
 @_rule("mixer", "q_lora_rank", *INDEXER_SIZES)
 def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    """The indexer's two sizes go together, on an MLA block whose queries pass through the
-    low-rank path (the indexer reads the query latent)."""
+    """The indexer's two sizes go together, on an attention block or on an MLA block whose
+    queries pass through the low-rank path (there the indexer reads the query latent)."""
     given = [name for name in INDEXER_SIZES if getattr(spec, name) is not None]
     if not given:
         return
@@ -507,12 +509,9 @@ def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.mixer == "attention" and spec.kv_compress_rate is not None:
         if spec.query_rank is None:
             yield (given[0], "the indexer reads the query latent: query_rank is required")
-    elif spec.mixer != "mla":
-        yield (
-            given[0],
-            f"applies to mla blocks or compressed keys; this block's mixer is {spec.mixer}",
-        )
-    elif spec.q_lora_rank is None:
+    elif spec.mixer not in ("mla", "attention"):
+        yield (given[0], f"applies to attention and mla blocks; this block's mixer is {spec.mixer}")
+    elif spec.mixer == "mla" and spec.q_lora_rank is None:
         yield (given[0], "the indexer reads the query latent: q_lora_rank is required")
 
 

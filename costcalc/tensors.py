@@ -129,7 +129,7 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors += _linear("attn.g_proj", H, D, False, "mixer")
     if spec.differential_attention:
         tensors.append(Tensor("attn.lambda", (d,), "mixer", copies=4))
-    return tensors + compressor_tensors(spec)
+    return tensors + compressor_tensors(spec) + indexer_tensors(spec)
 
 
 def query_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
@@ -232,8 +232,8 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
     """Multi-head latent attention (DeepSeek-V2/V3): low-rank query and key/value paths.
 
     q: D x rq + rq x H (n + r) with a norm of rq (or D x H (n + r) directly); kv: D x (rkv + r),
-    a norm of rkv, rkv x H (n + v); output H v x D; a gate per head H x D with
-    ``attention_head_gate``. n, r, v: no-rope, rope and value head dims.
+    a norm of rkv (and one of r with ``rope_key_norm``), rkv x H (n + v); output H v x D; a gate
+    per head H x D with ``attention_head_gate``. n, r, v: no-rope, rope and value head dims.
     """
     D, H = spec.d_model, spec.n_heads or 0
     n, r, v = spec.qk_nope_head_dim or 0, spec.qk_rope_head_dim or 0, spec.v_head_dim or 0
@@ -251,6 +251,7 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
         *tensors,
         *_linear("attn.kv_a_proj_with_mqa", rkv + r, D, bias, "mixer"),
         *_norm(spec, "attn.kv_a_layernorm", rkv, "mixer"),
+        *(_norm(spec, "attn.k_rope_norm", r, "mixer") if spec.rope_key_norm else []),
         *_linear("attn.kv_b_proj", H * (n + v), rkv, False, "mixer"),
         *_linear("attn.o_proj", D, H * v, spec.attn_out_bias, "mixer"),
         *(_linear("attn.g_proj", H, D, False, "mixer") if spec.attention_head_gate else []),
@@ -259,12 +260,26 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
 
 
 def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
-    """DeepSeek-V3.2's sparse-attention indexer (``DeepseekV32Indexer``): ``wq_b`` (q rank ->
-    Hi di, from the query latent), ``wk`` (D -> di, one key head), ``k_norm`` (a LayerNorm of di
-    with weight and bias, whatever the model's norms) and ``weights_proj`` (D -> Hi); none
-    without ``indexer_heads``."""
+    """A sparse-attention indexer; none without ``indexer_heads``. On an MLA block
+    DeepSeek-V3.2's (``DeepseekV32Indexer``): ``wq_b`` (q rank -> Hi di, from the query latent),
+    ``wk`` (D -> di, one key head), ``k_norm`` (a LayerNorm of di with weight and bias, whatever
+    the model's norms) and ``weights_proj`` (D -> Hi). On an attention block MiniMax M3's
+    (``MiniMaxM3VLIndexer``): ``q_proj`` (D -> Hi di), ``k_proj`` (D -> di, one key head) and
+    a norm of di on each (the model's norm); with compressed keys the indexer is the
+    compressor's (:func:`compressor_tensors`)."""
     Hi, di = spec.indexer_heads, spec.indexer_head_dim
-    if Hi is None or di is None or spec.q_lora_rank is None:
+    if Hi is None or di is None:
+        return []
+    if spec.mixer == "attention":
+        if spec.kv_compress_rate is not None:
+            return []
+        return [
+            *_linear("attn.indexer.q_proj", Hi * di, spec.d_model, False, "mixer"),
+            *_linear("attn.indexer.k_proj", di, spec.d_model, False, "mixer"),
+            *_norm(spec, "attn.indexer.q_norm", di, "mixer"),
+            *_norm(spec, "attn.indexer.k_norm", di, "mixer"),
+        ]
+    if spec.q_lora_rank is None:
         return []
     return [
         *_linear("attn.indexer.wq_b", Hi * di, spec.q_lora_rank, False, "mixer"),

@@ -142,8 +142,10 @@ def test_cache_matches_transformers(name: str) -> None:
     cache_record = golden()[name]["kv_cache"]
     spec = load(name).spec
     B, T = cache_record["batch"], cache_record["seq_len"]
-    # A sparse-attention indexer's keys (DeepSeek-V3.2) are cached beside the keys and values.
-    indexer = cache_record.get("cache_elements_by_kind", {}).get("indexer_keys", 0)
+    # A sparse-attention indexer's keys (DeepSeek-V3.2's indexer_keys, MiniMax M3's idx_keys)
+    # are cached beside the keys and values.
+    by_kind = cache_record.get("cache_elements_by_kind", {})
+    indexer = by_kind.get("indexer_keys", 0) + by_kind.get("idx_keys", 0)
     expected = cache_record["kv_cache_elements"] + indexer
     if any(kind["layer_class"] in COMPRESSED_CACHES for kind in cache_record["cache_layer_kinds"]):
         expected = compressed_cache_elements(cache_record)

@@ -1,5 +1,6 @@
-"""The sparse-attention indexer block keys (DeepSeek-V3.2's lightning indexer,
-transformers 5.24 ``models/deepseek_v32/modular_deepseek_v32.py``: ``DeepseekV32Indexer``)."""
+"""The sparse-attention indexer block keys (DeepSeek-V3.2's lightning indexer on MLA,
+transformers 5.24 ``models/deepseek_v32/modular_deepseek_v32.py``: ``DeepseekV32Indexer``; MiniMax
+M3's on attention)."""
 
 from __future__ import annotations
 
@@ -58,9 +59,30 @@ def test_indexer_needs_both_sizes_and_a_query_latent(extra: dict[str, Any], fiel
     assert field in [f for f, _ in structural_problems(spec)]
 
 
-def test_indexer_belongs_to_mla_blocks() -> None:
+def test_indexer_belongs_to_attention_blocks() -> None:
     data = {k: v for k, v in MLA.items() if "lora" not in k and "head_dim" not in k}
-    data.update(mixer="attention", indexer_heads=3, indexer_head_dim=12)
+    data.update(mixer="short_conv", indexer_heads=3, indexer_head_dim=12)
     problems = structural_problems(ModelSpec.model_construct(**data))
-    message = "applies to mla blocks or compressed keys; this block's mixer is attention"
+    message = "applies to attention and mla blocks; this block's mixer is short_conv"
     assert ("indexer_heads", message) in problems
+
+
+def test_an_indexer_on_attention_is_minimax_m3s() -> None:
+    # transformers 5.24 models/minimax_m3_vl/modeling_minimax_m3_vl.py: MiniMaxM3VLIndexer
+    data = {k: v for k, v in MLA.items() if "lora" not in k and "head_dim" not in k}
+    data.update(mixer="attention", norm="rmsnorm", n_kv_heads=2)
+    plain = ModelSpec.model_validate(data)
+    spec = ModelSpec.model_validate({**data, "indexer_heads": 3, "indexer_head_dim": 12})
+    added = {t.name: t.shape for t in mixer_tensors(spec)}.items() - {
+        t.name: t.shape for t in mixer_tensors(plain)
+    }.items()
+    assert dict(added) == {
+        "attn.indexer.q_proj.weight": (3 * 12, 64),
+        "attn.indexer.k_proj.weight": (12, 64),
+        "attn.indexer.q_norm.weight": (12,),
+        "attn.indexer.k_norm.weight": (12,),
+    }
+    # scores q k over Hi heads of di per pair; its one key head (di) cached beside K d keys and
+    # values (2 heads of 16)
+    assert pair_width(spec) - pair_width(plain) == 3 * 12
+    assert kv_width(spec) == 2 * 2 * 16 + 12

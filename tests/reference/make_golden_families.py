@@ -155,6 +155,11 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("emu3-chat", ("emu3-chat", False, "meta")),
         ("bitnet-b1.58-2b-4t", ("bitnet-b1.58-2b-4t", False, "meta")),
         ("diffllama-defaults", ("diffllama-defaults", False, "meta")),
+        ("hy-v3-defaults", ("hy-v3-defaults", False, "meta")),
+        ("kolibri1-defaults", ("kolibri1-defaults", False, "meta")),
+        ("laguna-xs-2.1", ("laguna-xs-2.1", False, "meta")),
+        ("dots3-note-defaults-text", ("dots3-note-defaults", True, "meta")),
+        ("minimax-m3-text", ("minimax-m3", True, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
