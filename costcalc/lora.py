@@ -284,6 +284,16 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             },
         ),
     ),
+    "ctrl": _names(
+        {"attn": "multi_head_attention", "mlp": "ffn"},
+        {
+            **{f"attn.{p}_proj": f"multi_head_attention.W{p}" for p in "qkv"},
+            "attn.o_proj": "multi_head_attention.dense",
+            "mlp.up_proj": "ffn.0",
+            "mlp.down_proj": "ffn.2",
+            "embed_tokens": "w",
+        },
+    ),
     "mpt": _names(
         {"attn": "attn", "mlp": "ffn"},
         {"attn.qkv_proj": "attn.Wqkv", "attn.o_proj": "attn.out_proj", "embed_tokens": "wte"},
