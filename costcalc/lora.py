@@ -176,6 +176,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "ernie4_5_moe",
             "sarvam_mla",
             "sarvam_moe",
+            "axk1",
         ),
         DEEPSEEK,
     ),
