@@ -164,6 +164,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         ("mixtral", "minimax_m2"), _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED)
     ),
     **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next", "flex_olmo", "mimo_v2_flash"), QWEN2_MOE),
+    "flint": QWEN2_MOE,
     **dict.fromkeys(
         (
             "deepseek_v2",
