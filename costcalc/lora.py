@@ -165,6 +165,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     ),
     **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next", "flex_olmo", "mimo_v2_flash"), QWEN2_MOE),
     "flint": QWEN2_MOE,
+    "beam": QWEN2_MOE,
     "lara_mini": LLAMA,
     "cohere_compass_text": LLAMA,
     **dict.fromkeys(

@@ -151,6 +151,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("flint-defaults", ("flint-defaults", False, "meta")),
         ("tiny-lara-mini", ("tiny-lara-mini", False, "cpu")),
         ("cohere-compass-text-defaults", ("cohere-compass-text-defaults", False, "meta")),
+        ("beam-defaults", ("beam-defaults", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),

@@ -13,7 +13,6 @@ an untied ``lm_head`` (V x D) by default.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from costcalc.formats import hf_layers
@@ -33,17 +32,6 @@ FLINT_SIZES: dict[str, Any] = {
 
 FULL_HEAD = 2
 """The first layers attend fully (and, by ``mlp_only_layers``' default, are dense)."""
-
-
-def _cut(kind_runs: Sequence[tuple[str, int]], start: int, stop: int) -> list[tuple[str, int]]:
-    """The runs of layers ``start`` to ``stop`` - 1."""
-    out, first = [], 0
-    for kind, count in kind_runs:
-        low, high = max(first, start), min(first + count, stop)
-        if high > low:
-            out.append((kind, high - low))
-        first += count
-    return out
 
 
 def _ffn_runs(r: Reader, n: int, experts: Any) -> list[tuple[str, int]] | None:
@@ -99,12 +87,12 @@ def flint(r: Reader) -> dict[str, Any]:
     head, tail = min(FULL_HEAD, n), max(n - 1, FULL_HEAD)
     blocks = hf_layers.merged_blocks(attention, ffn_blocks)
     full = [("full_attention", n)]
-    fields["layers"] = hf_layers.groups(hf_layers.merge(full, _cut(ffn, 0, head)), blocks)
+    fields["layers"] = hf_layers.groups(hf_layers.merge(full, hf_layers.cut(ffn, 0, head)), blocks)
     every = hf_layers.Layout(
         [("sliding_attention", 1), ("full_attention", 1), ("sliding_attention", 2)], cycles=True
     )
-    hf_layers.combine(r, fields, every, attention, _cut(ffn, head, tail), ffn_blocks, head)
-    fields["layers"] += hf_layers.groups(hf_layers.merge(full, _cut(ffn, tail, n)), blocks)
+    hf_layers.combine(r, fields, every, attention, hf_layers.cut(ffn, head, tail), ffn_blocks, head)
+    fields["layers"] += hf_layers.groups(hf_layers.merge(full, hf_layers.cut(ffn, tail, n)), blocks)
     return fields
 
 
