@@ -66,13 +66,17 @@ def measured(spec: ModelSpec) -> bool:
         and not spec.attention_gate
         and spec.norms_per_block == 2
         and spec.moe_shared_ffn_hidden is None
-        and spec.qk_norm != "full"
+        and spec.qk_norm in ("none", "head")
         and spec.v_head_dim is None
         and not spec.keys_as_values
         and spec.query_rank is None
         and spec.out_groups is None
         and spec.kv_compress_rate is None
         and spec.residual_streams == 1
+        and spec.indexer_heads is None
+        and not (spec.attention_head_gate or spec.parallel_mamba2 or spec.shares_kv)
+        and not (spec.ffn_inner_norm or spec.moe_router_scales)
+        and spec.per_layer_input_width is None
     )
 
 

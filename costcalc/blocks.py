@@ -152,6 +152,10 @@ class BlockFields(BaseModel):
         default=False,
         description="The query projection also yields a sigmoid output gate (Qwen3-Next): 2 H d.",
     )
+    attention_gate_bias: Flag = Field(
+        default=False,
+        description="The output gate carries a bias per head (Beam): H parameters.",
+    )
     keys_as_values: Flag = Field(
         default=False,
         description=(

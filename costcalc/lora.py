@@ -170,6 +170,10 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         ("mixtral", "minimax_m2"), _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED)
     ),
     **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next", "flex_olmo", "mimo_v2_flash"), QWEN2_MOE),
+    "flint": QWEN2_MOE,
+    "beam": QWEN2_MOE,
+    "lara_mini": LLAMA,
+    "cohere_compass_text": LLAMA,
     **dict.fromkeys(
         (
             "deepseek_v2",
@@ -182,6 +186,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "ernie4_5_moe",
             "sarvam_mla",
             "sarvam_moe",
+            "axk1",
         ),
         DEEPSEEK,
     ),
@@ -305,6 +310,16 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
                 "embed_tokens": "wte",
             },
         ),
+    ),
+    "ctrl": _names(
+        {"attn": "multi_head_attention", "mlp": "ffn"},
+        {
+            **{f"attn.{p}_proj": f"multi_head_attention.W{p}" for p in "qkv"},
+            "attn.o_proj": "multi_head_attention.dense",
+            "mlp.up_proj": "ffn.0",
+            "mlp.down_proj": "ffn.2",
+            "embed_tokens": "w",
+        },
     ),
     "mpt": _names(
         {"attn": "attn", "mlp": "ffn"},

@@ -341,8 +341,8 @@ def _split(tensor: Tensor, dim: int, tp: int) -> Shape:
 
 def tensor_parallel_shape(tensor: Tensor, tp: int, vocab: int) -> Shape:
     """The shape one of T ranks holds: column-parallel rows, row-parallel columns, a stacked
-    expert's gate/up rows and down columns, vocab-parallel rows of ``vocab`` / T, sinks per
-    head; the rest (norms, row-parallel biases, routers, position tables) whole."""
+    expert's gate/up rows and down columns, vocab-parallel rows of ``vocab`` / T, sinks and
+    gate biases per head; the rest (norms, row-parallel biases, routers, position tables) whole."""
     module, kind = tensor.name.rsplit(".", 1)
     leaf = module.rsplit(".", 1)[-1]
     if module in VOCAB_PARALLEL:
@@ -353,7 +353,7 @@ def tensor_parallel_shape(tensor: Tensor, tp: int, vocab: int) -> Shape:
         if kind in ("gate_up_proj", "gate_up_proj_bias"):
             return _split(tensor, 1, tp)
         return _split(tensor, 2, tp) if kind == "down_proj" else tensor.shape
-    if leaf in COLUMN_PARALLEL or tensor.name == "attn.sinks":
+    if leaf in COLUMN_PARALLEL or tensor.name in ("attn.sinks", "attn.gate_bias"):
         return _split(tensor, 0, tp)
     if leaf in ROW_PARALLEL and kind == "weight":
         return _split(tensor, 1, tp)

@@ -558,6 +558,7 @@ def _compressed_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "qk_norm",
     "attention_sinks",
     "attention_gate",
+    "attention_gate_bias",
     "keys_as_values",
     "shares_kv",
     "attention_head_gate",
@@ -578,6 +579,7 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "qk_norm": spec.qk_norm != "none",
         "attention_sinks": spec.attention_sinks,
         "attention_gate": spec.attention_gate,
+        "attention_gate_bias": spec.attention_gate_bias,
         "keys_as_values": spec.keys_as_values,
         "shares_kv": spec.shares_kv,
         "attention_head_gate": spec.attention_head_gate and spec.mixer != "mla",
@@ -630,6 +632,12 @@ def _inner_norm_needs_dense_ffn(spec: ModelSpec) -> Iterator[tuple[str, str]]:
 def _gate_to_fuse(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.fused_gate_up and not spec.gated:
         yield ("fused_gate_up", f"a plain {spec.ffn} FFN has no gate to fuse")
+
+
+@_rule("attention_gate", "attention_gate_bias")
+def _gate_for_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.attention_gate_bias and not spec.attention_gate:
+        yield ("attention_gate_bias", "a bias of the output gate needs attention_gate")
 
 
 @_rule("norm", "norm_bias")

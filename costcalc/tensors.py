@@ -100,8 +100,9 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     """Q, K, V (fused into one (H + 2K) d x D matrix, or three; no V when the values reuse the
     keys; no K, V or k norm when the block reads an earlier block's keys and values), the output
     D x H d, q/k norms, sinks and differential attention's 4 lambda vectors of d. An output gate
-    doubles the query projection (2 H d); a gate per head is its own H x D projection. Values of
-    another width dv (``v_head_dim``) make V K dv x D and the output D x H dv."""
+    doubles the query projection (2 H d), with a bias of H when ``attention_gate_bias``; a gate
+    per head is its own H x D projection. Values of another width dv (``v_head_dim``) make V
+    K dv x D and the output D x H dv."""
     D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
     dv = value_width(spec)
     q = (2 if spec.attention_gate else 1) * H * d
@@ -125,6 +126,8 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
             tensors += _norm(spec, "attn.k_norm", k_width, "mixer")
     if spec.attention_sinks:
         tensors.append(Tensor("attn.sinks", (H,), "mixer"))
+    if spec.attention_gate_bias:
+        tensors.append(Tensor("attn.gate_bias", (H,), "mixer"))
     if spec.attention_head_gate:
         tensors += _linear("attn.g_proj", H, D, False, "mixer")
     if spec.differential_attention:

@@ -194,6 +194,17 @@ def full_every(r: Reader, every: int, key: str | None = None) -> Rule:
     return rule
 
 
+def cut(kind_runs: Sequence[tuple[str, int]], start: int, stop: int) -> list[tuple[str, int]]:
+    """The runs of layers ``start`` to ``stop`` - 1 (closed form)."""
+    out, first = [], 0
+    for kind, count in kind_runs:
+        low, high = max(first, start), min(first + count, stop)
+        if high > low:
+            out.append((kind, high - low))
+        first += count
+    return out
+
+
 def split_at(
     r: Reader, n_layers: int, key: str, default: int, before: str, after: str
 ) -> list[tuple[str, int]]:

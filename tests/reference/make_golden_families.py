@@ -160,6 +160,12 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("laguna-xs-2.1", ("laguna-xs-2.1", False, "meta")),
         ("dots3-note-defaults-text", ("dots3-note-defaults", True, "meta")),
         ("minimax-m3-text", ("minimax-m3", True, "meta")),
+        ("ctrl", ("ctrl", False, "meta")),
+        ("axk1-defaults", ("axk1-defaults", False, "meta")),
+        ("flint-defaults", ("flint-defaults", False, "meta")),
+        ("tiny-lara-mini", ("tiny-lara-mini", False, "cpu")),
+        ("cohere-compass-text-defaults", ("cohere-compass-text-defaults", False, "meta")),
+        ("beam-defaults", ("beam-defaults", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),

@@ -246,6 +246,26 @@ def _indexer_kinds(r: Reader, n: int) -> list[tuple[str, int]] | None:
     )
 
 
+def axk1(r: Reader) -> dict[str, Any]:
+    """AXK1ForCausalLM (A.X K1): DeepSeek-V3's layout with AXK1Config's defaults (q rank 1,536,
+    kv rank 512, r 64, n 128, v 128; 192 experts of 2,048, top 8, one shared), the queries
+    always through the low-rank path (a null ``q_lora_rank`` is not supported), and in every
+    sparse block ``mlp.post_mlp_layernorm`` (RMSNorm, D) on the sum of the experts and the shared
+    expert: three norms in the sparse layers. Dense where ``mlp_layer_types`` says, else the
+    first ``first_k_dense_replace`` (1) layers; a ``moe_layer_freq`` other than 1 (sparse only
+    on every n-th layer) is not supported. Untied by default."""
+    if "q_lora_rank" in r.data and r.data["q_lora_rank"] is None:
+        r.unsupported("q_lora_rank", "A.X K1's attention always has a query latent")
+    if r.data.get("mlp_layer_types") is None and r.data.get("moe_layer_freq", 1) != 1:
+        r.unsupported("moe_layer_freq", "sparse blocks on every n-th layer only")
+
+    def layers(r: Reader, fields: dict[str, Any], moe: dict[str, Any]) -> None:
+        sparse = {**moe, "norms_per_block": 3}
+        listed_sparse(r, fields, sparse, 1, "first_k_dense_replace")
+
+    return _deepseek(r, experts=(192, 8), moe_hidden=2048, shared=1, layers=layers)
+
+
 def youtu(r: Reader) -> dict[str, Any]:
     """YoutuForCausalLM (Youtu-LLM): DeepSeek-V3's attention (the same MLA sizes and defaults;
     ``rope_interleave`` changes no parameter) and a dense SwiGLU ``mlp`` of
@@ -286,4 +306,5 @@ FAMILIES = {
     "glm4_moe_lite": glm4_moe_lite,
     "glm_moe_dsa": glm_moe_dsa,
     "sarvam_mla": sarvam_mla,
+    "axk1": axk1,
 }

@@ -1,6 +1,6 @@
 """Hugging Face hybrids of attention and a linear-time mixer: lfm2 (short convolutions),
-qwen3_next, qwen3_5_text, qwen3_5_moe_text and olmo_hybrid (Gated DeltaNet), kimi_linear (Kimi
-Delta Attention).
+qwen3_next, qwen3_5_text, qwen3_5_moe_text, lara_mini and olmo_hybrid (Gated DeltaNet),
+kimi_linear (Kimi Delta Attention).
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names the tensors the family's modeling code builds (transformers
@@ -51,11 +51,15 @@ def _blocks(
 
 
 def _hybrid(
-    r: Reader, fields: dict[str, Any], linear: dict[str, Any], rule: hf_layers.Rule
+    r: Reader,
+    fields: dict[str, Any],
+    linear: dict[str, Any],
+    rule: hf_layers.Rule,
+    window: Any = None,
 ) -> dict[str, Any]:
     """The layers of :func:`_blocks` as ``layer_types`` lists them, else by the family's
     ``rule``."""
-    hf_layers.listed_or_rule(r, fields, _blocks(fields, linear), rule)
+    hf_layers.listed_or_rule(r, fields, _blocks(fields, linear, window), rule)
     return fields
 
 
@@ -184,21 +188,29 @@ def _qwen_linear_attention(
     sparse: bool,
     kv_heads: int = 2,
     experts: tuple[int, int] = (512, 10),
+    head_dim: int = 256,
+    gates: bool = True,
+    tie: bool = False,
+    linear_heads: tuple[int, int] = (16, 32),
+    rule: hf_layers.Rule | None = None,
+    window: Any = None,
 ) -> dict[str, Any]:
-    """Shared by Qwen3-Next and Qwen3.5: gated attention every ``full_attention_interval``-th
-    layer (or as ``layer_types`` says), Gated DeltaNet elsewhere."""
+    """Shared by Qwen3-Next, Qwen3.5 and Lara Mini: gated attention (``gates``: the queries'
+    output gate and the shared expert's gate) every ``full_attention_interval``-th layer (or
+    as ``layer_types`` or the family's ``rule`` says; sliding layers within ``window``), Gated
+    DeltaNet elsewhere."""
     fields = standard_sizes(r)
     fields.update(
         n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=kv_heads),
-        head_dim=r.value("head_dim", "head_dim", default=256),
+        head_dim=r.value("head_dim", "head_dim", default=head_dim),
         position="rotary",
         norm="rmsnorm",
         qk_norm="head",
-        attention_gate=True,
+        attention_gate=gates,
         fused_qkv=False,
         ffn="swiglu",
         ffn_bias=False,
-        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=tie),
     )
     attention_bias(r, fields)
     fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 0.25)
@@ -211,15 +223,17 @@ def _qwen_linear_attention(
             moe_shared_ffn_hidden=r.value(
                 "moe_shared_ffn_hidden", "shared_expert_intermediate_size", default=512
             ),
-            moe_shared_gate=True,
+            moe_shared_gate=gates,
         )
     else:
         fields["ffn_hidden"] = r.value("ffn_hidden", "intermediate_size", default=12288)
     net = {
         "mixer": "gated_deltanet",
         "gated_deltanet": {
-            "key_heads": r.value("gated_deltanet", "linear_num_key_heads", default=16),
-            "value_heads": r.value("gated_deltanet", "linear_num_value_heads", default=32),
+            "key_heads": r.value("gated_deltanet", "linear_num_key_heads", default=linear_heads[0]),
+            "value_heads": r.value(
+                "gated_deltanet", "linear_num_value_heads", default=linear_heads[1]
+            ),
             "key_head_dim": r.value("gated_deltanet", "linear_key_head_dim", default=128),
             "value_head_dim": r.value("gated_deltanet", "linear_value_head_dim", default=128),
             "conv_kernel": r.value("gated_deltanet", "linear_conv_kernel_dim", default=4),
@@ -227,7 +241,7 @@ def _qwen_linear_attention(
         },
     }
     r.forget("gated_deltanet")
-    return _hybrid(r, fields, net, lambda n: _interval_rule(r))
+    return _hybrid(r, fields, net, rule or (lambda n: _interval_rule(r)), window)
 
 
 def _interval_rule(r: Reader) -> hf_layers.Layout:
@@ -274,6 +288,44 @@ def qwen3_5_moe_text(r: Reader) -> dict[str, Any]:
     Gated DeltaNet input projections of qwen3_5_text, a MoE in every layer (``num_experts``
     256, ``num_experts_per_tok`` 8)."""
     return _qwen_linear_attention(r, split=True, sparse=True, experts=(256, 8))
+
+
+LARA_MINI_PATTERN = hf_layers.Layout(
+    [
+        ("linear_attention", 1),
+        ("sliding_attention", 1),
+        ("linear_attention", 1),
+        ("full_attention", 1),
+        ("sliding_attention", 1),
+    ],
+    cycles=True,
+)
+"""``LaraMiniConfig``'s default layers: this pattern of five, repeated."""
+
+
+def lara_mini(r: Reader) -> dict[str, Any]:
+    """LaraMiniForCausalLM (Lara 4 Mini): qwen3_5_moe_text's layout with plain attention (no
+    output gate: ``q_proj`` D -> H d; ``q_norm``/``k_norm`` of d; K 4, d 128 by default) on the
+    layers ``layer_types`` marks ``full_attention`` or ``sliding_attention`` (within
+    ``sliding_window``, 512; null: none), by default the cycle linear, sliding, linear, full,
+    sliding; Gated DeltaNet elsewhere (Hk 8, Hv 16 by default; split input projections; its
+    gated norm ``norm``, dv). In every layer the MoE of X = ``num_experts`` (128) experts of
+    ``moe_intermediate_size`` (512), ``num_experts_per_tok`` (4) active, and a shared SwiGLU
+    expert (``shared_expert_intermediate_size``, 512) added without a gate; tied by default."""
+    window = r.nullable("sliding_window", "sliding_window", 512)
+    return _qwen_linear_attention(
+        r,
+        split=True,
+        sparse=True,
+        kv_heads=4,
+        experts=(128, 4),
+        head_dim=128,
+        gates=False,
+        tie=True,
+        linear_heads=(8, 16),
+        rule=lambda n: LARA_MINI_PATTERN,
+        window=window,
+    )
 
 
 def olmo_hybrid(r: Reader) -> dict[str, Any]:
@@ -610,6 +662,7 @@ def _delta_segment(
 
 
 FAMILIES = {
+    "lara_mini": lara_mini,
     "recurrent_gemma": recurrent_gemma,
     "bailing_hybrid": bailing_hybrid,
     "kimi_linear": kimi_linear,

@@ -1,5 +1,5 @@
 """Hugging Face families that are Llama with a twist: granite, helium, seed_oss, arcee, apertus,
-apertus1p5_text, hyperclovax, cohere and cohere2.
+apertus1p5_text, hyperclovax, cohere, cohere2 and cohere_compass_text.
 
 Each function reads the keys its ``transformers`` configuration class defines, with that class's
 defaults, and its docstring names what the family's modeling code builds beyond the shared
@@ -114,11 +114,24 @@ def cohere2(r: Reader) -> dict[str, Any]:
     always D / H. Layers attend within ``sliding_window`` (default 4,096) where ``layer_types``
     says ``sliding_attention``; without it, every ``sliding_window_pattern``-th layer (default
     4) is full and the others slide."""
+    return _cohere2(r, hf_layers.full_every(r, 4, "sliding_window_pattern"))
+
+
+def cohere_compass_text(r: Reader) -> dict[str, Any]:
+    """CohereCompassForCausalLM (the text decoder of CohereLabs' North vision models): Command
+    R7B's block as cohere2 (``rope_parameters`` per layer type, a type without one has no
+    positions: no parameters either way); every layer attends fully unless ``layer_types``
+    marks it ``sliding_attention`` (within ``sliding_window``, default 4,096)."""
+    return _cohere2(r, lambda n: hf_layers.Layout([("full_attention", n)]))
+
+
+def _cohere2(r: Reader, rule: hf_layers.Rule) -> dict[str, Any]:
+    """Cohere2's layout with ``head_dim`` D / H, the layers ``layer_types`` lists or the
+    family's ``rule`` says attending within ``sliding_window`` (4,096)."""
     fields = _cohere_layout(r)
     fields["head_dim"] = None
     r.forget("head_dim")
     window = r.value("sliding_window", "sliding_window", default=4096)
-    rule = hf_layers.full_every(r, 4, "sliding_window_pattern")
     hf_layers.attention_layers(r, fields, window, rule)
     return fields
 
@@ -137,6 +150,7 @@ FAMILIES = {
     "arcee": arcee,
     "cohere": cohere,
     "cohere2": cohere2,
+    "cohere_compass_text": cohere_compass_text,
     "granite": granite,
     "helium": helium,
     "hyperclovax": hyperclovax,

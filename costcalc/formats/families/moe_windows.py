@@ -1,8 +1,8 @@
 """Mixture-of-experts families whose layers differ twice: sliding-window or full attention, and a
 dense or a sparse FFN (transformers 5.24, ``models/<family>/modeling_<family>.py``): afmoe,
-exaone_moe and cohere2_moe. Both per-layer rules become layer groups in closed form
-(:func:`costcalc.formats.hf_layers.combine`): one group per run of FFN kinds, cycling through the
-attention pattern from where the run starts."""
+exaone_moe, cohere2_moe, mimo_v2_flash and beam. Both per-layer rules become layer groups in
+closed form (:func:`costcalc.formats.hf_layers.combine`): one group per run of FFN kinds, cycling
+through the attention pattern from where the run starts."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
 from costcalc.formats.families.llama_variants import _cohere_layout
 from costcalc.formats.families.moe import routed_experts, shared_experts
-from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
 
 
 def _windows_and_experts(
@@ -228,7 +228,56 @@ def mimo_v2_flash(r: Reader) -> dict[str, Any]:
     return fields
 
 
+BEAM_SIZES: dict[str, Any] = {
+    "vocab_size": 151936,
+    "d_model": 5120,
+    "n_layers": 52,
+    "n_heads": 48,
+    "context_length": 8192,
+    "ffn_hidden": 20480,
+}
+"""``BeamConfig``'s defaults for the standard sizes."""
+
+
+def beam(r: Reader) -> dict[str, Any]:
+    """BeamForCausalLM (Beam 1.0): the shared layout (8 key/value heads, ``head_dim`` 128; q/k/v/o
+    bias when ``attention_bias``) with RMSNorm ``q_norm``/``k_norm`` of d, a sigmoid output gate
+    ``gate_proj`` (D -> H d, no bias; costcalc's ``attention_gate``) plus ``gate_bias`` (one per
+    head, H: ``attention_gate_bias``), four RMSNorms per block; dense SwiGLU of
+    ``intermediate_size`` where ``mlp_layer_types`` says (default the first three layers), else
+    the sparse block without shared experts (``mlp.gate`` X x D, its ``e_score_correction_bias``
+    a buffer; X = ``num_experts`` (256) experts of ``moe_intermediate_size`` (2,560), top 8);
+    untied by default. Layers attend within ``sliding_window`` (512; null: none) as
+    ``layer_types`` lists them, else every 6th layer and the last attend fully. Full layers
+    have no positions; the depth-scaled residuals and the logit soft cap hold no parameters."""
+    fields = llama_layout(r, kv_heads=8, head_dim=128, sizes=BEAM_SIZES)
+    attention_bias(r, fields)
+    fields.update(qk_norm="head", attention_gate=True, attention_gate_bias=True, norms_per_block=4)
+    moe = routed_experts(
+        r, ("num_experts",), ("num_experts_per_tok",), (256, 8), (("moe_intermediate_size",), 2560)
+    )
+    window = sliding_window(r, default=512)
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is None:
+        return fields
+    ffn = _ffn_runs(r, n, None, 3)
+    if r.data.get("layer_types") is not None or window is None:
+        every = hf_layers.Layout([("full_attention", n)])
+        _windows_and_experts(r, fields, window, every, ffn, moe)
+        return fields
+    # Every 6th layer ((i + 1) % 6 == 0) attends fully, and so does the last.
+    attention = hf_layers.attention_windows(window)
+    ffn_blocks = {"dense": {}, "sparse": moe}
+    every = hf_layers.every_nth(6, "full_attention", "sliding_attention")
+    hf_layers.combine(r, fields, every, attention, hf_layers.cut(ffn, 0, n - 1), ffn_blocks)
+    last = hf_layers.merge([("full_attention", 1)], hf_layers.cut(ffn, n - 1, n))
+    blocks = hf_layers.merged_blocks(attention, ffn_blocks)
+    fields["layers"] = [*fields.get("layers", []), *hf_layers.groups(last, blocks)]
+    return fields
+
+
 FAMILIES = {
+    "beam": beam,
     "afmoe": afmoe,
     "cohere2_moe": cohere2_moe,
     "exaone_moe": exaone_moe,

@@ -1,0 +1,78 @@
+"""Keys and refusals of the families Beam, A.X K1 and Flint beyond their golden records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from costcalc.errors import ConfigError
+from costcalc.loaders import load_file
+from costcalc.macs import forward_macs
+from costcalc.parallel import tensor_parallel_shape
+from costcalc.params import param_report
+from costcalc.spec import ModelSpec
+from costcalc.tensors import parameter_tensors
+from tests.test_hf_families import ROOT
+
+BASE: dict[str, Any] = {
+    "vocab_size": 256,
+    "d_model": 64,
+    "n_layers": 2,
+    "n_heads": 4,
+    "context_length": 128,
+    "position": "rotary",
+    "norm": "rmsnorm",
+    "ffn": "swiglu",
+}
+
+
+def test_gate_bias_is_one_parameter_per_head_and_no_product() -> None:
+    gated = ModelSpec(**BASE, attention_gate=True)
+    biased = ModelSpec(**BASE, attention_gate=True, attention_gate_bias=True)
+    assert param_report(biased).total - param_report(gated).total == 2 * 4  # L H
+    assert forward_macs(biased, 1, 8) == forward_macs(gated, 1, 8)
+    bias = next(t for t in parameter_tensors(biased) if t.name == "attn.gate_bias")
+    assert tensor_parallel_shape(bias, 2, 256) == (2,)  # split with the heads
+
+
+def test_gate_bias_needs_the_gate() -> None:
+    with pytest.raises(ValidationError, match="attention_gate_bias: a bias of the output gate"):
+        ModelSpec(**BASE, attention_gate_bias=True)
+
+
+def _load(tmp_path: Path, fixture: str, **changes: Any) -> Any:
+    data = json.loads((ROOT / "tests/fixtures/hf" / f"{fixture}.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**data, **changes}))
+    return load_file(path).spec
+
+
+@pytest.mark.parametrize(
+    ("fixture", "changes", "message"),
+    [
+        ("axk1-defaults", {"q_lora_rank": None}, "q_lora_rank"),
+        ("axk1-defaults", {"moe_layer_freq": 2}, "moe_layer_freq"),
+        ("flint-defaults", {"decoder_sparse_step": 2}, "decoder_sparse_step"),
+        ("flint-defaults", {"mlp_only_layers": "0"}, "mlp_only_layers"),
+    ],
+)
+def test_unsupported_layouts_are_refused(
+    tmp_path: Path, fixture: str, changes: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _load(tmp_path, fixture, **changes)
+
+
+def test_listed_layers_replace_the_rules(tmp_path: Path) -> None:
+    # A.X K1: mlp_layer_types instead of first_k_dense_replace; the sparse layers keep 3 norms.
+    listed = ["dense", "sparse", "dense", *["sparse"] * 58]
+    spec = _load(tmp_path, "axk1-defaults", mlp_layer_types=listed)
+    assert [s.n_layers for s in spec.stacks if s.norms_per_block == 3] == [59]
+    # Flint and Beam without a window attend fully everywhere.
+    for fixture in ("flint-defaults", "beam-defaults"):
+        spec = _load(tmp_path, fixture, sliding_window=None)
+        assert all(s.sliding_window is None for s in spec.stacks)
