@@ -102,3 +102,10 @@ def test_unread_family_example_is_the_model_its_config_describes() -> None:
     assert spec.resolved() == translated.resolved()
     assert forward_macs(spec, 1, 128) == record["macs_forward"]["macs_total"]
     assert kv_cache_elements(spec, 1, 16) == record["kv_cache_elements"]
+
+
+def test_readme_counts_the_families_costcalc_reads() -> None:
+    from costcalc.formats.families import registry
+
+    match = re.search(r"of (\d+) `model_type`s", (ROOT / "README.md").read_text())
+    assert match and int(match.group(1)) == len(registry())
