@@ -6,7 +6,8 @@ and their ratios, measured in one run, the runs interleaved, so that machine loa
 The baseline is what any program built on the same four libraries pays: `import typer, rich,
 pydantic, yaml` and validating one small pydantic model (pydantic builds most of its machinery
 lazily, on the first model). Target: the JSON command at most 1.15 x that baseline. The table
-command is shown too; it also imports Rich's table machinery, which JSON output never does.
+command is shown too; it also imports Rich's table machinery, which JSON output never does. So
+is every shipped preset side by side in JSON: what each model adds after the first.
 
 Every process reads compiled bytecode, as an installed costcalc and its dependencies do (pip
 compiles them on install): the cache lives in a temporary directory (PYTHONPYCACHEPREFIX), filled
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 BASELINE = [
     sys.executable,
@@ -33,6 +35,20 @@ BASELINE = [
 ]
 JSON = [sys.executable, "-m", "costcalc", "params", "-p", "gpt2-small", "-f", "json"]
 TABLE = [sys.executable, "-m", "costcalc", "params", "-p", "gpt2-small"]
+PRESETS = sorted(
+    path.stem
+    for path in (Path(__file__).resolve().parents[2] / "presets").glob("*.yaml")
+    if path.stem != "aliases"
+)
+EVERY = [
+    sys.executable,
+    "-m",
+    "costcalc",
+    "params",
+    *(f"-p{name}" for name in PRESETS),
+    "-f",
+    "json",
+]
 TARGET = 1.15
 
 
@@ -56,7 +72,7 @@ def main() -> None:
         if not source:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = cache
-        commands = {"baseline": BASELINE, "json": JSON, "table": TABLE}
+        commands = {"baseline": BASELINE, "json": JSON, "table": TABLE, "every": EVERY}
         medians(commands, 2, env)  # warm the file cache (and fill the bytecode cache)
         m = medians(commands, runs, env)
     print("bytecode: " + ("compiled in every run (--source)" if source else "cached, as installed"))
@@ -67,6 +83,9 @@ def main() -> None:
     verdict = "within" if ratio <= TARGET else "over"
     print(f"ratio json / baseline:               {ratio:7.2f} ({verdict} the {TARGET} target)")
     print(f"ratio table / baseline:              {m['table'] / m['baseline']:7.2f}")
+    extra = (m["every"] - m["json"]) / (len(PRESETS) - 1)
+    print(f"all {len(PRESETS)} presets, -f json:          {m['every'] * 1000:7.1f} ms")
+    print(f"each model after the first:          {extra * 1000:7.1f} ms")
 
 
 if __name__ == "__main__":
