@@ -5,16 +5,17 @@ Llama, Qwen3, Mixtral, Qwen3-MoE, Gemma 2, Gemma 3, OLMo 2, Qwen2-MoE and gpt-os
 forward with their loss under ``torch.autograd.graph.saved_tensors_hooks``, each storage counted
 once), the bytes are what transformers' modeling code saves, term by term: exact for that
 implementation in the training dtype, but the conventions below. A block is measured when its
-mixer is plain attention (sinks allowed; no MLA, output gate, low-rank queries, grouped output,
-key compressor or residual streams), it has 2 norms (pre- or post-norm) or 4 (sandwich), its
-query/key norms (if any) are per head or over whole projections, and its values are as wide as
-the keys (no ``v_head_dim``, no ``keys_as_values``); its FFN may be a plain MLP, a gated FFN or
-routed experts, with or without a shared expert (and its sigmoid gate). Other blocks keep the
-Korthikanti et al. 2022 estimate, and the output says so.
+mixer is plain attention (sinks allowed; no MLA, output or per-head gate, low-rank queries,
+grouped output, key compressor, shared keys and values, per-layer inputs or residual streams),
+it has 2 norms (pre- or post-norm) or 4 (sandwich), its query/key norms (if any) are per head or
+over whole projections, and its values are as wide as the keys (no ``v_head_dim``, no
+``keys_as_values``); its FFN may be a plain MLP, a gated FFN or routed experts, with or without a
+shared expert (and its sigmoid gate). Other blocks keep the Korthikanti et al. 2022 estimate,
+and the output says so.
 
 Symbols: N = B T tokens, e bytes per activation (the training dtype), D width, H query heads,
-K key/value heads, d head width, F FFN width, E experts, k experts per token, R = N k routed
-rows, V vocabulary rows, r rotary width. Integer formulas only.
+K key/value heads, d head width, F FFN width, S shared expert width, E experts, k experts per
+token, R = N k routed rows, V vocabulary rows, r rotary width. Integer formulas only.
 
 Conventions: dropout off and no KV cache in the training forward (``use_cache=False``); the plain
 MLP's activation is GPT-2's ``gelu_new`` written out (4 saved tensors; ``F.gelu`` or ReLU save
@@ -72,6 +73,9 @@ def measured(spec: ModelSpec) -> bool:
     return (
         spec.mixer == "attention"
         and not spec.attention_gate
+        and not spec.attention_head_gate
+        and not spec.shares_kv
+        and spec.per_layer_input_width is None
         and spec.norms_per_block in (2, 4)
         and spec.qk_norm != "key"
         and spec.v_head_dim is None

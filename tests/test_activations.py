@@ -178,6 +178,10 @@ def test_blocks_not_measured_keep_the_estimate_and_say_so() -> None:
     assert result.estimated_activations
     assert "Korthikanti et al. 2022" in activation_source(spec)
     assert "partly an ESTIMATE" in activation_note(spec, "none", "sdpa", "bf16")
+    # per-layer inputs and shared keys/values (Gemma 3n/4), a per-head gate (LFM3): not measured
+    for fixture in ("gemma-4-e2b", "tiny-lfm3"):
+        spec = load_file(FIXTURES / "hf" / f"{fixture}.json").spec
+        assert not exact(spec)
     qwen = load_preset("qwen2.5-0.5b")
     assert exact(qwen.spec)
     assert not memory_result(qwen, memory_setup(train=True, length=64)).estimated_activations
