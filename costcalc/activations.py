@@ -44,7 +44,7 @@ from costcalc.units import DTYPE_BITS
 MEASURED_SOURCE = (
     "measured: the tensors transformers 5.24's modeling code saves for backward under torch "
     "2.13, each storage once (tests/golden/activation_reference.json; docs/memory.md lists the "
-    "layouts measured)"
+    "layouts measured and the code details counted by convention)"
 )
 KORTHIKANTI_SOURCE = (
     "Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models, "
