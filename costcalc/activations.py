@@ -1,25 +1,36 @@
 """Activation memory of a training step: the tensors autograd saves for the backward pass.
 
 For the block kinds that were measured (tests/golden/activation_reference.json: small GPT-2,
-Llama, Qwen3, Mixtral and Qwen3-MoE models run forward with their loss under
-``torch.autograd.graph.saved_tensors_hooks``, each storage counted once), the bytes are what
-transformers' modeling code saves, term by term: exact for that implementation in the training
-dtype. A block is measured when its mixer is plain attention (no MLA, sinks or output gate), it
-has two norms, no shared expert, no query/key norm over whole projections (OLMo 2) and values as
-wide as the keys (no ``v_head_dim``, no ``keys_as_values``); its FFN
-may be a plain MLP, a gated FFN or routed experts. Other blocks keep the Korthikanti et al. 2022
-estimate, and the output says so.
+Llama, Qwen3, Mixtral, Qwen3-MoE, Gemma 2, Gemma 3, OLMo 2, Qwen2-MoE and gpt-oss models run
+forward with their loss under ``torch.autograd.graph.saved_tensors_hooks``, each storage counted
+once), the bytes are what transformers' modeling code saves, term by term: exact for that
+implementation in the training dtype, but the conventions below. A block is measured when its
+mixer is plain attention (sinks allowed; no MLA, output or per-head gate, low-rank queries,
+grouped output, key compressor, shared keys and values, per-layer inputs or residual streams),
+it has 2 norms (pre- or post-norm) or 4 (sandwich), its query/key norms (if any) are per head or
+over whole projections, and its values are as wide as the keys (no ``v_head_dim``, no
+``keys_as_values``); its FFN may be a plain MLP, a gated FFN or routed experts, with or without a
+shared expert (and its sigmoid gate). Other blocks keep the Korthikanti et al. 2022 estimate,
+and the output says so.
 
 Symbols: N = B T tokens, e bytes per activation (the training dtype), D width, H query heads,
-K key/value heads, d head width, F FFN width, E experts, k experts per token, R = N k routed
-rows, V vocabulary rows, r rotary width. Integer formulas only.
+K key/value heads, d head width, F FFN width, S shared expert width, E experts, k experts per
+token, R = N k routed rows, V vocabulary rows, r rotary width. Integer formulas only.
 
 Conventions: dropout off and no KV cache in the training forward (``use_cache=False``); the plain
 MLP's activation is GPT-2's ``gelu_new`` written out (4 saved tensors; ``F.gelu`` or ReLU save
 1); the eager softmax is taken in the activation dtype for learned positions (GPT-2's code)
 and in fp32 otherwise (Llama-derived code); LayerNorm's mean and rstd in the activation dtype, as
 on CPU (CUDA keeps them in fp32, 4 N bytes more per norm in 16-bit); the routed experts are
-transformers' default ``grouped_mm`` implementation.
+transformers' default ``grouped_mm`` implementation. What the spec does not tell apart, counted
+as the most common code does: RMSNorm applies its weight after casting back to the dtype
+(Llama; Gemma, OLMo 2 and gpt-oss multiply in fp32 and keep the normalized input in fp32,
+(4 - e) n w more per norm, Gemma's 1 + w another 4 w); the router is Mixtral's (fp32 softmax
+over E, top-k weights divided by their sum); the gated activation is a plain SwiGLU or GeGLU
+(gpt-oss's clamped SwiGLU saves 3 e R F more); no logit soft-capping (Gemma 2 keeps the tanh
+of the scores under eager attention, e B H T^2, and of the logits, e N V); one rotary table of
+width r in the dtype (Gemma 3 builds a second one for its local layers, OLMo 2 keeps its cos and
+sin in fp32, gpt-oss's are r / 2 wide).
 """
 
 from __future__ import annotations
@@ -31,9 +42,14 @@ from costcalc.spec import ModelSpec
 from costcalc.units import DTYPE_BITS
 
 MEASURED_SOURCE = (
-    "measured: the tensors transformers 5.24's modeling code (GPT-2, Llama, Qwen3, Mixtral, "
-    "Qwen3-MoE layouts) saves for backward under torch 2.13, each storage once "
-    "(tests/golden/activation_reference.json)"
+    "measured: the tensors transformers 5.24's modeling code saves for backward under torch "
+    "2.13, each storage once (tests/golden/activation_reference.json; docs/memory.md lists the "
+    "layouts measured and the code details counted by convention)"
+)
+CONVENTION_SOURCE = (
+    "sandwich norms, sinks, whole-projection query/key norms and shared experts counted with "
+    "Llama's and Mixtral's dtypes: Gemma 2/3, OLMo 2 and gpt-oss save 11-24% more in bf16, "
+    "an ESTIMATE"
 )
 KORTHIKANTI_SOURCE = (
     "Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models, "
@@ -61,12 +77,10 @@ def measured(spec: ModelSpec) -> bool:
     """Whether a block of ``spec`` is of a measured kind (see the module docstring)."""
     return (
         spec.mixer == "attention"
-        and not spec.attention_sinks
         and not spec.differential_attention
         and not spec.attention_gate
-        and spec.norms_per_block == 2
-        and spec.moe_shared_ffn_hidden is None
-        and spec.qk_norm in ("none", "head")
+        and spec.norms_per_block in (2, 4)
+        and spec.qk_norm in ("none", "head", "full")
         and spec.v_head_dim is None
         and not spec.keys_as_values
         and spec.query_rank is None
@@ -113,13 +127,17 @@ def projection_inputs(e: int, N: int, D: int, count: int, what: str) -> Term:
 
 
 def qk_norm_terms(spec: ModelSpec, e: int, N: int) -> list[Term]:
-    """Per-head query and key norms (Qwen3: rows N H and N K of width d); their outputs go to
-    the rotation, which saves none of them. Norms over whole projections are not measured."""
-    if spec.qk_norm != "head":
-        return []
+    """Query and key norms, per head (Qwen3, Gemma 3: rows N H and N K of width d) or over
+    whole projections (OLMo 2: rows N of width H d and K d); their outputs go to the rotation,
+    which saves none of them."""
     H, K, d = spec.n_heads or 0, spec.kv_heads, spec.head_width
-    q = norm_terms(spec, e, (N * H, "N H"), (d, "d"), 1, "query norm")
-    return q + norm_terms(spec, e, (N * K, "N K"), (d, "d"), 1, "key norm")
+    if spec.qk_norm == "head":
+        q = norm_terms(spec, e, (N * H, "N H"), (d, "d"), 1, "query norm")
+        return q + norm_terms(spec, e, (N * K, "N K"), (d, "d"), 1, "key norm")
+    if spec.qk_norm == "full":
+        q = norm_terms(spec, e, (N, "N"), (H * d, "H d"), 1, "query norm")
+        return q + norm_terms(spec, e, (N, "N"), (K * d, "K d"), 1, "key norm")
+    return []
 
 
 # --------------------------------------------------------------------------- attention
@@ -130,17 +148,26 @@ def attention_terms(spec: ModelSpec, e: int, batch: int, length: int, kernel: st
     values ``repeat_kv`` expands to H heads (copies for the matmuls), 3 e N H d; the s x s
     softmax output, in fp32 in Llama-derived code (4 B H T^2, then its copy in the dtype
     e B H T^2 unless that is fp32), in the dtype in GPT-2's (learned positions; e B H T^2); the
-    output made contiguous for
-    the output projection, e N H d. SDPA (PyTorch's flash kernel, GQA without expansion) and
-    flash: queries, keys, values (rotated ones are new tensors; unrotated ones, and rotary
-    values of a fused projection, keep the projection's storage), the output e N H d (the
-    output projection reads it in place) and an fp32 log-sum-exp per query and head, 4 B H T."""
+    output made contiguous for the output projection, e N H d. With attention sinks (gpt-oss's
+    code) the softmax runs in the dtype over the scores and the sink logit, e B H T (T + 1),
+    after subtracting the row maximum, whose int64 indices are saved, 8 B H T. SDPA (PyTorch's
+    flash kernel, GQA without expansion) and flash (with sinks too): queries, keys, values
+    (rotated ones are new tensors; unrotated ones, and rotary values of a fused projection, keep
+    the projection's storage), the output e N H d (the output projection reads it in place) and
+    an fp32 log-sum-exp per query and head, 4 B H T."""
     H, K, d = spec.n_heads or 0, spec.kv_heads, spec.head_width
     B, T, N = batch, length, batch * length
     out = Term("e N H d", "attention output", e * N * H * d)
     rotary = spec.position == "rotary"
     if kernel == "eager":
         terms = [Term("3 e N H d", "queries, keys and values (H heads)", 3 * e * N * H * d), out]
+        if spec.attention_sinks:
+            probs = e * B * H * T * (T + 1)
+            return [
+                *terms,
+                Term("e B H T (T + 1)", "probabilities with the sink column", probs, True),
+                Term("8 B H T", "row maximum indices, int64", 8 * B * H * T),
+            ]
         if spec.position == "learned":
             return [*terms, Term("e B H T^2", "attention probabilities", e * B * H * T * T, True)]
         terms.append(Term("4 B H T^2", "softmax output, fp32", 4 * B * H * T * T, True))
@@ -160,16 +187,33 @@ def attention_terms(spec: ModelSpec, e: int, batch: int, length: int, kernel: st
 # --------------------------------------------------------------------------- FFN and experts
 
 
-def ffn_terms(spec: ModelSpec, e: int, rows: tuple[int, str], width: int) -> list[Term]:
+def ffn_terms(
+    spec: ModelSpec, e: int, rows: tuple[int, str], width: tuple[int, str], label: str = ""
+) -> list[Term]:
     """A gated FFN (``down(act(gate(x)) * up(x))``): gate and up outputs, the activation's
     output and the product, 4 e n F; a plain MLP (GPT-2's ``gelu_new``: its input, tanh
     output, 0.5 x and 1 + tanh, and the down projection's input), 5 e n F."""
-    n, n_sym = rows
+    (n, n_sym), (f, f_sym) = rows, width
     if spec.ffn == "none":
         return []
     if spec.gated:
-        return [Term(f"4 e {n_sym} F", "gate, up, activation, product", 4 * e * n * width)]
-    return [Term(f"5 e {n_sym} F", "MLP (gelu_new) tensors", 5 * e * n * width)]
+        what = f"{label}gate, up, activation, product"
+        return [Term(f"4 e {n_sym} {f_sym}", what, 4 * e * n * f)]
+    return [Term(f"5 e {n_sym} {f_sym}", f"{label}MLP (gelu_new) tensors", 5 * e * n * f)]
+
+
+def shared_expert_terms(spec: ModelSpec, e: int, N: int) -> list[Term]:
+    """The shared expert every token runs, of width S: its FFN on N rows (:func:`ffn_terms`);
+    with a sigmoid gate (Qwen2-MoE, ``sigmoid(gate(x)) * shared(x)``) the product saves the
+    shared expert's output and the gate, e N D + e N."""
+    S = spec.moe_shared_ffn_hidden
+    if S is None:
+        return []
+    terms = ffn_terms(spec, e, (N, "N"), (S, "S"), "shared expert: ")
+    if spec.moe_shared_gate:
+        what = "shared expert output and its sigmoid gate"
+        terms.append(Term("e N (D + 1)", what, e * N * (spec.d_model + 1)))
+    return terms
 
 
 def expert_terms(spec: ModelSpec, e: int, N: int) -> list[Term]:
@@ -182,7 +226,7 @@ def expert_terms(spec: ModelSpec, e: int, N: int) -> list[Term]:
     E, k, D = spec.experts, spec.experts_active, spec.d_model
     R = N * k
     return [
-        *ffn_terms(spec, e, (R, "R"), spec.expert_width),
+        *ffn_terms(spec, e, (R, "R"), (spec.expert_width, "F")),
         Term("2 e R D", "routed token copies and expert outputs", 2 * e * R * D),
         Term("4 R", "router weight per routed token, fp32", 4 * R),
         Term("32 R", "int64 routing indices", 32 * R),
@@ -197,16 +241,19 @@ def expert_terms(spec: ModelSpec, e: int, N: int) -> list[Term]:
 def measured_layer_terms(
     spec: ModelSpec, e: int, batch: int, length: int, kernel: str
 ) -> list[Term]:
-    """Every tensor one measured block saves: its two norms (their outputs saved by the
-    projections that read them), attention, and the FFN or routed experts."""
+    """Every tensor one measured block saves: its norms, attention, and the FFN or routed
+    experts (with a shared expert). The attention and FFN projections save their inputs,
+    2 e N D: the pre-norms' outputs, or the residual stream where the block normalizes only
+    outputs (OLMo 2); sandwich blocks' (Gemma 2/3) post-norm outputs are added to the residual
+    stream, which saves nothing."""
     N, D = batch * length, spec.d_model
-    terms = norm_terms(spec, e, (N, "N"), (D, "D"), 2, "norm")
+    terms = norm_terms(spec, e, (N, "N"), (D, "D"), spec.norms_per_block, "norm")
     terms.append(projection_inputs(e, N, D, 2, "norm outputs"))
     terms += qk_norm_terms(spec, e, N)
     terms += attention_terms(spec, e, batch, length, kernel)
     if spec.experts > 1:
-        return terms + expert_terms(spec, e, N)
-    return terms + ffn_terms(spec, e, (N, "N"), spec.ffn_width)
+        return terms + expert_terms(spec, e, N) + shared_expert_terms(spec, e, N)
+    return terms + ffn_terms(spec, e, (N, "N"), (spec.ffn_width, "F"))
 
 
 def korthikanti_score_bytes(spec: ModelSpec, batch: int, length: int) -> int:
@@ -299,9 +346,24 @@ def terms_dict(
 # --------------------------------------------------------------------------- in words
 
 
+def by_convention(spec: ModelSpec) -> bool:
+    """Whether a measured block's figure rests on code details the config does not state:
+    sandwich norms, sinks, whole-projection query/key norms and shared experts come from
+    families (Gemma 2/3, OLMo 2, gpt-oss, Qwen-MoE) whose norms, rotary tables and routers keep
+    tensors in other dtypes than Llama's and Mixtral's, which costcalc counts (docs/memory.md:
+    11-24% more in bf16)."""
+    return (
+        spec.norms_per_block == 4
+        or spec.attention_sinks
+        or spec.qk_norm == "full"
+        or spec.moe_shared_ffn_hidden is not None
+    )
+
+
 def exact(spec: ModelSpec) -> bool:
-    """Every block of ``spec`` is of a measured kind (no estimate in its activations)."""
-    return all(measured(stack) for stack in spec.stacks)
+    """Every block of ``spec`` is of a measured kind whose figure rests on no convention (no
+    estimate in its activations)."""
+    return all(measured(stack) and not by_convention(stack) for stack in spec.stacks)
 
 
 def _symbols(terms: list[Term]) -> str:
@@ -323,9 +385,12 @@ def activation_source(spec: ModelSpec) -> str:
     """Where the figure comes from: the measurement, the estimate, or both."""
     if exact(spec):
         return MEASURED_SOURCE
-    if not any(measured(stack) for stack in spec.stacks):
-        return KORTHIKANTI_SOURCE
-    return f"{MEASURED_SOURCE}; other blocks: {KORTHIKANTI_SOURCE}"
+    sources = [MEASURED_SOURCE] if any(measured(stack) for stack in spec.stacks) else []
+    if any(measured(stack) and by_convention(stack) for stack in spec.stacks):
+        sources.append(CONVENTION_SOURCE)
+    if not all(measured(stack) for stack in spec.stacks):
+        sources.append(("other blocks: " if sources else "") + KORTHIKANTI_SOURCE)
+    return "; ".join(sources)
 
 
 def activation_note(spec: ModelSpec, recompute: str, attention: str, dtype: str) -> str:

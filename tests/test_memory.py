@@ -247,10 +247,10 @@ def test_blocks_not_measured_follow_korthikanti_per_part() -> None:
     assert sum(t.bytes for t in korthikanti_terms(GPT2, b, s, "none")) == attention + mlp + norms
     assert korthikanti_score_bytes(GPT2, b, s) == scores
     assert sum(t.bytes for t in korthikanti_terms(GPT2, b, s, "full")) == 2 * s * b * h
-    # a block of a kind not measured (attention sinks) keeps the estimate
-    sinks = GPT2.model_copy(update={"attention_sinks": True})
-    assert not measured(sinks)
-    assert layers_activation_bytes(sinks, b, s, "none", "eager", "bf16") == 12 * (
+    # a block of a kind not measured (an output gate on attention) keeps the estimate
+    gated = GPT2.model_copy(update={"attention_gate": True})
+    assert not measured(gated)
+    assert layers_activation_bytes(gated, b, s, "none", "eager", "bf16") == 12 * (
         attention + mlp + norms
     )
 

@@ -1,8 +1,10 @@
 """Generate tests/golden/activation_reference.json: the bytes a training forward saves for backward.
 
 Run by hand (pytest does not collect this file); it needs torch and transformers, as
-make_golden.py does, and builds small GPT-2, Llama, Qwen3, Mixtral and Qwen3-MoE models from
-fixture configs with their sizes shrunk (real random weights on CPU, nothing downloaded):
+make_golden.py does, and builds small GPT-2, Llama, Qwen3, Mixtral, Qwen3-MoE, Gemma 2, Gemma 3,
+OLMo 2, Qwen2-MoE (Qwen1.5-MoE) and gpt-oss models from fixture configs with their sizes shrunk
+(real random weights on CPU, nothing downloaded; transformers refuses SDPA for Gemma 2 and
+gpt-oss, which have eager records only):
 
     python tests/reference/make_activation_reference.py
 
@@ -95,9 +97,69 @@ SMALL = {
         "num_experts_per_tok": 3,
         "vocab_size": 96,
     },
+    "gemma-2-2b": {
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "query_pre_attn_scalar": 16,
+        "intermediate_size": 160,
+        "num_hidden_layers": 2,
+        "vocab_size": 96,
+    },
+    "gemma-3-1b": {
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "query_pre_attn_scalar": 16,
+        "intermediate_size": 160,
+        "num_hidden_layers": 2,
+        "vocab_size": 96,
+    },
+    "olmo-2-1b": {
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "intermediate_size": 160,
+        "num_hidden_layers": 2,
+        "vocab_size": 96,
+        "pad_token_id": None,
+        "eos_token_id": None,
+    },
+    "qwen1.5-moe-a2.7b": {
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "intermediate_size": 160,
+        "moe_intermediate_size": 48,
+        "shared_expert_intermediate_size": 96,
+        "num_hidden_layers": 2,
+        "max_window_layers": 2,
+        "num_experts": 8,
+        "num_experts_per_tok": 3,
+        "vocab_size": 96,
+    },
+    "gpt-oss-20b": {
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "intermediate_size": 48,
+        "num_hidden_layers": 2,
+        "layer_types": ["sliding_attention", "full_attention"],
+        "num_local_experts": 4,
+        "num_experts_per_tok": 2,
+        "experts_per_token": 2,
+        "vocab_size": 96,
+        "pad_token_id": None,
+        "eos_token_id": None,
+    },
 }
 MODELS = list(SMALL)
 ATTENTION = ["eager", "sdpa"]
+EAGER_ONLY = {"gemma-2-2b", "gpt-oss-20b"}
+"""transformers refuses SDPA for them (softcapped logits, sinks): eager records only."""
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
 SHAPES = [(1, 16), (2, 40)]
 
@@ -188,6 +250,7 @@ def main() -> int:
         measure(name, attention, dtype, batch, seq)
         for name in MODELS
         for attention in ATTENTION
+        if attention == "eager" or name not in EAGER_ONLY
         for dtype in DTYPES
         for batch, seq in SHAPES
     ]
