@@ -21,8 +21,9 @@ transformers converts alike), the transformers 4 names of the experts and the ro
 ``w1``, ``w3``, ``w2``, ``gate``; Qwen2-MoE's ``gate_proj``, ``up_proj``, ``down_proj``, ``gate``)
 target the stacked experts and the router weight instead of any linear layer, the fused
 gate-and-up experts at rank 2r, as ``peft.utils.transformers_weight_conversion`` rewrites them;
-``all-linear`` includes them there. A converted router name adapts nothing where the router is
-a linear layer (Hunyuan-MoE's ``gate.wg``; ``all-linear`` adapts that as a linear layer). In the
+``all-linear`` includes them there. The converted router name is the parameter ``gate.weight``:
+it hits a linear router named ``gate`` too (AFMoE's), and nothing where the router is Hunyuan-MoE's
+``gate.wg`` (``all-linear`` adapts that as a linear layer). In the
 Mamba-based model types peft refuses any module named ``out_proj`` or ``conv1d``, so
 ``all-linear`` fails there too.
 """
@@ -117,6 +118,9 @@ QWEN2_MOE_CONVERTED = {
     "down_proj": (DOWN, ("down_proj",)),
 }
 """peft's ``_MOE_TARGET_MODULE_MAPPING`` and ``_MOE_FUSED_TARGETS`` (peft 0.21)."""
+PEFT_PARAMETERS = {GATE_UP: "gate_up_proj", DOWN: "down_proj", ROUTER: "gate.weight"}
+"""The ``target_parameters`` peft converts those names to: any weight whose path ends in one
+(a linear router named ``gate`` too; none where the router is ``gate.wg``)."""
 
 ROUTER_GATE = {"mlp.router": "mlp.gate"}
 GPT2_MLP = {"mlp.up_proj": "mlp.c_fc", "mlp.down_proj": "mlp.c_proj"}
@@ -160,7 +164,7 @@ LFM2_RENAMES = {
 }
 LLAMA_FAMILIES = (
     "apertus arcee cohere cohere2 ernie4_5 exaone4 gemma gemma2 gemma3_text glm4 granite helium "
-    "llama mamba2 ministral mistral nemotron olmo2 olmo3 phi3 qwen2 qwen2_moe qwen3 qwen3_5_text "
+    "llama ministral mistral nemotron olmo2 olmo3 phi3 qwen2 qwen2_moe qwen3 qwen3_5_text "
     "qwen3_5_moe_text seed_oss smollm3 stablelm"
 )
 
@@ -187,9 +191,8 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     **dict.fromkeys(
         ("mixtral", "minimax_m2"), _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED)
     ),
-    **dict.fromkeys(
-        ("qwen3_moe", "olmoe", "qwen3_next", "flex_olmo", "mimo_v2_flash", "mellum"), QWEN2_MOE
-    ),
+    **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next", "flex_olmo", "mellum"), QWEN2_MOE),
+    "mimo_v2_flash": LLAMA,
     **dict.fromkeys(
         (
             "deepseek_v2",
@@ -214,7 +217,6 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
                 "self_attn.compressor.indexer.scorer.weights_proj"
             ),
         },
-        converted=QWEN2_MOE_CONVERTED,
     ),
     "afmoe": _names(
         renames={
@@ -329,7 +331,9 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "granitemoeshared": _names({"mlp": "block_sparse_moe"}, GRANITE_SHARED_MLP),
     "llama4_text": _names(FEED_FORWARD, router_linear=True),
     "jamba": _names({**FEED_FORWARD, "mixer": "mamba"}),
-    **dict.fromkeys(("mamba", "falcon_mamba"), LLAMA),
+    **dict.fromkeys(
+        ("mamba", "mamba2", "falcon_mamba"), _names(renames={"embed_tokens": "embeddings"})
+    ),
     "olmo_hybrid": _names(
         renames={
             "linear_attn.in_proj_a": "linear_attn.a_proj",
@@ -598,21 +602,17 @@ def _resolve(
                 f"transformers 5 ({GATE_UP.split('.', 1)[1]}); peft {PEFT_VERSION} needs them "
                 "targeted together"
             )
-        path = next(
-            (
-                s.path
-                for s in found
-                if s.generic == generic.removesuffix(".weight") and s.kind == "parameter"
-            ),
-            None,
-        )
-        if path is not None:
-            parameters[_param_key(path)] = config.rank * len(together)
+        parameters[PEFT_PARAMETERS[generic]] = config.rank * len(together)
     return remaining, parameters, tuple(converted)
 
 
 def _param_key(path: str) -> str:
     return ".".join(path.split(".")[-2:])
+
+
+def _weight_path(site: Site) -> str:
+    """The path of a site's weight, as ``target_parameters`` match it (a linear layer's too)."""
+    return site.path if site.kind == "parameter" else f"{site.path}.weight"
 
 
 def _magnitudes(site: Site) -> int:
@@ -637,6 +637,7 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
     module_targets, parameter_targets, converted = _resolve(config, names, found)
     # index of each adapted site in ``found`` -> its rank: a site hit by two targets is one
     ranks: dict[int, int] = {}
+    by_weight: set[int] = set()  # sites adapted through target_parameters (ParamWrapper)
     all_linear = config.targets == (ALL_LINEAR,)
     for target in sorted(module_targets):
         hit = [
@@ -650,8 +651,8 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
             raise UsageError(_unmatched(target, found, "linear"))
         ranks.update(dict.fromkeys(hit, config.rank))
     for target, rank in sorted(parameter_targets.items()):
-        hit = [i for i, s in enumerate(found) if s.kind == "parameter" and _hits(s.path, target)]
-        if not hit:
+        hit = [i for i, s in enumerate(found) if _hits(_weight_path(s), target)]
+        if not hit and target in config.target_parameters:
             raise UsageError(_unmatched(target, found, "parameter"))
         if config.dora:
             raise UsageError(
@@ -659,6 +660,7 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
                 "experts or bare weights (lora.ParamWrapper)"
             )
         ranks.update({i: max(rank, ranks.get(i, 0)) for i in hit})
+        by_weight.update(i for i in hit if found[i].kind != "parameter")
     if not ranks:
         raise UsageError(
             f"nothing to adapt: peft {PEFT_VERSION} converts {', '.join(converted)} (transformers "
@@ -666,7 +668,8 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
         )
     chosen: dict[str, list[tuple[Site, int]]] = {}
     for i, rank in ranks.items():
-        chosen.setdefault(found[i].name, []).append((found[i], rank))
+        name = _param_key(_weight_path(found[i])) if i in by_weight else found[i].name
+        chosen.setdefault(name, []).append((found[i], rank))
     _check_mamba(family, chosen)
     modules = tuple(_adapted(name, hits, config.dora) for name, hits in sorted(chosen.items()))
     adapted = {s.generic for hits in chosen.values() for s, _ in hits}

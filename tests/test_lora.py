@@ -174,6 +174,22 @@ def test_family_names_name_every_linear_layer(fixture: str) -> None:
     assert (theirs - ours, ours - theirs) == (only_theirs, only_ours)
 
 
+@pytest.mark.parametrize("fixture", sorted(GOLDEN["linear_modules"]))
+def test_family_names_name_the_tables(fixture: str) -> None:
+    """costcalc's token and position tables are embeddings transformers builds, of that name
+    (its path's tail) and shape."""
+    model = load_file(FIXTURES / f"{fixture}.json")
+    found = sites(model.spec, family_names(model.family))
+    theirs = [
+        (m["name"], sorted(m["shape"]))
+        for m in GOLDEN["linear_modules"][fixture]["modules"]
+        if m["kind"] == "embedding"
+    ]
+    for s in found:
+        if s.kind == "embedding":
+            assert any(_tail_of(n, s.path) and shape == sorted(s.shape) for n, shape in theirs)
+
+
 def test_every_family_has_names() -> None:
     from costcalc.formats.families import registry
 

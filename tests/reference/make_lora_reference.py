@@ -289,6 +289,54 @@ CASES += [
         {"r": 8, "target_modules": ["in_proj", "out_proj"], "modules_to_save": ["lm_head"]},
     ),
 ]
+CASES += [
+    (f"{fixture}-all-linear-r16", fixture, ALL_LINEAR)
+    for fixture in (
+        "deepseek-v4-flash",
+        "flexolmo-7x7b-1t",
+        "mimo-v2-flash",
+        "bamba-9b",
+        "olmo-hybrid-7b",
+        "lfm3-1.7b",
+        "recurrentgemma-2b",
+        "internlm3-8b-instruct",
+        "exaone-3.0-7.8b",
+        "nanochat-d32",
+        "codegen-350m-mono",
+        "xglm-564m",
+        "biogpt",
+        "gpt-neox-japanese-2.7b",
+        "apertus1p5-defaults",
+        "hyperclovax-defaults",
+        "granitemoeshared-1b",
+    )
+]
+CASES += [
+    (
+        "mamba-130m-in-r8-embeddings",
+        "mamba-130m",
+        {"r": 8, "target_modules": ["in_proj"], "modules_to_save": ["embeddings"]},
+    ),
+    (
+        "gpt-neox-japanese-2.7b-dense-r8-lora_only",
+        "gpt-neox-japanese-2.7b",
+        {"r": 8, "target_modules": ["dense"], "bias": "lora_only"},
+    ),
+    (
+        "afmoe-defaults-kvo-router-r8-lora_only",
+        "afmoe-defaults",
+        {
+            "r": 8,
+            "target_modules": ["k_proj", "v_proj", "o_proj", "router.gate"],
+            "bias": "lora_only",
+        },
+    ),
+    (
+        "biogpt-fc1-fc2-r8-output_projection",
+        "biogpt",
+        {"r": 8, "target_modules": ["fc1", "fc2"], "modules_to_save": ["output_projection"]},
+    ),
+]
 
 TEXT_DECODER = {"gemma-4-e2b", "gemma-4-e4b", "gemma-4-26b-a4b", "gemma-4-31b"}
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped."""
