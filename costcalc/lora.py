@@ -204,10 +204,10 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "glm_moe_dsa",
             "ernie4_5_moe",
             "sarvam_mla",
-            "sarvam_moe",
         ),
         DEEPSEEK,
     ),
+    "sarvam_moe": _names(renames=DEEPSEEK.renames),
     "exaone_moe": DEEPSEEK,
     "deepseek_v4": _names(
         renames={

@@ -309,6 +309,7 @@ CASES += [
         "apertus1p5-defaults",
         "hyperclovax-defaults",
         "granitemoeshared-1b",
+        "sarvam-30b",
     )
 ]
 CASES += [
