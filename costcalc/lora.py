@@ -74,7 +74,8 @@ class FamilyNames:
     """False where the experts are not stacked as costcalc's tensors are (DBRX's w1, v1, w2)."""
     loose_biases: frozenset[str] = frozenset()
     """Generic modules whose bias is a parameter beside the linear layer, not its ``bias``
-    (GPT-NeoX-Japanese's ``dense_bias``, AFMoE's ``expert_bias``): ``lora_only`` leaves it."""
+    (GPT-NeoX-Japanese's ``dense_bias``, AFMoE's ``expert_bias``): no bias mode trains it (its
+    name does not end in ``.bias``)."""
 
     def path(self, generic: str) -> str:
         """The family's module path for a generic one."""
@@ -674,7 +675,12 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
     modules = tuple(_adapted(name, hits, config.dora) for name, hits in sorted(chosen.items()))
     adapted = {s.generic for hits in chosen.values() for s, _ in hits}
     tensors = parameter_tensors(spec)
-    biases = [t for t in tensors if _trained_bias(t, config.bias, adapted - names.loose_biases)]
+    biases = [
+        t
+        for t in tensors
+        if _trained_bias(t, config.bias, adapted)
+        and t.name.removesuffix(".bias") not in names.loose_biases
+    ]
     saved = tuple((name, _saved(name, found, tensors)) for name in config.modules_to_save)
     return LoraReport(
         config=config,

@@ -333,6 +333,21 @@ CASES += [
         },
     ),
     (
+        "gpt-neox-japanese-2.7b-dense-r8-bias-all",
+        "gpt-neox-japanese-2.7b",
+        {"r": 8, "target_modules": ["dense"], "bias": "all"},
+    ),
+    (
+        "afmoe-defaults-o-r8-bias-all",
+        "afmoe-defaults",
+        {"r": 8, "target_modules": ["o_proj"], "bias": "all"},
+    ),
+    (
+        "gpt-oss-20b-o-r8-bias-all",
+        "gpt-oss-20b",
+        {"r": 8, "target_modules": ["o_proj"], "bias": "all"},
+    ),
+    (
         "biogpt-fc1-fc2-r8-output_projection",
         "biogpt",
         {"r": 8, "target_modules": ["fc1", "fc2"], "modules_to_save": ["output_projection"]},
