@@ -21,7 +21,11 @@ transformers converts alike), the transformers 4 names of the experts and the ro
 ``w1``, ``w3``, ``w2``, ``gate``; Qwen2-MoE's ``gate_proj``, ``up_proj``, ``down_proj``, ``gate``)
 target the stacked experts and the router weight instead of any linear layer, the fused
 gate-and-up experts at rank 2r, as ``peft.utils.transformers_weight_conversion`` rewrites them;
-``all-linear`` includes them there.
+``all-linear`` includes them there. The converted router name is the parameter ``gate.weight``:
+it hits a linear router named ``gate`` too (AFMoE's), and nothing where the router is Hunyuan-MoE's
+``gate.wg`` (``all-linear`` adapts that as a linear layer). In the
+Mamba-based model types peft refuses any module named ``out_proj`` or ``conv1d``, so
+``all-linear`` fails there too.
 """
 
 from __future__ import annotations
@@ -40,6 +44,11 @@ from costcalc.tensors import Shape, Tensor, parameter_tensors
 BIAS_MODES: tuple[str, ...] = ("none", "all", "lora_only")
 ALL_LINEAR = "all-linear"
 PEFT_VERSION = "0.21"
+
+MAMBA_MODEL_TYPES = ("falcon_h1", "falcon_mamba", "mamba", "mamba2", "nemotron_h")
+MAMBA_REFUSED = ("out_proj", "conv1d")
+"""peft refuses LoRA on a module named ``out_proj`` or ``conv1d`` in these model types
+(``_check_lora_target_modules_mamba``), ``all-linear`` included."""
 
 # --------------------------------------------------------------------------- family names
 
@@ -63,6 +72,10 @@ class FamilyNames:
     converted: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     stacked_experts: bool = True
     """False where the experts are not stacked as costcalc's tensors are (DBRX's w1, v1, w2)."""
+    loose_biases: frozenset[str] = frozenset()
+    """Generic modules whose bias is a parameter beside the linear layer, not its ``bias``
+    (GPT-NeoX-Japanese's ``dense_bias``, AFMoE's ``expert_bias``): no bias mode trains it (its
+    name does not end in ``.bias``)."""
 
     def path(self, generic: str) -> str:
         """The family's module path for a generic one."""
@@ -79,6 +92,7 @@ def _names(
     router_linear: bool = False,
     converted: dict[str, tuple[str, tuple[str, ...]]] | None = None,
     stacked_experts: bool = True,
+    loose_biases: Iterable[str] = (),
 ) -> FamilyNames:
     """A family's names: Llama's, with other ``prefixes`` and ``renames``."""
     return FamilyNames(
@@ -87,6 +101,7 @@ def _names(
         router_linear,
         converted or {},
         stacked_experts,
+        frozenset(loose_biases),
     )
 
 
@@ -104,6 +119,9 @@ QWEN2_MOE_CONVERTED = {
     "down_proj": (DOWN, ("down_proj",)),
 }
 """peft's ``_MOE_TARGET_MODULE_MAPPING`` and ``_MOE_FUSED_TARGETS`` (peft 0.21)."""
+PEFT_PARAMETERS = {GATE_UP: "gate_up_proj", DOWN: "down_proj", ROUTER: "gate.weight"}
+"""The ``target_parameters`` peft converts those names to: any weight whose path ends in one
+(a linear router named ``gate`` too; none where the router is ``gate.wg``)."""
 
 ROUTER_GATE = {"mlp.router": "mlp.gate"}
 GPT2_MLP = {"mlp.up_proj": "mlp.c_fc", "mlp.down_proj": "mlp.c_proj"}
@@ -118,6 +136,17 @@ GPT2 = _names(
     },
 )
 NEOX_MLP = {"mlp.up_proj": "mlp.dense_h_to_4h", "mlp.down_proj": "mlp.dense_4h_to_h"}
+NEOX_RENAMES = {
+    "attn.qkv_proj": "attention.query_key_value",
+    "attn.o_proj": "attention.dense",
+    "embed_tokens": "embed_in",
+    **NEOX_MLP,
+}
+GRANITE_SHARED_MLP = {
+    "mlp.shared_expert.gate_up_proj": "shared_mlp.input_linear",
+    "mlp.shared_expert.down_proj": "shared_mlp.output_linear",
+}
+OPT_RENAMES = {"attn.o_proj": "self_attn.out_proj", "mlp.up_proj": "fc1", "mlp.down_proj": "fc2"}
 LLAMA = _names(renames=ROUTER_GATE)
 QWEN2_MOE = _names(renames=ROUTER_GATE, converted=QWEN2_MOE_CONVERTED)
 """Families transformers converts as Qwen2-MoE (``_MODEL_TO_CONVERSION_PATTERN``); peft converts
@@ -127,6 +156,9 @@ SHARED_EXPERTS = {
     for p in ("gate_proj", "up_proj", "down_proj")
 }
 DEEPSEEK = _names(renames={**ROUTER_GATE, **SHARED_EXPERTS}, converted=QWEN2_MOE_CONVERTED)
+DEEPSEEK_NAMES = _names(renames=DEEPSEEK.renames)
+"""DeepSeek's module names in a family transformers has no checkpoint conversion for
+(``conversion_mapping._MODEL_TO_CONVERSION_PATTERN``): peft rewrites no old expert names."""
 FEED_FORWARD = {"mlp": "feed_forward"}
 LFM2_RENAMES = {
     "attn.o_proj": "self_attn.out_proj",
@@ -136,13 +168,13 @@ LFM2_RENAMES = {
 }
 LLAMA_FAMILIES = (
     "apertus arcee cohere cohere2 ernie4_5 exaone4 gemma gemma2 gemma3_text glm4 granite helium "
-    "llama mamba2 ministral mistral nemotron olmo2 olmo3 phi3 qwen2 qwen2_moe qwen3 qwen3_5_text "
+    "llama ministral mistral nemotron olmo2 olmo3 phi3 qwen2 qwen2_moe qwen3 qwen3_5_text "
     "qwen3_5_moe_text seed_oss smollm3 stablelm"
 )
 
 DENSE_LLAMA_FAMILIES = (
     "apertus1p5_text cwm exaone glm granite_swa hunyuan_v1_dense hyperclovax internlm3 "
-    "iquestcoder jais2 mellum ministral3 olmo vaultgemma youtu"
+    "iquestcoder jais2 ministral3 olmo vaultgemma youtu"
 )
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 
@@ -169,8 +201,9 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     **dict.fromkeys(
         ("mixtral", "minimax_m2"), _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED)
     ),
-    **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next", "flex_olmo", "mimo_v2_flash"), QWEN2_MOE),
-    "flint": QWEN2_MOE,
+    **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next", "flex_olmo", "mellum"), QWEN2_MOE),
+    "mimo_v2_flash": LLAMA,
+    "flint": _names(renames=ROUTER_GATE),
     "beam": QWEN2_MOE,
     "lara_mini": LLAMA,
     "cohere_compass_text": LLAMA,
@@ -185,21 +218,31 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "glm_moe_dsa",
             "ernie4_5_moe",
             "sarvam_mla",
-            "sarvam_moe",
-            "axk1",
         ),
         DEEPSEEK,
     ),
+    **dict.fromkeys(
+        (
+            "sarvam_moe",
+            "axk1",
+            "hy_v3",
+            "kolibri1",
+            "laguna",
+            "dots3_note_text",
+            "minimax_m3_vl_text",
+        ),
+        DEEPSEEK_NAMES,
+    ),
     "exaone_moe": DEEPSEEK,
     "deepseek_v4": _names(
-        renames={**DEEPSEEK.renames, "attn.k_proj": "self_attn.kv_proj"},
-        converted=QWEN2_MOE_CONVERTED,
+        renames={
+            **DEEPSEEK.renames,
+            "attn.k_proj": "self_attn.kv_proj",
+            "attn.compressor.indexer.weights_proj": (
+                "self_attn.compressor.indexer.scorer.weights_proj"
+            ),
+        },
     ),
-    "hy_v3": DEEPSEEK,
-    "kolibri1": DEEPSEEK,
-    "laguna": DEEPSEEK,
-    "dots3_note_text": DEEPSEEK,
-    "minimax_m3_vl_text": DEEPSEEK,
     "afmoe": _names(
         renames={
             "mlp.router": "mlp.router.gate",
@@ -210,6 +253,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         },
         router_linear=True,
         converted=QWEN2_MOE_CONVERTED,
+        loose_biases=("mlp.router",),
     ),
     "cohere2_moe": DEEPSEEK,
     "hunyuan_v1_moe": _names(
@@ -242,17 +286,11 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "embed_positions": "positions_embed",
         },
     ),
-    **dict.fromkeys(
-        ("gpt_neox", "gpt_neox_japanese"),
-        _names(
-            {"attn": "attention"},
-            {
-                "attn.qkv_proj": "attention.query_key_value",
-                "attn.o_proj": "attention.dense",
-                "embed_tokens": "embed_in",
-                **NEOX_MLP,
-            },
-        ),
+    "gpt_neox": _names({"attn": "attention"}, NEOX_RENAMES),
+    "gpt_neox_japanese": _names(
+        {"attn": "attention"},
+        {**NEOX_RENAMES, "lm_head": "embed_out"},
+        loose_biases=("attn.o_proj",),
     ),
     **dict.fromkeys(
         ("bloom", "falcon"),
@@ -280,16 +318,8 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "mlp.down_proj": "mlp.fc2",
         }
     ),
-    **dict.fromkeys(
-        ("opt", "xglm", "biogpt"),
-        _names(
-            renames={
-                "attn.o_proj": "self_attn.out_proj",
-                "mlp.up_proj": "fc1",
-                "mlp.down_proj": "fc2",
-            }
-        ),
-    ),
+    **dict.fromkeys(("opt", "xglm"), _names(renames=OPT_RENAMES)),
+    "biogpt": _names(renames={**OPT_RENAMES, "lm_head": "output_projection"}),
     "gpt_neo": _names(
         {"attn": "attn.attention"},
         {
@@ -339,10 +369,21 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "starcoder2": _names(renames=GPT2_MLP),
     "gpt_oss": _names(),
     "phimoe": _names(router_linear=True),
-    **dict.fromkeys(("granitemoe", "granitemoeshared"), _names({"mlp": "block_sparse_moe"})),
+    "granitemoe": _names({"mlp": "block_sparse_moe"}),
+    "granitemoeshared": _names({"mlp": "block_sparse_moe"}, GRANITE_SHARED_MLP),
     "llama4_text": _names(FEED_FORWARD, router_linear=True),
     "jamba": _names({**FEED_FORWARD, "mixer": "mamba"}),
-    **dict.fromkeys(("mamba", "falcon_mamba", "olmo_hybrid"), LLAMA),
+    **dict.fromkeys(
+        ("mamba", "mamba2", "falcon_mamba"), _names(renames={"embed_tokens": "embeddings"})
+    ),
+    "olmo_hybrid": _names(
+        renames={
+            "linear_attn.in_proj_a": "linear_attn.a_proj",
+            "linear_attn.in_proj_b": "linear_attn.b_proj",
+            "linear_attn.in_proj_z": "linear_attn.g_proj",
+            "linear_attn.out_proj": "linear_attn.o_proj",
+        }
+    ),
     "recurrent_gemma": _names(
         {"attn": "temporal_block", "mlp": "mlp_block", "mixer": "temporal_block"}
     ),
@@ -354,12 +395,9 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "granitemoehybrid": _names(
         {"mlp": "block_sparse_moe", "mixer": "mamba"},
         {
-            **dict.fromkeys(
-                ("mlp.gate_up_proj", "mlp.shared_expert.gate_up_proj"), "shared_mlp.input_linear"
-            ),
-            **dict.fromkeys(
-                ("mlp.down_proj", "mlp.shared_expert.down_proj"), "shared_mlp.output_linear"
-            ),
+            **GRANITE_SHARED_MLP,
+            "mlp.gate_up_proj": "shared_mlp.input_linear",
+            "mlp.down_proj": "shared_mlp.output_linear",
         },
     ),
     "nemotron_h": _names({"attn": "mixer", "mlp": "mixer"}, {"embed_tokens": "embeddings"}),
@@ -606,14 +644,17 @@ def _resolve(
                 f"transformers 5 ({GATE_UP.split('.', 1)[1]}); peft {PEFT_VERSION} needs them "
                 "targeted together"
             )
-        path = next((s.path for s in found if s.generic == generic.removesuffix(".weight")), None)
-        if path is not None:
-            parameters[_param_key(path)] = config.rank * len(together)
+        parameters[PEFT_PARAMETERS[generic]] = config.rank * len(together)
     return remaining, parameters, tuple(converted)
 
 
 def _param_key(path: str) -> str:
     return ".".join(path.split(".")[-2:])
+
+
+def _weight_path(site: Site) -> str:
+    """The path of a site's weight, as ``target_parameters`` match it (a linear layer's too)."""
+    return site.path if site.kind == "parameter" else f"{site.path}.weight"
 
 
 def _magnitudes(site: Site) -> int:
@@ -638,6 +679,7 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
     module_targets, parameter_targets, converted = _resolve(config, names, found)
     # index of each adapted site in ``found`` -> its rank: a site hit by two targets is one
     ranks: dict[int, int] = {}
+    by_weight: set[int] = set()  # sites adapted through target_parameters (ParamWrapper)
     all_linear = config.targets == (ALL_LINEAR,)
     for target in sorted(module_targets):
         hit = [
@@ -651,8 +693,8 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
             raise UsageError(_unmatched(target, found, "linear"))
         ranks.update(dict.fromkeys(hit, config.rank))
     for target, rank in sorted(parameter_targets.items()):
-        hit = [i for i, s in enumerate(found) if s.kind == "parameter" and _hits(s.path, target)]
-        if not hit:
+        hit = [i for i, s in enumerate(found) if _hits(_weight_path(s), target)]
+        if not hit and target in config.target_parameters:
             raise UsageError(_unmatched(target, found, "parameter"))
         if config.dora:
             raise UsageError(
@@ -660,13 +702,26 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
                 "experts or bare weights (lora.ParamWrapper)"
             )
         ranks.update({i: max(rank, ranks.get(i, 0)) for i in hit})
+        by_weight.update(i for i in hit if found[i].kind != "parameter")
+    if not ranks:
+        raise UsageError(
+            f"nothing to adapt: peft {PEFT_VERSION} converts {', '.join(converted)} (transformers "
+            "4 MoE names) to weights this model does not have; name its own modules"
+        )
     chosen: dict[str, list[tuple[Site, int]]] = {}
     for i, rank in ranks.items():
-        chosen.setdefault(found[i].name, []).append((found[i], rank))
+        name = _param_key(_weight_path(found[i])) if i in by_weight else found[i].name
+        chosen.setdefault(name, []).append((found[i], rank))
+    _check_mamba(family, chosen)
     modules = tuple(_adapted(name, hits, config.dora) for name, hits in sorted(chosen.items()))
     adapted = {s.generic for hits in chosen.values() for s, _ in hits}
     tensors = parameter_tensors(spec)
-    biases = [t for t in tensors if _trained_bias(t, config.bias, adapted)]
+    biases = [
+        t
+        for t in tensors
+        if _trained_bias(t, config.bias, adapted)
+        and t.name.removesuffix(".bias") not in names.loose_biases
+    ]
     saved = tuple((name, _saved(name, found, tensors)) for name in config.modules_to_save)
     return LoraReport(
         config=config,
@@ -687,6 +742,22 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
         ),
         converted=converted,
     )
+
+
+def _check_mamba(family: str | None, chosen: dict[str, list[tuple[Site, int]]]) -> None:
+    """peft's refusal of ``out_proj`` and ``conv1d`` in Mamba-based model types."""
+    refused = sorted(
+        s.path
+        for hits in chosen.values()
+        for s, _ in hits
+        if s.path.split(".")[-1] in MAMBA_REFUSED
+    )
+    if family in MAMBA_MODEL_TYPES and refused:
+        raise UsageError(
+            f"peft {PEFT_VERSION} refuses LoRA on {', '.join(refused)} in {family} models (no "
+            f"module named {' or '.join(MAMBA_REFUSED)} in Mamba-based models); name the other "
+            "layers (all-linear includes them)"
+        )
 
 
 def _adapted(name: str, hits: list[tuple[Site, int]], dora: bool) -> AdaptedModule:

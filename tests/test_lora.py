@@ -44,6 +44,10 @@ def _config(record: dict):
 def test_trainable_and_total_equal_peft(case: str) -> None:
     record = GOLDEN["cases"][case]
     model = load_file(FIXTURES / f"{record['fixture']}.json")
+    if "error" in record:  # peft refuses the config, and so does costcalc
+        with pytest.raises(UsageError, match=r"refuses LoRA on|nothing to adapt"):
+            lora_report(model.spec, model.family, _config(record))
+        return
     report = lora_report(model.spec, model.family, _config(record))
     assert report.base_total == record["base_total"]
     assert (report.trainable, report.total) == (record["trainable"], record["total"])
@@ -67,6 +71,45 @@ def test_golden_covers_the_brief() -> None:
     assert any(c.get("target_parameters") for c in configs)
 
 
+NEWER_FAMILIES = {
+    "gemma4_text",
+    "deepseek_v32",
+    "minimax_m2",
+    "glm4_moe_lite",
+    "granitemoehybrid",
+    "falcon_h1",
+    "olmo",
+    "glm",
+    "hunyuan_v1_moe",
+    "dots1",
+    "lfm2_moe",
+    "kimi_linear",
+    "mamba",
+}
+
+
+def test_golden_covers_newer_families() -> None:
+    """all-linear on each newer family peft was run on, and experts through target_parameters
+    in its MoE families."""
+    cases = GOLDEN["cases"].values()
+    family = {c["fixture"]: load_file(FIXTURES / f"{c['fixture']}.json").family for c in cases}
+    all_linear = {
+        family[c["fixture"]] for c in cases if c["config"]["target_modules"] == ALL_LINEAR
+    }
+    experts = {family[c["fixture"]] for c in cases if c["config"].get("target_parameters")}
+    assert all_linear >= NEWER_FAMILIES
+    assert experts >= {"gemma4_text", "deepseek_v32", "minimax_m2", "glm4_moe_lite", "lfm2_moe"}
+
+
+def test_mamba_out_proj_is_refused_as_peft_refuses_it() -> None:
+    model = load_file(FIXTURES / "mamba-130m.json")
+    with pytest.raises(UsageError, match=r"refuses LoRA on mixer\.out_proj in mamba models"):
+        lora_report(model.spec, model.family, lora_config(8, ["in_proj", "out_proj"]))
+    bamba = load_file(FIXTURES / "granite-4.0-h-tiny.json")
+    report = lora_report(bamba.spec, bamba.family, lora_config(8, ["out_proj"]))
+    assert report.modules[0].name == "out_proj"
+
+
 def _listed(fixture: str) -> tuple[Counter, Counter]:
     """peft-relevant weights transformers builds, and costcalc's sites, as
     (kind, name, sorted shape, bias) -> count."""
@@ -74,7 +117,7 @@ def _listed(fixture: str) -> tuple[Counter, Counter]:
     model = load_file(FIXTURES / f"{fixture}.json")
     names = family_names(model.family)
     found = sites(model.spec, names)
-    biases = {t.removesuffix(".bias") for t in _bias_names(model.spec)}
+    biases = {t.removesuffix(".bias") for t in _bias_names(model.spec)} - names.loose_biases
     ours: Counter = Counter()
     for s in found:
         if s.kind == "embedding":
@@ -104,12 +147,47 @@ def _tail_of(name: str, path: str) -> bool:
     return name == path or name.endswith(f".{path}")
 
 
+KNOWN_DIFFERENCES = {
+    "afmoe-defaults": (
+        Counter(
+            {
+                ("linear", "self_attn.q_proj", (2048, 2048), False): 32,
+                ("linear", "self_attn.gate_proj", (2048, 2048), False): 32,
+            }
+        ),
+        Counter({("linear", "self_attn.q_proj", (2048, 4096), False): 32}),
+    ),
+}
+"""Fixture -> (transformers' layers costcalc lacks, costcalc's sites transformers lacks).
+AFMoE's output gate ``self_attn.gate_proj`` (D -> H d) is a layer of its own; costcalc's tensors
+fuse it into ``q_proj`` (D -> 2 H d, as Qwen3-Next's), so ``q_proj`` targets count r D per layer
+more than peft, and ``gate_proj`` hits no attention layer."""
+
+
 @pytest.mark.parametrize("fixture", sorted(GOLDEN["linear_modules"]))
 def test_family_names_name_every_linear_layer(fixture: str) -> None:
     """Every nn.Linear (and Conv1D), stacked expert and router weight transformers builds is a
-    costcalc site of the same name, shape, bias and count, and nothing else is."""
+    costcalc site of the same name, shape, bias and count, and nothing else is (but for the
+    differences stated in KNOWN_DIFFERENCES)."""
     theirs, ours = _listed(fixture)
-    assert ours == theirs
+    only_theirs, only_ours = KNOWN_DIFFERENCES.get(fixture, (Counter(), Counter()))
+    assert (theirs - ours, ours - theirs) == (only_theirs, only_ours)
+
+
+@pytest.mark.parametrize("fixture", sorted(GOLDEN["linear_modules"]))
+def test_family_names_name_the_tables(fixture: str) -> None:
+    """costcalc's token and position tables are embeddings transformers builds, of that name
+    (its path's tail) and shape."""
+    model = load_file(FIXTURES / f"{fixture}.json")
+    found = sites(model.spec, family_names(model.family))
+    theirs = [
+        (m["name"], sorted(m["shape"]))
+        for m in GOLDEN["linear_modules"][fixture]["modules"]
+        if m["kind"] == "embedding"
+    ]
+    for s in found:
+        if s.kind == "embedding":
+            assert any(_tail_of(n, s.path) and shape == sorted(s.shape) for n, shape in theirs)
 
 
 def test_every_family_has_names() -> None:

@@ -4,14 +4,18 @@ Run by hand (pytest does not collect this file); it needs torch, transformers an
 make_golden.py's model building (fixture configs on the meta device, no downloads):
 
     pip install torch==2.13.0 transformers==5.24.0 peft==0.21.2
-    python tests/reference/make_lora_reference.py
+    python tests/reference/make_lora_reference.py                 # every case and fixture
+    python tests/reference/make_lora_reference.py CASE [CASE ...]  # those cases, their fixtures
+    python tests/reference/make_lora_reference.py FIXTURE [...]    # those fixtures' listings
+
+Results are merged into the existing output file.
 
 Each case wraps a fresh model with ``get_peft_model(model, LoraConfig(...))`` and records
-``get_nb_trainable_parameters()`` (trainable, total) and, per target name, the modules peft
-adapted and the parameters it added (LoRA A/B, DoRA magnitudes, LoRA-B biases), plus the
-parameters of each ``modules_to_save`` copy. MoE experts, stacked as parameters in transformers
-5, are targeted with ``target_parameters`` (the name, as peft matches it, is the parameter path's
-suffix).
+``get_nb_trainable_parameters()`` (trainable, total) (or the ``ValueError`` peft raises) and,
+per target name, the modules peft adapted and the parameters it added (LoRA A/B, DoRA
+magnitudes, LoRA-B biases), plus the parameters of each ``modules_to_save`` copy. MoE experts,
+stacked as parameters in transformers 5, are targeted with ``target_parameters`` (the name, as
+peft matches it, is the parameter path's suffix).
 """
 
 from __future__ import annotations
@@ -132,6 +136,235 @@ CASES: list[tuple[str, str, dict]] = [
     ),
 ]
 
+ALL_LINEAR = {"r": 16, "target_modules": "all-linear"}
+QKVO = ["q_proj", "k_proj", "v_proj", "o_proj"]
+MLA = ["q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]
+EXPERTS = ["experts.gate_up_proj", "experts.down_proj"]
+CASES += [
+    ("gemma-4-e2b-all-linear-r16", "gemma-4-e2b", ALL_LINEAR),
+    (
+        "gemma-4-e2b-qkvo-r8-lm_head",
+        "gemma-4-e2b",
+        {"r": 8, "target_modules": QKVO, "modules_to_save": ["lm_head"]},
+    ),
+    (
+        "gemma-4-e2b-per-layer-r8",
+        "gemma-4-e2b",
+        {
+            "r": 8,
+            "target_modules": [
+                "per_layer_input_gate",
+                "per_layer_projection",
+                "per_layer_model_projection",
+            ],
+        },
+    ),
+    ("gemma-4-26b-a4b-all-linear-r16", "gemma-4-26b-a4b", ALL_LINEAR),
+    (
+        "gemma-4-26b-a4b-qv-router-experts-r4",
+        "gemma-4-26b-a4b",
+        {
+            "r": 4,
+            "target_modules": ["q_proj", "v_proj", "router.proj"],
+            "target_parameters": EXPERTS,
+        },
+    ),
+    ("deepseek-v3.2-exp-all-linear-r16", "deepseek-v3.2-exp", ALL_LINEAR),
+    (
+        "deepseek-v3.2-exp-mla-r8-lm_head",
+        "deepseek-v3.2-exp",
+        {"r": 8, "target_modules": MLA, "modules_to_save": ["lm_head"]},
+    ),
+    (
+        "deepseek-v3.2-exp-experts-r4",
+        "deepseek-v3.2-exp",
+        {"r": 4, "target_modules": ["q_a_proj"], "target_parameters": [*EXPERTS, "gate.weight"]},
+    ),
+    ("minimax-m2-all-linear-r16", "minimax-m2", ALL_LINEAR),
+    ("minimax-m2-qkvo-r8", "minimax-m2", {"r": 8, "target_modules": QKVO}),
+    (
+        "minimax-m2-experts-r4",
+        "minimax-m2",
+        {"r": 4, "target_modules": ["q_proj"], "target_parameters": [*EXPERTS, "gate.weight"]},
+    ),
+    (
+        "minimax-m2-w1-w3-w2-gate-r4",
+        "minimax-m2",
+        {"r": 4, "target_modules": ["w1", "w3", "w2", "gate"]},
+    ),
+    ("glm-4.7-flash-all-linear-r16", "glm-4.7-flash", ALL_LINEAR),
+    ("glm-4.7-flash-mla-r8", "glm-4.7-flash", {"r": 8, "target_modules": MLA}),
+    (
+        "glm-4.7-flash-experts-r4",
+        "glm-4.7-flash",
+        {"r": 4, "target_modules": ["o_proj"], "target_parameters": EXPERTS},
+    ),
+    ("granite-4.0-h-tiny-all-linear-r16", "granite-4.0-h-tiny", ALL_LINEAR),
+    (
+        "granite-4.0-h-tiny-qkvo-mamba-r8",
+        "granite-4.0-h-tiny",
+        {"r": 8, "target_modules": [*QKVO, "in_proj", "out_proj"]},
+    ),
+    (
+        "granite-4.0-h-tiny-experts-r4",
+        "granite-4.0-h-tiny",
+        {
+            "r": 4,
+            "target_modules": ["input_linear", "output_linear"],
+            "target_parameters": [*EXPERTS, "router.weight"],
+        },
+    ),
+    ("falcon-h1-7b-all-linear-r16", "falcon-h1-7b", ALL_LINEAR),
+    (
+        "falcon-h1-7b-qkvo-r8-lm_head",
+        "falcon-h1-7b",
+        {"r": 8, "target_modules": QKVO, "modules_to_save": ["lm_head"]},
+    ),
+    (
+        "falcon-h1-7b-qkv-in_proj-mlp-r8",
+        "falcon-h1-7b",
+        {
+            "r": 8,
+            "target_modules": [
+                "q_proj",
+                "k_proj",
+                "v_proj",
+                "in_proj",
+                "gate_proj",
+                "up_proj",
+                "down_proj",
+            ],
+        },
+    ),
+    ("olmo-1b-all-linear-r16", "olmo-1b", ALL_LINEAR),
+    ("olmo-1b-qkvo-r8-dora", "olmo-1b", {"r": 8, "target_modules": QKVO, "use_dora": True}),
+    ("glm-4-9b-chat-hf-all-linear-r16", "glm-4-9b-chat-hf", ALL_LINEAR),
+    (
+        "glm-4-9b-chat-hf-qkv-r8-lora_only",
+        "glm-4-9b-chat-hf",
+        {"r": 8, "target_modules": ["q_proj", "k_proj", "v_proj"], "bias": "lora_only"},
+    ),
+    ("hunyuan-a13b-all-linear-r16", "hunyuan-a13b", ALL_LINEAR),
+    ("hunyuan-a13b-qkvo-r8", "hunyuan-a13b", {"r": 8, "target_modules": QKVO}),
+    (
+        "hunyuan-a13b-experts-r4",
+        "hunyuan-a13b",
+        {"r": 4, "target_modules": ["wg"], "target_parameters": EXPERTS},
+    ),
+    ("hunyuan-a13b-gate-q-r4", "hunyuan-a13b", {"r": 4, "target_modules": ["gate", "q_proj"]}),
+    ("hunyuan-a13b-gate-r4", "hunyuan-a13b", {"r": 4, "target_modules": ["gate"]}),
+    ("dots.llm1.base-all-linear-r16", "dots.llm1.base", ALL_LINEAR),
+    (
+        "dots.llm1.base-experts-r4",
+        "dots.llm1.base",
+        {"r": 4, "target_modules": QKVO, "target_parameters": EXPERTS},
+    ),
+    ("lfm2-8b-a1b-all-linear-r16", "lfm2-8b-a1b", ALL_LINEAR),
+    (
+        "lfm2-8b-a1b-attn-experts-r8",
+        "lfm2-8b-a1b",
+        {
+            "r": 8,
+            "target_modules": ["q_proj", "k_proj", "v_proj", "out_proj"],
+            "target_parameters": [*EXPERTS, "gate.weight"],
+        },
+    ),
+    ("kimi-linear-48b-a3b-all-linear-r16", "kimi-linear-48b-a3b", ALL_LINEAR),
+    ("kimi-linear-48b-a3b-qkvo-r8", "kimi-linear-48b-a3b", {"r": 8, "target_modules": QKVO}),
+    (
+        "kimi-linear-48b-a3b-experts-r4",
+        "kimi-linear-48b-a3b",
+        {"r": 4, "target_modules": ["o_proj"], "target_parameters": EXPERTS},
+    ),
+    ("mellum2-12b-a2.5b-all-linear-r16", "mellum2-12b-a2.5b", ALL_LINEAR),
+    ("mamba-130m-all-linear-r16", "mamba-130m", ALL_LINEAR),
+    (
+        "mamba-130m-x-dt-r8-lora_only",
+        "mamba-130m",
+        {"r": 8, "target_modules": ["x_proj", "dt_proj"], "bias": "lora_only"},
+    ),
+    (
+        "mamba-130m-in-out-r8-lm_head",
+        "mamba-130m",
+        {"r": 8, "target_modules": ["in_proj", "out_proj"], "modules_to_save": ["lm_head"]},
+    ),
+]
+CASES += [
+    (f"{fixture}-all-linear-r16", fixture, ALL_LINEAR)
+    for fixture in (
+        "deepseek-v4-flash",
+        "flexolmo-7x7b-1t",
+        "mimo-v2-flash",
+        "bamba-9b",
+        "olmo-hybrid-7b",
+        "lfm3-1.7b",
+        "recurrentgemma-2b",
+        "internlm3-8b-instruct",
+        "exaone-3.0-7.8b",
+        "nanochat-d32",
+        "codegen-350m-mono",
+        "xglm-564m",
+        "biogpt",
+        "gpt-neox-japanese-2.7b",
+        "apertus1p5-defaults",
+        "hyperclovax-defaults",
+        "granitemoeshared-1b",
+        "sarvam-30b",
+    )
+]
+CASES += [
+    (
+        "mamba-130m-in-r8-embeddings",
+        "mamba-130m",
+        {"r": 8, "target_modules": ["in_proj"], "modules_to_save": ["embeddings"]},
+    ),
+    (
+        "gpt-neox-japanese-2.7b-dense-r8-lora_only",
+        "gpt-neox-japanese-2.7b",
+        {"r": 8, "target_modules": ["dense"], "bias": "lora_only"},
+    ),
+    (
+        "afmoe-defaults-kvo-router-r8-lora_only",
+        "afmoe-defaults",
+        {
+            "r": 8,
+            "target_modules": ["k_proj", "v_proj", "o_proj", "router.gate"],
+            "bias": "lora_only",
+        },
+    ),
+    (
+        "gpt-neox-japanese-2.7b-dense-r8-bias-all",
+        "gpt-neox-japanese-2.7b",
+        {"r": 8, "target_modules": ["dense"], "bias": "all"},
+    ),
+    (
+        "afmoe-defaults-o-r8-bias-all",
+        "afmoe-defaults",
+        {"r": 8, "target_modules": ["o_proj"], "bias": "all"},
+    ),
+    (
+        "gpt-oss-20b-o-r8-bias-all",
+        "gpt-oss-20b",
+        {"r": 8, "target_modules": ["o_proj"], "bias": "all"},
+    ),
+    (
+        "biogpt-fc1-fc2-r8-output_projection",
+        "biogpt",
+        {"r": 8, "target_modules": ["fc1", "fc2"], "modules_to_save": ["output_projection"]},
+    ),
+]
+
+TEXT_DECODER = {"gemma-4-e2b", "gemma-4-e4b", "gemma-4-26b-a4b", "gemma-4-31b"}
+"""Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped."""
+
+
+def _build(fixture: str) -> nn.Module:
+    """A fixture's model on the meta device (a multimodal one's text decoder if listed)."""
+    config = load_config(fixture)
+    if fixture in TEXT_DECODER:
+        config = config.get_text_config()
+    return build_model(config, **model_kwargs(fixture, "meta"))
+
 
 def _layer_added(module: LoraLayer) -> int:
     """Parameters one LoRA layer adds: its lora_A, lora_B (with lora_bias; an embedding's
@@ -157,7 +390,7 @@ TRAINING_CASES = [
 def training_record(fixture: str, keywords: dict) -> dict:
     """A bf16 base wrapped by peft (which upcasts the adapters to fp32): bytes of the frozen and
     trainable parameters, of their gradients, and of AdamW's state after one step on meta."""
-    model = build_model(load_config(fixture), **model_kwargs(fixture, "meta")).to(torch.bfloat16)
+    model = _build(fixture).to(torch.bfloat16)
     wrapped = get_peft_model(model, LoraConfig(**keywords))
     params = list(wrapped.parameters())
     trainable = [p for p in params if p.requires_grad]
@@ -188,10 +421,12 @@ def _strip_base_layer(name: str) -> str:
 
 
 def case_record(fixture: str, keywords: dict) -> dict:
-    config = load_config(fixture)
-    model = build_model(config, **model_kwargs(fixture, "meta"))
+    model = _build(fixture)
     base_total = sum(p.numel() for p in model.parameters())
-    wrapped = get_peft_model(model, LoraConfig(**keywords))
+    try:
+        wrapped = get_peft_model(model, LoraConfig(**keywords))
+    except ValueError as error:
+        return {"fixture": fixture, "config": dict(keywords), "error": str(error)}
     trainable, total = wrapped.get_nb_trainable_parameters()
     targets = (
         list(keywords.get("target_modules") or [])
@@ -236,7 +471,7 @@ def linear_modules(fixture: str) -> dict:
     routers), by the tail of its name after the layer index, with its shape (out, in for a
     linear), whether it has a bias, and how many there are; the output head and the embeddings
     marked as such."""
-    model = build_model(load_config(fixture), **model_kwargs(fixture, "meta"))
+    model = _build(fixture)
     head = model.get_output_embeddings()
     found: dict[tuple, int] = {}
     for name, module in model.named_modules():
@@ -266,33 +501,48 @@ def linear_modules(fixture: str) -> dict:
 
 
 def main() -> None:
+    """Record the cases named on the command line and the listings of their fixtures and of the
+    fixtures named (every case and fixture if none), merged into the existing output file."""
     only = set(sys.argv[1:])
-    cases = {}
+    every_fixture = {p.stem for p in FIXTURES.glob("*.json") if p.stem not in MULTIMODAL}
+    unknown = only - {case for case, _, _ in CASES} - every_fixture
+    if unknown:
+        sys.exit(f"unknown cases or fixtures: {', '.join(sorted(unknown))}")
+    output = json.loads(OUTPUT.read_text()) if OUTPUT.exists() else {"cases": {}}
+    cases = output.setdefault("cases", {})
     for case, fixture, keywords in CASES:
         if only and case not in only:
             continue
         cases[case] = case_record(fixture, keywords)
         if case in TRAINING_CASES:
             cases[case]["training_bf16"] = training_record(fixture, keywords)
-        print(case, cases[case]["trainable"], cases[case]["total"], file=sys.stderr)
-    listings = {
-        path.stem: linear_modules(path.stem)
-        for path in sorted(FIXTURES.glob("*.json"))
-        if not only and path.stem not in MULTIMODAL
-    }
-    output = {
-        "generator": GENERATOR,
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "peft": peft.__version__,
-        "date": datetime.date.today().isoformat(),
-        "cases": cases,
-        "linear_modules": listings,
-    }
-    if not only:
-        OUTPUT.write_text(json.dumps(output, indent=2) + "\n")
-    else:
-        print(json.dumps(output, indent=2))
+        record = cases[case]
+        print(
+            case, record.get("trainable"), record.get("total"), record.get("error"), file=sys.stderr
+        )
+    fixtures = (
+        {f for case, f, _ in CASES if case in only} | (only & every_fixture)
+        if only
+        else every_fixture
+    )
+    listings = output.setdefault("linear_modules", {})
+    for fixture in sorted(fixtures):
+        try:
+            listings[fixture] = linear_modules(fixture)
+        except (ValueError, KeyError) as error:  # a family this transformers cannot build
+            print(fixture, "not listed:", error, file=sys.stderr)
+    output.update(
+        {
+            "generator": GENERATOR,
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "peft": peft.__version__,
+            "date": datetime.date.today().isoformat(),
+            "cases": dict(sorted(cases.items())),
+            "linear_modules": dict(sorted(listings.items())),
+        }
+    )
+    OUTPUT.write_text(json.dumps(output, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -195,6 +195,7 @@ def granitemoeshared(r: Reader) -> dict[str, Any]:
     fields = granitemoe(r)
     shared = r.value("moe_shared_ffn_hidden", "shared_intermediate_size", default=0)
     fields["moe_shared_ffn_hidden"] = None if shared == 0 else shared
+    fields["fused_gate_up"] = True
     return fields
 
 
