@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.linear_attention import ATTENTION_KEYS
+from costcalc.formats.families.linear_attention import ATTENTION_KEYS, lfm2_parts
 from costcalc.formats.families.moe import routed_experts
-from costcalc.formats.hf_reader import Reader, standard_sizes
+from costcalc.formats.hf_reader import Reader
 
 
 def lfm2_moe(r: Reader) -> dict[str, Any]:
@@ -23,28 +23,7 @@ def lfm2_moe(r: Reader) -> dict[str, Any]:
     bias; ``expert_bias`` a buffer), X = ``num_experts`` (32) SwiGLU experts of
     ``moe_intermediate_size`` (1,792), top ``num_experts_per_tok`` (4). The final norm is named
     ``embedding_norm`` (D); tied by default."""
-    fields = standard_sizes(r)
-    fields.update(
-        n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=8),
-        position="rotary",
-        norm="rmsnorm",
-        qk_norm="head",
-        qkv_bias=False,
-        attn_out_bias=False,
-        fused_qkv=False,
-        ffn="swiglu",
-        ffn_bias=False,
-        ffn_hidden=r.size("ffn_hidden", "intermediate_size"),
-        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
-    )
-    conv = {
-        "mixer": "short_conv",
-        "short_conv": {
-            "conv_kernel": r.value("short_conv", "conv_L_cache", default=3),
-            "bias": r.value("short_conv", "conv_bias", default=False),
-        },
-    }
-    r.forget("short_conv")
+    fields, conv = lfm2_parts(r, lambda r: r.size("ffn_hidden", "intermediate_size"))
     moe = routed_experts(
         r, ("num_experts",), ("num_experts_per_tok",), (32, 4), (("moe_intermediate_size",), 1792)
     )

@@ -75,6 +75,17 @@ def lfm2(r: Reader) -> dict[str, Any]:
     ``block_auto_adjust_ff_dim`` (true) h = int(2 h / 3), then int(``block_ffn_dim_multiplier``
     (1.0) x h) rounded up to a multiple of ``block_multiple_of`` (256). The final norm is named
     ``embedding_norm`` (D); tied by default."""
+    fields, conv = lfm2_parts(r, _lfm2_ffn_width)
+    return _hybrid(r, fields, conv, lambda n: _lfm2_rule(r, n))
+
+
+def lfm2_parts(
+    r: Reader, ffn_width: Callable[[Reader], Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What LFM2 and LFM2-MoE share: the model's fields with the attention layers' keys (K
+    ``num_key_value_heads`` (8), per-head q/k norms, no biases, rotary), a SwiGLU FFN of
+    ``ffn_width``, tied by default; and the short-convolution block (kernel ``conv_L_cache``
+    (3), biases when ``conv_bias``)."""
     fields = standard_sizes(r)
     fields.update(
         n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=8),
@@ -86,7 +97,7 @@ def lfm2(r: Reader) -> dict[str, Any]:
         fused_qkv=False,
         ffn="swiglu",
         ffn_bias=False,
-        ffn_hidden=_lfm2_ffn_width(r),
+        ffn_hidden=ffn_width(r),
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
     )
     conv = {
@@ -97,7 +108,7 @@ def lfm2(r: Reader) -> dict[str, Any]:
         },
     }
     r.forget("short_conv")
-    return _hybrid(r, fields, conv, lambda n: _lfm2_rule(r, n))
+    return fields, conv
 
 
 def _lfm2_rule(r: Reader, n: int) -> hf_layers.Layout | None:
