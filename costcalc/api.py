@@ -133,7 +133,7 @@ def count_memory(
     from costcalc.gpus import device_capacity
     from costcalc.memory import memory_setup
     from costcalc.memory_results import memory_result
-    from costcalc.parallel import parallel_plan
+    from costcalc.parallel import optional_plan
 
     setup = memory_setup(
         dtype=dtype,
@@ -149,10 +149,5 @@ def count_memory(
     if isinstance(fits, int) and gpu is not None:
         raise UsageError("give the device memory once: fits= or gpu=, not both")
     capacity = fits if isinstance(fits, int) else device_capacity(fits, gpu)
-    given = (gpus, zero, fsdp, node_gpus, tp, pp, sp or None, micro_batches, ep, cp)
-    plan = (
-        None
-        if all(v is None for v in given)
-        else parallel_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
-    )
+    plan = optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
     return memory_result(load(model), setup, capacity, plan)

@@ -162,6 +162,25 @@ class ParallelPlan:
         return f"{gpus}, ZeRO-{self.stage}" if self.stage else f"{gpus}, replicated (DDP)"
 
 
+def optional_plan(
+    gpus: int | None,
+    zero: int | None,
+    fsdp: str | None,
+    node_gpus: int | None,
+    tp: int | None,
+    pp: int | None,
+    sp: bool,
+    micro_batches: int | None,
+    ep: int | None,
+    cp: int | None,
+) -> ParallelPlan | None:
+    """The plan the options give (:func:`parallel_plan`), or None when none of them is given."""
+    given = (gpus, zero, fsdp, node_gpus, tp, pp, sp or None, micro_batches, ep, cp)
+    if all(value is None for value in given):
+        return None
+    return parallel_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
+
+
 def parallel_plan(
     gpus: int | None,
     zero: int | None,

@@ -212,7 +212,7 @@ def memory(
     from costcalc.gpus import device_capacity
     from costcalc.memory import memory_setup
     from costcalc.memory_results import memory_result
-    from costcalc.parallel import parallel_plan
+    from costcalc.parallel import optional_plan
 
     with user_errors():
         unit_system = _unit_system(units)
@@ -228,12 +228,7 @@ def memory(
             attention=attention,
         )
         capacity = device_capacity(fits, gpu)
-        given = (gpus, zero, fsdp, node_gpus, tp, pp, sp or None, micro_batches, ep, cp)
-        plan = (
-            None
-            if all(v is None for v in given)
-            else parallel_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
-        )
+        plan = optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
         if plan is not None and explain:
             raise UsageError(
                 "--explain shows the whole model's formulas, not one GPU's share: drop "
