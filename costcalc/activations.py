@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from costcalc.blocks import BLOCK_FIELDS
 from costcalc.spec import ModelSpec
 from costcalc.units import DTYPE_BITS
 
@@ -73,23 +74,55 @@ def activation_width(dtype: str) -> int:
     return DTYPE_BITS[dtype] // 8
 
 
+MEASURED_KEYS = frozenset(
+    {
+        "mixer",
+        "n_heads",
+        "n_kv_heads",
+        "head_dim",
+        "kv_cache_heads",
+        "qkv_bias",
+        "attn_out_bias",
+        "fused_qkv",
+        "qk_norm",
+        "attention_sinks",
+        "sliding_window",
+        "kv_cache_all_tokens",
+        "attention_chunk",
+        "ffn",
+        "ffn_mult",
+        "ffn_hidden",
+        "ffn_bias",
+        "fused_gate_up",
+        "ffn_act_params",
+        "moe_experts",
+        "moe_top_k",
+        "moe_ffn_hidden",
+        "moe_shared_ffn_hidden",
+        "moe_shared_gate",
+        "moe_router_bias",
+        "norms_per_block",
+    }
+)
+"""The block keys whose every value the measured terms cover; any other block key away from its
+default (a new kind of block among them) makes the block unmeasured."""
+
+
 def measured(spec: ModelSpec) -> bool:
-    """Whether a block of ``spec`` is of a measured kind (see the module docstring)."""
+    """Whether a block of ``spec`` is of a measured kind (see the module docstring): attention
+    with 2 or 4 norms and no key-only norm, the other block keys at their defaults, one residual stream and no
+    per-layer inputs."""
+    fields = type(spec).model_fields
     return (
         spec.mixer == "attention"
-        and not spec.differential_attention
-        and not spec.attention_gate
         and spec.norms_per_block in (2, 4)
-        and spec.qk_norm in ("none", "head", "full")
-        and spec.v_head_dim is None
-        and not spec.keys_as_values
-        and spec.query_rank is None
-        and spec.out_groups is None
-        and spec.kv_compress_rate is None
+        and spec.qk_norm != "key"
+        and all(
+            getattr(spec, name) == fields[name].default
+            for name in BLOCK_FIELDS
+            if name not in MEASURED_KEYS
+        )
         and spec.residual_streams == 1
-        and spec.indexer_heads is None
-        and not (spec.attention_head_gate or spec.parallel_mamba2 or spec.shares_kv)
-        and not (spec.ffn_inner_norm or spec.moe_router_scales)
         and spec.per_layer_input_width is None
     )
 
