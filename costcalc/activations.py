@@ -110,8 +110,8 @@ default (a new kind of block among them) makes the block unmeasured."""
 
 def measured(spec: ModelSpec) -> bool:
     """Whether a block of ``spec`` is of a measured kind (see the module docstring): attention
-    with 2 or 4 norms and no key-only norm, the other block keys at their defaults, one residual stream and no
-    per-layer inputs."""
+    with 2 or 4 norms and no key-only norm, the other block keys at their defaults, one residual
+    stream and no per-layer inputs."""
     fields = type(spec).model_fields
     return (
         spec.mixer == "attention"
