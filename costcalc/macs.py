@@ -25,6 +25,7 @@ from costcalc.spec import ModelSpec
 from costcalc.tensors import (
     conv_channels,
     ffn_tensors,
+    key_indexer,
     mixer_tensors,
     per_layer_model_tensors,
     recurrent_sizes,
@@ -217,8 +218,8 @@ def pair_width(spec: ModelSpec) -> int:
     if spec.mixer != "attention":
         return 0
     maps = 2 if spec.differential_attention else 1
-    indexer = 0 if spec.kv_compress_rate is not None else spec.indexer_heads or 0
-    return indexer * (spec.indexer_head_dim or 0) + maps * H * (spec.head_width + value_width(spec))
+    heads, width = key_indexer(spec)
+    return heads * width + maps * H * (spec.head_width + value_width(spec))
 
 
 def attention_pair_macs(spec: ModelSpec, batch: int, length: int, causal: bool = False) -> int:

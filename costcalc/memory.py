@@ -25,6 +25,7 @@ from costcalc.tensors import (
     Tensor,
     conv_channels,
     elements,
+    key_indexer,
     parameter_tensors,
     recurrent_sizes,
     tensor_count,
@@ -254,8 +255,7 @@ def kv_width(spec: ModelSpec) -> int:
         return 0
     if spec.keys_as_values and spec.kv_compress_rate is not None:
         return cached_heads(spec) * spec.head_width  # the compressed cache's values are its keys
-    plain_indexer = spec.indexer_heads is not None and spec.kv_compress_rate is None
-    indexer = (spec.indexer_head_dim or 0) if plain_indexer else 0  # else the compressor's
+    _, indexer = key_indexer(spec)  # its one key head; a compressor's indexer caches elsewhere
     return cached_heads(spec) * (spec.head_width + value_width(spec)) + indexer
 
 

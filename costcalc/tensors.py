@@ -262,6 +262,16 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
     ]
 
 
+def key_indexer(spec: ModelSpec) -> tuple[int, int]:
+    """(Hi, di) of an attention block's own indexer over its keys (MiniMax M3's), else (0, 0):
+    none without ``indexer_heads``, and with compressed keys the indexer is the compressor's
+    (:func:`compressor_tensors`)."""
+    Hi, di = spec.indexer_heads, spec.indexer_head_dim
+    if spec.mixer != "attention" or spec.kv_compress_rate is not None or Hi is None or di is None:
+        return 0, 0
+    return Hi, di
+
+
 def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
     """A sparse-attention indexer; none without ``indexer_heads``. On an MLA block
     DeepSeek-V3.2's (``DeepseekV32Indexer``): ``wq_b`` (q rank -> Hi di, from the query latent),
@@ -274,7 +284,7 @@ def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
     if Hi is None or di is None:
         return []
     if spec.mixer == "attention":
-        if spec.kv_compress_rate is not None:
+        if key_indexer(spec) == (0, 0):
             return []
         return [
             *_linear("attn.indexer.q_proj", Hi * di, spec.d_model, False, "mixer"),
