@@ -12,7 +12,7 @@ gives these once for all L blocks; a layered one overrides them per group of lay
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic import BaseModel, Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema
 
 # Sizes are strict positive integers: a YAML `true` is not 1 and `768.0` is not 768.
@@ -96,13 +96,13 @@ else:  # the same names at run time, each the field type that loads its model on
     ShortConvSizes = _mixer_sizes("short_conv")
 
 
-class BlockFields(BaseModel):
+class BlockFields:
     """What one transformer block holds: its token mixer, its FFN and its norms.
 
     A flat config gives these once for all L blocks; a layered one overrides them per group.
+    The fields of :class:`costcalc.spec.ModelSpec` and of its layer groups: a plain class, so
+    that pydantic collects them once, for the model that uses them.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     # Token mixer.
     mixer: MixerKind = Field(
@@ -414,5 +414,5 @@ class BlockFields(BaseModel):
         return self.recurrent_mixer is not None
 
 
-BLOCK_FIELDS: tuple[str, ...] = tuple(BlockFields.model_fields)
+BLOCK_FIELDS: tuple[str, ...] = tuple(BlockFields.__annotations__)
 """The keys a layer group may override."""

@@ -15,8 +15,8 @@ Layers: the flat block keys (:class:`costcalc.blocks.BlockFields`) describe L id
 kind of block (:meth:`ModelSpec.stacks`), in closed form: nothing grows with the number of layers.
 """
 
-from __future__ import annotations
-
+# Without `from __future__ import annotations`, as in costcalc.blocks: pydantic reads the field
+# types as objects instead of evaluating each from a string at every start-up.
 from collections.abc import Callable, Collection, Iterator, Mapping
 from functools import cache, lru_cache
 from math import isqrt
@@ -48,7 +48,8 @@ class StructureError(ValueError):
 def _optional_block_fields() -> dict[str, Any]:
     """Every block field as an optional override (None: keep the model's value)."""
     fields: dict[str, Any] = {}
-    for name, info in BlockFields.model_fields.items():
+    for name in BLOCK_FIELDS:
+        info = ModelSpec.model_fields[name]
         annotation: Any = info.annotation
         fields[name] = (annotation | None, Field(default=None, description=info.description))
     return fields
@@ -77,7 +78,7 @@ PATTERN = Field(
 
 
 @cache
-def layer_models() -> tuple[type[LayerRun], type[LayerGroup]]:
+def layer_models() -> "tuple[type[LayerRun], type[LayerGroup]]":
     """The models of a layer group and of a run of its pattern: a count and every block key as
     an optional override. Built on first use (a spec with ``layers``, or validation), not at
     import: copying the block fields would cost every command's start-up."""
@@ -115,8 +116,10 @@ def pattern_counts(count: int, runs: tuple[int, ...]) -> list[int]:
     return counts
 
 
-class ModelSpec(BlockFields):
+class ModelSpec(BlockFields, BaseModel):
     """A decoder-only transformer, as far as its size and cost are concerned."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     vocab_size: Size = Field(description="Tokens in the vocabulary (rows of the token table).")
     vocab_pad_multiple: Size | None = Field(
@@ -198,7 +201,7 @@ class ModelSpec(BlockFields):
         return data
 
     @model_validator(mode="after")
-    def _check_structure(self) -> ModelSpec:
+    def _check_structure(self) -> "ModelSpec":
         problems = structural_problems(self)
         if problems:
             raise StructureError(problems)
@@ -262,7 +265,7 @@ class ModelSpec(BlockFields):
         return self.context_length + self.position_offset if self.position == "learned" else 0
 
     @property
-    def stacks(self) -> tuple[ModelSpec, ...]:
+    def stacks(self) -> "tuple[ModelSpec, ...]":
         """The model as stacks of identical blocks, one flat spec per kind of block, each with
         ``n_layers`` = the layers of that kind (in order of first appearance). A flat spec is
         one stack: itself."""
@@ -303,7 +306,7 @@ def trusted_spec(data: Mapping[str, Any]) -> ModelSpec:
     return ModelSpec.model_construct(**fields)
 
 
-def _trusted_group(data: Mapping[str, Any]) -> LayerGroup:
+def _trusted_group(data: Mapping[str, Any]) -> "LayerGroup":
     run, group = layer_models()
     fields = _trusted_block(data, group.model_fields)
     if data.get("pattern") is not None:

@@ -124,3 +124,39 @@ def test_trusted_spec_builds_nested_models_as_validation_does(name: str, spec: o
     """Layer groups, patterns and recurrent mixer sizes (Hugging Face families) included."""
     assert isinstance(spec, ModelSpec)
     _same(trusted_spec(spec.model_dump()), ModelSpec.model_validate(spec.model_dump()))
+
+
+def test_absent_options_are_not_converted() -> None:
+    """typer builds a pydantic TypeAdapter for each option value it converts; an option not
+    given keeps its default unconverted, so a run converts only what it was given."""
+    code = (
+        "import sys, typer.core\n"
+        "seen = []\n"
+        "build = typer.core._TyperParameter.get_runtime_param\n"
+        "def counted(self):\n"
+        "    seen.append(self.name)\n"
+        "    return build(self)\n"
+        "typer.core._TyperParameter.get_runtime_param = counted\n"
+        "from costcalc.cli.app import app\n"
+        "try:\n"
+        "    app(['params', '-p', 'gpt2-small', '-f', 'json'], prog_name='costcalc')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write(' '.join(sorted(set(seen))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout)["parameters"]["total"] == 124_439_808
+    assert done.stderr.split() == ["fmt", "help", "preset"]  # help: an option with a callback
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--batch", "abc"), ("--vocab", "1.5"), ("--format", "jsn")]
+)
+def test_given_options_are_still_checked(option: str, value: str) -> None:
+    from typer.testing import CliRunner
+
+    from costcalc.cli.app import app
+
+    result = CliRunner().invoke(app, ["params", "-p", "gpt2-small", option, value])
+    assert result.exit_code == 2
+    assert "Invalid value" in result.output

@@ -59,13 +59,30 @@ def _value_type(param: Any) -> Any:
     return get_args(annotation)[0] if get_origin(annotation) is list else annotation
 
 
+def _coerce_given_only(param: Any) -> None:
+    """Let ``param`` convert only a value that was given: typer builds a pydantic TypeAdapter
+    for an option's value even when the option is absent (its value None, which it then
+    passes through), and a command has some thirty options of which a run gives a few."""
+    process = param.process_value
+
+    def process_value(ctx: Context, value: Any) -> Any:
+        if value is None and not param.required and param.callback is None:
+            return () if param.multiple or param.nargs == -1 else None
+        return process(ctx, value)
+
+    param.process_value = process_value
+
+
 class Command(TyperCommand):
     """A costcalc command: help paragraphs wrapped by the terminal, values named in plain
-    words (:func:`_plain_metavars`)."""
+    words (:func:`_plain_metavars`), absent options left as they are
+    (:func:`_coerce_given_only`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.help = unwrap(self.help)
+        for param in self.params:
+            _coerce_given_only(param)
 
     def get_params(self, ctx: Context) -> list[Any]:
         return _plain_metavars(super().get_params(ctx))
