@@ -10,6 +10,10 @@ Every model is built from its fixture config (tests/fixtures/hf/<fixture>.json) 
 ``AutoModelForCausalLM.from_config(config, attn_implementation="eager")`` on the meta device,
 through make_golden.py's builder. A multimodal fixture (one with a ``text_config``) is recorded
 through its text decoder: ``config.get_text_config()``, whose model_type is e.g. gemma3_text.
+When AutoModelForCausalLM has no class for that text config (molmo2_text, deepseek_ocr2_text),
+the wrapper's ``*ForConditionalGeneration`` model is built and its language model and LM head
+are kept (``TextDecoder``); it runs on token ids alone, with a cache made up front as
+``generate()`` does.
 Layers may differ in this file, so ``parameters_per_layer`` is always a list and ``layer_kinds``
 groups the layers by layout. Families that cannot run a forward pass on meta get a tiny real-weight
 twin (its own fixture, ``tiny-*``) or a ``*_error`` field with the exception text.
@@ -23,8 +27,10 @@ import re
 import sys
 import traceback
 from collections import OrderedDict
+from types import SimpleNamespace
 
 import torch
+import transformers
 from make_golden import (
     ATTENTION_PAIR_OPS,
     LINEAR_OPS,
@@ -45,7 +51,14 @@ from make_golden import (
     token_ids,
 )
 from torch import nn
-from transformers import CONFIG_MAPPING
+from transformers import (
+    CONFIG_MAPPING,
+    MODEL_FOR_CAUSAL_LM_MAPPING,
+    DynamicCache,
+    PretrainedConfig,
+    PreTrainedModel,
+)
+from transformers.models.auto import modeling_auto
 
 OUTPUT = ROOT / "tests" / "golden" / "hf_families.json"
 GENERATOR = "tests/reference/make_golden_families.py"
@@ -166,6 +179,13 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-lara-mini", ("tiny-lara-mini", False, "cpu")),
         ("cohere-compass-text-defaults", ("cohere-compass-text-defaults", False, "meta")),
         ("beam-defaults", ("beam-defaults", False, "meta")),
+        ("molmo2-8b-defaults-text", ("molmo2-8b-defaults", True, "meta")),
+        ("molmo2-olmo-defaults-text", ("molmo2-olmo-defaults", True, "meta")),
+        ("granite4-vision-defaults-text", ("granite4-vision-defaults", True, "meta")),
+        ("granite-docling-defaults-text", ("granite-docling-defaults", True, "meta")),
+        ("deepseek-ocr2-defaults-text", ("deepseek-ocr2-defaults", True, "meta")),
+        ("deepseek-ocr-2-text", ("deepseek-ocr-2", True, "meta")),
+        ("cosmos3-edge-defaults-text", ("cosmos3-edge-defaults", True, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
@@ -222,15 +242,73 @@ def load_config(fixture: str, text: bool):
     return config.get_text_config() if text else config
 
 
+class TextDecoder(PreTrainedModel):
+    """The language model and LM head of a conditional-generation model, run on token ids alone
+    (for a text config AutoModelForCausalLM has no class for). A PreTrainedModel, so that peft
+    leaves its output embeddings out of ``all-linear`` as it does the whole model's."""
+
+    config_class = PretrainedConfig
+    _can_set_experts_implementation_cached_value = True  # the whole model built the experts
+
+    def __init__(self, whole: PreTrainedModel) -> None:
+        super().__init__(whole.config.get_text_config())
+        self.model = whole.get_decoder()
+        self.lm_head = whole.get_output_embeddings()
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.model.get_input_embeddings()
+
+    def get_output_embeddings(self) -> nn.Module:
+        return self.lm_head
+
+    def forward(self, input_ids, **kwargs):
+        if kwargs.get("use_cache"):  # as generate() does: some language models make none
+            kwargs["cache"] = DynamicCache(config=self.config)
+        output = self.model(input_ids, **kwargs)
+        return SimpleNamespace(
+            logits=self.lm_head(output.last_hidden_state),
+            cache=getattr(output, "cache", None),
+            past_key_values=getattr(output, "past_key_values", None),
+        )
+
+
+def generation_class(model_type: str) -> type:
+    """The ``*ForConditionalGeneration`` class the auto mappings give a wrapper model_type."""
+    names = {
+        classes[model_type]
+        for mapping in dir(modeling_auto)
+        if mapping.endswith("_MAPPING_NAMES")
+        and isinstance(classes := getattr(modeling_auto, mapping), dict)
+        and isinstance(classes.get(model_type), str)
+    }
+    (name,) = {n for n in names if n.endswith("ForConditionalGeneration")}
+    return getattr(transformers, name)
+
+
+def build_text_decoder(config, device: str, **kwargs) -> nn.Module:
+    """The text decoder of a multimodal config's conditional-generation model, with its LM
+    head."""
+    with torch.device(device):
+        whole = generation_class(config.model_type)._from_config(
+            config, attn_implementation="eager", dtype=torch.float32, **kwargs
+        )
+    return TextDecoder(whole).eval()
+
+
 def build(fixture: str, text: bool, device: str):
-    """Build with an explicit experts implementation where the family accepts one."""
+    """Build with an explicit experts implementation where the family accepts one. A text
+    config AutoModelForCausalLM has no class for is built inside its conditional-generation
+    model, whose language model and LM head are kept."""
     config = load_config(fixture, text)
+    built, make = config, build_model
+    if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING:
+        built, make = load_config(fixture, False), build_text_decoder
     torch.manual_seed(0)
     try:
-        model = build_model(config, device, experts_implementation=EXPERTS_IMPL[device])
+        model = make(built, device, experts_implementation=EXPERTS_IMPL[device])
         impl = getattr(model.config, "_experts_implementation", None)
     except (ValueError, TypeError):
-        model, impl = build_model(config, device), None
+        model, impl = make(built, device), None
     return config, model, impl
 
 
