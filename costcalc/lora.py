@@ -174,14 +174,18 @@ LLAMA_FAMILIES = (
 
 DENSE_LLAMA_FAMILIES = (
     "apertus1p5_text cwm exaone glm granite_swa hunyuan_v1_dense hyperclovax internlm3 "
-    "iquestcoder jais2 ministral3 olmo vaultgemma youtu"
+    "iquestcoder jais2 ministral3 olmo vaultgemma youtu molmo2_text granite4_vision_text "
+    "granite_docling_text"
 )
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 
 FAMILY_NAMES: dict[str, FamilyNames] = {
     **dict.fromkeys(LLAMA_FAMILIES.split(), LLAMA),
     **dict.fromkeys(DENSE_LLAMA_FAMILIES.split(), LLAMA),
-    "nanochat": _names(renames={"mlp.up_proj": "mlp.fc1", "mlp.down_proj": "mlp.fc2"}),
+    **dict.fromkeys(
+        ("nanochat", "cosmos3_edge_text"),
+        _names(renames={"mlp.up_proj": "mlp.fc1", "mlp.down_proj": "mlp.fc2"}),
+    ),
     **dict.fromkeys(
         ("gemma4_text", "gemma4_unified_text"),
         _names(
@@ -230,6 +234,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "laguna",
             "dots3_note_text",
             "minimax_m3_vl_text",
+            "deepseek_ocr2_text",
         ),
         DEEPSEEK_NAMES,
     ),

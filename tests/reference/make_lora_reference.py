@@ -29,9 +29,11 @@ import peft
 import torch
 import transformers
 from make_golden import FIXTURES, ROOT, build_model, load_config, model_kwargs
+from make_golden_families import build_text_decoder
 from peft import LoraConfig, get_peft_model
 from peft.tuners.lora import LoraLayer
 from torch import nn
+from transformers import MODEL_FOR_CAUSAL_LM_MAPPING
 from transformers.pytorch_utils import Conv1D
 
 OUTPUT = ROOT / "tests" / "golden" / "lora_reference.json"
@@ -310,6 +312,8 @@ CASES += [
         "hyperclovax-defaults",
         "granitemoeshared-1b",
         "sarvam-30b",
+        "cosmos3-edge-defaults",
+        "deepseek-ocr-2",
     )
 ]
 CASES += [
@@ -354,14 +358,25 @@ CASES += [
     ),
 ]
 
-TEXT_DECODER = {"gemma-4-e2b", "gemma-4-e4b", "gemma-4-26b-a4b", "gemma-4-31b"}
-"""Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped."""
+TEXT_DECODER = {
+    "gemma-4-e2b",
+    "gemma-4-e4b",
+    "gemma-4-26b-a4b",
+    "gemma-4-31b",
+    "cosmos3-edge-defaults",
+    "deepseek-ocr-2",
+}
+"""Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped; one that
+AutoModelForCausalLM has no class for is taken with its LM head from the conditional-generation
+model (make_golden_families.py's ``build_text_decoder``)."""
 
 
 def _build(fixture: str) -> nn.Module:
     """A fixture's model on the meta device (a multimodal one's text decoder if listed)."""
     config = load_config(fixture)
     if fixture in TEXT_DECODER:
+        if type(config.get_text_config()) not in MODEL_FOR_CAUSAL_LM_MAPPING:
+            return build_text_decoder(config, "meta", **model_kwargs(fixture, "meta"))
         config = config.get_text_config()
     return build_model(config, **model_kwargs(fixture, "meta"))
 

@@ -67,10 +67,11 @@ def sliding_window(r: Reader, default: int | None) -> Any:
     return r.nullable("sliding_window", "sliding_window", default)
 
 
-def llama(r: Reader) -> dict[str, Any]:
+def llama(r: Reader, **defaults: Any) -> dict[str, Any]:
     """LlamaForCausalLM (Llama 1-3, SmolLM): the shared layout; q/k/v/o carry a bias when
-    ``attention_bias``, gate/up/down when ``mlp_bias`` (both default false); untied by default."""
-    fields = llama_layout(r)
+    ``attention_bias``, gate/up/down when ``mlp_bias`` (both default false); untied by default.
+    ``defaults``: another configuration class's defaults for :func:`llama_layout`."""
+    fields = llama_layout(r, **defaults)
     attention_bias(r, fields)
     fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
     return fields

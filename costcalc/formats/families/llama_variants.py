@@ -47,11 +47,12 @@ def seed_oss(r: Reader) -> dict[str, Any]:
     return fields
 
 
-def arcee(r: Reader) -> dict[str, Any]:
+def arcee(r: Reader, **defaults: Any) -> dict[str, Any]:
     """ArceeForCausalLM (AFM): the shared attention and norms, but a PLAIN MLP: ``up_proj``
     (D x h) and ``down_proj`` (h x D), bias when ``mlp_bias``, activation ``hidden_act``
-    (default relu2, no parameters); q/k/v/o bias when ``attention_bias``; untied by default."""
-    fields = llama_layout(r, act="relu2")
+    (default relu2, no parameters); q/k/v/o bias when ``attention_bias``; untied by default.
+    ``defaults``: another configuration class's defaults for :func:`llama_layout`."""
+    fields = llama_layout(r, act="relu2", **defaults)
     attention_bias(r, fields)
     fields["ffn"] = "mlp"
     fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)

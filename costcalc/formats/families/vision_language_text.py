@@ -1,0 +1,172 @@
+"""Text decoders of vision-language Hugging Face families built like families costcalc already
+reads, each with its own configuration class's defaults (transformers 5.24,
+``models/<family>/modeling_<family>.py``): Molmo2's (``molmo2_text``), Granite 4 Vision's
+(``granite4_vision_text``), Granite Docling's (``granite_docling_text``), DeepSeek-OCR 2's
+(``deepseek_ocr2_text``) and Cosmos 3 Edge's (``cosmos3_edge_text``). Their files sit under a
+``text_config``; the vision parts are not counted.
+
+All build :func:`~costcalc.formats.families.llama.llama_layout`'s tensors: ``embed_tokens``
+(V x D); per block ``input_layernorm``, ``post_attention_layernorm`` (RMSNorm, D), ``q_proj``
+(D x H d), ``k_proj``/``v_proj`` (D x K d), ``o_proj`` (H d x D); a final ``norm``; the
+conditional-generation model's ``lm_head`` (V x D). What differs is named per family.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from costcalc.formats import hf_layers
+from costcalc.formats.families.llama import llama, llama_layout
+from costcalc.formats.families.llama_variants import arcee
+from costcalc.formats.families.moe import listed_sparse, routed_experts, shared_experts
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+
+MOLMO2_SIZES: dict[str, Any] = {
+    "vocab_size": 151_936,
+    "d_model": 4096,
+    "n_layers": 36,
+    "n_heads": 32,
+    "context_length": 36_864,
+    "ffn_hidden": 12_288,
+}
+"""Molmo2TextConfig's defaults (Molmo2-8B's Qwen3 decoder)."""
+
+
+def molmo2_text(r: Reader) -> dict[str, Any]:
+    """The text decoder of Molmo2ForConditionalGeneration: the layout above with
+    Molmo2TextConfig's defaults (8 key/value heads of 128), SwiGLU ``gate_proj``/``up_proj``/
+    ``down_proj`` without biases, a bias on q/k/v (not ``o_proj``) when ``attention_bias`` (or its
+    alias ``qkv_bias``), and
+    ``q_norm``/``k_norm`` (RMSNorm) of head_dim when ``qk_norm_type`` is ``qwen3`` (the default)
+    or over the whole projection (H d, K d) when ``olmo``. ``embed_tokens`` holds V +
+    ``additional_vocab_size`` (128) rows, ``lm_head`` V rows and is never tied (the class
+    declares no tied weights, whatever ``tie_word_embeddings`` says). ``norm_after`` moves the
+    two norms after their sublayers and ``rope_scaling_layers`` picks the layers with scaled
+    rotary positions: neither changes a count."""
+    fields = llama_layout(r, kv_heads=8, head_dim=128, sizes=MOLMO2_SIZES)
+    fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", "qkv_bias", default=False)
+    fields["attn_out_bias"] = False
+    kind = r.value("qk_norm", "qk_norm_type", default="qwen3")
+    if kind not in ("qwen3", "olmo"):
+        r.fail("qk_norm_type", f"expected qwen3 or olmo (got {kind!r})")
+    fields["qk_norm"] = "full" if kind == "olmo" else "head"
+    r.forget("tie_embeddings")
+    fields["tie_embeddings"] = False
+    extra = r.value("vocab_size", "additional_vocab_size", default=128)
+    vocab = fields["vocab_size"]
+    if not is_whole(extra, 0):
+        r.fail("additional_vocab_size", f"expected a whole number, 0 or more (got {extra!r})")
+    elif is_whole(vocab, 1):
+        r.key_names["vocab_size"] = r.name("vocab_size")
+        r.key_names["head_rows"] = r.name("vocab_size")
+        fields.update(vocab_size=vocab + extra, head_rows=vocab)
+    return fields
+
+
+GRANITE4_VISION_SIZES: dict[str, Any] = {
+    "vocab_size": 32_000,
+    "d_model": 4096,
+    "n_layers": 32,
+    "n_heads": 32,
+    "context_length": 2048,
+    "ffn_hidden": 11_008,
+}
+"""Granite4VisionTextConfig's defaults."""
+
+
+def granite4_vision_text(r: Reader) -> dict[str, Any]:
+    """The text decoder of Granite4VisionForConditionalGeneration: Granite's block (Llama's
+    tensors: q/k/v/o bias when ``attention_bias``, gate/up/down bias when ``mlp_bias``; the
+    multipliers hold no parameters) with Granite4VisionTextConfig's defaults (key/value heads =
+    heads, untied). The deepstack features the vision tower adds to some layers' hidden states
+    hold no text-decoder parameters."""
+    return llama(r, sizes=GRANITE4_VISION_SIZES)
+
+
+GRANITE_DOCLING_SIZES: dict[str, Any] = {
+    "vocab_size": 133_800,
+    "d_model": 1024,
+    "n_layers": 28,
+    "n_heads": 16,
+    "context_length": 32_768,
+    "ffn_hidden": 2048,
+}
+"""GraniteDoclingTextConfig's defaults (granite-docling's 28-layer decoder)."""
+
+
+def granite_docling_text(r: Reader) -> dict[str, Any]:
+    """The text decoder of GraniteDoclingForConditionalGeneration: Granite's block as above with
+    GraniteDoclingTextConfig's defaults (4 key/value heads, tied embeddings)."""
+    return llama(r, kv_heads=4, tie=True, sizes=GRANITE_DOCLING_SIZES)
+
+
+DEEPSEEK_OCR2_SIZES: dict[str, Any] = {
+    "vocab_size": 102_400,
+    "d_model": 4096,
+    "n_layers": 32,
+    "n_heads": 32,
+    "context_length": 2048,
+    "ffn_hidden": 11_008,
+}
+"""DeepseekOcr2TextConfig's defaults."""
+
+
+def deepseek_ocr2_text(r: Reader) -> dict[str, Any]:
+    """The text decoder of DeepseekOcr2ForConditionalGeneration: DeepSeek-V2's block with
+    Llama's attention instead of MLA (q/k/v/o, bias when ``attention_bias``; key/value heads =
+    heads unless given; d = D / H always: the class overwrites ``head_dim``), untied by default.
+    Where ``mlp_layer_types`` says ``dense`` a SwiGLU ``mlp`` of ``intermediate_size``; where
+    ``sparse``: ``mlp.gate`` (router X x D, no bias), ``mlp.experts`` (X SwiGLU experts of
+    ``moe_intermediate_size``, 1,407, stacked) and ``mlp.shared_experts`` (one SwiGLU MLP of
+    that width x ``n_shared_experts``, 2); X = ``n_routed_experts`` (64), top
+    ``num_experts_per_tok``. ``mlp_layer_types`` and ``num_experts_per_tok`` have no usable
+    default (the model cannot be built without them) and are required; ``mlp_bias`` (biases on
+    the dense and shared MLPs only) is not supported."""
+    fields = llama_layout(r, sizes=DEEPSEEK_OCR2_SIZES)
+    fields.pop("head_dim")
+    r.forget("head_dim")
+    attention_bias(r, fields)
+    if r.flag("mlp_bias", False):
+        r.unsupported("mlp_bias", "biases on the dense and shared MLPs but not on the experts")
+    moe = routed_experts(
+        r,
+        ("n_routed_experts", "num_experts"),
+        ("num_experts_per_tok",),
+        (64, None),
+        (("moe_intermediate_size",), 1407),
+    )
+    shared_experts(r, moe, ("n_shared_experts",), 2)
+    n = hf_layers.count_of(fields["n_layers"])
+    if n is not None and r.size("layers", "mlp_layer_types") is not None:
+        listed_sparse(r, fields, moe, 0, None)
+    return fields
+
+
+def cosmos3_edge_text(r: Reader) -> dict[str, Any]:
+    """The text decoder of Cosmos3EdgeForConditionalGeneration: Arcee's block (the shared
+    attention, q/k/v/o bias when ``attention_bias``; a plain MLP ``fc1`` (D x h) and ``fc2``
+    (h x D), bias when ``mlp_bias``, activation ``hidden_act``, default relu2) with
+    Cosmos3EdgeTextConfig's defaults (28 layers, hidden 2,048, 16 heads / 8 key-value of 128,
+    intermediate 9,216, vocabulary 131,072; untied). Its multimodal rotary sections change no
+    count."""
+    return arcee(r, kv_heads=8, head_dim=128, sizes=COSMOS3_EDGE_SIZES)
+
+
+COSMOS3_EDGE_SIZES: dict[str, Any] = {
+    "vocab_size": 131_072,
+    "d_model": 2048,
+    "n_layers": 28,
+    "n_heads": 16,
+    "context_length": 131_072,
+    "ffn_hidden": 9216,
+}
+"""Cosmos3EdgeTextConfig's defaults."""
+
+
+FAMILIES = {
+    "cosmos3_edge_text": cosmos3_edge_text,
+    "deepseek_ocr2_text": deepseek_ocr2_text,
+    "granite4_vision_text": granite4_vision_text,
+    "granite_docling_text": granite_docling_text,
+    "molmo2_text": molmo2_text,
+}
