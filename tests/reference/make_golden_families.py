@@ -186,6 +186,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("deepseek-ocr2-defaults-text", ("deepseek-ocr2-defaults", True, "meta")),
         ("deepseek-ocr-2-text", ("deepseek-ocr-2", True, "meta")),
         ("cosmos3-edge-defaults-text", ("cosmos3-edge-defaults", True, "meta")),
+        ("kosmos-2-defaults-text", ("kosmos-2-defaults", True, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
@@ -287,11 +288,14 @@ def generation_class(model_type: str) -> type:
 
 def build_text_decoder(config, device: str, **kwargs) -> nn.Module:
     """The text decoder of a multimodal config's conditional-generation model, with its LM
-    head."""
+    head (the language model itself when it holds the head: Kosmos-2's causal LM)."""
     with torch.device(device):
         whole = generation_class(config.model_type)._from_config(
             config, attn_implementation="eager", dtype=torch.float32, **kwargs
         )
+    decoder = whole.get_decoder()
+    if decoder.get_output_embeddings() is not None:
+        return decoder.eval()
     return TextDecoder(whole).eval()
 
 
