@@ -324,6 +324,9 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         }
     ),
     **dict.fromkeys(("opt", "xglm"), _names(renames=OPT_RENAMES)),
+    "kosmos_2_text_model": _names(
+        renames={**OPT_RENAMES, "mlp.up_proj": "ffn.fc1", "mlp.down_proj": "ffn.fc2"}
+    ),
     "biogpt": _names(renames={**OPT_RENAMES, "lm_head": "output_projection"}),
     "gpt_neo": _names(
         {"attn": "attn.attention"},

@@ -314,6 +314,7 @@ CASES += [
         "sarvam-30b",
         "cosmos3-edge-defaults",
         "deepseek-ocr-2",
+        "kosmos-2-defaults",
     )
 ]
 CASES += [
@@ -365,6 +366,7 @@ TEXT_DECODER = {
     "gemma-4-31b",
     "cosmos3-edge-defaults",
     "deepseek-ocr-2",
+    "kosmos-2-defaults",
 }
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped; one that
 AutoModelForCausalLM has no class for is taken with its LM head from the conditional-generation

@@ -22,24 +22,35 @@ XGLM_KEYS: dict[str, tuple[str, ...]] = {
 """XGLM's keys; the second names are its ``attribute_map`` aliases."""
 
 
-def _fairseq(r: Reader, fields: dict[str, Any], ffn_key: str) -> dict[str, Any]:
-    """The shared layout: separate biased q/k/v/out, a biased plain MLP of ``ffn_key``'s width,
-    tied by default."""
+def fairseq_layout(
+    r: Reader, fields: dict[str, Any], ffn_key: str, ffn_default: int | None = None
+) -> dict[str, Any]:
+    """The shared layout: separate biased q/k/v/out, a biased plain MLP of ``ffn_key``'s width
+    (required unless the family has a default), tied by default."""
     fields.update(
-        ffn_hidden=r.size("ffn_hidden", ffn_key),
+        ffn_hidden=(
+            r.size("ffn_hidden", ffn_key)
+            if ffn_default is None
+            else r.value("ffn_hidden", ffn_key, default=ffn_default)
+        ),
         fused_qkv=False,
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
     )
     return fields
 
 
+def refuse_cross_attention(r: Reader) -> None:
+    """``add_cross_attention`` (blocks attending to an encoder's states) is not supported."""
+    if r.flag("add_cross_attention", False):
+        r.unsupported("add_cross_attention", "cross-attention blocks")
+
+
 def xglm(r: Reader) -> dict[str, Any]:
     """XGLMForCausalLM: the layout above with sinusoidal positions (a buffer of
     (max_position_embeddings + 2) x D, no parameters) and ``ffn_dim`` as h.
     ``add_cross_attention`` is refused."""
-    if r.flag("add_cross_attention", False):
-        r.unsupported("add_cross_attention", "cross-attention blocks")
-    fields = _fairseq(r, standard_sizes(r, XGLM_KEYS), "ffn_dim")
+    refuse_cross_attention(r)
+    fields = fairseq_layout(r, standard_sizes(r, XGLM_KEYS), "ffn_dim")
     fields["position"] = "sinusoidal"
     return fields
 
@@ -48,7 +59,7 @@ def biogpt(r: Reader) -> dict[str, Any]:
     """BioGptForCausalLM: the layout above with a learned ``embed_positions`` table of
     (max_position_embeddings + 2) x D (the offset of 2 fairseq keeps) and ``intermediate_size``
     as h; the head is ``output_projection``."""
-    fields = _fairseq(r, standard_sizes(r), "intermediate_size")
+    fields = fairseq_layout(r, standard_sizes(r), "intermediate_size")
     fields["position_offset"] = 2
     return fields
 

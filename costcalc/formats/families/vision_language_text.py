@@ -2,13 +2,15 @@
 reads, each with its own configuration class's defaults (transformers 5.24,
 ``models/<family>/modeling_<family>.py``): Molmo2's (``molmo2_text``), Granite 4 Vision's
 (``granite4_vision_text``), Granite Docling's (``granite_docling_text``), DeepSeek-OCR 2's
-(``deepseek_ocr2_text``) and Cosmos 3 Edge's (``cosmos3_edge_text``). Their files sit under a
-``text_config``; the vision parts are not counted.
+(``deepseek_ocr2_text``), Cosmos 3 Edge's (``cosmos3_edge_text``) and Kosmos-2's
+(``kosmos_2_text_model``, XGLM's layout). Their files sit under a ``text_config``; the vision
+parts are not counted.
 
-All build :func:`~costcalc.formats.families.llama.llama_layout`'s tensors: ``embed_tokens``
-(V x D); per block ``input_layernorm``, ``post_attention_layernorm`` (RMSNorm, D), ``q_proj``
-(D x H d), ``k_proj``/``v_proj`` (D x K d), ``o_proj`` (H d x D); a final ``norm``; the
-conditional-generation model's ``lm_head`` (V x D). What differs is named per family.
+All but Kosmos-2 build :func:`~costcalc.formats.families.llama.llama_layout`'s tensors:
+``embed_tokens`` (V x D); per block ``input_layernorm``, ``post_attention_layernorm`` (RMSNorm,
+D), ``q_proj`` (D x H d), ``k_proj``/``v_proj`` (D x K d), ``o_proj`` (H d x D); a final
+``norm``; the conditional-generation model's ``lm_head`` (V x D). What differs is named per
+family.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
+from costcalc.formats.families.fairseq_lm import fairseq_layout, refuse_cross_attention
 from costcalc.formats.families.llama import llama, llama_layout
 from costcalc.formats.families.llama_variants import arcee
 from costcalc.formats.families.moe import listed_sparse, routed_experts, shared_experts
@@ -163,8 +166,43 @@ COSMOS3_EDGE_SIZES: dict[str, Any] = {
 """Cosmos3EdgeTextConfig's defaults."""
 
 
+KOSMOS2_KEYS: dict[str, tuple[str, ...]] = {
+    "vocab_size": ("vocab_size",),
+    "d_model": ("embed_dim", "hidden_size"),
+    "n_layers": ("layers", "num_hidden_layers"),
+    "n_heads": ("attention_heads", "num_attention_heads"),
+    "context_length": ("max_position_embeddings",),
+}
+"""Kosmos2TextConfig's keys; the second names are its ``attribute_map`` aliases."""
+
+KOSMOS2_SIZES: dict[str, int] = {
+    "vocab_size": 65_037,
+    "d_model": 2048,
+    "n_layers": 24,
+    "n_heads": 32,
+    "context_length": 2048,
+}
+"""Kosmos2TextConfig's defaults (microsoft/kosmos-2-patch14-224)."""
+
+
+def kosmos_2_text(r: Reader) -> dict[str, Any]:
+    """The text decoder of Kosmos2ForConditionalGeneration (``Kosmos2TextForCausalLM``): XGLM's
+    layout (``embed_tokens`` V x D, sinusoidal positions: a buffer, no parameters; biased
+    ``q_proj``, ``k_proj``, ``v_proj``, ``out_proj``, ``fc1``, ``fc2``; LayerNorms with weight and
+    bias; a final ``layer_norm``; the head tied by default) with Kosmos2TextConfig's defaults
+    (``ffn_dim`` 8,192) and Magneto's sub-LayerNorms: ``self_attn.inner_attn_ln`` (D) before
+    ``out_proj``, so three norms of D per block, and ``ffn.ffn_layernorm`` (h) before ``fc2``.
+    ``add_cross_attention`` is refused."""
+    refuse_cross_attention(r)
+    sizes = {f: r.value(f, *keys, default=KOSMOS2_SIZES[f]) for f, keys in KOSMOS2_KEYS.items()}
+    fields = fairseq_layout(r, sizes, "ffn_dim", 8192)
+    fields.update(position="sinusoidal", norms_per_block=3, ffn_inner_norm=True)
+    return fields
+
+
 FAMILIES = {
     "cosmos3_edge_text": cosmos3_edge_text,
+    "kosmos_2_text_model": kosmos_2_text,
     "deepseek_ocr2_text": deepseek_ocr2_text,
     "granite4_vision_text": granite4_vision_text,
     "granite_docling_text": granite_docling_text,
