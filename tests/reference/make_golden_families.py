@@ -187,6 +187,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("deepseek-ocr-2-text", ("deepseek-ocr-2", True, "meta")),
         ("cosmos3-edge-defaults-text", ("cosmos3-edge-defaults", True, "meta")),
         ("kosmos-2-defaults-text", ("kosmos-2-defaults", True, "meta")),
+        ("muse-glimmer-defaults-text", ("muse-glimmer-defaults", True, "meta")),
+        ("muse-glimmer-50-layers-text", ("muse-glimmer-50-layers", True, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),

@@ -2,9 +2,9 @@
 reads, each with its own configuration class's defaults (transformers 5.24,
 ``models/<family>/modeling_<family>.py``): Molmo2's (``molmo2_text``), Granite 4 Vision's
 (``granite4_vision_text``), Granite Docling's (``granite_docling_text``), DeepSeek-OCR 2's
-(``deepseek_ocr2_text``), Cosmos 3 Edge's (``cosmos3_edge_text``) and Kosmos-2's
-(``kosmos_2_text_model``, XGLM's layout). Their files sit under a ``text_config``; the vision
-parts are not counted.
+(``deepseek_ocr2_text``), Cosmos 3 Edge's (``cosmos3_edge_text``), Muse Glimmer's
+(``muse_glimmer_text``) and Kosmos-2's (``kosmos_2_text_model``, XGLM's layout). Their files
+sit under a ``text_config``; the vision parts are not counted.
 
 All but Kosmos-2 build :func:`~costcalc.formats.families.llama.llama_layout`'s tensors:
 ``embed_tokens`` (V x D); per block ``input_layernorm``, ``post_attention_layernorm`` (RMSNorm,
@@ -19,7 +19,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.fairseq_lm import fairseq_layout, refuse_cross_attention
-from costcalc.formats.families.llama import llama, llama_layout
+from costcalc.formats.families.llama import llama, llama_layout, sliding_window
 from costcalc.formats.families.llama_variants import arcee
 from costcalc.formats.families.moe import listed_sparse, routed_experts, shared_experts
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
@@ -200,8 +200,51 @@ def kosmos_2_text(r: Reader) -> dict[str, Any]:
     return fields
 
 
+MUSE_GLIMMER_SIZES: dict[str, Any] = {
+    "vocab_size": 202_048,
+    "d_model": 6656,
+    "n_layers": 52,
+    "n_heads": 32,
+    "context_length": 131_072,
+    "ffn_hidden": 19_968,
+}
+"""MuseGlimmerTextConfig's defaults."""
+
+
+def _full_last_every_4th(n_layers: int) -> hf_layers.Layout:
+    """MuseGlimmerTextConfig's rule: layer i attends fully when (L - 1 - i) % 4 == 0 (every 4th
+    counted back from the last), within the window otherwise; a cycle of 4 from layer 0."""
+    before = (n_layers - 1) % 4
+    runs = [("sliding_attention", before), ("full_attention", 1), ("sliding_attention", 3 - before)]
+    return hf_layers.Layout([(kind, count) for kind, count in runs if count], cycles=True)
+
+
+def muse_glimmer_text(r: Reader) -> dict[str, Any]:
+    """The text decoder of MuseGlimmerForConditionalGeneration: AFMoE's attention block without
+    its experts, with MuseGlimmerTextConfig's defaults (2 key/value heads of 128): q/k/v/o
+    without biases (``attention_bias`` true is refused: the gate has none), a sigmoid output
+    gate ``self_attn.gate_proj`` (D -> H d, no bias: costcalc's ``attention_gate``), a
+    query/key norm WITHOUT weights, four RMSNorms of D per
+    block (``input_layernorm``, ``post_attention_layernorm``, ``pre_feedforward_layernorm``,
+    ``post_feedforward_layernorm``), a SwiGLU ``mlp`` (activation ``hidden_activation``);
+    ``embed_tokens`` with a weightless norm, a final ``norm`` of D; untied by default. Layers
+    attend within ``sliding_window`` (2,048; null: none) but every 4th counted back from the
+    last, unless ``layer_types`` lists them; ``layer_rope_theta`` (rotary or none per layer),
+    the logit scale and softcap hold no parameters."""
+    fields = llama_layout(
+        r, kv_heads=2, head_dim=128, act_key="hidden_activation", sizes=MUSE_GLIMMER_SIZES
+    )
+    if r.flag("attention_bias", False):
+        r.unsupported("attention_bias", "biases on q/k/v/o beside a bias-free output gate")
+    fields.update(attention_gate=True, norms_per_block=4)
+    window = sliding_window(r, default=2048)
+    hf_layers.attention_layers(r, fields, window, _full_last_every_4th)
+    return fields
+
+
 FAMILIES = {
     "cosmos3_edge_text": cosmos3_edge_text,
+    "muse_glimmer_text": muse_glimmer_text,
     "kosmos_2_text_model": kosmos_2_text,
     "deepseek_ocr2_text": deepseek_ocr2_text,
     "granite4_vision_text": granite4_vision_text,
