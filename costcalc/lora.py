@@ -173,8 +173,8 @@ LLAMA_FAMILIES = (
 )
 
 DENSE_LLAMA_FAMILIES = (
-    "apertus1p5_text cwm exaone glm granite_swa hunyuan_v1_dense hyperclovax internlm3 "
-    "iquestcoder jais2 ministral3 olmo vaultgemma youtu"
+    "apertus1p5_text cwm exaone gemma3n_text glm granite_swa hunyuan_v1_dense hyperclovax "
+    "internlm3 iquestcoder jais2 ministral3 olmo vaultgemma youtu"
 )
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 

@@ -1,16 +1,20 @@
 """Gemma 3n's pieces as costcalc keys: AltUp (``altup_streams``) and LAuReL (``laurel_rank``),
 counted by hand from ``Gemma3nTextAltUp`` and ``Gemma3nTextLaurelBlock`` (transformers 5.24,
-``models/gemma3n/modeling_gemma3n.py``)."""
+``models/gemma3n/modeling_gemma3n.py``), and the family's layers read in closed form; the
+golden E2B, E4B and defaults records check them together (tests/test_hf_families.py)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from costcalc.activations import measured
+from costcalc.errors import ConfigError
+from costcalc.loaders import load_file
 from costcalc.macs import forward_macs, residual_stream_macs_per_token
 from costcalc.params import param_report
 from costcalc.spec import ModelSpec
@@ -81,3 +85,42 @@ def test_schema_covers_the_keys(cli: Invoke) -> None:
     properties = json.loads(cli("schema").stdout)["properties"]
     assert {"altup_streams", "laurel_rank"} <= set(properties)
     assert properties["altup_streams"]["anyOf"][0]["maximum"] == 1024
+
+
+def _text(tmp_path: Path, **keys: Any) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gemma3n_text", **keys}))
+    return path
+
+
+def test_default_layers_are_groups_in_closed_form(tmp_path: Path) -> None:
+    """35 layers, each 5th full, the last 15 sharing: 4 groups, not 35."""
+    spec = load_file(_text(tmp_path)).spec
+    assert spec.layers is not None and len(spec.layers) == 2
+    shared = [s for s in spec.stacks if s.shares_kv]
+    assert sum(s.n_layers for s in shared) == 15
+    assert sum(s.n_layers for s in spec.stacks if s.sliding_window is None) == 7
+
+
+def test_widths_per_layer(tmp_path: Path) -> None:
+    widths = [64] * 3 + [128] * 2
+    config = _text(tmp_path, num_hidden_layers=5, num_kv_shared_layers=0, intermediate_size=widths)
+    stacks = [(s.n_layers, s.ffn_hidden, s.sliding_window) for s in load_file(config).spec.stacks]
+    assert stacks == [(3, 64, 512), (1, 128, 512), (1, 128, None)]
+
+
+@pytest.mark.parametrize(
+    ("keys", "message"),
+    [
+        ({"num_hidden_layers": 5, "num_kv_shared_layers": 5}, "every layer would reuse"),
+        (
+            {"num_hidden_layers": 5, "num_kv_shared_layers": 0, "intermediate_size": [64, 64]},
+            "one whole width per layer",
+        ),
+        ({"hidden_size_per_layer_input": 0}, "per-layer inputs of width 0"),
+        ({"num_hidden_layers": 6, "num_kv_shared_layers": 3}, "no earlier layer computes"),
+    ],
+)
+def test_refused(tmp_path: Path, keys: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_file(_text(tmp_path, **keys))

@@ -159,6 +159,21 @@ CASES += [
             ],
         },
     ),
+    ("gemma-3n-e2b-it-all-linear-r16", "gemma-3n-e2b-it", ALL_LINEAR),
+    (
+        "gemma-3n-e2b-it-laurel-altup-r8",
+        "gemma-3n-e2b-it",
+        {
+            "r": 8,
+            "target_modules": [
+                "linear_left",
+                "linear_right",
+                "modality_router",
+                "prediction_coefs",
+                "k_proj",
+            ],
+        },
+    ),
     ("gemma-4-26b-a4b-all-linear-r16", "gemma-4-26b-a4b", ALL_LINEAR),
     (
         "gemma-4-26b-a4b-qv-router-experts-r4",
@@ -354,7 +369,7 @@ CASES += [
     ),
 ]
 
-TEXT_DECODER = {"gemma-4-e2b", "gemma-4-e4b", "gemma-4-26b-a4b", "gemma-4-31b"}
+TEXT_DECODER = {"gemma-3n-e2b-it", "gemma-4-e2b", "gemma-4-e4b", "gemma-4-26b-a4b", "gemma-4-31b"}
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped."""
 
 
