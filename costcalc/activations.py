@@ -111,7 +111,7 @@ default (a new kind of block among them) makes the block unmeasured."""
 def measured(spec: ModelSpec) -> bool:
     """Whether a block of ``spec`` is of a measured kind (see the module docstring): attention
     with 2 or 4 norms and no key-only norm, the other block keys at their defaults, one residual
-    stream and no per-layer inputs."""
+    stream, no AltUp and no per-layer inputs."""
     fields = type(spec).model_fields
     return (
         spec.mixer == "attention"
@@ -123,6 +123,7 @@ def measured(spec: ModelSpec) -> bool:
             if name not in MEASURED_KEYS
         )
         and spec.residual_streams == 1
+        and spec.altup_streams is None
         and spec.per_layer_input_width is None
     )
 

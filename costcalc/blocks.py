@@ -311,6 +311,13 @@ class BlockFields:
             "normed input and adds the two outputs (Falcon-H1)."
         ),
     )
+    laurel_rank: Size | None = Field(
+        default=None,
+        description=(
+            "LAuReL (learned augmented residual, Gemma 3n): beside the token mixer, a low-rank "
+            "path D -> r -> D on the block's normed input, then a norm of D; default: none."
+        ),
+    )
     # Feed-forward network.
     ffn: FfnKind = Field(
         default="mlp", description="Feed-forward kind: plain MLP, gated (swiglu, geglu) or none."

@@ -220,7 +220,7 @@ FORWARD_ROWS = (
     ("projection_ffn", "projections + FFN"),
     ("attention_pair", "attention pairs (QK^T, weights x V)"),
     ("sequence_mixing", "convolutions and recurrent scans"),
-    ("stream_mixing", "residual streams (mixing, last collapse)"),
+    ("stream_mixing", "residual streams (mixing, projections)"),
     ("embedding_projection", "embedding projections (in, out, per-layer inputs)"),
     ("lm_head", "LM head"),
     ("total", "forward total"),

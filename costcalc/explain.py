@@ -89,6 +89,12 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
             f"n x n D + n + 1, n = {n} streams => {n} x {n} x {_n(spec.d_model)} + {n} + 1"
             f" = {_n(report.stream_collapse)}"
         )
+    if report.altup_projections:
+        m = spec.altup_streams or 1
+        rows["altup_projections"] = (
+            f"2 (n - 1) D^2, n = {m} AltUp streams => 2 x {m - 1} x {_n(spec.d_model)}^2"
+            f" = {_n(report.altup_projections)}"
+        )
     final_norm = report.final_norm
     rows["final_norm"] = (
         f"{_norm_formula(spec)} = {_n(final_norm)}" if spec.final_norm else "no final norm = 0"
@@ -102,6 +108,7 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
     rows["total"] = (
         "embeddings + blocks + "
         + ("residual streams' last collapse + " if report.stream_collapse else "")
+        + ("AltUp stream projections + " if report.altup_projections else "")
         + "final norm + LM head = "
         + _terms(
             ("", report.token_embedding),
@@ -111,6 +118,7 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
             ("", report.per_layer_projection),
             ("", report.blocks),
             ("", report.stream_collapse),
+            ("", report.altup_projections),
             ("", report.final_norm),
             ("", report.lm_head),
         )
@@ -291,11 +299,13 @@ def explain_macs(
             f"convolutions and scans of the recurrent mixers = {_n(report.sequence_mixing)}"
         )
     if report.stream_mixing:
-        per_token(
-            "stream_mixing",
-            "n x n by n x D twice per block, n x n D to collapse the n residual streams",
-            macs.residual_stream_macs_per_token(spec),
+        words = (
+            "n x n by D x n and the router n x D again per block, 2 (n - 1) D^2 into and out "
+            "of the n AltUp streams"
+            if spec.altup_streams is not None
+            else "n x n by n x D twice per block, n x n D to collapse the n residual streams"
         )
+        per_token("stream_mixing", words, macs.residual_stream_macs_per_token(spec))
     if report.embedding_projection:
         words = "2 x E x D" if spec.embed_width != spec.d_model else ""
         if spec.per_layer_input_width is not None:

@@ -173,9 +173,9 @@ LLAMA_FAMILIES = (
 )
 
 DENSE_LLAMA_FAMILIES = (
-    "apertus1p5_text cwm exaone glm granite_swa hunyuan_v1_dense hyperclovax internlm3 "
-    "iquestcoder jais2 ministral3 olmo vaultgemma youtu molmo2_text granite4_vision_text "
-    "granite_docling_text muse_glimmer_text"
+    "apertus1p5_text cwm exaone gemma3n_text glm granite_swa hunyuan_v1_dense hyperclovax "
+    "internlm3 iquestcoder jais2 ministral3 olmo vaultgemma youtu molmo2_text "
+    "granite4_vision_text granite_docling_text muse_glimmer_text"
 )
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from costcalc.errors import UsageError, check_choice
 from costcalc.spec import ModelSpec
 from costcalc.tensors import (
+    altup_projection_tensors,
     conv_channels,
     ffn_tensors,
     key_indexer,
@@ -266,14 +267,22 @@ def compressed_keys_below(n: int, rate: int) -> int:
 
 
 def residual_stream_macs_per_token(spec: ModelSpec) -> int:
-    """Hyper-connections' products beyond the weight matrices counted with the blocks: each
-    block mixes its n ``residual_streams`` twice (n x n by n x D: 2 n^2 D), and the last collapse
-    multiplies by its n x n D matrix; 0 with one stream."""
-    n = spec.residual_streams
-    if n == 1:
-        return 0
-    collapse = sum(t.macs_per_token(1) for t in stream_collapse_tensors(spec))
-    return 2 * n * n * spec.d_model * spec.n_layers + collapse
+    """Products of several residual streams beyond the weight matrices counted with the blocks.
+    Hyper-connections: each block mixes its n ``residual_streams`` twice (n x n by n x D:
+    2 n^2 D), and the last collapse multiplies by its n x n D matrix. AltUp (n
+    ``altup_streams``): each block mixes the streams once (n x n by D x n: n^2 D) and runs its
+    router a second time (n D), and the model projects into and out of them (2 (n - 1) D^2).
+    0 with one stream and no AltUp."""
+    n, D, L = spec.residual_streams, spec.d_model, spec.n_layers
+    hyper = 0
+    if n > 1:
+        collapse = sum(t.macs_per_token(1) for t in stream_collapse_tensors(spec))
+        hyper = 2 * n * n * D * L + collapse
+    m = spec.altup_streams
+    if m is None:
+        return hyper
+    projections = sum(t.macs_per_token(1) for t in altup_projection_tensors(spec))
+    return hyper + (m * m * D + m * D) * L + projections
 
 
 def residual_stream_macs(spec: ModelSpec, batch: int, length: int) -> int:

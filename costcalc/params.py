@@ -19,6 +19,7 @@ from costcalc.blocks import BLOCK_FIELDS
 from costcalc.spec import ModelSpec
 from costcalc.tensors import (
     Tensor,
+    altup_projection_tensors,
     block_norm_tensors,
     ffn_tensors,
     mixer_tensors,
@@ -117,6 +118,11 @@ def stream_collapse_params(spec: ModelSpec) -> int:
     return _sum(stream_collapse_tensors(spec))
 
 
+def altup_projection_params(spec: ModelSpec) -> int:
+    """AltUp's projections into and out of its n streams: 2 (n - 1) D^2 (0 without AltUp)."""
+    return _sum(altup_projection_tensors(spec))
+
+
 def lm_head_params(spec: ModelSpec) -> int:
     """Output matrix V' * E (0 when tied to the token table), plus V' biases if it has them;
     V' the head's rows (V unless ``head_rows`` prunes them)."""
@@ -126,7 +132,7 @@ def lm_head_params(spec: ModelSpec) -> int:
 
 def total_params(spec: ModelSpec) -> int:
     """Every parameter once: tables + projections + embedding norm + per-layer inputs + blocks
-    + final norm + LM head."""
+    + the residual streams' own tensors + final norm + LM head."""
     return (
         token_embedding_params(spec)
         + position_embedding_params(spec)
@@ -136,6 +142,7 @@ def total_params(spec: ModelSpec) -> int:
         + per_layer_projection_params(spec)
         + blocks_params(spec)
         + stream_collapse_params(spec)
+        + altup_projection_params(spec)
         + final_norm_params(spec)
         + lm_head_params(spec)
     )
@@ -266,6 +273,7 @@ class ParamReport(NamedTuple):
     per_block: int | None
     blocks: int
     stream_collapse: int
+    altup_projections: int
     final_norm: int
     lm_head: int
     total: int
@@ -308,6 +316,7 @@ class ParamReport(NamedTuple):
             "ffn": sum(s.layers * s.ffn for s in self.stacks),
             "norms": sum(s.layers * s.norms for s in self.stacks),
             "stream_collapse": self.stream_collapse,
+            "altup_projections": self.altup_projections,
             "final_norm": self.final_norm,
             "lm_head": self.lm_head,
         }
@@ -330,6 +339,7 @@ def param_report(spec: ModelSpec) -> ParamReport:
         per_block=None if one is None else one.per_block,
         blocks=blocks_params(spec),
         stream_collapse=stream_collapse_params(spec),
+        altup_projections=altup_projection_params(spec),
         final_norm=final_norm_params(spec),
         lm_head=lm_head_params(spec),
         total=total_params(spec),

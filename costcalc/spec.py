@@ -116,6 +116,10 @@ def pattern_counts(count: int, runs: tuple[int, ...]) -> list[int]:
     return counts
 
 
+MAX_STREAMS = 1024
+"""Most AltUp streams: the model holds 2 (n - 1) projections, each a tensor of its own."""
+
+
 class ModelSpec(BlockFields, BaseModel):
     """A decoder-only transformer, as far as its size and cost are concerned."""
 
@@ -167,6 +171,17 @@ class ModelSpec(BlockFields, BaseModel):
             "Copies n of the residual stream (hyper-connections, DeepSeek-V4): each block "
             "collapses them into its mixer's and FFN's input and mixes them back (n x n), with "
             "learned weights from the flattened streams; a last collapse before the final norm."
+        ),
+    )
+    altup_streams: Annotated[int, Field(strict=True, ge=1, le=MAX_STREAMS)] | None = Field(
+        default=None,
+        description=(
+            "AltUp (alternating updates, Gemma 3n) over n copies of the residual stream: the "
+            "model projects the embedding into n - 1 more streams and each back before the "
+            "final norm (2 (n - 1) D x D); each block predicts the streams from the active one "
+            "(a router n x D after a norm of D, coefficients n^2 x n, the streams mixed n x n) "
+            "and corrects them after (coefficients n x n, the router again, a scale of D); "
+            "at most 1,024 streams. Default: none."
         ),
     )
     lm_head_bias: Flag = Field(default=False, description="Bias on the LM head.")

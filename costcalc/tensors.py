@@ -226,6 +226,19 @@ def _stream_weights(
     ]
 
 
+def altup_projection_tensors(spec: ModelSpec) -> list[Tensor]:
+    """AltUp's streams at the model level (``Gemma3nTextModel``): ``altup_projections.i``
+    (i < n - 1, D x D each: the embedding into each further stream) and
+    ``altup_unembed_projections.i`` (each stream back before the final norm), modules of their
+    own in a list; none without AltUp or with one stream."""
+    n, D = spec.altup_streams or 1, spec.d_model
+    return [
+        Tensor(f"altup_{name}projections.{i}.weight", (D, D), "model", "matmul")
+        for name in ("", "unembed_")
+        for i in range(n - 1)
+    ]
+
+
 def value_width(spec: ModelSpec) -> int:
     """Width of one attention head's values: ``v_head_dim``, or the head width."""
     return spec.head_width if spec.v_head_dim is None else spec.v_head_dim
@@ -513,13 +526,41 @@ MIXERS = {
 
 def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
     """The token mixer of one block, with the hyper-connection before it (several
-    ``residual_streams``), and the Mamba-2 mixer beside its attention when ``parallel_mamba2``
-    (Falcon-H1)."""
+    ``residual_streams``), the Mamba-2 mixer beside its attention when ``parallel_mamba2``
+    (Falcon-H1), and the block's AltUp and LAuReL matrices (Gemma 3n)."""
     build = MIXERS.get(spec.mixer)
-    if build is None:
+    tensors = [] if build is None else build(spec)
+    tensors += hyper_connection_tensors(spec, "attn_hc", "mixer", 3) if tensors else []
+    tensors += mamba2_tensors(spec) if spec.parallel_mamba2 else []
+    return tensors + altup_tensors(spec) + laurel_tensors(spec)
+
+
+def altup_tensors(spec: ModelSpec) -> list[Tensor]:
+    """A block's AltUp over n = ``altup_streams`` streams (``Gemma3nTextAltUp``):
+    ``modality_router`` n x D, ``prediction_coefs`` n^2 x n, ``correction_coefs`` n x n and
+    ``correct_output_scale`` (D); its ``router_norm`` (D) is among the block's norms. None
+    without AltUp."""
+    n = spec.altup_streams
+    if n is None:
         return []
-    tensors = build(spec) + hyper_connection_tensors(spec, "attn_hc", "mixer", 3)
-    return tensors + mamba2_tensors(spec) if spec.parallel_mamba2 else tensors
+    return [
+        Tensor("altup.modality_router.weight", (n, spec.d_model), "mixer", "matmul"),
+        Tensor("altup.prediction_coefs.weight", (n * n, n), "mixer", "matmul"),
+        Tensor("altup.correction_coefs.weight", (n, n), "mixer", "matmul"),
+        Tensor("altup.correct_output_scale", (spec.d_model,), "mixer"),
+    ]
+
+
+def laurel_tensors(spec: ModelSpec) -> list[Tensor]:
+    """LAuReL's low-rank path (``Gemma3nTextLaurelBlock``): ``linear_left`` D -> r and
+    ``linear_right`` r -> D; its ``post_laurel_norm`` (D) is among the block's norms."""
+    r = spec.laurel_rank
+    if r is None:
+        return []
+    return [
+        *_linear("laurel.linear_left", r, spec.d_model, False, "mixer"),
+        *_linear("laurel.linear_right", spec.d_model, r, False, "mixer"),
+    ]
 
 
 # --------------------------------------------------------------------------- feed-forward
@@ -605,12 +646,17 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
 
 
 def block_norm_tensors(spec: ModelSpec) -> list[Tensor]:
-    """The norms of one block: ``norms_per_block`` copies of a norm over D, and the per-layer
-    input branch's ``post_per_layer_input_norm`` (D) when the model has per-layer inputs."""
+    """The norms of one block: ``norms_per_block`` copies of a norm over D, the per-layer
+    input branch's ``post_per_layer_input_norm`` (D) when the model has per-layer inputs, and
+    AltUp's ``router_norm`` and LAuReL's ``post_laurel_norm`` (D each) with those."""
     copies = spec.norms_per_block
     tensors = _norm(spec, "norm", spec.d_model, "norms", copies) if copies else []
     if spec.per_layer_input_width is not None:
         tensors += _norm(spec, "post_per_layer_input_norm", spec.d_model, "norms")
+    if spec.altup_streams is not None:
+        tensors += _norm(spec, "altup.router_norm", spec.d_model, "norms")
+    if spec.laurel_rank is not None:
+        tensors += _norm(spec, "laurel.post_laurel_norm", spec.d_model, "norms")
     return tensors
 
 
@@ -634,6 +680,7 @@ def model_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors += _norm(spec, "embed_norm", E, "model")
     tensors += per_layer_model_tensors(spec)
     tensors += stream_collapse_tensors(spec)
+    tensors += altup_projection_tensors(spec)
     if spec.final_norm:
         tensors += _norm(spec, "norm", D, "model")
     if not spec.tie_embeddings:

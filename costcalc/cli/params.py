@@ -43,6 +43,7 @@ ROWS = (
     ("per_block", "per block"),
     ("blocks", "all blocks"),
     ("stream_collapse", "residual streams' last collapse"),
+    ("altup_projections", "AltUp stream projections"),
     ("final_norm", "final norm"),
     ("lm_head", "LM head"),
     ("total", "total"),
@@ -134,6 +135,7 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
         "per_layer_embedding",
         "per_layer_projection",
         "stream_collapse",
+        "altup_projections",
     )
     shown = [
         (key, label)
@@ -252,6 +254,7 @@ PART_LABELS = {
     "ffn": "FFNs (all blocks)",
     "norms": "norms (all blocks)",
     "stream_collapse": "residual streams' last collapse",
+    "altup_projections": "AltUp stream projections",
     "final_norm": "final norm",
     "lm_head": "LM head",
 }

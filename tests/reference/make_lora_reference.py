@@ -161,6 +161,21 @@ CASES += [
             ],
         },
     ),
+    ("gemma-3n-e2b-it-all-linear-r16", "gemma-3n-e2b-it", ALL_LINEAR),
+    (
+        "gemma-3n-e2b-it-laurel-altup-r8",
+        "gemma-3n-e2b-it",
+        {
+            "r": 8,
+            "target_modules": [
+                "linear_left",
+                "linear_right",
+                "modality_router",
+                "prediction_coefs",
+                "k_proj",
+            ],
+        },
+    ),
     ("gemma-4-26b-a4b-all-linear-r16", "gemma-4-26b-a4b", ALL_LINEAR),
     (
         "gemma-4-26b-a4b-qv-router-experts-r4",
@@ -360,6 +375,7 @@ CASES += [
 ]
 
 TEXT_DECODER = {
+    "gemma-3n-e2b-it",
     "gemma-4-e2b",
     "gemma-4-e4b",
     "gemma-4-26b-a4b",

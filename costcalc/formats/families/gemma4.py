@@ -57,7 +57,7 @@ def gemma4_text(r: Reader) -> dict[str, Any]:
     ``sliding_window`` (default 512), unless ``layer_types`` lists them; the last layer always
     attends fully (transformers forces it)."""
     fields = _gemma4_layout(r, GEMMA4_SIZES)
-    _per_layer_inputs(r, fields)
+    per_layer_inputs(r, fields)
     if r.flag("enable_moe_block", False):
         _moe_block(r, fields)
     _attention_layers(r, fields, window=512)
@@ -120,7 +120,7 @@ def _attention_layers(r: Reader, fields: dict[str, Any], window: int) -> None:
         _every_sixth_full(r, fields, n, blocks)
 
 
-def _per_layer_inputs(r: Reader, fields: dict[str, Any]) -> None:
+def per_layer_inputs(r: Reader, fields: dict[str, Any]) -> None:
     """``hidden_size_per_layer_input`` (default 256; 0 builds none) and its table's rows,
     ``vocab_size_per_layer_input`` (default 262,144, whatever ``vocab_size`` is)."""
     width = r.value("per_layer_input_width", "hidden_size_per_layer_input", default=256)
