@@ -9,7 +9,10 @@ Run by hand (pytest does not collect this file), one model at a time if memory i
 Every model is built from its fixture config (tests/fixtures/hf/<fixture>.json) with
 ``AutoModelForCausalLM.from_config(config, attn_implementation="eager")`` on the meta device,
 through make_golden.py's builder. A multimodal fixture (one with a ``text_config``) is recorded
-through its text decoder: ``config.get_text_config()``, whose model_type is e.g. gemma3_text.
+through its text decoder: ``config.get_text_config()``, whose model_type is e.g. gemma3_text. A text
+decoder that ``AutoModelForCausalLM`` does not map (glm4v_text) is taken out of the whole
+conditional-generation model (the class its ``architectures`` names): its language model and LM
+head.
 Layers may differ in this file, so ``parameters_per_layer`` is always a list and ``layer_kinds``
 groups the layers by layout. Families that cannot run a forward pass on meta get a tiny real-weight
 twin (its own fixture, ``tiny-*``) or a ``*_error`` field with the exception text.
@@ -25,6 +28,7 @@ import traceback
 from collections import OrderedDict
 
 import torch
+import transformers
 from make_golden import (
     ATTENTION_PAIR_OPS,
     LINEAR_OPS,
@@ -45,7 +49,8 @@ from make_golden import (
     token_ids,
 )
 from torch import nn
-from transformers import CONFIG_MAPPING
+from transformers import CONFIG_MAPPING, AutoModelForImageTextToText
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
 OUTPUT = ROOT / "tests" / "golden" / "hf_families.json"
 GENERATOR = "tests/reference/make_golden_families.py"
@@ -196,6 +201,10 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-falcon-h1", ("tiny-falcon-h1", False, "cpu")),
         ("tiny-granite-4.0-h", ("tiny-granite-4.0-h", False, "cpu")),
         ("tiny-granite-4.0-h-dense", ("tiny-granite-4.0-h-dense", False, "cpu")),
+        ("glm-4.1v-9b-thinking", ("glm-4.1v-9b-thinking", True, "meta")),
+        ("glm-4.5v", ("glm-4.5v", True, "meta")),
+        ("glm-ocr", ("glm-ocr", True, "meta")),
+        ("glm-image-defaults", ("glm-image-defaults", True, "meta")),
     ]
 )
 STEPS = ["params", "macs", "kv"]
@@ -222,15 +231,63 @@ def load_config(fixture: str, text: bool):
     return config.get_text_config() if text else config
 
 
+class TextDecoder(nn.Module):
+    """A conditional-generation model's language model and LM head, run on token ids alone. Its
+    ``config`` is the whole model's, as peft reads it (the wrapper's model_type decides which
+    expert names peft converts)."""
+
+    def __init__(self, whole: nn.Module) -> None:
+        super().__init__()
+        self.model = whole.get_decoder()
+        self.lm_head = whole.get_output_embeddings()
+        self.config = whole.config
+        self.whole_class = type(whole).__name__
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.model.get_input_embeddings()
+
+    def get_output_embeddings(self) -> nn.Module:
+        return self.lm_head
+
+    def forward(self, input_ids, attention_mask=None, use_cache=False):
+        output = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=use_cache)
+        output["logits"] = self.lm_head(output.last_hidden_state)
+        return output
+
+
+def build_text_decoder(fixture: str, device: str, **kwargs) -> nn.Module:
+    """The text decoder of the whole model the fixture describes (float32, eager attention), built
+    as its ``architectures`` class (``AutoModelForImageTextToText`` when the file names none)."""
+    config = load_config(fixture, False)
+    names = config.architectures or []
+    with torch.device(device):
+        if names:
+            whole = getattr(transformers, names[0])._from_config(
+                config, attn_implementation="eager", dtype=torch.float32, **kwargs
+            )
+        else:
+            whole = AutoModelForImageTextToText.from_config(
+                config, attn_implementation="eager", dtype=torch.float32, **kwargs
+            )
+    return TextDecoder(whole).eval()
+
+
 def build(fixture: str, text: bool, device: str):
     """Build with an explicit experts implementation where the family accepts one."""
     config = load_config(fixture, text)
+    whole = text and type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING
+
+    def make(**kwargs) -> nn.Module:
+        if whole:
+            return build_text_decoder(fixture, device, **kwargs)
+        return build_model(config, device, **kwargs)
+
     torch.manual_seed(0)
     try:
-        model = build_model(config, device, experts_implementation=EXPERTS_IMPL[device])
+        model = make(experts_implementation=EXPERTS_IMPL[device])
         impl = getattr(model.config, "_experts_implementation", None)
     except (ValueError, TypeError):
-        model, impl = build_model(config, device), None
+        model, impl = make(), None
     return config, model, impl
 
 
@@ -533,6 +590,8 @@ def run_model(name: str, steps: list[str], record: dict) -> dict:
     model.requires_grad_(False)
     record["config"] = str(fixture_path(fixture).relative_to(ROOT))
     record["built_from"] = "text_config" if text else "config"
+    if isinstance(model, TextDecoder):
+        record["built_from"] += f": language model and LM head of {model.whole_class}"
     record["device"] = device
     record["weights"] = "meta" if device == "meta" else "real float32 on CPU, torch.manual_seed(0)"
     record["experts_implementation"] = impl
