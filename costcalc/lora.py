@@ -173,8 +173,8 @@ LLAMA_FAMILIES = (
 )
 
 DENSE_LLAMA_FAMILIES = (
-    "apertus1p5_text cwm exaone glm granite_swa hunyuan_v1_dense hyperclovax internlm3 "
-    "iquestcoder jais2 ministral3 olmo vaultgemma youtu"
+    "apertus1p5_text cwm exaone glm glm4v_text glm_image_text glm_ocr_text granite_swa "
+    "hunyuan_v1_dense hyperclovax internlm3 iquestcoder jais2 ministral3 olmo vaultgemma youtu"
 )
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 
@@ -215,6 +215,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "dots1",
             "glm4_moe",
             "glm4_moe_lite",
+            "glm4v_moe_text",
             "glm_moe_dsa",
             "ernie4_5_moe",
             "sarvam_mla",

@@ -29,9 +29,11 @@ import peft
 import torch
 import transformers
 from make_golden import FIXTURES, ROOT, build_model, load_config, model_kwargs
+from make_golden_families import build_text_decoder
 from peft import LoraConfig, get_peft_model
 from peft.tuners.lora import LoraLayer
 from torch import nn
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 from transformers.pytorch_utils import Conv1D
 
 OUTPUT = ROOT / "tests" / "golden" / "lora_reference.json"
@@ -353,9 +355,45 @@ CASES += [
         {"r": 8, "target_modules": ["fc1", "fc2"], "modules_to_save": ["output_projection"]},
     ),
 ]
+GLM4V_LINEAR = [*QKVO, "gate_up_proj", "down_proj"]
+"""Every linear layer of GLM-4V's text decoder but the head, named (``all-linear`` on the
+stand-alone decoder would take the head as well: peft leaves it out of PreTrainedModels only)."""
+CASES += [
+    (f"{fixture}-linear-r16", fixture, {"r": 16, "target_modules": GLM4V_LINEAR})
+    for fixture in ("glm-4.1v-9b-thinking", "glm-ocr", "glm-image-defaults")
+]
+CASES += [
+    (
+        "glm-4.5v-qkvo-mlp-r8",
+        "glm-4.5v",
+        {"r": 8, "target_modules": [*QKVO, "gate_proj", "up_proj", "down_proj"]},
+    ),
+    (
+        "glm-4.5v-experts-r4",
+        "glm-4.5v",
+        {
+            "r": 4,
+            "target_modules": ["q_proj", "v_proj"],
+            "target_parameters": [*EXPERTS, "gate.weight"],
+        },
+    ),
+]
 
-TEXT_DECODER = {"gemma-4-e2b", "gemma-4-e4b", "gemma-4-26b-a4b", "gemma-4-31b"}
-"""Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped."""
+
+TEXT_DECODER = {
+    "gemma-4-e2b",
+    "gemma-4-e4b",
+    "gemma-4-26b-a4b",
+    "gemma-4-31b",
+    "glm-4.1v-9b-thinking",
+    "glm-ocr",
+    "glm-image-defaults",
+    "glm-4.5v",
+}
+"""Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped: as its own
+causal LM, or (no ``AutoModelForCausalLM`` class) as the language model and LM head of the
+conditional-generation model (make_golden_families.py's ``TextDecoder``, whose ``config`` is
+the text config: peft converts no expert names of the wrapper's family then)."""
 
 
 def _build(fixture: str) -> nn.Module:
@@ -363,6 +401,8 @@ def _build(fixture: str) -> nn.Module:
     config = load_config(fixture)
     if fixture in TEXT_DECODER:
         config = config.get_text_config()
+        if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING:
+            return build_text_decoder(fixture, "meta")
     return build_model(config, **model_kwargs(fixture, "meta"))
 
 
