@@ -229,6 +229,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "hy_v3",
             "kolibri1",
             "laguna",
+            "step3p5",
             "dots3_note_text",
             "minimax_m3_vl_text",
         ),

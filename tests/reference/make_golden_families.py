@@ -205,6 +205,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("glm-4.5v", ("glm-4.5v", True, "meta")),
         ("glm-ocr", ("glm-ocr", True, "meta")),
         ("glm-image-defaults", ("glm-image-defaults", True, "meta")),
+        ("step-3.7-flash", ("step-3.7-flash", True, "meta")),
+        ("tiny-step3p5", ("tiny-step3p5", True, "cpu")),
     ]
 )
 STEPS = ["params", "macs", "kv"]

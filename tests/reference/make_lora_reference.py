@@ -364,6 +364,16 @@ CASES += [
 ]
 CASES += [
     (
+        "tiny-step3p5-linear-r8",
+        "tiny-step3p5",
+        {"r": 8, "target_modules": [*QKVO, "g_proj", "gate_proj", "up_proj", "down_proj"]},
+    ),
+    (
+        "tiny-step3p5-experts-r4",
+        "tiny-step3p5",
+        {"r": 4, "target_modules": ["g_proj"], "target_parameters": [*EXPERTS, "gate.weight"]},
+    ),
+    (
         "glm-4.5v-qkvo-mlp-r8",
         "glm-4.5v",
         {"r": 8, "target_modules": [*QKVO, "gate_proj", "up_proj", "down_proj"]},
@@ -389,6 +399,7 @@ TEXT_DECODER = {
     "glm-ocr",
     "glm-image-defaults",
     "glm-4.5v",
+    "tiny-step3p5",
 }
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped: as its own
 causal LM, or (no ``AutoModelForCausalLM`` class) as the language model and LM head of the
