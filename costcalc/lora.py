@@ -173,9 +173,9 @@ LLAMA_FAMILIES = (
 )
 
 DENSE_LLAMA_FAMILIES = (
-    "apertus1p5_text cwm exaone gemma3n_text glm granite_swa hunyuan_v1_dense hyperclovax "
-    "internlm3 iquestcoder jais2 ministral3 olmo vaultgemma youtu molmo2_text "
-    "granite4_vision_text granite_docling_text muse_glimmer_text"
+    "apertus1p5_text cwm exaone gemma3n_text glm glm4v_text glm_image_text glm_ocr_text "
+    "granite_swa hunyuan_v1_dense hyperclovax internlm3 iquestcoder jais2 ministral3 olmo "
+    "vaultgemma youtu molmo2_text granite4_vision_text granite_docling_text muse_glimmer_text"
 )
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 
@@ -219,6 +219,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "dots1",
             "glm4_moe",
             "glm4_moe_lite",
+            "glm4v_moe_text",
             "glm_moe_dsa",
             "ernie4_5_moe",
             "sarvam_mla",
@@ -232,6 +233,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "hy_v3",
             "kolibri1",
             "laguna",
+            "step3p5",
             "dots3_note_text",
             "minimax_m3_vl_text",
             "deepseek_ocr2_text",

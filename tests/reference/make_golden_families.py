@@ -222,6 +222,12 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-falcon-h1", ("tiny-falcon-h1", False, "cpu")),
         ("tiny-granite-4.0-h", ("tiny-granite-4.0-h", False, "cpu")),
         ("tiny-granite-4.0-h-dense", ("tiny-granite-4.0-h-dense", False, "cpu")),
+        ("glm-4.1v-9b-thinking", ("glm-4.1v-9b-thinking", True, "meta")),
+        ("glm-4.5v", ("glm-4.5v", True, "meta")),
+        ("glm-ocr", ("glm-ocr", True, "meta")),
+        ("glm-image-defaults", ("glm-image-defaults", True, "meta")),
+        ("step-3.7-flash", ("step-3.7-flash", True, "meta")),
+        ("tiny-step3p5", ("tiny-step3p5", True, "cpu")),
     ]
 )
 STEPS = ["params", "macs", "kv"]
@@ -260,6 +266,7 @@ class TextDecoder(PreTrainedModel):
         super().__init__(whole.config.get_text_config())
         self.model = whole.get_decoder()
         self.lm_head = whole.get_output_embeddings()
+        self.whole_class = type(whole).__name__
 
     def get_input_embeddings(self) -> nn.Module:
         return self.model.get_input_embeddings()
@@ -278,8 +285,12 @@ class TextDecoder(PreTrainedModel):
         )
 
 
-def generation_class(model_type: str) -> type:
-    """The ``*ForConditionalGeneration`` class the auto mappings give a wrapper model_type."""
+def generation_class(config) -> type:
+    """The class the file's ``architectures`` names, else the ``*ForConditionalGeneration``
+    class the auto mappings give the wrapper's model_type."""
+    if config.architectures:
+        return getattr(transformers, config.architectures[0])
+    model_type = config.model_type
     names = {
         classes[model_type]
         for mapping in dir(modeling_auto)
@@ -295,7 +306,7 @@ def build_text_decoder(config, device: str, **kwargs) -> nn.Module:
     """The text decoder of a multimodal config's conditional-generation model, with its LM
     head (the language model itself when it holds the head: Kosmos-2's causal LM)."""
     with torch.device(device):
-        whole = generation_class(config.model_type)._from_config(
+        whole = generation_class(config)._from_config(
             config, attn_implementation="eager", dtype=torch.float32, **kwargs
         )
     decoder = whole.get_decoder()
@@ -620,6 +631,8 @@ def run_model(name: str, steps: list[str], record: dict) -> dict:
     model.requires_grad_(False)
     record["config"] = str(fixture_path(fixture).relative_to(ROOT))
     record["built_from"] = "text_config" if text else "config"
+    if isinstance(model, TextDecoder):
+        record["built_from"] += f": language model and LM head of {model.whole_class}"
     record["device"] = device
     record["weights"] = "meta" if device == "meta" else "real float32 on CPU, torch.manual_seed(0)"
     record["experts_implementation"] = impl

@@ -373,6 +373,40 @@ CASES += [
         {"r": 8, "target_modules": ["fc1", "fc2"], "modules_to_save": ["output_projection"]},
     ),
 ]
+GLM4V_LINEAR = [*QKVO, "gate_up_proj", "down_proj"]
+"""Every linear layer of GLM-4V's text decoder but the head, named (``all-linear`` on the
+stand-alone decoder would take the head as well: peft leaves it out of PreTrainedModels only)."""
+CASES += [
+    (f"{fixture}-linear-r16", fixture, {"r": 16, "target_modules": GLM4V_LINEAR})
+    for fixture in ("glm-4.1v-9b-thinking", "glm-ocr", "glm-image-defaults")
+]
+CASES += [
+    (
+        "tiny-step3p5-linear-r8",
+        "tiny-step3p5",
+        {"r": 8, "target_modules": [*QKVO, "g_proj", "gate_proj", "up_proj", "down_proj"]},
+    ),
+    (
+        "tiny-step3p5-experts-r4",
+        "tiny-step3p5",
+        {"r": 4, "target_modules": ["g_proj"], "target_parameters": [*EXPERTS, "gate.weight"]},
+    ),
+    (
+        "glm-4.5v-qkvo-mlp-r8",
+        "glm-4.5v",
+        {"r": 8, "target_modules": [*QKVO, "gate_proj", "up_proj", "down_proj"]},
+    ),
+    (
+        "glm-4.5v-experts-r4",
+        "glm-4.5v",
+        {
+            "r": 4,
+            "target_modules": ["q_proj", "v_proj"],
+            "target_parameters": [*EXPERTS, "gate.weight"],
+        },
+    ),
+]
+
 
 TEXT_DECODER = {
     "gemma-3n-e2b-it",
@@ -383,10 +417,15 @@ TEXT_DECODER = {
     "cosmos3-edge-defaults",
     "deepseek-ocr-2",
     "kosmos-2-defaults",
+    "glm-4.1v-9b-thinking",
+    "glm-ocr",
+    "glm-image-defaults",
+    "glm-4.5v",
+    "tiny-step3p5",
 }
-"""Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped; one that
-AutoModelForCausalLM has no class for is taken with its LM head from the conditional-generation
-model (make_golden_families.py's ``build_text_decoder``)."""
+"""Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped: as its own
+causal LM, or (no ``AutoModelForCausalLM`` class) as the language model and LM head of the
+conditional-generation model (make_golden_families.py's ``build_text_decoder``)."""
 
 
 def _build(fixture: str) -> nn.Module:

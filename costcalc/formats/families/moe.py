@@ -294,7 +294,7 @@ def glm4_moe(r: Reader) -> dict[str, Any]:
     (128) of ``moe_intermediate_size`` (1,408), top 8) with ``mlp.shared_experts`` (one SwiGLU
     MLP of ``moe_intermediate_size`` x ``n_shared_experts`` (1)); untied by default. The
     multi-token-prediction layers are not built."""
-    return _glm4_moe(r, (8, None), False, 0.5, ((128, 8), 1408, 1, 1))
+    return glm4_moe_layout(r, (8, None), False, 0.5, ((128, 8), 1408, 1, 1))
 
 
 def sarvam_moe(r: Reader) -> dict[str, Any]:
@@ -303,23 +303,25 @@ def sarvam_moe(r: Reader) -> dict[str, Any]:
     (``use_qk_norm`` true), rotary on every dimension, 128 experts of 1,024, top 6, one shared
     (``num_shared_experts`` names it too), one dense layer; ``use_qkv_bias`` names
     ``attention_bias``."""
-    return _glm4_moe(r, (4, 64), True, 1.0, ((128, 6), 1024, 1, 1))
+    return glm4_moe_layout(r, (4, 64), True, 1.0, ((128, 6), 1024, 1, 1))
 
 
-def _glm4_moe(
+def glm4_moe_layout(
     r: Reader,
     attention: tuple[int, int | None],
-    qk_norm: bool,
+    qk_norm: bool | None,
     rotary: float,
     moe_defaults: tuple[tuple[int, int], int, int, int],
+    bias: bool = False,
+    sizes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """GLM-4.5's layout with a configuration class's defaults: key/value heads and head_dim,
-    ``use_qk_norm``, the rotary factor, and (experts, top-k), expert width, shared experts and
-    dense layers."""
-    fields = llama_layout(r, kv_heads=attention[0], head_dim=attention[1])
-    fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", "use_qkv_bias", default=False)
+    ``use_qk_norm`` (None: no query/key norms, the key not read), the rotary factor, (experts,
+    top-k), expert width, shared experts and dense layers, ``attention_bias`` and the sizes."""
+    fields = llama_layout(r, kv_heads=attention[0], head_dim=attention[1], sizes=sizes)
+    fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", "use_qkv_bias", default=bias)
     fields["attn_out_bias"] = False
-    if r.flag("use_qk_norm", qk_norm):
+    if qk_norm is not None and r.flag("use_qk_norm", qk_norm):
         fields["qk_norm"] = "head"
     fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), rotary)
     experts, hidden, shared, dense = moe_defaults
