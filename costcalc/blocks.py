@@ -177,6 +177,16 @@ class BlockFields:
             "Ling's g_proj; attention or mla blocks): H D."
         ),
     )
+    attention_experts: Size | None = Field(
+        default=None,
+        description=(
+            "A mixture of attention heads (JetMoE's MoA): the query and output projections are "
+            "X stacked experts of n_kv_heads heads each (X x K d x D, X x D x K d) and a router "
+            "X x D sends each token to n_heads / n_kv_heads of them; keys and values are shared "
+            "(one K d projection each, repeated to the H heads); with attn_out_bias one bias of "
+            "D on the combined output. Default: none."
+        ),
+    )
     differential_attention: Flag = Field(
         default=False,
         description=(
@@ -363,6 +373,10 @@ class BlockFields:
     )
     moe_router_bias: Flag = Field(
         default=False, description="The router carries a bias of X (gpt-oss)."
+    )
+    moe_output_bias: Flag = Field(
+        default=False,
+        description="A bias of D added to the experts' combined output (JetMoE): D parameters.",
     )
     moe_router_scales: Flag = Field(
         default=False,

@@ -256,6 +256,15 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         loose_biases=("mlp.router",),
     ),
     "cohere2_moe": DEEPSEEK,
+    "jetmoe": _names(
+        {"attn": "self_attention"},
+        {
+            "mlp.router": "mlp.router.layer",
+            GATE_UP: "mlp.input_linear.weight",
+            DOWN: "mlp.output_linear.weight",
+        },
+        router_linear=True,
+    ),
     "hunyuan_v1_moe": _names(
         renames={
             "mlp.router": "mlp.gate.wg",
@@ -459,7 +468,7 @@ def sites(spec: ModelSpec, names: FamilyNames) -> list[Site]:
             continue
         module = tensor.name.removesuffix(".weight")
         if tensor.use == "router":
-            path = names.path("mlp.router") + (".weight" if kind == "parameter" else "")
+            path = names.path(module) + (".weight" if kind == "parameter" else "")
         elif kind == "parameter":
             path = names.path(tensor.name)
         else:

@@ -100,11 +100,12 @@ def training_macs(
 # Per token: terms linear in the number of tokens.
 
 
-def _stack_macs_per_token(spec: ModelSpec, part: str, uses: tuple[str, ...]) -> int:
-    """MACs one token spends on the block tensors of ``part`` used as ``uses``, all layers."""
+def _stack_macs_per_token(spec: ModelSpec, parts: tuple[str, ...], uses: tuple[str, ...]) -> int:
+    """MACs one token spends on the block tensors of ``parts`` used as ``uses``, all layers."""
     return sum(
         stack.n_layers * t.macs_per_token(stack.experts_active)
         for stack in spec.stacks
+        for part in parts
         for t in (mixer_tensors(stack) if part == "mixer" else ffn_tensors(stack))
         if t.use in uses
     )
@@ -112,8 +113,9 @@ def _stack_macs_per_token(spec: ModelSpec, part: str, uses: tuple[str, ...]) -> 
 
 def attention_projection_macs_per_token(spec: ModelSpec) -> int:
     """Q, K, V and output projections of all blocks, one token: L (D (H + 2K) d + H d D)
-    (every matrix of the token mixer, MLA's low-rank paths included)."""
-    return _stack_macs_per_token(spec, "mixer", ("matmul",))
+    (every matrix of the token mixer, MLA's low-rank paths included; of a mixture of attention
+    heads, the H / K query and output experts a token runs)."""
+    return _stack_macs_per_token(spec, ("mixer",), ("matmul", "experts"))
 
 
 def ffn_macs_per_token(spec: ModelSpec) -> int:
@@ -122,12 +124,13 @@ def ffn_macs_per_token(spec: ModelSpec) -> int:
     A mixture of experts runs only the k experts a token is routed to (k = 1 when dense), and
     its shared expert.
     """
-    return _stack_macs_per_token(spec, "ffn", ("matmul", "experts"))
+    return _stack_macs_per_token(spec, ("ffn",), ("matmul", "experts"))
 
 
 def router_macs_per_token(spec: ModelSpec) -> int:
-    """Mixture-of-experts routers of all blocks, one token: L D X; 0 for dense blocks."""
-    return _stack_macs_per_token(spec, "ffn", ("router",))
+    """Mixture-of-experts routers of all blocks (the FFN's and a mixture of attention heads'),
+    one token: L D X each; 0 for dense blocks."""
+    return _stack_macs_per_token(spec, ("mixer", "ffn"), ("router",))
 
 
 def embedding_projection_macs_per_token(spec: ModelSpec) -> int:

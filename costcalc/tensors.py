@@ -62,6 +62,9 @@ class Tensor:
     part: Part
     use: Use = "none"
     copies: int = 1
+    active: int | None = None
+    """Of ``experts`` tensors, how many of the X a token runs when it is not the block's
+    ``moe_top_k`` (a mixture of attention heads: H / K)."""
 
     @property
     def elements(self) -> int:
@@ -72,7 +75,7 @@ class Tensor:
         """Multiply-accumulates one token spends on this tensor (all copies): every element of
         a matrix it multiplies by; top_k of X stacked experts; 0 for what it does not."""
         if self.use == "experts":
-            return self.elements // self.shape[0] * top_k
+            return self.elements // self.shape[0] * (top_k if self.active is None else self.active)
         return self.elements if self.use in ("matmul", "router") else 0
 
 
@@ -108,15 +111,18 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     q = (2 if spec.attention_gate else 1) * H * d
     bias = spec.qkv_bias
     kv = 0 if spec.shares_kv else K * d + (0 if spec.keys_as_values else K * dv)
-    if spec.fused_qkv:
+    experts = head_expert_tensors(spec)
+    if experts and spec.fused_qkv:
+        tensors = _linear("attn.kv_proj", kv, D, bias, "mixer")
+    elif spec.fused_qkv:
         tensors = _linear("attn.qkv_proj", q + kv, D, bias, "mixer")
     else:
-        tensors = query_tensors(spec, q)
+        tensors = [] if experts else query_tensors(spec, q)
         if not spec.shares_kv:
             tensors += _linear("attn.k_proj", K * d, D, bias, "mixer")
         if not (spec.keys_as_values or spec.shares_kv):
             tensors += _linear("attn.v_proj", K * dv, D, bias, "mixer")
-    tensors += output_tensors(spec, H * dv)
+    tensors += experts or output_tensors(spec, H * dv)
     if spec.qk_norm == "key":
         tensors += _norm(spec, "attn.k_norm", d, "mixer")
     elif spec.qk_norm != "none":
@@ -133,6 +139,27 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     if spec.differential_attention:
         tensors.append(Tensor("attn.lambda", (d,), "mixer", copies=4))
     return tensors + compressor_tensors(spec) + indexer_tensors(spec)
+
+
+def head_expert_tensors(spec: ModelSpec) -> list[Tensor]:
+    """A mixture of attention heads (``attention_experts`` X; JetMoE's ``JetMoeMoA``): the
+    query experts ``input_linear`` X x K d x D and output experts ``output_linear`` X x D x K dv,
+    each token running H / K of them, the router ``router.layer`` X x D and, with
+    ``attn_out_bias``, one ``bias`` of D; none without experts (the keys and values stay
+    shared: K heads, as in :func:`attention_tensors`)."""
+    X = spec.attention_experts
+    if X is None:
+        return []
+    D, K, active = spec.d_model, spec.kv_heads, (spec.n_heads or 0) // (spec.kv_heads or 1)
+    q, out = K * spec.head_width, K * value_width(spec)
+    tensors = [
+        Tensor("attn.experts.input_linear.weight", (X, q, D), "mixer", "experts", active=active),
+        Tensor("attn.experts.output_linear.weight", (X, D, out), "mixer", "experts", active=active),
+        Tensor("attn.experts.router.layer.weight", (X, D), "mixer", "router"),
+    ]
+    if spec.attn_out_bias:
+        tensors.append(Tensor("attn.experts.bias", (D,), "mixer"))
+    return tensors
 
 
 def query_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
@@ -542,8 +569,8 @@ def dense_ffn_tensors(spec: ModelSpec, width: int, name: str = "mlp") -> list[Te
 
 def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
     """Router X x D (+ X bias; + a D scale and X per-expert scales), stacked experts X x 2h x D
-    (X x h x D plain) and X x D x h (+ their biases), and the shared expert with its gate when
-    there is one."""
+    (X x h x D plain) and X x D x h (+ their biases), a bias of D on their combined output with
+    ``moe_output_bias``, and the shared expert with its gate when there is one."""
     D, X, h = spec.d_model, experts, spec.expert_width
     first = 2 * h if spec.gated else h
     tensors = [Tensor("mlp.router.weight", (X, D), "ffn", "router")]
@@ -563,6 +590,8 @@ def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
             Tensor("mlp.experts.gate_up_proj_bias", (X, first), "ffn"),
             Tensor("mlp.experts.down_proj_bias", (X, D), "ffn"),
         ]
+    if spec.moe_output_bias:
+        tensors.append(Tensor("mlp.bias", (D,), "ffn"))
     if spec.moe_shared_ffn_hidden is not None:
         tensors += dense_ffn_tensors(spec, spec.moe_shared_ffn_hidden, "mlp.shared_expert")
     if spec.moe_shared_gate:

@@ -72,6 +72,11 @@ CASES: list[tuple[str, bool]] = [
     ("ffn: relu", False),
     ("position: rotary", True),
     ("position: alibi", False),
+    # block keys of a mixture of attention heads and of a mixture's output bias
+    ("attention_experts: 2", True),
+    ("attention_experts: 0", False),
+    ("attention_experts: 2.0", False),
+    ("moe_output_bias: 1", False),
     # text
     ("name: tiny", True),
     ("name: yes", True),  # text in YAML 1.2

@@ -166,6 +166,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-lara-mini", ("tiny-lara-mini", False, "cpu")),
         ("cohere-compass-text-defaults", ("cohere-compass-text-defaults", False, "meta")),
         ("beam-defaults", ("beam-defaults", False, "meta")),
+        ("jetmoe-8b", ("jetmoe-8b", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
@@ -176,6 +177,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-dbrx", ("tiny-dbrx", False, "cpu")),
         ("tiny-internlm3", ("tiny-internlm3", False, "cpu")),
         ("tiny-lfm2-moe", ("tiny-lfm2-moe", False, "cpu")),
+        ("tiny-jetmoe", ("tiny-jetmoe", False, "cpu")),
         # recurrent and hybrid families
         ("mamba-130m", ("mamba-130m", False, "meta")),
         ("falcon-mamba-7b", ("falcon-mamba-7b", False, "meta")),

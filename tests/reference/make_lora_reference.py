@@ -313,6 +313,19 @@ CASES += [
     )
 ]
 CASES += [
+    ("jetmoe-8b-all-linear-r16", "jetmoe-8b", ALL_LINEAR),
+    (
+        "jetmoe-8b-kv-experts-r4-all",
+        "jetmoe-8b",
+        {
+            "r": 4,
+            "target_modules": ["kv_proj", "layer"],
+            "target_parameters": ["input_linear.weight", "output_linear.weight"],
+            "bias": "all",
+        },
+    ),
+]
+CASES += [
     (
         "mamba-130m-in-r8-embeddings",
         "mamba-130m",
