@@ -34,6 +34,7 @@ MixerKind = Literal[
     "kimi_delta",
     "rg_lru",
     "short_conv",
+    "lightning",
     "none",
 ]
 QkNorm = Literal["none", "head", "full", "key"]
@@ -47,6 +48,7 @@ RECURRENT_MIXERS: tuple[str, ...] = (
     "kimi_delta",
     "rg_lru",
     "short_conv",
+    "lightning",
 )
 """Mixers that keep a fixed-size state instead of a KV cache; each is described by the block key
 of its own name (a nested mapping of its sizes, :mod:`costcalc.mixer_sizes`)."""
@@ -82,6 +84,7 @@ if TYPE_CHECKING:
     from costcalc.mixer_sizes import (
         GatedDeltaNetSizes,
         KimiDeltaSizes,
+        LightningSizes,
         Mamba2Sizes,
         MambaSizes,
         RgLruSizes,
@@ -94,6 +97,7 @@ else:  # the same names at run time, each the field type that loads its model on
     KimiDeltaSizes = _mixer_sizes("kimi_delta")
     RgLruSizes = _mixer_sizes("rg_lru")
     ShortConvSizes = _mixer_sizes("short_conv")
+    LightningSizes = _mixer_sizes("lightning")
 
 
 class BlockFields:
@@ -109,8 +113,9 @@ class BlockFields:
         default="attention",
         description=(
             "Token mixer: attention (MHA/GQA/MQA), mla (multi-head latent attention, "
-            "DeepSeek-V2/V3), mamba2, mamba, gated_deltanet, kimi_delta, rg_lru, short_conv (each "
-            "sized by the block key of its name) or none (a block with an FFN only)."
+            "DeepSeek-V2/V3), mamba2, mamba, gated_deltanet, kimi_delta, rg_lru, short_conv, "
+            "lightning (each sized by the block key of its name) or none (a block with an FFN "
+            "only)."
         ),
     )
     n_heads: Size | None = Field(default=None, description="Attention (query) heads H.")
@@ -313,6 +318,13 @@ class BlockFields:
     )
     short_conv: ShortConvSizes | None = Field(
         default=None, description="Short-convolution sizes (mixer short_conv): conv_kernel, bias."
+    )
+    lightning: LightningSizes | None = Field(
+        default=None,
+        description=(
+            "Lightning attention sizes (mixer lightning; MiniMax-Text-01): heads, head_dim, "
+            "block_size."
+        ),
     )
     parallel_mamba2: Flag = Field(
         default=False,

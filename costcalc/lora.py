@@ -199,7 +199,8 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     ),
     "solar_open": DEEPSEEK,
     **dict.fromkeys(
-        ("mixtral", "minimax_m2"), _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED)
+        ("mixtral", "minimax_m2", "minimax"),
+        _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED),
     ),
     **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next", "flex_olmo", "mellum"), QWEN2_MOE),
     "mimo_v2_flash": LLAMA,

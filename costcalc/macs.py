@@ -24,11 +24,11 @@ from costcalc.errors import UsageError, check_choice
 from costcalc.spec import ModelSpec
 from costcalc.tensors import (
     conv_channels,
+    conv_kernel,
     ffn_tensors,
     key_indexer,
     mixer_tensors,
     per_layer_model_tensors,
-    recurrent_sizes,
     stream_collapse_tensors,
     value_width,
 )
@@ -306,11 +306,9 @@ def _chunks(length: int, chunk: int) -> int:
 
 def conv_macs(spec: ModelSpec, batch: int, length: int) -> int:
     """A recurrent mixer's depthwise causal conv, one block: B C k (T + k - 1), since the
-    conv is padded by k - 1 on both sides and sliced to T afterwards; 0 for other mixers."""
-    sizes = recurrent_sizes(spec)
-    if sizes is None:
-        return 0
-    k = sizes.conv_kernel
+    conv is padded by k - 1 on both sides and sliced to T afterwards; 0 for other mixers (and
+    for lightning attention, which has no conv)."""
+    k = conv_kernel(spec)
     return batch * conv_channels(spec) * k * (length + k - 1)
 
 
@@ -329,6 +327,11 @@ def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
       + 3 c d^2): per chunk the solved attention x values and x decayed keys and the intra-chunk
       attention x new values, the state read by the queries and by the decayed keys and the
       state update (its query-key products are elementwise, not matrix products).
+    - Lightning attention (``MiniMaxLightningAttention``'s prompt path, blocks of b tokens:
+      T = q b + r, so q blocks of b and one of r): B H sum over blocks of c (2 c^2 d + 2 c d^2)
+      = B H (2 d (q b^2 + r^2) + 2 T d^2): per block Q K^T and the decayed scores x V (c^2 d
+      each), the queries read the state carried in (c d^2, the first block's too, a zero state)
+      and the block's K^T V is added to it (c d^2); the decays are elementwise.
     - 0 for a short convolution, for the RG-LRU (an elementwise recurrence) and for attention
       (whose pairs are counted apart).
     """
@@ -350,6 +353,10 @@ def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
         c, d = DELTANET_CHUNK, spec.kimi_delta.head_dim
         n = _chunks(T, c)
         return B * spec.kimi_delta.heads * n * (3 * c * c * d + 3 * c * d * d)
+    if spec.mixer == "lightning" and spec.lightning is not None:
+        b, d = spec.lightning.block_size, spec.lightning.head_dim
+        q, r = divmod(T, b)
+        return B * spec.lightning.heads * (2 * d * (q * b * b + r * r) + 2 * T * d * d)
     return 0
 
 

@@ -207,6 +207,7 @@ MIXER_WORDS = {
     "kimi_delta": "Kimi Delta Attention",
     "rg_lru": "RG-LRU recurrence",
     "short_conv": "short convolution",
+    "lightning": "lightning attention",
     "none": "no token mixer",
 }
 FFN_KEYS = frozenset(

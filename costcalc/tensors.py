@@ -344,6 +344,13 @@ def recurrent_sizes(spec: ModelSpec) -> MixerSizes | None:
     return sizes
 
 
+def conv_kernel(spec: ModelSpec) -> int:
+    """Width k of a recurrent mixer's depthwise conv; 0 without one (attention, lightning)."""
+    sizes = recurrent_sizes(spec)
+    kernel: int = getattr(sizes, "conv_kernel", 0)
+    return kernel
+
+
 def conv_channels(spec: ModelSpec) -> int:
     """Channels of a recurrent mixer's depthwise conv (0 for other mixers): Mamba-2 I + 2 G N,
     Mamba I, Gated DeltaNet 2 Hk dk + Hv dv, Kimi Delta Attention 3 H d, RG-LRU W, short conv
@@ -525,6 +532,21 @@ def short_conv_tensors(spec: ModelSpec) -> list[Tensor]:
     ]
 
 
+def lightning_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Lightning attention (``MiniMaxLightningAttention``): ``qkv_proj`` D -> 3 H d, the output
+    gate ``output_gate`` D -> H d, a norm ``norm`` of H d (the model's), ``out_proj`` H d -> D;
+    no biases, no conv."""
+    g = spec.lightning
+    assert g is not None  # checked by the spec's rules
+    D, width = spec.d_model, g.heads * g.head_dim
+    return [
+        *_linear("attn.qkv_proj", 3 * width, D, False, "mixer"),
+        *_linear("attn.output_gate", width, D, False, "mixer"),
+        *_norm(spec, "attn.norm", width, "mixer"),
+        *_linear("attn.out_proj", D, width, False, "mixer"),
+    ]
+
+
 MIXERS = {
     "attention": attention_tensors,
     "mla": mla_tensors,
@@ -534,6 +556,7 @@ MIXERS = {
     "kimi_delta": kimi_delta_tensors,
     "rg_lru": rg_lru_tensors,
     "short_conv": short_conv_tensors,
+    "lightning": lightning_tensors,
 }
 """Mixer kind -> its tensors; a block with mixer ``none`` has none."""
 

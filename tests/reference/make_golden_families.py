@@ -167,6 +167,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("cohere-compass-text-defaults", ("cohere-compass-text-defaults", False, "meta")),
         ("beam-defaults", ("beam-defaults", False, "meta")),
         ("jetmoe-8b", ("jetmoe-8b", False, "meta")),
+        ("minimax-text-01", ("minimax-text-01", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
@@ -178,6 +179,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-internlm3", ("tiny-internlm3", False, "cpu")),
         ("tiny-lfm2-moe", ("tiny-lfm2-moe", False, "cpu")),
         ("tiny-jetmoe", ("tiny-jetmoe", False, "cpu")),
+        ("tiny-minimax", ("tiny-minimax", False, "cpu")),
         # recurrent and hybrid families
         ("mamba-130m", ("mamba-130m", False, "meta")),
         ("falcon-mamba-7b", ("falcon-mamba-7b", False, "meta")),
@@ -508,6 +510,9 @@ def kv_record(model: nn.Module, config, batch: int, seq: int, device: str) -> di
             by_attr[base] = by_attr.get(base, 0) + v
     keys = by_attr.get("keys", 0)
     values = by_attr.get("values", 0)
+    # MiniMax's cache keeps its lightning layers' states in a list beside its layers.
+    linear = [t for t in getattr(cache, "linear_cache", []) if isinstance(t, torch.Tensor)]
+    states = {"linear_cache_elements": sum(t.numel() for t in linear)} if linear else {}
     return {
         "batch": batch,
         "seq_len": seq,
@@ -518,6 +523,7 @@ def kv_record(model: nn.Module, config, batch: int, seq: int, device: str) -> di
         "cache_elements_by_kind": dict(sorted(by_attr.items())),
         "kv_cache_elements": keys + values,
         "cache_layer_kinds": list(kinds.values()),
+        **states,
     }
 
 

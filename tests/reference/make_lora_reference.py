@@ -314,6 +314,12 @@ CASES += [
 ]
 CASES += [
     ("jetmoe-8b-all-linear-r16", "jetmoe-8b", ALL_LINEAR),
+    ("minimax-text-01-all-linear-r16", "minimax-text-01", ALL_LINEAR),
+    (
+        "minimax-text-01-lightning-w1-w3-w2-gate-r4",
+        "minimax-text-01",
+        {"r": 4, "target_modules": ["qkv_proj", "output_gate", "w1", "w3", "w2", "gate"]},
+    ),
     (
         "jetmoe-8b-kv-experts-r4-all",
         "jetmoe-8b",
