@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
+from costcalc.errors import UsageError
 from costcalc.macs import attention_projection_macs_per_token, pair_width, router_macs_per_token
 from costcalc.memory import kv_width
+from costcalc.parallel import check_tensor_parallel
 from costcalc.params import active_params, total_params
 from costcalc.spec import ModelSpec, structural_problems
 from costcalc.tensors import ffn_tensors, mixer_tensors
@@ -86,3 +88,9 @@ def test_output_bias_of_a_mixture() -> None:
 def test_what_does_not_go_with_the_experts(extra: dict[str, Any], field: str) -> None:
     spec = ModelSpec.model_construct(**{**MOA, **extra})
     assert field in [f for f, _ in structural_problems(spec)]
+
+
+def test_tensor_parallelism_of_the_experts_is_refused() -> None:
+    spec = ModelSpec.model_validate(MOA)
+    with pytest.raises(UsageError, match="attention_experts"):
+        check_tensor_parallel(spec, 2)
