@@ -105,7 +105,9 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     D x H d, q/k norms, sinks and differential attention's 4 lambda vectors of d. An output gate
     doubles the query projection (2 H d), with a bias of H when ``attention_gate_bias``; a gate
     per head is its own H x D projection. Values of another width dv (``v_head_dim``) make V
-    K dv x D and the output D x H dv."""
+    K dv x D and the output D x H dv. With ``attention_experts`` the query and output
+    projections are experts (:func:`head_expert_tensors`) and K and V stay (one ``kv_proj``
+    when fused)."""
     D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
     dv = value_width(spec)
     q = (2 if spec.attention_gate else 1) * H * d
