@@ -34,6 +34,7 @@ MixerKind = Literal[
     "kimi_delta",
     "rg_lru",
     "short_conv",
+    "lightning",
     "none",
 ]
 QkNorm = Literal["none", "head", "full", "key"]
@@ -47,6 +48,7 @@ RECURRENT_MIXERS: tuple[str, ...] = (
     "kimi_delta",
     "rg_lru",
     "short_conv",
+    "lightning",
 )
 """Mixers that keep a fixed-size state instead of a KV cache; each is described by the block key
 of its own name (a nested mapping of its sizes, :mod:`costcalc.mixer_sizes`)."""
@@ -82,6 +84,7 @@ if TYPE_CHECKING:
     from costcalc.mixer_sizes import (
         GatedDeltaNetSizes,
         KimiDeltaSizes,
+        LightningSizes,
         Mamba2Sizes,
         MambaSizes,
         RgLruSizes,
@@ -94,6 +97,7 @@ else:  # the same names at run time, each the field type that loads its model on
     KimiDeltaSizes = _mixer_sizes("kimi_delta")
     RgLruSizes = _mixer_sizes("rg_lru")
     ShortConvSizes = _mixer_sizes("short_conv")
+    LightningSizes = _mixer_sizes("lightning")
 
 
 class BlockFields:
@@ -109,8 +113,9 @@ class BlockFields:
         default="attention",
         description=(
             "Token mixer: attention (MHA/GQA/MQA), mla (multi-head latent attention, "
-            "DeepSeek-V2/V3), mamba2, mamba, gated_deltanet, kimi_delta, rg_lru, short_conv (each "
-            "sized by the block key of its name) or none (a block with an FFN only)."
+            "DeepSeek-V2/V3), mamba2, mamba, gated_deltanet, kimi_delta, rg_lru, short_conv, "
+            "lightning (each sized by the block key of its name) or none (a block with an FFN "
+            "only)."
         ),
     )
     n_heads: Size | None = Field(default=None, description="Attention (query) heads H.")
@@ -175,6 +180,16 @@ class BlockFields:
         description=(
             "A sigmoid output gate per query head from its own D -> H projection (LFM3's and "
             "Ling's g_proj; attention or mla blocks): H D."
+        ),
+    )
+    attention_experts: Size | None = Field(
+        default=None,
+        description=(
+            "A mixture of attention heads (JetMoE's MoA): the query and output projections are "
+            "X stacked experts of n_kv_heads heads each (X x K d x D, X x D x K d) and a router "
+            "X x D sends each token to n_heads / n_kv_heads of them; keys and values are shared "
+            "(one K d projection each, repeated to the H heads); with attn_out_bias one bias of "
+            "D on the combined output. Default: none."
         ),
     )
     differential_attention: Flag = Field(
@@ -304,6 +319,13 @@ class BlockFields:
     short_conv: ShortConvSizes | None = Field(
         default=None, description="Short-convolution sizes (mixer short_conv): conv_kernel, bias."
     )
+    lightning: LightningSizes | None = Field(
+        default=None,
+        description=(
+            "Lightning attention sizes (mixer lightning; MiniMax-Text-01): heads, head_dim, "
+            "block_size."
+        ),
+    )
     parallel_mamba2: Flag = Field(
         default=False,
         description=(
@@ -370,6 +392,10 @@ class BlockFields:
     )
     moe_router_bias: Flag = Field(
         default=False, description="The router carries a bias of X (gpt-oss)."
+    )
+    moe_output_bias: Flag = Field(
+        default=False,
+        description="A bias of D added to the experts' combined output (JetMoE): D parameters.",
     )
     moe_router_scales: Flag = Field(
         default=False,

@@ -134,9 +134,16 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
     )
     if report.active != report.total:
         idle = "; ".join(
-            f"{s.n_layers:,} x ({s.experts - s.experts_active} of {s.experts})"
-            for s in spec.stacks
-            if s.moe_experts is not None
+            [
+                f"{s.n_layers:,} x ({s.experts - s.experts_active} of {s.experts})"
+                for s in spec.stacks
+                if s.moe_experts is not None
+            ]
+            + [
+                f"{s.n_layers:,} x ({X - (s.n_heads or 0) // s.kv_heads} of {X} attention experts)"
+                for s in spec.stacks
+                if (X := s.attention_experts) is not None
+            ]
         )
         rows["active"] = (
             f"total - routed experts a token skips (layers x (X - k of X): {idle}) => "

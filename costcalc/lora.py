@@ -203,7 +203,8 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     ),
     "solar_open": DEEPSEEK,
     **dict.fromkeys(
-        ("mixtral", "minimax_m2"), _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED)
+        ("mixtral", "minimax_m2", "minimax"),
+        _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED),
     ),
     **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next", "flex_olmo", "mellum"), QWEN2_MOE),
     "mimo_v2_flash": LLAMA,
@@ -263,6 +264,15 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         loose_biases=("mlp.router",),
     ),
     "cohere2_moe": DEEPSEEK,
+    "jetmoe": _names(
+        {"attn": "self_attention"},
+        {
+            "mlp.router": "mlp.router.layer",
+            GATE_UP: "mlp.input_linear.weight",
+            DOWN: "mlp.output_linear.weight",
+        },
+        router_linear=True,
+    ),
     "hunyuan_v1_moe": _names(
         renames={
             "mlp.router": "mlp.gate.wg",
@@ -469,7 +479,7 @@ def sites(spec: ModelSpec, names: FamilyNames) -> list[Site]:
             continue
         module = tensor.name.removesuffix(".weight")
         if tensor.use == "router":
-            path = names.path("mlp.router") + (".weight" if kind == "parameter" else "")
+            path = names.path(module) + (".weight" if kind == "parameter" else "")
         elif kind == "parameter":
             path = names.path(tensor.name)
         else:

@@ -25,11 +25,11 @@ from costcalc.spec import ModelSpec
 from costcalc.tensors import (
     altup_projection_tensors,
     conv_channels,
+    conv_kernel,
     ffn_tensors,
     key_indexer,
     mixer_tensors,
     per_layer_model_tensors,
-    recurrent_sizes,
     stream_collapse_tensors,
     value_width,
 )
@@ -101,11 +101,12 @@ def training_macs(
 # Per token: terms linear in the number of tokens.
 
 
-def _stack_macs_per_token(spec: ModelSpec, part: str, uses: tuple[str, ...]) -> int:
-    """MACs one token spends on the block tensors of ``part`` used as ``uses``, all layers."""
+def _stack_macs_per_token(spec: ModelSpec, parts: tuple[str, ...], uses: tuple[str, ...]) -> int:
+    """MACs one token spends on the block tensors of ``parts`` used as ``uses``, all layers."""
     return sum(
         stack.n_layers * t.macs_per_token(stack.experts_active)
         for stack in spec.stacks
+        for part in parts
         for t in (mixer_tensors(stack) if part == "mixer" else ffn_tensors(stack))
         if t.use in uses
     )
@@ -113,8 +114,9 @@ def _stack_macs_per_token(spec: ModelSpec, part: str, uses: tuple[str, ...]) -> 
 
 def attention_projection_macs_per_token(spec: ModelSpec) -> int:
     """Q, K, V and output projections of all blocks, one token: L (D (H + 2K) d + H d D)
-    (every matrix of the token mixer, MLA's low-rank paths included)."""
-    return _stack_macs_per_token(spec, "mixer", ("matmul",))
+    (every matrix of the token mixer, MLA's low-rank paths included; of a mixture of attention
+    heads, the H / K query and output experts a token runs)."""
+    return _stack_macs_per_token(spec, ("mixer",), ("matmul", "experts"))
 
 
 def ffn_macs_per_token(spec: ModelSpec) -> int:
@@ -123,12 +125,13 @@ def ffn_macs_per_token(spec: ModelSpec) -> int:
     A mixture of experts runs only the k experts a token is routed to (k = 1 when dense), and
     its shared expert.
     """
-    return _stack_macs_per_token(spec, "ffn", ("matmul", "experts"))
+    return _stack_macs_per_token(spec, ("ffn",), ("matmul", "experts"))
 
 
 def router_macs_per_token(spec: ModelSpec) -> int:
-    """Mixture-of-experts routers of all blocks, one token: L D X; 0 for dense blocks."""
-    return _stack_macs_per_token(spec, "ffn", ("router",))
+    """Mixture-of-experts routers of all blocks (the FFN's and a mixture of attention heads'),
+    one token: L D X each; 0 for dense blocks."""
+    return _stack_macs_per_token(spec, ("mixer", "ffn"), ("router",))
 
 
 def embedding_projection_macs_per_token(spec: ModelSpec) -> int:
@@ -312,11 +315,9 @@ def _chunks(length: int, chunk: int) -> int:
 
 def conv_macs(spec: ModelSpec, batch: int, length: int) -> int:
     """A recurrent mixer's depthwise causal conv, one block: B C k (T + k - 1), since the
-    conv is padded by k - 1 on both sides and sliced to T afterwards; 0 for other mixers."""
-    sizes = recurrent_sizes(spec)
-    if sizes is None:
-        return 0
-    k = sizes.conv_kernel
+    conv is padded by k - 1 on both sides and sliced to T afterwards; 0 for other mixers (and
+    for lightning attention, which has no conv)."""
+    k = conv_kernel(spec)
     return batch * conv_channels(spec) * k * (length + k - 1)
 
 
@@ -335,6 +336,11 @@ def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
       + 3 c d^2): per chunk the solved attention x values and x decayed keys and the intra-chunk
       attention x new values, the state read by the queries and by the decayed keys and the
       state update (its query-key products are elementwise, not matrix products).
+    - Lightning attention (``MiniMaxLightningAttention``'s prompt path, blocks of b tokens:
+      T = q b + r, so q blocks of b and one of r): B H sum over blocks of c (2 c^2 d + 2 c d^2)
+      = B H (2 d (q b^2 + r^2) + 2 T d^2): per block Q K^T and the decayed scores x V (c^2 d
+      each), the queries read the state carried in (c d^2, the first block's too, a zero state)
+      and the block's K^T V is added to it (c d^2); the decays are elementwise.
     - 0 for a short convolution, for the RG-LRU (an elementwise recurrence) and for attention
       (whose pairs are counted apart).
     """
@@ -356,6 +362,10 @@ def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
         c, d = DELTANET_CHUNK, spec.kimi_delta.head_dim
         n = _chunks(T, c)
         return B * spec.kimi_delta.heads * n * (3 * c * c * d + 3 * c * d * d)
+    if spec.mixer == "lightning" and spec.lightning is not None:
+        b, d = spec.lightning.block_size, spec.lightning.head_dim
+        q, r = divmod(T, b)
+        return B * spec.lightning.heads * (2 * d * (q * b * b + r * r) + 2 * T * d * d)
     return 0
 
 

@@ -24,10 +24,10 @@ from costcalc.tensors import (
     Shape,
     Tensor,
     conv_channels,
+    conv_kernel,
     elements,
     key_indexer,
     parameter_tensors,
-    recurrent_sizes,
     tensor_count,
     value_width,
 )
@@ -307,18 +307,15 @@ def kv_cache_bytes(spec: ModelSpec, batch: int, length: int, kv_dtype: str) -> i
 def conv_state_width(spec: ModelSpec) -> int:
     """One block's cached conv inputs per sequence: C channels x k positions (transformers keeps
     the last k inputs of the depthwise conv; RecurrentGemma's block keeps k - 1); 0 for
-    attention blocks."""
-    sizes = recurrent_sizes(spec)
-    if sizes is None:
-        return 0
-    kept = sizes.conv_kernel - 1 if spec.mixer == "rg_lru" else sizes.conv_kernel
-    return conv_channels(spec) * kept
+    attention blocks and lightning attention (no conv)."""
+    k = conv_kernel(spec)
+    return conv_channels(spec) * (k - 1 if spec.mixer == "rg_lru" else k)
 
 
 def recurrent_state_width(spec: ModelSpec) -> int:
     """One block's SSM / linear-attention state per sequence: Mamba-2 H P N, Mamba I N, Gated
-    DeltaNet Hv dk dv, Kimi Delta Attention H d^2, RG-LRU W; 0 for a short convolution (its
-    conv state is all it keeps) and attention."""
+    DeltaNet Hv dk dv, Kimi Delta Attention H d^2, lightning attention H d^2 (its K^T V), RG-LRU
+    W; 0 for a short convolution (its conv state is all it keeps) and attention."""
     if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
         return spec.mamba2.heads * spec.mamba2.head_dim * spec.mamba2.state
     if spec.mixer == "mamba" and spec.mamba is not None:
@@ -328,6 +325,8 @@ def recurrent_state_width(spec: ModelSpec) -> int:
         return g.value_heads * g.key_head_dim * g.value_head_dim
     if spec.mixer == "kimi_delta" and spec.kimi_delta is not None:
         return spec.kimi_delta.heads * spec.kimi_delta.head_dim**2
+    if spec.mixer == "lightning" and spec.lightning is not None:
+        return spec.lightning.heads * spec.lightning.head_dim**2
     if spec.mixer == "rg_lru" and spec.rg_lru is not None:
         return spec.rg_lru.width
     return 0

@@ -1,6 +1,6 @@
 """The sizes of each recurrent mixer, a nested mapping under the block key of the mixer's name
 (``mamba2:``, ``mamba:``, ``gated_deltanet:``, ``kimi_delta:``, ``rg_lru:``,
-``short_conv:``).
+``short_conv:``, ``lightning:``).
 
 Imported on first use: by a model with a recurrent mixer, or when the block validator or the
 JSON schema is built (:class:`costcalc.blocks.Deferred`).
@@ -105,8 +105,25 @@ class ShortConvSizes(_MixerSizes):
     bias: Flag = Field(default=False, description="Bias on the projections and the conv.")
 
 
+class LightningSizes(_MixerSizes):
+    """Lightning attention (MiniMax-Text-01's ``MiniMaxLightningAttention``): linear attention
+    with a fixed decay per head, its prompt computed block by block."""
+
+    heads: Size = Field(description="Heads H (queries, keys and values alike).")
+    head_dim: Size = Field(description="Width d of one head; the state is H d x d.")
+    block_size: Size = Field(
+        default=256, description="Tokens per block of the block-wise prompt (changes MACs only)."
+    )
+
+
 MixerSizes = (
-    Mamba2Sizes | MambaSizes | GatedDeltaNetSizes | KimiDeltaSizes | RgLruSizes | ShortConvSizes
+    Mamba2Sizes
+    | MambaSizes
+    | GatedDeltaNetSizes
+    | KimiDeltaSizes
+    | RgLruSizes
+    | ShortConvSizes
+    | LightningSizes
 )
 """The nested sizes of any recurrent mixer."""
 
@@ -117,5 +134,6 @@ MIXER_SIZES: dict[str, type[_MixerSizes]] = {
     "kimi_delta": KimiDeltaSizes,
     "rg_lru": RgLruSizes,
     "short_conv": ShortConvSizes,
+    "lightning": LightningSizes,
 }
 """The nested sizes of each recurrent mixer, under the block key of the mixer's name."""

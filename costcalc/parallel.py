@@ -277,7 +277,7 @@ def padded_vocab(spec: ModelSpec, tp: int, head: bool = False) -> int:
 
 def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
     """Attention heads and key/value heads divide over T ranks, and every block is one whose
-    layout is modelled (attention or none as the mixer)."""
+    layout is modelled (attention without attention experts, or none as the mixer)."""
     if tp == 1:
         return
     for stack in spec.stacks:
@@ -285,6 +285,11 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
             raise UsageError(
                 f"--tp: tensor parallelism of {stack.recurrent_mixer or stack.mixer} blocks is not "
                 "modelled (Megatron's layout covers attention and FFN blocks)"
+            )
+        if stack.attention_experts is not None:
+            raise UsageError(
+                "--tp: tensor parallelism of a mixture of attention heads (attention_experts) "
+                "is not modelled"
             )
         if not stack.has_attention:
             continue

@@ -22,6 +22,7 @@ from costcalc.tensors import (
     altup_projection_tensors,
     block_norm_tensors,
     ffn_tensors,
+    head_expert_tensors,
     mixer_tensors,
     per_layer_model_tensors,
     per_layer_table,
@@ -162,11 +163,28 @@ def tying_saving_params(spec: ModelSpec) -> int:
 
 
 def idle_expert_params(spec: ModelSpec) -> int:
-    """Routed experts one token skips, all blocks: L (X - k) expert, summed over stacks."""
+    """Experts one token skips, all blocks: per stack, L x (the routed FFN experts and the
+    attention experts one block skips)."""
     return sum(
-        stack.n_layers * (stack.experts - stack.experts_active) * expert_ffn_params(stack)
+        stack.n_layers * (idle_ffn_expert_params(stack) + idle_attention_expert_params(stack))
         for stack in spec.stacks
-        if stack.moe_experts is not None
+    )
+
+
+def idle_ffn_expert_params(spec: ModelSpec) -> int:
+    """Routed FFN experts one token skips, one block: (X - k) expert; 0 for a dense FFN."""
+    if spec.moe_experts is None:
+        return 0
+    return (spec.experts - spec.experts_active) * expert_ffn_params(spec)
+
+
+def idle_attention_expert_params(spec: ModelSpec) -> int:
+    """A mixture of attention heads' query and output experts one token skips, one block:
+    (X - H / K) (K d D + D K dv); 0 without one."""
+    return sum(
+        t.elements // t.shape[0] * (t.shape[0] - (t.active or 0))
+        for t in head_expert_tensors(spec)
+        if t.use == "experts"
     )
 
 
@@ -196,6 +214,7 @@ MIXER_WORDS = {
     "kimi_delta": "Kimi Delta Attention",
     "rg_lru": "RG-LRU recurrence",
     "short_conv": "short convolution",
+    "lightning": "lightning attention",
     "none": "no token mixer",
 }
 FFN_KEYS = frozenset(

@@ -581,6 +581,7 @@ def _compressed_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "shares_kv",
     "attention_head_gate",
     "differential_attention",
+    "attention_experts",
     "n_kv_heads",
     "head_dim",
     "kv_cache_heads",
@@ -602,9 +603,36 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "shares_kv": spec.shares_kv,
         "attention_head_gate": spec.attention_head_gate and spec.mixer != "mla",
         "differential_attention": spec.differential_attention,
+        "attention_experts": spec.attention_experts is not None,
     }
     for name in (name for name, set_ in given.items() if set_):
         yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")
+
+
+@_rule(
+    "mixer",
+    "attention_experts",
+    "n_heads",
+    "n_kv_heads",
+    "query_rank",
+    "out_groups",
+    "attention_gate",
+)
+def _attention_experts(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """A mixture of attention heads routes each token to H / K experts of K query heads; its
+    experts are the query and output projections, so no other shape of them goes with it."""
+    X, H, K = spec.attention_experts, spec.n_heads, spec.kv_heads
+    if X is None or spec.mixer != "attention" or H is None or H % K:
+        return
+    if H // K > X:
+        yield (
+            "attention_experts",
+            f"{H:,} query heads of {K:,} per expert route each token to {H // K:,} experts; "
+            f"there are {X:,}",
+        )
+    for name in ("query_rank", "out_groups", "attention_gate"):
+        if getattr(spec, name):
+            yield (name, "the query and output projections are attention_experts' experts")
 
 
 @_rule("differential_attention", "n_kv_heads", "n_heads")
@@ -715,6 +743,7 @@ MOE_DETAILS = (
     "moe_shared_gate",
     "moe_router_bias",
     "moe_router_scales",
+    "moe_output_bias",
 )
 
 

@@ -62,6 +62,9 @@ class Tensor:
     part: Part
     use: Use = "none"
     copies: int = 1
+    active: int | None = None
+    """Of ``experts`` tensors, how many of the X a token runs when it is not the block's
+    ``moe_top_k`` (a mixture of attention heads: H / K)."""
 
     @property
     def elements(self) -> int:
@@ -72,7 +75,7 @@ class Tensor:
         """Multiply-accumulates one token spends on this tensor (all copies): every element of
         a matrix it multiplies by; top_k of X stacked experts; 0 for what it does not."""
         if self.use == "experts":
-            return self.elements // self.shape[0] * top_k
+            return self.elements // self.shape[0] * (top_k if self.active is None else self.active)
         return self.elements if self.use in ("matmul", "router") else 0
 
 
@@ -102,21 +105,26 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     D x H d, q/k norms, sinks and differential attention's 4 lambda vectors of d. An output gate
     doubles the query projection (2 H d), with a bias of H when ``attention_gate_bias``; a gate
     per head is its own H x D projection. Values of another width dv (``v_head_dim``) make V
-    K dv x D and the output D x H dv."""
+    K dv x D and the output D x H dv. With ``attention_experts`` the query and output
+    projections are experts (:func:`head_expert_tensors`) and K and V stay (one ``kv_proj``
+    when fused)."""
     D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
     dv = value_width(spec)
     q = (2 if spec.attention_gate else 1) * H * d
     bias = spec.qkv_bias
     kv = 0 if spec.shares_kv else K * d + (0 if spec.keys_as_values else K * dv)
-    if spec.fused_qkv:
+    experts = head_expert_tensors(spec)
+    if experts and spec.fused_qkv:
+        tensors = _linear("attn.kv_proj", kv, D, bias, "mixer")
+    elif spec.fused_qkv:
         tensors = _linear("attn.qkv_proj", q + kv, D, bias, "mixer")
     else:
-        tensors = query_tensors(spec, q)
+        tensors = [] if experts else query_tensors(spec, q)
         if not spec.shares_kv:
             tensors += _linear("attn.k_proj", K * d, D, bias, "mixer")
         if not (spec.keys_as_values or spec.shares_kv):
             tensors += _linear("attn.v_proj", K * dv, D, bias, "mixer")
-    tensors += output_tensors(spec, H * dv)
+    tensors += experts or output_tensors(spec, H * dv)
     if spec.qk_norm == "key":
         tensors += _norm(spec, "attn.k_norm", d, "mixer")
     elif spec.qk_norm != "none":
@@ -133,6 +141,27 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     if spec.differential_attention:
         tensors.append(Tensor("attn.lambda", (d,), "mixer", copies=4))
     return tensors + compressor_tensors(spec) + indexer_tensors(spec)
+
+
+def head_expert_tensors(spec: ModelSpec) -> list[Tensor]:
+    """A mixture of attention heads (``attention_experts`` X; JetMoE's ``JetMoeMoA``): the
+    query experts ``input_linear`` X x K d x D and output experts ``output_linear`` X x D x K dv,
+    each token running H / K of them, the router ``router.layer`` X x D and, with
+    ``attn_out_bias``, one ``bias`` of D; none without experts (the keys and values stay
+    shared: K heads, as in :func:`attention_tensors`)."""
+    X = spec.attention_experts
+    if X is None:
+        return []
+    D, K, active = spec.d_model, spec.kv_heads, (spec.n_heads or 0) // (spec.kv_heads or 1)
+    q, out = K * spec.head_width, K * value_width(spec)
+    tensors = [
+        Tensor("attn.experts.input_linear.weight", (X, q, D), "mixer", "experts", active=active),
+        Tensor("attn.experts.output_linear.weight", (X, D, out), "mixer", "experts", active=active),
+        Tensor("attn.experts.router.layer.weight", (X, D), "mixer", "router"),
+    ]
+    if spec.attn_out_bias:
+        tensors.append(Tensor("attn.experts.bias", (D,), "mixer"))
+    return tensors
 
 
 def query_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
@@ -330,6 +359,13 @@ def recurrent_sizes(spec: ModelSpec) -> MixerSizes | None:
     return sizes
 
 
+def conv_kernel(spec: ModelSpec) -> int:
+    """Width k of a recurrent mixer's depthwise conv; 0 without one (attention, lightning)."""
+    sizes = recurrent_sizes(spec)
+    kernel: int = getattr(sizes, "conv_kernel", 0)
+    return kernel
+
+
 def conv_channels(spec: ModelSpec) -> int:
     """Channels of a recurrent mixer's depthwise conv (0 for other mixers): Mamba-2 I + 2 G N,
     Mamba I, Gated DeltaNet 2 Hk dk + Hv dv, Kimi Delta Attention 3 H d, RG-LRU W, short conv
@@ -511,6 +547,21 @@ def short_conv_tensors(spec: ModelSpec) -> list[Tensor]:
     ]
 
 
+def lightning_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Lightning attention (``MiniMaxLightningAttention``): ``qkv_proj`` D -> 3 H d, the output
+    gate ``output_gate`` D -> H d, a norm ``norm`` of H d (the model's), ``out_proj`` H d -> D;
+    no biases, no conv."""
+    g = spec.lightning
+    assert g is not None  # checked by the spec's rules
+    D, width = spec.d_model, g.heads * g.head_dim
+    return [
+        *_linear("attn.qkv_proj", 3 * width, D, False, "mixer"),
+        *_linear("attn.output_gate", width, D, False, "mixer"),
+        *_norm(spec, "attn.norm", width, "mixer"),
+        *_linear("attn.out_proj", D, width, False, "mixer"),
+    ]
+
+
 MIXERS = {
     "attention": attention_tensors,
     "mla": mla_tensors,
@@ -520,6 +571,7 @@ MIXERS = {
     "kimi_delta": kimi_delta_tensors,
     "rg_lru": rg_lru_tensors,
     "short_conv": short_conv_tensors,
+    "lightning": lightning_tensors,
 }
 """Mixer kind -> its tensors; a block with mixer ``none`` has none."""
 
@@ -583,8 +635,8 @@ def dense_ffn_tensors(spec: ModelSpec, width: int, name: str = "mlp") -> list[Te
 
 def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
     """Router X x D (+ X bias; + a D scale and X per-expert scales), stacked experts X x 2h x D
-    (X x h x D plain) and X x D x h (+ their biases), and the shared expert with its gate when
-    there is one."""
+    (X x h x D plain) and X x D x h (+ their biases), a bias of D on their combined output with
+    ``moe_output_bias``, and the shared expert with its gate when there is one."""
     D, X, h = spec.d_model, experts, spec.expert_width
     first = 2 * h if spec.gated else h
     tensors = [Tensor("mlp.router.weight", (X, D), "ffn", "router")]
@@ -604,6 +656,8 @@ def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
             Tensor("mlp.experts.gate_up_proj_bias", (X, first), "ffn"),
             Tensor("mlp.experts.down_proj_bias", (X, D), "ffn"),
         ]
+    if spec.moe_output_bias:
+        tensors.append(Tensor("mlp.bias", (D,), "ffn"))
     if spec.moe_shared_ffn_hidden is not None:
         tensors += dense_ffn_tensors(spec, spec.moe_shared_ffn_hidden, "mlp.shared_expert")
     if spec.moe_shared_gate:

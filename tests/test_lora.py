@@ -23,8 +23,16 @@ from costcalc.memory import (
 ROOT = Path(__file__).resolve().parent
 GOLDEN = json.loads((ROOT / "golden" / "lora_reference.json").read_text())
 FIXTURES = ROOT / "fixtures" / "hf"
-LORA_WEIGHTS = ("experts.gate_up_proj", "experts.down_proj", "gate.weight", "router.weight")
-"""The bare weights LoRA can adapt (stacked experts, routers that are no ``nn.Linear``)."""
+LORA_WEIGHTS = (
+    "experts.gate_up_proj",
+    "experts.down_proj",
+    "gate.weight",
+    "router.weight",
+    "input_linear.weight",
+    "output_linear.weight",
+)
+"""The bare weights LoRA can adapt (stacked experts, JetMoE's included; routers that are no
+``nn.Linear``)."""
 
 
 def _config(record: dict):

@@ -72,6 +72,15 @@ CASES: list[tuple[str, bool]] = [
     ("ffn: relu", False),
     ("position: rotary", True),
     ("position: alibi", False),
+    # block keys of a mixture of attention heads and of a mixture's output bias
+    ("attention_experts: 2", True),
+    ("attention_experts: 0", False),
+    ("attention_experts: 2.0", False),
+    ("moe_output_bias: 1", False),
+    ("mixer: lightning\nlightning: {heads: 4, head_dim: 16}", True),
+    ("mixer: lightning\nlightning: {heads: 4, head_dim: 16, block_size: 0}", False),
+    ("mixer: lightning\nlightning: {heads: 4, head_dim: 16.0}", False),
+    ("mixer: lightning\nlightning: {heads: 4}", False),
     # text
     ("name: tiny", True),
     ("name: yes", True),  # text in YAML 1.2

@@ -192,6 +192,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("kosmos-2-defaults-text", ("kosmos-2-defaults", True, "meta")),
         ("muse-glimmer-defaults-text", ("muse-glimmer-defaults", True, "meta")),
         ("muse-glimmer-50-layers-text", ("muse-glimmer-50-layers", True, "meta")),
+        ("jetmoe-8b", ("jetmoe-8b", False, "meta")),
+        ("minimax-text-01", ("minimax-text-01", False, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
@@ -202,6 +204,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-dbrx", ("tiny-dbrx", False, "cpu")),
         ("tiny-internlm3", ("tiny-internlm3", False, "cpu")),
         ("tiny-lfm2-moe", ("tiny-lfm2-moe", False, "cpu")),
+        ("tiny-jetmoe", ("tiny-jetmoe", False, "cpu")),
+        ("tiny-minimax", ("tiny-minimax", False, "cpu")),
         # recurrent and hybrid families
         ("mamba-130m", ("mamba-130m", False, "meta")),
         ("falcon-mamba-7b", ("falcon-mamba-7b", False, "meta")),
@@ -604,6 +608,9 @@ def kv_record(model: nn.Module, config, batch: int, seq: int, device: str) -> di
             by_attr[base] = by_attr.get(base, 0) + v
     keys = by_attr.get("keys", 0)
     values = by_attr.get("values", 0)
+    # MiniMax's cache keeps its lightning layers' states in a list beside its layers.
+    linear = [t for t in getattr(cache, "linear_cache", []) if isinstance(t, torch.Tensor)]
+    states = {"linear_cache_elements": sum(t.numel() for t in linear)} if linear else {}
     return {
         "batch": batch,
         "seq_len": seq,
@@ -614,6 +621,7 @@ def kv_record(model: nn.Module, config, batch: int, seq: int, device: str) -> di
         "cache_elements_by_kind": dict(sorted(by_attr.items())),
         "kv_cache_elements": keys + values,
         "cache_layer_kinds": list(kinds.values()),
+        **states,
     }
 
 

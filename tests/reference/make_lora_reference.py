@@ -333,6 +333,25 @@ CASES += [
     )
 ]
 CASES += [
+    ("jetmoe-8b-all-linear-r16", "jetmoe-8b", ALL_LINEAR),
+    ("minimax-text-01-all-linear-r16", "minimax-text-01", ALL_LINEAR),
+    (
+        "minimax-text-01-lightning-w1-w3-w2-gate-r4",
+        "minimax-text-01",
+        {"r": 4, "target_modules": ["qkv_proj", "output_gate", "w1", "w3", "w2", "gate"]},
+    ),
+    (
+        "jetmoe-8b-kv-experts-r4-all",
+        "jetmoe-8b",
+        {
+            "r": 4,
+            "target_modules": ["kv_proj", "layer"],
+            "target_parameters": ["input_linear.weight", "output_linear.weight"],
+            "bias": "all",
+        },
+    ),
+]
+CASES += [
     (
         "mamba-130m-in-r8-embeddings",
         "mamba-130m",
