@@ -174,7 +174,7 @@ LLAMA_FAMILIES = (
 
 DENSE_LLAMA_FAMILIES = (
     "apertus1p5_text cwm exaone glm granite_swa hunyuan_v1_dense hyperclovax internlm3 "
-    "iquestcoder jais2 ministral3 olmo vaultgemma youtu"
+    "iquestcoder jais2 ministral3 olmo qwen2_5_vl_text qwen2_vl_text qwen3_vl_text vaultgemma youtu"
 )
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 
@@ -203,6 +203,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     ),
     **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next", "flex_olmo", "mellum"), QWEN2_MOE),
     "mimo_v2_flash": LLAMA,
+    "qwen3_vl_moe_text": LLAMA,
     "flint": _names(renames=ROUTER_GATE),
     "beam": QWEN2_MOE,
     "lara_mini": LLAMA,

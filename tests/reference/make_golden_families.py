@@ -9,7 +9,10 @@ Run by hand (pytest does not collect this file), one model at a time if memory i
 Every model is built from its fixture config (tests/fixtures/hf/<fixture>.json) with
 ``AutoModelForCausalLM.from_config(config, attn_implementation="eager")`` on the meta device,
 through make_golden.py's builder. A multimodal fixture (one with a ``text_config``) is recorded
-through its text decoder: ``config.get_text_config()``, whose model_type is e.g. gemma3_text.
+through its text decoder: ``config.get_text_config()``, whose model_type is e.g. gemma3_text. A
+text config that ``AutoModelForCausalLM`` cannot build (qwen2_vl_text) is recorded as the
+language model and LM head of the whole multimodal model (``AutoModelForMultimodalLM``), run on
+token ids alone (:class:`TextDecoder`).
 Layers may differ in this file, so ``parameters_per_layer`` is always a list and ``layer_kinds``
 groups the layers by layout. Families that cannot run a forward pass on meta get a tiny real-weight
 twin (its own fixture, ``tiny-*``) or a ``*_error`` field with the exception text.
@@ -23,6 +26,8 @@ import re
 import sys
 import traceback
 from collections import OrderedDict
+from functools import partial
+from types import SimpleNamespace
 
 import torch
 from make_golden import (
@@ -45,7 +50,8 @@ from make_golden import (
     token_ids,
 )
 from torch import nn
-from transformers import CONFIG_MAPPING
+from transformers import CONFIG_MAPPING, AutoModelForMultimodalLM
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
 OUTPUT = ROOT / "tests" / "golden" / "hf_families.json"
 GENERATOR = "tests/reference/make_golden_families.py"
@@ -55,6 +61,10 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
     (name, spec)
     for name, spec in [
         ("qwen3-0.6b", ("qwen3-0.6b", False, "meta")),
+        ("qwen2-vl-2b-instruct", ("qwen2-vl-2b-instruct", True, "meta")),
+        ("qwen2.5-vl-7b-instruct", ("qwen2.5-vl-7b-instruct", True, "meta")),
+        ("qwen3-vl-8b-instruct", ("qwen3-vl-8b-instruct", True, "meta")),
+        ("qwen3-vl-30b-a3b-instruct", ("qwen3-vl-30b-a3b-instruct", True, "meta")),
         ("qwen3-8b", ("qwen3-8b", False, "meta")),
         ("qwen3-30b-a3b", ("qwen3-30b-a3b", False, "meta")),
         ("qwen1.5-moe-a2.7b", ("qwen1.5-moe-a2.7b", False, "meta")),
@@ -222,15 +232,53 @@ def load_config(fixture: str, text: bool):
     return config.get_text_config() if text else config
 
 
+class TextDecoder(nn.Module):
+    """The language model and LM head of a multimodal model, run on token ids alone (its
+    parameters are theirs; tied weights stay shared)."""
+
+    def __init__(self, whole: nn.Module):
+        super().__init__()
+        self.model = whole.get_decoder()
+        self.lm_head = whole.get_output_embeddings()
+        self.config = self.model.config
+        self.whole_class = type(whole).__name__
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.model.get_input_embeddings()
+
+    def get_output_embeddings(self) -> nn.Module:
+        return self.lm_head
+
+    def forward(self, input_ids, attention_mask=None, use_cache=False):
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=use_cache)
+        cache = getattr(out, "cache", None)
+        if cache is None:
+            cache = getattr(out, "past_key_values", None)
+        return SimpleNamespace(logits=self.lm_head(out.last_hidden_state), cache=cache)
+
+
+def build_text_decoder(whole_config, config, device: str, **kwargs) -> TextDecoder:
+    """The multimodal model of ``whole_config`` built like make_golden.py's causal LMs; its text
+    decoder (that of ``config``) kept."""
+    with torch.device(device):
+        whole = AutoModelForMultimodalLM.from_config(
+            whole_config, attn_implementation="eager", dtype=torch.float32, **kwargs
+        )
+    return TextDecoder(whole).eval()
+
+
 def build(fixture: str, text: bool, device: str):
     """Build with an explicit experts implementation where the family accepts one."""
     config = load_config(fixture, text)
+    make = build_model
+    if text and config.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        make = partial(build_text_decoder, load_config(fixture, False))
     torch.manual_seed(0)
     try:
-        model = build_model(config, device, experts_implementation=EXPERTS_IMPL[device])
+        model = make(config, device, experts_implementation=EXPERTS_IMPL[device])
         impl = getattr(model.config, "_experts_implementation", None)
     except (ValueError, TypeError):
-        model, impl = build_model(config, device), None
+        model, impl = make(config, device), None
     return config, model, impl
 
 
@@ -538,6 +586,8 @@ def run_model(name: str, steps: list[str], record: dict) -> dict:
     record["experts_implementation"] = impl
     if "params" in steps:
         record.update(params_record(model, config))
+        if isinstance(model, TextDecoder):
+            record["model_class"] = f"{model.whole_class}: language model and lm_head"
     if "macs" in steps:
         record.pop("macs_error", None)
         try:

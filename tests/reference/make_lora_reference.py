@@ -29,9 +29,11 @@ import peft
 import torch
 import transformers
 from make_golden import FIXTURES, ROOT, build_model, load_config, model_kwargs
+from make_golden_families import build_text_decoder
 from peft import LoraConfig, get_peft_model
 from peft.tuners.lora import LoraLayer
 from torch import nn
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 from transformers.pytorch_utils import Conv1D
 
 OUTPUT = ROOT / "tests" / "golden" / "lora_reference.json"
@@ -312,6 +314,31 @@ CASES += [
         "sarvam-30b",
     )
 ]
+# A TextDecoder is no PreTrainedModel, so "all-linear" would adapt its lm_head (peft spares the
+# output head of a PreTrainedModel only): these cases name their targets.
+CASES += [
+    (
+        "qwen2.5-vl-7b-instruct-attn-mlp-r16",
+        "qwen2.5-vl-7b-instruct",
+        {
+            "r": 16,
+            "target_modules": [
+                "q_proj",
+                "k_proj",
+                "v_proj",
+                "o_proj",
+                "gate_proj",
+                "up_proj",
+                "down_proj",
+            ],
+        },
+    ),
+    (
+        "qwen3-vl-30b-a3b-instruct-qkvo-r16",
+        "qwen3-vl-30b-a3b-instruct",
+        {"r": 16, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]},
+    ),
+]
 CASES += [
     (
         "mamba-130m-in-r8-embeddings",
@@ -354,16 +381,30 @@ CASES += [
     ),
 ]
 
-TEXT_DECODER = {"gemma-4-e2b", "gemma-4-e4b", "gemma-4-26b-a4b", "gemma-4-31b"}
-"""Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped."""
+TEXT_DECODER = {
+    "gemma-4-e2b",
+    "gemma-4-e4b",
+    "gemma-4-26b-a4b",
+    "gemma-4-31b",
+    "qwen2-vl-2b-instruct",
+    "qwen2.5-vl-7b-instruct",
+    "qwen3-vl-8b-instruct",
+    "qwen3-vl-30b-a3b-instruct",
+}
+"""Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped; one that
+``AutoModelForCausalLM`` cannot build is the multimodal model's language model and LM head
+(make_golden_families.py's ``TextDecoder``)."""
 
 
 def _build(fixture: str) -> nn.Module:
     """A fixture's model on the meta device (a multimodal one's text decoder if listed)."""
     config = load_config(fixture)
-    if fixture in TEXT_DECODER:
-        config = config.get_text_config()
-    return build_model(config, **model_kwargs(fixture, "meta"))
+    if fixture not in TEXT_DECODER:
+        return build_model(config, **model_kwargs(fixture, "meta"))
+    text = config.get_text_config()
+    if text.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return build_model(text, **model_kwargs(fixture, "meta"))
+    return build_text_decoder(config, text, "meta", **model_kwargs(fixture, "meta"))
 
 
 def _layer_added(module: LoraLayer) -> int:

@@ -3,7 +3,9 @@
 A family module defines ``FAMILIES``: ``model_type`` -> a translator that reads the keys its
 ``transformers`` configuration class defines, with that class's defaults, and returns ModelSpec
 fields for what the family's modeling code builds. Adding a family is adding a module here: the
-registry finds it.
+registry finds it. A module may also define ``TEXT_AT_TOP_LEVEL``: multimodal ``model_type`` ->
+the ``model_type`` of its text decoder, for wrappers whose files may keep the text keys at the
+top level beside ``vision_config`` (transformers moves them into ``text_config`` itself).
 """
 
 from __future__ import annotations
@@ -22,8 +24,20 @@ Translator = Callable[[Reader], dict[str, Any]]
 @cache
 def registry() -> dict[str, Translator]:
     """Every family module's translators, by ``model_type``."""
-    families: dict[str, Translator] = {}
+    return _collected("FAMILIES")
+
+
+@cache
+def text_at_top_level() -> dict[str, str]:
+    """Every family module's ``TEXT_AT_TOP_LEVEL``: multimodal ``model_type`` -> its text
+    decoder's."""
+    return _collected("TEXT_AT_TOP_LEVEL")
+
+
+def _collected(name: str) -> dict[str, Any]:
+    """The union of every family module's mapping ``name``."""
+    found: dict[str, Any] = {}
     for module in pkgutil.iter_modules(__path__):
-        found = importlib.import_module(f"{__name__}.{module.name}")
-        families.update(getattr(found, "FAMILIES", {}))
-    return families
+        family = importlib.import_module(f"{__name__}.{module.name}")
+        found.update(getattr(family, name, {}))
+    return found

@@ -1,0 +1,103 @@
+"""Qwen's vision-language text decoders in both file shapes transformers reads: the published
+Qwen2-VL / Qwen2.5-VL files keep the text keys at the top level (``Qwen2VLConfig.__post_init__``
+moves them into ``text_config``), newer files nest them under ``text_config``. The LM head is
+tied by the multimodal config's ``tie_word_embeddings``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from costcalc.errors import ConfigError, UnsupportedModelError
+from costcalc.loaders import LoadedModel, load_file
+from tests.conftest import FIXTURES
+
+WRAPPER_KEYS = {
+    "architectures",
+    "model_type",
+    "vision_config",
+    "tie_word_embeddings",
+    "torch_dtype",
+    "transformers_version",
+    "image_token_id",
+    "video_token_id",
+    "vision_start_token_id",
+    "vision_end_token_id",
+    "vision_token_id",
+}
+"""Keys of Qwen2VLConfig itself (and the Hub files' metadata); the others are the text
+config's."""
+
+
+def fixture(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FIXTURES / "hf" / f"{name}.json").read_text())
+    return data
+
+
+def load(tmp_path: Path, data: dict[str, Any]) -> LoadedModel:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data, indent=2))
+    return load_file(path)
+
+
+def nested(flat: dict[str, Any], text_type: str, **text: Any) -> dict[str, Any]:
+    """The flat file with its text keys moved under ``text_config``, as transformers 5 saves
+    it."""
+    outer = {k: v for k, v in flat.items() if k in WRAPPER_KEYS}
+    inner = {k: v for k, v in flat.items() if k not in WRAPPER_KEYS}
+    outer["text_config"] = {**inner, "model_type": text_type, **text}
+    return outer
+
+
+@pytest.mark.parametrize(
+    ("name", "text_type"),
+    [("qwen2.5-vl-7b-instruct", "qwen2_5_vl_text"), ("qwen2-vl-2b-instruct", "qwen2_vl_text")],
+)
+def test_flat_and_nested_files_are_the_same_model(
+    tmp_path: Path, name: str, text_type: str
+) -> None:
+    flat = load(tmp_path, fixture(name))
+    inner = load(tmp_path, nested(fixture(name), text_type))
+    assert flat.spec == inner.spec
+    assert flat.spec.n_layers == 28
+    for loaded, where in ((flat, "the top-level keys"), (inner, "text_config")):
+        (note,) = loaded.notes
+        assert f"({text_type}, {where})" in note
+        assert "vision tower and projector are not counted" in note
+
+
+def test_qwen2_vl_ties_when_either_config_says_so(tmp_path: Path) -> None:
+    flat = fixture("qwen2-vl-2b-instruct")
+    assert load(tmp_path, flat).spec.tie_embeddings
+    untied = {**flat, "tie_word_embeddings": False}
+    assert not load(tmp_path, untied).spec.tie_embeddings
+    # a file written before transformers 5: the text config's true is forwarded
+    older = nested(untied, "qwen2_vl_text", tie_word_embeddings=True)
+    assert load(tmp_path, older).spec.tie_embeddings
+
+
+def test_qwen3_vl_ties_by_the_multimodal_config_only(tmp_path: Path) -> None:
+    data = fixture("qwen3-vl-8b-instruct")
+    data["text_config"]["tie_word_embeddings"] = True
+    assert not load(tmp_path, data).spec.tie_embeddings
+    data["tie_word_embeddings"] = True
+    assert load(tmp_path, data).spec.tie_embeddings
+
+
+def test_a_bad_top_level_text_key_is_named_where_it_is(tmp_path: Path) -> None:
+    data = {**fixture("qwen2.5-vl-7b-instruct"), "num_key_value_heads": 5}
+    with pytest.raises(ConfigError) as raised:
+        load(tmp_path, data)
+    assert "num_key_value_heads" in {p.field for p in raised.value.problems}
+
+
+def test_a_wrapper_without_top_level_text_keys_is_refused(tmp_path: Path) -> None:
+    # Qwen3VLConfig ignores top-level text keys: with no text_config it builds its defaults.
+    data = fixture("qwen3-vl-8b-instruct")
+    flat = {k: v for k, v in data.items() if k != "text_config"} | data["text_config"]
+    flat["model_type"] = "qwen3_vl"
+    with pytest.raises(UnsupportedModelError):
+        load(tmp_path, flat)
