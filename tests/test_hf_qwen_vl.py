@@ -1,7 +1,8 @@
-"""Qwen's vision-language text decoders in both file shapes transformers reads: the published
+"""Qwen's multimodal text decoders in the file shapes transformers reads: the published
 Qwen2-VL / Qwen2.5-VL files keep the text keys at the top level (``Qwen2VLConfig.__post_init__``
-moves them into ``text_config``), newer files nest them under ``text_config``. The LM head is
-tied by the multimodal config's ``tie_word_embeddings``."""
+moves them into ``text_config``), newer files nest them under ``text_config``, Omni files under
+``thinker_config.text_config``. The LM head is tied by ``tie_word_embeddings`` of the config
+holding the text config."""
 
 from __future__ import annotations
 
@@ -101,3 +102,30 @@ def test_a_wrapper_without_top_level_text_keys_is_refused(tmp_path: Path) -> Non
     flat["model_type"] = "qwen3_vl"
     with pytest.raises(UnsupportedModelError):
         load(tmp_path, flat)
+
+
+@pytest.mark.parametrize(
+    ("name", "thinker_type"),
+    [
+        ("qwen2.5-omni-7b", "qwen2_5_omni_thinker"),
+        ("qwen3-omni-30b-a3b-instruct", "qwen3_omni_moe_thinker"),
+    ],
+)
+def test_an_omni_file_is_read_for_its_thinker_s_text_decoder(
+    tmp_path: Path, name: str, thinker_type: str
+) -> None:
+    whole = load(tmp_path, fixture(name))
+    (note,) = whole.notes
+    assert "thinker_config.text_config" in note
+    thinker = load(tmp_path, fixture(name)["thinker_config"])
+    assert thinker.spec == whole.spec
+    assert f"{thinker_type} is multimodal" in thinker.notes[0]
+
+
+def test_an_omni_thinker_ties_by_its_own_config(tmp_path: Path) -> None:
+    data = fixture("qwen2.5-omni-7b")
+    data["thinker_config"]["text_config"]["tie_word_embeddings"] = True
+    data["tie_word_embeddings"] = True
+    assert not load(tmp_path, data).spec.tie_embeddings
+    data["thinker_config"]["tie_word_embeddings"] = True
+    assert load(tmp_path, data).spec.tie_embeddings

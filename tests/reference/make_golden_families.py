@@ -11,8 +11,8 @@ Every model is built from its fixture config (tests/fixtures/hf/<fixture>.json) 
 through make_golden.py's builder. A multimodal fixture (one with a ``text_config``) is recorded
 through its text decoder: ``config.get_text_config()``, whose model_type is e.g. gemma3_text. A
 text config that ``AutoModelForCausalLM`` cannot build (qwen2_vl_text) is recorded as the
-language model and LM head of the whole multimodal model (``AutoModelForMultimodalLM``), run on
-token ids alone (:class:`TextDecoder`).
+language model and LM head of the multimodal model holding it (``AutoModelForMultimodalLM``; for
+Qwen2.5-Omni its thinker), run on token ids alone (:class:`TextDecoder`).
 Layers may differ in this file, so ``parameters_per_layer`` is always a list and ``layer_kinds``
 groups the layers by layout. Families that cannot run a forward pass on meta get a tiny real-weight
 twin (its own fixture, ``tiny-*``) or a ``*_error`` field with the exception text.
@@ -50,7 +50,7 @@ from make_golden import (
     token_ids,
 )
 from torch import nn
-from transformers import CONFIG_MAPPING, AutoModelForMultimodalLM
+from transformers import CONFIG_MAPPING, AutoModelForMultimodalLM, PreTrainedConfig
 from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
 OUTPUT = ROOT / "tests" / "golden" / "hf_families.json"
@@ -65,6 +65,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("qwen2.5-vl-7b-instruct", ("qwen2.5-vl-7b-instruct", True, "meta")),
         ("qwen3-vl-8b-instruct", ("qwen3-vl-8b-instruct", True, "meta")),
         ("qwen3-vl-30b-a3b-instruct", ("qwen3-vl-30b-a3b-instruct", True, "meta")),
+        ("qwen2.5-omni-7b", ("qwen2.5-omni-7b", True, "meta")),
+        ("qwen3-omni-30b-a3b-instruct", ("qwen3-omni-30b-a3b-instruct", True, "meta")),
         ("qwen3-8b", ("qwen3-8b", False, "meta")),
         ("qwen3-30b-a3b", ("qwen3-30b-a3b", False, "meta")),
         ("qwen1.5-moe-a2.7b", ("qwen1.5-moe-a2.7b", False, "meta")),
@@ -236,6 +238,8 @@ class TextDecoder(nn.Module):
     """The language model and LM head of a multimodal model, run on token ids alone (its
     parameters are theirs; tied weights stay shared)."""
 
+    base_model_prefix = "model"  # read by transformers' checkpoint conversion (peft)
+
     def __init__(self, whole: nn.Module):
         super().__init__()
         self.model = whole.get_decoder()
@@ -257,12 +261,28 @@ class TextDecoder(nn.Module):
         return SimpleNamespace(logits=self.lm_head(out.last_hidden_state), cache=cache)
 
 
+def text_holder(config, text):
+    """The (sub-)config whose ``text_config`` is ``text``: the multimodal config itself, or a
+    deeper one (Qwen2.5-Omni's thinker)."""
+    if getattr(config, "text_config", None) is text:
+        return config
+    for name in getattr(config, "sub_configs", {}):
+        sub = getattr(config, name, None)
+        found = text_holder(sub, text) if isinstance(sub, PreTrainedConfig) else None
+        if found is not None:
+            return found
+    return None
+
+
 def build_text_decoder(whole_config, config, device: str, **kwargs) -> TextDecoder:
-    """The multimodal model of ``whole_config`` built like make_golden.py's causal LMs; its text
-    decoder (that of ``config``) kept."""
+    """The multimodal model holding ``config`` (of ``whole_config`` or a sub-config of it) built
+    like make_golden.py's causal LMs; its text decoder kept."""
     with torch.device(device):
         whole = AutoModelForMultimodalLM.from_config(
-            whole_config, attn_implementation="eager", dtype=torch.float32, **kwargs
+            text_holder(whole_config, config),
+            attn_implementation="eager",
+            dtype=torch.float32,
+            **kwargs,
         )
     return TextDecoder(whole).eval()
 
@@ -272,7 +292,9 @@ def build(fixture: str, text: bool, device: str):
     config = load_config(fixture, text)
     make = build_model
     if text and config.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        make = partial(build_text_decoder, load_config(fixture, False))
+        whole = load_config(fixture, False)
+        config = whole.get_text_config()
+        make = partial(build_text_decoder, whole)
     torch.manual_seed(0)
     try:
         model = make(config, device, experts_implementation=EXPERTS_IMPL[device])

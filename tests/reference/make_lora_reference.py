@@ -338,6 +338,11 @@ CASES += [
         "qwen3-vl-30b-a3b-instruct",
         {"r": 16, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]},
     ),
+    (
+        "qwen3-omni-30b-a3b-instruct-qv-experts-r8",
+        "qwen3-omni-30b-a3b-instruct",
+        {"r": 8, "target_modules": ["q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"]},
+    ),
 ]
 CASES += [
     (
@@ -390,6 +395,8 @@ TEXT_DECODER = {
     "qwen2.5-vl-7b-instruct",
     "qwen3-vl-8b-instruct",
     "qwen3-vl-30b-a3b-instruct",
+    "qwen2.5-omni-7b",
+    "qwen3-omni-30b-a3b-instruct",
 }
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped; one that
 ``AutoModelForCausalLM`` cannot build is the multimodal model's language model and LM head

@@ -3,9 +3,11 @@
 A family module defines ``FAMILIES``: ``model_type`` -> a translator that reads the keys its
 ``transformers`` configuration class defines, with that class's defaults, and returns ModelSpec
 fields for what the family's modeling code builds. Adding a family is adding a module here: the
-registry finds it. A module may also define ``TEXT_AT_TOP_LEVEL``: multimodal ``model_type`` ->
-the ``model_type`` of its text decoder, for wrappers whose files may keep the text keys at the
-top level beside ``vision_config`` (transformers moves them into ``text_config`` itself).
+registry finds it. A module may also define ``TEXT_LOCATIONS``: multimodal ``model_type`` -> the
+key path of its text decoder's keys and that decoder's ``model_type``, for files that keep them
+elsewhere than a ``text_config`` at the top level: at the top level itself (``()``, beside
+``vision_config``; transformers moves them into ``text_config``) or deeper
+(``("thinker_config", "text_config")``).
 """
 
 from __future__ import annotations
@@ -28,10 +30,10 @@ def registry() -> dict[str, Translator]:
 
 
 @cache
-def text_at_top_level() -> dict[str, str]:
-    """Every family module's ``TEXT_AT_TOP_LEVEL``: multimodal ``model_type`` -> its text
-    decoder's."""
-    return _collected("TEXT_AT_TOP_LEVEL")
+def text_locations() -> dict[str, tuple[tuple[str, ...], str]]:
+    """Every family module's ``TEXT_LOCATIONS``: multimodal ``model_type`` -> (key path of its
+    text decoder's keys, that decoder's ``model_type``)."""
+    return _collected("TEXT_LOCATIONS")
 
 
 def _collected(name: str) -> dict[str, Any]:

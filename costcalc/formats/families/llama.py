@@ -89,18 +89,19 @@ def qwen2(
     r: Reader,
     *,
     kv_heads: int = 32,
-    max_window_layers: int = 28,
+    windows: tuple[int, int] = (4096, 28),
     sizes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Qwen2ForCausalLM (Qwen2, Qwen2.5): the shared layout with a bias on q/k/v (not on
     ``o_proj``, not in the MLP); untied by default, 32 key/value heads when
     ``num_key_value_heads`` is absent. ``sliding_window`` applies only with
-    ``use_sliding_window``, and then only to layers from ``max_window_layers`` (28) on (or those
-    ``layer_types`` marks). The keyword arguments are the defaults of a configuration class
-    built alike (Qwen2-VL's text config)."""
+    ``use_sliding_window`` (``windows``: the defaults of ``sliding_window`` and
+    ``max_window_layers``, 4,096 and 28), and then only to layers from ``max_window_layers`` on (or
+    those ``layer_types`` marks). The keyword arguments are the defaults of a configuration class
+    built alike (Qwen2-VL's, Qwen2.5-Omni's text config)."""
     fields = llama_layout(r, kv_heads=kv_heads, qkv_bias=True, sizes=sizes)
     fields["attn_out_bias"] = False
-    _qwen_windows(r, fields, max_window_layers)
+    _qwen_windows(r, fields, windows)
     return fields
 
 
@@ -137,17 +138,19 @@ def mixtral(r: Reader) -> dict[str, Any]:
     return fields
 
 
-def _qwen_windows(r: Reader, fields: dict[str, Any], max_window_layers: int = 28) -> None:
+def _qwen_windows(
+    r: Reader, fields: dict[str, Any], defaults: tuple[int, int] = (4096, 28)
+) -> None:
     """Qwen2/Qwen3 windows: none unless ``use_sliding_window``; then the layers ``layer_types``
-    marks ``sliding_attention``, or (without it) those from ``max_window_layers`` (the family's
-    default given) on."""
-    window = r.value("sliding_window", "sliding_window", default=4096)
+    marks ``sliding_attention``, or (without it) those from ``max_window_layers`` on (defaults:
+    ``sliding_window``, ``max_window_layers``)."""
+    window = r.value("sliding_window", "sliding_window", default=defaults[0])
     if not r.flag("use_sliding_window", False):
         window = None
 
     def rule(n: int) -> hf_layers.Layout:
         kinds = ("full_attention", "sliding_attention")
-        split = hf_layers.split_at(r, n, "max_window_layers", max_window_layers, *kinds)
+        split = hf_layers.split_at(r, n, "max_window_layers", defaults[1], *kinds)
         return hf_layers.Layout(split)
 
     hf_layers.attention_layers(r, fields, window, rule)
