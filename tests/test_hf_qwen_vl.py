@@ -15,6 +15,7 @@ import pytest
 from costcalc.errors import ConfigError, UnsupportedModelError
 from costcalc.loaders import LoadedModel, load_file
 from tests.conftest import FIXTURES
+from tests.hf_helpers import windows
 
 WRAPPER_KEYS = {
     "architectures",
@@ -129,3 +130,20 @@ def test_an_omni_thinker_ties_by_its_own_config(tmp_path: Path) -> None:
     assert not load(tmp_path, data).spec.tie_embeddings
     data["thinker_config"]["tie_word_embeddings"] = True
     assert load(tmp_path, data).spec.tie_embeddings
+
+
+def test_windows_take_each_text_config_s_defaults(tmp_path: Path) -> None:
+    # Qwen2VLTextConfig: sliding_window 4,096, max_window_layers 80; Qwen2_5OmniTextConfig:
+    # 32,768 and 28; either way only with use_sliding_window.
+    vl = {**fixture("qwen2.5-vl-7b-instruct"), "use_sliding_window": True}
+    del vl["sliding_window"], vl["max_window_layers"]
+    assert windows(load(tmp_path, vl).spec) == [(28, None)]
+    vl["max_window_layers"] = 20
+    assert windows(load(tmp_path, vl).spec) == [(20, None), (8, 4096)]
+    omni = fixture("qwen2.5-omni-7b")
+    text = omni["thinker_config"]["text_config"]
+    del text["sliding_window"]
+    text.update(use_sliding_window=True, max_window_layers=20)
+    assert windows(load(tmp_path, omni).spec) == [(20, None), (8, 32_768)]
+    del text["max_window_layers"]
+    assert windows(load(tmp_path, omni).spec) == [(28, None)]
