@@ -175,7 +175,8 @@ LLAMA_FAMILIES = (
 DENSE_LLAMA_FAMILIES = (
     "apertus1p5_text cwm exaone gemma3n_text glm glm4v_text glm_image_text glm_ocr_text "
     "granite_swa hunyuan_v1_dense hyperclovax internlm3 iquestcoder jais2 ministral3 olmo "
-    "vaultgemma youtu molmo2_text granite4_vision_text granite_docling_text muse_glimmer_text"
+    "qwen2_5_omni_text qwen2_5_vl_text qwen2_vl_text qwen3_vl_text vaultgemma youtu "
+    "molmo2_text granite4_vision_text granite_docling_text muse_glimmer_text"
 )
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 
@@ -206,8 +207,12 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         ("mixtral", "minimax_m2", "minimax"),
         _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED),
     ),
-    **dict.fromkeys(("qwen3_moe", "olmoe", "qwen3_next", "flex_olmo", "mellum"), QWEN2_MOE),
+    **dict.fromkeys(
+        ("qwen3_moe", "olmoe", "qwen3_next", "flex_olmo", "mellum", "qwen3_omni_moe_text"),
+        QWEN2_MOE,
+    ),
     "mimo_v2_flash": LLAMA,
+    "qwen3_vl_moe_text": LLAMA,
     "flint": _names(renames=ROUTER_GATE),
     "beam": QWEN2_MOE,
     "lara_mini": LLAMA,

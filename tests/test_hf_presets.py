@@ -43,6 +43,7 @@ PRESETS: dict[str, tuple[dict[str, Any], str]] = {
     "gpt-oss-120b": (FAMILIES["gpt-oss-120b"], "openai/gpt-oss-120b"),
     "gemma-4-31b": (FAMILIES["gemma-4-31b-text"], "google/gemma-4-31B"),
     "gemma-4-e2b": (FAMILIES["gemma-4-e2b-text"], "google/gemma-4-E2B"),
+    "qwen2.5-vl-7b": (FAMILIES["qwen2.5-vl-7b-instruct"], "Qwen/Qwen2.5-VL-7B-Instruct"),
 }
 # Presets that group their layers otherwise than the translated config.json: the same kinds of
 # block, as many layers of each, listed in other groups.
@@ -101,3 +102,9 @@ def test_deepseek_v32_preset_adds_the_indexer_to_v3() -> None:
         total_params(load_preset(name).spec) for name in ("deepseek-v3", "deepseek-v3.2-exp")
     )
     assert v32 - v3 == 61 * indexer
+
+
+def test_qwen25_vl_preset_says_the_vision_tower_is_excluded() -> None:
+    loaded = load_preset("qwen2.5-vl-7b")
+    assert loaded.source is not None and "vision tower" in loaded.source
+    assert "excluded" in loaded.source

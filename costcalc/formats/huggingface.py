@@ -4,16 +4,20 @@ Each family's translator (:mod:`costcalc.formats.families`) reads the keys its `
 configuration class defines, with that class's defaults, and states which tensors the modeling
 code builds. Keys the count does not depend on are ignored; a missing key the count needs is an
 error naming it. A multimodal config whose language model sits under ``text_config`` is read for
-that text decoder, and says that the rest (the vision tower) is not counted.
+that text decoder, and says that the rest (the vision tower) is not counted; so is one without a
+``text_config`` whose family declares where its text keys sit
+(:func:`~costcalc.formats.families.text_locations`): at the top level (Qwen2-VL's published
+files) or deeper (Qwen2.5-Omni's ``thinker_config.text_config``).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from costcalc.errors import Problem, UnsupportedModelError
 from costcalc.files import Document
-from costcalc.formats.families import registry
+from costcalc.formats.families import registry, text_locations
 from costcalc.formats.hf_reader import Reader
 from costcalc.formats.translation import Translation
 
@@ -35,19 +39,13 @@ def translate(doc: Document) -> Translation:
     text = doc.data.get("text_config")
     text_type = text.get("model_type") if isinstance(text, dict) else None
     if isinstance(text, dict) and isinstance(text_type, str) and text_type in families:
-        reader = Reader(doc, ("text_config",))
-        translation = reader.finish(families[text_type](reader))
-        note = (
-            f"{model_type} is multimodal: counted is its text decoder ({text_type}, "
-            "text_config); the vision tower and projector are not counted."
-        )
-        return Translation(
-            translation.fields,
-            translation.key_names,
-            name=translation.name,
-            notes=(note,),
-            family=text_type,
-        )
+        return _text_decoder(Reader(doc, ("text_config",)), model_type, text_type, "text_config")
+    located = text_locations().get(model_type) if isinstance(model_type, str) else None
+    if text is None and located is not None and located[1] in families:
+        path, located_type = located
+        if _mapping_at(doc.data, path):
+            where = ".".join(path) or "the top-level keys"
+            return _text_decoder(Reader(doc, path), model_type, located_type, where)
     shown = text_type if model_type is None and isinstance(text_type, str) else model_type
     raise UnsupportedModelError(
         doc.path,
@@ -60,3 +58,27 @@ def translate(doc: Document) -> Translation:
             )
         ],
     )
+
+
+def _text_decoder(reader: Reader, model_type: Any, text_type: str, where: str) -> Translation:
+    """The text decoder of a multimodal config, read by ``reader`` (at ``where`` in the file),
+    with a note that the rest is not counted."""
+    translation = reader.finish(registry()[text_type](reader))
+    note = (
+        f"{model_type} is multimodal: counted is its text decoder ({text_type}, {where}); "
+        "the vision tower and projector are not counted, nor its audio or speech parts if any."
+    )
+    return Translation(
+        translation.fields,
+        translation.key_names,
+        name=translation.name,
+        notes=(note,),
+        family=text_type,
+    )
+
+
+def _mapping_at(data: Any, path: tuple[str, ...]) -> bool:
+    """The file has a mapping at key path ``path``."""
+    for key in path:
+        data = data.get(key) if isinstance(data, dict) else None
+    return isinstance(data, dict)

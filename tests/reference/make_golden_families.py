@@ -10,10 +10,10 @@ Every model is built from its fixture config (tests/fixtures/hf/<fixture>.json) 
 ``AutoModelForCausalLM.from_config(config, attn_implementation="eager")`` on the meta device,
 through make_golden.py's builder. A multimodal fixture (one with a ``text_config``) is recorded
 through its text decoder: ``config.get_text_config()``, whose model_type is e.g. gemma3_text.
-When AutoModelForCausalLM has no class for that text config (molmo2_text, deepseek_ocr2_text),
-the wrapper's ``*ForConditionalGeneration`` model is built and its language model and LM head
-are kept (``TextDecoder``); it runs on token ids alone, with a cache made up front as
-``generate()`` does.
+When AutoModelForCausalLM has no class for that text config (molmo2_text, qwen2_vl_text),
+the ``*ForConditionalGeneration`` model holding it (the wrapper's, or Qwen2.5-Omni's thinker) is
+built and its language model and LM head are kept (``TextDecoder``); it runs on token ids alone,
+with a cache made up front as ``generate()`` does.
 Layers may differ in this file, so ``parameters_per_layer`` is always a list and ``layer_kinds``
 groups the layers by layout. Families that cannot run a forward pass on meta get a tiny real-weight
 twin (its own fixture, ``tiny-*``) or a ``*_error`` field with the exception text.
@@ -68,6 +68,12 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
     (name, spec)
     for name, spec in [
         ("qwen3-0.6b", ("qwen3-0.6b", False, "meta")),
+        ("qwen2-vl-2b-instruct", ("qwen2-vl-2b-instruct", True, "meta")),
+        ("qwen2.5-vl-7b-instruct", ("qwen2.5-vl-7b-instruct", True, "meta")),
+        ("qwen3-vl-8b-instruct", ("qwen3-vl-8b-instruct", True, "meta")),
+        ("qwen3-vl-30b-a3b-instruct", ("qwen3-vl-30b-a3b-instruct", True, "meta")),
+        ("qwen2.5-omni-7b", ("qwen2.5-omni-7b", True, "meta")),
+        ("qwen3-omni-30b-a3b-instruct", ("qwen3-omni-30b-a3b-instruct", True, "meta")),
         ("qwen3-8b", ("qwen3-8b", False, "meta")),
         ("qwen3-30b-a3b", ("qwen3-30b-a3b", False, "meta")),
         ("qwen1.5-moe-a2.7b", ("qwen1.5-moe-a2.7b", False, "meta")),
@@ -306,6 +312,19 @@ def generation_class(config) -> type:
     return getattr(transformers, name)
 
 
+def text_holder(config, text):
+    """The (sub-)config whose ``text_config`` is ``text``: the multimodal config itself, or a
+    deeper one (Qwen2.5-Omni's thinker)."""
+    if getattr(config, "text_config", None) is text:
+        return config
+    for name in getattr(config, "sub_configs", {}):
+        sub = getattr(config, name, None)
+        found = text_holder(sub, text) if isinstance(sub, PretrainedConfig) else None
+        if found is not None:
+            return found
+    return None
+
+
 def build_text_decoder(config, device: str, **kwargs) -> nn.Module:
     """The text decoder of a multimodal config's conditional-generation model, with its LM
     head (the language model itself when it holds the head: Kosmos-2's causal LM)."""
@@ -326,7 +345,8 @@ def build(fixture: str, text: bool, device: str):
     config = load_config(fixture, text)
     built, make = config, build_model
     if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING:
-        built, make = load_config(fixture, False), build_text_decoder
+        whole = load_config(fixture, False)
+        built, make = text_holder(whole, whole.get_text_config()), build_text_decoder
     torch.manual_seed(0)
     try:
         model = make(built, device, experts_implementation=EXPERTS_IMPL[device])
@@ -646,6 +666,8 @@ def run_model(name: str, steps: list[str], record: dict) -> dict:
     record["experts_implementation"] = impl
     if "params" in steps:
         record.update(params_record(model, config))
+        if isinstance(model, TextDecoder):
+            record["model_class"] = f"{model.whole_class}: language model and lm_head"
     if "macs" in steps:
         record.pop("macs_error", None)
         try:

@@ -29,7 +29,7 @@ import peft
 import torch
 import transformers
 from make_golden import FIXTURES, ROOT, build_model, load_config, model_kwargs
-from make_golden_families import build_text_decoder
+from make_golden_families import build_text_decoder, text_holder
 from peft import LoraConfig, get_peft_model
 from peft.tuners.lora import LoraLayer
 from torch import nn
@@ -332,6 +332,35 @@ CASES += [
         "kosmos-2-defaults",
     )
 ]
+# Text decoders of Qwen's vision-language and omni models, their targets named.
+CASES += [
+    (
+        "qwen2.5-vl-7b-instruct-attn-mlp-r16",
+        "qwen2.5-vl-7b-instruct",
+        {
+            "r": 16,
+            "target_modules": [
+                "q_proj",
+                "k_proj",
+                "v_proj",
+                "o_proj",
+                "gate_proj",
+                "up_proj",
+                "down_proj",
+            ],
+        },
+    ),
+    (
+        "qwen3-vl-30b-a3b-instruct-qkvo-r16",
+        "qwen3-vl-30b-a3b-instruct",
+        {"r": 16, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]},
+    ),
+    (
+        "qwen3-omni-30b-a3b-instruct-qv-experts-r8",
+        "qwen3-omni-30b-a3b-instruct",
+        {"r": 8, "target_modules": ["q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"]},
+    ),
+]
 CASES += [
     ("jetmoe-8b-all-linear-r16", "jetmoe-8b", ALL_LINEAR),
     ("minimax-text-01-all-linear-r16", "minimax-text-01", ALL_LINEAR),
@@ -426,7 +455,6 @@ CASES += [
     ),
 ]
 
-
 TEXT_DECODER = {
     "gemma-3n-e2b-it",
     "gemma-4-e2b",
@@ -441,6 +469,12 @@ TEXT_DECODER = {
     "glm-image-defaults",
     "glm-4.5v",
     "tiny-step3p5",
+    "qwen2-vl-2b-instruct",
+    "qwen2.5-vl-7b-instruct",
+    "qwen3-vl-8b-instruct",
+    "qwen3-vl-30b-a3b-instruct",
+    "qwen2.5-omni-7b",
+    "qwen3-omni-30b-a3b-instruct",
 }
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped: as its own
 causal LM, or (no ``AutoModelForCausalLM`` class) as the language model and LM head of the
@@ -452,7 +486,11 @@ def _build(fixture: str) -> nn.Module:
     config = load_config(fixture)
     if fixture in TEXT_DECODER:
         if type(config.get_text_config()) not in MODEL_FOR_CAUSAL_LM_MAPPING:
-            return build_text_decoder(config, "meta", **model_kwargs(fixture, "meta"))
+            return build_text_decoder(
+                text_holder(config, config.get_text_config()),
+                "meta",
+                **model_kwargs(fixture, "meta"),
+            )
         config = config.get_text_config()
     return build_model(config, **model_kwargs(fixture, "meta"))
 

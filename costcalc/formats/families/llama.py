@@ -86,15 +86,23 @@ def mistral(r: Reader) -> dict[str, Any]:
     return fields
 
 
-def qwen2(r: Reader) -> dict[str, Any]:
+def qwen2(
+    r: Reader,
+    *,
+    kv_heads: int = 32,
+    windows: tuple[int, int] = (4096, 28),
+    sizes: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Qwen2ForCausalLM (Qwen2, Qwen2.5): the shared layout with a bias on q/k/v (not on
     ``o_proj``, not in the MLP); untied by default, 32 key/value heads when
     ``num_key_value_heads`` is absent. ``sliding_window`` applies only with
-    ``use_sliding_window``, and then only to layers from ``max_window_layers`` on (or those
-    ``layer_types`` marks)."""
-    fields = llama_layout(r, kv_heads=32, qkv_bias=True)
+    ``use_sliding_window`` (``windows``: the defaults of ``sliding_window`` and
+    ``max_window_layers``, 4,096 and 28), and then only to layers from ``max_window_layers`` on (or
+    those ``layer_types`` marks). The keyword arguments are the defaults of a configuration class
+    built alike (Qwen2-VL's, Qwen2.5-Omni's text config)."""
+    fields = llama_layout(r, kv_heads=kv_heads, qkv_bias=True, sizes=sizes)
     fields["attn_out_bias"] = False
-    _qwen_windows(r, fields)
+    _qwen_windows(r, fields, windows)
     return fields
 
 
@@ -131,27 +139,44 @@ def mixtral(r: Reader) -> dict[str, Any]:
     return fields
 
 
-def _qwen_windows(r: Reader, fields: dict[str, Any]) -> None:
+def _qwen_windows(
+    r: Reader, fields: dict[str, Any], defaults: tuple[int, int] = (4096, 28)
+) -> None:
     """Qwen2/Qwen3 windows: none unless ``use_sliding_window``; then the layers ``layer_types``
-    marks ``sliding_attention``, or (without it) those from ``max_window_layers`` on."""
-    window = r.value("sliding_window", "sliding_window", default=4096)
+    marks ``sliding_attention``, or (without it) those from ``max_window_layers`` on (defaults:
+    ``sliding_window``, ``max_window_layers``)."""
+    window = r.value("sliding_window", "sliding_window", default=defaults[0])
     if not r.flag("use_sliding_window", False):
         window = None
 
     def rule(n: int) -> hf_layers.Layout:
         kinds = ("full_attention", "sliding_attention")
-        return hf_layers.Layout(hf_layers.split_at(r, n, "max_window_layers", 28, *kinds))
+        split = hf_layers.split_at(r, n, "max_window_layers", defaults[1], *kinds)
+        return hf_layers.Layout(split)
 
     hf_layers.attention_layers(r, fields, window, rule)
 
 
-def qwen3(r: Reader) -> dict[str, Any]:
-    """Qwen3ForCausalLM: the shared layout with ``head_dim`` 128 unless given, an RMSNorm of
+def qwen3_layout(
+    r: Reader,
+    *,
+    kv_heads: int | None = None,
+    head_dim: int | None = 128,
+    sizes: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Qwen3's attention on the shared layout: ``head_dim`` 128 unless given, an RMSNorm of
     head_dim on queries and on keys (``q_norm``, ``k_norm``), q/k/v/o bias when
-    ``attention_bias``; untied by default; windows as Qwen2."""
-    fields = llama_layout(r, head_dim=128)
+    ``attention_bias``; untied by default. The keyword arguments are the defaults of the
+    configuration class (Qwen3-MoE's, Qwen3-VL's text config)."""
+    fields = llama_layout(r, kv_heads=kv_heads, head_dim=head_dim, sizes=sizes)
     attention_bias(r, fields)
     fields["qk_norm"] = "head"
+    return fields
+
+
+def qwen3(r: Reader) -> dict[str, Any]:
+    """Qwen3ForCausalLM: :func:`qwen3_layout`; windows as Qwen2."""
+    fields = qwen3_layout(r)
     _qwen_windows(r, fields)
     return fields
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.llama import llama_layout, sliding_window
+from costcalc.formats.families.llama import llama_layout, qwen3_layout, sliding_window
 from costcalc.formats.families.olmo2 import olmo2
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, rotary_dim
 
@@ -105,21 +105,25 @@ def _qwen_moe(r: Reader, fields: dict[str, Any], moe: dict[str, Any]) -> None:
     sparse_layers(r, fields, moe, step, dense)
 
 
+def qwen3_sparse(
+    r: Reader, fields: dict[str, Any], experts: tuple[str, ...], defaults: tuple[int, int, int]
+) -> None:
+    """Qwen3-MoE's FFNs: the sparse block above (``experts`` keys; defaults: experts, top-k,
+    ``moe_intermediate_size``) in every ``decoder_sparse_step``-th layer not in
+    ``mlp_only_layers``, a dense SwiGLU MLP of ``intermediate_size`` elsewhere."""
+    experts_k, hidden = defaults[:2], (("moe_intermediate_size",), defaults[2])
+    moe = routed_experts(r, experts, ("num_experts_per_tok",), experts_k, hidden)
+    _qwen_moe(r, fields, moe)
+
+
 def qwen3_moe(r: Reader) -> dict[str, Any]:
-    """Qwen3MoeForCausalLM: Qwen3's attention (``head_dim`` 128 unless given, ``q_norm`` and
-    ``k_norm`` of head_dim, q/k/v/o bias when ``attention_bias``), the sparse block above
-    (128 experts of 768, top 8 by default) in every ``decoder_sparse_step``-th layer not in
-    ``mlp_only_layers``, a dense SwiGLU MLP of ``intermediate_size`` elsewhere; untied by
-    default; with ``use_sliding_window`` every layer attends within ``sliding_window``."""
-    fields = llama_layout(r, kv_heads=4, head_dim=128)
-    attention_bias(r, fields)
-    fields["qk_norm"] = "head"
+    """Qwen3MoeForCausalLM: Qwen3's attention (:func:`qwen3_layout`, 4 key/value heads by
+    default) and :func:`qwen3_sparse` (128 experts of 768, top 8 by default); untied by default;
+    with ``use_sliding_window`` every layer attends within ``sliding_window``."""
+    fields = qwen3_layout(r, kv_heads=4)
     if r.flag("use_sliding_window", False):
         fields["sliding_window"] = sliding_window(r, default=4096)
-    moe = routed_experts(
-        r, ("num_experts",), ("num_experts_per_tok",), (128, 8), (("moe_intermediate_size",), 768)
-    )
-    _qwen_moe(r, fields, moe)
+    qwen3_sparse(r, fields, ("num_experts",), (128, 8, 768))
     return fields
 
 
