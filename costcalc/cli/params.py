@@ -251,6 +251,7 @@ PART_LABELS = {
     "attention": "token mixers (all blocks)",
     "ffn": "FFNs (all blocks)",
     "norms": "norms (all blocks)",
+    "shared_blocks": "shared blocks (weight sets, adapters)",
     "stream_collapse": "residual streams' last collapse",
     "final_norm": "final norm",
     "lm_head": "LM head",
@@ -295,6 +296,11 @@ def stack_grid(name: str, report: ParamReport) -> Grid:
         ["  FFN (per block)", *(f"{s.ffn:,}" for s in stacks)],
         ["  norms (per block)", *(f"{s.norms:,}" for s in stacks)],
         ["per block", *(f"{s.per_block:,}" for s in stacks)],
+        *(
+            [["shared weight sets and adapters", *(f"{s.shared:,}" for s in stacks)]]
+            if any(s.shared for s in stacks)
+            else []
+        ),
         ["all blocks of the kind", *(f"{s.blocks:,}" for s in stacks)],
     ]
     notes = [f"All {sum(s.layers for s in stacks):,} blocks: {report.blocks:,} parameters."]
