@@ -85,6 +85,7 @@ NEWER_FAMILIES = {
     "lfm2_moe",
     "kimi_linear",
     "mamba",
+    "zamba2",
 }
 
 

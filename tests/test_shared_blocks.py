@@ -118,3 +118,12 @@ def test_documented_example_is_valid_and_counts_one_set(tmp_path: object) -> Non
     (hybrid,) = [s for s in model.stacks if s.shared_weight_sets]
     assert hybrid.n_layers == 2
     assert shared_params(hybrid) > 0 and block_params(hybrid) > 0
+
+
+def test_params_shows_the_shared_part(cli: Invoke) -> None:
+    path = str(ROOT / "tests" / "fixtures" / "hf" / "zamba2-2.7b.json")
+    out = cli("params", "-c", path).stdout
+    assert "shared weight sets and adapters" in out
+    data = json.loads(cli("params", "-c", path, "-f", "json").stdout)
+    stacks = data["parameters"]["stacks"]
+    assert [s["shared"] for s in stacks] == [0, 367_344_640]  # golden parameters_shared

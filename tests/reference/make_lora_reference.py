@@ -310,7 +310,18 @@ CASES += [
         "hyperclovax-defaults",
         "granitemoeshared-1b",
         "sarvam-30b",
+        "zamba2-1.2b",
+        "tiny-zamba2",
     )
+]
+CASES += [
+    # a shared block reused at several depths: peft adapts each use's module
+    ("zamba2-2.7b-q-r8", "zamba2-2.7b", {"r": 8, "target_modules": ["q_proj"]}),
+    (
+        "tiny-zamba2-gate_up-linear-in-r4",
+        "tiny-zamba2",
+        {"r": 4, "target_modules": ["gate_up_proj", "linear", "in_proj"]},
+    ),
 ]
 CASES += [
     (
@@ -468,14 +479,18 @@ def case_record(fixture: str, keywords: dict) -> dict:
 def linear_modules(fixture: str) -> dict:
     """What LoRA can adapt in a fixture's model: every ``nn.Linear`` (and GPT-2's ``Conv1D``)
     and every parameter of two or more dimensions held by another module (stacked experts,
-    routers), by the tail of its name after the layer index, with its shape (out, in for a
+    routers), by the tail of its name after the last index (a Sequential's step in a list, Zamba
+    2's adapters: the list's path after the layer index and the step), with its shape (out, in for a
     linear), whether it has a bias, and how many there are; the output head and the embeddings
     marked as such."""
     model = _build(fixture)
     head = model.get_output_embeddings()
     found: dict[tuple, int] = {}
     for name, module in model.named_modules():
-        tail = re.split(r"\.\d+\.", name)[-1]
+        pieces = re.split(r"\.\d+\.", name)
+        tail = pieces[-1]
+        if tail.isdigit():  # a step of a Sequential in a ModuleList: the list's path and the step
+            tail = f"{pieces[-2]}.{tail}"
         if isinstance(module, (nn.Linear, Conv1D)):
             shape = (
                 module.weight.shape if isinstance(module, nn.Linear) else module.weight.shape[::-1]
