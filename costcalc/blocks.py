@@ -280,7 +280,7 @@ class BlockFields:
         default=None,
         description=(
             "Mamba (v1) sizes (mixer mamba): inner, state, dt_rank, conv_kernel, conv_bias, "
-            "proj_bias, dt_norms."
+            "proj_bias, dt_norms, heads."
         ),
     )
     gated_deltanet: GatedDeltaNetSizes | None = Field(
@@ -312,6 +312,13 @@ class BlockFields:
             "norm of its own (Zamba 2's hybrid layers, with shared_weight_sets)."
         ),
     )
+    parallel_mamba: Flag = Field(
+        default=False,
+        description=(
+            "An attention block also runs a Mamba (v1) mixer (sized by the mamba key) after a "
+            "shared block, on a norm of its own (Zamba's hybrid layers, with shared_weight_sets)."
+        ),
+    )
     concat_embeddings: Flag = Field(
         default=False,
         description=(
@@ -327,7 +334,8 @@ class BlockFields:
             "transformer): the token mixer, the FFN and the first two norms are stored "
             "min(s, L) times for the kind's L layers, so the parameters count those sets while "
             "MACs and caches count every layer. Each layer keeps its own adapters, "
-            "use_projection, Mamba-2 mixer beside (parallel_mamba2) and further norms. "
+            "use_projection, Mamba mixer beside (parallel_mamba2, parallel_mamba) and further "
+            "norms. "
             "Default: every block has weights of its own."
         ),
     )
@@ -445,9 +453,11 @@ class BlockFields:
     @property
     def recurrent_mixer(self) -> str | None:
         """The block's mixer that keeps a fixed-size state (conv and/or SSM state) instead of a
-        KV cache: the mixer itself, or mamba2 beside attention; None for none."""
+        KV cache: the mixer itself, or mamba2 or mamba beside attention; None for none."""
         if self.parallel_mamba2:
             return "mamba2"
+        if self.parallel_mamba:
+            return "mamba"
         return self.mixer if self.mixer in RECURRENT_MIXERS else None
 
     @property

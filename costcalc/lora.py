@@ -26,7 +26,7 @@ it hits a linear router named ``gate`` too (AFMoE's), and nothing where the rout
 ``gate.wg`` (``all-linear`` adapts that as a linear layer). In the
 Mamba-based model types peft refuses any module named ``out_proj`` or ``conv1d``, so
 ``all-linear`` fails there too. A block reused at several depths is a module at each use in
-transformers (Zamba 2, its weights tied), so peft adapts it once per use
+transformers (Zamba, Zamba 2; its weights tied), so peft adapts it once per use
 (:func:`module_tensors`).
 """
 
@@ -413,6 +413,9 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "lfm2": _names(FEED_FORWARD, LFM2_RENAMES),
     "lfm2_moe": _names(FEED_FORWARD, {**LFM2_RENAMES, "mlp.router": "feed_forward.gate"}),
     "lfm3": _names(FEED_FORWARD, {k: v for k, v in LFM2_RENAMES.items() if k != "attn.o_proj"}),
+    "zamba": _names(
+        {"attn": "shared_transf.self_attn", "mlp": "shared_transf.feed_forward", "mixer": "mamba"}
+    ),
     "zamba2": _names(
         {
             "attn": "shared_transformer.self_attn",

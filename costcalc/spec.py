@@ -592,6 +592,19 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")
 
 
+@_rule("mixer", "parallel_mamba", "parallel_mamba2", "mamba")
+def _parallel_mamba(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """A Mamba (v1) mixer beside attention (Zamba), not beside a Mamba-2 one; its heads split
+    the inner width evenly."""
+    if spec.parallel_mamba and spec.mixer != "attention":
+        yield ("parallel_mamba", f"applies to attention blocks; this block's mixer is {spec.mixer}")
+    if spec.parallel_mamba and spec.parallel_mamba2:
+        yield ("parallel_mamba", "a block runs one Mamba mixer beside its attention, not two")
+    m = spec.mamba
+    if isinstance(m, BaseModel) and m.inner % m.heads:
+        yield ("mamba", f"inner width {m.inner:,} does not split into {m.heads:,} equal heads")
+
+
 SHARED_BLOCK_PARTS = ("adapter_rank", "qkv_adapters", "use_projection")
 
 
@@ -744,7 +757,7 @@ def _something_in_the_block(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("ffn", "a block with neither a token mixer nor an FFN holds nothing")
 
 
-@_rule("mixer", "parallel_mamba2", *RECURRENT_MIXERS)
+@_rule("mixer", "parallel_mamba2", "parallel_mamba", *RECURRENT_MIXERS)
 def _recurrent_sizes(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     """A recurrent mixer (or a Mamba-2 mixer beside attention) needs the sizes under its own
     name; they mean nothing to another."""

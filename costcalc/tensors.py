@@ -368,7 +368,7 @@ def conv_channels(spec: ModelSpec) -> int:
     if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
         m = spec.mamba2
         return m.heads * m.head_dim + 2 * m.groups * m.state
-    if spec.mixer == "mamba" and spec.mamba is not None:
+    if spec.recurrent_mixer == "mamba" and spec.mamba is not None:
         return spec.mamba.inner
     if spec.mixer == "gated_deltanet" and spec.gated_deltanet is not None:
         g = spec.gated_deltanet
@@ -400,17 +400,33 @@ def mamba2_tensors(spec: ModelSpec) -> list[Tensor]:
 def mamba_tensors(spec: ModelSpec) -> list[Tensor]:
     """Mamba v1 (``JambaMambaMixer``): ``in_proj`` D -> 2I, ``conv1d`` over I channels,
     ``x_proj`` I -> R + 2N, ``dt_proj`` R -> I (with bias), ``A_log`` I x N, ``D`` (I),
-    ``out_proj`` I -> D; Jamba's RMSNorms on dt (R), B and C (N each) when ``dt_norms``."""
+    ``out_proj`` I -> D; Jamba's RMSNorms on dt (R), B and C (N each) when ``dt_norms``. With
+    h ``heads`` > 1 (``ZambaMambaMixer``) each head of p = I / h channels has its own x_proj and
+    dt_proj, stacked as parameters: ``x_proj_weight`` (h, R + 2N, p), ``dt_proj_weight``
+    (h, p, R), ``dt_proj_bias``, ``A_log`` and ``D`` shaped (h, p, ...)."""
     m = spec.mamba
     assert m is not None  # checked by the spec's rules
-    D, inner, N, R = spec.d_model, m.inner, m.state, m.dt_rank
+    D, inner, N, R, h = spec.d_model, m.inner, m.state, m.dt_rank, m.heads
+    p = inner // h
+    if h == 1:
+        per_channel = [
+            *_linear("mixer.x_proj", R + 2 * N, inner, False, "mixer"),
+            *_linear("mixer.dt_proj", inner, R, True, "mixer"),
+            Tensor("mixer.A_log", (inner, N), "mixer"),
+            Tensor("mixer.D", (inner,), "mixer"),
+        ]
+    else:
+        per_channel = [
+            Tensor("mixer.x_proj_weight", (h, R + 2 * N, p), "mixer", "matmul"),
+            Tensor("mixer.dt_proj_weight", (h, p, R), "mixer", "matmul"),
+            Tensor("mixer.dt_proj_bias", (h, p), "mixer"),
+            Tensor("mixer.A_log", (h, p, N), "mixer"),
+            Tensor("mixer.D", (h, p), "mixer"),
+        ]
     tensors = [
         *_linear("mixer.in_proj", 2 * inner, D, m.proj_bias, "mixer"),
         *_conv("mixer.conv1d", inner, m.conv_kernel, m.conv_bias),
-        *_linear("mixer.x_proj", R + 2 * N, inner, False, "mixer"),
-        *_linear("mixer.dt_proj", inner, R, True, "mixer"),
-        Tensor("mixer.A_log", (inner, N), "mixer"),
-        Tensor("mixer.D", (inner,), "mixer"),
+        *per_channel,
         *_linear("mixer.out_proj", D, inner, m.proj_bias, "mixer"),
     ]
     if m.dt_norms:
@@ -564,6 +580,8 @@ def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
         return []
     tensors = in_set(spec, build(spec) + hyper_connection_tensors(spec, "attn_hc", "mixer", 3))
     tensors += qkv_adapter_tensors(spec)
+    if spec.parallel_mamba:
+        return tensors + mamba_tensors(spec)
     return tensors + mamba2_tensors(spec) if spec.parallel_mamba2 else tensors
 
 

@@ -86,6 +86,7 @@ NEWER_FAMILIES = {
     "kimi_linear",
     "mamba",
     "zamba2",
+    "zamba",
 }
 
 

@@ -102,7 +102,13 @@ def test_rules(extra: dict[str, object], message: str) -> None:
 
 def test_schema_describes_the_keys(cli: Invoke) -> None:
     properties = json.loads(cli("schema").stdout)["properties"]
-    for key in ("shared_weight_sets", "adapter_rank", "qkv_adapters", "use_projection"):
+    for key in (
+        "shared_weight_sets",
+        "adapter_rank",
+        "qkv_adapters",
+        "use_projection",
+        "parallel_mamba",
+    ):
         assert key in properties
         assert properties[key]["description"]
     assert "concat_embeddings" in properties
@@ -127,3 +133,48 @@ def test_params_shows_the_shared_part(cli: Invoke) -> None:
     data = json.loads(cli("params", "-c", path, "-f", "json").stdout)
     stacks = data["parameters"]["stacks"]
     assert [s["shared"] for s in stacks] == [0, 367_344_640]  # golden parameters_shared
+
+
+MAMBA = {"inner": 128, "state": 16, "dt_rank": 8}
+
+
+def test_mamba_heads_change_shapes_not_counts() -> None:
+    # Zamba's multi-head Mamba stacks each head's x_proj and dt_proj: (h, R + 2N, I / h) and
+    # (h, I / h, R) hold as many elements as one x_proj (R + 2N) x I and dt_proj I x R.
+    one = spec(mixer="mamba", n_heads=None, mamba=MAMBA)
+    two = spec(mixer="mamba", n_heads=None, mamba={**MAMBA, "heads": 2})
+    assert param_report(two).total == param_report(one).total
+    assert forward_macs(two, 1, 16) == forward_macs(one, 1, 16)
+    shapes = {t.name: t.shape for t in parameter_tensors(two)}
+    assert shapes["mixer.x_proj_weight"] == (2, 8 + 32, 64)
+
+
+def test_a_mamba_beside_attention_keeps_its_state() -> None:
+    hybrid = spec(parallel_mamba=True, mamba=MAMBA)
+    plain = spec()
+    assert block_params(hybrid) > block_params(plain)
+    assert kv_cache_elements(hybrid, 1, 16) == kv_cache_elements(plain, 1, 16)
+    assert hybrid.recurrent_mixer == "mamba"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            {"mixer": "mamba", "n_heads": None, "parallel_mamba": True, "mamba": MAMBA},
+            "parallel_mamba: applies to attention blocks",
+        ),
+        (
+            {"parallel_mamba": True, "parallel_mamba2": True, "mamba": MAMBA},
+            "not two",
+        ),
+        (
+            {"mixer": "mamba", "n_heads": None, "mamba": {**MAMBA, "heads": 3}},
+            "does not split into 3 equal heads",
+        ),
+        ({"parallel_mamba": True}, "mamba: required for mamba blocks"),
+    ],
+)
+def test_mamba_beside_attention_rules(extra: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        spec(**extra)

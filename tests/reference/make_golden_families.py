@@ -200,6 +200,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("zamba2-2.7b", ("zamba2-2.7b", False, "meta")),
         ("zamba2-1.2b", ("zamba2-1.2b", False, "meta")),
         ("tiny-zamba2", ("tiny-zamba2", False, "cpu")),
+        ("zamba-7b-v1", ("zamba-7b-v1", False, "meta")),
+        ("tiny-zamba", ("tiny-zamba", False, "cpu")),
     ]
 )
 STEPS = ["params", "macs", "kv"]

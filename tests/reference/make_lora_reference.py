@@ -312,11 +312,14 @@ CASES += [
         "sarvam-30b",
         "zamba2-1.2b",
         "tiny-zamba2",
+        "zamba-7b-v1",
+        "tiny-zamba",
     )
 ]
 CASES += [
     # a shared block reused at several depths: peft adapts each use's module
     ("zamba2-2.7b-q-r8", "zamba2-2.7b", {"r": 8, "target_modules": ["q_proj"]}),
+    ("zamba-7b-v1-qv-r8", "zamba-7b-v1", {"r": 8, "target_modules": ["q_proj", "v_proj"]}),
     (
         "tiny-zamba2-gate_up-linear-in-r4",
         "tiny-zamba2",
