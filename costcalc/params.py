@@ -267,7 +267,7 @@ class ParamReport(NamedTuple):
     """Every parameter quantity of one model; the parts add up to ``total``.
 
     ``attention``, ``ffn``, ``norms`` and ``per_block`` are per block when every block is built
-    alike, and None when they differ (``stacks`` gives each kind).
+    alike, and None when they differ or reuse weight sets (``stacks`` gives each kind).
     """
 
     token_embedding: int
@@ -333,7 +333,7 @@ class ParamReport(NamedTuple):
 def param_report(spec: ModelSpec) -> ParamReport:
     """All parameter counts of ``spec``."""
     stacks = stack_reports(spec)
-    one = stacks[0] if len(stacks) == 1 else None
+    one = stacks[0] if len(stacks) == 1 and not stacks[0].shared else None
     return ParamReport(
         token_embedding=token_embedding_params(spec),
         position_embedding=position_embedding_params(spec),

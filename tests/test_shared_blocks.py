@@ -42,6 +42,9 @@ def test_a_reused_block_counts_its_sets_once_and_its_uses_every_time() -> None:
     assert block_params(reused) == 0  # nothing of its own: all in the two sets
     assert shared_params(reused) == 2 * block
     assert param_report(reused).total == param_report(own).total - 4 * block
+    # The per-block rows would hide the sets: the report gives the kind's parts instead.
+    assert param_report(reused).per_block is None
+    assert param_report(reused).stacks[0].shared == 2 * block
     assert forward_macs(reused, 1, 16) == forward_macs(own, 1, 16)
     assert kv_cache_elements(reused, 1, 16) == kv_cache_elements(own, 1, 16)
     # Optimizer state follows the tensors: one set of moments per weight set.
