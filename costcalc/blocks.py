@@ -295,7 +295,7 @@ class BlockFields:
         default=None,
         description=(
             "Mamba (v1) sizes (mixer mamba): inner, state, dt_rank, conv_kernel, conv_bias, "
-            "proj_bias, dt_norms."
+            "proj_bias, dt_norms, heads."
         ),
     )
     gated_deltanet: GatedDeltaNetSizes | None = Field(
@@ -329,8 +329,58 @@ class BlockFields:
     parallel_mamba2: Flag = Field(
         default=False,
         description=(
-            "An attention block also runs a Mamba-2 mixer (sized by the mamba2 key) on the same "
-            "normed input and adds the two outputs (Falcon-H1)."
+            "An attention block also runs a Mamba-2 mixer (sized by the mamba2 key): on the same "
+            "normed input, adding the two outputs (Falcon-H1), or after a shared block, on a "
+            "norm of its own (Zamba 2's hybrid layers, with shared_weight_sets)."
+        ),
+    )
+    parallel_mamba: Flag = Field(
+        default=False,
+        description=(
+            "An attention block also runs a Mamba (v1) mixer (sized by the mamba key) after a "
+            "shared block, on a norm of its own (Zamba's hybrid layers, with shared_weight_sets)."
+        ),
+    )
+    concat_embeddings: Flag = Field(
+        default=False,
+        description=(
+            "The attention reads the hidden state concatenated with the token embeddings "
+            "(Zamba's shared block): its input norm and its q, k and v read 2 D (give head_dim)."
+        ),
+    )
+    # Blocks reused at several depths.
+    shared_weight_sets: Size | None = Field(
+        default=None,
+        description=(
+            "The blocks of this kind reuse s sets of weights in turn (Zamba's shared "
+            "transformer): the token mixer, the FFN and the first two norms are stored "
+            "min(s, L) times for the kind's L layers, so the parameters count those sets while "
+            "MACs and caches count every layer. Each layer keeps its own adapters, "
+            "use_projection, Mamba mixer beside (parallel_mamba2, parallel_mamba) and further "
+            "norms. "
+            "Default: every block has weights of its own."
+        ),
+    )
+    adapter_rank: Size | None = Field(
+        default=None,
+        description=(
+            "A shared block's low-rank adapter of each use: D -> r -> the FFN's first "
+            "projection's width, added to it (Zamba 2's gate_up_proj_adapter_list); with "
+            "qkv_adapters also on q, k and v. Default: none."
+        ),
+    )
+    qkv_adapters: Flag = Field(
+        default=False,
+        description=(
+            "Adapters of adapter_rank r on the shared attention's q, k and v too, each "
+            "input -> r -> the projection's width (Zamba 2's use_shared_attention_adapter)."
+        ),
+    )
+    use_projection: Flag = Field(
+        default=False,
+        description=(
+            "Each layer projects the shared block's output by a D x D matrix of its own before "
+            "adding it to the residual stream (Zamba's per-layer linear)."
         ),
     )
     laurel_rank: Size | None = Field(
@@ -436,9 +486,11 @@ class BlockFields:
     @property
     def recurrent_mixer(self) -> str | None:
         """The block's mixer that keeps a fixed-size state (conv and/or SSM state) instead of a
-        KV cache: the mixer itself, or mamba2 beside attention; None for none."""
+        KV cache: the mixer itself, or mamba2 or mamba beside attention; None for none."""
         if self.parallel_mamba2:
             return "mamba2"
+        if self.parallel_mamba:
+            return "mamba"
         return self.mixer if self.mixer in RECURRENT_MIXERS else None
 
     @property

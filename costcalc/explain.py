@@ -245,7 +245,10 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
 
 def _layered_rows(report: ParamReport) -> dict[str, str]:
     """Blocks that differ: each kind's layers x its block, summed."""
-    terms = " + ".join(f"{s.layers:,} x {_n(s.per_block)}" for s in report.stacks)
+    terms = " + ".join(
+        f"{s.layers:,} x {_n(s.per_block)}" + (f" + shared {_n(s.shared)}" if s.shared else "")
+        for s in report.stacks
+    )
     kinds = "; ".join(f"{s.kind}: {s.layers:,} layers" for s in report.stacks)
     return {"blocks": f"sum over kinds of L x block ({kinds}) => {terms} = {_n(report.blocks)}"}
 

@@ -125,6 +125,8 @@ def _layers(spec: ModelSpec) -> list[ModelSpec]:
     """The spec of every block, in layer order (patterns cycled as :func:`pattern_counts`)."""
     if spec.n_layers > MAX_LAYERS:
         raise UsageError(f"GGUF mixes are assigned layer by layer: at most {MAX_LAYERS:,} layers")
+    if any(stack.shared_weight_sets is not None for stack in spec.stacks):
+        raise UsageError("GGUF mixes of blocks that reuse weight sets are not modelled")
     if spec.layers is None:
         return [spec] * spec.n_layers
     stacks: dict[tuple[object, ...], ModelSpec] = {}

@@ -25,13 +25,15 @@ gate-and-up experts at rank 2r, as ``peft.utils.transformers_weight_conversion``
 it hits a linear router named ``gate`` too (AFMoE's), and nothing where the router is Hunyuan-MoE's
 ``gate.wg`` (``all-linear`` adapts that as a linear layer). In the
 Mamba-based model types peft refuses any module named ``out_proj`` or ``conv1d``, so
-``all-linear`` fails there too.
+``all-linear`` fails there too. A block reused at several depths is a module at each use in
+transformers (Zamba, Zamba 2; its weights tied), so peft adapts it once per use
+(:func:`module_tensors`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -39,7 +41,14 @@ from costcalc.errors import UsageError, check_choice
 from costcalc.params import total_params
 from costcalc.render import ratio_dict
 from costcalc.spec import ModelSpec
-from costcalc.tensors import Shape, Tensor, parameter_tensors
+from costcalc.tensors import (
+    Shape,
+    Tensor,
+    block_tensors,
+    model_tensors,
+    parameter_tensors,
+    weight_sets,
+)
 
 BIAS_MODES: tuple[str, ...] = ("none", "all", "lora_only")
 ALL_LINEAR = "all-linear"
@@ -429,6 +438,29 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "lfm2": _names(FEED_FORWARD, LFM2_RENAMES),
     "lfm2_moe": _names(FEED_FORWARD, {**LFM2_RENAMES, "mlp.router": "feed_forward.gate"}),
     "lfm3": _names(FEED_FORWARD, {k: v for k, v in LFM2_RENAMES.items() if k != "attn.o_proj"}),
+    "zamba": _names(
+        {"attn": "shared_transf.self_attn", "mlp": "shared_transf.feed_forward", "mixer": "mamba"}
+    ),
+    "zamba2": _names(
+        {
+            "attn": "shared_transformer.self_attn",
+            "mlp": "shared_transformer.feed_forward",
+            "mixer": "mamba",
+        },
+        {
+            **{
+                f"attn.{x}_adapter.{i}": f"shared_transformer.self_attn.linear_{x}_adapter_list.{i}"
+                for x in "qkv"
+                for i in "01"
+            },
+            **{
+                f"mlp.gate_up_proj_adapter.{i}": (
+                    f"shared_transformer.feed_forward.gate_up_proj_adapter_list.{i}"
+                )
+                for i in "01"
+            },
+        },
+    ),
 }
 """Families by ``model_type``; costcalc's own YAML models (no family) use Llama's names."""
 
@@ -477,7 +509,7 @@ def sites(spec: ModelSpec, names: FamilyNames) -> list[Site]:
     """Every weight LoRA can adapt or peft can save, with the family's names; a tied LM head is
     a module of its own to peft (sharing the token table's weight), so it is listed too."""
     found = []
-    tensors = parameter_tensors(spec)
+    tensors = module_tensors(spec)
     for tensor in tensors:
         kind = _kind(tensor, names)
         if kind is None:
@@ -494,6 +526,21 @@ def sites(spec: ModelSpec, names: FamilyNames) -> list[Site]:
         table = next(t for t in tensors if t.name == "embed_tokens.weight")
         found.append(Site(names.path("lm_head"), "head", table.shape, 1, "lm_head"))
     return found
+
+
+def module_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Every parameter tensor, repeated once per module that holds it, as peft wraps modules.
+    transformers builds a reused block anew at each use with its weights tied (Zamba 2), so a
+    weight set's tensor is in every layer's module, and each layer's module holds all the
+    adapters of its set: a use's adapter is held u_1^2 + ... + u_s^2 times over the kind, u_i
+    the layers running set i."""
+    tensors = model_tensors(spec)
+    for stack in spec.stacks:
+        n, sets = stack.n_layers, weight_sets(stack)
+        q, rem = divmod(n, sets)
+        held = {"layer": n, "set": n, "use": rem * (q + 1) ** 2 + (sets - rem) * q * q}
+        tensors += [replace(t, copies=t.copies * held[t.scope]) for t in block_tensors(stack)]
+    return tensors
 
 
 def _hits(path: str, target: str) -> bool:

@@ -351,7 +351,7 @@ def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
         n = _chunks(T, c)
         per_head = n * c * c * (N + P) + 2 * n * c * P * N + (n + 1) ** 2 * P * N
         return B * m.heads * per_head
-    if spec.mixer == "mamba" and spec.mamba is not None:
+    if spec.recurrent_mixer == "mamba" and spec.mamba is not None:
         return B * T * spec.mamba.inner * spec.mamba.state
     if spec.mixer == "gated_deltanet" and spec.gated_deltanet is not None:
         g = spec.gated_deltanet

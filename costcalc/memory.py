@@ -318,7 +318,7 @@ def recurrent_state_width(spec: ModelSpec) -> int:
     W; 0 for a short convolution (its conv state is all it keeps) and attention."""
     if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
         return spec.mamba2.heads * spec.mamba2.head_dim * spec.mamba2.state
-    if spec.mixer == "mamba" and spec.mamba is not None:
+    if spec.recurrent_mixer == "mamba" and spec.mamba is not None:
         return spec.mamba.inner * spec.mamba.state
     if spec.mixer == "gated_deltanet" and spec.gated_deltanet is not None:
         g = spec.gated_deltanet

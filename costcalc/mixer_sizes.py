@@ -48,6 +48,13 @@ class MambaSizes(_MixerSizes):
     dt_norms: Flag = Field(
         default=False, description="RMSNorms on the time step (R) and on B and C (N each): Jamba."
     )
+    heads: Size = Field(
+        default=1,
+        description=(
+            "Heads splitting the inner width, each with its own x_proj and dt_proj, stored "
+            "stacked (Zamba's multi-head Mamba); the same parameters and MACs."
+        ),
+    )
 
 
 class GatedDeltaNetSizes(_MixerSizes):

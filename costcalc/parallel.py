@@ -83,7 +83,14 @@ from costcalc.memory import (
     step_elements,
 )
 from costcalc.spec import ModelSpec
-from costcalc.tensors import Shape, Tensor, block_tensors, elements, model_tensors
+from costcalc.tensors import (
+    Shape,
+    Tensor,
+    block_tensors,
+    elements,
+    model_tensors,
+    stack_tensors,
+)
 from costcalc.units import dtype_bytes
 
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
@@ -402,6 +409,10 @@ def pipeline_stacks(spec: ModelSpec, pp: int) -> tuple[ModelSpec, ...]:
     that differ is not modelled), and L divides over P."""
     if pp == 1:
         return spec.stacks
+    if any(stack.shared_weight_sets is not None for stack in spec.stacks):
+        raise UsageError(
+            "--pp: pipeline stages of a model whose blocks reuse weight sets are not modelled"
+        )
     first = spec.stacks[0]
     for stack in spec.stacks[1:]:
         if block_tensors(stack) != block_tensors(first) or (stack.d_model, stack.n_heads) != (
@@ -428,11 +439,15 @@ def rank_tensors(spec: ModelSpec, plan: ParallelPlan, stage: int) -> list[Tensor
     stacks = pipeline_stacks(spec, plan.pp)
     modules = stage_modules(spec, plan.pp, stage)
     held = [t for t in model_tensors(spec) if t.name.rsplit(".", 1)[0] in modules]
-    held += [
-        replace(t, copies=t.copies * (stack.n_layers // plan.pp))
-        for stack in stacks
-        for t in block_tensors(stack)
-    ]
+    held += (
+        [
+            replace(t, copies=t.copies * (stack.n_layers // plan.pp))
+            for stack in stacks
+            for t in block_tensors(stack)
+        ]
+        if plan.pp > 1
+        else [t for stack in stacks for t in stack_tensors(stack)]
+    )
     vocab, head = padded_vocab(spec, plan.tp), padded_vocab(spec, plan.tp, head=True)
     held = [replace(t, shape=expert_parallel_shape(t, plan.ep)) for t in held]
     return [

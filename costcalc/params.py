@@ -8,6 +8,11 @@ output matrix a second time. Sources: GPT-2 (Radford et al. 2019) for the block 
 
 Symbols: V vocabulary rows, D width, E token-table width, L layers, H query heads,
 K key/value heads, d head width, h FFN hidden width, X experts, N context rows.
+
+A block reused at several depths (``shared_weight_sets`` s) counts its weight sets once each
+and each use's adapters once per layer: a kind of L such layers holds L x its layers' own part
++ min(s, L) x one set + L x one use's adapters. The per-block counts below are a layer's own
+part; the rest is the kind's ``shared`` part (:func:`shared_params`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from costcalc.tensors import (
     mixer_tensors,
     per_layer_model_tensors,
     per_layer_table,
+    stack_tensors,
     stream_collapse_tensors,
 )
 
@@ -67,7 +73,14 @@ def norm_params(spec: ModelSpec, width: int | None = None) -> int:
 
 
 def _sum(tensors: list[Tensor]) -> int:
-    return sum(t.elements for t in tensors)
+    """Elements of the tensors a layer holds itself (not those of a shared block's sets)."""
+    return sum(t.elements for t in tensors if t.scope == "layer")
+
+
+def shared_params(spec: ModelSpec) -> int:
+    """A reused block's part of one stack, all its layers: min(s, L) weight sets + L uses'
+    adapters; 0 when every block has weights of its own."""
+    return sum(t.elements for t in stack_tensors(spec) if t.scope != "layer")
 
 
 def attention_params(spec: ModelSpec) -> int:
@@ -105,8 +118,8 @@ def block_params(spec: ModelSpec) -> int:
 
 
 def blocks_params(spec: ModelSpec) -> int:
-    """All blocks: L * block, summed over the stacks of a layered model."""
-    return sum(stack.n_layers * block_params(stack) for stack in spec.stacks)
+    """All blocks: L * block + the shared part, summed over the stacks of a layered model."""
+    return sum(stack.n_layers * block_params(stack) + shared_params(stack) for stack in spec.stacks)
 
 
 def final_norm_params(spec: ModelSpec) -> int:
@@ -202,6 +215,8 @@ class StackReport(NamedTuple):
     ffn: int
     norms: int
     per_block: int
+    shared: int
+    """Weight sets and adapters of a block reused by the kind's layers (0: none)."""
     blocks: int
 
 
@@ -267,7 +282,8 @@ def stack_reports(spec: ModelSpec) -> tuple[StackReport, ...]:
             ffn=ffn_params(stack),
             norms=block_norm_params(stack),
             per_block=block_params(stack),
-            blocks=stack.n_layers * block_params(stack),
+            shared=shared_params(stack),
+            blocks=stack.n_layers * block_params(stack) + shared_params(stack),
         )
         for stack in stacks
     )
@@ -277,7 +293,7 @@ class ParamReport(NamedTuple):
     """Every parameter quantity of one model; the parts add up to ``total``.
 
     ``attention``, ``ffn``, ``norms`` and ``per_block`` are per block when every block is built
-    alike, and None when they differ (``stacks`` gives each kind).
+    alike, and None when they differ or reuse weight sets (``stacks`` gives each kind).
     """
 
     token_embedding: int
@@ -334,6 +350,7 @@ class ParamReport(NamedTuple):
             "attention": sum(s.layers * s.attention for s in self.stacks),
             "ffn": sum(s.layers * s.ffn for s in self.stacks),
             "norms": sum(s.layers * s.norms for s in self.stacks),
+            "shared_blocks": sum(s.shared for s in self.stacks),
             "stream_collapse": self.stream_collapse,
             "altup_projections": self.altup_projections,
             "final_norm": self.final_norm,
@@ -344,7 +361,7 @@ class ParamReport(NamedTuple):
 def param_report(spec: ModelSpec) -> ParamReport:
     """All parameter counts of ``spec``."""
     stacks = stack_reports(spec)
-    one = stacks[0] if len(stacks) == 1 else None
+    one = stacks[0] if len(stacks) == 1 and not stacks[0].shared else None
     return ParamReport(
         token_embedding=token_embedding_params(spec),
         position_embedding=position_embedding_params(spec),

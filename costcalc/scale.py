@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from costcalc import macs
 from costcalc.params import position_embedding_params, token_embedding_params
 from costcalc.spec import ModelSpec
-from costcalc.tensors import block_tensors
+from costcalc.tensors import stack_tensors
 
 if TYPE_CHECKING:
     from costcalc.render import Grid
@@ -51,12 +51,7 @@ def block_matrix_params(spec: ModelSpec) -> int:
     """Weight matrices of all blocks, no biases or norms: L (D (H + 2K) d + H d D + X F + D X),
     F = D h + h D (2 D h + h D gated); (4 + 2r) D^2 per GPT-2 block, as the course notes on
     embeddings count it."""
-    return sum(
-        stack.n_layers * t.elements
-        for stack in spec.stacks
-        for t in block_tensors(stack)
-        if t.use != "none"
-    )
+    return sum(t.elements for stack in spec.stacks for t in stack_tensors(stack) if t.use != "none")
 
 
 def leading_terms(spec: ModelSpec, batch: int, length: int, causal: bool = False) -> dict[str, int]:

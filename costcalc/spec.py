@@ -635,6 +635,41 @@ def _attention_experts(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             yield (name, "the query and output projections are attention_experts' experts")
 
 
+@_rule("mixer", "parallel_mamba", "parallel_mamba2", "mamba")
+def _parallel_mamba(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """A Mamba (v1) mixer beside attention (Zamba), not beside a Mamba-2 one; its heads split
+    the inner width evenly."""
+    if spec.parallel_mamba and spec.mixer != "attention":
+        yield ("parallel_mamba", f"applies to attention blocks; this block's mixer is {spec.mixer}")
+    if spec.parallel_mamba and spec.parallel_mamba2:
+        yield ("parallel_mamba", "a block runs one Mamba mixer beside its attention, not two")
+    m = spec.mamba
+    if isinstance(m, BaseModel) and m.inner % m.heads:
+        yield ("mamba", f"inner width {m.inner:,} does not split into {m.heads:,} equal heads")
+
+
+SHARED_BLOCK_PARTS = ("adapter_rank", "qkv_adapters", "use_projection")
+
+
+@_rule("mixer", "ffn", "head_dim", "concat_embeddings", "shared_weight_sets", *SHARED_BLOCK_PARTS)
+def _shared_blocks(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Adapters and per-use projections belong to blocks reused at several depths; the FFN
+    adapter needs a dense FFN, q/k/v adapters the adapter rank and attention; attention over
+    the concatenated embeddings is sized by an explicit head width."""
+    if spec.shared_weight_sets is None:
+        for name in (name for name in SHARED_BLOCK_PARTS if getattr(spec, name)):
+            yield (name, "belongs to a block reused at several depths; give shared_weight_sets")
+    if spec.adapter_rank is not None and (spec.ffn == "none" or spec.moe_experts is not None):
+        yield ("adapter_rank", "adapts a dense FFN's first projection; this block has none")
+    if spec.qkv_adapters and spec.adapter_rank is None:
+        yield ("qkv_adapters", "sized by adapter_rank; give adapter_rank")
+    for name in ("qkv_adapters", "concat_embeddings"):
+        if getattr(spec, name) and spec.mixer != "attention":
+            yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")
+    if spec.concat_embeddings and spec.mixer == "attention" and spec.head_dim is None:
+        yield ("head_dim", "required with concat_embeddings (the heads split the 2 D input)")
+
+
 @_rule("differential_attention", "n_kv_heads", "n_heads")
 def _differential_pairs(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.differential_attention and spec.mixer == "attention" and spec.kv_heads % 2:
@@ -766,7 +801,7 @@ def _something_in_the_block(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("ffn", "a block with neither a token mixer nor an FFN holds nothing")
 
 
-@_rule("mixer", "parallel_mamba2", *RECURRENT_MIXERS)
+@_rule("mixer", "parallel_mamba2", "parallel_mamba", *RECURRENT_MIXERS)
 def _recurrent_sizes(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     """A recurrent mixer (or a Mamba-2 mixer beside attention) needs the sizes under its own
     name; they mean nothing to another."""

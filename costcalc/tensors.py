@@ -27,6 +27,9 @@ Conventions, from the Hugging Face ``transformers`` modeling code (transformers 
 - Recurrent mixers (Mamba-2, Mamba, Gated DeltaNet, LFM2's short convolution) hold a depthwise
   causal ``nn.Conv1d`` of shape (C, 1, k) next to their projections and small per-head vectors
   (``A_log``, ``D``, ``dt_bias``); see each builder below.
+- A block reused at several depths (Zamba's shared transformer, ``shared_weight_sets``) holds
+  its attention, FFN and first two norms once per weight set, its adapters (``Sequential`` of two
+  bias-free linears, down then up) once per use, and each layer's own parts once per layer.
 - A tied LM head is the token table itself (no tensor of its own), as ``parameters()`` yields a
   shared tensor once.
 
@@ -36,7 +39,7 @@ transpose, which changes no count here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 from typing import TYPE_CHECKING, Literal
 
@@ -51,6 +54,10 @@ Use = Literal["matmul", "router", "experts", "none"]
 """How a token uses a tensor: ``matmul`` (and a MoE ``router``) multiplies by all of it;
 ``experts`` by the top-k of its X stacked matrices; ``none`` by none of it (norms, biases, tables
 looked up, sinks)."""
+Scope = Literal["layer", "set", "use"]
+"""Who holds a block tensor: each ``layer`` its own; a weight ``set``, one of those the layers
+of a kind reuse in turn (``shared_weight_sets``); a shared block's part for each ``use`` (an
+adapter), held with the set but one per layer. Every layer multiplies by all three."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,7 @@ class Tensor:
     active: int | None = None
     """Of ``experts`` tensors, how many of the X a token runs when it is not the block's
     ``moe_top_k`` (a mixture of attention heads: H / K)."""
+    scope: Scope = "layer"
 
     @property
     def elements(self) -> int:
@@ -108,7 +116,7 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     K dv x D and the output D x H dv. With ``attention_experts`` the query and output
     projections are experts (:func:`head_expert_tensors`) and K and V stay (one ``kv_proj``
     when fused)."""
-    D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
+    D, H, K, d = attention_input(spec), spec.n_heads or 0, spec.kv_heads, spec.head_width
     dv = value_width(spec)
     q = (2 if spec.attention_gate else 1) * H * d
     bias = spec.qkv_bias
@@ -164,10 +172,46 @@ def head_expert_tensors(spec: ModelSpec) -> list[Tensor]:
     return tensors
 
 
+def attention_input(spec: ModelSpec) -> int:
+    """Width the attention's q, k and v read: D, or 2 D over the hidden state concatenated
+    with the token embeddings (``concat_embeddings``)."""
+    return 2 * spec.d_model if spec.concat_embeddings else spec.d_model
+
+
+def adapter_tensors(spec: ModelSpec, name: str, out: int, inp: int, part: Part) -> list[Tensor]:
+    """One use's low-rank adapter of rank r (``adapter_rank``) beside a projection inp -> out:
+    ``name.0`` r x inp, then ``name.1`` out x r, no biases (added to the projection's output)."""
+    r = spec.adapter_rank or 0
+    return [
+        Tensor(f"{name}.0.weight", (r, inp), part, "matmul", scope="use"),
+        Tensor(f"{name}.1.weight", (out, r), part, "matmul", scope="use"),
+    ]
+
+
+def qkv_adapter_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Adapters on q, k and v (``qkv_adapters``): input -> r -> H d, K d, K dv."""
+    if not spec.qkv_adapters:
+        return []
+    inp, d, K = attention_input(spec), spec.head_width, spec.kv_heads
+    widths = {"q": (spec.n_heads or 0) * d, "k": K * d, "v": K * value_width(spec)}
+    return [
+        tensor
+        for name, out in widths.items()
+        for tensor in adapter_tensors(spec, f"attn.{name}_adapter", out, inp, "mixer")
+    ]
+
+
+def in_set(spec: ModelSpec, tensors: list[Tensor]) -> list[Tensor]:
+    """``tensors`` as one weight set's when the block is reused (``shared_weight_sets``)."""
+    if spec.shared_weight_sets is None:
+        return tensors
+    return [replace(t, scope="set") for t in tensors]
+
+
 def query_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
     """The query projection: D -> ``width`` directly, or through ``query_rank`` rq: D -> rq
     (``q_a_proj``), an RMSNorm of rq, rq -> ``width`` (``q_b_proj``)."""
-    D, rq, bias = spec.d_model, spec.query_rank, spec.qkv_bias
+    D, rq, bias = attention_input(spec), spec.query_rank, spec.qkv_bias
     if rq is None:
         return _linear("attn.q_proj", width, D, bias, "mixer")
     return [
@@ -373,7 +417,7 @@ def conv_channels(spec: ModelSpec) -> int:
     if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
         m = spec.mamba2
         return m.heads * m.head_dim + 2 * m.groups * m.state
-    if spec.mixer == "mamba" and spec.mamba is not None:
+    if spec.recurrent_mixer == "mamba" and spec.mamba is not None:
         return spec.mamba.inner
     if spec.mixer == "gated_deltanet" and spec.gated_deltanet is not None:
         g = spec.gated_deltanet
@@ -405,17 +449,33 @@ def mamba2_tensors(spec: ModelSpec) -> list[Tensor]:
 def mamba_tensors(spec: ModelSpec) -> list[Tensor]:
     """Mamba v1 (``JambaMambaMixer``): ``in_proj`` D -> 2I, ``conv1d`` over I channels,
     ``x_proj`` I -> R + 2N, ``dt_proj`` R -> I (with bias), ``A_log`` I x N, ``D`` (I),
-    ``out_proj`` I -> D; Jamba's RMSNorms on dt (R), B and C (N each) when ``dt_norms``."""
+    ``out_proj`` I -> D; Jamba's RMSNorms on dt (R), B and C (N each) when ``dt_norms``. With
+    h ``heads`` > 1 (``ZambaMambaMixer``) each head of p = I / h channels has its own x_proj and
+    dt_proj, stacked as parameters: ``x_proj_weight`` (h, R + 2N, p), ``dt_proj_weight``
+    (h, p, R), ``dt_proj_bias``, ``A_log`` and ``D`` shaped (h, p, ...)."""
     m = spec.mamba
     assert m is not None  # checked by the spec's rules
-    D, inner, N, R = spec.d_model, m.inner, m.state, m.dt_rank
+    D, inner, N, R, h = spec.d_model, m.inner, m.state, m.dt_rank, m.heads
+    p = inner // h
+    if h == 1:
+        per_channel = [
+            *_linear("mixer.x_proj", R + 2 * N, inner, False, "mixer"),
+            *_linear("mixer.dt_proj", inner, R, True, "mixer"),
+            Tensor("mixer.A_log", (inner, N), "mixer"),
+            Tensor("mixer.D", (inner,), "mixer"),
+        ]
+    else:
+        per_channel = [
+            Tensor("mixer.x_proj_weight", (h, R + 2 * N, p), "mixer", "matmul"),
+            Tensor("mixer.dt_proj_weight", (h, p, R), "mixer", "matmul"),
+            Tensor("mixer.dt_proj_bias", (h, p), "mixer"),
+            Tensor("mixer.A_log", (h, p, N), "mixer"),
+            Tensor("mixer.D", (h, p), "mixer"),
+        ]
     tensors = [
         *_linear("mixer.in_proj", 2 * inner, D, m.proj_bias, "mixer"),
         *_conv("mixer.conv1d", inner, m.conv_kernel, m.conv_bias),
-        *_linear("mixer.x_proj", R + 2 * N, inner, False, "mixer"),
-        *_linear("mixer.dt_proj", inner, R, True, "mixer"),
-        Tensor("mixer.A_log", (inner, N), "mixer"),
-        Tensor("mixer.D", (inner,), "mixer"),
+        *per_channel,
         *_linear("mixer.out_proj", D, inner, m.proj_bias, "mixer"),
     ]
     if m.dt_norms:
@@ -578,12 +638,17 @@ MIXERS = {
 
 def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
     """The token mixer of one block, with the hyper-connection before it (several
-    ``residual_streams``), the Mamba-2 mixer beside its attention when ``parallel_mamba2``
-    (Falcon-H1), and the block's AltUp and LAuReL matrices (Gemma 3n)."""
+    ``residual_streams``) and q/k/v adapters; the Mamba (Zamba) or Mamba-2 (Falcon-H1) mixer
+    beside its attention when ``parallel_mamba`` or ``parallel_mamba2`` (each layer's own in a
+    reused block); and the block's AltUp and LAuReL matrices (Gemma 3n)."""
     build = MIXERS.get(spec.mixer)
     tensors = [] if build is None else build(spec)
     tensors += hyper_connection_tensors(spec, "attn_hc", "mixer", 3) if tensors else []
-    tensors += mamba2_tensors(spec) if spec.parallel_mamba2 else []
+    tensors = in_set(spec, tensors) + qkv_adapter_tensors(spec)
+    if spec.parallel_mamba:
+        tensors += mamba_tensors(spec)
+    elif spec.parallel_mamba2:
+        tensors += mamba2_tensors(spec)
     return tensors + altup_tensors(spec) + laurel_tensors(spec)
 
 
@@ -681,10 +746,10 @@ def per_layer_input_tensors(spec: ModelSpec) -> list[Tensor]:
 def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
     """The FFN of one block: dense (with ``ffn_inner_norm``, a norm of h inside it), a mixture
     of experts, or none; with the per-layer input branch, a small gated feed-forward path of
-    its own."""
+    its own; in a reused block, each use's adapter and the layer's own output projection."""
     tensors = per_layer_input_tensors(spec)
     if spec.ffn == "none":
-        return tensors
+        return tensors + use_projection_tensors(spec)
     if spec.moe_experts is not None:
         tensors = moe_tensors(spec, spec.moe_experts) + tensors
     else:
@@ -693,18 +758,48 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
             tensors += _norm(spec, "mlp.ffn_sub_norm", spec.ffn_width, "norms")
     if spec.ffn_act_params:
         tensors.append(Tensor("mlp.act_fn.scalar", (1,), "ffn", copies=spec.ffn_act_params))
-    return tensors + hyper_connection_tensors(spec, "ffn_hc", "ffn", 3)
+    tensors = in_set(spec, tensors + hyper_connection_tensors(spec, "ffn_hc", "ffn", 3))
+    return tensors + ffn_adapter_tensors(spec) + use_projection_tensors(spec)
+
+
+def ffn_adapter_tensors(spec: ModelSpec) -> list[Tensor]:
+    """Each use's adapter on the dense FFN's first projection (``adapter_rank`` r): D -> r ->
+    2h (gated) or h, Zamba 2's ``gate_up_proj_adapter_list``; none without a rank."""
+    if spec.adapter_rank is None:
+        return []
+    first = 2 * spec.ffn_width if spec.gated else spec.ffn_width
+    return adapter_tensors(spec, "mlp.gate_up_proj_adapter", first, spec.d_model, "ffn")
+
+
+def use_projection_tensors(spec: ModelSpec) -> list[Tensor]:
+    """A layer's own D x D projection of the shared block's output (``use_projection``,
+    Zamba's ``linear``)."""
+    return (
+        _linear("linear", spec.d_model, spec.d_model, False, "ffn") if spec.use_projection else []
+    )
 
 
 # --------------------------------------------------------------------------- blocks and model
 
 
 def block_norm_tensors(spec: ModelSpec) -> list[Tensor]:
-    """The norms of one block: ``norms_per_block`` copies of a norm over D, the per-layer
-    input branch's ``post_per_layer_input_norm`` (D) when the model has per-layer inputs, and
-    AltUp's ``router_norm`` and LAuReL's ``post_laurel_norm`` (D each) with those."""
-    copies = spec.norms_per_block
-    tensors = _norm(spec, "norm", spec.d_model, "norms", copies) if copies else []
+    """The norms of one block: ``norms_per_block`` copies of a norm over D, the first over 2 D
+    when the attention reads the concatenated embeddings; the first two in the weight set when
+    the block is reused, the others each layer's own. Plus the per-layer input branch's
+    ``post_per_layer_input_norm`` (D) when the model has per-layer inputs, and AltUp's
+    ``router_norm`` and LAuReL's ``post_laurel_norm`` (D each) with those."""
+    n, D = spec.norms_per_block, spec.d_model
+    shared = min(n, 2) if spec.shared_weight_sets is not None else 0
+    wide = 1 if spec.concat_embeddings and n else 0
+    tensors = []
+    if wide:
+        tensors += _norm(spec, "input_norm", 2 * D, "norms")
+    if shared > wide:
+        tensors += _norm(spec, "norm", D, "norms", shared - wide)
+    tensors = in_set(spec, tensors)
+    if n > max(shared, wide):
+        name = "own_norm" if shared else "norm"
+        tensors += _norm(spec, name, D, "norms", n - max(shared, wide))
     if spec.per_layer_input_width is not None:
         tensors += _norm(spec, "post_per_layer_input_norm", spec.d_model, "norms")
     if spec.altup_streams is not None:
@@ -767,15 +862,24 @@ def per_layer_model_tensors(spec: ModelSpec) -> list[Tensor]:
     ]
 
 
+def weight_sets(spec: ModelSpec) -> int:
+    """Weight sets the layers of a reused block hold: min(s, L) of ``shared_weight_sets`` s."""
+    return min(spec.shared_weight_sets or spec.n_layers, spec.n_layers)
+
+
+def stack_tensors(spec: ModelSpec) -> list[Tensor]:
+    """The block tensors of a stack with their multiplicity: a weight set's tensor once per
+    set (:func:`weight_sets`), every other once per layer."""
+    return [
+        replace(t, copies=t.copies * (weight_sets(spec) if t.scope == "set" else spec.n_layers))
+        for t in block_tensors(spec)
+    ]
+
+
 def parameter_tensors(spec: ModelSpec) -> list[Tensor]:
     """Every parameter tensor of the model with its multiplicity: the model's own, then each
-    stack's block tensors times its layers."""
-    stacked = [
-        Tensor(t.name, t.shape, t.part, t.use, t.copies * stack.n_layers)
-        for stack in spec.stacks
-        for t in block_tensors(stack)
-    ]
-    return model_tensors(spec) + stacked
+    stack's block tensors (:func:`stack_tensors`)."""
+    return model_tensors(spec) + [t for stack in spec.stacks for t in stack_tensors(stack)]
 
 
 def tensor_count(spec: ModelSpec) -> int:

@@ -34,7 +34,8 @@ def test_layers_plus_other_is_total(name):
     record = BUILT[name]
     per_layer = record["parameters_per_layer"]
     assert isinstance(per_layer, list) and len(per_layer) == record["n_layers"]
-    assert sum(per_layer) + record["parameters_other"] == record["parameters_total"]
+    shared = record.get("parameters_shared", 0)  # held by several layers, counted once
+    assert sum(per_layer) + shared + record["parameters_other"] == record["parameters_total"]
     other = sum(_numel(s) for s in record["parameters_by_tensor_other"].values())
     assert other == record["parameters_other"]
 
@@ -45,7 +46,8 @@ def test_layer_kinds_cover_every_layer(name):
     seen = sorted(i for kind in record["layer_kinds"] for i in kind["layers"])
     assert seen == list(range(record["n_layers"]))
     for kind in record["layer_kinds"]:
-        assert sum(_numel(s) for s in kind["tensors"].values()) == kind["parameters"]
+        own = {n: s for n, s in kind["tensors"].items() if n not in kind.get("shared_tensors", ())}
+        assert sum(_numel(s) for s in own.values()) == kind["parameters"]
         for i in kind["layers"]:
             assert record["parameters_per_layer"][i] == kind["parameters"]
     layer0 = next(k for k in record["layer_kinds"] if 0 in k["layers"])

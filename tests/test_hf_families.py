@@ -77,6 +77,8 @@ def test_parameters_match_transformers(name: str) -> None:
     assert report.total == record["parameters_total"]
     assert report.untied_total - report.total == record["parameters_untied_extra"]
     assert report.total - report.blocks == record["parameters_other"]
+    # Parameters several layers hold (a block reused at several depths), counted once.
+    assert sum(s.shared for s in report.stacks) == record.get("parameters_shared", 0)
     assert spec.n_layers == record["n_layers"]
     # The layers' own counts, as a multiset: each kind of block as often as transformers has it.
     ours = Counter({block_params(stack): 0 for stack in spec.stacks})

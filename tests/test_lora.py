@@ -94,6 +94,8 @@ NEWER_FAMILIES = {
     "lfm2_moe",
     "kimi_linear",
     "mamba",
+    "zamba2",
+    "zamba",
 }
 
 

@@ -253,6 +253,7 @@ PART_LABELS = {
     "attention": "token mixers (all blocks)",
     "ffn": "FFNs (all blocks)",
     "norms": "norms (all blocks)",
+    "shared_blocks": "shared blocks (weight sets, adapters)",
     "stream_collapse": "residual streams' last collapse",
     "altup_projections": "AltUp stream projections",
     "final_norm": "final norm",
@@ -298,6 +299,11 @@ def stack_grid(name: str, report: ParamReport) -> Grid:
         ["  FFN (per block)", *(f"{s.ffn:,}" for s in stacks)],
         ["  norms (per block)", *(f"{s.norms:,}" for s in stacks)],
         ["per block", *(f"{s.per_block:,}" for s in stacks)],
+        *(
+            [["shared weight sets and adapters", *(f"{s.shared:,}" for s in stacks)]]
+            if any(s.shared for s in stacks)
+            else []
+        ),
         ["all blocks of the kind", *(f"{s.blocks:,}" for s in stacks)],
     ]
     notes = [f"All {sum(s.layers for s in stacks):,} blocks: {report.blocks:,} parameters."]

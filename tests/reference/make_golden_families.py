@@ -238,6 +238,12 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("glm-image-defaults", ("glm-image-defaults", True, "meta")),
         ("step-3.7-flash", ("step-3.7-flash", True, "meta")),
         ("tiny-step3p5", ("tiny-step3p5", True, "cpu")),
+        # shared blocks reused at several depths
+        ("zamba2-2.7b", ("zamba2-2.7b", False, "meta")),
+        ("zamba2-1.2b", ("zamba2-1.2b", False, "meta")),
+        ("tiny-zamba2", ("tiny-zamba2", False, "cpu")),
+        ("zamba-7b-v1", ("zamba-7b-v1", False, "meta")),
+        ("tiny-zamba", ("tiny-zamba", False, "cpu")),
     ]
 )
 STEPS = ["params", "macs", "kv"]
@@ -380,15 +386,27 @@ def layout(layer: nn.Module) -> tuple:
 def params_record(model: nn.Module, config) -> dict:
     total = sum(p.numel() for p in model.parameters())
     prefix, layers = layers_of(model, config)
-    per_layer = [sum(p.numel() for p in layer.parameters()) for layer in layers]
+    # A parameter several layers hold (a block reused at several depths) is shared: counted
+    # once, in parameters_shared, and in no layer's own count.
+    holders: dict[int, int] = {}
+    for layer in layers:
+        for p in layer.parameters():
+            holders[id(p)] = holders.get(id(p), 0) + 1
+    shared = {
+        id(p): p.numel() for layer in layers for p in layer.parameters() if holders[id(p)] > 1
+    }
+    per_layer = [
+        sum(p.numel() for p in layer.parameters() if holders[id(p)] == 1) for layer in layers
+    ]
     other = {n: p for n, p in model.named_parameters() if not n.startswith(prefix + ".")}
     other_numel = sum(p.numel() for p in other.values())
-    assert sum(per_layer) + other_numel == total, "layers + other != total"
+    assert sum(per_layer) + sum(shared.values()) + other_numel == total, "layers + other != total"
     out = model.get_output_embeddings()
     untied_extra = out.weight.numel() if out is not None and is_tied(model) else 0
     kinds: dict[tuple, dict] = {}
     for index, layer in enumerate(layers):
         key = (type(layer).__name__, layout(layer))
+        common = [n for n, p in layer.named_parameters() if holders[id(p)] > 1]
         kind = kinds.setdefault(
             key,
             {
@@ -396,6 +414,7 @@ def params_record(model: nn.Module, config) -> dict:
                 "parameters": per_layer[index],
                 "layers": [],
                 "tensors": shapes(layer.named_parameters()),
+                **({"shared_tensors": common} if common else {}),
             },
         )
         kind["layers"].append(index)
@@ -409,6 +428,7 @@ def params_record(model: nn.Module, config) -> dict:
         "n_layers": len(layers),
         "layers_prefix": prefix,
         "parameters_per_layer": per_layer,
+        **({"parameters_shared": sum(shared.values())} if shared else {}),
         "parameters_other": other_numel,
         "parameters_by_tensor_layer0": shapes(layers[0].named_parameters()),
         "layer_kinds": list(kinds.values()),

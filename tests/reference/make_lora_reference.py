@@ -330,6 +330,10 @@ CASES += [
         "cosmos3-edge-defaults",
         "deepseek-ocr-2",
         "kosmos-2-defaults",
+        "zamba2-1.2b",
+        "tiny-zamba2",
+        "zamba-7b-v1",
+        "tiny-zamba",
     )
 ]
 # Text decoders of Qwen's vision-language and omni models, their targets named.
@@ -378,6 +382,16 @@ CASES += [
             "target_parameters": ["input_linear.weight", "output_linear.weight"],
             "bias": "all",
         },
+    ),
+]
+CASES += [
+    # a shared block reused at several depths: peft adapts each use's module
+    ("zamba2-2.7b-q-r8", "zamba2-2.7b", {"r": 8, "target_modules": ["q_proj"]}),
+    ("zamba-7b-v1-qv-r8", "zamba-7b-v1", {"r": 8, "target_modules": ["q_proj", "v_proj"]}),
+    (
+        "tiny-zamba2-gate_up-linear-in-r4",
+        "tiny-zamba2",
+        {"r": 4, "target_modules": ["gate_up_proj", "linear", "in_proj"]},
     ),
 ]
 CASES += [
@@ -597,14 +611,18 @@ def case_record(fixture: str, keywords: dict) -> dict:
 def linear_modules(fixture: str) -> dict:
     """What LoRA can adapt in a fixture's model: every ``nn.Linear`` (and GPT-2's ``Conv1D``)
     and every parameter of two or more dimensions held by another module (stacked experts,
-    routers), by the tail of its name after the layer index, with its shape (out, in for a
+    routers), by the tail of its name after the last index (a Sequential's step in a list, Zamba
+    2's adapters: the list's path after the layer index and the step), with its shape (out, in for a
     linear), whether it has a bias, and how many there are; the output head and the embeddings
     marked as such."""
     model = _build(fixture)
     head = model.get_output_embeddings()
     found: dict[tuple, int] = {}
     for name, module in model.named_modules():
-        tail = re.split(r"\.\d+\.", name)[-1]
+        pieces = re.split(r"\.\d+\.", name)
+        tail = pieces[-1]
+        if tail.isdigit():  # a step of a Sequential in a ModuleList: the list's path and the step
+            tail = f"{pieces[-2]}.{tail}"
         if isinstance(module, (nn.Linear, Conv1D)):
             shape = (
                 module.weight.shape if isinstance(module, nn.Linear) else module.weight.shape[::-1]

@@ -1,0 +1,238 @@
+"""Hugging Face Zamba (zamba) and Zamba 2 (zamba2): a Mamba backbone with a shared transformer
+block reused at several depths.
+
+Each function reads the keys of its transformers configuration class with that class's defaults
+and its docstring names the tensors the modeling code builds (transformers 5.24,
+``modeling_zamba.py``, ``modeling_zamba2.py``). The shared block's weights are tied across its
+uses (``_tied_weights_keys``), so ``parameters()`` yields each weight set once; each use runs it
+and caches its keys and values (costcalc: ``shared_weight_sets``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from costcalc.formats import hf_layers
+from costcalc.formats.hf_reader import Reader, is_whole
+
+MAMBA_KINDS = ("mamba", "linear_attention")
+"""Names of a Mamba layer in ``layers_block_type`` (``mamba`` is the legacy name)."""
+
+ZAMBA2_LAYERS = (
+    [("mamba", 1)] + [("mamba", 5), ("hybrid", 1)] * 7
+    + [("mamba", 4), ("hybrid", 1), ("mamba", 3), ("hybrid", 1), ("mamba", 2)]
+)  # fmt: skip
+"""``Zamba2Config``'s layers when ``layers_block_type`` is absent (54, whatever
+``num_hidden_layers`` says)."""
+
+GATED_ACTIVATIONS = {"gelu": "geglu", "gelu_new": "geglu", "gelu_pytorch_tanh": "geglu"}
+GATED_ACTIVATIONS |= {"silu": "swiglu", "swish": "swiglu"}
+
+
+def _hybrid(r: Reader, d: Any, heads: Any, kv_default: Any, head_dim: Any) -> dict[str, Any]:
+    """The shared block's keys both families share: attention over the 2 D concatenation
+    (``q_proj`` 2 D -> H d, ``k_proj``/``v_proj`` 2 D -> K d, ``o_proj`` H d -> D, no biases;
+    K ``num_key_value_heads``), a gated MLP of ``intermediate_size`` gated by ``hidden_act``
+    (gelu), its two norms (2 D, D) in the weight set, the Mamba layer's norm and the ``linear``
+    D x D each layer's own."""
+    act = r.value("ffn", "hidden_act", default="gelu")
+    if act not in GATED_ACTIVATIONS:
+        r.unsupported("hidden_act", f"{act!r}; costcalc reads {', '.join(GATED_ACTIVATIONS)}")
+    kv = r.value("n_kv_heads", "num_key_value_heads", default=kv_default)
+    if head_dim is None and is_whole(d, 1) and is_whole(heads, 1):
+        head_dim = 2 * d // heads
+    return {
+        "mixer": "attention",
+        "n_heads": heads,
+        "n_kv_heads": heads if kv is None else kv,
+        "head_dim": head_dim,
+        "qkv_bias": False,
+        "attn_out_bias": False,
+        "fused_qkv": False,
+        "concat_embeddings": True,
+        "ffn": GATED_ACTIVATIONS.get(act),
+        "norms_per_block": 3,
+        "use_projection": True,
+    }
+
+
+def _set_layers(
+    r: Reader,
+    fields: dict[str, Any],
+    n: Any,
+    default: Sequence[tuple[str, int]] | None,
+    blocks: dict[str, dict[str, Any]],
+) -> None:
+    """``layers`` from ``layers_block_type`` (alias ``layer_types``), or the family's
+    ``default`` runs; n_layers is their count."""
+    key = "layer_types" if "layers_block_type" not in r.data else "layers_block_type"
+    if r.data.get(key) is not None:
+        kinds = hf_layers.layer_types(r, n, key)
+        if kinds is None:
+            return
+        kind_runs = hf_layers.runs(["mamba" if k in MAMBA_KINDS else k for k in kinds])
+    elif default is None:
+        return
+    else:
+        kind_runs = list(default)
+    fields["n_layers"] = sum(count for _, count in kind_runs)
+    hf_layers.apply(r, fields, kind_runs, blocks, key)
+
+
+def _model(r: Reader, d: Any, position: str) -> dict[str, Any]:
+    return {
+        "vocab_size": r.value("vocab_size", "vocab_size", default=32000),
+        "d_model": d,
+        "position": position,
+        "norm": "rmsnorm",
+        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=True),
+    }
+
+
+def _mamba2(r: Reader, d_model: Any) -> dict[str, Any]:
+    """The Mamba-2 mixer (``Zamba2MambaMixer``): I = int(``mamba_expand`` (2) x D), H
+    ``n_mamba_heads`` (8) of P = I // H, N ``mamba_d_state`` (64), G ``mamba_ngroups`` (1),
+    k ``mamba_d_conv`` (4), a conv bias always (``use_conv_bias`` is not read by the module),
+    in/out biases when ``add_bias_linear``, chunks ``chunk_size`` (256)."""
+    expand = r.value("mamba2", "mamba_expand", default=2)
+    heads = r.value("mamba2", "n_mamba_heads", default=8)
+    inner = int(expand * d_model) if isinstance(expand, int | float) and is_whole(d_model) else None
+    if inner is not None and is_whole(heads, 1) and inner % heads:
+        r.fail("n_mamba_heads", f"does not divide mamba_expand x hidden_size ({inner:,})")
+    sizes = {
+        "heads": heads,
+        "head_dim": inner // heads if inner is not None and is_whole(heads, 1) else None,
+        "state": r.value("mamba2", "mamba_d_state", default=64),
+        "groups": r.value("mamba2", "mamba_ngroups", default=1),
+        "conv_kernel": r.value("mamba2", "mamba_d_conv", default=4),
+        "conv_bias": True,
+        "proj_bias": r.value("mamba2", "add_bias_linear", default=False),
+        "chunk_size": r.value("mamba2", "chunk_size", default=256),
+    }
+    r.forget("mamba2")
+    return {"mixer": "mamba2", "mamba2": sizes}
+
+
+def zamba2(r: Reader) -> dict[str, Any]:
+    """Zamba2ForCausalLM: ``embed_tokens`` (V x D); every layer a Mamba-2 layer
+    (``input_layernorm`` D, ``mamba``: ``in_proj`` D -> 2I + 2GN + H, ``conv1d`` (I + 2GN, 1,
+    k), ``dt_bias``/``A_log``/``D`` (H), gated RMSNorm ``norm`` (I), ``out_proj`` I -> D). The
+    layers ``layers_block_type`` marks ``hybrid`` first run ``shared_transformer``, one of
+    ``num_mem_blocks`` (1) weight sets used in turn: ``input_layernorm`` (2 D) over the hidden
+    state concatenated with the embeddings, ``self_attn`` (``q_proj`` 2 D -> H d, ``k_proj``/
+    ``v_proj`` 2 D -> K d, ``o_proj`` H d -> D; d = 2 D / H, K ``num_key_value_heads`` (H), no
+    biases, rotary when ``use_mem_rope``), ``pre_ff_layernorm`` (D) and ``feed_forward``
+    (``gate_up_proj`` D -> 2h, ``down_proj``; h ``intermediate_size`` (4 D), gated by
+    ``hidden_act``, biases when ``add_bias_linear``) with each use's adapter
+    ``gate_up_proj_adapter_list`` (D -> r -> 2h, r ``adapter_rank`` 128) and, when
+    ``use_shared_attention_adapter``, q/k/v adapters (2 D -> r -> 2 D); then their own
+    ``linear`` (D x D). Final ``final_layernorm``; ``lm_head`` tied by default."""
+    d = r.value("d_model", "hidden_size", default=2560)
+    heads = r.value("n_heads", "num_attention_heads", default=32)
+    long = r.flag("use_long_context", False)
+    mamba = {**_mamba2(r, d), "ffn": "none", "norms_per_block": 1}
+    hybrid = {
+        **mamba,
+        **_hybrid(r, d, heads, None, None),
+        "parallel_mamba2": True,
+        "fused_gate_up": True,
+        "ffn_hidden": r.value(
+            "ffn_hidden", "intermediate_size", default=4 * d if is_whole(d) else None
+        ),
+        "ffn_bias": r.value("ffn_bias", "add_bias_linear", default=False),
+        "shared_weight_sets": r.value("shared_weight_sets", "num_mem_blocks", default=1),
+        "adapter_rank": r.value("adapter_rank", "adapter_rank", default=128),
+        "qkv_adapters": r.flag("use_shared_attention_adapter", False),
+    }
+    fields = _model(r, d, "rotary" if r.flag("use_mem_rope", False) else "none")
+    fields["context_length"] = (
+        16384 if long else r.value("context_length", "max_position_embeddings", default=4096)
+    )
+    n = r.value("n_layers", "num_hidden_layers", default=54)
+    if "layers_block_type" not in r.data and "layer_types" not in r.data and n != 54:
+        r.fail("num_hidden_layers", "without layers_block_type the model has 54 layers")
+    _set_layers(r, fields, n, ZAMBA2_LAYERS, {"mamba": mamba, "hybrid": hybrid})
+    return fields
+
+
+def _mamba(r: Reader, d_model: Any) -> dict[str, Any]:
+    """Zamba's multi-head Mamba (``ZambaMambaMixer``): I = ``mamba_expand`` (2) x D split into
+    ``n_mamba_heads`` (2) heads, N ``mamba_d_state`` (16), R ``mamba_dt_rank`` ("auto":
+    ceil(D / 16)), k ``mamba_d_conv`` (4), biases ``mamba_conv_bias`` (true) and
+    ``mamba_proj_bias`` (false)."""
+    expand = r.value("mamba", "mamba_expand", default=2)
+    rank = r.value("mamba", "mamba_dt_rank", default="auto")
+    if rank == "auto":
+        rank = math.ceil(d_model / 16) if is_whole(d_model, 1) else None
+    sizes = {
+        "inner": expand * d_model if is_whole(expand, 1) and is_whole(d_model, 1) else None,
+        "heads": r.value("mamba", "n_mamba_heads", default=2),
+        "state": r.value("mamba", "mamba_d_state", default=16),
+        "dt_rank": rank,
+        "conv_kernel": r.value("mamba", "mamba_d_conv", default=4),
+        "conv_bias": r.value("mamba", "mamba_conv_bias", default=True),
+        "proj_bias": r.value("mamba", "mamba_proj_bias", default=False),
+    }
+    r.forget("mamba")
+    return {"mixer": "mamba", "mamba": sizes}
+
+
+def _zamba_rule(r: Reader, n: Any) -> list[tuple[str, int]] | None:
+    """``ZambaConfig``'s layers without a list: Mamba, Mamba, hybrid, then for i < n - 3 a
+    hybrid layer where i mod ``attn_layer_period`` (6) is ``attn_layer_offset`` (4)."""
+    period = r.count("attn_layer_period", 6)
+    offset = r.value("layers", "attn_layer_offset", default=4)
+    if is_whole(n) and n < 3:
+        r.fail("num_hidden_layers", "without layers_block_type the model has 3 layers or more")
+        return None
+    layers = hf_layers.by_rule(r, n - 3 if is_whole(n, 3) else None, "attn_layer_period")
+    if layers is None:
+        return [("mamba", 2), ("hybrid", 1)] if n == 3 else None
+    rest = ["hybrid" if i % period == offset else "mamba" for i in layers]
+    return hf_layers.runs(["mamba", "mamba", "hybrid", *rest])
+
+
+def zamba(r: Reader) -> dict[str, Any]:
+    """ZambaForCausalLM (Zamba-7B-v1): ``embed_tokens`` (V x D); every layer a Mamba layer
+    (``input_layernorm`` D, ``mamba``: ``in_proj`` D -> 2I, ``conv1d`` (I, 1, k), per head of
+    p = I / h ``x_proj_weight`` (h, R + 2N, p), ``dt_proj_weight`` (h, p, R), ``dt_proj_bias``,
+    ``A_log`` (h, p, N), ``D`` (h, p), ``out_proj`` I -> D). The ``hybrid`` layers first run
+    the one ``shared_transf`` (tied): ``input_layernorm`` (2 D; ``attention_hidden_size`` must
+    be 2 D), ``self_attn`` (``q_proj`` 2 D -> H d, ``k_proj``/``v_proj`` 2 D -> K d, ``o_proj``
+    H d -> D; d ``attention_head_dim`` (2 D / H), H ``num_attention_heads`` (16), K
+    ``num_key_value_heads`` (16), no biases, no positions), ``pre_ff_layernorm`` (D),
+    ``feed_forward`` (``gate_proj``/``up_proj`` D -> h, ``down_proj``; h ``intermediate_size``
+    14,848, gated by ``hidden_act``, no biases); then their own ``linear`` (D x D). Layers:
+    ``layers_block_type``, else the class's rule (:func:`_zamba_rule`). Final
+    ``final_layernorm``; ``lm_head`` tied by default."""
+    d = r.value("d_model", "hidden_size", default=3712)
+    heads = r.value("n_heads", "num_attention_heads", default=16)
+    width = r.data.get("attention_hidden_size")
+    if width is not None and is_whole(d) and width != 2 * d:
+        r.unsupported(
+            "attention_hidden_size",
+            f"{width!r}: the shared attention reads the hidden state and the embeddings "
+            "concatenated, 2 x hidden_size wide",
+        )
+    head_dim = r.value("head_dim", "attention_head_dim", default=None)
+    mamba = {**_mamba(r, d), "ffn": "none", "norms_per_block": 1}
+    hybrid = {
+        **mamba,
+        **_hybrid(r, d, heads, 16, head_dim),
+        "parallel_mamba": True,
+        "ffn_hidden": r.value("ffn_hidden", "intermediate_size", default=14848),
+        "ffn_bias": False,
+        "shared_weight_sets": 1,
+    }
+    fields = _model(r, d, "none")
+    fields["context_length"] = r.value("context_length", "max_position_embeddings", default=4096)
+    n = r.value("n_layers", "num_hidden_layers", default=76)
+    listed = "layers_block_type" in r.data or "layer_types" in r.data
+    default = None if listed else _zamba_rule(r, n)
+    _set_layers(r, fields, n, default, {"mamba": mamba, "hybrid": hybrid})
+    return fields
+
+
+FAMILIES = {"zamba": zamba, "zamba2": zamba2}
