@@ -185,6 +185,15 @@ class BlockFields:
             "(4 vectors of head_dim); twice the query-key pair MACs."
         ),
     )
+    gated_cross_attention: Flag = Field(
+        default=False,
+        description=(
+            "The block's attention takes its keys and values from another modality's states "
+            "(image features), and a learned scalar gate (tanh) scales each of its two residual "
+            "branches (Flamingo's gated cross-attention, Llama 3.2 Vision): 2 parameters more. "
+            "Text-only input skips the block: its MACs and KV cache count 0."
+        ),
+    )
     sliding_window: Size | None = Field(
         default=None, description="Each token attends to at most this many positions."
     )
@@ -399,6 +408,12 @@ class BlockFields:
     @property
     def has_attention(self) -> bool:
         return self.mixer in ATTENTION_MIXERS
+
+    @property
+    def runs_on_text(self) -> bool:
+        """A text-only forward runs the block: all but a gated cross-attention block, whose
+        other modality's states text-only input does not have."""
+        return not self.gated_cross_attention
 
     @property
     def recurrent_mixer(self) -> str | None:

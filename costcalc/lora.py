@@ -168,8 +168,8 @@ LFM2_RENAMES = {
 }
 LLAMA_FAMILIES = (
     "apertus arcee cohere cohere2 ernie4_5 exaone4 gemma gemma2 gemma3_text glm4 granite helium "
-    "llama ministral mistral nemotron olmo2 olmo3 phi3 qwen2 qwen2_moe qwen3 qwen3_5_text "
-    "qwen3_5_moe_text seed_oss smollm3 stablelm"
+    "llama ministral mistral mllama_text_model nemotron olmo2 olmo3 phi3 qwen2 qwen2_moe qwen3 "
+    "qwen3_5_text qwen3_5_moe_text seed_oss smollm3 stablelm"
 )
 
 DENSE_LLAMA_FAMILIES = (

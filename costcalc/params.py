@@ -225,6 +225,8 @@ def _key_in_words(name: str, value: object) -> str:
         return "full attention" if value is None else f"sliding window {value:,}"
     if name == "attention_chunk":
         return "unchunked" if value is None else f"chunks of {value:,}"
+    if name == "gated_cross_attention":
+        return "gated cross-attention" if value else "self-attention"
     if value is None or value is False:
         return ""
     return name.replace("_", " ") if value is True else f"{name.replace('_', ' ')} {value}"

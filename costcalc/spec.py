@@ -566,6 +566,7 @@ def _compressed_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "shares_kv",
     "attention_head_gate",
     "differential_attention",
+    "gated_cross_attention",
     "n_kv_heads",
     "head_dim",
     "kv_cache_heads",
@@ -587,6 +588,7 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "shares_kv": spec.shares_kv,
         "attention_head_gate": spec.attention_head_gate and spec.mixer != "mla",
         "differential_attention": spec.differential_attention,
+        "gated_cross_attention": spec.gated_cross_attention,
     }
     for name in (name for name, set_ in given.items() if set_):
         yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")

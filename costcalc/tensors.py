@@ -36,7 +36,7 @@ transpose, which changes no count here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 from typing import TYPE_CHECKING, Literal
 
@@ -102,7 +102,8 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     D x H d, q/k norms, sinks and differential attention's 4 lambda vectors of d. An output gate
     doubles the query projection (2 H d), with a bias of H when ``attention_gate_bias``; a gate
     per head is its own H x D projection. Values of another width dv (``v_head_dim``) make V
-    K dv x D and the output D x H dv."""
+    K dv x D and the output D x H dv. A gated cross-attention block names them ``cross_attn.*``
+    and adds the scalar gate of its attention branch (``cross_attn_attn_gate``)."""
     D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
     dv = value_width(spec)
     q = (2 if spec.attention_gate else 1) * H * d
@@ -132,7 +133,11 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors += _linear("attn.g_proj", H, D, False, "mixer")
     if spec.differential_attention:
         tensors.append(Tensor("attn.lambda", (d,), "mixer", copies=4))
-    return tensors + compressor_tensors(spec) + indexer_tensors(spec)
+    tensors += compressor_tensors(spec) + indexer_tensors(spec)
+    if spec.gated_cross_attention:  # transformers' cross_attn.q_proj, ...
+        cross = [replace(t, name=f"cross_{t.name}") for t in tensors]
+        return [*cross, Tensor("cross_attn_attn_gate", (1,), "mixer")]
+    return tensors
 
 
 def query_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
@@ -586,7 +591,8 @@ def per_layer_input_tensors(spec: ModelSpec) -> list[Tensor]:
 def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
     """The FFN of one block: dense (with ``ffn_inner_norm``, a norm of h inside it), a mixture
     of experts, or none; with the per-layer input branch, a small gated feed-forward path of
-    its own."""
+    its own; a gated cross-attention block's gate on its FFN branch is one scalar
+    (``cross_attn_mlp_gate``)."""
     tensors = per_layer_input_tensors(spec)
     if spec.ffn == "none":
         return tensors
@@ -598,6 +604,8 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
             tensors += _norm(spec, "mlp.ffn_sub_norm", spec.ffn_width, "norms")
     if spec.ffn_act_params:
         tensors.append(Tensor("mlp.act_fn.scalar", (1,), "ffn", copies=spec.ffn_act_params))
+    if spec.gated_cross_attention:
+        tensors.append(Tensor("cross_attn_mlp_gate", (1,), "ffn"))
     return tensors + hyper_connection_tensors(spec, "ffn_hc", "ffn", 3)
 
 

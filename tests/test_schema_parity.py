@@ -72,6 +72,10 @@ CASES: list[tuple[str, bool]] = [
     ("ffn: relu", False),
     ("position: rotary", True),
     ("position: alibi", False),
+    # block keys, flat or per layer group
+    ("gated_cross_attention: true", True),
+    ("gated_cross_attention: yes", False),
+    ("layers: [{count: 1}, {count: 1, gated_cross_attention: true, qk_norm: head}]", True),
     # text
     ("name: tiny", True),
     ("name: yes", True),  # text in YAML 1.2

@@ -354,7 +354,26 @@ CASES += [
     ),
 ]
 
-TEXT_DECODER = {"gemma-4-e2b", "gemma-4-e4b", "gemma-4-26b-a4b", "gemma-4-31b"}
+CASES += [
+    (
+        "llama-3.2-11b-vision-all-linear-r16",
+        "llama-3.2-11b-vision-instruct",
+        {"r": 16, "target_modules": "all-linear"},
+    ),
+    (
+        "llama-3.2-11b-vision-self-q-cross-v-r8",
+        "llama-3.2-11b-vision-instruct",
+        {"r": 8, "target_modules": ["self_attn.q_proj", "cross_attn.v_proj"]},
+    ),
+]
+
+TEXT_DECODER = {
+    "gemma-4-e2b",
+    "gemma-4-e4b",
+    "gemma-4-26b-a4b",
+    "gemma-4-31b",
+    "llama-3.2-11b-vision-instruct",
+}
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped."""
 
 
