@@ -21,12 +21,13 @@ import datetime
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 import transformers
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
-from transformers import CONFIG_MAPPING, AutoModelForCausalLM
+from transformers import CONFIG_MAPPING, AutoModelForCausalLM, AutoModelForImageTextToText
 from transformers.models.auto.modeling_auto import (
     MODEL_FOR_CAUSAL_LM_MAPPING,
     MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
@@ -106,6 +107,38 @@ def causal_lm_class(config) -> type | None:
         if cls is not None and getattr(cls, "config_class", None) is type(config):
             return cls
     return None
+
+
+class TextDecoder(nn.Module):
+    """The text decoder of a conditional-generation model whose text config no causal-LM class
+    takes (PaddleOCR-VL, HunyuanOCR): its ``model.language_model`` and ``lm_head`` (tied as the
+    whole model ties them), run as a causal LM on token ids; the vision tower is left out."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model.model.language_model
+        self.lm_head = model.lm_head
+        self.config = self.model.config
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.model.get_input_embeddings()
+
+    def get_output_embeddings(self) -> nn.Module:
+        return self.lm_head
+
+    def forward(self, input_ids, attention_mask=None, use_cache=False):
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=use_cache)
+        return SimpleNamespace(logits=self.lm_head(out.last_hidden_state), cache=out.cache)
+
+
+def build_text_decoder(config, device: str = "meta", **kwargs) -> nn.Module:
+    """:class:`TextDecoder` of the conditional-generation model ``config`` (the whole
+    multimodal config) builds, in float32 on `device`."""
+    with torch.device(device):
+        model = AutoModelForImageTextToText.from_config(
+            config, attn_implementation="eager", dtype=torch.float32, **kwargs
+        )
+    return TextDecoder(model).eval()
 
 
 def build_model(config, device: str = "meta", **kwargs) -> nn.Module:

@@ -30,7 +30,9 @@ from make_golden import (
     LINEAR_OPS,
     ROOT,
     build_model,
+    build_text_decoder,
     by_op,
+    causal_lm_class,
     count_flops,
     decoder_layers,
     fixture_path,
@@ -46,6 +48,7 @@ from make_golden import (
 )
 from torch import nn
 from transformers import CONFIG_MAPPING
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
 OUTPUT = ROOT / "tests" / "golden" / "hf_families.json"
 GENERATOR = "tests/reference/make_golden_families.py"
@@ -167,6 +170,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("cohere-compass-text-defaults", ("cohere-compass-text-defaults", False, "meta")),
         ("beam-defaults", ("beam-defaults", False, "meta")),
         ("llama-3.2-11b-vision-text", ("llama-3.2-11b-vision-instruct", True, "meta")),
+        ("paddleocr-vl-text", ("paddleocr-vl", True, "meta")),
+        ("hunyuanocr-text", ("hunyuanocr", True, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
@@ -224,14 +229,23 @@ def load_config(fixture: str, text: bool):
 
 
 def build(fixture: str, text: bool, device: str):
-    """Build with an explicit experts implementation where the family accepts one."""
+    """Build with an explicit experts implementation where the family accepts one; a text
+    decoder no causal-LM class takes is built inside its conditional-generation model."""
     config = load_config(fixture, text)
     torch.manual_seed(0)
+    alone = not text or type(config) in MODEL_FOR_CAUSAL_LM_MAPPING or causal_lm_class(config)
+    whole = config if alone else load_config(fixture, False)
+
+    def make(**kwargs):
+        if alone:
+            return build_model(config, device, **kwargs)
+        return build_text_decoder(whole, device, **kwargs)
+
     try:
-        model = build_model(config, device, experts_implementation=EXPERTS_IMPL[device])
+        model = make(experts_implementation=EXPERTS_IMPL[device])
         impl = getattr(model.config, "_experts_implementation", None)
     except (ValueError, TypeError):
-        model, impl = build_model(config, device), None
+        model, impl = make(), None
     return config, model, impl
 
 
