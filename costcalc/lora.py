@@ -168,13 +168,13 @@ LFM2_RENAMES = {
 }
 LLAMA_FAMILIES = (
     "apertus arcee cohere cohere2 ernie4_5 exaone4 gemma gemma2 gemma3_text glm4 granite helium "
-    "llama ministral mistral mllama_text_model nemotron olmo2 olmo3 phi3 qwen2 qwen2_moe qwen3 "
-    "qwen3_5_text qwen3_5_moe_text seed_oss smollm3 stablelm"
+    "llama ministral mistral mllama_text_model nemotron olmo2 olmo3 paddleocr_vl_text phi3 qwen2 "
+    "qwen2_moe qwen3 qwen3_5_text qwen3_5_moe_text seed_oss smollm3 stablelm"
 )
 
 DENSE_LLAMA_FAMILIES = (
-    "apertus1p5_text cwm exaone glm granite_swa hunyuan_v1_dense hyperclovax internlm3 "
-    "iquestcoder jais2 ministral3 olmo vaultgemma youtu"
+    "apertus1p5_text cwm exaone glm granite_swa hunyuan_v1_dense hunyuan_vl_text hyperclovax "
+    "internlm3 iquestcoder jais2 ministral3 olmo vaultgemma youtu"
 )
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 
