@@ -380,6 +380,15 @@ class BlockFields:
             "one learned scalar per expert (Gemma 4): D + X parameters."
         ),
     )
+    moe_modality_ffn_hidden: Size | None = Field(
+        default=None,
+        description=(
+            "A second set of X routed experts of this hidden width, with a router of its own "
+            "(and its bias with moe_router_bias), that another modality's tokens run instead "
+            "(ERNIE 4.5 VL's vision experts; same X and top-k). Text-only input runs none of "
+            "them: parameters only, 0 MACs. Default: none."
+        ),
+    )
     # Norms.
     norms_per_block: Count = Field(
         default=2,

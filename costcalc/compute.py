@@ -285,6 +285,11 @@ def forward_notes(results: list[ComputeResult], length: int) -> list[str]:
     if any(skipped):
         counts = " / ".join(f"{n:,}" for n in skipped)
         notes.append(f"{counts} {macs.SKIPPED_WORDS}: 0 MACs.")
+    if any(s.moe_modality_ffn_hidden for r in results for s in r.spec.stacks):
+        notes.append(
+            "Another modality's experts (moe_modality_ffn_hidden, such as vision experts) are "
+            "counted in the parameters; text-only input runs none of them: 0 MACs."
+        )
     for result in results:
         if result.windowed(length):
             notes.append(

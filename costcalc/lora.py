@@ -166,6 +166,15 @@ LFM2_RENAMES = {
     "mlp.up_proj": "feed_forward.w3",
     "mlp.down_proj": "feed_forward.w2",
 }
+ERNIE_VL_RENAMES = {
+    "mlp.router": "mlp.text_moe.gate",
+    "mlp.experts.gate_up_proj": "mlp.text_moe.experts.gate_up_proj",
+    "mlp.experts.down_proj": "mlp.text_moe.experts.down_proj",
+    "mlp.vision_moe.router": "mlp.vision_moe.gate",
+    **SHARED_EXPERTS,
+}
+"""ERNIE 4.5 VL's sparse block: the text experts under ``text_moe``, the vision ones under
+``vision_moe``, each routed by its own ``gate``."""
 LLAMA_FAMILIES = (
     "apertus arcee cohere cohere2 ernie4_5 exaone4 gemma gemma2 gemma3_text glm4 granite helium "
     "llama ministral mistral mllama_text_model nemotron olmo2 olmo3 paddleocr_vl_text phi3 qwen2 "
@@ -179,6 +188,7 @@ DENSE_LLAMA_FAMILIES = (
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 
 FAMILY_NAMES: dict[str, FamilyNames] = {
+    "ernie4_5_vl_moe_text": _names(renames=ERNIE_VL_RENAMES),
     **dict.fromkeys(LLAMA_FAMILIES.split(), LLAMA),
     **dict.fromkeys(DENSE_LLAMA_FAMILIES.split(), LLAMA),
     "nanochat": _names(renames={"mlp.up_proj": "mlp.fc1", "mlp.down_proj": "mlp.fc2"}),
@@ -459,7 +469,7 @@ def sites(spec: ModelSpec, names: FamilyNames) -> list[Site]:
             continue
         module = tensor.name.removesuffix(".weight")
         if tensor.use == "router":
-            path = names.path("mlp.router") + (".weight" if kind == "parameter" else "")
+            path = names.path(module) + (".weight" if kind == "parameter" else "")
         elif kind == "parameter":
             path = names.path(tensor.name)
         else:

@@ -22,6 +22,7 @@ from costcalc.tensors import (
     block_norm_tensors,
     ffn_tensors,
     mixer_tensors,
+    modality_expert_tensors,
     per_layer_model_tensors,
     per_layer_table,
     stream_collapse_tensors,
@@ -155,9 +156,11 @@ def tying_saving_params(spec: ModelSpec) -> int:
 
 
 def idle_expert_params(spec: ModelSpec) -> int:
-    """Routed experts one token skips, all blocks: L (X - k) expert, summed over stacks."""
+    """Routed experts one token skips, all blocks: L (X - k) expert, summed over stacks; and
+    another modality's experts with their router, which a text token never uses."""
     return sum(
         stack.n_layers * (stack.experts - stack.experts_active) * expert_ffn_params(stack)
+        + stack.n_layers * sum(t.elements for t in modality_expert_tensors(stack, stack.experts))
         for stack in spec.stacks
         if stack.moe_experts is not None
     )

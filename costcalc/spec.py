@@ -702,6 +702,7 @@ MOE_DETAILS = (
     "moe_shared_gate",
     "moe_router_bias",
     "moe_router_scales",
+    "moe_modality_ffn_hidden",
 )
 
 

@@ -62,6 +62,8 @@ class Tensor:
     part: Part
     use: Use = "none"
     copies: int = 1
+    text: bool = True
+    """Text-only input uses it (False: another modality's experts, ERNIE 4.5 VL's vision set)."""
 
     @property
     def elements(self) -> int:
@@ -70,7 +72,10 @@ class Tensor:
 
     def macs_per_token(self, top_k: int) -> int:
         """Multiply-accumulates one token spends on this tensor (all copies): every element of
-        a matrix it multiplies by; top_k of X stacked experts; 0 for what it does not."""
+        a matrix it multiplies by; top_k of X stacked experts; 0 for what it does not, and 0
+        for what only another modality's tokens use."""
+        if not self.text:
+            return 0
         if self.use == "experts":
             return self.elements // self.shape[0] * top_k
         return self.elements if self.use in ("matmul", "router") else 0
@@ -568,10 +573,36 @@ def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
             Tensor("mlp.experts.gate_up_proj_bias", (X, first), "ffn"),
             Tensor("mlp.experts.down_proj_bias", (X, D), "ffn"),
         ]
+    tensors += modality_expert_tensors(spec, experts)
     if spec.moe_shared_ffn_hidden is not None:
         tensors += dense_ffn_tensors(spec, spec.moe_shared_ffn_hidden, "mlp.shared_expert")
     if spec.moe_shared_gate:
         tensors += _linear("mlp.shared_expert_gate", 1, D, False, "ffn")
+    return tensors
+
+
+def modality_expert_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
+    """Another modality's experts, h' = ``moe_modality_ffn_hidden`` (ERNIE 4.5 VL's
+    ``mlp.vision_moe``): a router X x D (+ X bias with ``moe_router_bias``), stacked experts
+    X x 2h' x D and X x D x h' (+ biases when the FFN has them); text-only input uses none of
+    them. None without h'."""
+    h = spec.moe_modality_ffn_hidden
+    if h is None:
+        return []
+    D, X = spec.d_model, experts
+    first = 2 * h if spec.gated else h
+    tensors = [Tensor("mlp.vision_moe.router.weight", (X, D), "ffn", "router", text=False)]
+    if spec.moe_router_bias:
+        tensors.append(Tensor("mlp.vision_moe.router.bias", (X,), "ffn", text=False))
+    tensors += [
+        Tensor("mlp.vision_moe.experts.gate_up_proj", (X, first, D), "ffn", "experts", text=False),
+        Tensor("mlp.vision_moe.experts.down_proj", (X, D, h), "ffn", "experts", text=False),
+    ]
+    if spec.ffn_bias:
+        tensors += [
+            Tensor("mlp.vision_moe.experts.gate_up_proj_bias", (X, first), "ffn", text=False),
+            Tensor("mlp.vision_moe.experts.down_proj_bias", (X, D), "ffn", text=False),
+        ]
     return tensors
 
 
@@ -678,7 +709,7 @@ def parameter_tensors(spec: ModelSpec) -> list[Tensor]:
     """Every parameter tensor of the model with its multiplicity: the model's own, then each
     stack's block tensors times its layers."""
     stacked = [
-        Tensor(t.name, t.shape, t.part, t.use, t.copies * stack.n_layers)
+        replace(t, copies=t.copies * stack.n_layers)
         for stack in spec.stacks
         for t in block_tensors(stack)
     ]

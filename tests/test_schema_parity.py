@@ -76,6 +76,7 @@ CASES: list[tuple[str, bool]] = [
     ("gated_cross_attention: true", True),
     ("gated_cross_attention: yes", False),
     ("layers: [{count: 1}, {count: 1, gated_cross_attention: true, qk_norm: head}]", True),
+    ("moe_modality_ffn_hidden: 0", False),
     # text
     ("name: tiny", True),
     ("name: yes", True),  # text in YAML 1.2

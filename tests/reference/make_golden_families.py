@@ -172,6 +172,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("llama-3.2-11b-vision-text", ("llama-3.2-11b-vision-instruct", True, "meta")),
         ("paddleocr-vl-text", ("paddleocr-vl", True, "meta")),
         ("hunyuanocr-text", ("hunyuanocr", True, "meta")),
+        ("ernie-4.5-vl-28b-a3b-text", ("ernie-4.5-vl-28b-a3b", True, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),

@@ -28,10 +28,19 @@ import sys
 import peft
 import torch
 import transformers
-from make_golden import FIXTURES, ROOT, build_model, load_config, model_kwargs
+from make_golden import (
+    FIXTURES,
+    ROOT,
+    build_model,
+    build_text_decoder,
+    causal_lm_class,
+    load_config,
+    model_kwargs,
+)
 from peft import LoraConfig, get_peft_model
 from peft.tuners.lora import LoraLayer
 from torch import nn
+from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 from transformers.pytorch_utils import Conv1D
 
 OUTPUT = ROOT / "tests" / "golden" / "lora_reference.json"
@@ -367,12 +376,30 @@ CASES += [
     ),
 ]
 
+CASES += [
+    (
+        "ernie-4.5-vl-28b-a3b-q-gate-r8",
+        "ernie-4.5-vl-28b-a3b",
+        {"r": 8, "target_modules": ["q_proj", "gate_proj"]},
+    ),
+    (
+        "ernie-4.5-vl-28b-a3b-experts-r4",
+        "ernie-4.5-vl-28b-a3b",
+        {
+            "r": 4,
+            "target_modules": ["o_proj"],
+            "target_parameters": ["vision_moe.experts.down_proj", "text_moe.gate.weight"],
+        },
+    ),
+]
+
 TEXT_DECODER = {
     "gemma-4-e2b",
     "gemma-4-e4b",
     "gemma-4-26b-a4b",
     "gemma-4-31b",
     "llama-3.2-11b-vision-instruct",
+    "ernie-4.5-vl-28b-a3b",
 }
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped."""
 
@@ -381,7 +408,10 @@ def _build(fixture: str) -> nn.Module:
     """A fixture's model on the meta device (a multimodal one's text decoder if listed)."""
     config = load_config(fixture)
     if fixture in TEXT_DECODER:
-        config = config.get_text_config()
+        text = config.get_text_config()
+        if type(text) not in MODEL_FOR_CAUSAL_LM_MAPPING and causal_lm_class(text) is None:
+            return build_text_decoder(config, experts_implementation="batched_mm")
+        config = text
     return build_model(config, **model_kwargs(fixture, "meta"))
 
 
