@@ -170,6 +170,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("cohere-compass-text-defaults", ("cohere-compass-text-defaults", False, "meta")),
         ("beam-defaults", ("beam-defaults", False, "meta")),
         ("llama-3.2-11b-vision-text", ("llama-3.2-11b-vision-instruct", True, "meta")),
+        ("llama-3.2-90b-vision-text", ("llama-3.2-90b-vision-instruct", True, "meta")),
         ("paddleocr-vl-text", ("paddleocr-vl", True, "meta")),
         ("hunyuanocr-text", ("hunyuanocr", True, "meta")),
         ("ernie-4.5-vl-28b-a3b-text", ("ernie-4.5-vl-28b-a3b", True, "meta")),
