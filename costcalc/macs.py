@@ -15,7 +15,8 @@ window in both conventions (T W full, W (W + 1) / 2 + (T - W) W causal); eager a
 ``transformers`` masks those pairs but still computes the whole square.
 
 Text-only input, token ids and nothing else, is what is counted: a gated cross-attention block
-(over another modality's states) is skipped by it, as transformers' Mllama skips it, and costs 0.
+(over another modality's states) is skipped by it, as transformers' Mllama skips it, and another
+modality's experts (ERNIE 4.5 VL's vision experts) run on no text token: both cost 0.
 
 Symbols: B sequences of T tokens, V vocabulary rows, D width, E token-table width, L layers,
 H query heads, K key/value heads, d head width, h FFN hidden width, X experts, k active experts.

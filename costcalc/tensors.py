@@ -22,6 +22,11 @@ Conventions, from the Hugging Face ``transformers`` modeling code (transformers 
   X x 2h x D and ``experts.down_proj`` of X x D x h, with X x 2h and X x D biases when the FFN has
   them) next to one router matrix X x D (plus X biases when ``moe_router_bias``); a shared expert
   is a dense FFN of its own width, optionally gated by a D -> 1 linear layer.
+- A gated cross-attention block (Llama 3.2 Vision's ``MllamaCrossAttentionDecoderLayer``) names
+  its attention ``cross_attn.*`` and keeps a scalar gate per residual branch
+  (``cross_attn_attn_gate``, ``cross_attn_mlp_gate``). Another modality's experts (ERNIE 4.5
+  VL's ``vision_moe``) are a second router and expert stack beside the text ones, marked as used
+  by no text token (``text``).
 - A learned activation keeps its scalars as one-element tensors (Apertus' xIELU: ``alpha_p``,
   ``alpha_n``), ``ffn_act_params`` of them per FFN.
 - Recurrent mixers (Mamba-2, Mamba, Gated DeltaNet, LFM2's short convolution) hold a depthwise
