@@ -200,6 +200,15 @@ class BlockFields:
             "(4 vectors of head_dim); twice the query-key pair MACs."
         ),
     )
+    gated_cross_attention: Flag = Field(
+        default=False,
+        description=(
+            "The block's attention takes its keys and values from another modality's states "
+            "(image features), and a learned scalar gate (tanh) scales each of its two residual "
+            "branches (Flamingo's gated cross-attention, Llama 3.2 Vision): 2 parameters more. "
+            "Text-only input skips the block: its MACs and KV cache count 0."
+        ),
+    )
     sliding_window: Size | None = Field(
         default=None, description="Each token attends to at most this many positions."
     )
@@ -454,6 +463,15 @@ class BlockFields:
             "one learned scalar per expert (Gemma 4): D + X parameters."
         ),
     )
+    moe_modality_ffn_hidden: Size | None = Field(
+        default=None,
+        description=(
+            "A second set of X routed experts of this hidden width, with a router of its own "
+            "(and its bias with moe_router_bias), that another modality's tokens run instead "
+            "(ERNIE 4.5 VL's vision experts; same X and top-k). Text-only input runs none of "
+            "them: parameters only, 0 MACs. Default: none."
+        ),
+    )
     # Norms.
     norms_per_block: Count = Field(
         default=2,
@@ -482,6 +500,12 @@ class BlockFields:
     @property
     def has_attention(self) -> bool:
         return self.mixer in ATTENTION_MIXERS
+
+    @property
+    def runs_on_text(self) -> bool:
+        """A text-only forward runs the block: all but a gated cross-attention block, whose
+        other modality's states text-only input does not have."""
+        return not self.gated_cross_attention
 
     @property
     def recurrent_mixer(self) -> str | None:

@@ -281,6 +281,15 @@ def forward_notes(results: list[ComputeResult], length: int) -> list[str]:
         "MACs count matrix products only; FLOPs = 2 x MACs. "
         f"Training step = {first.training_rule}{recompute}.",
     ]
+    skipped = [macs.skipped_layers(result.spec) for result in results]
+    if any(skipped):
+        counts = " / ".join(f"{n:,}" for n in skipped)
+        notes.append(f"{counts} {macs.SKIPPED_WORDS}: 0 MACs.")
+    if any(s.moe_modality_ffn_hidden for r in results for s in r.spec.stacks):
+        notes.append(
+            "Another modality's experts (moe_modality_ffn_hidden, such as vision experts) are "
+            "counted in the parameters; text-only input runs none of them: 0 MACs."
+        )
     for result in results:
         if result.windowed(length):
             notes.append(

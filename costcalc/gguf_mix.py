@@ -85,6 +85,8 @@ MAX_LAYERS = 100_000
 """GGUF mixes are assigned layer by layer; deeper models are refused."""
 
 ATTN_V_LIKE = ("attn.v_proj", "attn.qkv_proj", "attn.kv_b_proj")
+"""Modules llama.cpp treats as ``attn_v`` (a name match: a cross-attention's ``cross_attn.v_proj``
+too)."""
 F32_KEPT = ("mlp.router", "embed_positions", "conv1d", "conv.conv", "mixer.A_log")
 
 
@@ -160,7 +162,7 @@ def _rule(ftype: str, tensor: Tensor, i: int, n: int, experts: int, label_70b: b
     """The file type's choice for a block tensor (None: the default type), given its index
     ``i`` among tensors of its kind and their number ``n`` (see the module docstring)."""
     module = _module(tensor)
-    if module in ATTN_V_LIKE:
+    if module.endswith(ATTN_V_LIKE):
         new = None
         if ftype in ("Q4_K_M", "Q5_K_M") and use_more_bits(i, n):
             new = "Q6_K"
@@ -229,14 +231,14 @@ def _assign(spec: ModelSpec, fmt: WeightFormat) -> Iterator[tuple[Tensor, str, b
         t.copies
         for stack in layers
         for t in per_layer[index[id(stack)]]
-        if _module(t) in ATTN_V_LIKE
+        if _module(t).endswith(ATTN_V_LIKE)
     )
     i_v = i_down = 0
     for layer, stack in enumerate(layers):
         for tensor in per_layer[index[id(stack)]]:
             module = _module(tensor)
             rule = None
-            if module in ATTN_V_LIKE:
+            if module.endswith(ATTN_V_LIKE):
                 rule = _rule(ftype, tensor, i_v, n_v, experts, label_70b)
                 i_v += 1
             elif module.endswith("down_proj"):

@@ -175,21 +175,31 @@ LFM2_RENAMES = {
     "mlp.up_proj": "feed_forward.w3",
     "mlp.down_proj": "feed_forward.w2",
 }
+ERNIE_VL_RENAMES = {
+    "mlp.router": "mlp.text_moe.gate",
+    "mlp.experts.gate_up_proj": "mlp.text_moe.experts.gate_up_proj",
+    "mlp.experts.down_proj": "mlp.text_moe.experts.down_proj",
+    "mlp.vision_moe.router": "mlp.vision_moe.gate",
+    **SHARED_EXPERTS,
+}
+"""ERNIE 4.5 VL's sparse block: the text experts under ``text_moe``, the vision ones under
+``vision_moe``, each routed by its own ``gate``."""
 LLAMA_FAMILIES = (
     "apertus arcee cohere cohere2 ernie4_5 exaone4 gemma gemma2 gemma3_text glm4 granite helium "
-    "llama ministral mistral nemotron olmo2 olmo3 phi3 qwen2 qwen2_moe qwen3 qwen3_5_text "
-    "qwen3_5_moe_text seed_oss smollm3 stablelm"
+    "llama ministral mistral mllama_text_model nemotron olmo2 olmo3 paddleocr_vl_text phi3 qwen2 "
+    "qwen2_moe qwen3 qwen3_5_text qwen3_5_moe_text seed_oss smollm3 stablelm"
 )
 
 DENSE_LLAMA_FAMILIES = (
     "apertus1p5_text cwm exaone gemma3n_text glm glm4v_text glm_image_text glm_ocr_text "
-    "granite_swa hunyuan_v1_dense hyperclovax internlm3 iquestcoder jais2 ministral3 olmo "
-    "qwen2_5_omni_text qwen2_5_vl_text qwen2_vl_text qwen3_vl_text vaultgemma youtu "
-    "molmo2_text granite4_vision_text granite_docling_text muse_glimmer_text"
+    "granite_swa hunyuan_v1_dense hunyuan_vl_text hyperclovax internlm3 iquestcoder jais2 "
+    "ministral3 olmo qwen2_5_omni_text qwen2_5_vl_text qwen2_vl_text qwen3_vl_text vaultgemma "
+    "youtu molmo2_text granite4_vision_text granite_docling_text muse_glimmer_text"
 )
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 
 FAMILY_NAMES: dict[str, FamilyNames] = {
+    "ernie4_5_vl_moe_text": _names(renames=ERNIE_VL_RENAMES),
     **dict.fromkeys(LLAMA_FAMILIES.split(), LLAMA),
     **dict.fromkeys(DENSE_LLAMA_FAMILIES.split(), LLAMA),
     **dict.fromkeys(

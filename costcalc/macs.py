@@ -14,6 +14,10 @@ T (T + 1) / 2 pairs a causal mask keeps. A sliding window W < T keeps only the p
 window in both conventions (T W full, W (W + 1) / 2 + (T - W) W causal); eager attention in
 ``transformers`` masks those pairs but still computes the whole square.
 
+Text-only input, token ids and nothing else, is what is counted: a gated cross-attention block
+(over another modality's states) is skipped by it, as transformers' Mllama skips it, and another
+modality's experts (ERNIE 4.5 VL's vision experts) run on no text token: both cost 0.
+
 Symbols: B sequences of T tokens, V vocabulary rows, D width, E token-table width, L layers,
 H query heads, K key/value heads, d head width, h FFN hidden width, X experts, k active experts.
 """
@@ -102,10 +106,12 @@ def training_macs(
 
 
 def _stack_macs_per_token(spec: ModelSpec, parts: tuple[str, ...], uses: tuple[str, ...]) -> int:
-    """MACs one token spends on the block tensors of ``parts`` used as ``uses``, all layers."""
+    """MACs one token spends on the block tensors of ``parts`` used as ``uses``, all layers
+    that text-only input runs."""
     return sum(
         stack.n_layers * t.macs_per_token(stack.experts_active)
         for stack in spec.stacks
+        if stack.runs_on_text
         for part in parts
         for t in (mixer_tensors(stack) if part == "mixer" else ffn_tensors(stack))
         if t.use in uses
@@ -212,8 +218,11 @@ def pair_width(spec: ModelSpec) -> int:
     weighted sum over the heads) or Hi di on attention (the scores, max-pooled per block of
     keys; with compressed keys the indexer scores those instead); transformers' eager indexers
     score every pair before keeping their top k; twice 2 H d for differential attention (two
-    maps, each applied to the values); 0 without attention."""
+    maps, each applied to the values); 0 without attention, and 0 for a gated cross-attention
+    block (text-only input skips it)."""
     H = spec.n_heads or 0
+    if not spec.runs_on_text:
+        return 0
     if spec.mixer == "mla":
         indexer = (spec.indexer_heads or 0) * ((spec.indexer_head_dim or 0) + 1)
         return indexer + H * (
@@ -224,6 +233,18 @@ def pair_width(spec: ModelSpec) -> int:
     maps = 2 if spec.differential_attention else 1
     heads, width = key_indexer(spec)
     return heads * width + maps * H * (spec.head_width + value_width(spec))
+
+
+def skipped_layers(spec: ModelSpec) -> int:
+    """Layers text-only input skips: the gated cross-attention blocks (0 for most models)."""
+    return sum(stack.n_layers for stack in spec.stacks if not stack.runs_on_text)
+
+
+SKIPPED_WORDS = (
+    "gated cross-attention layers (over another modality's states, such as image features) "
+    "are counted in the parameters; text-only input skips them, as transformers does"
+)
+"""How the notes name what text-only input skips, after the number of those layers."""
 
 
 def attention_pair_macs(spec: ModelSpec, batch: int, length: int, causal: bool = False) -> int:

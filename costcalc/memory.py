@@ -246,8 +246,11 @@ def kv_width(spec: ModelSpec) -> int:
     width dv of their own); MLA as transformers caches it, the compressed latent before its
     expansion per head: the normed key/value latent (kv rank) and the shared rotary key (r), one
     head; either plus the indexer's key (di) when the block has a sparse-attention indexer; 0
-    without attention, and 0 for a block that reads an earlier block's keys and values
-    (``shares_kv``: that block's cache serves it)."""
+    without attention, 0 for a block that reads an earlier block's keys and values
+    (``shares_kv``: that block's cache serves it) and 0 for a gated cross-attention block,
+    which text-only input skips (it would cache the other modality's keys and values)."""
+    if not spec.runs_on_text:
+        return 0
     if spec.mixer == "mla":
         indexer = spec.indexer_head_dim if spec.indexer_heads is not None else None
         return (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0) + (indexer or 0)

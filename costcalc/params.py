@@ -29,6 +29,7 @@ from costcalc.tensors import (
     ffn_tensors,
     head_expert_tensors,
     mixer_tensors,
+    modality_expert_tensors,
     per_layer_model_tensors,
     per_layer_table,
     stack_tensors,
@@ -177,9 +178,11 @@ def tying_saving_params(spec: ModelSpec) -> int:
 
 def idle_expert_params(spec: ModelSpec) -> int:
     """Experts one token skips, all blocks: per stack, L x (the routed FFN experts and the
-    attention experts one block skips)."""
+    attention experts one block skips, and another modality's experts with their router,
+    which a text token never uses)."""
     return sum(
         stack.n_layers * (idle_ffn_expert_params(stack) + idle_attention_expert_params(stack))
+        + stack.n_layers * sum(t.elements for t in modality_expert_tensors(stack, stack.experts))
         for stack in spec.stacks
     )
 
@@ -266,6 +269,8 @@ def _key_in_words(name: str, value: object) -> str:
         return "full attention" if value is None else f"sliding window {value:,}"
     if name == "attention_chunk":
         return "unchunked" if value is None else f"chunks of {value:,}"
+    if name == "gated_cross_attention":
+        return "gated cross-attention" if value else "self-attention"
     if value is None or value is False:
         return ""
     return name.replace("_", " ") if value is True else f"{name.replace('_', ' ')} {value}"

@@ -582,6 +582,7 @@ def _compressed_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "attention_head_gate",
     "differential_attention",
     "attention_experts",
+    "gated_cross_attention",
     "n_kv_heads",
     "head_dim",
     "kv_cache_heads",
@@ -604,6 +605,7 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "attention_head_gate": spec.attention_head_gate and spec.mixer != "mla",
         "differential_attention": spec.differential_attention,
         "attention_experts": spec.attention_experts is not None,
+        "gated_cross_attention": spec.gated_cross_attention,
     }
     for name in (name for name, set_ in given.items() if set_):
         yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")
@@ -779,6 +781,7 @@ MOE_DETAILS = (
     "moe_router_bias",
     "moe_router_scales",
     "moe_output_bias",
+    "moe_modality_ffn_hidden",
 )
 
 

@@ -22,6 +22,11 @@ Conventions, from the Hugging Face ``transformers`` modeling code (transformers 
   X x 2h x D and ``experts.down_proj`` of X x D x h, with X x 2h and X x D biases when the FFN has
   them) next to one router matrix X x D (plus X biases when ``moe_router_bias``); a shared expert
   is a dense FFN of its own width, optionally gated by a D -> 1 linear layer.
+- A gated cross-attention block (Llama 3.2 Vision's ``MllamaCrossAttentionDecoderLayer``) names
+  its attention ``cross_attn.*`` and keeps a scalar gate per residual branch
+  (``cross_attn_attn_gate``, ``cross_attn_mlp_gate``). Another modality's experts (ERNIE 4.5
+  VL's ``vision_moe``) are a second router and expert stack beside the text ones, marked as used
+  by no text token (``text``).
 - A learned activation keeps its scalars as one-element tensors (Apertus' xIELU: ``alpha_p``,
   ``alpha_n``), ``ffn_act_params`` of them per FFN.
 - Recurrent mixers (Mamba-2, Mamba, Gated DeltaNet, LFM2's short convolution) hold a depthwise
@@ -73,6 +78,8 @@ class Tensor:
     """Of ``experts`` tensors, how many of the X a token runs when it is not the block's
     ``moe_top_k`` (a mixture of attention heads: H / K)."""
     scope: Scope = "layer"
+    text: bool = True
+    """Text-only input uses it (False: another modality's experts, ERNIE 4.5 VL's vision set)."""
 
     @property
     def elements(self) -> int:
@@ -81,7 +88,10 @@ class Tensor:
 
     def macs_per_token(self, top_k: int) -> int:
         """Multiply-accumulates one token spends on this tensor (all copies): every element of
-        a matrix it multiplies by; top_k of X stacked experts; 0 for what it does not."""
+        a matrix it multiplies by; top_k of X stacked experts; 0 for what it does not, and 0
+        for what only another modality's tokens use."""
+        if not self.text:
+            return 0
         if self.use == "experts":
             return self.elements // self.shape[0] * (top_k if self.active is None else self.active)
         return self.elements if self.use in ("matmul", "router") else 0
@@ -115,7 +125,8 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     per head is its own H x D projection. Values of another width dv (``v_head_dim``) make V
     K dv x D and the output D x H dv. With ``attention_experts`` the query and output
     projections are experts (:func:`head_expert_tensors`) and K and V stay (one ``kv_proj``
-    when fused)."""
+    when fused). A gated cross-attention block names them ``cross_attn.*`` and adds the scalar
+    gate of its attention branch (``cross_attn_attn_gate``)."""
     D, H, K, d = attention_input(spec), spec.n_heads or 0, spec.kv_heads, spec.head_width
     dv = value_width(spec)
     q = (2 if spec.attention_gate else 1) * H * d
@@ -148,7 +159,11 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors += _linear("attn.g_proj", H, D, False, "mixer")
     if spec.differential_attention:
         tensors.append(Tensor("attn.lambda", (d,), "mixer", copies=4))
-    return tensors + compressor_tensors(spec) + indexer_tensors(spec)
+    tensors += compressor_tensors(spec) + indexer_tensors(spec)
+    if spec.gated_cross_attention:  # transformers' cross_attn.q_proj, ...
+        cross = [replace(t, name=f"cross_{t.name}") for t in tensors]
+        return [*cross, Tensor("cross_attn_attn_gate", (1,), "mixer")]
+    return tensors
 
 
 def head_expert_tensors(spec: ModelSpec) -> list[Tensor]:
@@ -723,10 +738,36 @@ def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
         ]
     if spec.moe_output_bias:
         tensors.append(Tensor("mlp.bias", (D,), "ffn"))
+    tensors += modality_expert_tensors(spec, experts)
     if spec.moe_shared_ffn_hidden is not None:
         tensors += dense_ffn_tensors(spec, spec.moe_shared_ffn_hidden, "mlp.shared_expert")
     if spec.moe_shared_gate:
         tensors += _linear("mlp.shared_expert_gate", 1, D, False, "ffn")
+    return tensors
+
+
+def modality_expert_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
+    """Another modality's experts, h' = ``moe_modality_ffn_hidden`` (ERNIE 4.5 VL's
+    ``mlp.vision_moe``): a router X x D (+ X bias with ``moe_router_bias``), stacked experts
+    X x 2h' x D and X x D x h' (+ biases when the FFN has them); text-only input uses none of
+    them. None without h'."""
+    h = spec.moe_modality_ffn_hidden
+    if h is None:
+        return []
+    D, X = spec.d_model, experts
+    first = 2 * h if spec.gated else h
+    tensors = [Tensor("mlp.vision_moe.router.weight", (X, D), "ffn", "router", text=False)]
+    if spec.moe_router_bias:
+        tensors.append(Tensor("mlp.vision_moe.router.bias", (X,), "ffn", text=False))
+    tensors += [
+        Tensor("mlp.vision_moe.experts.gate_up_proj", (X, first, D), "ffn", "experts", text=False),
+        Tensor("mlp.vision_moe.experts.down_proj", (X, D, h), "ffn", "experts", text=False),
+    ]
+    if spec.ffn_bias:
+        tensors += [
+            Tensor("mlp.vision_moe.experts.gate_up_proj_bias", (X, first), "ffn", text=False),
+            Tensor("mlp.vision_moe.experts.down_proj_bias", (X, D), "ffn", text=False),
+        ]
     return tensors
 
 
@@ -746,7 +787,9 @@ def per_layer_input_tensors(spec: ModelSpec) -> list[Tensor]:
 def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
     """The FFN of one block: dense (with ``ffn_inner_norm``, a norm of h inside it), a mixture
     of experts, or none; with the per-layer input branch, a small gated feed-forward path of
-    its own; in a reused block, each use's adapter and the layer's own output projection."""
+    its own; a gated cross-attention block's gate on its FFN branch is one scalar
+    (``cross_attn_mlp_gate``); in a reused block, each use's adapter and the layer's own output
+    projection."""
     tensors = per_layer_input_tensors(spec)
     if spec.ffn == "none":
         return tensors + use_projection_tensors(spec)
@@ -758,6 +801,8 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
             tensors += _norm(spec, "mlp.ffn_sub_norm", spec.ffn_width, "norms")
     if spec.ffn_act_params:
         tensors.append(Tensor("mlp.act_fn.scalar", (1,), "ffn", copies=spec.ffn_act_params))
+    if spec.gated_cross_attention:
+        tensors.append(Tensor("cross_attn_mlp_gate", (1,), "ffn"))
     tensors = in_set(spec, tensors + hyper_connection_tensors(spec, "ffn_hc", "ffn", 3))
     return tensors + ffn_adapter_tensors(spec) + use_projection_tensors(spec)
 

@@ -81,6 +81,11 @@ CASES: list[tuple[str, bool]] = [
     ("mixer: lightning\nlightning: {heads: 4, head_dim: 16, block_size: 0}", False),
     ("mixer: lightning\nlightning: {heads: 4, head_dim: 16.0}", False),
     ("mixer: lightning\nlightning: {heads: 4}", False),
+    # block keys, flat or per layer group
+    ("gated_cross_attention: true", True),
+    ("gated_cross_attention: yes", False),
+    ("layers: [{count: 1}, {count: 1, gated_cross_attention: true, qk_norm: head}]", True),
+    ("moe_modality_ffn_hidden: 0", False),
     # text
     ("name: tiny", True),
     ("name: yes", True),  # text in YAML 1.2

@@ -539,6 +539,7 @@ def _scores_note(
 def _kv_note(result: MemoryResult) -> str:
     """How the KV cache was counted: the classic formula for plain attention blocks alike, else
     each kind of block's layers x batch x cached tokens x elements per token."""
+    from costcalc.macs import SKIPPED_WORDS, skipped_layers
     from costcalc.memory import cached_heads
 
     report, setup, spec = result.report, result.report.setup, result.model.spec
@@ -554,12 +555,16 @@ def _kv_note(result: MemoryResult) -> str:
             f"{setup.batch} x {report.kv_cache_tokens:,} x {cached_heads(spec)} x "
             f"{spec.head_width} elements of {report.kv_dtype}{window}."
         )
-    terms = " + ".join(_kv_term(stack, setup.batch, report.length) for stack in stacks)
+    terms = " + ".join(
+        _kv_term(stack, setup.batch, report.length) for stack in stacks if stack.runs_on_text
+    )
     compressed = any(stack.kv_compress_rate is not None for stack in stacks)
     kept = ", plus what a key compressor keeps" if compressed else ""
+    skipped = skipped_layers(spec)
+    also = f" The {skipped:,} {SKIPPED_WORDS}: nothing cached." if skipped else ""
     return (
         "KV cache, per kind of attention block: layers x B x cached tokens x elements per token "
-        f"(keys and values, or MLA's latent){kept} = {terms} elements of {report.kv_dtype}."
+        f"(keys and values, or MLA's latent){kept} = {terms} elements of {report.kv_dtype}.{also}"
     )
 
 

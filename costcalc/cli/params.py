@@ -169,6 +169,11 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
             "Active per token: the total less the routed experts a token is not sent to (all but "
             "the top-k of each MoE block); shared experts and routers count in full."
         )
+        if any(s.moe_modality_ffn_hidden for r in results for s in r.model.spec.stacks):
+            notes[-1] += (
+                " Another modality's experts and their router, which no text token runs, are "
+                "left out too."
+            )
     grids = [Grid("Parameters", ["", *names], rows, notes, emphasis), share_grid(names, counts)]
     grids += [
         stack_grid(result.model.name, result.parameters)

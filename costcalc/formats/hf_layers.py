@@ -86,10 +86,19 @@ def by_rule(r: Reader, n_layers: Any, key: str) -> range | None:
     return range(n_layers)
 
 
-def at_indices(r: Reader, n_layers: int, key: str, listed: str, other: str) -> Layout | None:
-    """Layers of kind ``listed`` at the indices the list under ``key`` names, ``other``
-    elsewhere (None, with a problem, when ``key`` holds no list of indices)."""
+def at_indices(
+    r: Reader,
+    n_layers: int,
+    key: str,
+    listed: str,
+    other: str,
+    default: Sequence[int] | None = None,
+) -> Layout | None:
+    """Layers of kind ``listed`` at the indices the list under ``key`` names (the family's
+    ``default`` when the key is absent or null), ``other`` elsewhere; indices past the last
+    layer name none. None, with a problem, when there is no list of indices."""
     indices = r.data.get(key)
+    indices = list(default) if indices is None and default is not None else indices
     if not isinstance(indices, list) or not all(is_whole(i, 0) for i in indices):
         r.fail(key, "expected a list of layer indices")
         return None

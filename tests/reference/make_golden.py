@@ -27,6 +27,10 @@ import transformers
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 from transformers import CONFIG_MAPPING, AutoModelForCausalLM
+from transformers.models.auto.modeling_auto import (
+    MODEL_FOR_CAUSAL_LM_MAPPING,
+    MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "hf"
@@ -90,12 +94,26 @@ def load_config(name: str):
     return CONFIG_MAPPING[data["model_type"]].from_dict(data)
 
 
+def causal_lm_class(config) -> type | None:
+    """The causal-LM class of a config AutoModelForCausalLM does not map by its own class: the
+    registered causal-LM class that takes it (Mllama's text decoder: MllamaForCausalLM,
+    registered under ``mllama``, takes MllamaTextConfig); None when AutoModelForCausalLM maps
+    it, or when no class does."""
+    if type(config) in MODEL_FOR_CAUSAL_LM_MAPPING:
+        return None
+    for name in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values():
+        cls = getattr(transformers, name, None) if isinstance(name, str) else None
+        if cls is not None and getattr(cls, "config_class", None) is type(config):
+            return cls
+    return None
+
+
 def build_model(config, device: str = "meta", **kwargs) -> nn.Module:
     """Build an untrained causal-LM in float32 on `device` ("meta" allocates nothing)."""
+    cls = causal_lm_class(config)
+    build = AutoModelForCausalLM.from_config if cls is None else cls._from_config
     with torch.device(device):
-        model = AutoModelForCausalLM.from_config(
-            config, attn_implementation="eager", dtype=torch.float32, **kwargs
-        )
+        model = build(config, attn_implementation="eager", dtype=torch.float32, **kwargs)
     return model.eval()
 
 

@@ -37,6 +37,7 @@ from make_golden import (
     ROOT,
     build_model,
     by_op,
+    causal_lm_class,
     count_flops,
     decoder_layers,
     fixture_path,
@@ -200,6 +201,11 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("muse-glimmer-50-layers-text", ("muse-glimmer-50-layers", True, "meta")),
         ("jetmoe-8b", ("jetmoe-8b", False, "meta")),
         ("minimax-text-01", ("minimax-text-01", False, "meta")),
+        ("llama-3.2-11b-vision-text", ("llama-3.2-11b-vision-instruct", True, "meta")),
+        ("llama-3.2-90b-vision-text", ("llama-3.2-90b-vision-instruct", True, "meta")),
+        ("paddleocr-vl-text", ("paddleocr-vl", True, "meta")),
+        ("hunyuanocr-text", ("hunyuanocr", True, "meta")),
+        ("ernie-4.5-vl-28b-a3b-text", ("ernie-4.5-vl-28b-a3b", True, "meta")),
         # tiny real-weight twins of families whose forward pass needs values (see README)
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
@@ -350,7 +356,7 @@ def build(fixture: str, text: bool, device: str):
     model, whose language model and LM head are kept."""
     config = load_config(fixture, text)
     built, make = config, build_model
-    if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING:
+    if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING and causal_lm_class(config) is None:
         whole = load_config(fixture, False)
         built, make = text_holder(whole, whole.get_text_config()), build_text_decoder
     torch.manual_seed(0)

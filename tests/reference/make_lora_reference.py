@@ -28,7 +28,7 @@ import sys
 import peft
 import torch
 import transformers
-from make_golden import FIXTURES, ROOT, build_model, load_config, model_kwargs
+from make_golden import FIXTURES, ROOT, build_model, causal_lm_class, load_config, model_kwargs
 from make_golden_families import build_text_decoder, text_holder
 from peft import LoraConfig, get_peft_model
 from peft.tuners.lora import LoraLayer
@@ -469,6 +469,36 @@ CASES += [
     ),
 ]
 
+CASES += [
+    (
+        "llama-3.2-11b-vision-all-linear-r16",
+        "llama-3.2-11b-vision-instruct",
+        {"r": 16, "target_modules": "all-linear"},
+    ),
+    (
+        "llama-3.2-11b-vision-self-q-cross-v-r8",
+        "llama-3.2-11b-vision-instruct",
+        {"r": 8, "target_modules": ["self_attn.q_proj", "cross_attn.v_proj"]},
+    ),
+]
+
+CASES += [
+    (
+        "ernie-4.5-vl-28b-a3b-q-gate-r8",
+        "ernie-4.5-vl-28b-a3b",
+        {"r": 8, "target_modules": ["q_proj", "gate_proj"]},
+    ),
+    (
+        "ernie-4.5-vl-28b-a3b-experts-r4",
+        "ernie-4.5-vl-28b-a3b",
+        {
+            "r": 4,
+            "target_modules": ["o_proj"],
+            "target_parameters": ["vision_moe.experts.down_proj", "text_moe.gate.weight"],
+        },
+    ),
+]
+
 TEXT_DECODER = {
     "gemma-3n-e2b-it",
     "gemma-4-e2b",
@@ -489,6 +519,8 @@ TEXT_DECODER = {
     "qwen3-vl-30b-a3b-instruct",
     "qwen2.5-omni-7b",
     "qwen3-omni-30b-a3b-instruct",
+    "llama-3.2-11b-vision-instruct",
+    "ernie-4.5-vl-28b-a3b",
 }
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped: as its own
 causal LM, or (no ``AutoModelForCausalLM`` class) as the language model and LM head of the
@@ -499,7 +531,8 @@ def _build(fixture: str) -> nn.Module:
     """A fixture's model on the meta device (a multimodal one's text decoder if listed)."""
     config = load_config(fixture)
     if fixture in TEXT_DECODER:
-        if type(config.get_text_config()) not in MODEL_FOR_CAUSAL_LM_MAPPING:
+        text = config.get_text_config()
+        if type(text) not in MODEL_FOR_CAUSAL_LM_MAPPING and causal_lm_class(text) is None:
             return build_text_decoder(
                 text_holder(config, config.get_text_config()),
                 "meta",

@@ -1,5 +1,6 @@
 """Families transformers builds as Llama (``LlamaForCausalLM`` itself, or a copy of its layers):
-internlm3, exaone (EXAONE 3), iquestcoder, cwm, ministral3, granite_swa and hunyuan_v1_dense.
+internlm3, exaone (EXAONE 3), iquestcoder, cwm, ministral3, granite_swa, hunyuan_v1_dense and
+hunyuan_vl_text (HunyuanOCR's text decoder).
 Each is the shared layout of :func:`~costcalc.formats.families.llama.llama_layout` and nothing
 else, except that GraniteSWA's attention keeps a learned sink logit per query head
 (``self_attn.sinks``, H) and Hunyuan's normalises queries and keys per head. They
@@ -115,15 +116,22 @@ def granite_swa(r: Reader) -> dict[str, Any]:
     return fields
 
 
-def hunyuan_v1_dense(r: Reader) -> dict[str, Any]:
+def hunyuan_v1_dense(r: Reader, tie: bool = False) -> dict[str, Any]:
     """HunYuanDenseV1ForCausalLM (Hunyuan-MT, Hunyuan dense): the shared layout plus an RMSNorm
     of head_dim on queries and on keys (``query_layernorm``, ``key_layernorm``); q/k/v/o bias
     when ``attention_bias`` (default false), none in the MLP; key/value heads default to the
     heads, ``head_dim`` to D / H; untied by default. Its rotary scaling holds no parameters."""
-    fields = llama_layout(r)
+    fields = llama_layout(r, tie=tie)
     attention_bias(r, fields)
     fields["qk_norm"] = "head"
     return fields
+
+
+def hunyuan_vl_text(r: Reader) -> dict[str, Any]:
+    """The text decoder of HunYuanVLForConditionalGeneration (HunyuanOCR; ``HunYuanVLTextModel``,
+    ``models/hunyuan_vl/modeling_hunyuan_vl.py``): Hunyuan dense's layers and defaults, tied by
+    default (HunYuanVLTextConfig); its multimodal rotary positions hold no parameters."""
+    return hunyuan_v1_dense(r, tie=True)
 
 
 FAMILIES = {
@@ -131,6 +139,7 @@ FAMILIES = {
     "exaone": exaone,
     "granite_swa": granite_swa,
     "hunyuan_v1_dense": hunyuan_v1_dense,
+    "hunyuan_vl_text": hunyuan_vl_text,
     "internlm3": internlm3,
     "iquestcoder": iquestcoder,
     "ministral3": ministral3,

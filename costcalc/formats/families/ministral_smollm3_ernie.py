@@ -1,5 +1,8 @@
 """Families built exactly like Llama, differing in their defaults and in which layers slide:
-Ministral, SmolLM3 and ERNIE 4.5 (dense). Their modeling code builds the shared layout of
+Ministral, SmolLM3 and ERNIE 4.5 (dense; also PaddleOCR-VL's text decoder,
+``paddleocr_vl_text``, transformers 5.24 ``models/paddleocr_vl/modeling_paddleocr_vl.py``:
+``PaddleOCRTextModel`` is ERNIE 4.5's decoder with the same configuration defaults, its
+multimodal rotary positions holding no parameters). Their modeling code builds the shared layout of
 :func:`~costcalc.formats.families.llama.llama_layout` and nothing else: SmolLM3's layers
 without rotary positions (NoPE) hold no parameters of their own.
 """
@@ -72,4 +75,9 @@ def ernie4_5(r: Reader) -> dict[str, Any]:
     return fields
 
 
-FAMILIES = {"ernie4_5": ernie4_5, "ministral": ministral, "smollm3": smollm3}
+FAMILIES = {
+    "ernie4_5": ernie4_5,
+    "ministral": ministral,
+    "paddleocr_vl_text": ernie4_5,
+    "smollm3": smollm3,
+}

@@ -254,17 +254,7 @@ def ernie4_5_moe(r: Reader) -> dict[str, Any]:
     ``moe_k`` (6), and ``mlp.shared_experts`` (one SwiGLU MLP of ``moe_intermediate_size`` x
     ``moe_num_shared_experts`` (2)); a dense MLP of ``intermediate_size`` elsewhere. Tied by
     default; ``use_bias`` (biases on every linear layer but the experts) is not supported."""
-    fields = llama_layout(r, kv_heads=4, tie=True)
-    if r.flag("use_bias", False):
-        r.unsupported("use_bias", "biases beside bias-free experts")
-    moe = routed_experts(
-        r,
-        ("moe_num_experts", "num_experts"),
-        ("moe_k", "num_experts_per_tok"),
-        (64, 6),
-        (("moe_intermediate_size",), 1536),
-    )
-    moe["moe_router_bias"] = True
+    fields, moe = ernie_sparse_block(r, (("moe_intermediate_size",), 1536))
     shared_experts(r, moe, "moe_num_shared_experts", 2)
     first = r.value("layers", "moe_layer_start_index", default=1)
     last = r.value("layers", "moe_layer_end_index", default=-1)
@@ -275,6 +265,23 @@ def ernie4_5_moe(r: Reader) -> dict[str, Any]:
         return fields
     sparse_span(fields, moe, first, n - 1 if last == -1 else last, step)
     return fields
+
+
+def ernie_sparse_block(
+    r: Reader, hidden: tuple[tuple[str, ...], Any] | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """ERNIE 4.5's shared layout (4 key/value heads, tied by default) and the keys of its sparse
+    block: X = ``moe_num_experts`` (64), top ``moe_k`` (6), the router's
+    ``e_score_correction_bias`` of X, and the experts' width (``hidden``: keys and default, or
+    None when the family reads it itself); ``use_bias`` is refused."""
+    fields = llama_layout(r, kv_heads=4, tie=True)
+    if r.flag("use_bias", False):
+        r.unsupported("use_bias", "biases beside bias-free experts")
+    moe = routed_experts(
+        r, ("moe_num_experts", "num_experts"), ("moe_k", "num_experts_per_tok"), (64, 6), hidden
+    )
+    moe["moe_router_bias"] = True
+    return fields, moe
 
 
 def shared_experts(
