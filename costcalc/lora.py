@@ -194,7 +194,7 @@ DENSE_LLAMA_FAMILIES = (
     "apertus1p5_text cwm exaone gemma3n_text glm glm4v_text glm_image_text glm_ocr_text "
     "granite_swa hunyuan_v1_dense hunyuan_vl_text hyperclovax internlm3 iquestcoder jais2 "
     "ministral3 olmo qwen2_5_omni_text qwen2_5_vl_text qwen2_vl_text qwen3_vl_text vaultgemma "
-    "youtu molmo2_text granite4_vision_text granite_docling_text muse_glimmer_text"
+    "youtu molmo2_text granite4_vision_text granite_docling_text muse_glimmer_text phi4_multimodal"
 )
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 

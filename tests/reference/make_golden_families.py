@@ -13,7 +13,9 @@ through its text decoder: ``config.get_text_config()``, whose model_type is e.g.
 When AutoModelForCausalLM has no class for that text config (molmo2_text, qwen2_vl_text),
 the ``*ForConditionalGeneration`` model holding it (the wrapper's, or Qwen2.5-Omni's thinker) is
 built and its language model and LM head are kept (``TextDecoder``); it runs on token ids alone,
-with a cache made up front as ``generate()`` does.
+with a cache made up front as ``generate()`` does. A flat multimodal fixture (its text keys at the
+top level, its encoders built inside the causal LM: Phi-4-multimodal) is recorded as that causal LM
+without the modules a forward on token ids never calls (``drop_uncalled``).
 Layers may differ in this file, so ``parameters_per_layer`` is always a list and ``layer_kinds``
 groups the layers by layout. Families that cannot run a forward pass on meta get a tiny real-weight
 twin (its own fixture, ``tiny-*``) or a ``*_error`` field with the exception text.
@@ -185,6 +187,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("minimax-m3-text", ("minimax-m3", True, "meta")),
         ("ctrl", ("ctrl", False, "meta")),
         ("axk1-defaults", ("axk1-defaults", False, "meta")),
+        ("phi4-multimodal-defaults-text", ("phi4-multimodal-defaults", True, "meta")),
         ("flint-defaults", ("flint-defaults", False, "meta")),
         ("tiny-lara-mini", ("tiny-lara-mini", False, "cpu")),
         ("cohere-compass-text-defaults", ("cohere-compass-text-defaults", False, "meta")),
@@ -365,7 +368,36 @@ def build(fixture: str, text: bool, device: str):
         impl = getattr(model.config, "_experts_implementation", None)
     except (ValueError, TypeError):
         model, impl = make(built, device), None
+    if text and getattr(config, "text_config", None) is None and config.sub_configs:
+        drop_uncalled(model, device)
     return config, model, impl
+
+
+def drop_uncalled(model: nn.Module, device: str) -> list[str]:
+    """A flat multimodal causal LM (its text keys at the top level, its encoders built inside
+    the decoder: Phi-4-multimodal's ``embed_tokens_extend``) as its text decoder: every module
+    a forward on token ids alone never calls (nor any module inside it: a ``ModuleList`` is
+    never called itself) is replaced by an empty module. Returns their
+    names (kept on the model as ``dropped_modules``)."""
+    called: set[str] = set()
+    hooks = [
+        module.register_forward_pre_hook(lambda _m, _a, name=name: called.add(name))
+        for name, module in model.named_modules()
+    ]
+    forward(model, token_ids(1, 8, device), use_cache=False)
+    for hook in hooks:
+        hook.remove()
+    used = {name.rsplit(".", depth)[0] for name in called for depth in range(name.count(".") + 1)}
+    used.add("")
+    dropped = []
+    for name, module in list(model.named_modules()):
+        parent, _, child = name.rpartition(".")
+        held = next(module.parameters(), None) is not None
+        if name and name not in used and parent in used and held:
+            setattr(model.get_submodule(parent), child, nn.Module())
+            dropped.append(name)
+    model.dropped_modules = dropped
+    return dropped
 
 
 def n_layers_of(config) -> int:
@@ -687,6 +719,9 @@ def run_model(name: str, steps: list[str], record: dict) -> dict:
     record["built_from"] = "text_config" if text else "config"
     if isinstance(model, TextDecoder):
         record["built_from"] += f": language model and LM head of {model.whole_class}"
+    if getattr(model, "dropped_modules", None):
+        record["built_from"] += ", without the modules a forward on token ids never calls: "
+        record["built_from"] += ", ".join(model.dropped_modules)
     record["device"] = device
     record["weights"] = "meta" if device == "meta" else "real float32 on CPU, torch.manual_seed(0)"
     record["experts_implementation"] = impl

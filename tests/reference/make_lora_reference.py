@@ -29,7 +29,7 @@ import peft
 import torch
 import transformers
 from make_golden import FIXTURES, ROOT, build_model, causal_lm_class, load_config, model_kwargs
-from make_golden_families import build_text_decoder, text_holder
+from make_golden_families import build_text_decoder, drop_uncalled, text_holder
 from peft import LoraConfig, get_peft_model
 from peft.tuners.lora import LoraLayer
 from torch import nn
@@ -471,6 +471,14 @@ CASES += [
 
 CASES += [
     (
+        "phi4-multimodal-qkv-gate-up-r8",
+        "phi4-multimodal-defaults",
+        {"r": 8, "target_modules": ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]},
+    ),
+]
+
+CASES += [
+    (
         "llama-3.2-11b-vision-all-linear-r16",
         "llama-3.2-11b-vision-instruct",
         {"r": 16, "target_modules": "all-linear"},
@@ -521,10 +529,13 @@ TEXT_DECODER = {
     "qwen3-omni-30b-a3b-instruct",
     "llama-3.2-11b-vision-instruct",
     "ernie-4.5-vl-28b-a3b",
+    "phi4-multimodal-defaults",
 }
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped: as its own
 causal LM, or (no ``AutoModelForCausalLM`` class) as the language model and LM head of the
-conditional-generation model (make_golden_families.py's ``build_text_decoder``)."""
+conditional-generation model (make_golden_families.py's ``build_text_decoder``), or (a flat
+config, its encoders built inside the causal LM) as that causal LM without the modules a forward
+on token ids never calls (make_golden_families.py's ``drop_uncalled``)."""
 
 
 def _build(fixture: str) -> nn.Module:
@@ -538,7 +549,11 @@ def _build(fixture: str) -> nn.Module:
                 "meta",
                 **model_kwargs(fixture, "meta"),
             )
-        config = config.get_text_config()
+        if text is config:  # a flat multimodal config: its causal LM without the encoders
+            model = build_model(config, **model_kwargs(fixture, "meta"))
+            drop_uncalled(model, "meta")
+            return model
+        config = text
     return build_model(config, **model_kwargs(fixture, "meta"))
 
 
