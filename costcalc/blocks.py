@@ -155,7 +155,10 @@ class BlockFields:
     )
     attention_gate: Flag = Field(
         default=False,
-        description="The query projection also yields a sigmoid output gate (Qwen3-Next): 2 H d.",
+        description=(
+            "The query projection also yields a sigmoid output gate (Qwen3-Next): 2 H d; on an "
+            "mla block the last query projection yields H v more (A.X K2)."
+        ),
     )
     attention_gate_bias: Flag = Field(
         default=False,
@@ -259,6 +262,13 @@ class BlockFields:
         description=(
             "MLA: a norm over the shared rotary key part before positions are applied "
             "(Dots 3 Note's k_rope_only_layernorm): qk_rope_head_dim parameters."
+        ),
+    )
+    query_latent_both: Flag = Field(
+        default=False,
+        description=(
+            "MLA: the query's up-projection reads the latent both after and before its norm, "
+            "concatenated (A.X K2): 2 q_lora_rank inputs."
         ),
     )
     query_rank: Size | None = Field(
@@ -476,6 +486,18 @@ class BlockFields:
     norms_per_block: Count = Field(
         default=2,
         description="Norms in each block: 2 pre- or post-norm, 4 sandwich, 1 parallel.",
+    )
+    norm_gate_rank: Size | None = Field(
+        default=None,
+        description=(
+            "A low-rank sigmoid gate on the token mixer's input norm (A.X K2's gated RMSNorm): "
+            "the normed x times sigmoid(D -> r -> D of it, SiLU between, no biases): 2 D r; "
+            "default: none."
+        ),
+    )
+    ffn_norm_gate_rank: Size | None = Field(
+        default=None,
+        description="The same gate on the FFN's input norm; default: none.",
     )
 
     # Resolved values: the defaults above, filled in by ModelSpec.stacks().

@@ -168,6 +168,19 @@ DEEPSEEK = _names(renames={**ROUTER_GATE, **SHARED_EXPERTS}, converted=QWEN2_MOE
 DEEPSEEK_NAMES = _names(renames=DEEPSEEK.renames)
 """DeepSeek's module names in a family transformers has no checkpoint conversion for
 (``conversion_mapping._MODEL_TO_CONVERSION_PATTERN``): peft rewrites no old expert names."""
+AXK2_NAMES = _names(
+    renames={
+        **DEEPSEEK.renames,
+        "attn.q_b_proj": "self_attn.q_gate_proj",
+        **{
+            f"{generic}_norm_gate.{fc}": f"{norm}.mlp.{fc}"
+            for generic, norm in (("attn", "input_layernorm"), ("mlp", "post_attention_layernorm"))
+            for fc in ("fc1", "fc2")
+        },
+    }
+)
+"""A.X K2's: DeepSeek's, the query projection ``q_gate_proj`` and the gated norms' ``mlp.fc1``
+and ``mlp.fc2``."""
 FEED_FORWARD = {"mlp": "feed_forward"}
 LFM2_RENAMES = {
     "attn.o_proj": "self_attn.out_proj",
@@ -266,6 +279,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         DEEPSEEK_NAMES,
     ),
     "exaone_moe": DEEPSEEK,
+    "axk2": AXK2_NAMES,
     "deepseek_v4": _names(
         renames={
             **DEEPSEEK.renames,

@@ -495,12 +495,16 @@ MLA_SIZES = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim
 MLA_FIELDS = ("q_lora_rank", *MLA_SIZES)
 
 
-@_rule("mixer", *MLA_FIELDS, "rope_key_norm")
+@_rule("mixer", *MLA_FIELDS, "rope_key_norm", "query_latent_both")
 def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    """MLA needs its four sizes; they (and ``rope_key_norm``) mean nothing to another mixer (but
-    for attention's value width, ``v_head_dim``)."""
-    if spec.rope_key_norm and spec.mixer != "mla":
-        yield ("rope_key_norm", f"applies to mla blocks; this block's mixer is {spec.mixer}")
+    """MLA needs its four sizes; they (and ``rope_key_norm``, ``query_latent_both``) mean nothing
+    to another mixer (but for attention's value width, ``v_head_dim``); the query latent read
+    twice needs a query latent."""
+    for name in ("rope_key_norm", "query_latent_both"):
+        if getattr(spec, name) and spec.mixer != "mla":
+            yield (name, f"applies to mla blocks; this block's mixer is {spec.mixer}")
+    if spec.query_latent_both and spec.mixer == "mla" and spec.q_lora_rank is None:
+        yield ("query_latent_both", "reads the query latent: q_lora_rank is required")
     for name in MLA_SIZES if spec.mixer == "mla" else ():
         if getattr(spec, name) is None:
             yield (name, "required for mla blocks (multi-head latent attention)")
@@ -598,7 +602,7 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "head_dim": spec.head_dim is not None,
         "qk_norm": spec.qk_norm != "none",
         "attention_sinks": spec.attention_sinks,
-        "attention_gate": spec.attention_gate,
+        "attention_gate": spec.attention_gate and spec.mixer != "mla",
         "attention_gate_bias": spec.attention_gate_bias,
         "keys_as_values": spec.keys_as_values,
         "shares_kv": spec.shares_kv,
@@ -703,6 +707,16 @@ def _one_ffn_width(spec: ModelSpec) -> Iterator[tuple[str, str]]:
 def _activation_needs_ffn(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.ffn_act_params and spec.ffn == "none":
         yield ("ffn_act_params", "a block without an FFN has no activation to learn")
+
+
+@_rule("norms_per_block", "ffn", "norm_gate_rank", "ffn_norm_gate_rank")
+def _gated_norms(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """A norm gate needs the norm it gates: the first of the block's norms for the token
+    mixer's, the second (and an FFN) for the FFN's."""
+    if spec.norm_gate_rank is not None and spec.norms_per_block < 1:
+        yield ("norm_gate_rank", "gates the token mixer's input norm; this block has no norm")
+    if spec.ffn_norm_gate_rank is not None and (spec.ffn == "none" or spec.norms_per_block < 2):
+        yield ("ffn_norm_gate_rank", "gates the FFN's input norm; this block has none")
 
 
 @_rule("ffn", "ffn_inner_norm", "moe_experts")

@@ -335,21 +335,24 @@ def value_width(spec: ModelSpec) -> int:
 def mla_tensors(spec: ModelSpec) -> list[Tensor]:
     """Multi-head latent attention (DeepSeek-V2/V3): low-rank query and key/value paths.
 
-    q: D x rq + rq x H (n + r) with a norm of rq (or D x H (n + r) directly); kv: D x (rkv + r),
-    a norm of rkv (and one of r with ``rope_key_norm``), rkv x H (n + v); output H v x D; a gate
-    per head H x D with ``attention_head_gate``. n, r, v: no-rope, rope and value head dims.
+    q: D x rq + rq x H (n + r) with a norm of rq (or D x H (n + r) directly; 2 rq inputs with
+    ``query_latent_both``, H v more outputs, the output gate, with ``attention_gate``); kv:
+    D x (rkv + r), a norm of rkv (and one of r with ``rope_key_norm``), rkv x H (n + v); output
+    H v x D; a gate per head H x D with ``attention_head_gate``. n, r, v: no-rope, rope and
+    value head dims.
     """
     D, H = spec.d_model, spec.n_heads or 0
     n, r, v = spec.qk_nope_head_dim or 0, spec.qk_rope_head_dim or 0, spec.v_head_dim or 0
     rkv, rq = spec.kv_lora_rank or 0, spec.q_lora_rank
     bias = spec.qkv_bias
+    q = H * (n + r + (v if spec.attention_gate else 0))
     if rq is None:
-        tensors = _linear("attn.q_proj", H * (n + r), D, False, "mixer")
+        tensors = _linear("attn.q_proj", q, D, False, "mixer")
     else:
         tensors = [
             *_linear("attn.q_a_proj", rq, D, bias, "mixer"),
             *_norm(spec, "attn.q_a_layernorm", rq, "mixer"),
-            *_linear("attn.q_b_proj", H * (n + r), rq, False, "mixer"),
+            *_linear("attn.q_b_proj", q, (2 if spec.query_latent_both else 1) * rq, False, "mixer"),
         ]
     return [
         *tensors,
@@ -655,7 +658,8 @@ def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
     """The token mixer of one block, with the hyper-connection before it (several
     ``residual_streams``) and q/k/v adapters; the Mamba (Zamba) or Mamba-2 (Falcon-H1) mixer
     beside its attention when ``parallel_mamba`` or ``parallel_mamba2`` (each layer's own in a
-    reused block); and the block's AltUp and LAuReL matrices (Gemma 3n)."""
+    reused block); the block's AltUp and LAuReL matrices (Gemma 3n); the gate of its input
+    norm (``norm_gate_rank``)."""
     build = MIXERS.get(spec.mixer)
     tensors = [] if build is None else build(spec)
     tensors += hyper_connection_tensors(spec, "attn_hc", "mixer", 3) if tensors else []
@@ -664,7 +668,7 @@ def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors += mamba_tensors(spec)
     elif spec.parallel_mamba2:
         tensors += mamba2_tensors(spec)
-    return tensors + altup_tensors(spec) + laurel_tensors(spec)
+    return tensors + altup_tensors(spec) + laurel_tensors(spec) + norm_gate_tensors(spec, "mixer")
 
 
 def altup_tensors(spec: ModelSpec) -> list[Tensor]:
@@ -680,6 +684,19 @@ def altup_tensors(spec: ModelSpec) -> list[Tensor]:
         Tensor("altup.prediction_coefs.weight", (n * n, n), "mixer", "matmul"),
         Tensor("altup.correction_coefs.weight", (n, n), "mixer", "matmul"),
         Tensor("altup.correct_output_scale", (spec.d_model,), "mixer"),
+    ]
+
+
+def norm_gate_tensors(spec: ModelSpec, part: Part) -> list[Tensor]:
+    """The low-rank gate on the input norm of the token mixer (``norm_gate_rank``) or of the FFN
+    (``ffn_norm_gate_rank``), A.X K2's ``AXK2GatedRMSNorm``: ``fc1`` D -> r, ``fc2`` r -> D, no
+    biases; none without a rank."""
+    name, r = ("attn", spec.norm_gate_rank) if part == "mixer" else ("mlp", spec.ffn_norm_gate_rank)
+    if r is None:
+        return []
+    return [
+        *_linear(f"{name}_norm_gate.fc1", r, spec.d_model, False, part),
+        *_linear(f"{name}_norm_gate.fc2", spec.d_model, r, False, part),
     ]
 
 
@@ -788,11 +805,12 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
     """The FFN of one block: dense (with ``ffn_inner_norm``, a norm of h inside it), a mixture
     of experts, or none; with the per-layer input branch, a small gated feed-forward path of
     its own; a gated cross-attention block's gate on its FFN branch is one scalar
-    (``cross_attn_mlp_gate``); in a reused block, each use's adapter and the layer's own output
-    projection."""
+    (``cross_attn_mlp_gate``); the gate of its input norm (``ffn_norm_gate_rank``); in a reused
+    block, each use's adapter and the layer's own output projection."""
     tensors = per_layer_input_tensors(spec)
     if spec.ffn == "none":
         return tensors + use_projection_tensors(spec)
+    tensors += norm_gate_tensors(spec, "ffn")
     if spec.moe_experts is not None:
         tensors = moe_tensors(spec, spec.moe_experts) + tensors
     else:

@@ -187,6 +187,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("minimax-m3-text", ("minimax-m3", True, "meta")),
         ("ctrl", ("ctrl", False, "meta")),
         ("axk1-defaults", ("axk1-defaults", False, "meta")),
+        ("axk2-defaults", ("axk2-defaults", False, "meta")),
         ("phi4-multimodal-defaults-text", ("phi4-multimodal-defaults", True, "meta")),
         ("flint-defaults", ("flint-defaults", False, "meta")),
         ("tiny-lara-mini", ("tiny-lara-mini", False, "cpu")),

@@ -471,6 +471,11 @@ CASES += [
 
 CASES += [
     (
+        "axk2-q-gate-norm-gates-r8",
+        "axk2-defaults",
+        {"r": 8, "target_modules": ["q_a_proj", "q_gate_proj", "o_proj", "fc1", "fc2"]},
+    ),
+    (
         "phi4-multimodal-qkv-gate-up-r8",
         "phi4-multimodal-defaults",
         {"r": 8, "target_modules": ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]},

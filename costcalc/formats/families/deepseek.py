@@ -266,6 +266,45 @@ def axk1(r: Reader) -> dict[str, Any]:
     return _deepseek(r, experts=(192, 8), moe_hidden=2048, shared=1, layers=layers)
 
 
+AXK2_MLA: dict[str, int | None] = {
+    "q_lora_rank": 384,
+    "kv_lora_rank": 128,
+    "qk_rope_head_dim": 32,
+    "qk_nope_head_dim": 64,
+    "v_head_dim": 64,
+}
+"""``AXK2Config``'s attention sizes."""
+
+
+def axk2(r: Reader) -> dict[str, Any]:
+    """AXK2ForCausalLM (A.X K2): DeepSeek-V3's layout with AXK2Config's defaults (q rank 384, kv
+    rank 128, r 32, n 64, v 64; 128 experts of 512, top 8, one shared; dense where
+    ``mlp_layer_types`` says, else the first ``first_k_dense_replace`` (1) layers; a
+    ``moe_layer_freq`` other than 1 is not supported), untied by default, and:
+    ``self_attn.q_gate_proj`` in place of ``q_b_proj``, reading the query latent after and
+    before ``q_a_layernorm`` (2 q rank -> H (n + r + v): the queries and a sigmoid gate of the
+    heads' outputs); DeepSeek-V3.2's indexer of ``index_n_heads`` (16) heads of
+    ``index_head_dim`` (128) in every layer; ``input_layernorm`` gated (``AXK2GatedRMSNorm``:
+    ``mlp.fc1`` D -> r, ``mlp.fc2`` r -> D, r = ``gated_norm_rank``, 16), and
+    ``post_attention_layernorm`` gated alike in the sparse layers only. The queries always pass
+    through the latent (a null ``q_lora_rank`` is refused, as the class refuses it)."""
+    if "q_lora_rank" in r.data and r.data["q_lora_rank"] is None:
+        r.unsupported("q_lora_rank", "A.X K2's attention always has a query latent")
+    if r.data.get("mlp_layer_types") is None and r.data.get("moe_layer_freq", 1) != 1:
+        r.unsupported("moe_layer_freq", "sparse blocks on every n-th layer only")
+    rank = r.value("norm_gate_rank", "gated_norm_rank", default=16)
+
+    def layers(r: Reader, fields: dict[str, Any], moe: dict[str, Any]) -> None:
+        sparse = {**moe, "ffn_norm_gate_rank": rank}
+        listed_sparse(r, fields, sparse, 1, "first_k_dense_replace")
+
+    fields = _deepseek(r, experts=(128, 8), moe_hidden=512, shared=1, layers=layers, mla=AXK2_MLA)
+    fields.update(norm_gate_rank=rank, attention_gate=True, query_latent_both=True)
+    fields["indexer_heads"] = r.value("indexer_heads", "index_n_heads", default=16)
+    fields["indexer_head_dim"] = r.value("indexer_head_dim", "index_head_dim", default=128)
+    return fields
+
+
 def youtu(r: Reader) -> dict[str, Any]:
     """YoutuForCausalLM (Youtu-LLM): DeepSeek-V3's attention (the same MLA sizes and defaults;
     ``rope_interleave`` changes no parameter) and a dense SwiGLU ``mlp`` of
@@ -307,4 +346,5 @@ FAMILIES = {
     "glm_moe_dsa": glm_moe_dsa,
     "sarvam_mla": sarvam_mla,
     "axk1": axk1,
+    "axk2": axk2,
 }
