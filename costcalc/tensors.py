@@ -663,12 +663,12 @@ def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
     build = MIXERS.get(spec.mixer)
     tensors = [] if build is None else build(spec)
     tensors += hyper_connection_tensors(spec, "attn_hc", "mixer", 3) if tensors else []
-    tensors = in_set(spec, tensors) + qkv_adapter_tensors(spec)
+    tensors = in_set(spec, tensors + norm_gate_tensors(spec, "mixer")) + qkv_adapter_tensors(spec)
     if spec.parallel_mamba:
         tensors += mamba_tensors(spec)
     elif spec.parallel_mamba2:
         tensors += mamba2_tensors(spec)
-    return tensors + altup_tensors(spec) + laurel_tensors(spec) + norm_gate_tensors(spec, "mixer")
+    return tensors + altup_tensors(spec) + laurel_tensors(spec)
 
 
 def altup_tensors(spec: ModelSpec) -> list[Tensor]:
@@ -690,7 +690,8 @@ def altup_tensors(spec: ModelSpec) -> list[Tensor]:
 def norm_gate_tensors(spec: ModelSpec, part: Part) -> list[Tensor]:
     """The low-rank gate on the input norm of the token mixer (``norm_gate_rank``) or of the FFN
     (``ffn_norm_gate_rank``), A.X K2's ``AXK2GatedRMSNorm``: ``fc1`` D -> r, ``fc2`` r -> D, no
-    biases; none without a rank."""
+    biases; none without a rank. Held with the mixer or the FFN (in a reused block's weight set,
+    as the norm it gates)."""
     name, r = ("attn", spec.norm_gate_rank) if part == "mixer" else ("mlp", spec.ffn_norm_gate_rank)
     if r is None:
         return []
