@@ -151,11 +151,17 @@ class BlockFields:
         ),
     )
     attention_sinks: Flag = Field(
-        default=False, description="A learned sink logit per query head (gpt-oss): H parameters."
+        default=False,
+        description=(
+            "A learned sink logit per query head (gpt-oss; attention or mla blocks): H parameters."
+        ),
     )
     attention_gate: Flag = Field(
         default=False,
-        description="The query projection also yields a sigmoid output gate (Qwen3-Next): 2 H d.",
+        description=(
+            "The query projection also yields a sigmoid output gate (Qwen3-Next): 2 H d; on an "
+            "mla block the gate is its own projection D -> H v (HY V4's gate_proj)."
+        ),
     )
     attention_gate_bias: Flag = Field(
         default=False,

@@ -262,6 +262,8 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "dots3_note_text",
             "minimax_m3_vl_text",
             "deepseek_ocr2_text",
+            "hy_v4",
+            "hy_v4_vl_text",
         ),
         DEEPSEEK_NAMES,
     ),

@@ -293,7 +293,8 @@ def compressed_keys_below(n: int, rate: int) -> int:
 def residual_stream_macs_per_token(spec: ModelSpec) -> int:
     """Products of several residual streams beyond the weight matrices counted with the blocks.
     Hyper-connections: each block mixes its n ``residual_streams`` twice (n x n by n x D:
-    2 n^2 D), and the last collapse multiplies by its n x n D matrix. AltUp (n
+    2 n^2 D; none without ``stream_mixing``), and the last collapse multiplies by its n x n D
+    matrix. AltUp (n
     ``altup_streams``): each block mixes the streams once (n x n by D x n: n^2 D) and runs its
     router a second time (n D), and the model projects into and out of them (2 (n - 1) D^2).
     0 with one stream and no AltUp."""
@@ -301,7 +302,7 @@ def residual_stream_macs_per_token(spec: ModelSpec) -> int:
     hyper = 0
     if n > 1:
         collapse = sum(t.macs_per_token(1) for t in stream_collapse_tensors(spec))
-        hyper = 2 * n * n * D * L + collapse
+        hyper = (2 * n * n * D * L if spec.stream_mixing else 0) + collapse
     m = spec.altup_streams
     if m is None:
         return hyper

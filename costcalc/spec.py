@@ -173,6 +173,14 @@ class ModelSpec(BlockFields, BaseModel):
             "learned weights from the flattened streams; a last collapse before the final norm."
         ),
     )
+    stream_mixing: Flag = Field(
+        default=True,
+        description=(
+            "The hyper-connections mix the residual streams n x n (DeepSeek-V4); false: each "
+            "only collapses and expands them, with no mixing matrix (HY V4's independent "
+            "hyper-connections: fn 2 n x n D, base 2 n, scale 2)."
+        ),
+    )
     altup_streams: Annotated[int, Field(strict=True, ge=1, le=MAX_STREAMS)] | None = Field(
         default=None,
         description=(
@@ -597,8 +605,8 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "kv_cache_all_tokens": spec.kv_cache_all_tokens,
         "head_dim": spec.head_dim is not None,
         "qk_norm": spec.qk_norm != "none",
-        "attention_sinks": spec.attention_sinks,
-        "attention_gate": spec.attention_gate,
+        "attention_sinks": spec.attention_sinks and spec.mixer != "mla",
+        "attention_gate": spec.attention_gate and spec.mixer != "mla",
         "attention_gate_bias": spec.attention_gate_bias,
         "keys_as_values": spec.keys_as_values,
         "shares_kv": spec.shares_kv,
@@ -680,6 +688,12 @@ def _differential_pairs(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             f"splits the values' {spec.kv_heads} key/value heads in two halves: an even "
             "number is needed",
         )
+
+
+@_rule("residual_streams", "stream_mixing")
+def _streams_to_mix(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if not spec.stream_mixing and spec.residual_streams == 1:
+        yield ("stream_mixing", "a model with one residual stream has no hyper-connections")
 
 
 @_rule("per_layer_input_width", "per_layer_vocab")

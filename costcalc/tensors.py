@@ -285,13 +285,18 @@ def _pooling_tensors(
     ]
 
 
-def hyper_connection_tensors(spec: ModelSpec, name: str, part: Part, scales: int) -> list[Tensor]:
+def hyper_connection_tensors(spec: ModelSpec, name: str, part: Part) -> list[Tensor]:
     """One hyper-connection over n = ``residual_streams`` copies of the residual stream
     (DeepSeek-V4's ``DeepseekV4HyperConnection``): ``fn`` (2 + n) n x n D (a matmul of the
     flattened streams giving n collapse, n expand and n x n mixing weights), ``base``
-    (2 + n) n, ``scale`` (3); none with one stream."""
+    (2 + n) n, ``scale`` (3); without ``stream_mixing`` (HY V4's ``HYV4HyperConnection``)
+    ``fn`` 2 n x n D, ``base`` 2 n, ``scale`` (2); none with one stream."""
     n = spec.residual_streams
-    return _stream_weights(spec, name, part, (2 + n) * n, scales) if n > 1 else []
+    if n == 1:
+        return []
+    if spec.stream_mixing:
+        return _stream_weights(spec, name, part, (2 + n) * n, 3)
+    return _stream_weights(spec, name, part, 2 * n, 2)
 
 
 def stream_collapse_tensors(spec: ModelSpec) -> list[Tensor]:
@@ -337,7 +342,9 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
 
     q: D x rq + rq x H (n + r) with a norm of rq (or D x H (n + r) directly); kv: D x (rkv + r),
     a norm of rkv (and one of r with ``rope_key_norm``), rkv x H (n + v); output H v x D; a gate
-    per head H x D with ``attention_head_gate``. n, r, v: no-rope, rope and value head dims.
+    per head H x D with ``attention_head_gate``; an output gate H v x D with ``attention_gate``
+    (``gate_proj``) and H sinks with ``attention_sinks``. n, r, v: no-rope, rope and value head
+    dims.
     """
     D, H = spec.d_model, spec.n_heads or 0
     n, r, v = spec.qk_nope_head_dim or 0, spec.qk_rope_head_dim or 0, spec.v_head_dim or 0
@@ -359,6 +366,8 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
         *_linear("attn.kv_b_proj", H * (n + v), rkv, False, "mixer"),
         *_linear("attn.o_proj", D, H * v, spec.attn_out_bias, "mixer"),
         *(_linear("attn.g_proj", H, D, False, "mixer") if spec.attention_head_gate else []),
+        *(_linear("attn.gate_proj", H * v, D, False, "mixer") if spec.attention_gate else []),
+        *([Tensor("attn.sinks", (H,), "mixer")] if spec.attention_sinks else []),
         *indexer_tensors(spec),
     ]
 
@@ -658,7 +667,7 @@ def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
     reused block); and the block's AltUp and LAuReL matrices (Gemma 3n)."""
     build = MIXERS.get(spec.mixer)
     tensors = [] if build is None else build(spec)
-    tensors += hyper_connection_tensors(spec, "attn_hc", "mixer", 3) if tensors else []
+    tensors += hyper_connection_tensors(spec, "attn_hc", "mixer") if tensors else []
     tensors = in_set(spec, tensors) + qkv_adapter_tensors(spec)
     if spec.parallel_mamba:
         tensors += mamba_tensors(spec)
@@ -803,7 +812,7 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors.append(Tensor("mlp.act_fn.scalar", (1,), "ffn", copies=spec.ffn_act_params))
     if spec.gated_cross_attention:
         tensors.append(Tensor("cross_attn_mlp_gate", (1,), "ffn"))
-    tensors = in_set(spec, tensors + hyper_connection_tensors(spec, "ffn_hc", "ffn", 3))
+    tensors = in_set(spec, tensors + hyper_connection_tensors(spec, "ffn_hc", "ffn"))
     return tensors + ffn_adapter_tensors(spec) + use_projection_tensors(spec)
 
 

@@ -250,6 +250,9 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-zamba2", ("tiny-zamba2", False, "cpu")),
         ("zamba-7b-v1", ("zamba-7b-v1", False, "meta")),
         ("tiny-zamba", ("tiny-zamba", False, "cpu")),
+        # hyper-connections without stream mixing, MLA with an output gate and sinks
+        ("hy-v4-defaults", ("hy-v4-defaults", False, "meta")),
+        ("hy-v4-vl-defaults-text", ("hy-v4-vl-defaults", True, "meta")),
     ]
 )
 STEPS = ["params", "macs", "kv"]
