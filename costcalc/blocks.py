@@ -260,6 +260,14 @@ class BlockFields:
         default=None,
         description="Attention or MLA: width of one indexer head and of its cached key.",
     )
+    indexer_block: Size | None = Field(
+        default=None,
+        description=(
+            "Attention: the indexer scores mean-pooled blocks of this many keys, not every key "
+            "(Qwen4-Exp's QSA): its query and key projections are one (Hi + 1) di x D, and its "
+            "Hi di MACs count per query and complete block of the keys it sees; default: none."
+        ),
+    )
     rope_key_norm: Flag = Field(
         default=False,
         description=(

@@ -181,6 +181,15 @@ class ModelSpec(BlockFields, BaseModel):
             "hyper-connections: fn 2 n x n D, base 2 n, scale 2)."
         ),
     )
+    stream_rank: Size | None = Field(
+        default=None,
+        description=(
+            "Gated low-rank hyper-connections of rank r over the residual_streams (Qwen4-Exp): "
+            "each collapses the streams through a norm of n D, n D -> r -> n D weights and "
+            "injects the branch's output back (n D -> n); the last collapse has no injection "
+            "and replaces the final norm. Default: none (DeepSeek-V4's kind)."
+        ),
+    )
     altup_streams: Annotated[int, Field(strict=True, ge=1, le=MAX_STREAMS)] | None = Field(
         default=None,
         description=(
@@ -522,6 +531,17 @@ def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
 INDEXER_SIZES = ("indexer_heads", "indexer_head_dim")
 
 
+@_rule("mixer", "indexer_block", "kv_compress_rate", *INDEXER_SIZES)
+def _block_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Pooled blocks of keys belong to an attention block's own indexer."""
+    if spec.indexer_block is None:
+        return
+    if spec.indexer_heads is None:
+        yield ("indexer_block", "pools the indexer's keys; give indexer_heads")
+    elif spec.mixer != "attention" or spec.kv_compress_rate is not None:
+        yield ("indexer_block", "applies to the own indexer of an attention block")
+
+
 @_rule("mixer", "q_lora_rank", *INDEXER_SIZES)
 def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     """The indexer's two sizes go together, on an attention block or on an MLA block whose
@@ -690,10 +710,16 @@ def _differential_pairs(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         )
 
 
-@_rule("residual_streams", "stream_mixing")
+@_rule("residual_streams", "stream_mixing", "stream_rank")
 def _streams_to_mix(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    if not spec.stream_mixing and spec.residual_streams == 1:
-        yield ("stream_mixing", "a model with one residual stream has no hyper-connections")
+    for name, given in (
+        ("stream_mixing", not spec.stream_mixing),
+        ("stream_rank", spec.stream_rank is not None),
+    ):
+        if given and spec.residual_streams == 1:
+            yield (name, "a model with one residual stream has no hyper-connections")
+    if not spec.stream_mixing and spec.stream_rank is not None:
+        yield ("stream_mixing", "low-rank hyper-connections (stream_rank) have no mixing matrix")
 
 
 @_rule("per_layer_input_width", "per_layer_vocab")

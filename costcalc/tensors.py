@@ -294,17 +294,41 @@ def hyper_connection_tensors(spec: ModelSpec, name: str, part: Part) -> list[Ten
     n = spec.residual_streams
     if n == 1:
         return []
+    if spec.stream_rank is not None:
+        return low_rank_stream_tensors(spec, name, part, inject=True)
     if spec.stream_mixing:
         return _stream_weights(spec, name, part, (2 + n) * n, 3)
     return _stream_weights(spec, name, part, 2 * n, 2)
 
 
+def low_rank_stream_tensors(spec: ModelSpec, name: str, part: Part, inject: bool) -> list[Tensor]:
+    """A gated low-rank hyper-connection of rank r = ``stream_rank`` over n streams of D
+    (Qwen4-Exp's ``Qwen4ExpTextGatedResidual``): ``hc_norm`` (n D), ``input_mix_weight_down``
+    r x n D, ``input_mix_weight_up`` n D x r and, with ``inject``, ``block_inject_weight``
+    n x n D."""
+    nD, r = spec.residual_streams * spec.d_model, spec.stream_rank or 0
+    tensors = [
+        *_norm(spec, f"{name}.hc_norm", nD, part),
+        Tensor(f"{name}.input_mix_weight_down.weight", (r, nD), part, "matmul"),
+        Tensor(f"{name}.input_mix_weight_up.weight", (nD, r), part, "matmul"),
+    ]
+    if inject:
+        n = spec.residual_streams
+        tensors.append(Tensor(f"{name}.block_inject_weight.weight", (n, nD), part, "matmul"))
+    return tensors
+
+
 def stream_collapse_tensors(spec: ModelSpec) -> list[Tensor]:
     """The last collapse of n ``residual_streams`` into one before the final norm
-    (``DeepseekV4HyperHead``): ``hc_fn`` n x n D, ``hc_base`` n, ``hc_scale`` 1; none with one
+    (``DeepseekV4HyperHead``): ``hc_fn`` n x n D, ``hc_base`` n, ``hc_scale`` 1; with
+    ``stream_rank`` a low-rank one without injection (``hyper_connection_mixer``); none with one
     stream."""
     n = spec.residual_streams
-    return _stream_weights(spec, "hc_head", "model", n, 1) if n > 1 else []
+    if n == 1:
+        return []
+    if spec.stream_rank is not None:
+        return low_rank_stream_tensors(spec, "hyper_connection_mixer", "model", inject=False)
+    return _stream_weights(spec, "hc_head", "model", n, 1)
 
 
 def _stream_weights(
@@ -388,14 +412,22 @@ def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
     ``wk`` (D -> di, one key head), ``k_norm`` (a LayerNorm of di with weight and bias, whatever
     the model's norms) and ``weights_proj`` (D -> Hi). On an attention block MiniMax M3's
     (``MiniMaxM3VLIndexer``): ``q_proj`` (D -> Hi di), ``k_proj`` (D -> di, one key head) and
-    a norm of di on each (the model's norm); with compressed keys the indexer is the
-    compressor's (:func:`compressor_tensors`)."""
+    a norm of di on each (the model's norm), the two projections one ``qk_proj``
+    (D -> (Hi + 1) di) when it scores pooled blocks of keys (``indexer_block``, Qwen4-Exp's
+    ``Qwen4ExpTextQSAIndexer``); with compressed keys the indexer is the compressor's
+    (:func:`compressor_tensors`)."""
     Hi, di = spec.indexer_heads, spec.indexer_head_dim
     if Hi is None or di is None:
         return []
     if spec.mixer == "attention":
         if key_indexer(spec) == (0, 0):
             return []
+        if spec.indexer_block is not None:  # Qwen4-Exp's index_qk_proj
+            return [
+                *_linear("attn.indexer.qk_proj", (Hi + 1) * di, spec.d_model, False, "mixer"),
+                *_norm(spec, "attn.indexer.q_norm", di, "mixer"),
+                *_norm(spec, "attn.indexer.k_norm", di, "mixer"),
+            ]
         return [
             *_linear("attn.indexer.q_proj", Hi * di, spec.d_model, False, "mixer"),
             *_linear("attn.indexer.k_proj", di, spec.d_model, False, "mixer"),

@@ -253,6 +253,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         # hyper-connections without stream mixing, MLA with an output gate and sinks
         ("hy-v4-defaults", ("hy-v4-defaults", False, "meta")),
         ("hy-v4-vl-defaults-text", ("hy-v4-vl-defaults", True, "meta")),
+        # low-rank gated hyper-connections, an indexer over mean-pooled key blocks
+        ("tiny-qwen4-exp-text", ("tiny-qwen4-exp", True, "cpu")),
     ]
 )
 STEPS = ["params", "macs", "kv"]
