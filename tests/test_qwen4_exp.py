@@ -171,3 +171,15 @@ def test_bad_files_are_refused(tmp_path: Path, changes: dict[str, Any], field: s
     with pytest.raises(ConfigError) as raised:
         load_file(path)
     assert field in [p.field for p in raised.value.problems], raised.value.problems
+
+
+def test_sizes_default_to_the_configuration_class(tmp_path: Path) -> None:
+    """A ``qwen4_exp`` file that gives only the indexer (which has no defaults) is the class's
+    defaults: the same model as the defaults written out."""
+    written = load_file(write_config(tmp_path, "qwen4-exp-defaults")).spec
+    keys = ("indexer_n_heads", "indexer_head_dim", "indexer_compress_ratio")
+    text = json.loads(write_config(tmp_path, "qwen4-exp-defaults").read_text())["text_config"]
+    path = tmp_path / "short.json"
+    short = {"model_type": "qwen4_exp_text", **{k: text[k] for k in keys}}
+    path.write_text(json.dumps({"model_type": "qwen4_exp", "text_config": short}))
+    assert param_report(load_file(path).spec).total == param_report(written).total

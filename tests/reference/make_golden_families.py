@@ -255,6 +255,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("hy-v4-vl-defaults-text", ("hy-v4-vl-defaults", True, "meta")),
         # low-rank gated hyper-connections, an indexer over mean-pooled key blocks
         ("tiny-qwen4-exp-text", ("tiny-qwen4-exp", True, "cpu")),
+        ("qwen4-exp-defaults-text", ("qwen4-exp-defaults", True, "meta")),
     ]
 )
 STEPS = ["params", "macs", "kv"]

@@ -18,6 +18,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.families.ssm import NO_POSITION_LIMIT
 from costcalc.formats.hf_reader import (
+    STANDARD_KEYS,
     Reader,
     attention_bias,
     is_whole,
@@ -214,12 +215,17 @@ def _qwen_linear_attention(
     rule: hf_layers.Rule | None = None,
     window: Any = None,
     indexer: dict[str, Any] | None = None,
+    sizes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Shared by Qwen3-Next, Qwen3.5, Qwen4-Exp and Lara Mini: gated attention (``gates``: the
     queries' output gate and the shared expert's gate; with the keys of ``indexer``) every
     ``full_attention_interval``-th layer (or as ``layer_types`` or the family's ``rule`` says;
-    sliding layers within ``window``), Gated DeltaNet elsewhere."""
-    fields = standard_sizes(r)
+    sliding layers within ``window``), Gated DeltaNet elsewhere. The standard sizes have the
+    family's defaults ``sizes``, or are required."""
+    if sizes is None:
+        fields = standard_sizes(r)
+    else:
+        fields = {f: r.value(f, *keys, default=sizes[f]) for f, keys in STANDARD_KEYS.items()}
     fields.update(
         n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=kv_heads),
         head_dim=r.value("head_dim", "head_dim", default=head_dim),
@@ -310,6 +316,16 @@ def qwen3_5_moe_text(r: Reader) -> dict[str, Any]:
     return _qwen_linear_attention(r, split=True, sparse=True, experts=(256, 8))
 
 
+QWEN4_EXP_SIZES = {
+    "vocab_size": 248320,
+    "d_model": 2048,
+    "n_layers": 40,
+    "n_heads": 16,
+    "context_length": 32768,
+}
+"""``Qwen4ExpTextConfig``'s defaults for the standard sizes."""
+
+
 def qwen4_exp_text(r: Reader) -> dict[str, Any]:
     """Qwen4-Exp's text decoder (``Qwen4ExpForCausalLM``; ``qwen4_exp`` holds it under
     ``text_config``): qwen3_5_moe_text's mixers and MoE (512 experts, top 10) with no norm of
@@ -323,7 +339,9 @@ def qwen4_exp_text(r: Reader) -> dict[str, Any]:
     ``full_attention_interval``-th, 4) holds the QSA ``indexer``: ``index_qk_proj`` D ->
     (Hi + 1) di, ``q_layernorm`` and ``k_layernorm`` (di), Hi = ``indexer_n_heads``, di =
     ``indexer_head_dim``, scoring mean-pooled blocks of ``indexer_compress_ratio`` keys; its raw
-    keys (di) are cached. The indexer sizes have no defaults (the attention always builds it);
+    keys (di) are cached. Sizes default to ``Qwen4ExpTextConfig``'s (vocabulary 248,320, width
+    2,048, 40 layers, 16 heads, 32,768 positions). The indexer sizes have no defaults (the
+    attention always builds it);
     ``indexer_kv_heads`` must be 1; ``indexer_budget`` selects tokens and holds no parameter.
     Per-layer n-gram embeddings (a non-empty ``ple_layer_ids``) are not supported."""
     if r.data.get("ple_layer_ids"):
@@ -335,7 +353,9 @@ def qwen4_exp_text(r: Reader) -> dict[str, Any]:
         "indexer_head_dim": r.size("indexer_head_dim", "indexer_head_dim"),
         "indexer_block": r.size("indexer_block", "indexer_compress_ratio"),
     }
-    fields = _qwen_linear_attention(r, split=True, sparse=True, experts=(512, 10), indexer=indexer)
+    fields = _qwen_linear_attention(
+        r, split=True, sparse=True, experts=(512, 10), indexer=indexer, sizes=QWEN4_EXP_SIZES
+    )
     fields.update(
         norms_per_block=0,
         final_norm=False,
