@@ -151,7 +151,10 @@ class BlockFields:
         ),
     )
     attention_sinks: Flag = Field(
-        default=False, description="A learned sink logit per query head (gpt-oss): H parameters."
+        default=False,
+        description=(
+            "A learned sink logit per query head (gpt-oss; attention or mla blocks): H parameters."
+        ),
     )
     attention_gate: Flag = Field(
         default=False,
@@ -163,6 +166,13 @@ class BlockFields:
     attention_gate_bias: Flag = Field(
         default=False,
         description="The output gate carries a bias per head (Beam): H parameters.",
+    )
+    attention_gate_proj: Flag = Field(
+        default=False,
+        description=(
+            "The output gate is its own projection D -> H d (D -> H v on an mla block), "
+            "gate_proj, instead of the query projection's extra outputs (HY V4)."
+        ),
     )
     keys_as_values: Flag = Field(
         default=False,
@@ -256,6 +266,14 @@ class BlockFields:
     indexer_head_dim: Size | None = Field(
         default=None,
         description="Attention or MLA: width of one indexer head and of its cached key.",
+    )
+    indexer_block: Size | None = Field(
+        default=None,
+        description=(
+            "Attention: the indexer scores mean-pooled blocks of this many keys, not every key "
+            "(Qwen4-Exp's QSA): its query and key projections are one (Hi + 1) di x D, and its "
+            "Hi di MACs count per query and complete block of the keys it sees; default: none."
+        ),
     )
     rope_key_norm: Flag = Field(
         default=False,

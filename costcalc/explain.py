@@ -84,10 +84,13 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
     else:
         rows.update(block_rows(spec.stacks[0], L))
     if report.stream_collapse:
-        n = spec.residual_streams
+        n, r = spec.residual_streams, spec.stream_rank
         rows["stream_collapse"] = (
             f"n x n D + n + 1, n = {n} streams => {n} x {n} x {_n(spec.d_model)} + {n} + 1"
             f" = {_n(report.stream_collapse)}"
+            if r is None
+            else f"n D + 2 r n D, n = {n} streams, r = {r} => {n} x {_n(spec.d_model)} x "
+            f"(1 + 2 x {r}) = {_n(report.stream_collapse)}"
         )
     if report.altup_projections:
         m = spec.altup_streams or 1
@@ -300,6 +303,14 @@ def explain_macs(
     )
     if compressed:
         terms += f" + compressed keys: {compressed}"
+    blocks = " + ".join(
+        f"{s.n_layers:,} x {_n(macs.block_indexer_width(s))} x "
+        f"{_n(macs.indexer_blocks(s, 0, length - 1))}"
+        for s in spec.stacks
+        if macs.block_indexer_width(s)
+    )
+    if blocks:
+        terms += f" + indexer over pooled key blocks: {blocks}"
     rows["attention_pair"] = (
         f"B x L x 2Hd x pairs, pairs = {pairs} per head (within any window) => "
         f"{B} x ({terms}) = {_n(report.attention_pair)}"
@@ -309,12 +320,15 @@ def explain_macs(
             f"convolutions and scans of the recurrent mixers = {_n(report.sequence_mixing)}"
         )
     if report.stream_mixing:
-        words = (
-            "n x n by D x n and the router n x D again per block, 2 (n - 1) D^2 into and out "
-            "of the n AltUp streams"
-            if spec.altup_streams is not None
-            else "n x n by n x D twice per block, n x n D to collapse the n residual streams"
-        )
+        words = "n x n by n x D twice per block, n x n D to collapse the n residual streams"
+        if spec.altup_streams is not None:
+            words = (
+                "n x n by D x n and the router n x D again per block, 2 (n - 1) D^2 into and "
+                "out of the n AltUp streams"
+            )
+        elif spec.stream_rank is not None or not spec.stream_mixing:
+            collapse = "n x n D" if spec.stream_rank is None else "2 r n D (rank r)"
+            words = f"{collapse} to collapse the n residual streams (no mixing per block)"
         per_token("stream_mixing", words, macs.residual_stream_macs_per_token(spec))
     if report.embedding_projection:
         words = "2 x E x D" if spec.embed_width != spec.d_model else ""

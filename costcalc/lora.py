@@ -212,6 +212,15 @@ DENSE_LLAMA_FAMILIES = (
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 
 FAMILY_NAMES: dict[str, FamilyNames] = {
+    "qwen4_exp_text": _names(
+        {"attn_hc": "attn_hyper_connection", "ffn_hc": "mlp_hyper_connection"},
+        {
+            **ROUTER_GATE,
+            "attn.indexer.qk_proj": "self_attn.indexer.index_qk_proj",
+            "attn.indexer.q_norm": "self_attn.indexer.q_layernorm",
+            "attn.indexer.k_norm": "self_attn.indexer.k_layernorm",
+        },
+    ),
     "ernie4_5_vl_moe_text": _names(renames=ERNIE_VL_RENAMES),
     **dict.fromkeys(LLAMA_FAMILIES.split(), LLAMA),
     **dict.fromkeys(DENSE_LLAMA_FAMILIES.split(), LLAMA),
@@ -275,6 +284,8 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "dots3_note_text",
             "minimax_m3_vl_text",
             "deepseek_ocr2_text",
+            "hy_v4",
+            "hy_v4_vl_text",
         ),
         DEEPSEEK_NAMES,
     ),

@@ -24,6 +24,8 @@ H query heads, K key/value heads, d head width, h FFN hidden width, X experts, k
 
 from __future__ import annotations
 
+import math
+
 from costcalc.errors import UsageError, check_choice
 from costcalc.spec import ModelSpec
 from costcalc.tensors import (
@@ -216,7 +218,8 @@ def pair_width(spec: ModelSpec) -> int:
     attention (H (d + dv) with values of their own width), H (n + r + v) for MLA, plus for a
     sparse-attention indexer Hi (di + 1) on MLA (its scores q k over Hi heads of di, then their
     weighted sum over the heads) or Hi di on attention (the scores, max-pooled per block of
-    keys; with compressed keys the indexer scores those instead); transformers' eager indexers
+    keys; with compressed keys the indexer scores those instead, with ``indexer_block`` pooled
+    blocks of keys: :func:`block_indexer_width`); transformers' eager indexers
     score every pair before keeping their top k; twice 2 H d for differential attention (two
     maps, each applied to the values); 0 without attention, and 0 for a gated cross-attention
     block (text-only input skips it)."""
@@ -231,8 +234,24 @@ def pair_width(spec: ModelSpec) -> int:
     if spec.mixer != "attention":
         return 0
     maps = 2 if spec.differential_attention else 1
-    heads, width = key_indexer(spec)
-    return heads * width + maps * H * (spec.head_width + value_width(spec))
+    per_key = 0 if spec.indexer_block is not None else math.prod(key_indexer(spec))
+    return per_key + maps * H * (spec.head_width + value_width(spec))
+
+
+def block_indexer_width(spec: ModelSpec) -> int:
+    """MACs of one query and one pooled block of keys: Hi di for an indexer that scores blocks
+    of ``indexer_block`` keys, else 0."""
+    return 0 if spec.indexer_block is None else math.prod(key_indexer(spec))
+
+
+def indexer_blocks(spec: ModelSpec, first: int, last: int) -> int:
+    """Complete blocks of ``indexer_block`` m keys the queries at positions first..last score:
+    floor((p + 1) / m) each, the keys a query sees (its own mask, causal however the attention
+    is counted); 0 without pooled blocks or for an empty range."""
+    m = spec.indexer_block
+    if m is None or last < first:
+        return 0
+    return compressed_keys_below(last + 1, m) - compressed_keys_below(first, m)
 
 
 def skipped_layers(spec: ModelSpec) -> int:
@@ -249,7 +268,8 @@ SKIPPED_WORDS = (
 
 def attention_pair_macs(spec: ModelSpec, batch: int, length: int, causal: bool = False) -> int:
     """Q K^T and weights x V: 2 B L H d pairs(T); 2 B T^2 D per block for a plain block; plus
-    the pairs with compressed keys (:func:`compressed_pairs`).
+    the pairs with compressed keys (:func:`compressed_pairs`) and an indexer's pooled blocks
+    (:func:`indexer_blocks`).
 
     Grouped key/value heads are repeated to H heads before the products, so H (not K) counts.
     """
@@ -259,6 +279,7 @@ def attention_pair_macs(spec: ModelSpec, batch: int, length: int, causal: bool =
             pair_width(stack)
             * attention_pairs(length, causal, stack.sliding_window, stack.attention_chunk)
             + compressed_pair_width(stack) * compressed_pairs(stack, length, causal)
+            + block_indexer_width(stack) * indexer_blocks(stack, 0, length - 1)
         )
         for stack in spec.stacks
     )
@@ -293,7 +314,8 @@ def compressed_keys_below(n: int, rate: int) -> int:
 def residual_stream_macs_per_token(spec: ModelSpec) -> int:
     """Products of several residual streams beyond the weight matrices counted with the blocks.
     Hyper-connections: each block mixes its n ``residual_streams`` twice (n x n by n x D:
-    2 n^2 D), and the last collapse multiplies by its n x n D matrix. AltUp (n
+    2 n^2 D; none without ``stream_mixing`` or with ``stream_rank``), and the last collapse
+    multiplies by its matrices (n x n D; 2 r n D with ``stream_rank``). AltUp (n
     ``altup_streams``): each block mixes the streams once (n x n by D x n: n^2 D) and runs its
     router a second time (n D), and the model projects into and out of them (2 (n - 1) D^2).
     0 with one stream and no AltUp."""
@@ -301,7 +323,8 @@ def residual_stream_macs_per_token(spec: ModelSpec) -> int:
     hyper = 0
     if n > 1:
         collapse = sum(t.macs_per_token(1) for t in stream_collapse_tensors(spec))
-        hyper = 2 * n * n * D * L + collapse
+        mixing = spec.stream_mixing and spec.stream_rank is None
+        hyper = (2 * n * n * D * L if mixing else 0) + collapse
     m = spec.altup_streams
     if m is None:
         return hyper
@@ -445,6 +468,7 @@ def decode_token_macs(spec: ModelSpec, position: int, batch: int = 1) -> int:
         * (
             pair_width(stack) * cached_keys(stack, position)
             + compressed_pair_width(stack) * _compressed_over(stack, position, position)
+            + block_indexer_width(stack) * indexer_blocks(stack, position, position)
         )
         for stack in spec.stacks
     )
@@ -470,6 +494,7 @@ def decode_macs(spec: ModelSpec, prompt: int, generated: int, batch: int = 1) ->
         * (
             pair_width(stack) * _keys_over(stack, prompt, last)
             + compressed_pair_width(stack) * _compressed_over(stack, prompt, last)
+            + block_indexer_width(stack) * indexer_blocks(stack, prompt, last)
         )
         for stack in spec.stacks
     )

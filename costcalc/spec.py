@@ -173,6 +173,23 @@ class ModelSpec(BlockFields, BaseModel):
             "learned weights from the flattened streams; a last collapse before the final norm."
         ),
     )
+    stream_mixing: Flag = Field(
+        default=True,
+        description=(
+            "The hyper-connections mix the residual streams n x n (DeepSeek-V4); false: each "
+            "only collapses and expands them, with no mixing matrix (HY V4's independent "
+            "hyper-connections: fn 2 n x n D, base 2 n, scale 2)."
+        ),
+    )
+    stream_rank: Size | None = Field(
+        default=None,
+        description=(
+            "Gated low-rank hyper-connections of rank r over the residual_streams (Qwen4-Exp): "
+            "each collapses the streams through a norm of n D, n D -> r -> n D weights and "
+            "injects the branch's output back (n D -> n); the last collapse has no injection "
+            "and replaces the final norm. Default: none (DeepSeek-V4's kind)."
+        ),
+    )
     altup_streams: Annotated[int, Field(strict=True, ge=1, le=MAX_STREAMS)] | None = Field(
         default=None,
         description=(
@@ -518,6 +535,17 @@ def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
 INDEXER_SIZES = ("indexer_heads", "indexer_head_dim")
 
 
+@_rule("mixer", "indexer_block", "kv_compress_rate", *INDEXER_SIZES)
+def _block_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Pooled blocks of keys belong to an attention block's own indexer."""
+    if spec.indexer_block is None:
+        return
+    if spec.indexer_heads is None:
+        yield ("indexer_block", "pools the indexer's keys; give indexer_heads")
+    elif spec.mixer != "attention" or spec.kv_compress_rate is not None:
+        yield ("indexer_block", "applies to the own indexer of an attention block")
+
+
 @_rule("mixer", "q_lora_rank", *INDEXER_SIZES)
 def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     """The indexer's two sizes go together, on an attention block or on an MLA block whose
@@ -601,7 +629,7 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "kv_cache_all_tokens": spec.kv_cache_all_tokens,
         "head_dim": spec.head_dim is not None,
         "qk_norm": spec.qk_norm != "none",
-        "attention_sinks": spec.attention_sinks,
+        "attention_sinks": spec.attention_sinks and spec.mixer != "mla",
         "attention_gate": spec.attention_gate and spec.mixer != "mla",
         "attention_gate_bias": spec.attention_gate_bias,
         "keys_as_values": spec.keys_as_values,
@@ -686,6 +714,18 @@ def _differential_pairs(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         )
 
 
+@_rule("residual_streams", "stream_mixing", "stream_rank")
+def _streams_to_mix(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    for name, given in (
+        ("stream_mixing", not spec.stream_mixing),
+        ("stream_rank", spec.stream_rank is not None),
+    ):
+        if given and spec.residual_streams == 1:
+            yield (name, "a model with one residual stream has no hyper-connections")
+    if not spec.stream_mixing and spec.stream_rank is not None:
+        yield ("stream_mixing", "low-rank hyper-connections (stream_rank) have no mixing matrix")
+
+
 @_rule("per_layer_input_width", "per_layer_vocab")
 def _per_layer_table(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.per_layer_vocab is not None and spec.per_layer_input_width is None:
@@ -731,10 +771,12 @@ def _gate_to_fuse(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("fused_gate_up", f"a plain {spec.ffn} FFN has no gate to fuse")
 
 
-@_rule("attention_gate", "attention_gate_bias")
+@_rule("attention_gate", "attention_gate_bias", "attention_gate_proj")
 def _gate_for_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.attention_gate_bias and not spec.attention_gate:
         yield ("attention_gate_bias", "a bias of the output gate needs attention_gate")
+    if spec.attention_gate_proj and not spec.attention_gate:
+        yield ("attention_gate_proj", "the output gate's own projection needs attention_gate")
 
 
 @_rule("norm", "norm_bias")

@@ -121,15 +121,17 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     """Q, K, V (fused into one (H + 2K) d x D matrix, or three; no V when the values reuse the
     keys; no K, V or k norm when the block reads an earlier block's keys and values), the output
     D x H d, q/k norms, sinks and differential attention's 4 lambda vectors of d. An output gate
-    doubles the query projection (2 H d), with a bias of H when ``attention_gate_bias``; a gate
-    per head is its own H x D projection. Values of another width dv (``v_head_dim``) make V
+    doubles the query projection (2 H d), or is its own ``gate_proj`` H d x D with
+    ``attention_gate_proj``, with a bias of H when ``attention_gate_bias``; a gate per head is
+    its own H x D projection. Values of another width dv (``v_head_dim``) make V
     K dv x D and the output D x H dv. With ``attention_experts`` the query and output
     projections are experts (:func:`head_expert_tensors`) and K and V stay (one ``kv_proj``
     when fused). A gated cross-attention block names them ``cross_attn.*`` and adds the scalar
     gate of its attention branch (``cross_attn_attn_gate``)."""
     D, H, K, d = attention_input(spec), spec.n_heads or 0, spec.kv_heads, spec.head_width
     dv = value_width(spec)
-    q = (2 if spec.attention_gate else 1) * H * d
+    fused_gate, own_gate = gate_kind(spec)
+    q = (2 if fused_gate else 1) * H * d
     bias = spec.qkv_bias
     kv = 0 if spec.shares_kv else K * d + (0 if spec.keys_as_values else K * dv)
     experts = head_expert_tensors(spec)
@@ -144,6 +146,8 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
         if not (spec.keys_as_values or spec.shares_kv):
             tensors += _linear("attn.v_proj", K * dv, D, bias, "mixer")
     tensors += experts or output_tensors(spec, H * dv)
+    if own_gate:
+        tensors += _linear("attn.gate_proj", H * d, D, False, "mixer")
     if spec.qk_norm == "key":
         tensors += _norm(spec, "attn.k_norm", d, "mixer")
     elif spec.qk_norm != "none":
@@ -164,6 +168,12 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
         cross = [replace(t, name=f"cross_{t.name}") for t in tensors]
         return [*cross, Tensor("cross_attn_attn_gate", (1,), "mixer")]
     return tensors
+
+
+def gate_kind(spec: ModelSpec) -> tuple[bool, bool]:
+    """Where the output gate (``attention_gate``) is: (in the query projection, its own
+    projection ``attention_gate_proj``); neither without a gate."""
+    return spec.attention_gate and not spec.attention_gate_proj, spec.attention_gate_proj
 
 
 def head_expert_tensors(spec: ModelSpec) -> list[Tensor]:
@@ -285,21 +295,50 @@ def _pooling_tensors(
     ]
 
 
-def hyper_connection_tensors(spec: ModelSpec, name: str, part: Part, scales: int) -> list[Tensor]:
+def hyper_connection_tensors(spec: ModelSpec, name: str, part: Part) -> list[Tensor]:
     """One hyper-connection over n = ``residual_streams`` copies of the residual stream
     (DeepSeek-V4's ``DeepseekV4HyperConnection``): ``fn`` (2 + n) n x n D (a matmul of the
     flattened streams giving n collapse, n expand and n x n mixing weights), ``base``
-    (2 + n) n, ``scale`` (3); none with one stream."""
+    (2 + n) n, ``scale`` (3); without ``stream_mixing`` (HY V4's ``HYV4HyperConnection``)
+    ``fn`` 2 n x n D, ``base`` 2 n, ``scale`` (2); none with one stream."""
     n = spec.residual_streams
-    return _stream_weights(spec, name, part, (2 + n) * n, scales) if n > 1 else []
+    if n == 1:
+        return []
+    if spec.stream_rank is not None:
+        return low_rank_stream_tensors(spec, name, part, inject=True)
+    if spec.stream_mixing:
+        return _stream_weights(spec, name, part, (2 + n) * n, 3)
+    return _stream_weights(spec, name, part, 2 * n, 2)
+
+
+def low_rank_stream_tensors(spec: ModelSpec, name: str, part: Part, inject: bool) -> list[Tensor]:
+    """A gated low-rank hyper-connection of rank r = ``stream_rank`` over n streams of D
+    (Qwen4-Exp's ``Qwen4ExpTextGatedResidual``): ``hc_norm`` (n D), ``input_mix_weight_down``
+    r x n D, ``input_mix_weight_up`` n D x r and, with ``inject``, ``block_inject_weight``
+    n x n D."""
+    nD, r = spec.residual_streams * spec.d_model, spec.stream_rank or 0
+    tensors = [
+        *_norm(spec, f"{name}.hc_norm", nD, part),
+        Tensor(f"{name}.input_mix_weight_down.weight", (r, nD), part, "matmul"),
+        Tensor(f"{name}.input_mix_weight_up.weight", (nD, r), part, "matmul"),
+    ]
+    if inject:
+        n = spec.residual_streams
+        tensors.append(Tensor(f"{name}.block_inject_weight.weight", (n, nD), part, "matmul"))
+    return tensors
 
 
 def stream_collapse_tensors(spec: ModelSpec) -> list[Tensor]:
     """The last collapse of n ``residual_streams`` into one before the final norm
-    (``DeepseekV4HyperHead``): ``hc_fn`` n x n D, ``hc_base`` n, ``hc_scale`` 1; none with one
+    (``DeepseekV4HyperHead``): ``hc_fn`` n x n D, ``hc_base`` n, ``hc_scale`` 1; with
+    ``stream_rank`` a low-rank one without injection (``hyper_connection_mixer``); none with one
     stream."""
     n = spec.residual_streams
-    return _stream_weights(spec, "hc_head", "model", n, 1) if n > 1 else []
+    if n == 1:
+        return []
+    if spec.stream_rank is not None:
+        return low_rank_stream_tensors(spec, "hyper_connection_mixer", "model", inject=False)
+    return _stream_weights(spec, "hc_head", "model", n, 1)
 
 
 def _stream_weights(
@@ -336,16 +375,19 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
     """Multi-head latent attention (DeepSeek-V2/V3): low-rank query and key/value paths.
 
     q: D x rq + rq x H (n + r) with a norm of rq (or D x H (n + r) directly; 2 rq inputs with
-    ``query_latent_both``, H v more outputs, the output gate, with ``attention_gate``); kv:
-    D x (rkv + r), a norm of rkv (and one of r with ``rope_key_norm``), rkv x H (n + v); output
-    H v x D; a gate per head H x D with ``attention_head_gate``. n, r, v: no-rope, rope and
-    value head dims.
+    ``query_latent_both``); kv: D x (rkv + r), a norm of rkv (and one of r with
+    ``rope_key_norm``), rkv x H (n + v); output H v x D; a gate per head H x D with
+    ``attention_head_gate``; an output gate with ``attention_gate``, H v more outputs of the
+    last query projection (A.X K2), or its own ``gate_proj`` H v x D with
+    ``attention_gate_proj`` (HY V4); H sinks with ``attention_sinks``. n, r, v: no-rope, rope
+    and value head dims.
     """
     D, H = spec.d_model, spec.n_heads or 0
     n, r, v = spec.qk_nope_head_dim or 0, spec.qk_rope_head_dim or 0, spec.v_head_dim or 0
     rkv, rq = spec.kv_lora_rank or 0, spec.q_lora_rank
     bias = spec.qkv_bias
-    q = H * (n + r + (v if spec.attention_gate else 0))
+    fused_gate, own_gate = gate_kind(spec)
+    q = H * (n + r + (v if fused_gate else 0))
     if rq is None:
         tensors = _linear("attn.q_proj", q, D, False, "mixer")
     else:
@@ -362,6 +404,8 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
         *_linear("attn.kv_b_proj", H * (n + v), rkv, False, "mixer"),
         *_linear("attn.o_proj", D, H * v, spec.attn_out_bias, "mixer"),
         *(_linear("attn.g_proj", H, D, False, "mixer") if spec.attention_head_gate else []),
+        *(_linear("attn.gate_proj", H * v, D, False, "mixer") if own_gate else []),
+        *([Tensor("attn.sinks", (H,), "mixer")] if spec.attention_sinks else []),
         *indexer_tensors(spec),
     ]
 
@@ -382,14 +426,22 @@ def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
     ``wk`` (D -> di, one key head), ``k_norm`` (a LayerNorm of di with weight and bias, whatever
     the model's norms) and ``weights_proj`` (D -> Hi). On an attention block MiniMax M3's
     (``MiniMaxM3VLIndexer``): ``q_proj`` (D -> Hi di), ``k_proj`` (D -> di, one key head) and
-    a norm of di on each (the model's norm); with compressed keys the indexer is the
-    compressor's (:func:`compressor_tensors`)."""
+    a norm of di on each (the model's norm), the two projections one ``qk_proj``
+    (D -> (Hi + 1) di) when it scores pooled blocks of keys (``indexer_block``, Qwen4-Exp's
+    ``Qwen4ExpTextQSAIndexer``); with compressed keys the indexer is the compressor's
+    (:func:`compressor_tensors`)."""
     Hi, di = spec.indexer_heads, spec.indexer_head_dim
     if Hi is None or di is None:
         return []
     if spec.mixer == "attention":
         if key_indexer(spec) == (0, 0):
             return []
+        if spec.indexer_block is not None:  # Qwen4-Exp's index_qk_proj
+            return [
+                *_linear("attn.indexer.qk_proj", (Hi + 1) * di, spec.d_model, False, "mixer"),
+                *_norm(spec, "attn.indexer.q_norm", di, "mixer"),
+                *_norm(spec, "attn.indexer.k_norm", di, "mixer"),
+            ]
         return [
             *_linear("attn.indexer.q_proj", Hi * di, spec.d_model, False, "mixer"),
             *_linear("attn.indexer.k_proj", di, spec.d_model, False, "mixer"),
@@ -662,7 +714,7 @@ def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
     norm (``norm_gate_rank``)."""
     build = MIXERS.get(spec.mixer)
     tensors = [] if build is None else build(spec)
-    tensors += hyper_connection_tensors(spec, "attn_hc", "mixer", 3) if tensors else []
+    tensors += hyper_connection_tensors(spec, "attn_hc", "mixer") if tensors else []
     tensors = in_set(spec, tensors + norm_gate_tensors(spec, "mixer")) + qkv_adapter_tensors(spec)
     if spec.parallel_mamba:
         tensors += mamba_tensors(spec)
@@ -822,7 +874,7 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors.append(Tensor("mlp.act_fn.scalar", (1,), "ffn", copies=spec.ffn_act_params))
     if spec.gated_cross_attention:
         tensors.append(Tensor("cross_attn_mlp_gate", (1,), "ffn"))
-    tensors = in_set(spec, tensors + hyper_connection_tensors(spec, "ffn_hc", "ffn", 3))
+    tensors = in_set(spec, tensors + hyper_connection_tensors(spec, "ffn_hc", "ffn"))
     return tensors + ffn_adapter_tensors(spec) + use_projection_tensors(spec)
 
 

@@ -254,6 +254,12 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-zamba2", ("tiny-zamba2", False, "cpu")),
         ("zamba-7b-v1", ("zamba-7b-v1", False, "meta")),
         ("tiny-zamba", ("tiny-zamba", False, "cpu")),
+        # hyper-connections without stream mixing, MLA with an output gate and sinks
+        ("hy-v4-defaults", ("hy-v4-defaults", False, "meta")),
+        ("hy-v4-vl-defaults-text", ("hy-v4-vl-defaults", True, "meta")),
+        # low-rank gated hyper-connections, an indexer over mean-pooled key blocks
+        ("tiny-qwen4-exp-text", ("tiny-qwen4-exp", True, "cpu")),
+        ("qwen4-exp-defaults-text", ("qwen4-exp-defaults", True, "meta")),
     ]
 )
 STEPS = ["params", "macs", "kv"]

@@ -209,6 +209,22 @@ CASES += [
         "minimax-m2",
         {"r": 4, "target_modules": ["w1", "w3", "w2", "gate"]},
     ),
+    ("tiny-qwen4-exp-all-linear-r16", "tiny-qwen4-exp", ALL_LINEAR),
+    (
+        "tiny-qwen4-exp-indexer-streams-r4",
+        "tiny-qwen4-exp",
+        {
+            "r": 4,
+            "target_modules": ["index_qk_proj", "input_mix_weight_down", "in_proj_qkv", "q_proj"],
+        },
+    ),
+    ("hy-v4-defaults-all-linear-r16", "hy-v4-defaults", ALL_LINEAR),
+    (
+        "hy-v4-defaults-gates-indexer-r8",
+        "hy-v4-defaults",
+        {"r": 8, "target_modules": ["gate_proj", "q_a_proj", "wq_b", "weights_proj"]},
+    ),
+    ("hy-v4-vl-defaults-text-all-linear-r16", "hy-v4-vl-defaults", ALL_LINEAR),
     ("glm-4.7-flash-all-linear-r16", "glm-4.7-flash", ALL_LINEAR),
     ("glm-4.7-flash-mla-r8", "glm-4.7-flash", {"r": 8, "target_modules": MLA}),
     (
@@ -535,6 +551,8 @@ TEXT_DECODER = {
     "llama-3.2-11b-vision-instruct",
     "ernie-4.5-vl-28b-a3b",
     "phi4-multimodal-defaults",
+    "hy-v4-vl-defaults",
+    "tiny-qwen4-exp",
 }
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped: as its own
 causal LM, or (no ``AutoModelForCausalLM`` class) as the language model and LM head of the

@@ -41,11 +41,15 @@ SparseLayers = Callable[[Reader, dict[str, Any], dict[str, Any]], None]
 
 
 def mla_layout(
-    r: Reader, tie: bool = False, mla: dict[str, int | None] = MLA_DEFAULTS
+    r: Reader,
+    tie: bool = False,
+    mla: dict[str, int | None] = MLA_DEFAULTS,
+    sizes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The shared layout with MLA instead of Llama's attention: the sizes ``mla`` with their
-    defaults, biases as ``attention_bias`` says, a dense SwiGLU MLP of ``intermediate_size``."""
-    fields = llama_layout(r, tie=tie)
+    defaults, biases as ``attention_bias`` says, a dense SwiGLU MLP of ``intermediate_size``
+    (the standard ``sizes`` defaulted as ``llama_layout`` does)."""
+    fields = llama_layout(r, tie=tie, sizes=sizes)
     for name in ("n_kv_heads", "head_dim"):  # MLA has no per-head keys of its own
         fields.pop(name)
     r.forget("n_kv_heads", "head_dim")
