@@ -229,8 +229,12 @@ class BlockFields:
     kv_lora_rank: Size | None = Field(
         default=None, description="MLA: rank of the key/value latent."
     )
-    qk_rope_head_dim: Size | None = Field(
-        default=None, description="MLA: rotary dimensions per head (shared key part)."
+    qk_rope_head_dim: Count | None = Field(
+        default=None,
+        description=(
+            "MLA: rotary dimensions per head (shared key part); 0 for a block without "
+            "positions (no rotary part)."
+        ),
     )
     qk_nope_head_dim: Size | None = Field(
         default=None, description="MLA: dimensions per head without positions."
@@ -253,6 +257,22 @@ class BlockFields:
     indexer_head_dim: Size | None = Field(
         default=None,
         description="Attention or MLA: width of one indexer head and of its cached key.",
+    )
+    indexer_query_norm: Flag = Field(
+        default=False,
+        description=(
+            "MLA: the sparse-attention indexer's queries come from the block input through a "
+            "LayerNorm of D (weight and bias) and a D -> Hi di projection (Mistral Large 4), "
+            "not from the query latent."
+        ),
+    )
+    query_position_scale: Flag = Field(
+        default=False,
+        description=(
+            "MLA: a learned scale s and bias b per query head multiply the queries by "
+            "s log(position + 1) + b (Mistral Large 4's softmax scaling): 2 H parameters, "
+            "2 Hi more in the sparse-attention indexer."
+        ),
     )
     rope_key_norm: Flag = Field(
         default=False,

@@ -262,6 +262,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "dots3_note_text",
             "minimax_m3_vl_text",
             "deepseek_ocr2_text",
+            "mistral_large4_text",
         ),
         DEEPSEEK_NAMES,
     ),

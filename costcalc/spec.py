@@ -141,6 +141,13 @@ class ModelSpec(BlockFields, BaseModel):
         default=None,
         description="Rotary dimensions per head (partial rotary); default: head_dim.",
     )
+    rotary_scale: Flag = Field(
+        default=False,
+        description=(
+            "A learned scale per rotary frequency (Mistral Large 4's rotary_emb.alpha): r / 2 "
+            "parameters, r the rotary width (qk_rope_head_dim on MLA)."
+        ),
+    )
     embedding_dim: Size | None = Field(
         default=None,
         description="Width of the token table when it differs from d_model (projected in and out).",
@@ -495,12 +502,16 @@ MLA_SIZES = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim
 MLA_FIELDS = ("q_lora_rank", *MLA_SIZES)
 
 
-@_rule("mixer", *MLA_FIELDS, "rope_key_norm")
+MLA_FLAGS = ("rope_key_norm", "query_position_scale", "indexer_query_norm")
+
+
+@_rule("mixer", *MLA_FIELDS, *MLA_FLAGS)
 def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    """MLA needs its four sizes; they (and ``rope_key_norm``) mean nothing to another mixer (but
-    for attention's value width, ``v_head_dim``)."""
-    if spec.rope_key_norm and spec.mixer != "mla":
-        yield ("rope_key_norm", f"applies to mla blocks; this block's mixer is {spec.mixer}")
+    """MLA needs its four sizes; they (and its flags) mean nothing to another mixer (but for
+    attention's value width, ``v_head_dim``)."""
+    for name in MLA_FLAGS if spec.mixer != "mla" else ():
+        if getattr(spec, name):
+            yield (name, f"applies to mla blocks; this block's mixer is {spec.mixer}")
     for name in MLA_SIZES if spec.mixer == "mla" else ():
         if getattr(spec, name) is None:
             yield (name, "required for mla blocks (multi-head latent attention)")
@@ -514,12 +525,15 @@ def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
 INDEXER_SIZES = ("indexer_heads", "indexer_head_dim")
 
 
-@_rule("mixer", "q_lora_rank", *INDEXER_SIZES)
+@_rule("mixer", "q_lora_rank", "indexer_query_norm", *INDEXER_SIZES)
 def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     """The indexer's two sizes go together, on an attention block or on an MLA block whose
-    queries pass through the low-rank path (there the indexer reads the query latent)."""
+    indexer reads the query latent (``q_lora_rank``) or the block input
+    (``indexer_query_norm``)."""
     given = [name for name in INDEXER_SIZES if getattr(spec, name) is not None]
     if not given:
+        if spec.indexer_query_norm:
+            yield ("indexer_query_norm", "feeds a sparse-attention indexer; give indexer_heads")
         return
     for name in INDEXER_SIZES:
         if name not in given:
@@ -529,8 +543,12 @@ def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             yield (given[0], "the indexer reads the query latent: query_rank is required")
     elif spec.mixer not in ("mla", "attention"):
         yield (given[0], f"applies to attention and mla blocks; this block's mixer is {spec.mixer}")
-    elif spec.mixer == "mla" and spec.q_lora_rank is None:
-        yield (given[0], "the indexer reads the query latent: q_lora_rank is required")
+    elif spec.mixer == "mla" and spec.q_lora_rank is None and not spec.indexer_query_norm:
+        yield (
+            given[0],
+            "the indexer reads the query latent: q_lora_rank is required (or "
+            "indexer_query_norm: its queries from the block input)",
+        )
 
 
 COMPRESSED_ATTENTION = (
@@ -738,6 +756,12 @@ def _tied_head_rows(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             f"a tied LM head is the token table ({spec.vocab_rows:,} rows); "
             "give tie_embeddings: false for a head of its own",
         )
+
+
+@_rule("position", "rotary_scale")
+def _scale_needs_rotary(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.rotary_scale and spec.position != "rotary":
+        yield ("rotary_scale", "scales rotary frequencies; position is not rotary")
 
 
 @_rule("position", "position_offset")

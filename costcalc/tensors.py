@@ -359,8 +359,17 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
         *_linear("attn.kv_b_proj", H * (n + v), rkv, False, "mixer"),
         *_linear("attn.o_proj", D, H * v, spec.attn_out_bias, "mixer"),
         *(_linear("attn.g_proj", H, D, False, "mixer") if spec.attention_head_gate else []),
+        *query_scale_tensors(spec, "attn.softmax_scaling", H),
         *indexer_tensors(spec),
     ]
+
+
+def query_scale_tensors(spec: ModelSpec, name: str, heads: int) -> list[Tensor]:
+    """With ``query_position_scale``, a scale and a bias per query head (``scale``, ``bias``:
+    heads each; Mistral Large 4's ``softmax_scaling``); none without."""
+    if not spec.query_position_scale:
+        return []
+    return [Tensor(f"{name}.{kind}", (heads,), "mixer") for kind in ("scale", "bias")]
 
 
 def key_indexer(spec: ModelSpec) -> tuple[int, int]:
@@ -393,14 +402,24 @@ def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
             *_norm(spec, "attn.indexer.q_norm", di, "mixer"),
             *_norm(spec, "attn.indexer.k_norm", di, "mixer"),
         ]
-    if spec.q_lora_rank is None:
+    if spec.indexer_query_norm:
+        D = spec.d_model
+        queries = [
+            Tensor("attn.indexer.q_input_norm.weight", (D,), "mixer"),
+            Tensor("attn.indexer.q_input_norm.bias", (D,), "mixer"),
+            *_linear("attn.indexer.wq_b", Hi * di, D, False, "mixer"),
+        ]
+    elif spec.q_lora_rank is not None:
+        queries = _linear("attn.indexer.wq_b", Hi * di, spec.q_lora_rank, False, "mixer")
+    else:
         return []
     return [
-        *_linear("attn.indexer.wq_b", Hi * di, spec.q_lora_rank, False, "mixer"),
+        *queries,
         *_linear("attn.indexer.wk", di, spec.d_model, False, "mixer"),
         Tensor("attn.indexer.k_norm.weight", (di,), "mixer"),
         Tensor("attn.indexer.k_norm.bias", (di,), "mixer"),
         *_linear("attn.indexer.weights_proj", Hi, spec.d_model, False, "mixer"),
+        *query_scale_tensors(spec, "attn.indexer.softmax_scaling", Hi),
     ]
 
 
@@ -867,6 +886,7 @@ def model_tensors(spec: ModelSpec) -> list[Tensor]:
     tensors = [Tensor("embed_tokens.weight", (V, E), "model")]
     if spec.position_rows:
         tensors.append(Tensor("embed_positions.weight", (spec.position_rows, D), "model"))
+    tensors += rotary_scale_tensors(spec)
     if E != D:
         tensors += _linear("project_in", D, E, False, "model")
         tensors += _linear("project_out", E, D, False, "model")
@@ -882,6 +902,15 @@ def model_tensors(spec: ModelSpec) -> list[Tensor]:
     if spec.lm_head_bias:
         tensors.append(Tensor("lm_head.bias", (spec.output_rows,), "model"))
     return tensors
+
+
+def rotary_scale_tensors(spec: ModelSpec) -> list[Tensor]:
+    """With ``rotary_scale``, ``rotary_emb.alpha``: one learned scale per rotary frequency, r / 2
+    for r rotary dimensions (``qk_rope_head_dim`` on MLA); none without."""
+    if not spec.rotary_scale:
+        return []
+    r = spec.qk_rope_head_dim if spec.mixer == "mla" else spec.rotary_width
+    return [Tensor("rotary_emb.alpha", ((r or 0) // 2,), "model")]
 
 
 def per_layer_table(spec: ModelSpec) -> list[Tensor]:

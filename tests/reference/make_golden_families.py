@@ -250,6 +250,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-zamba2", ("tiny-zamba2", False, "cpu")),
         ("zamba-7b-v1", ("zamba-7b-v1", False, "meta")),
         ("tiny-zamba", ("tiny-zamba", False, "cpu")),
+        ("mistral-large-4-defaults", ("mistral-large-4-defaults", True, "meta")),
     ]
 )
 STEPS = ["params", "macs", "kv"]

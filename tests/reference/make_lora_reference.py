@@ -310,6 +310,7 @@ CASES += [
     (f"{fixture}-all-linear-r16", fixture, ALL_LINEAR)
     for fixture in (
         "deepseek-v4-flash",
+        "mistral-large-4-defaults",
         "flexolmo-7x7b-1t",
         "mimo-v2-flash",
         "bamba-9b",
@@ -521,6 +522,7 @@ TEXT_DECODER = {
     "qwen3-omni-30b-a3b-instruct",
     "llama-3.2-11b-vision-instruct",
     "ernie-4.5-vl-28b-a3b",
+    "mistral-large-4-defaults",
 }
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped: as its own
 causal LM, or (no ``AutoModelForCausalLM`` class) as the language model and LM head of the
