@@ -258,6 +258,15 @@ class BlockFields:
         default=None,
         description="Attention or MLA: width of one indexer head and of its cached key.",
     )
+    indexer_key_pool: Size | None = Field(
+        default=None,
+        description=(
+            "MLA: the sparse-attention indexer scores keys pooled over m tokens "
+            "(GLM-5.3-Flash's index_kpool): a position bias m x di and a gate di x D; each "
+            "query scores floor(T / m) pooled keys, and the cache keeps 2 di + 1 per token "
+            "(keys, gate scores, a validity flag). Default: every token's key."
+        ),
+    )
     indexer_query_norm: Flag = Field(
         default=False,
         description=(

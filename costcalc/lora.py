@@ -433,7 +433,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         {"attn": "temporal_block", "mlp": "mlp_block", "mixer": "temporal_block"}
     ),
     **dict.fromkeys(
-        ("kimi_linear", "bailing_hybrid"),
+        ("kimi_linear", "bailing_hybrid", "glm5_next_text"),
         _names({"linear_attn": "self_attn"}, {**ROUTER_GATE, **SHARED_EXPERTS}),
     ),
     **dict.fromkeys(("bamba", "falcon_h1"), _names({**FEED_FORWARD, "mixer": "mamba"})),

@@ -20,7 +20,7 @@ kind of block (:meth:`ModelSpec.stacks`), in closed form: nothing grows with the
 from collections.abc import Callable, Collection, Iterator, Mapping
 from functools import cache, lru_cache
 from math import isqrt
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
@@ -178,6 +178,14 @@ class ModelSpec(BlockFields, BaseModel):
             "Copies n of the residual stream (hyper-connections, DeepSeek-V4): each block "
             "collapses them into its mixer's and FFN's input and mixes them back (n x n), with "
             "learned weights from the flattened streams; a last collapse before the final norm."
+        ),
+    )
+    stream_collapse: Literal["learned", "mean"] = Field(
+        default="learned",
+        description=(
+            "How several residual_streams become one before the final norm: DeepSeek-V4's "
+            "learned collapse (n x n D + n + 1 parameters), or their plain mean (GLM-5.3-Flash: "
+            "no parameters)."
         ),
     )
     altup_streams: Annotated[int, Field(strict=True, ge=1, le=MAX_STREAMS)] | None = Field(
@@ -525,6 +533,17 @@ def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
 INDEXER_SIZES = ("indexer_heads", "indexer_head_dim")
 
 
+@_rule("mixer", "indexer_key_pool", *INDEXER_SIZES)
+def _pooled_indexer_keys(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Pooled keys belong to an MLA block's indexer."""
+    if spec.indexer_key_pool is None:
+        return
+    if spec.mixer != "mla":
+        yield ("indexer_key_pool", f"applies to mla blocks; this block's mixer is {spec.mixer}")
+    elif spec.indexer_heads is None:
+        yield ("indexer_key_pool", "pools a sparse-attention indexer's keys; give indexer_heads")
+
+
 @_rule("mixer", "q_lora_rank", "indexer_query_norm", *INDEXER_SIZES)
 def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     """The indexer's two sizes go together, on an attention block or on an MLA block whose
@@ -756,6 +775,12 @@ def _tied_head_rows(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             f"a tied LM head is the token table ({spec.vocab_rows:,} rows); "
             "give tie_embeddings: false for a head of its own",
         )
+
+
+@_rule("residual_streams", "stream_collapse")
+def _collapse_needs_streams(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.stream_collapse != "learned" and spec.residual_streams == 1:
+        yield ("stream_collapse", "collapses several residual_streams; there is one")
 
 
 @_rule("position", "rotary_scale")

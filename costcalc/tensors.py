@@ -297,9 +297,10 @@ def hyper_connection_tensors(spec: ModelSpec, name: str, part: Part, scales: int
 def stream_collapse_tensors(spec: ModelSpec) -> list[Tensor]:
     """The last collapse of n ``residual_streams`` into one before the final norm
     (``DeepseekV4HyperHead``): ``hc_fn`` n x n D, ``hc_base`` n, ``hc_scale`` 1; none with one
-    stream."""
+    stream or when it is their mean (``stream_collapse``, GLM-5.3-Flash's)."""
     n = spec.residual_streams
-    return _stream_weights(spec, "hc_head", "model", n, 1) if n > 1 else []
+    learned = n > 1 and spec.stream_collapse == "learned"
+    return _stream_weights(spec, "hc_head", "model", n, 1) if learned else []
 
 
 def _stream_weights(
@@ -386,7 +387,10 @@ def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
     """A sparse-attention indexer; none without ``indexer_heads``. On an MLA block
     DeepSeek-V3.2's (``DeepseekV32Indexer``): ``wq_b`` (q rank -> Hi di, from the query latent),
     ``wk`` (D -> di, one key head), ``k_norm`` (a LayerNorm of di with weight and bias, whatever
-    the model's norms) and ``weights_proj`` (D -> Hi). On an attention block MiniMax M3's
+    the model's norms) and ``weights_proj`` (D -> Hi); Mistral Large 4's queries come from the
+    block input instead (``indexer_query_norm``: ``q_input_norm``, a LayerNorm of D with bias,
+    and ``wq_b`` D -> Hi di), with a query scale (``query_position_scale``), and GLM-5.3-Flash
+    pools the keys (``indexer_key_pool``). On an attention block MiniMax M3's
     (``MiniMaxM3VLIndexer``): ``q_proj`` (D -> Hi di), ``k_proj`` (D -> di, one key head) and
     a norm of di on each (the model's norm); with compressed keys the indexer is the
     compressor's (:func:`compressor_tensors`)."""
@@ -420,6 +424,20 @@ def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
         Tensor("attn.indexer.k_norm.bias", (di,), "mixer"),
         *_linear("attn.indexer.weights_proj", Hi, spec.d_model, False, "mixer"),
         *query_scale_tensors(spec, "attn.indexer.softmax_scaling", Hi),
+        *key_pool_tensors(spec, di),
+    ]
+
+
+def key_pool_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
+    """With ``indexer_key_pool`` m, GLM-5.3-Flash's pooling of the indexer's keys:
+    ``index_kpool_compress_ape`` m x di (added to the gate scores) and
+    ``index_kpool_compress_gate`` di x D (gate scores of each token); none without."""
+    m = spec.indexer_key_pool
+    if m is None:
+        return []
+    return [
+        Tensor("attn.indexer.index_kpool_compress_ape", (m, width), "mixer"),
+        Tensor("attn.indexer.index_kpool_compress_gate", (width, spec.d_model), "mixer", "matmul"),
     ]
 
 

@@ -251,6 +251,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("zamba-7b-v1", ("zamba-7b-v1", False, "meta")),
         ("tiny-zamba", ("tiny-zamba", False, "cpu")),
         ("mistral-large-4-defaults", ("mistral-large-4-defaults", True, "meta")),
+        ("glm-5.3-flash-defaults", ("glm-5.3-flash-defaults", True, "meta")),
+        ("tiny-glm5-next", ("tiny-glm5-next", True, "cpu")),
     ]
 )
 STEPS = ["params", "macs", "kv"]

@@ -311,6 +311,7 @@ CASES += [
     for fixture in (
         "deepseek-v4-flash",
         "mistral-large-4-defaults",
+        "glm-5.3-flash-defaults",
         "flexolmo-7x7b-1t",
         "mimo-v2-flash",
         "bamba-9b",
@@ -523,6 +524,7 @@ TEXT_DECODER = {
     "llama-3.2-11b-vision-instruct",
     "ernie-4.5-vl-28b-a3b",
     "mistral-large-4-defaults",
+    "glm-5.3-flash-defaults",
 }
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped: as its own
 causal LM, or (no ``AutoModelForCausalLM`` class) as the language model and LM head of the
