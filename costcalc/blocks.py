@@ -242,8 +242,12 @@ class BlockFields:
     kv_lora_rank: Size | None = Field(
         default=None, description="MLA: rank of the key/value latent."
     )
-    qk_rope_head_dim: Size | None = Field(
-        default=None, description="MLA: rotary dimensions per head (shared key part)."
+    qk_rope_head_dim: Count | None = Field(
+        default=None,
+        description=(
+            "MLA: rotary dimensions per head (shared key part); 0 for a block without "
+            "positions (no rotary part)."
+        ),
     )
     qk_nope_head_dim: Size | None = Field(
         default=None, description="MLA: dimensions per head without positions."
@@ -273,6 +277,31 @@ class BlockFields:
             "Attention: the indexer scores mean-pooled blocks of this many keys, not every key "
             "(Qwen4-Exp's QSA): its query and key projections are one (Hi + 1) di x D, and its "
             "Hi di MACs count per query and complete block of the keys it sees; default: none."
+        ),
+    )
+    indexer_key_pool: Size | None = Field(
+        default=None,
+        description=(
+            "MLA: the sparse-attention indexer scores keys pooled over m tokens "
+            "(GLM-5.3-Flash's index_kpool): a position bias m x di and a gate di x D; each "
+            "query scores floor(T / m) pooled keys, and the cache keeps 2 di + 1 per token "
+            "(keys, gate scores, a validity flag). Default: every token's key."
+        ),
+    )
+    indexer_query_norm: Flag = Field(
+        default=False,
+        description=(
+            "MLA: the sparse-attention indexer's queries come from the block input through a "
+            "LayerNorm of D (weight and bias) and a D -> Hi di projection (Mistral Large 4), "
+            "not from the query latent."
+        ),
+    )
+    query_position_scale: Flag = Field(
+        default=False,
+        description=(
+            "MLA: a learned scale s and bias b per query head multiply the queries by "
+            "s log(position + 1) + b (Mistral Large 4's softmax scaling): 2 H parameters, "
+            "2 Hi more in the sparse-attention indexer."
         ),
     )
     rope_key_norm: Flag = Field(

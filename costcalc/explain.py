@@ -61,6 +61,10 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
     elif spec.position == "learned":
         n = spec.position_rows
         rows["position_embedding"] = f"N x D = {_n(n)} x {_n(D)} = {_n(report.position_embedding)}"
+    elif report.position_embedding:  # rotary_scale: a learned scale per rotary frequency
+        rows["position_embedding"] = (
+            f"r / 2 learned rotary frequency scales = {_n(report.position_embedding)}"
+        )
     else:
         rows["position_embedding"] = f"{spec.position} positions have no weights = 0"
     if report.embedding_projection:
@@ -302,7 +306,8 @@ def explain_macs(
         if macs.compressed_pairs(s, length, causal)
     )
     if compressed:
-        terms += f" + compressed keys: {compressed}"
+        pooled = any(s.indexer_key_pool for s in spec.stacks)
+        terms += f" + {'pooled' if pooled else 'compressed'} keys: {compressed}"
     blocks = " + ".join(
         f"{s.n_layers:,} x {_n(macs.block_indexer_width(s))} x "
         f"{_n(macs.indexer_blocks(s, 0, length - 1))}"

@@ -286,6 +286,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "deepseek_ocr2_text",
             "hy_v4",
             "hy_v4_vl_text",
+            "mistral_large4_text",
         ),
         DEEPSEEK_NAMES,
     ),
@@ -457,7 +458,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         {"attn": "temporal_block", "mlp": "mlp_block", "mixer": "temporal_block"}
     ),
     **dict.fromkeys(
-        ("kimi_linear", "bailing_hybrid"),
+        ("kimi_linear", "bailing_hybrid", "glm5_next_text"),
         _names({"linear_attn": "self_attn"}, {**ROUTER_GATE, **SHARED_EXPERTS}),
     ),
     **dict.fromkeys(("bamba", "falcon_h1"), _names({**FEED_FORWARD, "mixer": "mamba"})),

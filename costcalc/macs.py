@@ -217,7 +217,8 @@ def pair_width(spec: ModelSpec) -> int:
     """MACs of one query-key pair over all heads of one block: H (d_qk + d_v); 2 H d for
     attention (H (d + dv) with values of their own width), H (n + r + v) for MLA, plus for a
     sparse-attention indexer Hi (di + 1) on MLA (its scores q k over Hi heads of di, then their
-    weighted sum over the heads) or Hi di on attention (the scores, max-pooled per block of
+    weighted sum over the heads; with pooled keys it scores those instead,
+    :func:`compressed_pair_width`) or Hi di on attention (the scores, max-pooled per block of
     keys; with compressed keys the indexer scores those instead, with ``indexer_block`` pooled
     blocks of keys: :func:`block_indexer_width`); transformers' eager indexers
     score every pair before keeping their top k; twice 2 H d for differential attention (two
@@ -227,7 +228,7 @@ def pair_width(spec: ModelSpec) -> int:
     if not spec.runs_on_text:
         return 0
     if spec.mixer == "mla":
-        indexer = (spec.indexer_heads or 0) * ((spec.indexer_head_dim or 0) + 1)
+        indexer = 0 if spec.indexer_key_pool else mla_indexer_width(spec)
         return indexer + H * (
             (spec.qk_nope_head_dim or 0) + (spec.qk_rope_head_dim or 0) + (spec.v_head_dim or 0)
         )
@@ -252,6 +253,17 @@ def indexer_blocks(spec: ModelSpec, first: int, last: int) -> int:
     if m is None or last < first:
         return 0
     return compressed_keys_below(last + 1, m) - compressed_keys_below(first, m)
+
+
+def mla_indexer_width(spec: ModelSpec) -> int:
+    """MACs of an MLA block's indexer per query and key it scores: Hi (di + 1) (0 without)."""
+    return (spec.indexer_heads or 0) * ((spec.indexer_head_dim or 0) + 1)
+
+
+def key_rate(spec: ModelSpec) -> int | None:
+    """Tokens pooled into one key besides the block's own keys: the key compressor's
+    ``kv_compress_rate``, or the MLA indexer's ``indexer_key_pool`` (None: neither)."""
+    return spec.kv_compress_rate if spec.kv_compress_rate is not None else spec.indexer_key_pool
 
 
 def skipped_layers(spec: ModelSpec) -> int:
@@ -288,9 +300,10 @@ def attention_pair_macs(spec: ModelSpec, batch: int, length: int, causal: bool =
 def compressed_pair_width(spec: ModelSpec) -> int:
     """MACs of one query and one compressed key over all heads: the attention's H (d + dv), plus
     the indexer's Hi di scores when the block has one (their weighted sum over the heads is no
-    matrix product); 0 without a compressor."""
+    matrix product); with pooled indexer keys on MLA (``indexer_key_pool``) the indexer's
+    Hi (di + 1) per query and pooled key; 0 without either."""
     if spec.kv_compress_rate is None:
-        return 0
+        return mla_indexer_width(spec) if spec.indexer_key_pool else 0
     return pair_width(spec) + (spec.indexer_heads or 0) * (spec.indexer_head_dim or 0)
 
 
@@ -298,8 +311,9 @@ def compressed_pairs(spec: ModelSpec, length: int, causal: bool = False) -> int:
     """Query-compressed-key pairs of one sequence and one head, m = ``kv_compress_rate``: T
     floor(T / m) as transformers' eager attention scores them (every query against every
     compressed key, masked after); causal: the sum over queries t of the floor((t + 1) / m) keys
-    whose windows closed by t. 0 without a compressor."""
-    m = spec.kv_compress_rate
+    whose windows closed by t; m = ``indexer_key_pool`` for pooled indexer keys (every
+    complete pool). 0 without either."""
+    m = key_rate(spec)
     if m is None:
         return 0
     return compressed_keys_below(length, m) if causal else length * (length // m)
@@ -503,8 +517,8 @@ def decode_macs(spec: ModelSpec, prompt: int, generated: int, batch: int = 1) ->
 
 def _compressed_over(spec: ModelSpec, first: int, last: int) -> int:
     """Compressed keys the tokens at positions first..last meet: floor((p + 1) / m) each, the
-    windows closed by then (0 without a compressor or for an empty range)."""
-    m = spec.kv_compress_rate
+    windows closed by then (0 without a compressor or pooled keys, or for an empty range)."""
+    m = key_rate(spec)
     if m is None or last < first:
         return 0
     return compressed_keys_below(last + 1, m) - compressed_keys_below(first, m)

@@ -32,6 +32,7 @@ from costcalc.tensors import (
     modality_expert_tensors,
     per_layer_model_tensors,
     per_layer_table,
+    rotary_scale_tensors,
     stack_tensors,
     stream_collapse_tensors,
 )
@@ -43,8 +44,9 @@ def token_embedding_params(spec: ModelSpec) -> int:
 
 
 def position_embedding_params(spec: ModelSpec) -> int:
-    """Learned position table: (N + offset) * D; sinusoidal, rotary and none have no weights."""
-    return spec.position_rows * spec.d_model
+    """Learned position table: (N + offset) * D; sinusoidal, rotary and none have no weights,
+    but for a learned scale per rotary frequency (r / 2 with ``rotary_scale``)."""
+    return spec.position_rows * spec.d_model + _sum(rotary_scale_tensors(spec))
 
 
 def embedding_projection_params(spec: ModelSpec) -> int:

@@ -20,7 +20,7 @@ kind of block (:meth:`ModelSpec.stacks`), in closed form: nothing grows with the
 from collections.abc import Callable, Collection, Iterator, Mapping
 from functools import cache, lru_cache
 from math import isqrt
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
@@ -141,6 +141,13 @@ class ModelSpec(BlockFields, BaseModel):
         default=None,
         description="Rotary dimensions per head (partial rotary); default: head_dim.",
     )
+    rotary_scale: Flag = Field(
+        default=False,
+        description=(
+            "A learned scale per rotary frequency (Mistral Large 4's rotary_emb.alpha): r / 2 "
+            "parameters, r the rotary width (qk_rope_head_dim on MLA)."
+        ),
+    )
     embedding_dim: Size | None = Field(
         default=None,
         description="Width of the token table when it differs from d_model (projected in and out).",
@@ -188,6 +195,14 @@ class ModelSpec(BlockFields, BaseModel):
             "each collapses the streams through a norm of n D, n D -> r -> n D weights and "
             "injects the branch's output back (n D -> n); the last collapse has no injection "
             "and replaces the final norm. Default: none (DeepSeek-V4's kind)."
+        ),
+    )
+    stream_collapse: Literal["learned", "mean"] = Field(
+        default="learned",
+        description=(
+            "How several residual_streams become one before the final norm: DeepSeek-V4's "
+            "learned collapse (n x n D + n + 1 parameters), or their plain mean (GLM-5.3-Flash: "
+            "no parameters)."
         ),
     )
     altup_streams: Annotated[int, Field(strict=True, ge=1, le=MAX_STREAMS)] | None = Field(
@@ -512,13 +527,16 @@ MLA_SIZES = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim
 MLA_FIELDS = ("q_lora_rank", *MLA_SIZES)
 
 
-@_rule("mixer", *MLA_FIELDS, "rope_key_norm", "query_latent_both")
+MLA_FLAGS = ("rope_key_norm", "query_latent_both", "query_position_scale", "indexer_query_norm")
+
+
+@_rule("mixer", *MLA_FIELDS, *MLA_FLAGS)
 def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    """MLA needs its four sizes; they (and ``rope_key_norm``, ``query_latent_both``) mean nothing
-    to another mixer (but for attention's value width, ``v_head_dim``); the query latent read
-    twice needs a query latent."""
-    for name in ("rope_key_norm", "query_latent_both"):
-        if getattr(spec, name) and spec.mixer != "mla":
+    """MLA needs its four sizes; they (and its flags) mean nothing to another mixer (but for
+    attention's value width, ``v_head_dim``); the query latent read twice needs a query
+    latent."""
+    for name in MLA_FLAGS if spec.mixer != "mla" else ():
+        if getattr(spec, name):
             yield (name, f"applies to mla blocks; this block's mixer is {spec.mixer}")
     if spec.query_latent_both and spec.mixer == "mla" and spec.q_lora_rank is None:
         yield ("query_latent_both", "reads the query latent: q_lora_rank is required")
@@ -546,12 +564,26 @@ def _block_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("indexer_block", "applies to the own indexer of an attention block")
 
 
-@_rule("mixer", "q_lora_rank", *INDEXER_SIZES)
+@_rule("mixer", "indexer_key_pool", *INDEXER_SIZES)
+def _pooled_indexer_keys(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Pooled keys belong to an MLA block's indexer."""
+    if spec.indexer_key_pool is None:
+        return
+    if spec.mixer != "mla":
+        yield ("indexer_key_pool", f"applies to mla blocks; this block's mixer is {spec.mixer}")
+    elif spec.indexer_heads is None:
+        yield ("indexer_key_pool", "pools a sparse-attention indexer's keys; give indexer_heads")
+
+
+@_rule("mixer", "q_lora_rank", "indexer_query_norm", *INDEXER_SIZES)
 def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     """The indexer's two sizes go together, on an attention block or on an MLA block whose
-    queries pass through the low-rank path (there the indexer reads the query latent)."""
+    indexer reads the query latent (``q_lora_rank``) or the block input
+    (``indexer_query_norm``)."""
     given = [name for name in INDEXER_SIZES if getattr(spec, name) is not None]
     if not given:
+        if spec.indexer_query_norm:
+            yield ("indexer_query_norm", "feeds a sparse-attention indexer; give indexer_heads")
         return
     for name in INDEXER_SIZES:
         if name not in given:
@@ -561,8 +593,12 @@ def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             yield (given[0], "the indexer reads the query latent: query_rank is required")
     elif spec.mixer not in ("mla", "attention"):
         yield (given[0], f"applies to attention and mla blocks; this block's mixer is {spec.mixer}")
-    elif spec.mixer == "mla" and spec.q_lora_rank is None:
-        yield (given[0], "the indexer reads the query latent: q_lora_rank is required")
+    elif spec.mixer == "mla" and spec.q_lora_rank is None and not spec.indexer_query_norm:
+        yield (
+            given[0],
+            "the indexer reads the query latent: q_lora_rank is required (or "
+            "indexer_query_norm: its queries from the block input)",
+        )
 
 
 COMPRESSED_ATTENTION = (
@@ -794,6 +830,18 @@ def _tied_head_rows(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             f"a tied LM head is the token table ({spec.vocab_rows:,} rows); "
             "give tie_embeddings: false for a head of its own",
         )
+
+
+@_rule("residual_streams", "stream_collapse")
+def _collapse_needs_streams(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.stream_collapse != "learned" and spec.residual_streams == 1:
+        yield ("stream_collapse", "collapses several residual_streams; there is one")
+
+
+@_rule("position", "rotary_scale")
+def _scale_needs_rotary(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.rotary_scale and spec.position != "rotary":
+        yield ("rotary_scale", "scales rotary frequencies; position is not rotary")
 
 
 @_rule("position", "position_offset")

@@ -332,9 +332,9 @@ def stream_collapse_tensors(spec: ModelSpec) -> list[Tensor]:
     """The last collapse of n ``residual_streams`` into one before the final norm
     (``DeepseekV4HyperHead``): ``hc_fn`` n x n D, ``hc_base`` n, ``hc_scale`` 1; with
     ``stream_rank`` a low-rank one without injection (``hyper_connection_mixer``); none with one
-    stream."""
+    stream or when it is their mean (``stream_collapse``, GLM-5.3-Flash's)."""
     n = spec.residual_streams
-    if n == 1:
+    if n == 1 or spec.stream_collapse == "mean":
         return []
     if spec.stream_rank is not None:
         return low_rank_stream_tensors(spec, "hyper_connection_mixer", "model", inject=False)
@@ -406,8 +406,17 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
         *(_linear("attn.g_proj", H, D, False, "mixer") if spec.attention_head_gate else []),
         *(_linear("attn.gate_proj", H * v, D, False, "mixer") if own_gate else []),
         *([Tensor("attn.sinks", (H,), "mixer")] if spec.attention_sinks else []),
+        *query_scale_tensors(spec, "attn.softmax_scaling", H),
         *indexer_tensors(spec),
     ]
+
+
+def query_scale_tensors(spec: ModelSpec, name: str, heads: int) -> list[Tensor]:
+    """With ``query_position_scale``, a scale and a bias per query head (``scale``, ``bias``:
+    heads each; Mistral Large 4's ``softmax_scaling``); none without."""
+    if not spec.query_position_scale:
+        return []
+    return [Tensor(f"{name}.{kind}", (heads,), "mixer") for kind in ("scale", "bias")]
 
 
 def key_indexer(spec: ModelSpec) -> tuple[int, int]:
@@ -424,7 +433,10 @@ def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
     """A sparse-attention indexer; none without ``indexer_heads``. On an MLA block
     DeepSeek-V3.2's (``DeepseekV32Indexer``): ``wq_b`` (q rank -> Hi di, from the query latent),
     ``wk`` (D -> di, one key head), ``k_norm`` (a LayerNorm of di with weight and bias, whatever
-    the model's norms) and ``weights_proj`` (D -> Hi). On an attention block MiniMax M3's
+    the model's norms) and ``weights_proj`` (D -> Hi); Mistral Large 4's queries come from the
+    block input instead (``indexer_query_norm``: ``q_input_norm``, a LayerNorm of D with bias,
+    and ``wq_b`` D -> Hi di), with a query scale (``query_position_scale``), and GLM-5.3-Flash
+    pools the keys (``indexer_key_pool``). On an attention block MiniMax M3's
     (``MiniMaxM3VLIndexer``): ``q_proj`` (D -> Hi di), ``k_proj`` (D -> di, one key head) and
     a norm of di on each (the model's norm), the two projections one ``qk_proj``
     (D -> (Hi + 1) di) when it scores pooled blocks of keys (``indexer_block``, Qwen4-Exp's
@@ -448,14 +460,38 @@ def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
             *_norm(spec, "attn.indexer.q_norm", di, "mixer"),
             *_norm(spec, "attn.indexer.k_norm", di, "mixer"),
         ]
-    if spec.q_lora_rank is None:
+    if spec.indexer_query_norm:
+        D = spec.d_model
+        queries = [
+            Tensor("attn.indexer.q_input_norm.weight", (D,), "mixer"),
+            Tensor("attn.indexer.q_input_norm.bias", (D,), "mixer"),
+            *_linear("attn.indexer.wq_b", Hi * di, D, False, "mixer"),
+        ]
+    elif spec.q_lora_rank is not None:
+        queries = _linear("attn.indexer.wq_b", Hi * di, spec.q_lora_rank, False, "mixer")
+    else:
         return []
     return [
-        *_linear("attn.indexer.wq_b", Hi * di, spec.q_lora_rank, False, "mixer"),
+        *queries,
         *_linear("attn.indexer.wk", di, spec.d_model, False, "mixer"),
         Tensor("attn.indexer.k_norm.weight", (di,), "mixer"),
         Tensor("attn.indexer.k_norm.bias", (di,), "mixer"),
         *_linear("attn.indexer.weights_proj", Hi, spec.d_model, False, "mixer"),
+        *query_scale_tensors(spec, "attn.indexer.softmax_scaling", Hi),
+        *key_pool_tensors(spec, di),
+    ]
+
+
+def key_pool_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
+    """With ``indexer_key_pool`` m, GLM-5.3-Flash's pooling of the indexer's keys:
+    ``index_kpool_compress_ape`` m x di (added to the gate scores) and
+    ``index_kpool_compress_gate`` di x D (gate scores of each token); none without."""
+    m = spec.indexer_key_pool
+    if m is None:
+        return []
+    return [
+        Tensor("attn.indexer.index_kpool_compress_ape", (m, width), "mixer"),
+        Tensor("attn.indexer.index_kpool_compress_gate", (width, spec.d_model), "mixer", "matmul"),
     ]
 
 
@@ -938,6 +974,7 @@ def model_tensors(spec: ModelSpec) -> list[Tensor]:
     tensors = [Tensor("embed_tokens.weight", (V, E), "model")]
     if spec.position_rows:
         tensors.append(Tensor("embed_positions.weight", (spec.position_rows, D), "model"))
+    tensors += rotary_scale_tensors(spec)
     if E != D:
         tensors += _linear("project_in", D, E, False, "model")
         tensors += _linear("project_out", E, D, False, "model")
@@ -953,6 +990,15 @@ def model_tensors(spec: ModelSpec) -> list[Tensor]:
     if spec.lm_head_bias:
         tensors.append(Tensor("lm_head.bias", (spec.output_rows,), "model"))
     return tensors
+
+
+def rotary_scale_tensors(spec: ModelSpec) -> list[Tensor]:
+    """With ``rotary_scale``, ``rotary_emb.alpha``: one learned scale per rotary frequency, r / 2
+    for r rotary dimensions (``qk_rope_head_dim`` on MLA); none without."""
+    if not spec.rotary_scale:
+        return []
+    r = spec.qk_rope_head_dim if spec.mixer == "mla" else spec.rotary_width
+    return [Tensor("rotary_emb.alpha", ((r or 0) // 2,), "model")]
 
 
 def per_layer_table(spec: ModelSpec) -> list[Tensor]:

@@ -260,6 +260,9 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         # low-rank gated hyper-connections, an indexer over mean-pooled key blocks
         ("tiny-qwen4-exp-text", ("tiny-qwen4-exp", True, "cpu")),
         ("qwen4-exp-defaults-text", ("qwen4-exp-defaults", True, "meta")),
+        ("mistral-large-4-defaults", ("mistral-large-4-defaults", True, "meta")),
+        ("glm-5.3-flash-defaults", ("glm-5.3-flash-defaults", True, "meta")),
+        ("tiny-glm5-next", ("tiny-glm5-next", True, "cpu")),
     ]
 )
 STEPS = ["params", "macs", "kv"]

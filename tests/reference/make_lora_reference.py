@@ -326,6 +326,8 @@ CASES += [
     (f"{fixture}-all-linear-r16", fixture, ALL_LINEAR)
     for fixture in (
         "deepseek-v4-flash",
+        "mistral-large-4-defaults",
+        "glm-5.3-flash-defaults",
         "flexolmo-7x7b-1t",
         "mimo-v2-flash",
         "bamba-9b",
@@ -553,6 +555,8 @@ TEXT_DECODER = {
     "phi4-multimodal-defaults",
     "hy-v4-vl-defaults",
     "tiny-qwen4-exp",
+    "mistral-large-4-defaults",
+    "glm-5.3-flash-defaults",
 }
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped: as its own
 causal LM, or (no ``AutoModelForCausalLM`` class) as the language model and LM head of the

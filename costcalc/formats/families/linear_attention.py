@@ -483,16 +483,7 @@ def kimi_linear(r: Reader) -> dict[str, Any]:
     lin = lin if isinstance(lin, dict) else {}
     fields = _delta_fields(r, context=1048576, ffn_hidden=9216, rotary=False)
     mla = _mla(r, fields)
-    sizes = {
-        name: lin.get(nested) or r.value("kimi_delta", key, default=default)
-        for name, nested, key, default in (
-            ("heads", "num_heads", "linear_num_heads", 32),
-            ("head_dim", "head_dim", "linear_head_dim", 128),
-            ("conv_kernel", "short_conv_kernel_size", "linear_conv_kernel_dim", 4),
-        )
-    }
-    r.forget("kimi_delta")
-    delta = {"mixer": "kimi_delta", "kimi_delta": sizes}
+    delta = kimi_delta_block(r, heads=32)
     n = hf_layers.count_of(fields["n_layers"])
     if n is None:
         return fields
@@ -504,6 +495,24 @@ def kimi_linear(r: Reader) -> dict[str, Any]:
     blocks = _delta_blocks(mla, delta, _moe(r, (256, 8), 1024))
     _delta_layers(r, fields, n, listed, blocks, _kimi_mixer, 4, 1)
     return fields
+
+
+def kimi_delta_block(r: Reader, heads: int) -> dict[str, Any]:
+    """A Kimi Delta Attention block: H ``linear_num_heads`` (``heads``), d ``linear_head_dim``
+    (128), k ``linear_conv_kernel_dim`` (4), or ``linear_attn_config``'s ``num_heads``,
+    ``head_dim``, ``short_conv_kernel_size`` over them."""
+    lin = r.data.get("linear_attn_config")
+    lin = lin if isinstance(lin, dict) else {}
+    sizes = {
+        name: lin.get(nested) or r.value("kimi_delta", key, default=default)
+        for name, nested, key, default in (
+            ("heads", "num_heads", "linear_num_heads", heads),
+            ("head_dim", "head_dim", "linear_head_dim", 128),
+            ("conv_kernel", "short_conv_kernel_size", "linear_conv_kernel_dim", 4),
+        )
+    }
+    r.forget("kimi_delta")
+    return {"mixer": "kimi_delta", "kimi_delta": sizes}
 
 
 RECURRENT_GEMMA_KINDS = {"recurrent": "linear_attention", "attention": "sliding_attention"}
