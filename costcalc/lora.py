@@ -420,6 +420,10 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     **dict.fromkeys(
         ("mamba", "mamba2", "falcon_mamba"), _names(renames={"embed_tokens": "embeddings"})
     ),
+    "rwkv": _names(
+        {"attn": "attention", "mlp": "feed_forward"},
+        {"embed_tokens": "embeddings", "lm_head": "head"},
+    ),
     "olmo_hybrid": _names(
         renames={
             "linear_attn.in_proj_a": "linear_attn.a_proj",

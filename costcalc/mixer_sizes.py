@@ -1,6 +1,6 @@
 """The sizes of each recurrent mixer, a nested mapping under the block key of the mixer's name
 (``mamba2:``, ``mamba:``, ``gated_deltanet:``, ``kimi_delta:``, ``rg_lru:``,
-``short_conv:``, ``lightning:``).
+``short_conv:``, ``lightning:``, ``rwkv:``).
 
 Imported on first use: by a model with a recurrent mixer, or when the block validator or the
 JSON schema is built (:class:`costcalc.blocks.Deferred`).
@@ -123,6 +123,16 @@ class LightningSizes(_MixerSizes):
     )
 
 
+class RwkvSizes(_MixerSizes):
+    """RWKV-4's time mix (``RwkvSelfAttention``): receptance, key and value projections of the
+    token-shifted input, a WKV recurrence with a learned decay per channel, an output
+    projection."""
+
+    attention_width: Size = Field(
+        description="Width A of the receptance, key and value (attention_hidden_size)."
+    )
+
+
 MixerSizes = (
     Mamba2Sizes
     | MambaSizes
@@ -131,6 +141,7 @@ MixerSizes = (
     | RgLruSizes
     | ShortConvSizes
     | LightningSizes
+    | RwkvSizes
 )
 """The nested sizes of any recurrent mixer."""
 
@@ -142,5 +153,6 @@ MIXER_SIZES: dict[str, type[_MixerSizes]] = {
     "rg_lru": RgLruSizes,
     "short_conv": ShortConvSizes,
     "lightning": LightningSizes,
+    "rwkv": RwkvSizes,
 }
 """The nested sizes of each recurrent mixer, under the block key of the mixer's name."""

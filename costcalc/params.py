@@ -233,6 +233,7 @@ MIXER_WORDS = {
     "rg_lru": "RG-LRU recurrence",
     "short_conv": "short convolution",
     "lightning": "lightning attention",
+    "rwkv": "RWKV time mix",
     "none": "no token mixer",
 }
 FFN_KEYS = frozenset(

@@ -81,6 +81,12 @@ CASES: list[tuple[str, bool]] = [
     ("mixer: lightning\nlightning: {heads: 4, head_dim: 16, block_size: 0}", False),
     ("mixer: lightning\nlightning: {heads: 4, head_dim: 16.0}", False),
     ("mixer: lightning\nlightning: {heads: 4}", False),
+    ("mixer: rwkv\nrwkv: {attention_width: 64}", True),
+    ("mixer: rwkv\nrwkv: {attention_width: 64}\nffn: channel_mix\nffn_bias: false", True),
+    ("mixer: rwkv\nrwkv: {attention_width: 0}", False),
+    ("mixer: rwkv\nrwkv: {attention_width: 64.0}", False),
+    ("mixer: rwkv\nrwkv: {}", False),
+    ("mixer: rwkv\nrwkv: {attention_width: 64, heads: 4}", False),
     # block keys, flat or per layer group
     ("gated_cross_attention: true", True),
     ("gated_cross_attention: yes", False),
