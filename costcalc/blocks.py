@@ -36,6 +36,7 @@ MixerKind = Literal[
     "short_conv",
     "lightning",
     "rwkv",
+    "mlstm",
     "none",
 ]
 QkNorm = Literal["none", "head", "full", "key"]
@@ -51,6 +52,7 @@ RECURRENT_MIXERS: tuple[str, ...] = (
     "short_conv",
     "lightning",
     "rwkv",
+    "mlstm",
 )
 """Mixers that keep a fixed-size state instead of a KV cache; each is described by the block key
 of its own name (a nested mapping of its sizes, :mod:`costcalc.mixer_sizes`)."""
@@ -89,6 +91,7 @@ if TYPE_CHECKING:
         LightningSizes,
         Mamba2Sizes,
         MambaSizes,
+        MlstmSizes,
         RgLruSizes,
         RwkvSizes,
         ShortConvSizes,
@@ -102,6 +105,7 @@ else:  # the same names at run time, each the field type that loads its model on
     ShortConvSizes = _mixer_sizes("short_conv")
     LightningSizes = _mixer_sizes("lightning")
     RwkvSizes = _mixer_sizes("rwkv")
+    MlstmSizes = _mixer_sizes("mlstm")
 
 
 class BlockFields:
@@ -118,8 +122,8 @@ class BlockFields:
         description=(
             "Token mixer: attention (MHA/GQA/MQA), mla (multi-head latent attention, "
             "DeepSeek-V2/V3), mamba2, mamba, gated_deltanet, kimi_delta, rg_lru, short_conv, "
-            "lightning, rwkv (each sized by the block key of its name) or none (a block with an "
-            "FFN only)."
+            "lightning, rwkv, mlstm (each sized by the block key of its name) or none (a block "
+            "with an FFN only)."
         ),
     )
     n_heads: Size | None = Field(default=None, description="Attention (query) heads H.")
@@ -342,6 +346,12 @@ class BlockFields:
     rwkv: RwkvSizes | None = Field(
         default=None,
         description="RWKV-4 time-mix sizes (mixer rwkv): attention_width.",
+    )
+    mlstm: MlstmSizes | None = Field(
+        default=None,
+        description=(
+            "xLSTM mLSTM sizes (mixer mlstm): heads, qk_width, v_width, chunk_size, fused."
+        ),
     )
     parallel_mamba2: Flag = Field(
         default=False,

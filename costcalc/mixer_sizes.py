@@ -1,6 +1,6 @@
 """The sizes of each recurrent mixer, a nested mapping under the block key of the mixer's name
 (``mamba2:``, ``mamba:``, ``gated_deltanet:``, ``kimi_delta:``, ``rg_lru:``,
-``short_conv:``, ``lightning:``, ``rwkv:``).
+``short_conv:``, ``lightning:``, ``rwkv:``, ``mlstm:``).
 
 Imported on first use: by a model with a recurrent mixer, or when the block validator or the
 JSON schema is built (:class:`costcalc.blocks.Deferred`).
@@ -133,6 +133,27 @@ class RwkvSizes(_MixerSizes):
     )
 
 
+class MlstmSizes(_MixerSizes):
+    """xLSTM's mLSTM layer (``xLSTMLayer``): queries, keys, values and an output gate, input and
+    forget gates per head, a matrix memory per head, computed chunk by chunk."""
+
+    heads: Size = Field(description="Heads H; each has a dk x dv matrix memory.")
+    qk_width: Size = Field(description="Width H dk of the queries and of the keys.")
+    v_width: Size = Field(description="Width H dv of the values and of the output gate.")
+    chunk_size: Size = Field(
+        default=64,
+        description="Tokens per chunk of the chunkwise prompt; the rest run step by step "
+        "(changes MACs only).",
+    )
+    fused: Flag = Field(
+        default=False,
+        description=(
+            "qkv_opreact and ifgate_preact as two tensors (weight_mode fused) instead of q, k, "
+            "v, ogate_preact, igate_preact and fgate_preact; the same parameters."
+        ),
+    )
+
+
 MixerSizes = (
     Mamba2Sizes
     | MambaSizes
@@ -142,6 +163,7 @@ MixerSizes = (
     | ShortConvSizes
     | LightningSizes
     | RwkvSizes
+    | MlstmSizes
 )
 """The nested sizes of any recurrent mixer."""
 
@@ -154,5 +176,6 @@ MIXER_SIZES: dict[str, type[_MixerSizes]] = {
     "short_conv": ShortConvSizes,
     "lightning": LightningSizes,
     "rwkv": RwkvSizes,
+    "mlstm": MlstmSizes,
 }
 """The nested sizes of each recurrent mixer, under the block key of the mixer's name."""

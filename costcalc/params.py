@@ -234,6 +234,7 @@ MIXER_WORDS = {
     "short_conv": "short convolution",
     "lightning": "lightning attention",
     "rwkv": "RWKV time mix",
+    "mlstm": "mLSTM",
     "none": "no token mixer",
 }
 FFN_KEYS = frozenset(

@@ -844,6 +844,12 @@ def _recurrent_sizes(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             f"{ssm.heads:,} heads cannot share B and C over {ssm.groups:,} groups "
             "(heads must be a multiple of groups)",
         )
+    mlstm = spec.mlstm
+    if isinstance(mlstm, BaseModel):
+        for key in ("qk_width", "v_width"):
+            width = getattr(mlstm, key)
+            if width % mlstm.heads:
+                yield ("mlstm", f"{key} {width:,} does not split into {mlstm.heads:,} heads")
     lru = spec.rg_lru
     if isinstance(lru, BaseModel) and lru.width % lru.heads:
         yield ("rg_lru", f"width {lru.width:,} does not split into {lru.heads:,} equal gate blocks")

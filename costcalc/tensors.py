@@ -662,6 +662,36 @@ def rwkv_tensors(spec: ModelSpec) -> list[Tensor]:
     ]
 
 
+def mlstm_tensors(spec: ModelSpec) -> list[Tensor]:
+    """xLSTM's mLSTM layer (``xLSTMLayer``, no biases but the gates'): ``q``, ``k`` D -> H dk,
+    ``v`` and the output gate ``ogate_preact`` D -> H dv, the input and forget gates
+    ``igate_preact``, ``fgate_preact`` D -> H with biases (fused: ``qkv_opreact`` D ->
+    2 H dk + 2 H dv and ``ifgate_preact`` D -> 2 H), the per-head LayerNorm ``multihead_norm``
+    (a weight of H dv), ``out_proj`` H dv -> D."""
+    m = spec.mlstm
+    assert m is not None  # checked by the spec's rules
+    D, qk, v, H = spec.d_model, m.qk_width, m.v_width, m.heads
+    if m.fused:
+        projections = [
+            *_linear("attn.qkv_opreact", 2 * qk + 2 * v, D, False, "mixer"),
+            *_linear("attn.ifgate_preact", 2 * H, D, True, "mixer"),
+        ]
+    else:
+        projections = [
+            *_linear("attn.q", qk, D, False, "mixer"),
+            *_linear("attn.k", qk, D, False, "mixer"),
+            *_linear("attn.v", v, D, False, "mixer"),
+            *_linear("attn.ogate_preact", v, D, False, "mixer"),
+            *_linear("attn.igate_preact", H, D, True, "mixer"),
+            *_linear("attn.fgate_preact", H, D, True, "mixer"),
+        ]
+    return [
+        *projections,
+        Tensor("attn.multihead_norm.weight", (v,), "mixer"),
+        *_linear("attn.out_proj", D, v, False, "mixer"),
+    ]
+
+
 MIXERS = {
     "attention": attention_tensors,
     "mla": mla_tensors,
@@ -673,6 +703,7 @@ MIXERS = {
     "short_conv": short_conv_tensors,
     "lightning": lightning_tensors,
     "rwkv": rwkv_tensors,
+    "mlstm": mlstm_tensors,
 }
 """Mixer kind -> its tensors; a block with mixer ``none`` has none."""
 

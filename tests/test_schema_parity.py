@@ -87,6 +87,12 @@ CASES: list[tuple[str, bool]] = [
     ("mixer: rwkv\nrwkv: {attention_width: 64.0}", False),
     ("mixer: rwkv\nrwkv: {}", False),
     ("mixer: rwkv\nrwkv: {attention_width: 64, heads: 4}", False),
+    ("mixer: mlstm\nmlstm: {heads: 4, qk_width: 32, v_width: 64}", True),
+    ("mixer: mlstm\nmlstm: {heads: 4, qk_width: 32, v_width: 64, fused: true}", True),
+    ("mixer: mlstm\nmlstm: {heads: 4, qk_width: 32, v_width: 64, chunk_size: 0}", False),
+    ("mixer: mlstm\nmlstm: {heads: 4, qk_width: 32.0, v_width: 64}", False),
+    ("mixer: mlstm\nmlstm: {heads: 4, qk_width: 32, v_width: 64, fused: yes}", False),
+    ("mixer: mlstm\nmlstm: {heads: 4, v_width: 64}", False),
     # block keys, flat or per layer group
     ("gated_cross_attention: true", True),
     ("gated_cross_attention: yes", False),

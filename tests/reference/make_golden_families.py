@@ -202,6 +202,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("jetmoe-8b", ("jetmoe-8b", False, "meta")),
         ("minimax-text-01", ("minimax-text-01", False, "meta")),
         ("rwkv-4-169m-pile", ("rwkv-4-169m-pile", False, "meta")),
+        ("xlstm-7b", ("xlstm-7b", False, "meta")),
         ("llama-3.2-11b-vision-text", ("llama-3.2-11b-vision-instruct", True, "meta")),
         ("llama-3.2-90b-vision-text", ("llama-3.2-90b-vision-instruct", True, "meta")),
         ("paddleocr-vl-text", ("paddleocr-vl", True, "meta")),
@@ -219,6 +220,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-lfm2-moe", ("tiny-lfm2-moe", False, "cpu")),
         ("tiny-jetmoe", ("tiny-jetmoe", False, "cpu")),
         ("tiny-minimax", ("tiny-minimax", False, "cpu")),
+        ("tiny-xlstm", ("tiny-xlstm", False, "cpu")),
         # recurrent and hybrid families
         ("mamba-130m", ("mamba-130m", False, "meta")),
         ("falcon-mamba-7b", ("falcon-mamba-7b", False, "meta")),
@@ -609,6 +611,10 @@ def cache_tensors(layer) -> dict[str, list[int]]:
             for i, item in items:
                 if isinstance(item, torch.Tensor):
                     out[f"{attr}[{i}]"] = list(item.shape)
+                elif isinstance(item, (list, tuple)):  # xLSTMCache.rnn_state: layer -> (C, n, m)
+                    for j, part in enumerate(item):
+                        if isinstance(part, torch.Tensor):
+                            out[f"{attr}[{i}][{j}]"] = list(part.shape)
     return out
 
 
