@@ -350,7 +350,8 @@ class BlockFields:
     mlstm: MlstmSizes | None = Field(
         default=None,
         description=(
-            "xLSTM mLSTM sizes (mixer mlstm): heads, qk_width, v_width, chunk_size, fused."
+            "xLSTM mLSTM sizes (mixer mlstm): heads, qk_width, v_width, chunk_size, piece_size, "
+            "fused."
         ),
     )
     parallel_mamba2: Flag = Field(

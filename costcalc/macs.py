@@ -367,7 +367,8 @@ def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
       per chunk the keys x values added to the memory (c dk dv), Q K^T (c^2 dk), the queries
       read the memory and the normalizer carried in (c dk dv + c dk) and the gated scores x V
       (c^2 dv); per step the key-value outer product and the query reading the memory (dk dv
-      each) and the normalizer (dk).
+      each) and the normalizer (dk). A prompt longer than the piece size M runs in pieces of M
+      tokens (T = p M + s): p times the cost of M tokens plus that of s.
     - 0 for a short convolution, for the RG-LRU and RWKV (elementwise recurrences) and for
       attention (whose pairs are counted apart).
     """
@@ -394,12 +395,18 @@ def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
         q, r = divmod(T, b)
         return B * spec.lightning.heads * (2 * d * (q * b * b + r * r) + 2 * T * d * d)
     if spec.mixer == "mlstm" and spec.mlstm is not None:
-        x = spec.mlstm
-        c, dk, dv = x.chunk_size, x.qk_width // x.heads, x.v_width // x.heads
-        n, r = divmod(T, c)
-        chunked = n * c * (2 * dk * dv + c * (dk + dv) + dk)
-        return B * x.heads * (chunked + r * (2 * dk * dv + dk))
+        pieces, rest = divmod(T, spec.mlstm.piece_size)
+        return B * (pieces * _mlstm_macs(spec, spec.mlstm.piece_size) + _mlstm_macs(spec, rest))
     return 0
+
+
+def _mlstm_macs(spec: ModelSpec, length: int) -> int:
+    """One sequence's mLSTM products over ``length`` tokens run at once (:func:`scan_macs`)."""
+    x = spec.mlstm
+    assert x is not None  # the caller's mixer
+    c, dk, dv = x.chunk_size, x.qk_width // x.heads, x.v_width // x.heads
+    n, r = divmod(length, c)
+    return x.heads * (n * c * (2 * dk * dv + c * (dk + dv) + dk) + r * (2 * dk * dv + dk))
 
 
 def mixer_sequence_macs(spec: ModelSpec, batch: int, length: int) -> int:

@@ -145,6 +145,13 @@ class MlstmSizes(_MixerSizes):
         description="Tokens per chunk of the chunkwise prompt; the rest run step by step "
         "(changes MACs only).",
     )
+    piece_size: Size = Field(
+        default=16384,
+        description=(
+            "Longest prompt run at once at inference (max_inference_chunksize); a longer one "
+            "runs in pieces of this many tokens, each chunked then stepped (changes MACs only)."
+        ),
+    )
     fused: Flag = Field(
         default=False,
         description=(

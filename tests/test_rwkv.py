@@ -11,6 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from costcalc.errors import UsageError
+from costcalc.explain import block_rows
 from costcalc.loaders import load_file
 from costcalc.macs import decode_token_macs, forward_macs, mixer_sequence_macs
 from costcalc.memory import kv_cache_elements, state_elements
@@ -129,3 +130,9 @@ def test_rwkv_defaults(tmp_path: Path) -> None:
     assert spec.rwkv is not None and spec.rwkv.attention_width == 768
     assert spec.ffn_hidden == 4 * 768
     assert spec.norms_per_block == 3 and spec.layers is None
+
+
+def test_explain_sums_the_channel_mix_tensors() -> None:
+    spec = ModelSpec.model_validate(RWKV)
+    row = block_rows(spec, spec.n_layers)["ffn"]
+    assert row == "channel-mix tensors: 64 + 64 + 256 x 64 + 64 x 64 + 64 x 256 = 36,992"

@@ -93,6 +93,7 @@ CASES: list[tuple[str, bool]] = [
     ("mixer: mlstm\nmlstm: {heads: 4, qk_width: 32.0, v_width: 64}", False),
     ("mixer: mlstm\nmlstm: {heads: 4, qk_width: 32, v_width: 64, fused: yes}", False),
     ("mixer: mlstm\nmlstm: {heads: 4, v_width: 64}", False),
+    ("mixer: mlstm\nmlstm: {heads: 4, qk_width: 32, v_width: 64, piece_size: 0}", False),
     # block keys, flat or per layer group
     ("gated_cross_attention: true", True),
     ("gated_cross_attention: yes", False),

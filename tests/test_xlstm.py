@@ -122,3 +122,12 @@ def test_xlstm_refusals(tmp_path: Path, changes: dict[str, Any], field: str) -> 
     with pytest.raises(ConfigError) as raised:
         load_file(_xlstm(tmp_path, **changes))
     assert field in [p.field for p in raised.value.problems]
+
+
+def test_a_long_prompt_runs_in_pieces() -> None:
+    # xLSTMModel.forward: a prompt longer than max_inference_chunksize runs piece by piece
+    sizes = {**MLSTM["mlstm"], "piece_size": 100}
+    spec = ModelSpec.model_validate({**MLSTM, "mlstm": sizes})
+    whole = ModelSpec.model_validate(MLSTM)
+    assert scan_macs(spec, 2, 250) == 2 * scan_macs(whole, 2, 100) + scan_macs(whole, 2, 50)
+    assert scan_macs(spec, 1, 100) == scan_macs(whole, 1, 100)

@@ -13,8 +13,9 @@ normalizer of dk and a stabilizer. D = ``hidden_size`` (or ``embedding_dim``), H
 ``num_heads``, H dk = int(D ``qk_dim_factor``), H dv = int(D ``v_dim_factor``), h = D
 ``ffn_proj_factor`` rounded up to a multiple of ``ffn_round_up_to_multiple_of``; the layer
 count is ``num_blocks`` (else ``num_hidden_layers``). The prompt runs in chunks of
-``chunk_size`` tokens, the rest token by token, whatever kernel names the file gives (the
-native kernels are the only ones without the ``xlstm`` package).
+``chunk_size`` tokens, the rest token by token, in pieces of ``max_inference_chunksize``
+tokens, whatever kernel names the file gives (the native kernels are the only ones without the
+``xlstm`` package).
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ def xlstm(r: Reader) -> dict[str, Any]:
             "qk_width": _width(D, qk),
             "v_width": _width(D, v),
             "chunk_size": r.value("mlstm", "chunk_size", default=64),
+            "piece_size": r.value("mlstm", "max_inference_chunksize", default=16384),
             "fused": fused == "fused",
         },
         ffn="swiglu",
