@@ -23,7 +23,7 @@ Count = Annotated[int, Field(strict=True, ge=0, le=MAX_SIZE)]
 Flag = Annotated[bool, Field(strict=True)]
 
 PositionScheme = Literal["learned", "sinusoidal", "rotary", "none"]
-FfnKind = Literal["mlp", "swiglu", "geglu", "none"]
+FfnKind = Literal["mlp", "swiglu", "geglu", "channel_mix", "none"]
 NormKind = Literal["layernorm", "rmsnorm"]
 MixerKind = Literal[
     "attention",
@@ -35,6 +35,8 @@ MixerKind = Literal[
     "rg_lru",
     "short_conv",
     "lightning",
+    "rwkv",
+    "mlstm",
     "none",
 ]
 QkNorm = Literal["none", "head", "full", "key"]
@@ -49,6 +51,8 @@ RECURRENT_MIXERS: tuple[str, ...] = (
     "rg_lru",
     "short_conv",
     "lightning",
+    "rwkv",
+    "mlstm",
 )
 """Mixers that keep a fixed-size state instead of a KV cache; each is described by the block key
 of its own name (a nested mapping of its sizes, :mod:`costcalc.mixer_sizes`)."""
@@ -87,7 +91,9 @@ if TYPE_CHECKING:
         LightningSizes,
         Mamba2Sizes,
         MambaSizes,
+        MlstmSizes,
         RgLruSizes,
+        RwkvSizes,
         ShortConvSizes,
     )
 else:  # the same names at run time, each the field type that loads its model on first use
@@ -98,6 +104,8 @@ else:  # the same names at run time, each the field type that loads its model on
     RgLruSizes = _mixer_sizes("rg_lru")
     ShortConvSizes = _mixer_sizes("short_conv")
     LightningSizes = _mixer_sizes("lightning")
+    RwkvSizes = _mixer_sizes("rwkv")
+    MlstmSizes = _mixer_sizes("mlstm")
 
 
 class BlockFields:
@@ -114,8 +122,8 @@ class BlockFields:
         description=(
             "Token mixer: attention (MHA/GQA/MQA), mla (multi-head latent attention, "
             "DeepSeek-V2/V3), mamba2, mamba, gated_deltanet, kimi_delta, rg_lru, short_conv, "
-            "lightning (each sized by the block key of its name) or none (a block with an FFN "
-            "only)."
+            "lightning, rwkv, mlstm (each sized by the block key of its name) or none (a block "
+            "with an FFN only)."
         ),
     )
     n_heads: Size | None = Field(default=None, description="Attention (query) heads H.")
@@ -392,6 +400,17 @@ class BlockFields:
             "block_size."
         ),
     )
+    rwkv: RwkvSizes | None = Field(
+        default=None,
+        description="RWKV-4 time-mix sizes (mixer rwkv): attention_width.",
+    )
+    mlstm: MlstmSizes | None = Field(
+        default=None,
+        description=(
+            "xLSTM mLSTM sizes (mixer mlstm): heads, qk_width, v_width, chunk_size, piece_size, "
+            "fused."
+        ),
+    )
     parallel_mamba2: Flag = Field(
         default=False,
         description=(
@@ -458,7 +477,11 @@ class BlockFields:
     )
     # Feed-forward network.
     ffn: FfnKind = Field(
-        default="mlp", description="Feed-forward kind: plain MLP, gated (swiglu, geglu) or none."
+        default="mlp",
+        description=(
+            "Feed-forward kind: plain MLP, gated (swiglu, geglu), channel_mix (RWKV's: a "
+            "squared-ReLU MLP of the token-shifted input, gated by a D x D receptance) or none."
+        ),
     )
     ffn_mult: Size | None = Field(
         default=None,

@@ -220,6 +220,8 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
         rows["ffn"] = "FFN and per-layer input branch: " + _tensor_sum(ffn_tensors(b), ffn)
     elif b.ffn == "none":
         rows["ffn"] = "no FFN = 0"
+    elif b.ffn == "channel_mix":
+        rows["ffn"] = "channel-mix tensors: " + _tensor_sum(ffn_tensors(b), ffn)
     elif b.moe_experts is None:
         rows["ffn"] = f"{shape} + biases, h = {_n(h)} => {one_ffn} = {_n(ffn)}"
     elif b.moe_shared_ffn_hidden is None and not (b.moe_router_bias or b.moe_router_scales):

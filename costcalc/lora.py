@@ -446,6 +446,20 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     **dict.fromkeys(
         ("mamba", "mamba2", "falcon_mamba"), _names(renames={"embed_tokens": "embeddings"})
     ),
+    "rwkv": _names(
+        {"attn": "attention", "mlp": "feed_forward"},
+        {"embed_tokens": "embeddings", "lm_head": "head"},
+    ),
+    "xlstm": _names(
+        {"attn": "mlstm_layer", "mlp": "ffn"},
+        {
+            "embed_tokens": "embeddings",
+            "mlp.gate_proj": "ffn.proj_up_gate",
+            "mlp.up_proj": "ffn.proj_up",
+            "mlp.gate_up_proj": "ffn.proj_up_gate_z",
+            "mlp.down_proj": "ffn.proj_down",
+        },
+    ),
     "olmo_hybrid": _names(
         renames={
             "linear_attn.in_proj_a": "linear_attn.a_proj",

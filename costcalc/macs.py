@@ -399,8 +399,15 @@ def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
       = B H (2 d (q b^2 + r^2) + 2 T d^2): per block Q K^T and the decayed scores x V (c^2 d
       each), the queries read the state carried in (c d^2, the first block's too, a zero state)
       and the block's K^T V is added to it (c d^2); the decays are elementwise.
-    - 0 for a short convolution, for the RG-LRU (an elementwise recurrence) and for attention
-      (whose pairs are counted apart).
+    - mLSTM (xLSTM's native kernels in inference mode, chunks of c tokens: T = n c + r, n
+      chunks then r single steps): B H (n c (2 dk dv + c (dk + dv) + dk) + r (2 dk dv + dk)):
+      per chunk the keys x values added to the memory (c dk dv), Q K^T (c^2 dk), the queries
+      read the memory and the normalizer carried in (c dk dv + c dk) and the gated scores x V
+      (c^2 dv); per step the key-value outer product and the query reading the memory (dk dv
+      each) and the normalizer (dk). A prompt longer than the piece size M runs in pieces of M
+      tokens (T = p M + s): p times the cost of M tokens plus that of s.
+    - 0 for a short convolution, for the RG-LRU and RWKV (elementwise recurrences) and for
+      attention (whose pairs are counted apart).
     """
     B, T = batch, length
     if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
@@ -424,7 +431,19 @@ def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
         b, d = spec.lightning.block_size, spec.lightning.head_dim
         q, r = divmod(T, b)
         return B * spec.lightning.heads * (2 * d * (q * b * b + r * r) + 2 * T * d * d)
+    if spec.mixer == "mlstm" and spec.mlstm is not None:
+        pieces, rest = divmod(T, spec.mlstm.piece_size)
+        return B * (pieces * _mlstm_macs(spec, spec.mlstm.piece_size) + _mlstm_macs(spec, rest))
     return 0
+
+
+def _mlstm_macs(spec: ModelSpec, length: int) -> int:
+    """One sequence's mLSTM products over ``length`` tokens run at once (:func:`scan_macs`)."""
+    x = spec.mlstm
+    assert x is not None  # the caller's mixer
+    c, dk, dv = x.chunk_size, x.qk_width // x.heads, x.v_width // x.heads
+    n, r = divmod(length, c)
+    return x.heads * (n * c * (2 * dk * dv + c * (dk + dv) + dk) + r * (2 * dk * dv + dk))
 
 
 def mixer_sequence_macs(spec: ModelSpec, batch: int, length: int) -> int:

@@ -328,7 +328,10 @@ def conv_state_width(spec: ModelSpec) -> int:
 def recurrent_state_width(spec: ModelSpec) -> int:
     """One block's SSM / linear-attention state per sequence: Mamba-2 H P N, Mamba I N, Gated
     DeltaNet Hv dk dv, Kimi Delta Attention H d^2, lightning attention H d^2 (its K^T V), RG-LRU
-    W; 0 for a short convolution (its conv state is all it keeps) and attention."""
+    W, RWKV 2 D + 3 A (the previous token's input to the time mix and to the channel mix, and
+    the WKV numerator, denominator and running maximum; D + 3 A without a channel mix), mLSTM
+    H (dk dv + dk + 1) (each head's memory, normalizer and stabilizer); 0 for a short
+    convolution (its conv state is all it keeps) and attention."""
     if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
         return spec.mamba2.heads * spec.mamba2.head_dim * spec.mamba2.state
     if spec.recurrent_mixer == "mamba" and spec.mamba is not None:
@@ -342,6 +345,13 @@ def recurrent_state_width(spec: ModelSpec) -> int:
         return spec.lightning.heads * spec.lightning.head_dim**2
     if spec.mixer == "rg_lru" and spec.rg_lru is not None:
         return spec.rg_lru.width
+    if spec.mixer == "mlstm" and spec.mlstm is not None:
+        m = spec.mlstm
+        dk, dv = m.qk_width // m.heads, m.v_width // m.heads
+        return m.heads * (dk * dv + dk + 1)
+    if spec.mixer == "rwkv" and spec.rwkv is not None:
+        shifts = 2 if spec.ffn == "channel_mix" else 1
+        return shifts * spec.d_model + 3 * spec.rwkv.attention_width
     return 0
 
 

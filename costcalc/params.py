@@ -235,6 +235,8 @@ MIXER_WORDS = {
     "rg_lru": "RG-LRU recurrence",
     "short_conv": "short convolution",
     "lightning": "lightning attention",
+    "rwkv": "RWKV time mix",
+    "mlstm": "mLSTM",
     "none": "no token mixer",
 }
 FFN_KEYS = frozenset(

@@ -807,6 +807,22 @@ def _gate_to_fuse(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("fused_gate_up", f"a plain {spec.ffn} FFN has no gate to fuse")
 
 
+@_rule("ffn", "mixer", "ffn_bias", "moe_experts", "ffn_inner_norm")
+def _channel_mix_as_built(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """RWKV's channel mix is one dense block without biases or an inner norm, in an RWKV block
+    (whose state keeps its previous token's input)."""
+    if spec.ffn != "channel_mix":
+        return
+    if spec.mixer != "rwkv":
+        yield ("ffn", f"RWKV's channel mix runs in rwkv blocks; this block's mixer is {spec.mixer}")
+    if spec.ffn_bias:
+        yield ("ffn_bias", "RWKV's channel mix has no biases; give ffn_bias: false")
+    if spec.moe_experts is not None:
+        yield ("moe_experts", "RWKV's channel mix is a dense FFN, not a mixture of experts")
+    if spec.ffn_inner_norm:
+        yield ("ffn_inner_norm", "RWKV's channel mix has no inner norm")
+
+
 @_rule("attention_gate", "attention_gate_bias", "attention_gate_proj")
 def _gate_for_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.attention_gate_bias and not spec.attention_gate:
@@ -932,6 +948,12 @@ def _recurrent_sizes(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             f"{ssm.heads:,} heads cannot share B and C over {ssm.groups:,} groups "
             "(heads must be a multiple of groups)",
         )
+    mlstm = spec.mlstm
+    if isinstance(mlstm, BaseModel):
+        for key in ("qk_width", "v_width"):
+            width = getattr(mlstm, key)
+            if width % mlstm.heads:
+                yield ("mlstm", f"{key} {width:,} does not split into {mlstm.heads:,} heads")
     lru = spec.rg_lru
     if isinstance(lru, BaseModel) and lru.width % lru.heads:
         yield ("rg_lru", f"width {lru.width:,} does not split into {lru.heads:,} equal gate blocks")

@@ -728,6 +728,61 @@ def lightning_tensors(spec: ModelSpec) -> list[Tensor]:
     ]
 
 
+def token_shift_mix(name: str, kinds: tuple[str, ...], width: int, part: Part) -> list[Tensor]:
+    """RWKV's token-shift mix: ``time_mix_<kind>`` (1 x 1 x D) per input it mixes from the token
+    and the one before; elementwise, no MACs."""
+    return [Tensor(f"{name}.time_mix_{kind}", (1, 1, width), part) for kind in kinds]
+
+
+def rwkv_tensors(spec: ModelSpec) -> list[Tensor]:
+    """RWKV-4's time mix (``RwkvSelfAttention``): ``time_decay`` and ``time_first`` (A each),
+    ``time_mix_key``/``_value``/``_receptance`` (1 x 1 x D each), ``key``, ``value`` and
+    ``receptance`` D -> A, ``output`` A -> D; no biases, no conv; the WKV recurrence is
+    elementwise."""
+    r = spec.rwkv
+    assert r is not None  # checked by the spec's rules
+    D, A = spec.d_model, r.attention_width
+    return [
+        Tensor("attn.time_decay", (A,), "mixer"),
+        Tensor("attn.time_first", (A,), "mixer"),
+        *token_shift_mix("attn", ("key", "value", "receptance"), D, "mixer"),
+        *_linear("attn.key", A, D, False, "mixer"),
+        *_linear("attn.value", A, D, False, "mixer"),
+        *_linear("attn.receptance", A, D, False, "mixer"),
+        *_linear("attn.output", D, A, False, "mixer"),
+    ]
+
+
+def mlstm_tensors(spec: ModelSpec) -> list[Tensor]:
+    """xLSTM's mLSTM layer (``xLSTMLayer``, no biases but the gates'): ``q``, ``k`` D -> H dk,
+    ``v`` and the output gate ``ogate_preact`` D -> H dv, the input and forget gates
+    ``igate_preact``, ``fgate_preact`` D -> H with biases (fused: ``qkv_opreact`` D ->
+    2 H dk + 2 H dv and ``ifgate_preact`` D -> 2 H), the per-head LayerNorm ``multihead_norm``
+    (a weight of H dv), ``out_proj`` H dv -> D."""
+    m = spec.mlstm
+    assert m is not None  # checked by the spec's rules
+    D, qk, v, H = spec.d_model, m.qk_width, m.v_width, m.heads
+    if m.fused:
+        projections = [
+            *_linear("attn.qkv_opreact", 2 * qk + 2 * v, D, False, "mixer"),
+            *_linear("attn.ifgate_preact", 2 * H, D, True, "mixer"),
+        ]
+    else:
+        projections = [
+            *_linear("attn.q", qk, D, False, "mixer"),
+            *_linear("attn.k", qk, D, False, "mixer"),
+            *_linear("attn.v", v, D, False, "mixer"),
+            *_linear("attn.ogate_preact", v, D, False, "mixer"),
+            *_linear("attn.igate_preact", H, D, True, "mixer"),
+            *_linear("attn.fgate_preact", H, D, True, "mixer"),
+        ]
+    return [
+        *projections,
+        Tensor("attn.multihead_norm.weight", (v,), "mixer"),
+        *_linear("attn.out_proj", D, v, False, "mixer"),
+    ]
+
+
 MIXERS = {
     "attention": attention_tensors,
     "mla": mla_tensors,
@@ -738,6 +793,8 @@ MIXERS = {
     "rg_lru": rg_lru_tensors,
     "short_conv": short_conv_tensors,
     "lightning": lightning_tensors,
+    "rwkv": rwkv_tensors,
+    "mlstm": mlstm_tensors,
 }
 """Mixer kind -> its tensors; a block with mixer ``none`` has none."""
 
@@ -805,8 +862,11 @@ def laurel_tensors(spec: ModelSpec) -> list[Tensor]:
 
 
 def dense_ffn_tensors(spec: ModelSpec, width: int, name: str = "mlp") -> list[Tensor]:
-    """Up (or gate and up, fused or not) h x D and down D x h, with biases when the FFN has them."""
+    """Up (or gate and up, fused or not) h x D and down D x h, with biases when the FFN has them;
+    RWKV's channel mix (:func:`channel_mix_tensors`)."""
     D, bias = spec.d_model, spec.ffn_bias
+    if spec.ffn == "channel_mix":
+        return channel_mix_tensors(spec, width, name)
     if spec.fused_gate_up:
         firsts = _linear(f"{name}.gate_up_proj", 2 * width, D, bias, "ffn")
     elif spec.gated:
@@ -817,6 +877,19 @@ def dense_ffn_tensors(spec: ModelSpec, width: int, name: str = "mlp") -> list[Te
     else:
         firsts = _linear(f"{name}.up_proj", width, D, bias, "ffn")
     return [*firsts, *_linear(f"{name}.down_proj", D, width, bias, "ffn")]
+
+
+def channel_mix_tensors(spec: ModelSpec, width: int, name: str) -> list[Tensor]:
+    """RWKV-4's channel mix (``RwkvFeedForward``): ``time_mix_key`` and
+    ``time_mix_receptance`` (1 x 1 x D each), ``key`` D -> h, ``receptance`` D -> D (a sigmoid
+    gate on the output), ``value`` h -> D; no biases."""
+    D = spec.d_model
+    return [
+        *token_shift_mix(name, ("key", "receptance"), D, "ffn"),
+        *_linear(f"{name}.key", width, D, False, "ffn"),
+        *_linear(f"{name}.receptance", D, D, False, "ffn"),
+        *_linear(f"{name}.value", D, width, False, "ffn"),
+    ]
 
 
 def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:

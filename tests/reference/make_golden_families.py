@@ -205,6 +205,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("muse-glimmer-50-layers-text", ("muse-glimmer-50-layers", True, "meta")),
         ("jetmoe-8b", ("jetmoe-8b", False, "meta")),
         ("minimax-text-01", ("minimax-text-01", False, "meta")),
+        ("rwkv-4-169m-pile", ("rwkv-4-169m-pile", False, "meta")),
+        ("xlstm-7b", ("xlstm-7b", False, "meta")),
         ("llama-3.2-11b-vision-text", ("llama-3.2-11b-vision-instruct", True, "meta")),
         ("llama-3.2-90b-vision-text", ("llama-3.2-90b-vision-instruct", True, "meta")),
         ("paddleocr-vl-text", ("paddleocr-vl", True, "meta")),
@@ -222,6 +224,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-lfm2-moe", ("tiny-lfm2-moe", False, "cpu")),
         ("tiny-jetmoe", ("tiny-jetmoe", False, "cpu")),
         ("tiny-minimax", ("tiny-minimax", False, "cpu")),
+        ("tiny-xlstm", ("tiny-xlstm", False, "cpu")),
         # recurrent and hybrid families
         ("mamba-130m", ("mamba-130m", False, "meta")),
         ("falcon-mamba-7b", ("falcon-mamba-7b", False, "meta")),
@@ -650,6 +653,10 @@ def cache_tensors(layer) -> dict[str, list[int]]:
             for i, item in items:
                 if isinstance(item, torch.Tensor):
                     out[f"{attr}[{i}]"] = list(item.shape)
+                elif isinstance(item, (list, tuple)):  # xLSTMCache.rnn_state: layer -> (C, n, m)
+                    for j, part in enumerate(item):
+                        if isinstance(part, torch.Tensor):
+                            out[f"{attr}[{i}][{j}]"] = list(part.shape)
     return out
 
 
@@ -660,12 +667,31 @@ def numel(shape: list[int]) -> int:
     return n
 
 
+def state_record(state, batch: int, seq: int) -> dict:
+    """A model that returns its recurrent state as a list of tensors instead of a cache object
+    (RWKV's ``state``: five B x D x L tensors): their shapes and elements; no keys or values."""
+    tensors = {f"state[{i}]": list(t.shape) for i, t in enumerate(state)}
+    total = sum(numel(shape) for shape in tensors.values())
+    return {
+        "batch": batch,
+        "seq_len": seq,
+        "cache_class": "state",
+        "state_tensors": tensors,
+        "state_elements": total,
+        "kv_cache_elements": 0,
+        "cache_layer_kinds": [],
+    }
+
+
 def kv_record(model: nn.Module, config, batch: int, seq: int, device: str) -> dict:
     ids = token_ids(batch, seq, device, getattr(config, "vocab_size", 1))
     output = forward(model, ids, use_cache=True)
     cache = None
     for attr in ("cache", "past_key_values", "cache_params"):
         cache = cache if cache is not None else getattr(output, attr, None)
+    state = getattr(output, "state", None)
+    if cache is None and isinstance(state, (list, tuple)):
+        return state_record(state, batch, seq)
     if cache is None:
         return {"note": f"{type(model).__name__} returns no cache"}
     layers = list(cache.layers) if hasattr(cache, "layers") else [cache]

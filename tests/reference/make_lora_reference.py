@@ -386,6 +386,18 @@ CASES += [
 CASES += [
     ("jetmoe-8b-all-linear-r16", "jetmoe-8b", ALL_LINEAR),
     ("minimax-text-01-all-linear-r16", "minimax-text-01", ALL_LINEAR),
+    ("rwkv-4-169m-pile-all-linear-r16", "rwkv-4-169m-pile", ALL_LINEAR),
+    ("xlstm-7b-all-linear-r16", "xlstm-7b", ALL_LINEAR),
+    (
+        "tiny-xlstm-gates-proj-up-r4",
+        "tiny-xlstm",
+        {"r": 4, "target_modules": ["q", "v", "igate_preact", "proj_up", "proj_down"]},
+    ),
+    (
+        "rwkv-4-169m-pile-key-receptance-r8-all",
+        "rwkv-4-169m-pile",
+        {"r": 8, "target_modules": ["key", "receptance"], "bias": "all"},
+    ),
     (
         "minimax-text-01-lightning-w1-w3-w2-gate-r4",
         "minimax-text-01",
