@@ -95,6 +95,8 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
             f"2 (n - 1) D^2, n = {m} AltUp streams => 2 x {m - 1} x {_n(spec.d_model)}^2"
             f" = {_n(report.altup_projections)}"
         )
+    if report.initial_state:
+        rows["initial_state"] = f"D = {_n(report.initial_state)}"
     final_norm = report.final_norm
     rows["final_norm"] = (
         f"{_norm_formula(spec)} = {_n(final_norm)}" if spec.final_norm else "no final norm = 0"
@@ -109,7 +111,9 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         "embeddings + blocks + "
         + ("residual streams' last collapse + " if report.stream_collapse else "")
         + ("AltUp stream projections + " if report.altup_projections else "")
-        + "final norm + LM head = "
+        + "final norm + "
+        + ("second stream's initial state + " if report.initial_state else "")
+        + "LM head = "
         + _terms(
             ("", report.token_embedding),
             ("", report.position_embedding),
@@ -120,6 +124,7 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
             ("", report.stream_collapse),
             ("", report.altup_projections),
             ("", report.final_norm),
+            ("", report.initial_state),
             ("", report.lm_head),
         )
         + f" = {_n(report.total)}"

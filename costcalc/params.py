@@ -138,6 +138,11 @@ def altup_projection_params(spec: ModelSpec) -> int:
     return _sum(altup_projection_tensors(spec))
 
 
+def initial_state_params(spec: ModelSpec) -> int:
+    """A second hidden stream's learned initial state: D (0 without one)."""
+    return spec.d_model if spec.initial_state else 0
+
+
 def lm_head_params(spec: ModelSpec) -> int:
     """Output matrix V' * E (0 when tied to the token table), plus V' biases if it has them;
     V' the head's rows (V unless ``head_rows`` prunes them)."""
@@ -147,7 +152,7 @@ def lm_head_params(spec: ModelSpec) -> int:
 
 def total_params(spec: ModelSpec) -> int:
     """Every parameter once: tables + projections + embedding norm + per-layer inputs + blocks
-    + the residual streams' own tensors + final norm + LM head."""
+    + the residual streams' own tensors + final norm + a second stream's initial state + LM head."""
     return (
         token_embedding_params(spec)
         + position_embedding_params(spec)
@@ -159,6 +164,7 @@ def total_params(spec: ModelSpec) -> int:
         + stream_collapse_params(spec)
         + altup_projection_params(spec)
         + final_norm_params(spec)
+        + initial_state_params(spec)
         + lm_head_params(spec)
     )
 
@@ -315,6 +321,7 @@ class ParamReport(NamedTuple):
     stream_collapse: int
     altup_projections: int
     final_norm: int
+    initial_state: int
     lm_head: int
     total: int
     untied_total: int
@@ -359,6 +366,7 @@ class ParamReport(NamedTuple):
             "stream_collapse": self.stream_collapse,
             "altup_projections": self.altup_projections,
             "final_norm": self.final_norm,
+            "initial_state": self.initial_state,
             "lm_head": self.lm_head,
         }
 
@@ -382,6 +390,7 @@ def param_report(spec: ModelSpec) -> ParamReport:
         stream_collapse=stream_collapse_params(spec),
         altup_projections=altup_projection_params(spec),
         final_norm=final_norm_params(spec),
+        initial_state=initial_state_params(spec),
         lm_head=lm_head_params(spec),
         total=total_params(spec),
         untied_total=untied_total_params(spec),

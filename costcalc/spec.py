@@ -165,6 +165,13 @@ class ModelSpec(BlockFields, BaseModel):
         default=None, description="LayerNorm carries a bias (default: yes; RMSNorm never does)."
     )
     final_norm: Flag = Field(default=True, description="A norm after the last block.")
+    initial_state: Flag = Field(
+        default=False,
+        description=(
+            "A learned vector of D a second hidden stream starts from, which the blocks reused "
+            "at several depths update beside the first (HRM's z_L_init): D parameters, no MACs."
+        ),
+    )
     residual_streams: Size = Field(
         default=1,
         description=(

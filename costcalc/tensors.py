@@ -861,8 +861,8 @@ def block_tensors(spec: ModelSpec) -> list[Tensor]:
 
 def model_tensors(spec: ModelSpec) -> list[Tensor]:
     """Every tensor outside the blocks: tables, embedding projections and norm, final norm,
-    LM head (``output_rows`` x E; none when tied: the token table serves), each shared tensor
-    once."""
+    a second stream's learned initial state, LM head (``output_rows`` x E; none when tied: the
+    token table serves), each shared tensor once."""
     V, E, D = spec.vocab_rows, spec.embed_width, spec.d_model
     tensors = [Tensor("embed_tokens.weight", (V, E), "model")]
     if spec.position_rows:
@@ -877,6 +877,8 @@ def model_tensors(spec: ModelSpec) -> list[Tensor]:
     tensors += altup_projection_tensors(spec)
     if spec.final_norm:
         tensors += _norm(spec, "norm", D, "model")
+    if spec.initial_state:
+        tensors.append(Tensor("initial_state", (D,), "model"))
     if not spec.tie_embeddings:
         tensors.append(Tensor("lm_head.weight", (spec.output_rows, E), "model", "matmul"))
     if spec.lm_head_bias:

@@ -393,6 +393,13 @@ CASES += [
         "tiny-zamba2",
         {"r": 4, "target_modules": ["gate_up_proj", "linear", "in_proj"]},
     ),
+    # layer modules run at several depths: peft adapts each module once
+    ("hrm-text-defaults-all-linear-r16", "hrm-text-defaults", ALL_LINEAR),
+    (
+        "hrm-text-defaults-q-gate-r8",
+        "hrm-text-defaults",
+        {"r": 8, "target_modules": ["q_proj", "gate_proj"]},
+    ),
 ]
 CASES += [
     (
