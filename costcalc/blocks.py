@@ -477,6 +477,14 @@ class BlockFields:
         default=2,
         description="Norms in each block: 2 pre- or post-norm, 4 sandwich, 1 parallel.",
     )
+    ngpt_scales: Flag = Field(
+        default=False,
+        description=(
+            "nGPT's learned scales (Dory): the queries' sqk and the output gate's s_gate (H d "
+            "each; needs attention_gate), the gated FFN's suv_gate and suv_up (h each) and the "
+            "residual rates lambda_1 and lambda_2 (D each); no MACs."
+        ),
+    )
 
     # Resolved values: the defaults above, filled in by ModelSpec.stacks().
 

@@ -106,6 +106,7 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         "tied to the token table" if spec.tie_embeddings else f"{head} x E = {_n(Vh)} x {_n(E)}"
     )
     head_bias = f" + {head} bias {_n(Vh)}" if spec.lm_head_bias else ""
+    head_bias += f" + {head} logit scales {_n(Vh)}" if spec.logit_scale else ""
     rows["lm_head"] = f"{head_weights}{head_bias} = {_n(report.lm_head)}"
     rows["total"] = (
         "embeddings + blocks + "
@@ -216,6 +217,8 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
     shape = "D x 2h + h x D" if b.gated else "D x h + h x D"
     if b.per_layer_input_width is not None:
         rows["ffn"] = "FFN and per-layer input branch: " + _tensor_sum(ffn_tensors(b), ffn)
+    elif b.ngpt_scales:
+        rows["ffn"] = "FFN and its nGPT scales: " + _tensor_sum(ffn_tensors(b), ffn)
     elif b.ffn == "none":
         rows["ffn"] = "no FFN = 0"
     elif b.moe_experts is None:

@@ -299,7 +299,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         loose_biases=("mlp.router",),
     ),
     "cohere2_moe": DEEPSEEK,
-    "hrm_text": _names(module_per_set=True, gate_apart=True),
+    **dict.fromkeys(("dory", "hrm_text"), _names(module_per_set=True, gate_apart=True)),
     "jetmoe": _names(
         {"attn": "self_attention"},
         {

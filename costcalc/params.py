@@ -144,10 +144,11 @@ def initial_state_params(spec: ModelSpec) -> int:
 
 
 def lm_head_params(spec: ModelSpec) -> int:
-    """Output matrix V' * E (0 when tied to the token table), plus V' biases if it has them;
-    V' the head's rows (V unless ``head_rows`` prunes them)."""
+    """Output matrix V' * E (0 when tied to the token table), plus V' biases if it has them and
+    V' logit scales if it has those; V' the head's rows (V unless ``head_rows`` prunes them)."""
     weights = 0 if spec.tie_embeddings else spec.output_rows * spec.embed_width
-    return weights + (spec.output_rows if spec.lm_head_bias else 0)
+    vectors = int(spec.lm_head_bias) + int(spec.logit_scale)
+    return weights + vectors * spec.output_rows
 
 
 def total_params(spec: ModelSpec) -> int:

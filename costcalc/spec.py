@@ -192,6 +192,10 @@ class ModelSpec(BlockFields, BaseModel):
         ),
     )
     lm_head_bias: Flag = Field(default=False, description="Bias on the LM head.")
+    logit_scale: Flag = Field(
+        default=False,
+        description="A learned scale per logit (Dory's lm_head.logit_scale): V' parameters.",
+    )
     head_rows: Size | None = Field(
         default=None,
         description=(
@@ -722,6 +726,17 @@ def _inner_norm_needs_dense_ffn(spec: ModelSpec) -> Iterator[tuple[str, str]]:
 def _gate_to_fuse(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.fused_gate_up and not spec.gated:
         yield ("fused_gate_up", f"a plain {spec.ffn} FFN has no gate to fuse")
+
+
+@_rule("mixer", "attention_gate", "ffn", "moe_experts", "ngpt_scales")
+def _ngpt_scales(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """nGPT scales the gated attention's queries and gate and a dense gated FFN's branches."""
+    if not spec.ngpt_scales:
+        return
+    if spec.mixer != "attention" or not spec.attention_gate:
+        yield ("ngpt_scales", "scales the queries and output gate of attention with attention_gate")
+    if not spec.gated or spec.moe_experts is not None:
+        yield ("ngpt_scales", "scales the gate and up branches of a dense gated FFN")
 
 
 @_rule("attention_gate", "attention_gate_bias")

@@ -159,6 +159,9 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors += _linear("attn.g_proj", H, D, False, "mixer")
     if spec.differential_attention:
         tensors.append(Tensor("attn.lambda", (d,), "mixer", copies=4))
+    if spec.ngpt_scales:
+        tensors += [Tensor(f"attn.{name}", (H * d,), "mixer") for name in ("sqk", "s_gate")]
+        tensors.append(Tensor("lambda_1", (spec.d_model,), "mixer"))
     tensors += compressor_tensors(spec) + indexer_tensors(spec)
     if spec.gated_cross_attention:  # transformers' cross_attn.q_proj, ...
         cross = [replace(t, name=f"cross_{t.name}") for t in tensors]
@@ -799,6 +802,10 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors = dense_ffn_tensors(spec, spec.ffn_width) + tensors
         if spec.ffn_inner_norm:
             tensors += _norm(spec, "mlp.ffn_sub_norm", spec.ffn_width, "norms")
+        if spec.ngpt_scales:
+            h = spec.ffn_width
+            tensors += [Tensor(f"mlp.{name}", (h,), "ffn") for name in ("suv_gate", "suv_up")]
+            tensors.append(Tensor("lambda_2", (spec.d_model,), "ffn"))
     if spec.ffn_act_params:
         tensors.append(Tensor("mlp.act_fn.scalar", (1,), "ffn", copies=spec.ffn_act_params))
     if spec.gated_cross_attention:
@@ -883,6 +890,8 @@ def model_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors.append(Tensor("lm_head.weight", (spec.output_rows, E), "model", "matmul"))
     if spec.lm_head_bias:
         tensors.append(Tensor("lm_head.bias", (spec.output_rows,), "model"))
+    if spec.logit_scale:
+        tensors.append(Tensor("lm_head.logit_scale", (spec.output_rows,), "model"))
     return tensors
 
 

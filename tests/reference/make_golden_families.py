@@ -253,6 +253,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("hrm-text-defaults", ("hrm-text-defaults", False, "meta")),
         ("hrm-text-one-high-cycle", ("hrm-text-one-high-cycle", False, "meta")),
         ("dory-defaults", ("dory-defaults", False, "meta")),
+        ("dory-three-loops", ("dory-three-loops", False, "meta")),
     ]
 )
 STEPS = ["params", "macs", "kv"]

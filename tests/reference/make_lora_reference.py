@@ -400,6 +400,12 @@ CASES += [
         "hrm-text-defaults",
         {"r": 8, "target_modules": ["q_proj", "gate_proj"]},
     ),
+    ("dory-defaults-all-linear-r16", "dory-defaults", ALL_LINEAR),
+    (
+        "dory-three-loops-qv-down-r4-lora_only",
+        "dory-three-loops",
+        {"r": 4, "target_modules": ["q_proj", "v_proj", "down_proj"], "bias": "lora_only"},
+    ),
 ]
 CASES += [
     (
