@@ -217,8 +217,8 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
     shape = "D x 2h + h x D" if b.gated else "D x h + h x D"
     if b.per_layer_input_width is not None:
         rows["ffn"] = "FFN and per-layer input branch: " + _tensor_sum(ffn_tensors(b), ffn)
-    elif b.ngpt_scales:
-        rows["ffn"] = "FFN and its nGPT scales: " + _tensor_sum(ffn_tensors(b), ffn)
+    elif b.ngpt_scales or b.residual_scales:
+        rows["ffn"] = "FFN and its learned scales: " + _tensor_sum(ffn_tensors(b), ffn)
     elif b.ffn == "none":
         rows["ffn"] = "no FFN = 0"
     elif b.moe_experts is None:

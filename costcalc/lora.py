@@ -299,6 +299,12 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         loose_biases=("mlp.router",),
     ),
     "cohere2_moe": DEEPSEEK,
+    "doge": _names(
+        renames={
+            f"mlp.shared_expert.{p}": f"mlp.{p}" for p in ("gate_proj", "up_proj", "down_proj")
+        },
+        router_linear=True,
+    ),
     **dict.fromkeys(("dory", "hrm_text"), _names(module_per_set=True, gate_apart=True)),
     "jetmoe": _names(
         {"attn": "self_attention"},
@@ -513,12 +519,17 @@ class Site:
         return ".".join(parts[-2:]) if self.kind == "parameter" else parts[-1]
 
 
+PRODUCT_KEY_TABLES = ("mlp.down_embed.weight", "mlp.up_embed.weight")
+"""Product-key experts' tables (``moe_product_keys``): ``nn.Embedding`` modules in transformers
+(Doge), adapted as tables (r (X + D)), which ``all-linear`` leaves out."""
+
+
 def _kind(tensor: Tensor, names: FamilyNames) -> Kind | None:
     """What a weight is to LoRA: a linear layer, the output head, a bare parameter (stacked
     experts, a router that is no ``nn.Linear``), a table; None for the rest."""
     if tensor.name == "lm_head.weight":
         return "head"
-    if tensor.name in ("embed_tokens.weight", "embed_positions.weight"):
+    if tensor.name in ("embed_tokens.weight", "embed_positions.weight", *PRODUCT_KEY_TABLES):
         return "embedding"
     if tensor.use == "experts":
         return "parameter" if names.stacked_experts else None

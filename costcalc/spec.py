@@ -739,6 +739,39 @@ def _ngpt_scales(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("ngpt_scales", "scales the gate and up branches of a dense gated FFN")
 
 
+@_rule("ffn", "residual_scales")
+def _residual_scales(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.residual_scales and spec.ffn == "none":
+        yield ("residual_scales", "scales the token mixer's and the FFN's branches; give an FFN")
+
+
+@_rule("mixer", "dynamic_mask")
+def _dynamic_mask(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.dynamic_mask and spec.mixer != "attention":
+        yield ("dynamic_mask", f"applies to attention blocks; this block's mixer is {spec.mixer}")
+
+
+@_rule(
+    "moe_experts",
+    "moe_product_keys",
+    "moe_ffn_hidden",
+    "moe_router_bias",
+    "moe_router_scales",
+    "moe_modality_ffn_hidden",
+)
+def _product_keys(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Product-key experts are single neurons with a router of their own."""
+    if not spec.moe_product_keys:
+        return
+    if spec.moe_experts is None:
+        yield ("moe_product_keys", "retrieves experts; give moe_experts")
+    for name in ("moe_ffn_hidden", "moe_router_bias", "moe_router_scales"):
+        if getattr(spec, name):
+            yield (name, "product-key experts are single neurons under a router without bias")
+    if spec.moe_modality_ffn_hidden is not None:
+        yield ("moe_modality_ffn_hidden", "product-key experts have no second modality's set")
+
+
 @_rule("attention_gate", "attention_gate_bias")
 def _gate_for_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.attention_gate_bias and not spec.attention_gate:

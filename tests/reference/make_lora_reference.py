@@ -401,6 +401,17 @@ CASES += [
         {"r": 8, "target_modules": ["q_proj", "gate_proj"]},
     ),
     ("dory-defaults-all-linear-r16", "dory-defaults", ALL_LINEAR),
+    ("doge-defaults-all-linear-r16", "doge-defaults", ALL_LINEAR),
+    ("doge-cdmoe-small-all-linear-r16", "doge-cdmoe-small", ALL_LINEAR),
+    (
+        "doge-cdmoe-small-dt-router-embed-r4-lora_only",
+        "doge-cdmoe-small",
+        {
+            "r": 4,
+            "target_modules": ["dt_proj", "router_gate", "up_embed", "gate_proj"],
+            "bias": "lora_only",
+        },
+    ),
     (
         "dory-three-loops-qv-down-r4-lora_only",
         "dory-three-loops",

@@ -100,6 +100,7 @@ def dory(r: Reader) -> dict[str, Any]:
         ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
         attention_gate=True,
         ngpt_scales=True,
+        residual_scales=True,
         norms_per_block=0,
         final_norm=False,
         logit_scale=True,
