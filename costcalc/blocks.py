@@ -378,6 +378,14 @@ class BlockFields:
             "Default: every block has weights of its own."
         ),
     )
+    cache_per_weight_set: Flag = Field(
+        default=False,
+        description=(
+            "The uses of a reused block keep one cache per weight set, not one each: the last "
+            "use writes it and the others read it (Dory's recurrent_kv_cache_mode last_loop); "
+            "needs shared_weight_sets."
+        ),
+    )
     adapter_rank: Size | None = Field(
         default=None,
         description=(

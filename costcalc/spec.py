@@ -739,6 +739,12 @@ def _ngpt_scales(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("ngpt_scales", "scales the gate and up branches of a dense gated FFN")
 
 
+@_rule("shared_weight_sets", "cache_per_weight_set")
+def _cache_per_set(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.cache_per_weight_set and spec.shared_weight_sets is None:
+        yield ("cache_per_weight_set", "a block that is not reused has one cache per layer")
+
+
 @_rule("ffn", "residual_scales")
 def _residual_scales(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.residual_scales and spec.ffn == "none":

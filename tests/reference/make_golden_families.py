@@ -254,6 +254,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("hrm-text-one-high-cycle", ("hrm-text-one-high-cycle", False, "meta")),
         ("dory-defaults", ("dory-defaults", False, "meta")),
         ("dory-three-loops", ("dory-three-loops", False, "meta")),
+        ("dory-last-loop", ("dory-last-loop", False, "meta")),
         # dynamic mask attention and the cross-domain mixture of experts
         ("doge-defaults", ("doge-defaults", False, "meta")),
         ("doge-cdmoe-defaults", ("doge-cdmoe-defaults", False, "meta")),

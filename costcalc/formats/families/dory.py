@@ -5,7 +5,8 @@ The translator reads the keys of ``DoryConfig`` with that class's defaults and i
 names the tensors the modeling code builds (transformers 5.24, ``modeling_dory.py``). The
 forward runs the input layers once, the recurrent layers ``n_recurrent_loops`` times, then the
 output layers once; with ``recurrent_kv_cache_mode`` "per_loop" every loop caches keys and
-values of its own (costcalc: ``shared_weight_sets``, the recurrent layers' weights counted once).
+values of its own (costcalc: ``shared_weight_sets``, the recurrent layers' weights counted once),
+with "last_loop" only the last loop does, the others reading it (``cache_per_weight_set``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ SIZES = {
 """``DoryConfig``'s defaults of the standard sizes."""
 
 KINDS = ("sliding_attention", "full_attention")
+
+MODES = ("per_loop", "last_loop")
+"""``recurrent_kv_cache_mode``: a cache per loop, or one per recurrent layer that the last loop
+writes and the earlier ones read."""
 
 SECTIONS = (("n_input_layers", 8), ("n_recurrent_layers", None), ("n_output_layers", 8))
 """The three sections of the layers, in order, with the class's defaults (the recurrent one
@@ -105,12 +110,9 @@ def dory(r: Reader) -> dict[str, Any]:
         final_norm=False,
         logit_scale=True,
     )
-    mode = r.data.get("recurrent_kv_cache_mode", "per_loop")
-    if mode != "per_loop":
-        r.unsupported(
-            "recurrent_kv_cache_mode",
-            f"{mode!r}: costcalc caches the keys and values of every loop (per_loop)",
-        )
+    mode = r.value("cache_per_weight_set", "recurrent_kv_cache_mode", default="per_loop")
+    if mode not in MODES:
+        r.fail("recurrent_kv_cache_mode", f"expected one of {', '.join(MODES)} (got {mode!r})")
     loops = r.data.get("n_recurrent_loops", 2)
     if not is_whole(loops, 1):
         r.fail("n_recurrent_loops", f"expected a whole number, 1 or more (got {loops!r})")
@@ -125,8 +127,10 @@ def dory(r: Reader) -> dict[str, Any]:
     n_in, n_rec, _ = sections
     recurrent = kinds[n_in : n_in + n_rec]
     if loops > 1 and n_rec:
+        reuse = {"cache_per_weight_set": True} if mode == "last_loop" else {}
         blocks_rec = {
-            kind: {**blocks[kind], "shared_weight_sets": recurrent.count(kind)} for kind in KINDS
+            kind: {**blocks[kind], "shared_weight_sets": recurrent.count(kind), **reuse}
+            for kind in KINDS
         }
         middle = hf_layers.cycle(n_rec * loops, hf_layers.runs(recurrent), blocks_rec)
     else:
