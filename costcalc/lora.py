@@ -538,12 +538,33 @@ def _kind(tensor: Tensor, names: FamilyNames) -> Kind | None:
     return "linear" if tensor.use == "matmul" and tensor.name.endswith(".weight") else None
 
 
+def _gate_apart(spec: ModelSpec, names: FamilyNames) -> bool:
+    """The family keeps the output gate apart from q_proj, and every block has one."""
+    return names.gate_apart and all(s.attention_gate for s in spec.stacks)
+
+
+def family_tensors(spec: ModelSpec, names: FamilyNames) -> list[Tensor]:
+    """Every parameter tensor once, as the family holds them: where the output gate is a layer
+    of its own, the doubled query projection's bias is the queries' and the gate's, H d each."""
+    tensors = parameter_tensors(spec)
+    if not _gate_apart(spec, names):
+        return tensors
+    out = []
+    for t in tensors:
+        if t.name != "attn.q_proj.bias":
+            out.append(t)
+            continue
+        half = (t.shape[0] // 2,)
+        out += [replace(t, shape=half), replace(t, name="attn.gate_proj.bias", shape=half)]
+    return out
+
+
 def sites(spec: ModelSpec, names: FamilyNames) -> list[Site]:
     """Every weight LoRA can adapt or peft can save, with the family's names; a tied LM head is
     a module of its own to peft (sharing the token table's weight), so it is listed too."""
     found = []
     tensors = module_tensors(spec, names.module_per_set)
-    gate_apart = names.gate_apart and all(s.attention_gate for s in spec.stacks)
+    gate_apart = _gate_apart(spec, names)
     for tensor in tensors:
         kind = _kind(tensor, names)
         if kind is None:
@@ -828,7 +849,7 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
     _check_mamba(family, chosen)
     modules = tuple(_adapted(name, hits, config.dora) for name, hits in sorted(chosen.items()))
     adapted = {s.generic for hits in chosen.values() for s, _ in hits}
-    tensors = parameter_tensors(spec)
+    tensors = family_tensors(spec, names)
     biases = [
         t
         for t in tensors

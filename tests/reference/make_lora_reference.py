@@ -400,6 +400,16 @@ CASES += [
         "hrm-text-defaults",
         {"r": 8, "target_modules": ["q_proj", "gate_proj"]},
     ),
+    (
+        "hrm-text-one-high-cycle-q-lora_only",
+        "hrm-text-one-high-cycle",
+        {"r": 4, "target_modules": ["q_proj"], "bias": "lora_only"},
+    ),
+    (
+        "hrm-text-one-high-cycle-gate-o-lora_only",
+        "hrm-text-one-high-cycle",
+        {"r": 4, "target_modules": ["self_attn.gate_proj", "o_proj"], "bias": "lora_only"},
+    ),
     ("dory-defaults-all-linear-r16", "dory-defaults", ALL_LINEAR),
     ("doge-defaults-all-linear-r16", "doge-defaults", ALL_LINEAR),
     ("doge-cdmoe-small-all-linear-r16", "doge-cdmoe-small", ALL_LINEAR),
