@@ -109,3 +109,17 @@ def test_product_key_experts_refuse_an_expert_width() -> None:
     ModelSpec.model_validate(base)
     with pytest.raises(ValueError, match="moe_ffn_hidden"):
         ModelSpec.model_validate({**base, "moe_ffn_hidden": 32})
+
+
+def test_hrm_text_heads_divide_the_width(tmp_path: Path) -> None:
+    # HrmTextConfig.validate_architecture refuses it, though head_dim sets the heads' width.
+    with pytest.raises(ConfigError, match="num_attention_heads"):
+        load(tmp_path, "hrm-text-defaults", num_attention_heads=7)
+
+
+def test_dory_null_sections_take_the_class_defaults(tmp_path: Path) -> None:
+    # DoryConfig halves the sections of a released file, its defaults (8) too: 4 input and 4
+    # output layers, the recurrent ones the 28 left.
+    nulls = {"n_input_layers": None, "n_recurrent_layers": None, "n_output_layers": None}
+    explicit = {"n_input_layers": 8, "n_recurrent_layers": 56, "n_output_layers": 8}
+    assert load(tmp_path, "dory-defaults", **nulls) == load(tmp_path, "dory-defaults", **explicit)

@@ -62,16 +62,19 @@ def _sections(r: Reader, n: int, halve: bool) -> list[int] | None:
     """The input, recurrent and output layer counts (halved, as ``DoryConfig`` halves them,
     when the file lists attention and mlp apart), which must add up to the layers; the
     recurrent ones default to those the other two leave."""
-    counts: list[int | None] = []
+    counts: list[int] = []
     for key, default in SECTIONS:
-        value = r.data.get(key, default)
-        if value is not None and not is_whole(value, 0):
+        value = r.data.get(key)
+        if value is None and default is None:  # the recurrent layers: those the others leave
+            counts.append(-1)
+            continue
+        value = default if value is None else value
+        if not is_whole(value, 0):
             r.fail(key, f"expected a whole number of layers (got {value!r})")
             return None
-        counts.append(value // 2 if halve and value is not None else value)
+        counts.append(value // 2 if halve else value)
     n_in, n_rec, n_out = counts
-    assert n_in is not None and n_out is not None
-    n_rec = n - n_in - n_out if n_rec is None else n_rec
+    n_rec = n - n_in - n_out if n_rec == -1 else n_rec
     if n_rec < 0 or n_in + n_rec + n_out != n:
         r.fail("n_recurrent_layers", f"the three sections do not add up to the {n:,} layers")
         return None

@@ -60,6 +60,9 @@ def hrm_text(r: Reader) -> dict[str, Any]:
     n H_cycles of the high stack's, n H_cycles (L_cycles + 1) layers in all."""
     fields = llama_layout(r, head_dim=128, sizes=SIZES)
     attention_bias(r, fields)
+    d, heads = fields["d_model"], fields["n_heads"]
+    if is_whole(d, 1) and is_whole(heads, 1) and d % heads:
+        r.fail("num_attention_heads", f"{heads:,} heads do not divide hidden_size {d:,}")
     n = _stack_layers(r)
     fields.update(
         n_kv_heads=None,
