@@ -196,6 +196,14 @@ class BlockFields:
             "no k_proj, v_proj or k_norm and nothing cached (Gemma 4's last num_kv_shared_layers)."
         ),
     )
+    dynamic_mask: Flag = Field(
+        default=False,
+        description=(
+            "Dynamic mask attention (Doge): the values give one mask score per key/value head "
+            "through dt_proj (K d -> K, with a bias when qkv_bias) and a learned A (K): "
+            "K (K d + 1) parameters (+ K), K^2 d MACs per token."
+        ),
+    )
     attention_head_gate: Flag = Field(
         default=False,
         description=(
@@ -446,6 +454,14 @@ class BlockFields:
             "Default: every block has weights of its own."
         ),
     )
+    cache_per_weight_set: Flag = Field(
+        default=False,
+        description=(
+            "The uses of a reused block keep one cache per weight set, not one each: the last "
+            "use writes it and the others read it (Dory's recurrent_kv_cache_mode last_loop); "
+            "needs shared_weight_sets."
+        ),
+    )
     adapter_rank: Size | None = Field(
         default=None,
         description=(
@@ -543,6 +559,16 @@ class BlockFields:
             "one learned scalar per expert (Gemma 4): D + X parameters."
         ),
     )
+    moe_product_keys: Flag = Field(
+        default=False,
+        description=(
+            "Experts of one neuron each, retrieved by product keys (Doge's cross-domain "
+            "mixture of experts): a router D -> 2 floor(sqrt(X)) (no bias) scores two halves of "
+            "the keys, and expert i is row i of down_embed and of up_embed (X x D each); each "
+            "token runs its top k: 2 X D + 2 floor(sqrt(X)) D parameters, 2 k D MACs for the "
+            "experts. The shared expert (moe_shared_ffn_hidden) is the block's gated FFN."
+        ),
+    )
     moe_modality_ffn_hidden: Size | None = Field(
         default=None,
         description=(
@@ -568,6 +594,22 @@ class BlockFields:
     ffn_norm_gate_rank: Size | None = Field(
         default=None,
         description="The same gate on the FFN's input norm; default: none.",
+    )
+    ngpt_scales: Flag = Field(
+        default=False,
+        description=(
+            "nGPT's learned scales (Dory): the queries' sqk and the output gate's s_gate (H d "
+            "each; needs attention_gate) and the gated FFN's suv_gate and suv_up (h each); no "
+            "MACs."
+        ),
+    )
+    residual_scales: Flag = Field(
+        default=False,
+        description=(
+            "A learned scale of D on each of the block's two residual branches (Dory's "
+            "lambda_1 and lambda_2, Doge's input_residual and post_attention_residual): 2 D; "
+            "needs an FFN; no MACs."
+        ),
     )
 
     # Resolved values: the defaults above, filled in by ModelSpec.stacks().

@@ -102,6 +102,8 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
             f"2 (n - 1) D^2, n = {m} AltUp streams => 2 x {m - 1} x {_n(spec.d_model)}^2"
             f" = {_n(report.altup_projections)}"
         )
+    if report.initial_state:
+        rows["initial_state"] = f"D = {_n(report.initial_state)}"
     final_norm = report.final_norm
     rows["final_norm"] = (
         f"{_norm_formula(spec)} = {_n(final_norm)}" if spec.final_norm else "no final norm = 0"
@@ -111,12 +113,15 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         "tied to the token table" if spec.tie_embeddings else f"{head} x E = {_n(Vh)} x {_n(E)}"
     )
     head_bias = f" + {head} bias {_n(Vh)}" if spec.lm_head_bias else ""
+    head_bias += f" + {head} logit scales {_n(Vh)}" if spec.logit_scale else ""
     rows["lm_head"] = f"{head_weights}{head_bias} = {_n(report.lm_head)}"
     rows["total"] = (
         "embeddings + blocks + "
         + ("residual streams' last collapse + " if report.stream_collapse else "")
         + ("AltUp stream projections + " if report.altup_projections else "")
-        + "final norm + LM head = "
+        + "final norm + "
+        + ("second stream's initial state + " if report.initial_state else "")
+        + "LM head = "
         + _terms(
             ("", report.token_embedding),
             ("", report.position_embedding),
@@ -127,6 +132,7 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
             ("", report.stream_collapse),
             ("", report.altup_projections),
             ("", report.final_norm),
+            ("", report.initial_state),
             ("", report.lm_head),
         )
         + f" = {_n(report.total)}"
@@ -218,6 +224,8 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
     shape = "D x 2h + h x D" if b.gated else "D x h + h x D"
     if b.per_layer_input_width is not None:
         rows["ffn"] = "FFN and per-layer input branch: " + _tensor_sum(ffn_tensors(b), ffn)
+    elif b.ngpt_scales or b.residual_scales:
+        rows["ffn"] = "FFN and its learned scales: " + _tensor_sum(ffn_tensors(b), ffn)
     elif b.ffn == "none":
         rows["ffn"] = "no FFN = 0"
     elif b.ffn == "channel_mix":

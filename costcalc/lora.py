@@ -27,7 +27,8 @@ it hits a linear router named ``gate`` too (AFMoE's), and nothing where the rout
 Mamba-based model types peft refuses any module named ``out_proj`` or ``conv1d``, so
 ``all-linear`` fails there too. A block reused at several depths is a module at each use in
 transformers (Zamba, Zamba 2; its weights tied), so peft adapts it once per use
-(:func:`module_tensors`).
+(:func:`module_tensors`); where it is one module per weight set run at each use (HRM-Text),
+once per set.
 """
 
 from __future__ import annotations
@@ -85,6 +86,12 @@ class FamilyNames:
     """Generic modules whose bias is a parameter beside the linear layer, not its ``bias``
     (GPT-NeoX-Japanese's ``dense_bias``, AFMoE's ``expert_bias``): no bias mode trains it (its
     name does not end in ``.bias``)."""
+    module_per_set: bool = False
+    """A block reused at several depths is one module per weight set, run at each use
+    (HRM-Text's stacks, Dory's recurrent layers), not a module per use (Zamba)."""
+    gate_apart: bool = False
+    """The attention's output gate is a linear layer of its own, ``gate_proj`` (H d x D) beside
+    ``q_proj``, not the second half of costcalc's doubled query projection."""
 
     def path(self, generic: str) -> str:
         """The family's module path for a generic one."""
@@ -102,6 +109,8 @@ def _names(
     converted: dict[str, tuple[str, tuple[str, ...]]] | None = None,
     stacked_experts: bool = True,
     loose_biases: Iterable[str] = (),
+    module_per_set: bool = False,
+    gate_apart: bool = False,
 ) -> FamilyNames:
     """A family's names: Llama's, with other ``prefixes`` and ``renames``."""
     return FamilyNames(
@@ -111,6 +120,8 @@ def _names(
         converted or {},
         stacked_experts,
         frozenset(loose_biases),
+        module_per_set,
+        gate_apart,
     )
 
 
@@ -314,6 +325,13 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         loose_biases=("mlp.router",),
     ),
     "cohere2_moe": DEEPSEEK,
+    "doge": _names(
+        renames={
+            f"mlp.shared_expert.{p}": f"mlp.{p}" for p in ("gate_proj", "up_proj", "down_proj")
+        },
+        router_linear=True,
+    ),
+    **dict.fromkeys(("dory", "hrm_text"), _names(module_per_set=True, gate_apart=True)),
     "jetmoe": _names(
         {"attn": "self_attention"},
         {
@@ -541,12 +559,17 @@ class Site:
         return ".".join(parts[-2:]) if self.kind == "parameter" else parts[-1]
 
 
+PRODUCT_KEY_TABLES = ("mlp.down_embed.weight", "mlp.up_embed.weight")
+"""Product-key experts' tables (``moe_product_keys``): ``nn.Embedding`` modules in transformers
+(Doge), adapted as tables (r (X + D)), which ``all-linear`` leaves out."""
+
+
 def _kind(tensor: Tensor, names: FamilyNames) -> Kind | None:
     """What a weight is to LoRA: a linear layer, the output head, a bare parameter (stacked
     experts, a router that is no ``nn.Linear``), a table; None for the rest."""
     if tensor.name == "lm_head.weight":
         return "head"
-    if tensor.name in ("embed_tokens.weight", "embed_positions.weight"):
+    if tensor.name in ("embed_tokens.weight", "embed_positions.weight", *PRODUCT_KEY_TABLES):
         return "embedding"
     if tensor.use == "experts":
         return "parameter" if names.stacked_experts else None
@@ -555,16 +578,43 @@ def _kind(tensor: Tensor, names: FamilyNames) -> Kind | None:
     return "linear" if tensor.use == "matmul" and tensor.name.endswith(".weight") else None
 
 
+def _gate_apart(spec: ModelSpec, names: FamilyNames) -> bool:
+    """The family keeps the output gate apart from q_proj, and every block has one."""
+    return names.gate_apart and all(s.attention_gate for s in spec.stacks)
+
+
+def family_tensors(spec: ModelSpec, names: FamilyNames) -> list[Tensor]:
+    """Every parameter tensor once, as the family holds them: where the output gate is a layer
+    of its own, the doubled query projection's bias is the queries' and the gate's, H d each."""
+    tensors = parameter_tensors(spec)
+    if not _gate_apart(spec, names):
+        return tensors
+    out = []
+    for t in tensors:
+        if t.name != "attn.q_proj.bias":
+            out.append(t)
+            continue
+        half = (t.shape[0] // 2,)
+        out += [replace(t, shape=half), replace(t, name="attn.gate_proj.bias", shape=half)]
+    return out
+
+
 def sites(spec: ModelSpec, names: FamilyNames) -> list[Site]:
     """Every weight LoRA can adapt or peft can save, with the family's names; a tied LM head is
     a module of its own to peft (sharing the token table's weight), so it is listed too."""
     found = []
-    tensors = module_tensors(spec)
+    tensors = module_tensors(spec, names.module_per_set)
+    gate_apart = _gate_apart(spec, names)
     for tensor in tensors:
         kind = _kind(tensor, names)
         if kind is None:
             continue
         module = tensor.name.removesuffix(".weight")
+        if gate_apart and module == "attn.q_proj":  # queries and the output gate, H d x D each
+            half = (tensor.shape[0] // 2, tensor.shape[1])
+            for part in (module, "attn.gate_proj"):
+                found.append(Site(names.path(part), kind, half, tensor.copies, part))
+            continue
         if tensor.use == "router":
             path = names.path(module) + (".weight" if kind == "parameter" else "")
         elif kind == "parameter":
@@ -578,17 +628,19 @@ def sites(spec: ModelSpec, names: FamilyNames) -> list[Site]:
     return found
 
 
-def module_tensors(spec: ModelSpec) -> list[Tensor]:
+def module_tensors(spec: ModelSpec, per_set: bool = False) -> list[Tensor]:
     """Every parameter tensor, repeated once per module that holds it, as peft wraps modules.
     transformers builds a reused block anew at each use with its weights tied (Zamba 2), so a
     weight set's tensor is in every layer's module, and each layer's module holds all the
     adapters of its set: a use's adapter is held u_1^2 + ... + u_s^2 times over the kind, u_i
-    the layers running set i."""
+    the layers running set i. With ``per_set`` the block is one module per weight set, run at
+    each use (HRM-Text): a set's tensor is held once per set."""
     tensors = model_tensors(spec)
     for stack in spec.stacks:
         n, sets = stack.n_layers, weight_sets(stack)
         q, rem = divmod(n, sets)
-        held = {"layer": n, "set": n, "use": rem * (q + 1) ** 2 + (sets - rem) * q * q}
+        uses = rem * (q + 1) ** 2 + (sets - rem) * q * q
+        held = {"layer": n, "set": sets if per_set else n, "use": uses}
         tensors += [replace(t, copies=t.copies * held[t.scope]) for t in block_tensors(stack)]
     return tensors
 
@@ -837,7 +889,7 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
     _check_mamba(family, chosen)
     modules = tuple(_adapted(name, hits, config.dora) for name, hits in sorted(chosen.items()))
     adapted = {s.generic for hits in chosen.values() for s, _ in hits}
-    tensors = parameter_tensors(spec)
+    tensors = family_tensors(spec, names)
     biases = [
         t
         for t in tensors

@@ -30,6 +30,7 @@ from costcalc.tensors import (
     parameter_tensors,
     tensor_count,
     value_width,
+    weight_sets,
 )
 from costcalc.units import DTYPES, check_weight_dtype, dtype_bytes
 
@@ -278,11 +279,18 @@ def cached_heads(spec: ModelSpec) -> int:
     return spec.kv_heads if spec.kv_cache_heads is None else spec.kv_cache_heads
 
 
+def cached_layers(spec: ModelSpec) -> int:
+    """Layers of a kind of block that keep a cache: every layer (every use of a reused block),
+    or one per weight set when its uses share it (``cache_per_weight_set``)."""
+    return weight_sets(spec) if spec.cache_per_weight_set else spec.n_layers
+
+
 def kv_cache_elements(spec: ModelSpec, batch: int, length: int) -> int:
-    """Keys and values of every layer: 2 x L x B x T x K x d, summed over the stacks; plus what
-    a key compressor keeps (:func:`compressor_cache_elements`)."""
+    """Keys and values of every layer: 2 x L x B x T x K x d, summed over the stacks (L the
+    layers that keep a cache, :func:`cached_layers`); plus what a key compressor keeps
+    (:func:`compressor_cache_elements`)."""
     return batch * sum(
-        stack.n_layers
+        cached_layers(stack)
         * (
             kv_cache_tokens(stack, length) * kv_width(stack)
             + compressor_cache_elements(stack, length)

@@ -172,6 +172,13 @@ class ModelSpec(BlockFields, BaseModel):
         default=None, description="LayerNorm carries a bias (default: yes; RMSNorm never does)."
     )
     final_norm: Flag = Field(default=True, description="A norm after the last block.")
+    initial_state: Flag = Field(
+        default=False,
+        description=(
+            "A learned vector of D a second hidden stream starts from, which the blocks reused "
+            "at several depths update beside the first (HRM's z_L_init): D parameters, no MACs."
+        ),
+    )
     residual_streams: Size = Field(
         default=1,
         description=(
@@ -217,6 +224,10 @@ class ModelSpec(BlockFields, BaseModel):
         ),
     )
     lm_head_bias: Flag = Field(default=False, description="Bias on the LM head.")
+    logit_scale: Flag = Field(
+        default=False,
+        description="A learned scale per logit (Dory's lm_head.logit_scale): V' parameters.",
+    )
     head_rows: Size | None = Field(
         default=None,
         description=(
@@ -821,6 +832,56 @@ def _channel_mix_as_built(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("moe_experts", "RWKV's channel mix is a dense FFN, not a mixture of experts")
     if spec.ffn_inner_norm:
         yield ("ffn_inner_norm", "RWKV's channel mix has no inner norm")
+
+
+@_rule("mixer", "attention_gate", "ffn", "moe_experts", "ngpt_scales")
+def _ngpt_scales(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """nGPT scales the gated attention's queries and gate and a dense gated FFN's branches."""
+    if not spec.ngpt_scales:
+        return
+    if spec.mixer != "attention" or not spec.attention_gate:
+        yield ("ngpt_scales", "scales the queries and output gate of attention with attention_gate")
+    if not spec.gated or spec.moe_experts is not None:
+        yield ("ngpt_scales", "scales the gate and up branches of a dense gated FFN")
+
+
+@_rule("shared_weight_sets", "cache_per_weight_set")
+def _cache_per_set(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.cache_per_weight_set and spec.shared_weight_sets is None:
+        yield ("cache_per_weight_set", "a block that is not reused has one cache per layer")
+
+
+@_rule("ffn", "residual_scales")
+def _residual_scales(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.residual_scales and spec.ffn == "none":
+        yield ("residual_scales", "scales the token mixer's and the FFN's branches; give an FFN")
+
+
+@_rule("mixer", "dynamic_mask")
+def _dynamic_mask(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.dynamic_mask and spec.mixer != "attention":
+        yield ("dynamic_mask", f"applies to attention blocks; this block's mixer is {spec.mixer}")
+
+
+@_rule(
+    "moe_experts",
+    "moe_product_keys",
+    "moe_ffn_hidden",
+    "moe_router_bias",
+    "moe_router_scales",
+    "moe_modality_ffn_hidden",
+)
+def _product_keys(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Product-key experts are single neurons with a router of their own."""
+    if not spec.moe_product_keys:
+        return
+    if spec.moe_experts is None:
+        yield ("moe_product_keys", "retrieves experts; give moe_experts")
+    for name in ("moe_ffn_hidden", "moe_router_bias", "moe_router_scales"):
+        if getattr(spec, name):
+            yield (name, "product-key experts are single neurons under a router without bias")
+    if spec.moe_modality_ffn_hidden is not None:
+        yield ("moe_modality_ffn_hidden", "product-key experts have no second modality's set")
 
 
 @_rule("attention_gate", "attention_gate_bias", "attention_gate_proj")

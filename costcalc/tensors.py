@@ -45,7 +45,7 @@ transpose, which changes no count here.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from math import prod
+from math import isqrt, prod
 from typing import TYPE_CHECKING, Literal
 
 from costcalc.spec import ModelSpec
@@ -163,6 +163,13 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors += _linear("attn.g_proj", H, D, False, "mixer")
     if spec.differential_attention:
         tensors.append(Tensor("attn.lambda", (d,), "mixer", copies=4))
+    if spec.ngpt_scales:
+        tensors += [Tensor(f"attn.{name}", (H * d,), "mixer") for name in ("sqk", "s_gate")]
+    if spec.dynamic_mask:
+        tensors.append(Tensor("attn.A", (K,), "mixer"))
+        tensors += _linear("attn.dt_proj", K, K * dv, bias, "mixer")
+    if spec.residual_scales:
+        tensors.append(Tensor("attn_residual_scale", (spec.d_model,), "mixer"))
     tensors += compressor_tensors(spec) + indexer_tensors(spec)
     if spec.gated_cross_attention:  # transformers' cross_attn.q_proj, ...
         cross = [replace(t, name=f"cross_{t.name}") for t in tensors]
@@ -898,6 +905,8 @@ def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
     ``moe_output_bias``, and the shared expert with its gate when there is one."""
     D, X, h = spec.d_model, experts, spec.expert_width
     first = 2 * h if spec.gated else h
+    if spec.moe_product_keys:
+        return product_key_tensors(spec, experts)
     tensors = [Tensor("mlp.router.weight", (X, D), "ffn", "router")]
     if spec.moe_router_bias:
         tensors.append(Tensor("mlp.router.bias", (X,), "ffn"))
@@ -922,6 +931,22 @@ def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
         tensors += dense_ffn_tensors(spec, spec.moe_shared_ffn_hidden, "mlp.shared_expert")
     if spec.moe_shared_gate:
         tensors += _linear("mlp.shared_expert_gate", 1, D, False, "ffn")
+    return tensors
+
+
+def product_key_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
+    """Experts retrieved by product keys (``moe_product_keys``, Doge's ``DogeCDMoE``): the
+    router ``router_gate`` D -> 2 floor(sqrt(X)), no bias; ``down_embed`` and ``up_embed``, X x
+    D tables of which a token multiplies its top k rows (k D MACs each); the shared expert (its
+    ``gate_proj``, ``up_proj``, ``down_proj``) when ``moe_shared_ffn_hidden`` gives its width."""
+    D, X = spec.d_model, experts
+    tensors = [
+        Tensor("mlp.router_gate.weight", (2 * isqrt(X), D), "ffn", "router"),
+        Tensor("mlp.down_embed.weight", (X, D), "ffn", "experts"),
+        Tensor("mlp.up_embed.weight", (X, D), "ffn", "experts"),
+    ]
+    if spec.moe_shared_ffn_hidden is not None:
+        tensors += dense_ffn_tensors(spec, spec.moe_shared_ffn_hidden, "mlp.shared_expert")
     return tensors
 
 
@@ -979,6 +1004,11 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors = dense_ffn_tensors(spec, spec.ffn_width) + tensors
         if spec.ffn_inner_norm:
             tensors += _norm(spec, "mlp.ffn_sub_norm", spec.ffn_width, "norms")
+        if spec.ngpt_scales:
+            h = spec.ffn_width
+            tensors += [Tensor(f"mlp.{name}", (h,), "ffn") for name in ("suv_gate", "suv_up")]
+    if spec.residual_scales:
+        tensors.append(Tensor("ffn_residual_scale", (spec.d_model,), "ffn"))
     if spec.ffn_act_params:
         tensors.append(Tensor("mlp.act_fn.scalar", (1,), "ffn", copies=spec.ffn_act_params))
     if spec.gated_cross_attention:
@@ -1041,8 +1071,8 @@ def block_tensors(spec: ModelSpec) -> list[Tensor]:
 
 def model_tensors(spec: ModelSpec) -> list[Tensor]:
     """Every tensor outside the blocks: tables, embedding projections and norm, final norm,
-    LM head (``output_rows`` x E; none when tied: the token table serves), each shared tensor
-    once."""
+    a second stream's learned initial state, LM head (``output_rows`` x E; none when tied: the
+    token table serves), each shared tensor once."""
     V, E, D = spec.vocab_rows, spec.embed_width, spec.d_model
     tensors = [Tensor("embed_tokens.weight", (V, E), "model")]
     if spec.position_rows:
@@ -1058,10 +1088,14 @@ def model_tensors(spec: ModelSpec) -> list[Tensor]:
     tensors += altup_projection_tensors(spec)
     if spec.final_norm:
         tensors += _norm(spec, "norm", D, "model")
+    if spec.initial_state:
+        tensors.append(Tensor("initial_state", (D,), "model"))
     if not spec.tie_embeddings:
         tensors.append(Tensor("lm_head.weight", (spec.output_rows, E), "model", "matmul"))
     if spec.lm_head_bias:
         tensors.append(Tensor("lm_head.bias", (spec.output_rows,), "model"))
+    if spec.logit_scale:
+        tensors.append(Tensor("lm_head.logit_scale", (spec.output_rows,), "model"))
     return tensors
 
 

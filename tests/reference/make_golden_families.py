@@ -266,6 +266,15 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("mistral-large-4-defaults", ("mistral-large-4-defaults", True, "meta")),
         ("glm-5.3-flash-defaults", ("glm-5.3-flash-defaults", True, "meta")),
         ("tiny-glm5-next", ("tiny-glm5-next", True, "cpu")),
+        ("hrm-text-defaults", ("hrm-text-defaults", False, "meta")),
+        ("hrm-text-one-high-cycle", ("hrm-text-one-high-cycle", False, "meta")),
+        ("dory-defaults", ("dory-defaults", False, "meta")),
+        ("dory-three-loops", ("dory-three-loops", False, "meta")),
+        ("dory-last-loop", ("dory-last-loop", False, "meta")),
+        # dynamic mask attention and the cross-domain mixture of experts
+        ("doge-defaults", ("doge-defaults", False, "meta")),
+        ("doge-cdmoe-defaults", ("doge-cdmoe-defaults", False, "meta")),
+        ("doge-cdmoe-small", ("doge-cdmoe-small", False, "meta")),
     ]
 )
 STEPS = ["params", "macs", "kv"]
@@ -417,7 +426,30 @@ def n_layers_of(config) -> int:
     return config.num_hidden_layers
 
 
+def hrm_text_uses(model: nn.Module, config) -> list[nn.Module]:
+    """HrmTextModel.forward: per H cycle, the L stack L_cycles times, then the H stack."""
+    low, high = list(model.model.L_module.layers), list(model.model.H_module.layers)
+    return (low * config.L_cycles + high) * config.H_cycles
+
+
+def dory_uses(model: nn.Module, config) -> list[nn.Module]:
+    """DoryModel.forward: the input layers, the recurrent ones n_recurrent_loops times, the
+    output layers."""
+    layers = list(model.model.layers)
+    start, end = config.n_input_layers, config.n_input_layers + config.n_recurrent_layers
+    return layers[:start] + layers[start:end] * config.n_recurrent_loops + layers[end:]
+
+
+LAYER_USES = {"hrm_text": hrm_text_uses, "dory": dory_uses}
+"""Families whose forward runs its layer modules several times (a block reused at several
+depths with no module per use): their layers in the order the forward runs them, a module
+as often as it runs. Their parameters outside every layer are the other parameters."""
+
+
 def layers_of(model: nn.Module, config) -> tuple[str, nn.ModuleList]:
+    uses = LAYER_USES.get(config.model_type)
+    if uses is not None:
+        return "", nn.ModuleList(uses(model, config))
     try:
         return decoder_layers(model, config)
     except (LookupError, AttributeError):
@@ -449,15 +481,18 @@ def params_record(model: nn.Module, config) -> dict:
     per_layer = [
         sum(p.numel() for p in layer.parameters() if holders[id(p)] == 1) for layer in layers
     ]
-    other = {n: p for n, p in model.named_parameters() if not n.startswith(prefix + ".")}
+    if prefix:
+        other = {n: p for n, p in model.named_parameters() if not n.startswith(prefix + ".")}
+    else:  # layers in forward order (LAYER_USES): what no layer holds
+        other = {n: p for n, p in model.named_parameters() if id(p) not in holders}
     other_numel = sum(p.numel() for p in other.values())
     assert sum(per_layer) + sum(shared.values()) + other_numel == total, "layers + other != total"
     out = model.get_output_embeddings()
     untied_extra = out.weight.numel() if out is not None and is_tied(model) else 0
     kinds: dict[tuple, dict] = {}
     for index, layer in enumerate(layers):
-        key = (type(layer).__name__, layout(layer))
         common = [n for n, p in layer.named_parameters() if holders[id(p)] > 1]
+        key = (type(layer).__name__, layout(layer), tuple(common))
         kind = kinds.setdefault(
             key,
             {
@@ -540,13 +575,15 @@ def modules_flops(model: nn.Module, flops: dict, names: set[str]) -> dict[str, i
     return total
 
 
-def by_layer_child(model: nn.Module, flops: dict, prefix: str, layers: nn.ModuleList) -> dict:
-    """FLOPs per op of each direct child of the decoder layers, summed over layers, by name."""
+def by_layer_child(model: nn.Module, flops: dict, layers: nn.ModuleList) -> dict:
+    """FLOPs per op of each direct child of the decoder layers, summed over layers, by name
+    (a layer module run several times once: its counts hold every run)."""
     key = type(model).__name__
+    paths = {id(module): name for name, module in model.named_modules()}
     out: dict[str, dict[str, int]] = {}
-    for index, layer in enumerate(layers):
+    for layer in {id(layer): layer for layer in layers}.values():
         for child, _ in layer.named_children():
-            counts = flops.get(f"{key}.{prefix}.{index}.{child}", {})
+            counts = flops.get(f"{key}.{paths[id(layer)]}.{child}", {})
             slot = out.setdefault(child, {})
             for op, n in counts.items():
                 slot[str(op)] = slot.get(str(op), 0) + int(n)
@@ -594,7 +631,7 @@ def macs_record(model: nn.Module, config, batch: int, seq: int, device: str) -> 
     counter = count_flops(model, ids)
     flops = counter.get_flop_counts()
     total = counter.get_total_flops()
-    prefix, layers = layers_of(model, config)
+    _, layers = layers_of(model, config)
     head = model.get_output_embeddings()
     head_flops = flops.get(module_key(model, head), {}) if head is not None else {}
     experts = modules_flops(model, flops, EXPERT_NAMES)
@@ -629,7 +666,7 @@ def macs_record(model: nn.Module, config, batch: int, seq: int, device: str) -> 
             if op not in ATTENTION_PAIR_OPS | LINEAR_OPS
         },
         "flops_by_op": by_op(flops["Global"]),
-        "flops_by_layer_child": by_layer_child(model, flops, prefix, layers),
+        "flops_by_layer_child": by_layer_child(model, flops, layers),
     }
     odd = weight_leaf_ops(model, flops)
     if odd:

@@ -423,6 +423,40 @@ CASES += [
         "tiny-zamba2",
         {"r": 4, "target_modules": ["gate_up_proj", "linear", "in_proj"]},
     ),
+    # layer modules run at several depths: peft adapts each module once
+    ("hrm-text-defaults-all-linear-r16", "hrm-text-defaults", ALL_LINEAR),
+    (
+        "hrm-text-defaults-q-gate-r8",
+        "hrm-text-defaults",
+        {"r": 8, "target_modules": ["q_proj", "gate_proj"]},
+    ),
+    (
+        "hrm-text-one-high-cycle-q-lora_only",
+        "hrm-text-one-high-cycle",
+        {"r": 4, "target_modules": ["q_proj"], "bias": "lora_only"},
+    ),
+    (
+        "hrm-text-one-high-cycle-gate-o-lora_only",
+        "hrm-text-one-high-cycle",
+        {"r": 4, "target_modules": ["self_attn.gate_proj", "o_proj"], "bias": "lora_only"},
+    ),
+    ("dory-defaults-all-linear-r16", "dory-defaults", ALL_LINEAR),
+    ("doge-defaults-all-linear-r16", "doge-defaults", ALL_LINEAR),
+    ("doge-cdmoe-small-all-linear-r16", "doge-cdmoe-small", ALL_LINEAR),
+    (
+        "doge-cdmoe-small-dt-router-embed-r4-lora_only",
+        "doge-cdmoe-small",
+        {
+            "r": 4,
+            "target_modules": ["dt_proj", "router_gate", "up_embed", "gate_proj"],
+            "bias": "lora_only",
+        },
+    ),
+    (
+        "dory-three-loops-qv-down-r4-lora_only",
+        "dory-three-loops",
+        {"r": 4, "target_modules": ["q_proj", "v_proj", "down_proj"], "bias": "lora_only"},
+    ),
 ]
 CASES += [
     (
