@@ -157,6 +157,13 @@ class BlockFields:
         default=False,
         description="The query projection also yields a sigmoid output gate (Qwen3-Next): 2 H d.",
     )
+    attention_gate_proj: Flag = Field(
+        default=False,
+        description=(
+            "The output gate is its own projection gate_proj (D -> H d) instead of the query "
+            "projection's second half (AFMoE, Beam, Muse Glimmer): the same H d D parameters."
+        ),
+    )
     attention_gate_bias: Flag = Field(
         default=False,
         description="The output gate carries a bias per head (Beam): H parameters.",

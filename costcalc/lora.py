@@ -257,7 +257,6 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "axk1",
             "hy_v3",
             "kolibri1",
-            "laguna",
             "step3p5",
             "dots3_note_text",
             "minimax_m3_vl_text",
@@ -265,6 +264,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         ),
         DEEPSEEK_NAMES,
     ),
+    "laguna": _names(renames={**DEEPSEEK_NAMES.renames, "attn.gate_proj": "self_attn.g_proj"}),
     "exaone_moe": DEEPSEEK,
     "deepseek_v4": _names(
         renames={

@@ -576,6 +576,7 @@ def _compressed_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "qk_norm",
     "attention_sinks",
     "attention_gate",
+    "attention_gate_proj",
     "attention_gate_bias",
     "keys_as_values",
     "shares_kv",
@@ -717,10 +718,12 @@ def _gate_to_fuse(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("fused_gate_up", f"a plain {spec.ffn} FFN has no gate to fuse")
 
 
-@_rule("attention_gate", "attention_gate_bias")
+@_rule("attention_gate", "attention_gate_bias", "attention_gate_proj")
 def _gate_for_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.attention_gate_bias and not spec.attention_gate:
         yield ("attention_gate_bias", "a bias of the output gate needs attention_gate")
+    if spec.attention_gate_proj and not spec.attention_gate:
+        yield ("attention_gate_proj", "the output gate's own projection needs attention_gate")
 
 
 @_rule("norm", "norm_bias")

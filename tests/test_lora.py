@@ -158,31 +158,12 @@ def _tail_of(name: str, path: str) -> bool:
     return name == path or name.endswith(f".{path}")
 
 
-KNOWN_DIFFERENCES = {
-    "afmoe-defaults": (
-        Counter(
-            {
-                ("linear", "self_attn.q_proj", (2048, 2048), False): 32,
-                ("linear", "self_attn.gate_proj", (2048, 2048), False): 32,
-            }
-        ),
-        Counter({("linear", "self_attn.q_proj", (2048, 4096), False): 32}),
-    ),
-}
-"""Fixture -> (transformers' layers costcalc lacks, costcalc's sites transformers lacks).
-AFMoE's output gate ``self_attn.gate_proj`` (D -> H d) is a layer of its own; costcalc's tensors
-fuse it into ``q_proj`` (D -> 2 H d, as Qwen3-Next's), so ``q_proj`` targets count r D per layer
-more than peft, and ``gate_proj`` hits no attention layer."""
-
-
 @pytest.mark.parametrize("fixture", sorted(GOLDEN["linear_modules"]))
 def test_family_names_name_every_linear_layer(fixture: str) -> None:
     """Every nn.Linear (and Conv1D), stacked expert and router weight transformers builds is a
-    costcalc site of the same name, shape, bias and count, and nothing else is (but for the
-    differences stated in KNOWN_DIFFERENCES)."""
+    costcalc site of the same name, shape, bias and count, and nothing else is."""
     theirs, ours = _listed(fixture)
-    only_theirs, only_ours = KNOWN_DIFFERENCES.get(fixture, (Counter(), Counter()))
-    assert (theirs - ours, ours - theirs) == (only_theirs, only_ours)
+    assert (theirs - ours, ours - theirs) == (Counter(), Counter())
 
 
 @pytest.mark.parametrize("fixture", sorted(GOLDEN["linear_modules"]))
