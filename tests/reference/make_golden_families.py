@@ -134,6 +134,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("gemma-3n-e2b-it-text", ("gemma-3n-e2b-it", True, "meta")),
         ("gemma-3n-e4b-it-text", ("gemma-3n-e4b-it", True, "meta")),
         ("gemma-3n-text-defaults", ("gemma-3n-text-defaults", False, "meta")),
+        ("tiny-qwen3.5", ("tiny-qwen3.5", False, "cpu")),
         ("olmo-1b", ("olmo-1b", False, "meta")),
         ("glm-4-9b-chat-hf", ("glm-4-9b-chat-hf", False, "meta")),
         ("internlm3-8b-instruct", ("internlm3-8b-instruct", False, "meta")),
