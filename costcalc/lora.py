@@ -162,7 +162,7 @@ QWEN2_MOE = _names(renames=ROUTER_GATE, converted=QWEN2_MOE_CONVERTED)
 their targets, but not Qwen2-MoE's own, which it does not list."""
 SHARED_EXPERTS = {
     f"mlp.shared_expert.{p}": f"mlp.shared_experts.{p}"
-    for p in ("gate_proj", "up_proj", "down_proj")
+    for p in ("gate_proj", "up_proj", "down_proj", "gate_up_proj")
 }
 DEEPSEEK = _names(renames={**ROUTER_GATE, **SHARED_EXPERTS}, converted=QWEN2_MOE_CONVERTED)
 DEEPSEEK_NAMES = _names(renames=DEEPSEEK.renames)
@@ -315,7 +315,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "bitnet": LLAMA,
     "diffllama": LLAMA,
     "aria_text": _names(renames=SHARED_EXPERTS),
-    "granitemoe_swa": _names({"mlp": "block_sparse_moe"}),
+    "granitemoe_swa": _names({"mlp": "block_sparse_moe"}, GRANITE_SHARED_MLP),
     "gpt_bigcode": GPT2,
     "openai-gpt": _names(
         {"attn": "attn"},

@@ -53,7 +53,7 @@ def test_trainable_and_total_equal_peft(case: str) -> None:
     record = GOLDEN["cases"][case]
     model = load_file(FIXTURES / f"{record['fixture']}.json")
     if "error" in record:  # peft refuses the config, and so does costcalc
-        with pytest.raises(UsageError, match=r"refuses LoRA on|nothing to adapt"):
+        with pytest.raises(UsageError, match=r"refuses LoRA on|nothing to adapt|targeted together"):
             lora_report(model.spec, model.family, _config(record))
         return
     report = lora_report(model.spec, model.family, _config(record))
@@ -110,6 +110,31 @@ def test_golden_covers_newer_families() -> None:
     experts = {family[c["fixture"]] for c in cases if c["config"].get("target_parameters")}
     assert all_linear >= NEWER_FAMILIES
     assert experts >= {"gemma4_text", "deepseek_v32", "minimax_m2", "glm4_moe_lite", "lfm2_moe"}
+
+
+def test_golden_covers_every_family() -> None:
+    """Every registered model_type has a peft case with all-linear and one with targets named,
+    and, where it has stacked experts or a bare router weight, one that adapts them."""
+    from costcalc.formats.families import registry
+
+    models = {
+        f: load_file(FIXTURES / f"{f}.json")
+        for f in {c["fixture"] for c in GOLDEN["cases"].values()}
+    }
+    by_kind: dict[str, set[str]] = {"all-linear": set(), "named": set(), "parameters": set()}
+    for c in GOLDEN["cases"].values():
+        family, config = models[c["fixture"]].family, c["config"]
+        kind = "all-linear" if config["target_modules"] == ALL_LINEAR else "named"
+        by_kind[kind].add(family)
+        if any("." in name for name in c.get("modules", {})):  # stacked or bare weights adapted
+            by_kind["parameters"].add(family)
+    assert by_kind["all-linear"] == by_kind["named"] == set(registry())
+    with_weights = {
+        m.family
+        for m in models.values()
+        if any(s.kind == "parameter" for s in sites(m.spec, family_names(m.family)))
+    }
+    assert with_weights <= by_kind["parameters"]
 
 
 def test_mamba_out_proj_is_refused_as_peft_refuses_it() -> None:
