@@ -182,6 +182,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("hy-v3-defaults", ("hy-v3-defaults", False, "meta")),
         ("kolibri1-defaults", ("kolibri1-defaults", False, "meta")),
         ("laguna-xs-2.1", ("laguna-xs-2.1", False, "meta")),
+        ("laguna-xs-2.1-per-element", ("laguna-xs-2.1-per-element", False, "meta")),
         ("dots3-note-defaults-text", ("dots3-note-defaults", True, "meta")),
         ("minimax-m3-text", ("minimax-m3", True, "meta")),
         ("ctrl", ("ctrl", False, "meta")),

@@ -799,15 +799,30 @@ CASES += [
     )
 ]
 
-CASES += [
-    # an output gate of its own beside the query projection (in AFMoE and Beam peft reads any
-    # gate_proj target as the transformers 4 name of the experts, and refuses it without up_proj)
-    (f"{fixture}-q-gate-r8", fixture, {"r": 8, "target_modules": ["q_proj", "self_attn.gate_proj"]})
-    for fixture in ("afmoe-defaults", "beam-defaults", "muse-glimmer-50-layers")
-] + [
-    (f"{fixture}-q-r8", fixture, {"r": 8, "target_modules": ["q_proj"]})
-    for fixture in ("afmoe-defaults", "beam-defaults")
-]
+# An output gate of its own beside the query projection (in AFMoE and Beam peft reads any
+# gate_proj target as the transformers 4 name of the experts, and refuses it without up_proj).
+CASES += (
+    [
+        (
+            f"{fixture}-q-gate-r8",
+            fixture,
+            {"r": 8, "target_modules": ["q_proj", "self_attn.gate_proj"]},
+        )
+        for fixture in ("afmoe-defaults", "beam-defaults", "muse-glimmer-50-layers")
+    ]
+    + [
+        (f"{fixture}-q-r8", fixture, {"r": 8, "target_modules": ["q_proj"]})
+        for fixture in ("afmoe-defaults", "beam-defaults")
+    ]
+    + [
+        (
+            "laguna-xs-2.1-per-element-q-g-r8",
+            "laguna-xs-2.1-per-element",
+            {"r": 8, "target_modules": ["q_proj", "g_proj"]},
+        ),
+        ("laguna-xs-2.1-per-element-all-linear-r16", "laguna-xs-2.1-per-element", ALL_LINEAR),
+    ]
+)
 
 TEXT_DECODER = {
     "gemma-3n-e2b-it",
