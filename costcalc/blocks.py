@@ -178,8 +178,9 @@ class BlockFields:
     attention_gate_proj: Flag = Field(
         default=False,
         description=(
-            "The output gate is its own projection D -> H d (D -> H v on an mla block), "
-            "gate_proj, instead of the query projection's extra outputs (HY V4)."
+            "The output gate is its own projection gate_proj, D -> H d (D -> H v on an mla "
+            "block), instead of the query projection's extra outputs (AFMoE, Beam, Muse Glimmer, "
+            "HY V4): on an attention block the same H d D parameters; needs attention_gate."
         ),
     )
     keys_as_values: Flag = Field(

@@ -173,7 +173,7 @@ QWEN2_MOE = _names(renames=ROUTER_GATE, converted=QWEN2_MOE_CONVERTED)
 their targets, but not Qwen2-MoE's own, which it does not list."""
 SHARED_EXPERTS = {
     f"mlp.shared_expert.{p}": f"mlp.shared_experts.{p}"
-    for p in ("gate_proj", "up_proj", "down_proj")
+    for p in ("gate_proj", "up_proj", "down_proj", "gate_up_proj")
 }
 DEEPSEEK = _names(renames={**ROUTER_GATE, **SHARED_EXPERTS}, converted=QWEN2_MOE_CONVERTED)
 DEEPSEEK_NAMES = _names(renames=DEEPSEEK.renames)
@@ -290,7 +290,6 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "axk1",
             "hy_v3",
             "kolibri1",
-            "laguna",
             "step3p5",
             "dots3_note_text",
             "minimax_m3_vl_text",
@@ -301,6 +300,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         ),
         DEEPSEEK_NAMES,
     ),
+    "laguna": _names(renames={**DEEPSEEK_NAMES.renames, "attn.gate_proj": "self_attn.g_proj"}),
     "exaone_moe": DEEPSEEK,
     "axk2": AXK2_NAMES,
     "deepseek_v4": _names(
@@ -359,7 +359,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     "bitnet": LLAMA,
     "diffllama": LLAMA,
     "aria_text": _names(renames=SHARED_EXPERTS),
-    "granitemoe_swa": _names({"mlp": "block_sparse_moe"}),
+    "granitemoe_swa": _names({"mlp": "block_sparse_moe"}, GRANITE_SHARED_MLP),
     "gpt_bigcode": GPT2,
     "openai-gpt": _names(
         {"attn": "attn"},

@@ -655,6 +655,7 @@ def _compressed_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "qk_norm",
     "attention_sinks",
     "attention_gate",
+    "attention_gate_proj",
     "attention_gate_bias",
     "keys_as_values",
     "shares_kv",

@@ -146,8 +146,6 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
         if not (spec.keys_as_values or spec.shares_kv):
             tensors += _linear("attn.v_proj", K * dv, D, bias, "mixer")
     tensors += experts or output_tensors(spec, H * dv)
-    if own_gate:
-        tensors += _linear("attn.gate_proj", H * d, D, False, "mixer")
     if spec.qk_norm == "key":
         tensors += _norm(spec, "attn.k_norm", d, "mixer")
     elif spec.qk_norm != "none":
@@ -157,6 +155,8 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
             tensors += _norm(spec, "attn.k_norm", k_width, "mixer")
     if spec.attention_sinks:
         tensors.append(Tensor("attn.sinks", (H,), "mixer"))
+    if own_gate:
+        tensors += _linear("attn.gate_proj", H * d, D, False, "mixer")
     if spec.attention_gate_bias:
         tensors.append(Tensor("attn.gate_bias", (H,), "mixer"))
     if spec.attention_head_gate:

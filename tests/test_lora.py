@@ -53,7 +53,7 @@ def test_trainable_and_total_equal_peft(case: str) -> None:
     record = GOLDEN["cases"][case]
     model = load_file(FIXTURES / f"{record['fixture']}.json")
     if "error" in record:  # peft refuses the config, and so does costcalc
-        with pytest.raises(UsageError, match=r"refuses LoRA on|nothing to adapt"):
+        with pytest.raises(UsageError, match=r"refuses LoRA on|nothing to adapt|targeted together"):
             lora_report(model.spec, model.family, _config(record))
         return
     report = lora_report(model.spec, model.family, _config(record))
@@ -112,6 +112,31 @@ def test_golden_covers_newer_families() -> None:
     assert experts >= {"gemma4_text", "deepseek_v32", "minimax_m2", "glm4_moe_lite", "lfm2_moe"}
 
 
+def test_golden_covers_every_family() -> None:
+    """Every registered model_type has a peft case with all-linear and one with targets named,
+    and, where it has stacked experts or a bare router weight, one that adapts them."""
+    from costcalc.formats.families import registry
+
+    models = {
+        f: load_file(FIXTURES / f"{f}.json")
+        for f in {c["fixture"] for c in GOLDEN["cases"].values()}
+    }
+    by_kind: dict[str, set[str]] = {"all-linear": set(), "named": set(), "parameters": set()}
+    for c in GOLDEN["cases"].values():
+        family, config = models[c["fixture"]].family, c["config"]
+        kind = "all-linear" if config["target_modules"] == ALL_LINEAR else "named"
+        by_kind[kind].add(family)
+        if any("." in name for name in c.get("modules", {})):  # stacked or bare weights adapted
+            by_kind["parameters"].add(family)
+    assert by_kind["all-linear"] == by_kind["named"] == set(registry())
+    with_weights = {
+        m.family
+        for m in models.values()
+        if any(s.kind == "parameter" for s in sites(m.spec, family_names(m.family)))
+    }
+    assert with_weights <= by_kind["parameters"]
+
+
 def test_mamba_out_proj_is_refused_as_peft_refuses_it() -> None:
     model = load_file(FIXTURES / "mamba-130m.json")
     with pytest.raises(UsageError, match=r"refuses LoRA on mixer\.out_proj in mamba models"):
@@ -158,31 +183,12 @@ def _tail_of(name: str, path: str) -> bool:
     return name == path or name.endswith(f".{path}")
 
 
-KNOWN_DIFFERENCES = {
-    "afmoe-defaults": (
-        Counter(
-            {
-                ("linear", "self_attn.q_proj", (2048, 2048), False): 32,
-                ("linear", "self_attn.gate_proj", (2048, 2048), False): 32,
-            }
-        ),
-        Counter({("linear", "self_attn.q_proj", (2048, 4096), False): 32}),
-    ),
-}
-"""Fixture -> (transformers' layers costcalc lacks, costcalc's sites transformers lacks).
-AFMoE's output gate ``self_attn.gate_proj`` (D -> H d) is a layer of its own; costcalc's tensors
-fuse it into ``q_proj`` (D -> 2 H d, as Qwen3-Next's), so ``q_proj`` targets count r D per layer
-more than peft, and ``gate_proj`` hits no attention layer."""
-
-
 @pytest.mark.parametrize("fixture", sorted(GOLDEN["linear_modules"]))
 def test_family_names_name_every_linear_layer(fixture: str) -> None:
     """Every nn.Linear (and Conv1D), stacked expert and router weight transformers builds is a
-    costcalc site of the same name, shape, bias and count, and nothing else is (but for the
-    differences stated in KNOWN_DIFFERENCES)."""
+    costcalc site of the same name, shape, bias and count, and nothing else is."""
     theirs, ours = _listed(fixture)
-    only_theirs, only_ours = KNOWN_DIFFERENCES.get(fixture, (Counter(), Counter()))
-    assert (theirs - ours, ours - theirs) == (only_theirs, only_ours)
+    assert (theirs - ours, ours - theirs) == (Counter(), Counter())
 
 
 @pytest.mark.parametrize("fixture", sorted(GOLDEN["linear_modules"]))

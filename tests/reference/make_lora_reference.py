@@ -29,7 +29,7 @@ import peft
 import torch
 import transformers
 from make_golden import FIXTURES, ROOT, build_model, causal_lm_class, load_config, model_kwargs
-from make_golden_families import build_text_decoder, drop_uncalled, text_holder
+from make_golden_families import MODELS, build_text_decoder, drop_uncalled, text_holder
 from peft import LoraConfig, get_peft_model
 from peft.tuners.lora import LoraLayer
 from torch import nn
@@ -545,6 +545,39 @@ CASES += [
         {"r": 8, "target_modules": ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]},
     ),
 ]
+CASES += [
+    (f"{fixture}-all-linear-r16", fixture, ALL_LINEAR)
+    for fixture in ("axk2-defaults", "phi4-multimodal-defaults")
+]
+CASES += [
+    (
+        f"{fixture}-experts-r4",
+        fixture,
+        {"r": 4, "target_modules": ["o_proj"], "target_parameters": EXPERTS},
+    )
+    for fixture in ("axk2-defaults", "hy-v4-defaults", "tiny-qwen4-exp")
+]
+CASES += [
+    (
+        "mistral-large-4-defaults-mla-experts-r8",
+        "mistral-large-4-defaults",
+        {
+            "r": 8,
+            "target_modules": ["q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"],
+            "target_parameters": EXPERTS,
+        },
+    ),
+    (
+        "glm-5.3-flash-defaults-mla-experts-r8",
+        "glm-5.3-flash-defaults",
+        {"r": 8, "target_modules": MLA, "target_parameters": EXPERTS},
+    ),
+    (
+        "hy-v4-vl-defaults-text-gates-experts-r8",
+        "hy-v4-vl-defaults",
+        {"r": 8, "target_modules": ["gate_proj", "q_a_proj"], "target_parameters": EXPERTS},
+    ),
+]
 
 CASES += [
     (
@@ -576,6 +609,331 @@ CASES += [
     ),
 ]
 
+NAMED_FAMILIES: list[tuple[str, list[str], list[str]]] = [
+    # every other registered model_type's fixture (``tiny-*`` where there is one), its attention
+    # (or mixer) modules and its stacked experts and bare routers, named as the family names them
+    ("apertus-8b", QKVO, []),  # apertus
+    ("arcee-afm-4.5b", QKVO, []),  # arcee
+    ("aria", QKVO, [*EXPERTS, "router.weight"]),  # aria_text
+    (
+        "axk1-defaults",
+        ["kv_a_proj_with_mqa", "kv_b_proj", "o_proj", "q_a_proj", "q_b_proj"],
+        [*EXPERTS, "gate.weight"],
+    ),  # axk1
+    (
+        "tiny-ling-hybrid",
+        [
+            "b_proj",
+            "f_proj",
+            "g_proj",
+            "k_proj",
+            "kv_a_proj_with_mqa",
+            "kv_b_proj",
+            "o_proj",
+            "q_proj",
+            "v_proj",
+        ],
+        [*EXPERTS, "gate.weight"],
+    ),  # bailing_hybrid
+    ("beam-defaults", QKVO, [*EXPERTS, "gate.weight"]),  # beam
+    ("bitnet-b1.58-2b-4t", QKVO, []),  # bitnet
+    ("bloom-560m", ["dense", "query_key_value"], []),  # bloom
+    ("aya-23-8b", QKVO, []),  # cohere
+    ("c4ai-command-r7b", QKVO, []),  # cohere2
+    ("cohere2-moe-defaults", QKVO, [*EXPERTS, "gate.weight"]),  # cohere2_moe
+    ("cohere-compass-text-defaults", QKVO, []),  # cohere_compass_text
+    ("ctrl", ["Wk", "Wq", "Wv", "dense"], []),  # ctrl
+    ("cwm", QKVO, []),  # cwm
+    ("tiny-dbrx", ["Wqkv", "out_proj"], []),  # dbrx
+    (
+        "deepseek-v2-lite",
+        ["kv_a_proj_with_mqa", "kv_b_proj", "o_proj", "q_a_proj", "q_b_proj"],
+        [*EXPERTS, "gate.weight"],
+    ),  # deepseek_v2
+    (
+        "deepseek-v3",
+        ["kv_a_proj_with_mqa", "kv_b_proj", "o_proj", "q_a_proj", "q_b_proj"],
+        [*EXPERTS, "gate.weight"],
+    ),  # deepseek_v3
+    ("diffllama-defaults", QKVO, []),  # diffllama
+    (
+        "dots3-note-defaults",
+        [
+            "g_proj",
+            "kv_a_proj_with_mqa",
+            "kv_b_proj",
+            "o_proj",
+            "q_a_proj",
+            "q_b_proj",
+            "weights_proj",
+            "wk",
+            "wq_b",
+        ],
+        [*EXPERTS, "gate.weight"],
+    ),  # dots3_note_text
+    ("emu3-chat", QKVO, []),  # emu3_text_model
+    ("ernie-4.5-0.3b", QKVO, []),  # ernie4_5
+    ("ernie-4.5-21b-a3b", QKVO, [*EXPERTS, "gate.weight"]),  # ernie4_5_moe
+    ("exaone-4.0-1.2b", QKVO, []),  # exaone4
+    ("exaone-moe-defaults", QKVO, [*EXPERTS, "gate.weight"]),  # exaone_moe
+    ("falcon-40b", ["dense", "query_key_value"], []),  # falcon
+    ("falcon-mamba-7b", ["dt_proj", "in_proj", "x_proj"], []),  # falcon_mamba
+    ("flint-defaults", QKVO, [*EXPERTS, "gate.weight"]),  # flint
+    ("gemma-2b", QKVO, []),  # gemma
+    ("gemma-3-1b", QKVO, []),  # gemma3_text
+    ("gemma4-unified-defaults", QKVO, []),  # gemma4_unified_text
+    ("glm-4-9b-0414", QKVO, []),  # glm4
+    ("glm-4.5-air", QKVO, [*EXPERTS, "gate.weight"]),  # glm4_moe
+    (
+        "glm-5",
+        [
+            "kv_a_proj_with_mqa",
+            "kv_b_proj",
+            "o_proj",
+            "q_a_proj",
+            "q_b_proj",
+            "weights_proj",
+            "wk",
+            "wq_b",
+        ],
+        [*EXPERTS, "gate.weight"],
+    ),  # glm_moe_dsa
+    ("gpt-sw3-356m", ["c_attn", "c_proj"], []),  # gpt-sw3
+    ("starcoderbase-1b", ["c_attn", "c_proj"], []),  # gpt_bigcode
+    ("gpt-neo-125m", ["k_proj", "out_proj", "q_proj", "v_proj"], []),  # gpt_neo
+    ("gpt-j-6b", ["k_proj", "out_proj", "q_proj", "v_proj"], []),  # gptj
+    ("granite-3.1-2b", QKVO, []),  # granite
+    ("granite4-vision-defaults", QKVO, []),  # granite4_vision_text
+    ("granite-docling-defaults", QKVO, []),  # granite_docling_text
+    ("granite-swash-2b", QKVO, []),  # granite_swa
+    ("granite-3.1-1b-a400m", QKVO, [*EXPERTS, "router.weight"]),  # granitemoe
+    ("granitemoe-swa-defaults", QKVO, [*EXPERTS, "router.weight"]),  # granitemoe_swa
+    ("helium-1-2b", QKVO, []),  # helium
+    ("hunyuan-mt-7b", QKVO, []),  # hunyuan_v1_dense
+    ("hunyuanocr", QKVO, []),  # hunyuan_vl_text
+    ("hy-v3-defaults", QKVO, [*EXPERTS, "gate.weight"]),  # hy_v3
+    ("iquest-coder-v1-40b", QKVO, []),  # iquestcoder
+    ("jais-2-8b", QKVO, []),  # jais2
+    (
+        "tiny-jamba",
+        ["dt_proj", "in_proj", "k_proj", "o_proj", "out_proj", "q_proj", "v_proj", "x_proj"],
+        [*EXPERTS, "router.weight"],
+    ),  # jamba
+    ("kolibri1-defaults", QKVO, [*EXPERTS, "gate.weight"]),  # kolibri1
+    (
+        "laguna-xs-2.1",
+        ["g_proj", "k_proj", "o_proj", "q_proj", "v_proj"],
+        [*EXPERTS, "gate.weight"],
+    ),  # laguna
+    (
+        "tiny-lara-mini",
+        [
+            "in_proj_a",
+            "in_proj_b",
+            "in_proj_qkv",
+            "in_proj_z",
+            "k_proj",
+            "o_proj",
+            "out_proj",
+            "q_proj",
+            "v_proj",
+        ],
+        [*EXPERTS, "gate.weight"],
+    ),  # lara_mini
+    ("tiny-lfm2", ["k_proj", "out_proj", "q_proj", "v_proj"], []),  # lfm2
+    ("llama-4-scout", QKVO, EXPERTS),  # llama4_text
+    ("tiny-mamba2", ["in_proj"], []),  # mamba2
+    (
+        "minicpm3-4b",
+        ["kv_a_proj_with_mqa", "kv_b_proj", "o_proj", "q_a_proj", "q_b_proj"],
+        [],
+    ),  # minicpm3
+    ("minimax-m3", QKVO, [*EXPERTS, "gate.weight"]),  # minimax_m3_vl_text
+    ("ministral-8b", QKVO, []),  # ministral
+    ("ministral-3-8b", QKVO, []),  # ministral3
+    ("mistral-7b-v0.1", QKVO, []),  # mistral
+    ("molmo2-8b-defaults", QKVO, []),  # molmo2_text
+    ("mpt-7b", ["Wqkv", "out_proj"], []),  # mpt
+    ("muse-glimmer-50-layers", QKVO, []),  # muse_glimmer_text
+    ("minitron-4b", QKVO, []),  # nemotron
+    ("tiny-nemotron-h", ["in_proj", "k_proj", "o_proj", "q_proj", "v_proj"], []),  # nemotron_h
+    ("olmo-2-1b", QKVO, []),  # olmo2
+    ("olmo-3-7b", QKVO, []),  # olmo3
+    ("olmoe-1b-7b", QKVO, [*EXPERTS, "gate.weight"]),  # olmoe
+    ("openai-gpt", ["c_attn", "c_proj"], []),  # openai-gpt
+    ("opt-125m", ["k_proj", "out_proj", "q_proj", "v_proj"], []),  # opt
+    ("paddleocr-vl", QKVO, []),  # paddleocr_vl_text
+    ("persimmon-8b", ["dense", "query_key_value"], []),  # persimmon
+    ("phi-3-mini-4k", ["o_proj", "qkv_proj"], []),  # phi3
+    ("phi-3.5-moe", QKVO, EXPERTS),  # phimoe
+    ("qwen2.5-omni-7b", QKVO, []),  # qwen2_5_omni_text
+    ("qwen2-vl-2b-instruct", QKVO, []),  # qwen2_vl_text
+    (
+        "tiny-qwen3.5-moe",
+        [
+            "in_proj_a",
+            "in_proj_b",
+            "in_proj_qkv",
+            "in_proj_z",
+            "k_proj",
+            "o_proj",
+            "out_proj",
+            "q_proj",
+            "v_proj",
+        ],
+        [*EXPERTS, "gate.weight"],
+    ),  # qwen3_5_moe_text
+    (
+        "tiny-qwen3.5",
+        [
+            "in_proj_a",
+            "in_proj_b",
+            "in_proj_qkv",
+            "in_proj_z",
+            "k_proj",
+            "o_proj",
+            "q_proj",
+            "v_proj",
+        ],
+        [],
+    ),  # qwen3_5_text
+    (
+        "tiny-qwen3-next",
+        ["in_proj_ba", "in_proj_qkvz", "k_proj", "o_proj", "out_proj", "q_proj", "v_proj"],
+        [*EXPERTS, "gate.weight"],
+    ),  # qwen3_next
+    ("qwen3-vl-8b-instruct", QKVO, []),  # qwen3_vl_text
+    (
+        "sarvam-105b",
+        ["kv_a_proj_with_mqa", "kv_b_proj", "o_proj", "q_proj"],
+        [*EXPERTS, "gate.weight"],
+    ),  # sarvam_mla
+    ("seed-oss-36b", QKVO, []),  # seed_oss
+    ("smollm3-3b", QKVO, []),  # smollm3
+    ("solar-open-100b", QKVO, [*EXPERTS, "gate.weight"]),  # solar_open
+    ("stablelm-2-1.6b", QKVO, []),  # stablelm
+    ("starcoder2-3b", QKVO, []),  # starcoder2
+    ("tiny-step3p5", ["g_proj", *QKVO], []),  # step3p5 (its experts: a case above)
+    ("vaultgemma-1b", QKVO, []),  # vaultgemma
+    (
+        "youtu-llm-2b",
+        ["kv_a_proj_with_mqa", "kv_b_proj", "o_proj", "q_a_proj", "q_b_proj"],
+        [],
+    ),  # youtu
+]
+MORE_NAMED: list[tuple[str, list[str], list[str]]] = [
+    # fixtures with an all-linear case above: their attention by name, their experts
+    ("apertus1p5-defaults", QKVO, []),
+    ("bamba-9b", ["in_proj", "k_proj", "o_proj", "out_proj", "q_proj", "v_proj"], []),
+    ("codegen-350m-mono", ["out_proj", "qkv_proj"], []),
+    ("cosmos3-edge-defaults", QKVO, []),
+    ("deepseek-ocr-2", QKVO, [*EXPERTS, "gate.weight"]),
+    (
+        "deepseek-v4-flash",
+        ["gate_proj", "kv_proj", "o_a_proj", "o_b_proj", "q_a_proj", "q_b_proj", "weights_proj"],
+        [*EXPERTS, "gate.weight"],
+    ),
+    ("exaone-3.0-7.8b", QKVO, []),
+    ("flexolmo-7x7b-1t", QKVO, [*EXPERTS, "gate.weight"]),
+    ("granitemoeshared-1b", QKVO, [*EXPERTS, "router.weight"]),
+    ("hyperclovax-defaults", QKVO, []),
+    ("internlm3-8b-instruct", QKVO, []),
+    ("kosmos-2-defaults", ["k_proj", "out_proj", "q_proj", "v_proj"], []),
+    ("lfm3-1.7b", ["g_proj", *QKVO], []),
+    ("mellum2-12b-a2.5b", QKVO, [*EXPERTS, "gate.weight"]),
+    ("mimo-v2-flash", QKVO, [*EXPERTS, "gate.weight"]),
+    ("nanochat-d32", QKVO, []),
+    ("olmo-hybrid-7b", ["a_proj", "b_proj", "g_proj", *QKVO], []),
+    ("qwen1.5-moe-a2.7b", QKVO, [*EXPERTS, "gate.weight"]),
+    ("recurrentgemma-2b", QKVO, []),
+    ("sarvam-30b", QKVO, [*EXPERTS, "gate.weight"]),
+    ("xglm-564m", ["k_proj", "out_proj", "q_proj", "v_proj"], []),
+]
+
+
+def named_cases(fixture: str, attention: list[str], weights: list[str]) -> list[tuple]:
+    """A fixture's attention by name (DoRA, the LM head saved), and its stacked experts and bare
+    routers through ``target_parameters`` where it has them."""
+    cases: list[tuple] = [
+        (
+            f"{fixture}-attn-r8-dora-lm_head",
+            fixture,
+            {"r": 8, "target_modules": attention, "use_dora": True, "modules_to_save": ["lm_head"]},
+        )
+    ]
+    if weights:
+        cases.append(
+            (
+                f"{fixture}-experts-r4",
+                fixture,
+                {"r": 4, "target_modules": attention[:1], "target_parameters": weights},
+            )
+        )
+    return cases
+
+
+# every other registered model_type: all-linear too
+CASES += [
+    case
+    for fixture, attention, weights in NAMED_FAMILIES
+    for case in [
+        (f"{fixture}-all-linear-r16", fixture, ALL_LINEAR),
+        *named_cases(fixture, attention, weights),
+    ]
+]
+CASES += [case for entry in MORE_NAMED for case in named_cases(*entry)]
+CASES += [
+    (
+        "qwen3-vl-30b-a3b-instruct-experts-r4",
+        "qwen3-vl-30b-a3b-instruct",
+        {"r": 4, "target_modules": ["q_proj"], "target_parameters": [*EXPERTS, "gate.weight"]},
+    )
+]
+CASES += [
+    (f"{fixture}-all-linear-r16", fixture, ALL_LINEAR)
+    for fixture in (
+        "afmoe-defaults",
+        "ernie-4.5-vl-28b-a3b",
+        "gemma-2-2b",
+        "glm-4.5v",
+        "glm-4.1v-9b-thinking",
+        "glm-image-defaults",
+        "glm-ocr",
+        "pythia-160m",
+        "gpt-oss-20b",
+        "phi-2",
+        "qwen2.5-vl-7b-instruct",
+        "qwen3-30b-a3b",
+        "qwen3-omni-30b-a3b-instruct",
+        "qwen3-vl-30b-a3b-instruct",
+    )
+]
+
+# An output gate of its own beside the query projection (in AFMoE and Beam peft reads any
+# gate_proj target as the transformers 4 name of the experts, and refuses it without up_proj).
+CASES += (
+    [
+        (
+            f"{fixture}-q-gate-r8",
+            fixture,
+            {"r": 8, "target_modules": ["q_proj", "self_attn.gate_proj"]},
+        )
+        for fixture in ("afmoe-defaults", "beam-defaults", "muse-glimmer-50-layers")
+    ]
+    + [
+        (f"{fixture}-q-r8", fixture, {"r": 8, "target_modules": ["q_proj"]})
+        for fixture in ("afmoe-defaults", "beam-defaults")
+    ]
+    + [
+        (
+            "laguna-xs-2.1-per-element-q-g-r8",
+            "laguna-xs-2.1-per-element",
+            {"r": 8, "target_modules": ["q_proj", "g_proj"]},
+        ),
+        ("laguna-xs-2.1-per-element-all-linear-r16", "laguna-xs-2.1-per-element", ALL_LINEAR),
+    ]
+)
+
 TEXT_DECODER = {
     "gemma-3n-e2b-it",
     "gemma-4-e2b",
@@ -603,7 +961,7 @@ TEXT_DECODER = {
     "tiny-qwen4-exp",
     "mistral-large-4-defaults",
     "glm-5.3-flash-defaults",
-}
+} | {fixture for fixture, text, _ in MODELS.values() if text}
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped: as its own
 causal LM, or (no ``AutoModelForCausalLM`` class) as the language model and LM head of the
 conditional-generation model (make_golden_families.py's ``build_text_decoder``), or (a flat
@@ -617,11 +975,15 @@ def _build(fixture: str) -> nn.Module:
     if fixture in TEXT_DECODER:
         text = config.get_text_config()
         if type(text) not in MODEL_FOR_CAUSAL_LM_MAPPING and causal_lm_class(text) is None:
-            return build_text_decoder(
+            decoder = build_text_decoder(
                 text_holder(config, config.get_text_config()),
                 "meta",
                 **model_kwargs(fixture, "meta"),
             )
+            # peft reads the model_type of the model a user wraps (the conditional-generation
+            # model's) to convert transformers 4 expert names (GLM-4.5V's glm4v_moe)
+            decoder.config.model_type = config.model_type
+            return decoder
         if text is config:  # a flat multimodal config: its causal LM without the encoders
             model = build_model(config, **model_kwargs(fixture, "meta"))
             drop_uncalled(model, "meta")

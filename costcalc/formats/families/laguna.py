@@ -36,7 +36,7 @@ def laguna(r: Reader) -> dict[str, Any]:
     may differ from D; q/k/v/o bias when ``attention_bias``) with RMSNorm ``q_norm``/``k_norm``
     of head_dim and a softplus output gate ``g_proj`` (no bias): D -> H per head when ``gating``
     is true or ``per-head`` (costcalc's ``attention_head_gate``), else D -> H d (its
-    ``attention_gate``). A layer's H is its entry of ``num_attention_heads_per_layer`` (default
+    ``attention_gate_proj``). A layer's H is its entry of ``num_attention_heads_per_layer`` (default
     ``num_attention_heads``). Layers attend within ``sliding_window`` (512) where
     ``layer_types`` says ``sliding_attention`` (default: none). Dense SwiGLU ``mlp``
     (``intermediate_size``) where ``mlp_layer_types`` says ``dense`` (default: the first
@@ -49,7 +49,12 @@ def laguna(r: Reader) -> dict[str, Any]:
     attention_bias(r, fields)
     gating = r.data.get("gating", True)
     per_head = gating is True or gating == "per-head"
-    fields.update(qk_norm="head", attention_head_gate=per_head, attention_gate=not per_head)
+    fields.update(
+        qk_norm="head",
+        attention_head_gate=per_head,
+        attention_gate=not per_head,
+        attention_gate_proj=not per_head,
+    )
     moe = routed_experts(
         r, ("num_experts",), ("num_experts_per_tok",), (256, 8), (("moe_intermediate_size",), 512)
     )

@@ -61,7 +61,7 @@ def _ffn_runs(r: Reader, n: Any, key: str | None, default: int) -> list[tuple[st
 def afmoe(r: Reader) -> dict[str, Any]:
     """AfmoeForCausalLM (Arcee Trinity): the shared layout (key/value heads default to the
     heads, ``head_dim`` 128) with RMSNorm ``q_norm``/``k_norm`` of head_dim, a sigmoid output
-    gate ``gate_proj`` (D -> H d, no bias: costcalc's ``attention_gate``), four RMSNorms per
+    gate ``gate_proj`` (D -> H d, no bias: costcalc's ``attention_gate_proj``), four RMSNorms per
     block (before and after attention and the FFN), no biases (``attention_bias`` true is
     refused: the gate has none); after ``num_dense_layers`` (1) dense layers the sparse block:
     ``router.gate`` (X x D, no bias), ``expert_bias`` (a parameter of X, not used in a product),
@@ -72,7 +72,7 @@ def afmoe(r: Reader) -> dict[str, Any]:
     fields = llama_layout(r, head_dim=128)
     if r.flag("attention_bias", False):
         r.unsupported("attention_bias", "biases on q/k/v/o beside a bias-free output gate")
-    fields.update(qk_norm="head", attention_gate=True, norms_per_block=4)
+    fields.update(qk_norm="head", attention_gate=True, attention_gate_proj=True, norms_per_block=4)
     moe = routed_experts(
         r, ("num_experts",), ("num_experts_per_tok",), (64, 6), (("moe_intermediate_size",), 1408)
     )
@@ -242,8 +242,8 @@ BEAM_SIZES: dict[str, Any] = {
 def beam(r: Reader) -> dict[str, Any]:
     """BeamForCausalLM (Beam 1.0): the shared layout (8 key/value heads, ``head_dim`` 128; q/k/v/o
     bias when ``attention_bias``) with RMSNorm ``q_norm``/``k_norm`` of d, a sigmoid output gate
-    ``gate_proj`` (D -> H d, no bias; costcalc's ``attention_gate``) plus ``gate_bias`` (one per
-    head, H: ``attention_gate_bias``), four RMSNorms per block; dense SwiGLU of
+    ``gate_proj`` (D -> H d, no bias; costcalc's ``attention_gate_proj``) plus ``gate_bias`` (one
+    per head, H: ``attention_gate_bias``), four RMSNorms per block; dense SwiGLU of
     ``intermediate_size`` where ``mlp_layer_types`` says (default the first three layers), else
     the sparse block without shared experts (``mlp.gate`` X x D, its ``e_score_correction_bias``
     a buffer; X = ``num_experts`` (256) experts of ``moe_intermediate_size`` (2,560), top 8);
@@ -252,7 +252,13 @@ def beam(r: Reader) -> dict[str, Any]:
     have no positions; the depth-scaled residuals and the logit soft cap hold no parameters."""
     fields = llama_layout(r, kv_heads=8, head_dim=128, sizes=BEAM_SIZES)
     attention_bias(r, fields)
-    fields.update(qk_norm="head", attention_gate=True, attention_gate_bias=True, norms_per_block=4)
+    fields.update(
+        qk_norm="head",
+        attention_gate=True,
+        attention_gate_proj=True,
+        attention_gate_bias=True,
+        norms_per_block=4,
+    )
     moe = routed_experts(
         r, ("num_experts",), ("num_experts_per_tok",), (256, 8), (("moe_intermediate_size",), 2560)
     )

@@ -223,7 +223,7 @@ def muse_glimmer_text(r: Reader) -> dict[str, Any]:
     """The text decoder of MuseGlimmerForConditionalGeneration: AFMoE's attention block without
     its experts, with MuseGlimmerTextConfig's defaults (2 key/value heads of 128): q/k/v/o
     without biases (``attention_bias`` true is refused: the gate has none), a sigmoid output
-    gate ``self_attn.gate_proj`` (D -> H d, no bias: costcalc's ``attention_gate``), a
+    gate ``self_attn.gate_proj`` (D -> H d, no bias: costcalc's ``attention_gate_proj``), a
     query/key norm WITHOUT weights, four RMSNorms of D per
     block (``input_layernorm``, ``post_attention_layernorm``, ``pre_feedforward_layernorm``,
     ``post_feedforward_layernorm``), a SwiGLU ``mlp`` (activation ``hidden_activation``);
@@ -236,7 +236,7 @@ def muse_glimmer_text(r: Reader) -> dict[str, Any]:
     )
     if r.flag("attention_bias", False):
         r.unsupported("attention_bias", "biases on q/k/v/o beside a bias-free output gate")
-    fields.update(attention_gate=True, norms_per_block=4)
+    fields.update(attention_gate=True, attention_gate_proj=True, norms_per_block=4)
     window = sliding_window(r, default=2048)
     hf_layers.attention_layers(r, fields, window, _full_last_every_4th)
     return fields
