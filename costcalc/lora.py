@@ -89,9 +89,6 @@ class FamilyNames:
     module_per_set: bool = False
     """A block reused at several depths is one module per weight set, run at each use
     (HRM-Text's stacks, Dory's recurrent layers), not a module per use (Zamba)."""
-    gate_apart: bool = False
-    """The attention's output gate is a linear layer of its own, ``gate_proj`` (H d x D) beside
-    ``q_proj``, not the second half of costcalc's doubled query projection."""
 
     def path(self, generic: str) -> str:
         """The family's module path for a generic one."""
@@ -110,7 +107,6 @@ def _names(
     stacked_experts: bool = True,
     loose_biases: Iterable[str] = (),
     module_per_set: bool = False,
-    gate_apart: bool = False,
 ) -> FamilyNames:
     """A family's names: Llama's, with other ``prefixes`` and ``renames``."""
     return FamilyNames(
@@ -121,7 +117,6 @@ def _names(
         stacked_experts,
         frozenset(loose_biases),
         module_per_set,
-        gate_apart,
     )
 
 
@@ -331,7 +326,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         },
         router_linear=True,
     ),
-    **dict.fromkeys(("dory", "hrm_text"), _names(module_per_set=True, gate_apart=True)),
+    **dict.fromkeys(("dory", "hrm_text"), _names(module_per_set=True)),
     "jetmoe": _names(
         {"attn": "self_attention"},
         {
@@ -578,43 +573,16 @@ def _kind(tensor: Tensor, names: FamilyNames) -> Kind | None:
     return "linear" if tensor.use == "matmul" and tensor.name.endswith(".weight") else None
 
 
-def _gate_apart(spec: ModelSpec, names: FamilyNames) -> bool:
-    """The family keeps the output gate apart from q_proj, and every block has one."""
-    return names.gate_apart and all(s.attention_gate for s in spec.stacks)
-
-
-def family_tensors(spec: ModelSpec, names: FamilyNames) -> list[Tensor]:
-    """Every parameter tensor once, as the family holds them: where the output gate is a layer
-    of its own, the doubled query projection's bias is the queries' and the gate's, H d each."""
-    tensors = parameter_tensors(spec)
-    if not _gate_apart(spec, names):
-        return tensors
-    out = []
-    for t in tensors:
-        if t.name != "attn.q_proj.bias":
-            out.append(t)
-            continue
-        half = (t.shape[0] // 2,)
-        out += [replace(t, shape=half), replace(t, name="attn.gate_proj.bias", shape=half)]
-    return out
-
-
 def sites(spec: ModelSpec, names: FamilyNames) -> list[Site]:
     """Every weight LoRA can adapt or peft can save, with the family's names; a tied LM head is
     a module of its own to peft (sharing the token table's weight), so it is listed too."""
     found = []
     tensors = module_tensors(spec, names.module_per_set)
-    gate_apart = _gate_apart(spec, names)
     for tensor in tensors:
         kind = _kind(tensor, names)
         if kind is None:
             continue
         module = tensor.name.removesuffix(".weight")
-        if gate_apart and module == "attn.q_proj":  # queries and the output gate, H d x D each
-            half = (tensor.shape[0] // 2, tensor.shape[1])
-            for part in (module, "attn.gate_proj"):
-                found.append(Site(names.path(part), kind, half, tensor.copies, part))
-            continue
         if tensor.use == "router":
             path = names.path(module) + (".weight" if kind == "parameter" else "")
         elif kind == "parameter":
@@ -889,7 +857,7 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
     _check_mamba(family, chosen)
     modules = tuple(_adapted(name, hits, config.dora) for name, hits in sorted(chosen.items()))
     adapted = {s.generic for hits in chosen.values() for s, _ in hits}
-    tensors = family_tensors(spec, names)
+    tensors = parameter_tensors(spec)
     biases = [
         t
         for t in tensors

@@ -174,9 +174,9 @@ def _listed(fixture: str) -> tuple[Counter, Counter]:
 
 
 def _bias_names(spec, names) -> set[str]:
-    from costcalc.lora import family_tensors
+    from costcalc.tensors import parameter_tensors
 
-    return {t.name for t in family_tensors(spec, names) if t.name.endswith(".bias")}
+    return {t.name for t in parameter_tensors(spec) if t.name.endswith(".bias")}
 
 
 def _tail_of(name: str, path: str) -> bool:

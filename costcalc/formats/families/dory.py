@@ -107,6 +107,7 @@ def dory(r: Reader) -> dict[str, Any]:
     fields.update(
         ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
         attention_gate=True,
+        attention_gate_proj=True,
         ngpt_scales=True,
         residual_scales=True,
         norms_per_block=0,

@@ -68,6 +68,7 @@ def hrm_text(r: Reader) -> dict[str, Any]:
         n_kv_heads=None,
         ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
         attention_gate=True,
+        attention_gate_proj=True,
         norms_per_block=0,
         final_norm=False,
         initial_state=True,
