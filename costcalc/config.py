@@ -236,7 +236,7 @@ def problems_from(
     """
     names = key_names or {}
     yaml_text = doc is not None and not doc.path.lower().endswith(".json")
-    errors = exc.errors(include_url=False)
+    errors = [e for e in exc.errors(include_url=False) if not _items_failed(e, exc)]
     structure: list[tuple[str, str]] = []
     problems: list[Problem] = []
     for error in errors:
@@ -251,6 +251,14 @@ def problems_from(
         structure = _structure_of_valid_fields(data, {str(e["loc"][0]) for e in errors if e["loc"]})
     problems += [_problem((field,), message, doc, overrides, names) for field, message in structure]
     return list(dict.fromkeys(problems))  # several fields read from one key fail once
+
+
+def _items_failed(error: Any, exc: ValidationError) -> bool:
+    """``error`` says a list is too short only because items of it failed (each reported)."""
+    loc = error["loc"]
+    return error["type"] == "too_short" and any(
+        other["loc"][: len(loc)] == loc and len(other["loc"]) > len(loc) for other in exc.errors()
+    )
 
 
 def _structure_of_valid_fields(data: Mapping[str, Any], invalid: set[str]) -> list[tuple[str, str]]:
