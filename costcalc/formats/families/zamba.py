@@ -38,7 +38,8 @@ def _hybrid(r: Reader, d: Any, heads: Any, kv_default: Any, head_dim: Any) -> di
     (gelu), its two norms (2 D, D) in the weight set, the Mamba layer's norm and the ``linear``
     D x D each layer's own."""
     act = r.value("ffn", "hidden_act", default="gelu")
-    if act not in GATED_ACTIVATIONS:
+    ffn = GATED_ACTIVATIONS.get(act) if isinstance(act, str) else None
+    if ffn is None:
         r.unsupported("hidden_act", f"{act!r}; costcalc reads {', '.join(GATED_ACTIVATIONS)}")
     kv = r.value("n_kv_heads", "num_key_value_heads", default=kv_default)
     if head_dim is None and is_whole(d, 1) and is_whole(heads, 1):
@@ -52,7 +53,7 @@ def _hybrid(r: Reader, d: Any, heads: Any, kv_default: Any, head_dim: Any) -> di
         "attn_out_bias": False,
         "fused_qkv": False,
         "concat_embeddings": True,
-        "ffn": GATED_ACTIVATIONS.get(act),
+        "ffn": ffn,
         "norms_per_block": 3,
         "use_projection": True,
     }
@@ -96,9 +97,9 @@ def _mamba2(r: Reader, d_model: Any) -> dict[str, Any]:
     ``n_mamba_heads`` (8) of P = I // H, N ``mamba_d_state`` (64), G ``mamba_ngroups`` (1),
     k ``mamba_d_conv`` (4), a conv bias always (``use_conv_bias`` is not read by the module),
     in/out biases when ``add_bias_linear``, chunks ``chunk_size`` (256)."""
-    expand = r.value("mamba2", "mamba_expand", default=2)
+    expand = r.number("mamba2", "mamba_expand", default=2)
     heads = r.value("mamba2", "n_mamba_heads", default=8)
-    inner = int(expand * d_model) if isinstance(expand, int | float) and is_whole(d_model) else None
+    inner = int(expand * d_model) if expand is not None and is_whole(d_model, 1) else None
     if inner is not None and is_whole(heads, 1) and inner % heads:
         r.fail("n_mamba_heads", f"does not divide mamba_expand x hidden_size ({inner:,})")
     sizes = {
