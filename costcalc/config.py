@@ -263,7 +263,10 @@ def _items_failed(error: Any, exc: ValidationError) -> bool:
 
 def _structure_of_valid_fields(data: Mapping[str, Any], invalid: set[str]) -> list[tuple[str, str]]:
     """The structural rules broken by the fields that passed validation on their own."""
-    # Layer groups are checked run by run only once the whole model validates.
+    # Layer groups are checked run by run only once the whole model validates; until then the
+    # model's own block keys, which the groups override, are no block to check.
+    if "layers" in data:
+        return []
     usable = [
         name
         for name, info in ModelSpec.model_fields.items()

@@ -260,6 +260,8 @@ REFUSED: list[tuple[str, Path_, Any, str, str]] = [
     ("deepseek-v4-flash", ("compress_ratios", 0), False, "compress_ratios", "0, 4 or 128"),
     ("recurrentgemma-2b", ("block_types", 0), [], "block_types", "'recurrent' and 'attention'"),
     ("zamba-7b-v1", ("hidden_act",), ["gelu"], "hidden_act", "not supported"),
+    ("zamba-7b-v1", ("mamba_expand",), 1.5, "mamba_expand", "expected a whole number"),
+    ("jamba-v0.1", ("mamba_expand",), "2", "mamba_expand", "expected a whole number"),
     (
         "kimi-linear-48b-a3b",
         ("num_hidden_layers",),
@@ -282,6 +284,18 @@ def test_crashing_inputs_are_findings(
         caught.value.problems
     )
     checked(tmp_path / "config.json", data)
+
+
+def test_a_layered_model_that_fails_hears_of_no_rule_its_groups_override() -> None:
+    """Bamba's attention sizes sit in its attention layers: a bad Mamba size is the one
+    finding, without a rule about heads on the model's own (overridden) block keys."""
+    source = FIXTURES / "hf" / "bamba-9b.json"
+    data = mutated(json.loads(source.read_text(encoding="utf-8")), ("mamba_d_state",), 0)
+    with pytest.raises(ConfigError) as caught:
+        load_document(Document(str(source), data))
+    assert {p.message for p in caught.value.problems} == {
+        "Input should be greater than or equal to 1 (got 0)"
+    }
 
 
 def test_layer_count_at_the_largest_size_is_read_in_closed_form(tmp_path: Path) -> None:

@@ -84,6 +84,15 @@ class Reader:
             return None
         return value
 
+    def whole(self, field: str, key: str, default: int) -> int | None:
+        """A whole number, 1 to MAX_SIZE (an expansion the module multiplies a width by); when it
+        is not one, a problem and None."""
+        value = self.value(field, key, default=default)
+        if not is_whole(value, 1) or value > MAX_SIZE:
+            self.fail(key, f"expected a whole number, 1 to {MAX_SIZE:,} (got {value!r})")
+            return None
+        return value
+
     def forget(self, *fields: str) -> None:
         """Forget the file key recorded for ``fields``: they come from no single key (a nested
         sizes field such as ``mamba2``, whose problems are named by their path in the spec,

@@ -213,11 +213,11 @@ def jamba(r: Reader) -> dict[str, Any]:
     d_model = r.size("d_model", "hidden_size")
     n_layers = r.size("n_layers", "num_hidden_layers")
     rank = r.value("mamba", "mamba_dt_rank", default="auto")
-    expand = r.value("mamba", "mamba_expand", default=2)
+    expand = r.whole("mamba", "mamba_expand", default=2)
     if rank == "auto":
         rank = math.ceil(d_model / 16) if is_whole(d_model, 1) else None
     mamba = {
-        "inner": expand * d_model if is_whole(expand, 1) and is_whole(d_model, 1) else None,
+        "inner": expand * d_model if expand is not None and is_whole(d_model, 1) else None,
         "state": r.value("mamba", "mamba_d_state", default=16),
         "dt_rank": rank,
         "conv_kernel": r.value("mamba", "mamba_d_conv", default=4),

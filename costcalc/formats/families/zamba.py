@@ -163,12 +163,12 @@ def _mamba(r: Reader, d_model: Any) -> dict[str, Any]:
     ``n_mamba_heads`` (2) heads, N ``mamba_d_state`` (16), R ``mamba_dt_rank`` ("auto":
     ceil(D / 16)), k ``mamba_d_conv`` (4), biases ``mamba_conv_bias`` (true) and
     ``mamba_proj_bias`` (false)."""
-    expand = r.value("mamba", "mamba_expand", default=2)
+    expand = r.whole("mamba", "mamba_expand", default=2)
     rank = r.value("mamba", "mamba_dt_rank", default="auto")
     if rank == "auto":
         rank = math.ceil(d_model / 16) if is_whole(d_model, 1) else None
     sizes = {
-        "inner": expand * d_model if is_whole(expand, 1) and is_whole(d_model, 1) else None,
+        "inner": expand * d_model if expand is not None and is_whole(d_model, 1) else None,
         "heads": r.value("mamba", "n_mamba_heads", default=2),
         "state": r.value("mamba", "mamba_d_state", default=16),
         "dt_rank": rank,
