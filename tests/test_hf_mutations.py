@@ -262,6 +262,7 @@ REFUSED: list[tuple[str, Path_, Any, str, str]] = [
     ("zamba-7b-v1", ("hidden_act",), ["gelu"], "hidden_act", "not supported"),
     ("zamba-7b-v1", ("mamba_expand",), 1.5, "mamba_expand", "expected a whole number"),
     ("jamba-v0.1", ("mamba_expand",), "2", "mamba_expand", "expected a whole number"),
+    ("zamba-7b-v1", ("attn_layer_offset",), "4", "attn_layer_offset", "0 or more"),
     (
         "kimi-linear-48b-a3b",
         ("num_hidden_layers",),
@@ -298,12 +299,18 @@ def test_a_layered_model_that_fails_hears_of_no_rule_its_groups_override() -> No
     }
 
 
-def test_layer_count_at_the_largest_size_is_read_in_closed_form(tmp_path: Path) -> None:
-    """Mellum's layer kinds, absent from the file, are one run whatever the count."""
-    source = FIXTURES / "hf" / "mellum2-12b-a2.5b.json"
-    data = mutated(json.loads(source.read_text(encoding="utf-8")), ("num_hidden_layers",), MAX_SIZE)
+@pytest.mark.parametrize("fixture", ["mellum2-12b-a2.5b", "zamba-7b-v1"])
+@pytest.mark.parametrize("layers", [65_536, MAX_SIZE])
+def test_layer_count_at_any_size_is_read_in_closed_form(
+    fixture: str, layers: int, tmp_path: Path
+) -> None:
+    """Layer kinds the file does not list (Mellum's, one kind; Zamba's, by its rule) are a few
+    groups whatever the count, so checking and counting take the same time at any size."""
+    source = FIXTURES / "hf" / f"{fixture}.json"
+    data = mutated(json.loads(source.read_text(encoding="utf-8")), ("num_hidden_layers",), layers)
     model = load_document(Document(str(source), data))
-    assert model.spec.n_layers == MAX_SIZE
+    assert model.spec.n_layers == layers
+    assert len(model.spec.layers or ()) <= 4
     checked(tmp_path / "config.json", data)
 
 

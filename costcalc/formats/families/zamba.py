@@ -11,7 +11,7 @@ and caches its keys and values (costcalc: ``shared_weight_sets``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from costcalc.formats import hf_layers
@@ -180,19 +180,26 @@ def _mamba(r: Reader, d_model: Any) -> dict[str, Any]:
     return {"mixer": "mamba", "mamba": sizes}
 
 
-def _zamba_rule(r: Reader, n: Any) -> list[tuple[str, int]] | None:
-    """``ZambaConfig``'s layers without a list: Mamba, Mamba, hybrid, then for i < n - 3 a
-    hybrid layer where i mod ``attn_layer_period`` (6) is ``attn_layer_offset`` (4)."""
+def _zamba_rule(r: Reader, n: Any, blocks: Mapping[str, hf_layers.Block]) -> list[Any] | None:
+    """``ZambaConfig``'s layers without a list, in closed form: Mamba, Mamba, hybrid, then for
+    i < n - 3 a hybrid layer where i mod ``attn_layer_period`` (6) is ``attn_layer_offset``
+    (4): a cycling pattern of one period when the rest holds more than one."""
     period = r.count("attn_layer_period", 6)
-    offset = r.value("layers", "attn_layer_offset", default=4)
+    offset = r.count("attn_layer_offset", 4, minimum=0)
     if is_whole(n) and n < 3:
         r.fail("num_hidden_layers", "without layers_block_type the model has 3 layers or more")
         return None
-    layers = hf_layers.by_rule(r, n - 3 if is_whole(n, 3) else None, "attn_layer_period")
-    if layers is None:
-        return [("mamba", 2), ("hybrid", 1)] if n == 3 else None
-    rest = ["hybrid" if i % period == offset else "mamba" for i in layers]
-    return hf_layers.runs(["mamba", "mamba", "hybrid", *rest])
+    if hf_layers.count_of(n) is None:
+        return None  # reported where it is read
+    head = hf_layers.groups([("mamba", 2), ("hybrid", 1)], blocks)
+    rest = n - 3
+    one = [("mamba", offset), ("hybrid", 1), ("mamba", period - offset - 1)]
+    one = [run for run in one if run[1] > 0] if offset < period else [("mamba", period)]
+    if rest <= period:
+        return head + hf_layers.groups(hf_layers.cut(one, 0, rest), blocks)
+    if len(one) > 1:
+        return head + hf_layers.cycle(rest, one, blocks)
+    return head + hf_layers.groups([(one[0][0], rest)], blocks)
 
 
 def zamba(r: Reader) -> dict[str, Any]:
@@ -230,9 +237,11 @@ def zamba(r: Reader) -> dict[str, Any]:
     fields = _model(r, d, "none")
     fields["context_length"] = r.value("context_length", "max_position_embeddings", default=4096)
     n = r.value("n_layers", "num_hidden_layers", default=76)
-    listed = "layers_block_type" in r.data or "layer_types" in r.data
-    default = None if listed else _zamba_rule(r, n)
-    _set_layers(r, fields, n, default, {"mamba": mamba, "hybrid": hybrid})
+    blocks = {"mamba": mamba, "hybrid": hybrid}
+    if "layers_block_type" in r.data or "layer_types" in r.data:
+        _set_layers(r, fields, n, None, blocks)
+    elif (layers := _zamba_rule(r, n, blocks)) is not None:
+        fields.update(n_layers=n, layers=layers)
     return fields
 
 
