@@ -23,7 +23,7 @@ Count = Annotated[int, Field(strict=True, ge=0, le=MAX_SIZE)]
 Flag = Annotated[bool, Field(strict=True)]
 
 PositionScheme = Literal["learned", "sinusoidal", "rotary", "none"]
-FfnKind = Literal["mlp", "swiglu", "geglu", "none"]
+FfnKind = Literal["mlp", "swiglu", "geglu", "channel_mix", "none"]
 NormKind = Literal["layernorm", "rmsnorm"]
 MixerKind = Literal[
     "attention",
@@ -35,6 +35,8 @@ MixerKind = Literal[
     "rg_lru",
     "short_conv",
     "lightning",
+    "rwkv",
+    "mlstm",
     "none",
 ]
 QkNorm = Literal["none", "head", "full", "key"]
@@ -49,6 +51,8 @@ RECURRENT_MIXERS: tuple[str, ...] = (
     "rg_lru",
     "short_conv",
     "lightning",
+    "rwkv",
+    "mlstm",
 )
 """Mixers that keep a fixed-size state instead of a KV cache; each is described by the block key
 of its own name (a nested mapping of its sizes, :mod:`costcalc.mixer_sizes`)."""
@@ -87,7 +91,9 @@ if TYPE_CHECKING:
         LightningSizes,
         Mamba2Sizes,
         MambaSizes,
+        MlstmSizes,
         RgLruSizes,
+        RwkvSizes,
         ShortConvSizes,
     )
 else:  # the same names at run time, each the field type that loads its model on first use
@@ -98,6 +104,8 @@ else:  # the same names at run time, each the field type that loads its model on
     RgLruSizes = _mixer_sizes("rg_lru")
     ShortConvSizes = _mixer_sizes("short_conv")
     LightningSizes = _mixer_sizes("lightning")
+    RwkvSizes = _mixer_sizes("rwkv")
+    MlstmSizes = _mixer_sizes("mlstm")
 
 
 class BlockFields:
@@ -114,8 +122,8 @@ class BlockFields:
         description=(
             "Token mixer: attention (MHA/GQA/MQA), mla (multi-head latent attention, "
             "DeepSeek-V2/V3), mamba2, mamba, gated_deltanet, kimi_delta, rg_lru, short_conv, "
-            "lightning (each sized by the block key of its name) or none (a block with an FFN "
-            "only)."
+            "lightning, rwkv, mlstm (each sized by the block key of its name) or none (a block "
+            "with an FFN only)."
         ),
     )
     n_heads: Size | None = Field(default=None, description="Attention (query) heads H.")
@@ -151,15 +159,28 @@ class BlockFields:
         ),
     )
     attention_sinks: Flag = Field(
-        default=False, description="A learned sink logit per query head (gpt-oss): H parameters."
+        default=False,
+        description=(
+            "A learned sink logit per query head (gpt-oss; attention or mla blocks): H parameters."
+        ),
     )
     attention_gate: Flag = Field(
         default=False,
-        description="The query projection also yields a sigmoid output gate (Qwen3-Next): 2 H d.",
+        description=(
+            "The query projection also yields a sigmoid output gate (Qwen3-Next): 2 H d; on an "
+            "mla block the last query projection yields H v more (A.X K2)."
+        ),
     )
     attention_gate_bias: Flag = Field(
         default=False,
         description="The output gate carries a bias per head (Beam): H parameters.",
+    )
+    attention_gate_proj: Flag = Field(
+        default=False,
+        description=(
+            "The output gate is its own projection D -> H d (D -> H v on an mla block), "
+            "gate_proj, instead of the query projection's extra outputs (HY V4)."
+        ),
     )
     keys_as_values: Flag = Field(
         default=False,
@@ -173,6 +194,14 @@ class BlockFields:
         description=(
             "The block attends with the keys and values an earlier block computed and cached: "
             "no k_proj, v_proj or k_norm and nothing cached (Gemma 4's last num_kv_shared_layers)."
+        ),
+    )
+    dynamic_mask: Flag = Field(
+        default=False,
+        description=(
+            "Dynamic mask attention (Doge): the values give one mask score per key/value head "
+            "through dt_proj (K d -> K, with a bias when qkv_bias) and a learned A (K): "
+            "K (K d + 1) parameters (+ K), K^2 d MACs per token."
         ),
     )
     attention_head_gate: Flag = Field(
@@ -229,8 +258,12 @@ class BlockFields:
     kv_lora_rank: Size | None = Field(
         default=None, description="MLA: rank of the key/value latent."
     )
-    qk_rope_head_dim: Size | None = Field(
-        default=None, description="MLA: rotary dimensions per head (shared key part)."
+    qk_rope_head_dim: Count | None = Field(
+        default=None,
+        description=(
+            "MLA: rotary dimensions per head (shared key part); 0 for a block without "
+            "positions (no rotary part)."
+        ),
     )
     qk_nope_head_dim: Size | None = Field(
         default=None, description="MLA: dimensions per head without positions."
@@ -254,11 +287,51 @@ class BlockFields:
         default=None,
         description="Attention or MLA: width of one indexer head and of its cached key.",
     )
+    indexer_block: Size | None = Field(
+        default=None,
+        description=(
+            "Attention: the indexer scores mean-pooled blocks of this many keys, not every key "
+            "(Qwen4-Exp's QSA): its query and key projections are one (Hi + 1) di x D, and its "
+            "Hi di MACs count per query and complete block of the keys it sees; default: none."
+        ),
+    )
+    indexer_key_pool: Size | None = Field(
+        default=None,
+        description=(
+            "MLA: the sparse-attention indexer scores keys pooled over m tokens "
+            "(GLM-5.3-Flash's index_kpool): a position bias m x di and a gate di x D; each "
+            "query scores floor(T / m) pooled keys, and the cache keeps 2 di + 1 per token "
+            "(keys, gate scores, a validity flag). Default: every token's key."
+        ),
+    )
+    indexer_query_norm: Flag = Field(
+        default=False,
+        description=(
+            "MLA: the sparse-attention indexer's queries come from the block input through a "
+            "LayerNorm of D (weight and bias) and a D -> Hi di projection (Mistral Large 4), "
+            "not from the query latent."
+        ),
+    )
+    query_position_scale: Flag = Field(
+        default=False,
+        description=(
+            "MLA: a learned scale s and bias b per query head multiply the queries by "
+            "s log(position + 1) + b (Mistral Large 4's softmax scaling): 2 H parameters, "
+            "2 Hi more in the sparse-attention indexer."
+        ),
+    )
     rope_key_norm: Flag = Field(
         default=False,
         description=(
             "MLA: a norm over the shared rotary key part before positions are applied "
             "(Dots 3 Note's k_rope_only_layernorm): qk_rope_head_dim parameters."
+        ),
+    )
+    query_latent_both: Flag = Field(
+        default=False,
+        description=(
+            "MLA: the query's up-projection reads the latent both after and before its norm, "
+            "concatenated (A.X K2): 2 q_lora_rank inputs."
         ),
     )
     query_rank: Size | None = Field(
@@ -335,6 +408,17 @@ class BlockFields:
             "block_size."
         ),
     )
+    rwkv: RwkvSizes | None = Field(
+        default=None,
+        description="RWKV-4 time-mix sizes (mixer rwkv): attention_width.",
+    )
+    mlstm: MlstmSizes | None = Field(
+        default=None,
+        description=(
+            "xLSTM mLSTM sizes (mixer mlstm): heads, qk_width, v_width, chunk_size, piece_size, "
+            "fused."
+        ),
+    )
     parallel_mamba2: Flag = Field(
         default=False,
         description=(
@@ -370,6 +454,14 @@ class BlockFields:
             "Default: every block has weights of its own."
         ),
     )
+    cache_per_weight_set: Flag = Field(
+        default=False,
+        description=(
+            "The uses of a reused block keep one cache per weight set, not one each: the last "
+            "use writes it and the others read it (Dory's recurrent_kv_cache_mode last_loop); "
+            "needs shared_weight_sets."
+        ),
+    )
     adapter_rank: Size | None = Field(
         default=None,
         description=(
@@ -401,7 +493,11 @@ class BlockFields:
     )
     # Feed-forward network.
     ffn: FfnKind = Field(
-        default="mlp", description="Feed-forward kind: plain MLP, gated (swiglu, geglu) or none."
+        default="mlp",
+        description=(
+            "Feed-forward kind: plain MLP, gated (swiglu, geglu), channel_mix (RWKV's: a "
+            "squared-ReLU MLP of the token-shifted input, gated by a D x D receptance) or none."
+        ),
     )
     ffn_mult: Size | None = Field(
         default=None,
@@ -463,6 +559,16 @@ class BlockFields:
             "one learned scalar per expert (Gemma 4): D + X parameters."
         ),
     )
+    moe_product_keys: Flag = Field(
+        default=False,
+        description=(
+            "Experts of one neuron each, retrieved by product keys (Doge's cross-domain "
+            "mixture of experts): a router D -> 2 floor(sqrt(X)) (no bias) scores two halves of "
+            "the keys, and expert i is row i of down_embed and of up_embed (X x D each); each "
+            "token runs its top k: 2 X D + 2 floor(sqrt(X)) D parameters, 2 k D MACs for the "
+            "experts. The shared expert (moe_shared_ffn_hidden) is the block's gated FFN."
+        ),
+    )
     moe_modality_ffn_hidden: Size | None = Field(
         default=None,
         description=(
@@ -476,6 +582,34 @@ class BlockFields:
     norms_per_block: Count = Field(
         default=2,
         description="Norms in each block: 2 pre- or post-norm, 4 sandwich, 1 parallel.",
+    )
+    norm_gate_rank: Size | None = Field(
+        default=None,
+        description=(
+            "A low-rank sigmoid gate on the token mixer's input norm (A.X K2's gated RMSNorm): "
+            "the normed x times sigmoid(D -> r -> D of it, SiLU between, no biases): 2 D r; "
+            "default: none."
+        ),
+    )
+    ffn_norm_gate_rank: Size | None = Field(
+        default=None,
+        description="The same gate on the FFN's input norm; default: none.",
+    )
+    ngpt_scales: Flag = Field(
+        default=False,
+        description=(
+            "nGPT's learned scales (Dory): the queries' sqk and the output gate's s_gate (H d "
+            "each; needs attention_gate) and the gated FFN's suv_gate and suv_up (h each); no "
+            "MACs."
+        ),
+    )
+    residual_scales: Flag = Field(
+        default=False,
+        description=(
+            "A learned scale of D on each of the block's two residual branches (Dory's "
+            "lambda_1 and lambda_2, Doge's input_residual and post_attention_residual): 2 D; "
+            "needs an FFN; no MACs."
+        ),
     )
 
     # Resolved values: the defaults above, filled in by ModelSpec.stacks().

@@ -61,6 +61,10 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
     elif spec.position == "learned":
         n = spec.position_rows
         rows["position_embedding"] = f"N x D = {_n(n)} x {_n(D)} = {_n(report.position_embedding)}"
+    elif report.position_embedding:  # rotary_scale: a learned scale per rotary frequency
+        rows["position_embedding"] = (
+            f"r / 2 learned rotary frequency scales = {_n(report.position_embedding)}"
+        )
     else:
         rows["position_embedding"] = f"{spec.position} positions have no weights = 0"
     if report.embedding_projection:
@@ -84,10 +88,13 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
     else:
         rows.update(block_rows(spec.stacks[0], L))
     if report.stream_collapse:
-        n = spec.residual_streams
+        n, r = spec.residual_streams, spec.stream_rank
         rows["stream_collapse"] = (
             f"n x n D + n + 1, n = {n} streams => {n} x {n} x {_n(spec.d_model)} + {n} + 1"
             f" = {_n(report.stream_collapse)}"
+            if r is None
+            else f"n D + 2 r n D, n = {n} streams, r = {r} => {n} x {_n(spec.d_model)} x "
+            f"(1 + 2 x {r}) = {_n(report.stream_collapse)}"
         )
     if report.altup_projections:
         m = spec.altup_streams or 1
@@ -95,6 +102,8 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
             f"2 (n - 1) D^2, n = {m} AltUp streams => 2 x {m - 1} x {_n(spec.d_model)}^2"
             f" = {_n(report.altup_projections)}"
         )
+    if report.initial_state:
+        rows["initial_state"] = f"D = {_n(report.initial_state)}"
     final_norm = report.final_norm
     rows["final_norm"] = (
         f"{_norm_formula(spec)} = {_n(final_norm)}" if spec.final_norm else "no final norm = 0"
@@ -104,12 +113,15 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         "tied to the token table" if spec.tie_embeddings else f"{head} x E = {_n(Vh)} x {_n(E)}"
     )
     head_bias = f" + {head} bias {_n(Vh)}" if spec.lm_head_bias else ""
+    head_bias += f" + {head} logit scales {_n(Vh)}" if spec.logit_scale else ""
     rows["lm_head"] = f"{head_weights}{head_bias} = {_n(report.lm_head)}"
     rows["total"] = (
         "embeddings + blocks + "
         + ("residual streams' last collapse + " if report.stream_collapse else "")
         + ("AltUp stream projections + " if report.altup_projections else "")
-        + "final norm + LM head = "
+        + "final norm + "
+        + ("second stream's initial state + " if report.initial_state else "")
+        + "LM head = "
         + _terms(
             ("", report.token_embedding),
             ("", report.position_embedding),
@@ -120,6 +132,7 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
             ("", report.stream_collapse),
             ("", report.altup_projections),
             ("", report.final_norm),
+            ("", report.initial_state),
             ("", report.lm_head),
         )
         + f" = {_n(report.total)}"
@@ -211,8 +224,12 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
     shape = "D x 2h + h x D" if b.gated else "D x h + h x D"
     if b.per_layer_input_width is not None:
         rows["ffn"] = "FFN and per-layer input branch: " + _tensor_sum(ffn_tensors(b), ffn)
+    elif b.ngpt_scales or b.residual_scales:
+        rows["ffn"] = "FFN and its learned scales: " + _tensor_sum(ffn_tensors(b), ffn)
     elif b.ffn == "none":
         rows["ffn"] = "no FFN = 0"
+    elif b.ffn == "channel_mix":
+        rows["ffn"] = "channel-mix tensors: " + _tensor_sum(ffn_tensors(b), ffn)
     elif b.moe_experts is None:
         rows["ffn"] = f"{shape} + biases, h = {_n(h)} => {one_ffn} = {_n(ffn)}"
     elif b.moe_shared_ffn_hidden is None and not (b.moe_router_bias or b.moe_router_scales):
@@ -299,7 +316,16 @@ def explain_macs(
         if macs.compressed_pairs(s, length, causal)
     )
     if compressed:
-        terms += f" + compressed keys: {compressed}"
+        pooled = any(s.indexer_key_pool for s in spec.stacks)
+        terms += f" + {'pooled' if pooled else 'compressed'} keys: {compressed}"
+    blocks = " + ".join(
+        f"{s.n_layers:,} x {_n(macs.block_indexer_width(s))} x "
+        f"{_n(macs.indexer_blocks(s, 0, length - 1))}"
+        for s in spec.stacks
+        if macs.block_indexer_width(s)
+    )
+    if blocks:
+        terms += f" + indexer over pooled key blocks: {blocks}"
     rows["attention_pair"] = (
         f"B x L x 2Hd x pairs, pairs = {pairs} per head (within any window) => "
         f"{B} x ({terms}) = {_n(report.attention_pair)}"
@@ -309,12 +335,15 @@ def explain_macs(
             f"convolutions and scans of the recurrent mixers = {_n(report.sequence_mixing)}"
         )
     if report.stream_mixing:
-        words = (
-            "n x n by D x n and the router n x D again per block, 2 (n - 1) D^2 into and out "
-            "of the n AltUp streams"
-            if spec.altup_streams is not None
-            else "n x n by n x D twice per block, n x n D to collapse the n residual streams"
-        )
+        words = "n x n by n x D twice per block, n x n D to collapse the n residual streams"
+        if spec.altup_streams is not None:
+            words = (
+                "n x n by D x n and the router n x D again per block, 2 (n - 1) D^2 into and "
+                "out of the n AltUp streams"
+            )
+        elif spec.stream_rank is not None or not spec.stream_mixing:
+            collapse = "n x n D" if spec.stream_rank is None else "2 r n D (rank r)"
+            words = f"{collapse} to collapse the n residual streams (no mixing per block)"
         per_token("stream_mixing", words, macs.residual_stream_macs_per_token(spec))
     if report.embedding_projection:
         words = "2 x E x D" if spec.embed_width != spec.d_model else ""

@@ -27,7 +27,8 @@ it hits a linear router named ``gate`` too (AFMoE's), and nothing where the rout
 Mamba-based model types peft refuses any module named ``out_proj`` or ``conv1d``, so
 ``all-linear`` fails there too. A block reused at several depths is a module at each use in
 transformers (Zamba, Zamba 2; its weights tied), so peft adapts it once per use
-(:func:`module_tensors`).
+(:func:`module_tensors`); where it is one module per weight set run at each use (HRM-Text),
+once per set.
 """
 
 from __future__ import annotations
@@ -85,6 +86,12 @@ class FamilyNames:
     """Generic modules whose bias is a parameter beside the linear layer, not its ``bias``
     (GPT-NeoX-Japanese's ``dense_bias``, AFMoE's ``expert_bias``): no bias mode trains it (its
     name does not end in ``.bias``)."""
+    module_per_set: bool = False
+    """A block reused at several depths is one module per weight set, run at each use
+    (HRM-Text's stacks, Dory's recurrent layers), not a module per use (Zamba)."""
+    gate_apart: bool = False
+    """The attention's output gate is a linear layer of its own, ``gate_proj`` (H d x D) beside
+    ``q_proj``, not the second half of costcalc's doubled query projection."""
 
     def path(self, generic: str) -> str:
         """The family's module path for a generic one."""
@@ -102,6 +109,8 @@ def _names(
     converted: dict[str, tuple[str, tuple[str, ...]]] | None = None,
     stacked_experts: bool = True,
     loose_biases: Iterable[str] = (),
+    module_per_set: bool = False,
+    gate_apart: bool = False,
 ) -> FamilyNames:
     """A family's names: Llama's, with other ``prefixes`` and ``renames``."""
     return FamilyNames(
@@ -111,6 +120,8 @@ def _names(
         converted or {},
         stacked_experts,
         frozenset(loose_biases),
+        module_per_set,
+        gate_apart,
     )
 
 
@@ -168,6 +179,19 @@ DEEPSEEK = _names(renames={**ROUTER_GATE, **SHARED_EXPERTS}, converted=QWEN2_MOE
 DEEPSEEK_NAMES = _names(renames=DEEPSEEK.renames)
 """DeepSeek's module names in a family transformers has no checkpoint conversion for
 (``conversion_mapping._MODEL_TO_CONVERSION_PATTERN``): peft rewrites no old expert names."""
+AXK2_NAMES = _names(
+    renames={
+        **DEEPSEEK.renames,
+        "attn.q_b_proj": "self_attn.q_gate_proj",
+        **{
+            f"{generic}_norm_gate.{fc}": f"{norm}.mlp.{fc}"
+            for generic, norm in (("attn", "input_layernorm"), ("mlp", "post_attention_layernorm"))
+            for fc in ("fc1", "fc2")
+        },
+    }
+)
+"""A.X K2's: DeepSeek's, the query projection ``q_gate_proj`` and the gated norms' ``mlp.fc1``
+and ``mlp.fc2``."""
 FEED_FORWARD = {"mlp": "feed_forward"}
 LFM2_RENAMES = {
     "attn.o_proj": "self_attn.out_proj",
@@ -194,11 +218,20 @@ DENSE_LLAMA_FAMILIES = (
     "apertus1p5_text cwm exaone gemma3n_text glm glm4v_text glm_image_text glm_ocr_text "
     "granite_swa hunyuan_v1_dense hunyuan_vl_text hyperclovax internlm3 iquestcoder jais2 "
     "ministral3 olmo qwen2_5_omni_text qwen2_5_vl_text qwen2_vl_text qwen3_vl_text vaultgemma "
-    "youtu molmo2_text granite4_vision_text granite_docling_text muse_glimmer_text"
+    "youtu molmo2_text granite4_vision_text granite_docling_text muse_glimmer_text phi4_multimodal"
 )
 """More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
 
 FAMILY_NAMES: dict[str, FamilyNames] = {
+    "qwen4_exp_text": _names(
+        {"attn_hc": "attn_hyper_connection", "ffn_hc": "mlp_hyper_connection"},
+        {
+            **ROUTER_GATE,
+            "attn.indexer.qk_proj": "self_attn.indexer.index_qk_proj",
+            "attn.indexer.q_norm": "self_attn.indexer.q_layernorm",
+            "attn.indexer.k_norm": "self_attn.indexer.k_layernorm",
+        },
+    ),
     "ernie4_5_vl_moe_text": _names(renames=ERNIE_VL_RENAMES),
     **dict.fromkeys(LLAMA_FAMILIES.split(), LLAMA),
     **dict.fromkeys(DENSE_LLAMA_FAMILIES.split(), LLAMA),
@@ -262,10 +295,14 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
             "dots3_note_text",
             "minimax_m3_vl_text",
             "deepseek_ocr2_text",
+            "hy_v4",
+            "hy_v4_vl_text",
+            "mistral_large4_text",
         ),
         DEEPSEEK_NAMES,
     ),
     "exaone_moe": DEEPSEEK,
+    "axk2": AXK2_NAMES,
     "deepseek_v4": _names(
         renames={
             **DEEPSEEK.renames,
@@ -288,6 +325,13 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         loose_biases=("mlp.router",),
     ),
     "cohere2_moe": DEEPSEEK,
+    "doge": _names(
+        renames={
+            f"mlp.shared_expert.{p}": f"mlp.{p}" for p in ("gate_proj", "up_proj", "down_proj")
+        },
+        router_linear=True,
+    ),
+    **dict.fromkeys(("dory", "hrm_text"), _names(module_per_set=True, gate_apart=True)),
     "jetmoe": _names(
         {"attn": "self_attention"},
         {
@@ -420,6 +464,20 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
     **dict.fromkeys(
         ("mamba", "mamba2", "falcon_mamba"), _names(renames={"embed_tokens": "embeddings"})
     ),
+    "rwkv": _names(
+        {"attn": "attention", "mlp": "feed_forward"},
+        {"embed_tokens": "embeddings", "lm_head": "head"},
+    ),
+    "xlstm": _names(
+        {"attn": "mlstm_layer", "mlp": "ffn"},
+        {
+            "embed_tokens": "embeddings",
+            "mlp.gate_proj": "ffn.proj_up_gate",
+            "mlp.up_proj": "ffn.proj_up",
+            "mlp.gate_up_proj": "ffn.proj_up_gate_z",
+            "mlp.down_proj": "ffn.proj_down",
+        },
+    ),
     "olmo_hybrid": _names(
         renames={
             "linear_attn.in_proj_a": "linear_attn.a_proj",
@@ -432,7 +490,7 @@ FAMILY_NAMES: dict[str, FamilyNames] = {
         {"attn": "temporal_block", "mlp": "mlp_block", "mixer": "temporal_block"}
     ),
     **dict.fromkeys(
-        ("kimi_linear", "bailing_hybrid"),
+        ("kimi_linear", "bailing_hybrid", "glm5_next_text"),
         _names({"linear_attn": "self_attn"}, {**ROUTER_GATE, **SHARED_EXPERTS}),
     ),
     **dict.fromkeys(("bamba", "falcon_h1"), _names({**FEED_FORWARD, "mixer": "mamba"})),
@@ -501,12 +559,17 @@ class Site:
         return ".".join(parts[-2:]) if self.kind == "parameter" else parts[-1]
 
 
+PRODUCT_KEY_TABLES = ("mlp.down_embed.weight", "mlp.up_embed.weight")
+"""Product-key experts' tables (``moe_product_keys``): ``nn.Embedding`` modules in transformers
+(Doge), adapted as tables (r (X + D)), which ``all-linear`` leaves out."""
+
+
 def _kind(tensor: Tensor, names: FamilyNames) -> Kind | None:
     """What a weight is to LoRA: a linear layer, the output head, a bare parameter (stacked
     experts, a router that is no ``nn.Linear``), a table; None for the rest."""
     if tensor.name == "lm_head.weight":
         return "head"
-    if tensor.name in ("embed_tokens.weight", "embed_positions.weight"):
+    if tensor.name in ("embed_tokens.weight", "embed_positions.weight", *PRODUCT_KEY_TABLES):
         return "embedding"
     if tensor.use == "experts":
         return "parameter" if names.stacked_experts else None
@@ -515,16 +578,43 @@ def _kind(tensor: Tensor, names: FamilyNames) -> Kind | None:
     return "linear" if tensor.use == "matmul" and tensor.name.endswith(".weight") else None
 
 
+def _gate_apart(spec: ModelSpec, names: FamilyNames) -> bool:
+    """The family keeps the output gate apart from q_proj, and every block has one."""
+    return names.gate_apart and all(s.attention_gate for s in spec.stacks)
+
+
+def family_tensors(spec: ModelSpec, names: FamilyNames) -> list[Tensor]:
+    """Every parameter tensor once, as the family holds them: where the output gate is a layer
+    of its own, the doubled query projection's bias is the queries' and the gate's, H d each."""
+    tensors = parameter_tensors(spec)
+    if not _gate_apart(spec, names):
+        return tensors
+    out = []
+    for t in tensors:
+        if t.name != "attn.q_proj.bias":
+            out.append(t)
+            continue
+        half = (t.shape[0] // 2,)
+        out += [replace(t, shape=half), replace(t, name="attn.gate_proj.bias", shape=half)]
+    return out
+
+
 def sites(spec: ModelSpec, names: FamilyNames) -> list[Site]:
     """Every weight LoRA can adapt or peft can save, with the family's names; a tied LM head is
     a module of its own to peft (sharing the token table's weight), so it is listed too."""
     found = []
-    tensors = module_tensors(spec)
+    tensors = module_tensors(spec, names.module_per_set)
+    gate_apart = _gate_apart(spec, names)
     for tensor in tensors:
         kind = _kind(tensor, names)
         if kind is None:
             continue
         module = tensor.name.removesuffix(".weight")
+        if gate_apart and module == "attn.q_proj":  # queries and the output gate, H d x D each
+            half = (tensor.shape[0] // 2, tensor.shape[1])
+            for part in (module, "attn.gate_proj"):
+                found.append(Site(names.path(part), kind, half, tensor.copies, part))
+            continue
         if tensor.use == "router":
             path = names.path(module) + (".weight" if kind == "parameter" else "")
         elif kind == "parameter":
@@ -538,17 +628,19 @@ def sites(spec: ModelSpec, names: FamilyNames) -> list[Site]:
     return found
 
 
-def module_tensors(spec: ModelSpec) -> list[Tensor]:
+def module_tensors(spec: ModelSpec, per_set: bool = False) -> list[Tensor]:
     """Every parameter tensor, repeated once per module that holds it, as peft wraps modules.
     transformers builds a reused block anew at each use with its weights tied (Zamba 2), so a
     weight set's tensor is in every layer's module, and each layer's module holds all the
     adapters of its set: a use's adapter is held u_1^2 + ... + u_s^2 times over the kind, u_i
-    the layers running set i."""
+    the layers running set i. With ``per_set`` the block is one module per weight set, run at
+    each use (HRM-Text): a set's tensor is held once per set."""
     tensors = model_tensors(spec)
     for stack in spec.stacks:
         n, sets = stack.n_layers, weight_sets(stack)
         q, rem = divmod(n, sets)
-        held = {"layer": n, "set": n, "use": rem * (q + 1) ** 2 + (sets - rem) * q * q}
+        uses = rem * (q + 1) ** 2 + (sets - rem) * q * q
+        held = {"layer": n, "set": sets if per_set else n, "use": uses}
         tensors += [replace(t, copies=t.copies * held[t.scope]) for t in block_tensors(stack)]
     return tensors
 
@@ -797,7 +889,7 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
     _check_mamba(family, chosen)
     modules = tuple(_adapted(name, hits, config.dora) for name, hits in sorted(chosen.items()))
     adapted = {s.generic for hits in chosen.values() for s, _ in hits}
-    tensors = parameter_tensors(spec)
+    tensors = family_tensors(spec, names)
     biases = [
         t
         for t in tensors

@@ -24,6 +24,8 @@ H query heads, K key/value heads, d head width, h FFN hidden width, X experts, k
 
 from __future__ import annotations
 
+import math
+
 from costcalc.errors import UsageError, check_choice
 from costcalc.spec import ModelSpec
 from costcalc.tensors import (
@@ -215,8 +217,10 @@ def pair_width(spec: ModelSpec) -> int:
     """MACs of one query-key pair over all heads of one block: H (d_qk + d_v); 2 H d for
     attention (H (d + dv) with values of their own width), H (n + r + v) for MLA, plus for a
     sparse-attention indexer Hi (di + 1) on MLA (its scores q k over Hi heads of di, then their
-    weighted sum over the heads) or Hi di on attention (the scores, max-pooled per block of
-    keys; with compressed keys the indexer scores those instead); transformers' eager indexers
+    weighted sum over the heads; with pooled keys it scores those instead,
+    :func:`compressed_pair_width`) or Hi di on attention (the scores, max-pooled per block of
+    keys; with compressed keys the indexer scores those instead, with ``indexer_block`` pooled
+    blocks of keys: :func:`block_indexer_width`); transformers' eager indexers
     score every pair before keeping their top k; twice 2 H d for differential attention (two
     maps, each applied to the values); 0 without attention, and 0 for a gated cross-attention
     block (text-only input skips it)."""
@@ -224,15 +228,42 @@ def pair_width(spec: ModelSpec) -> int:
     if not spec.runs_on_text:
         return 0
     if spec.mixer == "mla":
-        indexer = (spec.indexer_heads or 0) * ((spec.indexer_head_dim or 0) + 1)
+        indexer = 0 if spec.indexer_key_pool else mla_indexer_width(spec)
         return indexer + H * (
             (spec.qk_nope_head_dim or 0) + (spec.qk_rope_head_dim or 0) + (spec.v_head_dim or 0)
         )
     if spec.mixer != "attention":
         return 0
     maps = 2 if spec.differential_attention else 1
-    heads, width = key_indexer(spec)
-    return heads * width + maps * H * (spec.head_width + value_width(spec))
+    per_key = 0 if spec.indexer_block is not None else math.prod(key_indexer(spec))
+    return per_key + maps * H * (spec.head_width + value_width(spec))
+
+
+def block_indexer_width(spec: ModelSpec) -> int:
+    """MACs of one query and one pooled block of keys: Hi di for an indexer that scores blocks
+    of ``indexer_block`` keys, else 0."""
+    return 0 if spec.indexer_block is None else math.prod(key_indexer(spec))
+
+
+def indexer_blocks(spec: ModelSpec, first: int, last: int) -> int:
+    """Complete blocks of ``indexer_block`` m keys the queries at positions first..last score:
+    floor((p + 1) / m) each, the keys a query sees (its own mask, causal however the attention
+    is counted); 0 without pooled blocks or for an empty range."""
+    m = spec.indexer_block
+    if m is None or last < first:
+        return 0
+    return compressed_keys_below(last + 1, m) - compressed_keys_below(first, m)
+
+
+def mla_indexer_width(spec: ModelSpec) -> int:
+    """MACs of an MLA block's indexer per query and key it scores: Hi (di + 1) (0 without)."""
+    return (spec.indexer_heads or 0) * ((spec.indexer_head_dim or 0) + 1)
+
+
+def key_rate(spec: ModelSpec) -> int | None:
+    """Tokens pooled into one key besides the block's own keys: the key compressor's
+    ``kv_compress_rate``, or the MLA indexer's ``indexer_key_pool`` (None: neither)."""
+    return spec.kv_compress_rate if spec.kv_compress_rate is not None else spec.indexer_key_pool
 
 
 def skipped_layers(spec: ModelSpec) -> int:
@@ -249,7 +280,8 @@ SKIPPED_WORDS = (
 
 def attention_pair_macs(spec: ModelSpec, batch: int, length: int, causal: bool = False) -> int:
     """Q K^T and weights x V: 2 B L H d pairs(T); 2 B T^2 D per block for a plain block; plus
-    the pairs with compressed keys (:func:`compressed_pairs`).
+    the pairs with compressed keys (:func:`compressed_pairs`) and an indexer's pooled blocks
+    (:func:`indexer_blocks`).
 
     Grouped key/value heads are repeated to H heads before the products, so H (not K) counts.
     """
@@ -259,6 +291,7 @@ def attention_pair_macs(spec: ModelSpec, batch: int, length: int, causal: bool =
             pair_width(stack)
             * attention_pairs(length, causal, stack.sliding_window, stack.attention_chunk)
             + compressed_pair_width(stack) * compressed_pairs(stack, length, causal)
+            + block_indexer_width(stack) * indexer_blocks(stack, 0, length - 1)
         )
         for stack in spec.stacks
     )
@@ -267,9 +300,10 @@ def attention_pair_macs(spec: ModelSpec, batch: int, length: int, causal: bool =
 def compressed_pair_width(spec: ModelSpec) -> int:
     """MACs of one query and one compressed key over all heads: the attention's H (d + dv), plus
     the indexer's Hi di scores when the block has one (their weighted sum over the heads is no
-    matrix product); 0 without a compressor."""
+    matrix product); with pooled indexer keys on MLA (``indexer_key_pool``) the indexer's
+    Hi (di + 1) per query and pooled key; 0 without either."""
     if spec.kv_compress_rate is None:
-        return 0
+        return mla_indexer_width(spec) if spec.indexer_key_pool else 0
     return pair_width(spec) + (spec.indexer_heads or 0) * (spec.indexer_head_dim or 0)
 
 
@@ -277,8 +311,9 @@ def compressed_pairs(spec: ModelSpec, length: int, causal: bool = False) -> int:
     """Query-compressed-key pairs of one sequence and one head, m = ``kv_compress_rate``: T
     floor(T / m) as transformers' eager attention scores them (every query against every
     compressed key, masked after); causal: the sum over queries t of the floor((t + 1) / m) keys
-    whose windows closed by t. 0 without a compressor."""
-    m = spec.kv_compress_rate
+    whose windows closed by t; m = ``indexer_key_pool`` for pooled indexer keys (every
+    complete pool). 0 without either."""
+    m = key_rate(spec)
     if m is None:
         return 0
     return compressed_keys_below(length, m) if causal else length * (length // m)
@@ -293,7 +328,8 @@ def compressed_keys_below(n: int, rate: int) -> int:
 def residual_stream_macs_per_token(spec: ModelSpec) -> int:
     """Products of several residual streams beyond the weight matrices counted with the blocks.
     Hyper-connections: each block mixes its n ``residual_streams`` twice (n x n by n x D:
-    2 n^2 D), and the last collapse multiplies by its n x n D matrix. AltUp (n
+    2 n^2 D; none without ``stream_mixing`` or with ``stream_rank``), and the last collapse
+    multiplies by its matrices (n x n D; 2 r n D with ``stream_rank``). AltUp (n
     ``altup_streams``): each block mixes the streams once (n x n by D x n: n^2 D) and runs its
     router a second time (n D), and the model projects into and out of them (2 (n - 1) D^2).
     0 with one stream and no AltUp."""
@@ -301,7 +337,8 @@ def residual_stream_macs_per_token(spec: ModelSpec) -> int:
     hyper = 0
     if n > 1:
         collapse = sum(t.macs_per_token(1) for t in stream_collapse_tensors(spec))
-        hyper = 2 * n * n * D * L + collapse
+        mixing = spec.stream_mixing and spec.stream_rank is None
+        hyper = (2 * n * n * D * L if mixing else 0) + collapse
     m = spec.altup_streams
     if m is None:
         return hyper
@@ -362,8 +399,15 @@ def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
       = B H (2 d (q b^2 + r^2) + 2 T d^2): per block Q K^T and the decayed scores x V (c^2 d
       each), the queries read the state carried in (c d^2, the first block's too, a zero state)
       and the block's K^T V is added to it (c d^2); the decays are elementwise.
-    - 0 for a short convolution, for the RG-LRU (an elementwise recurrence) and for attention
-      (whose pairs are counted apart).
+    - mLSTM (xLSTM's native kernels in inference mode, chunks of c tokens: T = n c + r, n
+      chunks then r single steps): B H (n c (2 dk dv + c (dk + dv) + dk) + r (2 dk dv + dk)):
+      per chunk the keys x values added to the memory (c dk dv), Q K^T (c^2 dk), the queries
+      read the memory and the normalizer carried in (c dk dv + c dk) and the gated scores x V
+      (c^2 dv); per step the key-value outer product and the query reading the memory (dk dv
+      each) and the normalizer (dk). A prompt longer than the piece size M runs in pieces of M
+      tokens (T = p M + s): p times the cost of M tokens plus that of s.
+    - 0 for a short convolution, for the RG-LRU and RWKV (elementwise recurrences) and for
+      attention (whose pairs are counted apart).
     """
     B, T = batch, length
     if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
@@ -387,7 +431,19 @@ def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
         b, d = spec.lightning.block_size, spec.lightning.head_dim
         q, r = divmod(T, b)
         return B * spec.lightning.heads * (2 * d * (q * b * b + r * r) + 2 * T * d * d)
+    if spec.mixer == "mlstm" and spec.mlstm is not None:
+        pieces, rest = divmod(T, spec.mlstm.piece_size)
+        return B * (pieces * _mlstm_macs(spec, spec.mlstm.piece_size) + _mlstm_macs(spec, rest))
     return 0
+
+
+def _mlstm_macs(spec: ModelSpec, length: int) -> int:
+    """One sequence's mLSTM products over ``length`` tokens run at once (:func:`scan_macs`)."""
+    x = spec.mlstm
+    assert x is not None  # the caller's mixer
+    c, dk, dv = x.chunk_size, x.qk_width // x.heads, x.v_width // x.heads
+    n, r = divmod(length, c)
+    return x.heads * (n * c * (2 * dk * dv + c * (dk + dv) + dk) + r * (2 * dk * dv + dk))
 
 
 def mixer_sequence_macs(spec: ModelSpec, batch: int, length: int) -> int:
@@ -445,6 +501,7 @@ def decode_token_macs(spec: ModelSpec, position: int, batch: int = 1) -> int:
         * (
             pair_width(stack) * cached_keys(stack, position)
             + compressed_pair_width(stack) * _compressed_over(stack, position, position)
+            + block_indexer_width(stack) * indexer_blocks(stack, position, position)
         )
         for stack in spec.stacks
     )
@@ -470,6 +527,7 @@ def decode_macs(spec: ModelSpec, prompt: int, generated: int, batch: int = 1) ->
         * (
             pair_width(stack) * _keys_over(stack, prompt, last)
             + compressed_pair_width(stack) * _compressed_over(stack, prompt, last)
+            + block_indexer_width(stack) * indexer_blocks(stack, prompt, last)
         )
         for stack in spec.stacks
     )
@@ -478,8 +536,8 @@ def decode_macs(spec: ModelSpec, prompt: int, generated: int, batch: int = 1) ->
 
 def _compressed_over(spec: ModelSpec, first: int, last: int) -> int:
     """Compressed keys the tokens at positions first..last meet: floor((p + 1) / m) each, the
-    windows closed by then (0 without a compressor or for an empty range)."""
-    m = spec.kv_compress_rate
+    windows closed by then (0 without a compressor or pooled keys, or for an empty range)."""
+    m = key_rate(spec)
     if m is None or last < first:
         return 0
     return compressed_keys_below(last + 1, m) - compressed_keys_below(first, m)

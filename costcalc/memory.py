@@ -30,6 +30,7 @@ from costcalc.tensors import (
     parameter_tensors,
     tensor_count,
     value_width,
+    weight_sets,
 )
 from costcalc.units import DTYPES, check_weight_dtype, dtype_bytes
 
@@ -245,15 +246,15 @@ def kv_width(spec: ModelSpec) -> int:
     H, or ``kv_cache_heads`` when the cache holds other heads; K (d + dv) when values have a
     width dv of their own); MLA as transformers caches it, the compressed latent before its
     expansion per head: the normed key/value latent (kv rank) and the shared rotary key (r), one
-    head; either plus the indexer's key (di) when the block has a sparse-attention indexer; 0
+    head; either plus the indexer's key (di; 2 di + 1 with pooled keys) when the block has a
+    sparse-attention indexer; 0
     without attention, 0 for a block that reads an earlier block's keys and values
     (``shares_kv``: that block's cache serves it) and 0 for a gated cross-attention block,
     which text-only input skips (it would cache the other modality's keys and values)."""
     if not spec.runs_on_text:
         return 0
     if spec.mixer == "mla":
-        indexer = spec.indexer_head_dim if spec.indexer_heads is not None else None
-        return (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0) + (indexer or 0)
+        return (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0) + mla_indexer_cache(spec)
     if spec.mixer != "attention" or spec.shares_kv:
         return 0
     if spec.keys_as_values and spec.kv_compress_rate is not None:
@@ -262,17 +263,34 @@ def kv_width(spec: ModelSpec) -> int:
     return cached_heads(spec) * (spec.head_width + value_width(spec)) + indexer
 
 
+def mla_indexer_cache(spec: ModelSpec) -> int:
+    """What an MLA block's indexer caches per token: its key di, or with pooled keys
+    (``indexer_key_pool``) the key, the gate scores and a validity flag, 2 di + 1; 0 without
+    an indexer."""
+    di = spec.indexer_head_dim if spec.indexer_heads is not None else None
+    if di is None:
+        return 0
+    return 2 * di + 1 if spec.indexer_key_pool else di
+
+
 def cached_heads(spec: ModelSpec) -> int:
     """Heads an attention block's cache holds: its key/value heads, or ``kv_cache_heads``
     (Falcon's new architecture caches keys and values expanded to every query head)."""
     return spec.kv_heads if spec.kv_cache_heads is None else spec.kv_cache_heads
 
 
+def cached_layers(spec: ModelSpec) -> int:
+    """Layers of a kind of block that keep a cache: every layer (every use of a reused block),
+    or one per weight set when its uses share it (``cache_per_weight_set``)."""
+    return weight_sets(spec) if spec.cache_per_weight_set else spec.n_layers
+
+
 def kv_cache_elements(spec: ModelSpec, batch: int, length: int) -> int:
-    """Keys and values of every layer: 2 x L x B x T x K x d, summed over the stacks; plus what
-    a key compressor keeps (:func:`compressor_cache_elements`)."""
+    """Keys and values of every layer: 2 x L x B x T x K x d, summed over the stacks (L the
+    layers that keep a cache, :func:`cached_layers`); plus what a key compressor keeps
+    (:func:`compressor_cache_elements`)."""
     return batch * sum(
-        stack.n_layers
+        cached_layers(stack)
         * (
             kv_cache_tokens(stack, length) * kv_width(stack)
             + compressor_cache_elements(stack, length)
@@ -318,7 +336,10 @@ def conv_state_width(spec: ModelSpec) -> int:
 def recurrent_state_width(spec: ModelSpec) -> int:
     """One block's SSM / linear-attention state per sequence: Mamba-2 H P N, Mamba I N, Gated
     DeltaNet Hv dk dv, Kimi Delta Attention H d^2, lightning attention H d^2 (its K^T V), RG-LRU
-    W; 0 for a short convolution (its conv state is all it keeps) and attention."""
+    W, RWKV 2 D + 3 A (the previous token's input to the time mix and to the channel mix, and
+    the WKV numerator, denominator and running maximum; D + 3 A without a channel mix), mLSTM
+    H (dk dv + dk + 1) (each head's memory, normalizer and stabilizer); 0 for a short
+    convolution (its conv state is all it keeps) and attention."""
     if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
         return spec.mamba2.heads * spec.mamba2.head_dim * spec.mamba2.state
     if spec.recurrent_mixer == "mamba" and spec.mamba is not None:
@@ -332,6 +353,13 @@ def recurrent_state_width(spec: ModelSpec) -> int:
         return spec.lightning.heads * spec.lightning.head_dim**2
     if spec.mixer == "rg_lru" and spec.rg_lru is not None:
         return spec.rg_lru.width
+    if spec.mixer == "mlstm" and spec.mlstm is not None:
+        m = spec.mlstm
+        dk, dv = m.qk_width // m.heads, m.v_width // m.heads
+        return m.heads * (dk * dv + dk + 1)
+    if spec.mixer == "rwkv" and spec.rwkv is not None:
+        shifts = 2 if spec.ffn == "channel_mix" else 1
+        return shifts * spec.d_model + 3 * spec.rwkv.attention_width
     return 0
 
 

@@ -15,6 +15,7 @@ from costcalc.memory import (
     MemoryReport,
     attention_score_bytes,
     cached_heads,
+    cached_layers,
     compressor_cache_elements,
     conv_state_width,
     kv_cache_tokens,
@@ -139,7 +140,7 @@ def _kv_row(spec: ModelSpec, report: MemoryReport) -> str:
         tokens = kv_cache_tokens(stack, T)
         capped = capped or tokens < T
         kept = f"{_n(tokens)} x {width}" + (f" + {_n(compressor)}" if compressor else "")
-        terms.append(f"{stack.n_layers} x {B} x " + (f"({kept})" if compressor else kept))
+        terms.append(f"{cached_layers(stack)} x {B} x " + (f"({kept})" if compressor else kept))
     if not terms:
         return "no block caches keys and values = 0"
     symbols = "L x B x " + ("min(T, window)" if capped else "T") + " x "

@@ -1,6 +1,6 @@
 """The sizes of each recurrent mixer, a nested mapping under the block key of the mixer's name
 (``mamba2:``, ``mamba:``, ``gated_deltanet:``, ``kimi_delta:``, ``rg_lru:``,
-``short_conv:``, ``lightning:``).
+``short_conv:``, ``lightning:``, ``rwkv:``, ``mlstm:``).
 
 Imported on first use: by a model with a recurrent mixer, or when the block validator or the
 JSON schema is built (:class:`costcalc.blocks.Deferred`).
@@ -123,6 +123,44 @@ class LightningSizes(_MixerSizes):
     )
 
 
+class RwkvSizes(_MixerSizes):
+    """RWKV-4's time mix (``RwkvSelfAttention``): receptance, key and value projections of the
+    token-shifted input, a WKV recurrence with a learned decay per channel, an output
+    projection."""
+
+    attention_width: Size = Field(
+        description="Width A of the receptance, key and value (attention_hidden_size)."
+    )
+
+
+class MlstmSizes(_MixerSizes):
+    """xLSTM's mLSTM layer (``xLSTMLayer``): queries, keys, values and an output gate, input and
+    forget gates per head, a matrix memory per head, computed chunk by chunk."""
+
+    heads: Size = Field(description="Heads H; each has a dk x dv matrix memory.")
+    qk_width: Size = Field(description="Width H dk of the queries and of the keys.")
+    v_width: Size = Field(description="Width H dv of the values and of the output gate.")
+    chunk_size: Size = Field(
+        default=64,
+        description="Tokens per chunk of the chunkwise prompt; the rest run step by step "
+        "(changes MACs only).",
+    )
+    piece_size: Size = Field(
+        default=16384,
+        description=(
+            "Longest prompt run at once at inference (max_inference_chunksize); a longer one "
+            "runs in pieces of this many tokens, each chunked then stepped (changes MACs only)."
+        ),
+    )
+    fused: Flag = Field(
+        default=False,
+        description=(
+            "qkv_opreact and ifgate_preact as two tensors (weight_mode fused) instead of q, k, "
+            "v, ogate_preact, igate_preact and fgate_preact; the same parameters."
+        ),
+    )
+
+
 MixerSizes = (
     Mamba2Sizes
     | MambaSizes
@@ -131,6 +169,8 @@ MixerSizes = (
     | RgLruSizes
     | ShortConvSizes
     | LightningSizes
+    | RwkvSizes
+    | MlstmSizes
 )
 """The nested sizes of any recurrent mixer."""
 
@@ -142,5 +182,7 @@ MIXER_SIZES: dict[str, type[_MixerSizes]] = {
     "rg_lru": RgLruSizes,
     "short_conv": ShortConvSizes,
     "lightning": LightningSizes,
+    "rwkv": RwkvSizes,
+    "mlstm": MlstmSizes,
 }
 """The nested sizes of each recurrent mixer, under the block key of the mixer's name."""

@@ -32,6 +32,7 @@ from costcalc.tensors import (
     modality_expert_tensors,
     per_layer_model_tensors,
     per_layer_table,
+    rotary_scale_tensors,
     stack_tensors,
     stream_collapse_tensors,
 )
@@ -43,8 +44,9 @@ def token_embedding_params(spec: ModelSpec) -> int:
 
 
 def position_embedding_params(spec: ModelSpec) -> int:
-    """Learned position table: (N + offset) * D; sinusoidal, rotary and none have no weights."""
-    return spec.position_rows * spec.d_model
+    """Learned position table: (N + offset) * D; sinusoidal, rotary and none have no weights,
+    but for a learned scale per rotary frequency (r / 2 with ``rotary_scale``)."""
+    return spec.position_rows * spec.d_model + _sum(rotary_scale_tensors(spec))
 
 
 def embedding_projection_params(spec: ModelSpec) -> int:
@@ -92,9 +94,11 @@ def attention_params(spec: ModelSpec) -> int:
 
 def expert_ffn_params(spec: ModelSpec) -> int:
     """One routed expert (or the dense FFN): plain D*h + h*D; gated (first projection 2h wide)
-    2*D*h + h*D; plus biases."""
+    2*D*h + h*D; plus biases; 2 D for a product-key expert (one row of each table)."""
     if spec.ffn == "none":
         return 0
+    if spec.moe_product_keys and spec.moe_experts:
+        return 2 * spec.d_model  # one row of down_embed and of up_embed
     D, h = spec.d_model, spec.expert_width if spec.moe_experts else spec.ffn_width
     first = 2 * h if spec.gated else h
     weights = D * first + h * D
@@ -138,16 +142,22 @@ def altup_projection_params(spec: ModelSpec) -> int:
     return _sum(altup_projection_tensors(spec))
 
 
+def initial_state_params(spec: ModelSpec) -> int:
+    """A second hidden stream's learned initial state: D (0 without one)."""
+    return spec.d_model if spec.initial_state else 0
+
+
 def lm_head_params(spec: ModelSpec) -> int:
-    """Output matrix V' * E (0 when tied to the token table), plus V' biases if it has them;
-    V' the head's rows (V unless ``head_rows`` prunes them)."""
+    """Output matrix V' * E (0 when tied to the token table), plus V' biases if it has them and
+    V' logit scales if it has those; V' the head's rows (V unless ``head_rows`` prunes them)."""
     weights = 0 if spec.tie_embeddings else spec.output_rows * spec.embed_width
-    return weights + (spec.output_rows if spec.lm_head_bias else 0)
+    vectors = int(spec.lm_head_bias) + int(spec.logit_scale)
+    return weights + vectors * spec.output_rows
 
 
 def total_params(spec: ModelSpec) -> int:
     """Every parameter once: tables + projections + embedding norm + per-layer inputs + blocks
-    + the residual streams' own tensors + final norm + LM head."""
+    + the residual streams' own tensors + final norm + a second stream's initial state + LM head."""
     return (
         token_embedding_params(spec)
         + position_embedding_params(spec)
@@ -159,6 +169,7 @@ def total_params(spec: ModelSpec) -> int:
         + stream_collapse_params(spec)
         + altup_projection_params(spec)
         + final_norm_params(spec)
+        + initial_state_params(spec)
         + lm_head_params(spec)
     )
 
@@ -233,6 +244,8 @@ MIXER_WORDS = {
     "rg_lru": "RG-LRU recurrence",
     "short_conv": "short convolution",
     "lightning": "lightning attention",
+    "rwkv": "RWKV time mix",
+    "mlstm": "mLSTM",
     "none": "no token mixer",
 }
 FFN_KEYS = frozenset(
@@ -315,6 +328,7 @@ class ParamReport(NamedTuple):
     stream_collapse: int
     altup_projections: int
     final_norm: int
+    initial_state: int
     lm_head: int
     total: int
     untied_total: int
@@ -359,6 +373,7 @@ class ParamReport(NamedTuple):
             "stream_collapse": self.stream_collapse,
             "altup_projections": self.altup_projections,
             "final_norm": self.final_norm,
+            "initial_state": self.initial_state,
             "lm_head": self.lm_head,
         }
 
@@ -382,6 +397,7 @@ def param_report(spec: ModelSpec) -> ParamReport:
         stream_collapse=stream_collapse_params(spec),
         altup_projections=altup_projection_params(spec),
         final_norm=final_norm_params(spec),
+        initial_state=initial_state_params(spec),
         lm_head=lm_head_params(spec),
         total=total_params(spec),
         untied_total=untied_total_params(spec),

@@ -20,7 +20,7 @@ kind of block (:meth:`ModelSpec.stacks`), in closed form: nothing grows with the
 from collections.abc import Callable, Collection, Iterator, Mapping
 from functools import cache, lru_cache
 from math import isqrt
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
@@ -144,6 +144,13 @@ class ModelSpec(BlockFields, BaseModel):
         default=None,
         description="Rotary dimensions per head (partial rotary); default: head_dim.",
     )
+    rotary_scale: Flag = Field(
+        default=False,
+        description=(
+            "A learned scale per rotary frequency (Mistral Large 4's rotary_emb.alpha): r / 2 "
+            "parameters, r the rotary width (qk_rope_head_dim on MLA)."
+        ),
+    )
     embedding_dim: Size | None = Field(
         default=None,
         description="Width of the token table when it differs from d_model (projected in and out).",
@@ -168,12 +175,44 @@ class ModelSpec(BlockFields, BaseModel):
         default=None, description="LayerNorm carries a bias (default: yes; RMSNorm never does)."
     )
     final_norm: Flag = Field(default=True, description="A norm after the last block.")
+    initial_state: Flag = Field(
+        default=False,
+        description=(
+            "A learned vector of D a second hidden stream starts from, which the blocks reused "
+            "at several depths update beside the first (HRM's z_L_init): D parameters, no MACs."
+        ),
+    )
     residual_streams: Size = Field(
         default=1,
         description=(
             "Copies n of the residual stream (hyper-connections, DeepSeek-V4): each block "
             "collapses them into its mixer's and FFN's input and mixes them back (n x n), with "
             "learned weights from the flattened streams; a last collapse before the final norm."
+        ),
+    )
+    stream_mixing: Flag = Field(
+        default=True,
+        description=(
+            "The hyper-connections mix the residual streams n x n (DeepSeek-V4); false: each "
+            "only collapses and expands them, with no mixing matrix (HY V4's independent "
+            "hyper-connections: fn 2 n x n D, base 2 n, scale 2)."
+        ),
+    )
+    stream_rank: Size | None = Field(
+        default=None,
+        description=(
+            "Gated low-rank hyper-connections of rank r over the residual_streams (Qwen4-Exp): "
+            "each collapses the streams through a norm of n D, n D -> r -> n D weights and "
+            "injects the branch's output back (n D -> n); the last collapse has no injection "
+            "and replaces the final norm. Default: none (DeepSeek-V4's kind)."
+        ),
+    )
+    stream_collapse: Literal["learned", "mean"] = Field(
+        default="learned",
+        description=(
+            "How several residual_streams become one before the final norm: DeepSeek-V4's "
+            "learned collapse (n x n D + n + 1 parameters), or their plain mean (GLM-5.3-Flash: "
+            "no parameters)."
         ),
     )
     altup_streams: Annotated[int, Field(strict=True, ge=1, le=MAX_STREAMS)] | None = Field(
@@ -188,6 +227,10 @@ class ModelSpec(BlockFields, BaseModel):
         ),
     )
     lm_head_bias: Flag = Field(default=False, description="Bias on the LM head.")
+    logit_scale: Flag = Field(
+        default=False,
+        description="A learned scale per logit (Dory's lm_head.logit_scale): V' parameters.",
+    )
     head_rows: Size | None = Field(
         default=None,
         description=(
@@ -498,12 +541,19 @@ MLA_SIZES = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim
 MLA_FIELDS = ("q_lora_rank", *MLA_SIZES)
 
 
-@_rule("mixer", *MLA_FIELDS, "rope_key_norm")
+MLA_FLAGS = ("rope_key_norm", "query_latent_both", "query_position_scale", "indexer_query_norm")
+
+
+@_rule("mixer", *MLA_FIELDS, *MLA_FLAGS)
 def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    """MLA needs its four sizes; they (and ``rope_key_norm``) mean nothing to another mixer (but
-    for attention's value width, ``v_head_dim``)."""
-    if spec.rope_key_norm and spec.mixer != "mla":
-        yield ("rope_key_norm", f"applies to mla blocks; this block's mixer is {spec.mixer}")
+    """MLA needs its four sizes; they (and its flags) mean nothing to another mixer (but for
+    attention's value width, ``v_head_dim``); the query latent read twice needs a query
+    latent."""
+    for name in MLA_FLAGS if spec.mixer != "mla" else ():
+        if getattr(spec, name):
+            yield (name, f"applies to mla blocks; this block's mixer is {spec.mixer}")
+    if spec.query_latent_both and spec.mixer == "mla" and spec.q_lora_rank is None:
+        yield ("query_latent_both", "reads the query latent: q_lora_rank is required")
     for name in MLA_SIZES if spec.mixer == "mla" else ():
         if getattr(spec, name) is None:
             yield (name, "required for mla blocks (multi-head latent attention)")
@@ -517,12 +567,37 @@ def _latent_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
 INDEXER_SIZES = ("indexer_heads", "indexer_head_dim")
 
 
-@_rule("mixer", "q_lora_rank", *INDEXER_SIZES)
+@_rule("mixer", "indexer_block", "kv_compress_rate", *INDEXER_SIZES)
+def _block_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Pooled blocks of keys belong to an attention block's own indexer."""
+    if spec.indexer_block is None:
+        return
+    if spec.indexer_heads is None:
+        yield ("indexer_block", "pools the indexer's keys; give indexer_heads")
+    elif spec.mixer != "attention" or spec.kv_compress_rate is not None:
+        yield ("indexer_block", "applies to the own indexer of an attention block")
+
+
+@_rule("mixer", "indexer_key_pool", *INDEXER_SIZES)
+def _pooled_indexer_keys(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Pooled keys belong to an MLA block's indexer."""
+    if spec.indexer_key_pool is None:
+        return
+    if spec.mixer != "mla":
+        yield ("indexer_key_pool", f"applies to mla blocks; this block's mixer is {spec.mixer}")
+    elif spec.indexer_heads is None:
+        yield ("indexer_key_pool", "pools a sparse-attention indexer's keys; give indexer_heads")
+
+
+@_rule("mixer", "q_lora_rank", "indexer_query_norm", *INDEXER_SIZES)
 def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     """The indexer's two sizes go together, on an attention block or on an MLA block whose
-    queries pass through the low-rank path (there the indexer reads the query latent)."""
+    indexer reads the query latent (``q_lora_rank``) or the block input
+    (``indexer_query_norm``)."""
     given = [name for name in INDEXER_SIZES if getattr(spec, name) is not None]
     if not given:
+        if spec.indexer_query_norm:
+            yield ("indexer_query_norm", "feeds a sparse-attention indexer; give indexer_heads")
         return
     for name in INDEXER_SIZES:
         if name not in given:
@@ -532,8 +607,12 @@ def _sparse_attention_indexer(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             yield (given[0], "the indexer reads the query latent: query_rank is required")
     elif spec.mixer not in ("mla", "attention"):
         yield (given[0], f"applies to attention and mla blocks; this block's mixer is {spec.mixer}")
-    elif spec.mixer == "mla" and spec.q_lora_rank is None:
-        yield (given[0], "the indexer reads the query latent: q_lora_rank is required")
+    elif spec.mixer == "mla" and spec.q_lora_rank is None and not spec.indexer_query_norm:
+        yield (
+            given[0],
+            "the indexer reads the query latent: q_lora_rank is required (or "
+            "indexer_query_norm: its queries from the block input)",
+        )
 
 
 COMPRESSED_ATTENTION = (
@@ -600,8 +679,8 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "kv_cache_all_tokens": spec.kv_cache_all_tokens,
         "head_dim": spec.head_dim is not None,
         "qk_norm": spec.qk_norm != "none",
-        "attention_sinks": spec.attention_sinks,
-        "attention_gate": spec.attention_gate,
+        "attention_sinks": spec.attention_sinks and spec.mixer != "mla",
+        "attention_gate": spec.attention_gate and spec.mixer != "mla",
         "attention_gate_bias": spec.attention_gate_bias,
         "keys_as_values": spec.keys_as_values,
         "shares_kv": spec.shares_kv,
@@ -685,6 +764,18 @@ def _differential_pairs(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         )
 
 
+@_rule("residual_streams", "stream_mixing", "stream_rank")
+def _streams_to_mix(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    for name, given in (
+        ("stream_mixing", not spec.stream_mixing),
+        ("stream_rank", spec.stream_rank is not None),
+    ):
+        if given and spec.residual_streams == 1:
+            yield (name, "a model with one residual stream has no hyper-connections")
+    if not spec.stream_mixing and spec.stream_rank is not None:
+        yield ("stream_mixing", "low-rank hyper-connections (stream_rank) have no mixing matrix")
+
+
 @_rule("per_layer_input_width", "per_layer_vocab")
 def _per_layer_table(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.per_layer_vocab is not None and spec.per_layer_input_width is None:
@@ -708,6 +799,16 @@ def _activation_needs_ffn(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("ffn_act_params", "a block without an FFN has no activation to learn")
 
 
+@_rule("norms_per_block", "ffn", "norm_gate_rank", "ffn_norm_gate_rank")
+def _gated_norms(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """A norm gate needs the norm it gates: the first of the block's norms for the token
+    mixer's, the second (and an FFN) for the FFN's."""
+    if spec.norm_gate_rank is not None and spec.norms_per_block < 1:
+        yield ("norm_gate_rank", "gates the token mixer's input norm; this block has no norm")
+    if spec.ffn_norm_gate_rank is not None and (spec.ffn == "none" or spec.norms_per_block < 2):
+        yield ("ffn_norm_gate_rank", "gates the FFN's input norm; this block has none")
+
+
 @_rule("ffn", "ffn_inner_norm", "moe_experts")
 def _inner_norm_needs_dense_ffn(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.ffn_inner_norm and (spec.ffn == "none" or spec.moe_experts is not None):
@@ -720,10 +821,78 @@ def _gate_to_fuse(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("fused_gate_up", f"a plain {spec.ffn} FFN has no gate to fuse")
 
 
-@_rule("attention_gate", "attention_gate_bias")
+@_rule("ffn", "mixer", "ffn_bias", "moe_experts", "ffn_inner_norm")
+def _channel_mix_as_built(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """RWKV's channel mix is one dense block without biases or an inner norm, in an RWKV block
+    (whose state keeps its previous token's input)."""
+    if spec.ffn != "channel_mix":
+        return
+    if spec.mixer != "rwkv":
+        yield ("ffn", f"RWKV's channel mix runs in rwkv blocks; this block's mixer is {spec.mixer}")
+    if spec.ffn_bias:
+        yield ("ffn_bias", "RWKV's channel mix has no biases; give ffn_bias: false")
+    if spec.moe_experts is not None:
+        yield ("moe_experts", "RWKV's channel mix is a dense FFN, not a mixture of experts")
+    if spec.ffn_inner_norm:
+        yield ("ffn_inner_norm", "RWKV's channel mix has no inner norm")
+
+
+@_rule("mixer", "attention_gate", "ffn", "moe_experts", "ngpt_scales")
+def _ngpt_scales(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """nGPT scales the gated attention's queries and gate and a dense gated FFN's branches."""
+    if not spec.ngpt_scales:
+        return
+    if spec.mixer != "attention" or not spec.attention_gate:
+        yield ("ngpt_scales", "scales the queries and output gate of attention with attention_gate")
+    if not spec.gated or spec.moe_experts is not None:
+        yield ("ngpt_scales", "scales the gate and up branches of a dense gated FFN")
+
+
+@_rule("shared_weight_sets", "cache_per_weight_set")
+def _cache_per_set(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.cache_per_weight_set and spec.shared_weight_sets is None:
+        yield ("cache_per_weight_set", "a block that is not reused has one cache per layer")
+
+
+@_rule("ffn", "residual_scales")
+def _residual_scales(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.residual_scales and spec.ffn == "none":
+        yield ("residual_scales", "scales the token mixer's and the FFN's branches; give an FFN")
+
+
+@_rule("mixer", "dynamic_mask")
+def _dynamic_mask(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.dynamic_mask and spec.mixer != "attention":
+        yield ("dynamic_mask", f"applies to attention blocks; this block's mixer is {spec.mixer}")
+
+
+@_rule(
+    "moe_experts",
+    "moe_product_keys",
+    "moe_ffn_hidden",
+    "moe_router_bias",
+    "moe_router_scales",
+    "moe_modality_ffn_hidden",
+)
+def _product_keys(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Product-key experts are single neurons with a router of their own."""
+    if not spec.moe_product_keys:
+        return
+    if spec.moe_experts is None:
+        yield ("moe_product_keys", "retrieves experts; give moe_experts")
+    for name in ("moe_ffn_hidden", "moe_router_bias", "moe_router_scales"):
+        if getattr(spec, name):
+            yield (name, "product-key experts are single neurons under a router without bias")
+    if spec.moe_modality_ffn_hidden is not None:
+        yield ("moe_modality_ffn_hidden", "product-key experts have no second modality's set")
+
+
+@_rule("attention_gate", "attention_gate_bias", "attention_gate_proj")
 def _gate_for_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.attention_gate_bias and not spec.attention_gate:
         yield ("attention_gate_bias", "a bias of the output gate needs attention_gate")
+    if spec.attention_gate_proj and not spec.attention_gate:
+        yield ("attention_gate_proj", "the output gate's own projection needs attention_gate")
 
 
 @_rule("norm", "norm_bias")
@@ -741,6 +910,18 @@ def _tied_head_rows(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             f"a tied LM head is the token table ({spec.vocab_rows:,} rows); "
             "give tie_embeddings: false for a head of its own",
         )
+
+
+@_rule("residual_streams", "stream_collapse")
+def _collapse_needs_streams(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.stream_collapse != "learned" and spec.residual_streams == 1:
+        yield ("stream_collapse", "collapses several residual_streams; there is one")
+
+
+@_rule("position", "rotary_scale")
+def _scale_needs_rotary(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.rotary_scale and spec.position != "rotary":
+        yield ("rotary_scale", "scales rotary frequencies; position is not rotary")
 
 
 @_rule("position", "position_offset")
@@ -831,6 +1012,12 @@ def _recurrent_sizes(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             f"{ssm.heads:,} heads cannot share B and C over {ssm.groups:,} groups "
             "(heads must be a multiple of groups)",
         )
+    mlstm = spec.mlstm
+    if isinstance(mlstm, BaseModel):
+        for key in ("qk_width", "v_width"):
+            width = getattr(mlstm, key)
+            if width % mlstm.heads:
+                yield ("mlstm", f"{key} {width:,} does not split into {mlstm.heads:,} heads")
     lru = spec.rg_lru
     if isinstance(lru, BaseModel) and lru.width % lru.heads:
         yield ("rg_lru", f"width {lru.width:,} does not split into {lru.heads:,} equal gate blocks")

@@ -45,7 +45,7 @@ transpose, which changes no count here.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from math import prod
+from math import isqrt, prod
 from typing import TYPE_CHECKING, Literal
 
 from costcalc.spec import ModelSpec
@@ -121,15 +121,17 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     """Q, K, V (fused into one (H + 2K) d x D matrix, or three; no V when the values reuse the
     keys; no K, V or k norm when the block reads an earlier block's keys and values), the output
     D x H d, q/k norms, sinks and differential attention's 4 lambda vectors of d. An output gate
-    doubles the query projection (2 H d), with a bias of H when ``attention_gate_bias``; a gate
-    per head is its own H x D projection. Values of another width dv (``v_head_dim``) make V
+    doubles the query projection (2 H d), or is its own ``gate_proj`` H d x D with
+    ``attention_gate_proj``, with a bias of H when ``attention_gate_bias``; a gate per head is
+    its own H x D projection. Values of another width dv (``v_head_dim``) make V
     K dv x D and the output D x H dv. With ``attention_experts`` the query and output
     projections are experts (:func:`head_expert_tensors`) and K and V stay (one ``kv_proj``
     when fused). A gated cross-attention block names them ``cross_attn.*`` and adds the scalar
     gate of its attention branch (``cross_attn_attn_gate``)."""
     D, H, K, d = attention_input(spec), spec.n_heads or 0, spec.kv_heads, spec.head_width
     dv = value_width(spec)
-    q = (2 if spec.attention_gate else 1) * H * d
+    fused_gate, own_gate = gate_kind(spec)
+    q = (2 if fused_gate else 1) * H * d
     bias = spec.qkv_bias
     kv = 0 if spec.shares_kv else K * d + (0 if spec.keys_as_values else K * dv)
     experts = head_expert_tensors(spec)
@@ -144,6 +146,8 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
         if not (spec.keys_as_values or spec.shares_kv):
             tensors += _linear("attn.v_proj", K * dv, D, bias, "mixer")
     tensors += experts or output_tensors(spec, H * dv)
+    if own_gate:
+        tensors += _linear("attn.gate_proj", H * d, D, False, "mixer")
     if spec.qk_norm == "key":
         tensors += _norm(spec, "attn.k_norm", d, "mixer")
     elif spec.qk_norm != "none":
@@ -159,11 +163,24 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors += _linear("attn.g_proj", H, D, False, "mixer")
     if spec.differential_attention:
         tensors.append(Tensor("attn.lambda", (d,), "mixer", copies=4))
+    if spec.ngpt_scales:
+        tensors += [Tensor(f"attn.{name}", (H * d,), "mixer") for name in ("sqk", "s_gate")]
+    if spec.dynamic_mask:
+        tensors.append(Tensor("attn.A", (K,), "mixer"))
+        tensors += _linear("attn.dt_proj", K, K * dv, bias, "mixer")
+    if spec.residual_scales:
+        tensors.append(Tensor("attn_residual_scale", (spec.d_model,), "mixer"))
     tensors += compressor_tensors(spec) + indexer_tensors(spec)
     if spec.gated_cross_attention:  # transformers' cross_attn.q_proj, ...
         cross = [replace(t, name=f"cross_{t.name}") for t in tensors]
         return [*cross, Tensor("cross_attn_attn_gate", (1,), "mixer")]
     return tensors
+
+
+def gate_kind(spec: ModelSpec) -> tuple[bool, bool]:
+    """Where the output gate (``attention_gate``) is: (in the query projection, its own
+    projection ``attention_gate_proj``); neither without a gate."""
+    return spec.attention_gate and not spec.attention_gate_proj, spec.attention_gate_proj
 
 
 def head_expert_tensors(spec: ModelSpec) -> list[Tensor]:
@@ -285,21 +302,50 @@ def _pooling_tensors(
     ]
 
 
-def hyper_connection_tensors(spec: ModelSpec, name: str, part: Part, scales: int) -> list[Tensor]:
+def hyper_connection_tensors(spec: ModelSpec, name: str, part: Part) -> list[Tensor]:
     """One hyper-connection over n = ``residual_streams`` copies of the residual stream
     (DeepSeek-V4's ``DeepseekV4HyperConnection``): ``fn`` (2 + n) n x n D (a matmul of the
     flattened streams giving n collapse, n expand and n x n mixing weights), ``base``
-    (2 + n) n, ``scale`` (3); none with one stream."""
+    (2 + n) n, ``scale`` (3); without ``stream_mixing`` (HY V4's ``HYV4HyperConnection``)
+    ``fn`` 2 n x n D, ``base`` 2 n, ``scale`` (2); none with one stream."""
     n = spec.residual_streams
-    return _stream_weights(spec, name, part, (2 + n) * n, scales) if n > 1 else []
+    if n == 1:
+        return []
+    if spec.stream_rank is not None:
+        return low_rank_stream_tensors(spec, name, part, inject=True)
+    if spec.stream_mixing:
+        return _stream_weights(spec, name, part, (2 + n) * n, 3)
+    return _stream_weights(spec, name, part, 2 * n, 2)
+
+
+def low_rank_stream_tensors(spec: ModelSpec, name: str, part: Part, inject: bool) -> list[Tensor]:
+    """A gated low-rank hyper-connection of rank r = ``stream_rank`` over n streams of D
+    (Qwen4-Exp's ``Qwen4ExpTextGatedResidual``): ``hc_norm`` (n D), ``input_mix_weight_down``
+    r x n D, ``input_mix_weight_up`` n D x r and, with ``inject``, ``block_inject_weight``
+    n x n D."""
+    nD, r = spec.residual_streams * spec.d_model, spec.stream_rank or 0
+    tensors = [
+        *_norm(spec, f"{name}.hc_norm", nD, part),
+        Tensor(f"{name}.input_mix_weight_down.weight", (r, nD), part, "matmul"),
+        Tensor(f"{name}.input_mix_weight_up.weight", (nD, r), part, "matmul"),
+    ]
+    if inject:
+        n = spec.residual_streams
+        tensors.append(Tensor(f"{name}.block_inject_weight.weight", (n, nD), part, "matmul"))
+    return tensors
 
 
 def stream_collapse_tensors(spec: ModelSpec) -> list[Tensor]:
     """The last collapse of n ``residual_streams`` into one before the final norm
-    (``DeepseekV4HyperHead``): ``hc_fn`` n x n D, ``hc_base`` n, ``hc_scale`` 1; none with one
-    stream."""
+    (``DeepseekV4HyperHead``): ``hc_fn`` n x n D, ``hc_base`` n, ``hc_scale`` 1; with
+    ``stream_rank`` a low-rank one without injection (``hyper_connection_mixer``); none with one
+    stream or when it is their mean (``stream_collapse``, GLM-5.3-Flash's)."""
     n = spec.residual_streams
-    return _stream_weights(spec, "hc_head", "model", n, 1) if n > 1 else []
+    if n == 1 or spec.stream_collapse == "mean":
+        return []
+    if spec.stream_rank is not None:
+        return low_rank_stream_tensors(spec, "hyper_connection_mixer", "model", inject=False)
+    return _stream_weights(spec, "hc_head", "model", n, 1)
 
 
 def _stream_weights(
@@ -335,21 +381,27 @@ def value_width(spec: ModelSpec) -> int:
 def mla_tensors(spec: ModelSpec) -> list[Tensor]:
     """Multi-head latent attention (DeepSeek-V2/V3): low-rank query and key/value paths.
 
-    q: D x rq + rq x H (n + r) with a norm of rq (or D x H (n + r) directly); kv: D x (rkv + r),
-    a norm of rkv (and one of r with ``rope_key_norm``), rkv x H (n + v); output H v x D; a gate
-    per head H x D with ``attention_head_gate``. n, r, v: no-rope, rope and value head dims.
+    q: D x rq + rq x H (n + r) with a norm of rq (or D x H (n + r) directly; 2 rq inputs with
+    ``query_latent_both``); kv: D x (rkv + r), a norm of rkv (and one of r with
+    ``rope_key_norm``), rkv x H (n + v); output H v x D; a gate per head H x D with
+    ``attention_head_gate``; an output gate with ``attention_gate``, H v more outputs of the
+    last query projection (A.X K2), or its own ``gate_proj`` H v x D with
+    ``attention_gate_proj`` (HY V4); H sinks with ``attention_sinks``. n, r, v: no-rope, rope
+    and value head dims.
     """
     D, H = spec.d_model, spec.n_heads or 0
     n, r, v = spec.qk_nope_head_dim or 0, spec.qk_rope_head_dim or 0, spec.v_head_dim or 0
     rkv, rq = spec.kv_lora_rank or 0, spec.q_lora_rank
     bias = spec.qkv_bias
+    fused_gate, own_gate = gate_kind(spec)
+    q = H * (n + r + (v if fused_gate else 0))
     if rq is None:
-        tensors = _linear("attn.q_proj", H * (n + r), D, False, "mixer")
+        tensors = _linear("attn.q_proj", q, D, False, "mixer")
     else:
         tensors = [
             *_linear("attn.q_a_proj", rq, D, bias, "mixer"),
             *_norm(spec, "attn.q_a_layernorm", rq, "mixer"),
-            *_linear("attn.q_b_proj", H * (n + r), rq, False, "mixer"),
+            *_linear("attn.q_b_proj", q, (2 if spec.query_latent_both else 1) * rq, False, "mixer"),
         ]
     return [
         *tensors,
@@ -359,8 +411,19 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
         *_linear("attn.kv_b_proj", H * (n + v), rkv, False, "mixer"),
         *_linear("attn.o_proj", D, H * v, spec.attn_out_bias, "mixer"),
         *(_linear("attn.g_proj", H, D, False, "mixer") if spec.attention_head_gate else []),
+        *(_linear("attn.gate_proj", H * v, D, False, "mixer") if own_gate else []),
+        *([Tensor("attn.sinks", (H,), "mixer")] if spec.attention_sinks else []),
+        *query_scale_tensors(spec, "attn.softmax_scaling", H),
         *indexer_tensors(spec),
     ]
+
+
+def query_scale_tensors(spec: ModelSpec, name: str, heads: int) -> list[Tensor]:
+    """With ``query_position_scale``, a scale and a bias per query head (``scale``, ``bias``:
+    heads each; Mistral Large 4's ``softmax_scaling``); none without."""
+    if not spec.query_position_scale:
+        return []
+    return [Tensor(f"{name}.{kind}", (heads,), "mixer") for kind in ("scale", "bias")]
 
 
 def key_indexer(spec: ModelSpec) -> tuple[int, int]:
@@ -377,30 +440,65 @@ def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
     """A sparse-attention indexer; none without ``indexer_heads``. On an MLA block
     DeepSeek-V3.2's (``DeepseekV32Indexer``): ``wq_b`` (q rank -> Hi di, from the query latent),
     ``wk`` (D -> di, one key head), ``k_norm`` (a LayerNorm of di with weight and bias, whatever
-    the model's norms) and ``weights_proj`` (D -> Hi). On an attention block MiniMax M3's
+    the model's norms) and ``weights_proj`` (D -> Hi); Mistral Large 4's queries come from the
+    block input instead (``indexer_query_norm``: ``q_input_norm``, a LayerNorm of D with bias,
+    and ``wq_b`` D -> Hi di), with a query scale (``query_position_scale``), and GLM-5.3-Flash
+    pools the keys (``indexer_key_pool``). On an attention block MiniMax M3's
     (``MiniMaxM3VLIndexer``): ``q_proj`` (D -> Hi di), ``k_proj`` (D -> di, one key head) and
-    a norm of di on each (the model's norm); with compressed keys the indexer is the
-    compressor's (:func:`compressor_tensors`)."""
+    a norm of di on each (the model's norm), the two projections one ``qk_proj``
+    (D -> (Hi + 1) di) when it scores pooled blocks of keys (``indexer_block``, Qwen4-Exp's
+    ``Qwen4ExpTextQSAIndexer``); with compressed keys the indexer is the compressor's
+    (:func:`compressor_tensors`)."""
     Hi, di = spec.indexer_heads, spec.indexer_head_dim
     if Hi is None or di is None:
         return []
     if spec.mixer == "attention":
         if key_indexer(spec) == (0, 0):
             return []
+        if spec.indexer_block is not None:  # Qwen4-Exp's index_qk_proj
+            return [
+                *_linear("attn.indexer.qk_proj", (Hi + 1) * di, spec.d_model, False, "mixer"),
+                *_norm(spec, "attn.indexer.q_norm", di, "mixer"),
+                *_norm(spec, "attn.indexer.k_norm", di, "mixer"),
+            ]
         return [
             *_linear("attn.indexer.q_proj", Hi * di, spec.d_model, False, "mixer"),
             *_linear("attn.indexer.k_proj", di, spec.d_model, False, "mixer"),
             *_norm(spec, "attn.indexer.q_norm", di, "mixer"),
             *_norm(spec, "attn.indexer.k_norm", di, "mixer"),
         ]
-    if spec.q_lora_rank is None:
+    if spec.indexer_query_norm:
+        D = spec.d_model
+        queries = [
+            Tensor("attn.indexer.q_input_norm.weight", (D,), "mixer"),
+            Tensor("attn.indexer.q_input_norm.bias", (D,), "mixer"),
+            *_linear("attn.indexer.wq_b", Hi * di, D, False, "mixer"),
+        ]
+    elif spec.q_lora_rank is not None:
+        queries = _linear("attn.indexer.wq_b", Hi * di, spec.q_lora_rank, False, "mixer")
+    else:
         return []
     return [
-        *_linear("attn.indexer.wq_b", Hi * di, spec.q_lora_rank, False, "mixer"),
+        *queries,
         *_linear("attn.indexer.wk", di, spec.d_model, False, "mixer"),
         Tensor("attn.indexer.k_norm.weight", (di,), "mixer"),
         Tensor("attn.indexer.k_norm.bias", (di,), "mixer"),
         *_linear("attn.indexer.weights_proj", Hi, spec.d_model, False, "mixer"),
+        *query_scale_tensors(spec, "attn.indexer.softmax_scaling", Hi),
+        *key_pool_tensors(spec, di),
+    ]
+
+
+def key_pool_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
+    """With ``indexer_key_pool`` m, GLM-5.3-Flash's pooling of the indexer's keys:
+    ``index_kpool_compress_ape`` m x di (added to the gate scores) and
+    ``index_kpool_compress_gate`` di x D (gate scores of each token); none without."""
+    m = spec.indexer_key_pool
+    if m is None:
+        return []
+    return [
+        Tensor("attn.indexer.index_kpool_compress_ape", (m, width), "mixer"),
+        Tensor("attn.indexer.index_kpool_compress_gate", (width, spec.d_model), "mixer", "matmul"),
     ]
 
 
@@ -637,6 +735,61 @@ def lightning_tensors(spec: ModelSpec) -> list[Tensor]:
     ]
 
 
+def token_shift_mix(name: str, kinds: tuple[str, ...], width: int, part: Part) -> list[Tensor]:
+    """RWKV's token-shift mix: ``time_mix_<kind>`` (1 x 1 x D) per input it mixes from the token
+    and the one before; elementwise, no MACs."""
+    return [Tensor(f"{name}.time_mix_{kind}", (1, 1, width), part) for kind in kinds]
+
+
+def rwkv_tensors(spec: ModelSpec) -> list[Tensor]:
+    """RWKV-4's time mix (``RwkvSelfAttention``): ``time_decay`` and ``time_first`` (A each),
+    ``time_mix_key``/``_value``/``_receptance`` (1 x 1 x D each), ``key``, ``value`` and
+    ``receptance`` D -> A, ``output`` A -> D; no biases, no conv; the WKV recurrence is
+    elementwise."""
+    r = spec.rwkv
+    assert r is not None  # checked by the spec's rules
+    D, A = spec.d_model, r.attention_width
+    return [
+        Tensor("attn.time_decay", (A,), "mixer"),
+        Tensor("attn.time_first", (A,), "mixer"),
+        *token_shift_mix("attn", ("key", "value", "receptance"), D, "mixer"),
+        *_linear("attn.key", A, D, False, "mixer"),
+        *_linear("attn.value", A, D, False, "mixer"),
+        *_linear("attn.receptance", A, D, False, "mixer"),
+        *_linear("attn.output", D, A, False, "mixer"),
+    ]
+
+
+def mlstm_tensors(spec: ModelSpec) -> list[Tensor]:
+    """xLSTM's mLSTM layer (``xLSTMLayer``, no biases but the gates'): ``q``, ``k`` D -> H dk,
+    ``v`` and the output gate ``ogate_preact`` D -> H dv, the input and forget gates
+    ``igate_preact``, ``fgate_preact`` D -> H with biases (fused: ``qkv_opreact`` D ->
+    2 H dk + 2 H dv and ``ifgate_preact`` D -> 2 H), the per-head LayerNorm ``multihead_norm``
+    (a weight of H dv), ``out_proj`` H dv -> D."""
+    m = spec.mlstm
+    assert m is not None  # checked by the spec's rules
+    D, qk, v, H = spec.d_model, m.qk_width, m.v_width, m.heads
+    if m.fused:
+        projections = [
+            *_linear("attn.qkv_opreact", 2 * qk + 2 * v, D, False, "mixer"),
+            *_linear("attn.ifgate_preact", 2 * H, D, True, "mixer"),
+        ]
+    else:
+        projections = [
+            *_linear("attn.q", qk, D, False, "mixer"),
+            *_linear("attn.k", qk, D, False, "mixer"),
+            *_linear("attn.v", v, D, False, "mixer"),
+            *_linear("attn.ogate_preact", v, D, False, "mixer"),
+            *_linear("attn.igate_preact", H, D, True, "mixer"),
+            *_linear("attn.fgate_preact", H, D, True, "mixer"),
+        ]
+    return [
+        *projections,
+        Tensor("attn.multihead_norm.weight", (v,), "mixer"),
+        *_linear("attn.out_proj", D, v, False, "mixer"),
+    ]
+
+
 MIXERS = {
     "attention": attention_tensors,
     "mla": mla_tensors,
@@ -647,6 +800,8 @@ MIXERS = {
     "rg_lru": rg_lru_tensors,
     "short_conv": short_conv_tensors,
     "lightning": lightning_tensors,
+    "rwkv": rwkv_tensors,
+    "mlstm": mlstm_tensors,
 }
 """Mixer kind -> its tensors; a block with mixer ``none`` has none."""
 
@@ -655,11 +810,12 @@ def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
     """The token mixer of one block, with the hyper-connection before it (several
     ``residual_streams``) and q/k/v adapters; the Mamba (Zamba) or Mamba-2 (Falcon-H1) mixer
     beside its attention when ``parallel_mamba`` or ``parallel_mamba2`` (each layer's own in a
-    reused block); and the block's AltUp and LAuReL matrices (Gemma 3n)."""
+    reused block); the block's AltUp and LAuReL matrices (Gemma 3n); the gate of its input
+    norm (``norm_gate_rank``)."""
     build = MIXERS.get(spec.mixer)
     tensors = [] if build is None else build(spec)
-    tensors += hyper_connection_tensors(spec, "attn_hc", "mixer", 3) if tensors else []
-    tensors = in_set(spec, tensors) + qkv_adapter_tensors(spec)
+    tensors += hyper_connection_tensors(spec, "attn_hc", "mixer") if tensors else []
+    tensors = in_set(spec, tensors + norm_gate_tensors(spec, "mixer")) + qkv_adapter_tensors(spec)
     if spec.parallel_mamba:
         tensors += mamba_tensors(spec)
     elif spec.parallel_mamba2:
@@ -683,6 +839,20 @@ def altup_tensors(spec: ModelSpec) -> list[Tensor]:
     ]
 
 
+def norm_gate_tensors(spec: ModelSpec, part: Part) -> list[Tensor]:
+    """The low-rank gate on the input norm of the token mixer (``norm_gate_rank``) or of the FFN
+    (``ffn_norm_gate_rank``), A.X K2's ``AXK2GatedRMSNorm``: ``fc1`` D -> r, ``fc2`` r -> D, no
+    biases; none without a rank. Held with the mixer or the FFN (in a reused block's weight set,
+    as the norm it gates)."""
+    name, r = ("attn", spec.norm_gate_rank) if part == "mixer" else ("mlp", spec.ffn_norm_gate_rank)
+    if r is None:
+        return []
+    return [
+        *_linear(f"{name}_norm_gate.fc1", r, spec.d_model, False, part),
+        *_linear(f"{name}_norm_gate.fc2", spec.d_model, r, False, part),
+    ]
+
+
 def laurel_tensors(spec: ModelSpec) -> list[Tensor]:
     """LAuReL's low-rank path (``Gemma3nTextLaurelBlock``): ``linear_left`` D -> r and
     ``linear_right`` r -> D; its ``post_laurel_norm`` (D) is among the block's norms."""
@@ -699,8 +869,11 @@ def laurel_tensors(spec: ModelSpec) -> list[Tensor]:
 
 
 def dense_ffn_tensors(spec: ModelSpec, width: int, name: str = "mlp") -> list[Tensor]:
-    """Up (or gate and up, fused or not) h x D and down D x h, with biases when the FFN has them."""
+    """Up (or gate and up, fused or not) h x D and down D x h, with biases when the FFN has them;
+    RWKV's channel mix (:func:`channel_mix_tensors`)."""
     D, bias = spec.d_model, spec.ffn_bias
+    if spec.ffn == "channel_mix":
+        return channel_mix_tensors(spec, width, name)
     if spec.fused_gate_up:
         firsts = _linear(f"{name}.gate_up_proj", 2 * width, D, bias, "ffn")
     elif spec.gated:
@@ -713,12 +886,27 @@ def dense_ffn_tensors(spec: ModelSpec, width: int, name: str = "mlp") -> list[Te
     return [*firsts, *_linear(f"{name}.down_proj", D, width, bias, "ffn")]
 
 
+def channel_mix_tensors(spec: ModelSpec, width: int, name: str) -> list[Tensor]:
+    """RWKV-4's channel mix (``RwkvFeedForward``): ``time_mix_key`` and
+    ``time_mix_receptance`` (1 x 1 x D each), ``key`` D -> h, ``receptance`` D -> D (a sigmoid
+    gate on the output), ``value`` h -> D; no biases."""
+    D = spec.d_model
+    return [
+        *token_shift_mix(name, ("key", "receptance"), D, "ffn"),
+        *_linear(f"{name}.key", width, D, False, "ffn"),
+        *_linear(f"{name}.receptance", D, D, False, "ffn"),
+        *_linear(f"{name}.value", D, width, False, "ffn"),
+    ]
+
+
 def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
     """Router X x D (+ X bias; + a D scale and X per-expert scales), stacked experts X x 2h x D
     (X x h x D plain) and X x D x h (+ their biases), a bias of D on their combined output with
     ``moe_output_bias``, and the shared expert with its gate when there is one."""
     D, X, h = spec.d_model, experts, spec.expert_width
     first = 2 * h if spec.gated else h
+    if spec.moe_product_keys:
+        return product_key_tensors(spec, experts)
     tensors = [Tensor("mlp.router.weight", (X, D), "ffn", "router")]
     if spec.moe_router_bias:
         tensors.append(Tensor("mlp.router.bias", (X,), "ffn"))
@@ -743,6 +931,22 @@ def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
         tensors += dense_ffn_tensors(spec, spec.moe_shared_ffn_hidden, "mlp.shared_expert")
     if spec.moe_shared_gate:
         tensors += _linear("mlp.shared_expert_gate", 1, D, False, "ffn")
+    return tensors
+
+
+def product_key_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
+    """Experts retrieved by product keys (``moe_product_keys``, Doge's ``DogeCDMoE``): the
+    router ``router_gate`` D -> 2 floor(sqrt(X)), no bias; ``down_embed`` and ``up_embed``, X x
+    D tables of which a token multiplies its top k rows (k D MACs each); the shared expert (its
+    ``gate_proj``, ``up_proj``, ``down_proj``) when ``moe_shared_ffn_hidden`` gives its width."""
+    D, X = spec.d_model, experts
+    tensors = [
+        Tensor("mlp.router_gate.weight", (2 * isqrt(X), D), "ffn", "router"),
+        Tensor("mlp.down_embed.weight", (X, D), "ffn", "experts"),
+        Tensor("mlp.up_embed.weight", (X, D), "ffn", "experts"),
+    ]
+    if spec.moe_shared_ffn_hidden is not None:
+        tensors += dense_ffn_tensors(spec, spec.moe_shared_ffn_hidden, "mlp.shared_expert")
     return tensors
 
 
@@ -788,22 +992,28 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
     """The FFN of one block: dense (with ``ffn_inner_norm``, a norm of h inside it), a mixture
     of experts, or none; with the per-layer input branch, a small gated feed-forward path of
     its own; a gated cross-attention block's gate on its FFN branch is one scalar
-    (``cross_attn_mlp_gate``); in a reused block, each use's adapter and the layer's own output
-    projection."""
+    (``cross_attn_mlp_gate``); the gate of its input norm (``ffn_norm_gate_rank``); in a reused
+    block, each use's adapter and the layer's own output projection."""
     tensors = per_layer_input_tensors(spec)
     if spec.ffn == "none":
         return tensors + use_projection_tensors(spec)
+    tensors += norm_gate_tensors(spec, "ffn")
     if spec.moe_experts is not None:
         tensors = moe_tensors(spec, spec.moe_experts) + tensors
     else:
         tensors = dense_ffn_tensors(spec, spec.ffn_width) + tensors
         if spec.ffn_inner_norm:
             tensors += _norm(spec, "mlp.ffn_sub_norm", spec.ffn_width, "norms")
+        if spec.ngpt_scales:
+            h = spec.ffn_width
+            tensors += [Tensor(f"mlp.{name}", (h,), "ffn") for name in ("suv_gate", "suv_up")]
+    if spec.residual_scales:
+        tensors.append(Tensor("ffn_residual_scale", (spec.d_model,), "ffn"))
     if spec.ffn_act_params:
         tensors.append(Tensor("mlp.act_fn.scalar", (1,), "ffn", copies=spec.ffn_act_params))
     if spec.gated_cross_attention:
         tensors.append(Tensor("cross_attn_mlp_gate", (1,), "ffn"))
-    tensors = in_set(spec, tensors + hyper_connection_tensors(spec, "ffn_hc", "ffn", 3))
+    tensors = in_set(spec, tensors + hyper_connection_tensors(spec, "ffn_hc", "ffn"))
     return tensors + ffn_adapter_tensors(spec) + use_projection_tensors(spec)
 
 
@@ -861,12 +1071,13 @@ def block_tensors(spec: ModelSpec) -> list[Tensor]:
 
 def model_tensors(spec: ModelSpec) -> list[Tensor]:
     """Every tensor outside the blocks: tables, embedding projections and norm, final norm,
-    LM head (``output_rows`` x E; none when tied: the token table serves), each shared tensor
-    once."""
+    a second stream's learned initial state, LM head (``output_rows`` x E; none when tied: the
+    token table serves), each shared tensor once."""
     V, E, D = spec.vocab_rows, spec.embed_width, spec.d_model
     tensors = [Tensor("embed_tokens.weight", (V, E), "model")]
     if spec.position_rows:
         tensors.append(Tensor("embed_positions.weight", (spec.position_rows, D), "model"))
+    tensors += rotary_scale_tensors(spec)
     if E != D:
         tensors += _linear("project_in", D, E, False, "model")
         tensors += _linear("project_out", E, D, False, "model")
@@ -877,11 +1088,24 @@ def model_tensors(spec: ModelSpec) -> list[Tensor]:
     tensors += altup_projection_tensors(spec)
     if spec.final_norm:
         tensors += _norm(spec, "norm", D, "model")
+    if spec.initial_state:
+        tensors.append(Tensor("initial_state", (D,), "model"))
     if not spec.tie_embeddings:
         tensors.append(Tensor("lm_head.weight", (spec.output_rows, E), "model", "matmul"))
     if spec.lm_head_bias:
         tensors.append(Tensor("lm_head.bias", (spec.output_rows,), "model"))
+    if spec.logit_scale:
+        tensors.append(Tensor("lm_head.logit_scale", (spec.output_rows,), "model"))
     return tensors
+
+
+def rotary_scale_tensors(spec: ModelSpec) -> list[Tensor]:
+    """With ``rotary_scale``, ``rotary_emb.alpha``: one learned scale per rotary frequency, r / 2
+    for r rotary dimensions (``qk_rope_head_dim`` on MLA); none without."""
+    if not spec.rotary_scale:
+        return []
+    r = spec.qk_rope_head_dim if spec.mixer == "mla" else spec.rotary_width
+    return [Tensor("rotary_emb.alpha", ((r or 0) // 2,), "model")]
 
 
 def per_layer_table(spec: ModelSpec) -> list[Tensor]:

@@ -182,7 +182,13 @@ def test_every_problem_of_a_file_at_once(cli: Invoke, write: Any) -> None:
         ),
         (
             {"position": "learned", "ffn": "relu"},
-            [("ffn", "Input should be 'mlp', 'swiglu', 'geglu' or 'none' (got 'relu')")],
+            [
+                (
+                    "ffn",
+                    "Input should be 'mlp', 'swiglu', 'geglu', 'channel_mix' or 'none' "
+                    "(got 'relu')",
+                )
+            ],
         ),
     ],
 )

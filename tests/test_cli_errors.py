@@ -125,7 +125,8 @@ def test_contradicting_ffn_width(cli: Invoke) -> None:
 
 def test_unknown_choice(cli: Invoke) -> None:
     message = fails(cli, "params", "-p", "gpt2", "--ffn", "swishy")
-    assert "--ffn (command line)" in message and "'mlp', 'swiglu', 'geglu' or 'none'" in message
+    choices = "'mlp', 'swiglu', 'geglu', 'channel_mix' or 'none'"
+    assert "--ffn (command line)" in message and choices in message
 
 
 def test_presets_show_unknown(cli: Invoke) -> None:

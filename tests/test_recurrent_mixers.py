@@ -49,11 +49,13 @@ def test_state_matches_transformers_cache(name: str) -> None:
     record = golden()[name]["kv_cache"]
     spec = load(name).spec
     by_kind = record["cache_elements_by_kind"]
-    # The state is what the cache holds beyond keys and values; it does not grow with T.
+    # The state is what the cache holds beyond keys and values (and an indexer's keys,
+    # Qwen4-Exp's indexer_keys); it does not grow with T.
     assert state_elements(spec, record["batch"]) == sum(by_kind.get(k, 0) for k in STATE_KINDS)
-    assert (
-        kv_cache_elements(spec, record["batch"], record["seq_len"]) == record["kv_cache_elements"]
-    )
+    # A sparse-attention indexer's keys (GLM-5.3-Flash's) are cached beside the keys and values.
+    indexer = by_kind.get("indexer_keys", 0)
+    kv = kv_cache_elements(spec, record["batch"], record["seq_len"])
+    assert kv == record["kv_cache_elements"] + indexer
     assert state_elements(spec, 3) == 3 * state_elements(spec, 1)
 
 

@@ -570,10 +570,15 @@ def _kv_note(result: MemoryResult) -> str:
 
 def _kv_term(stack: ModelSpec, batch: int, length: int) -> str:
     """One kind of block's cache: layers x B x (tokens x width [+ the compressor's])."""
-    from costcalc.memory import compressor_cache_elements, kv_cache_tokens, kv_width
+    from costcalc.memory import (
+        cached_layers,
+        compressor_cache_elements,
+        kv_cache_tokens,
+        kv_width,
+    )
 
     kept = f"{kv_cache_tokens(stack, length):,} x {kv_width(stack):,}"
     compressor = compressor_cache_elements(stack, length)
     if compressor:
         kept = f"({kept} + {compressor:,})"
-    return f"{stack.n_layers} x {batch} x {kept}"
+    return f"{cached_layers(stack)} x {batch} x {kept}"

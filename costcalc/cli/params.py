@@ -45,6 +45,7 @@ ROWS = (
     ("stream_collapse", "residual streams' last collapse"),
     ("altup_projections", "AltUp stream projections"),
     ("final_norm", "final norm"),
+    ("initial_state", "second stream's initial state"),
     ("lm_head", "LM head"),
     ("total", "total"),
     ("untied_total", "untied total"),
@@ -136,6 +137,7 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
         "per_layer_projection",
         "stream_collapse",
         "altup_projections",
+        "initial_state",
     )
     shown = [
         (key, label)
@@ -262,6 +264,7 @@ PART_LABELS = {
     "stream_collapse": "residual streams' last collapse",
     "altup_projections": "AltUp stream projections",
     "final_norm": "final norm",
+    "initial_state": "second stream's initial state",
     "lm_head": "LM head",
 }
 

@@ -13,7 +13,9 @@ through its text decoder: ``config.get_text_config()``, whose model_type is e.g.
 When AutoModelForCausalLM has no class for that text config (molmo2_text, qwen2_vl_text),
 the ``*ForConditionalGeneration`` model holding it (the wrapper's, or Qwen2.5-Omni's thinker) is
 built and its language model and LM head are kept (``TextDecoder``); it runs on token ids alone,
-with a cache made up front as ``generate()`` does.
+with a cache made up front as ``generate()`` does. A flat multimodal fixture (its text keys at the
+top level, its encoders built inside the causal LM: Phi-4-multimodal) is recorded as that causal LM
+without the modules a forward on token ids never calls (``drop_uncalled``).
 Layers may differ in this file, so ``parameters_per_layer`` is always a list and ``layer_kinds``
 groups the layers by layout. Families that cannot run a forward pass on meta get a tiny real-weight
 twin (its own fixture, ``tiny-*``) or a ``*_error`` field with the exception text.
@@ -185,6 +187,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("minimax-m3-text", ("minimax-m3", True, "meta")),
         ("ctrl", ("ctrl", False, "meta")),
         ("axk1-defaults", ("axk1-defaults", False, "meta")),
+        ("axk2-defaults", ("axk2-defaults", False, "meta")),
+        ("phi4-multimodal-defaults-text", ("phi4-multimodal-defaults", True, "meta")),
         ("flint-defaults", ("flint-defaults", False, "meta")),
         ("tiny-lara-mini", ("tiny-lara-mini", False, "cpu")),
         ("cohere-compass-text-defaults", ("cohere-compass-text-defaults", False, "meta")),
@@ -201,6 +205,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("muse-glimmer-50-layers-text", ("muse-glimmer-50-layers", True, "meta")),
         ("jetmoe-8b", ("jetmoe-8b", False, "meta")),
         ("minimax-text-01", ("minimax-text-01", False, "meta")),
+        ("rwkv-4-169m-pile", ("rwkv-4-169m-pile", False, "meta")),
+        ("xlstm-7b", ("xlstm-7b", False, "meta")),
         ("llama-3.2-11b-vision-text", ("llama-3.2-11b-vision-instruct", True, "meta")),
         ("llama-3.2-90b-vision-text", ("llama-3.2-90b-vision-instruct", True, "meta")),
         ("paddleocr-vl-text", ("paddleocr-vl", True, "meta")),
@@ -218,6 +224,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-lfm2-moe", ("tiny-lfm2-moe", False, "cpu")),
         ("tiny-jetmoe", ("tiny-jetmoe", False, "cpu")),
         ("tiny-minimax", ("tiny-minimax", False, "cpu")),
+        ("tiny-xlstm", ("tiny-xlstm", False, "cpu")),
         # recurrent and hybrid families
         ("mamba-130m", ("mamba-130m", False, "meta")),
         ("falcon-mamba-7b", ("falcon-mamba-7b", False, "meta")),
@@ -250,6 +257,24 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-zamba2", ("tiny-zamba2", False, "cpu")),
         ("zamba-7b-v1", ("zamba-7b-v1", False, "meta")),
         ("tiny-zamba", ("tiny-zamba", False, "cpu")),
+        # hyper-connections without stream mixing, MLA with an output gate and sinks
+        ("hy-v4-defaults", ("hy-v4-defaults", False, "meta")),
+        ("hy-v4-vl-defaults-text", ("hy-v4-vl-defaults", True, "meta")),
+        # low-rank gated hyper-connections, an indexer over mean-pooled key blocks
+        ("tiny-qwen4-exp-text", ("tiny-qwen4-exp", True, "cpu")),
+        ("qwen4-exp-defaults-text", ("qwen4-exp-defaults", True, "meta")),
+        ("mistral-large-4-defaults", ("mistral-large-4-defaults", True, "meta")),
+        ("glm-5.3-flash-defaults", ("glm-5.3-flash-defaults", True, "meta")),
+        ("tiny-glm5-next", ("tiny-glm5-next", True, "cpu")),
+        ("hrm-text-defaults", ("hrm-text-defaults", False, "meta")),
+        ("hrm-text-one-high-cycle", ("hrm-text-one-high-cycle", False, "meta")),
+        ("dory-defaults", ("dory-defaults", False, "meta")),
+        ("dory-three-loops", ("dory-three-loops", False, "meta")),
+        ("dory-last-loop", ("dory-last-loop", False, "meta")),
+        # dynamic mask attention and the cross-domain mixture of experts
+        ("doge-defaults", ("doge-defaults", False, "meta")),
+        ("doge-cdmoe-defaults", ("doge-cdmoe-defaults", False, "meta")),
+        ("doge-cdmoe-small", ("doge-cdmoe-small", False, "meta")),
     ]
 )
 STEPS = ["params", "macs", "kv"]
@@ -365,14 +390,66 @@ def build(fixture: str, text: bool, device: str):
         impl = getattr(model.config, "_experts_implementation", None)
     except (ValueError, TypeError):
         model, impl = make(built, device), None
+    if text and getattr(config, "text_config", None) is None and config.sub_configs:
+        drop_uncalled(model, device)
     return config, model, impl
+
+
+def drop_uncalled(model: nn.Module, device: str) -> list[str]:
+    """A flat multimodal causal LM (its text keys at the top level, its encoders built inside
+    the decoder: Phi-4-multimodal's ``embed_tokens_extend``) as its text decoder: every module
+    a forward on token ids alone never calls (nor any module inside it: a ``ModuleList`` is
+    never called itself) is replaced by an empty module. Returns their
+    names (kept on the model as ``dropped_modules``)."""
+    called: set[str] = set()
+    hooks = [
+        module.register_forward_pre_hook(lambda _m, _a, name=name: called.add(name))
+        for name, module in model.named_modules()
+    ]
+    forward(model, token_ids(1, 8, device), use_cache=False)
+    for hook in hooks:
+        hook.remove()
+    used = {name.rsplit(".", depth)[0] for name in called for depth in range(name.count(".") + 1)}
+    used.add("")
+    dropped = []
+    for name, module in list(model.named_modules()):
+        parent, _, child = name.rpartition(".")
+        held = next(module.parameters(), None) is not None
+        if name and name not in used and parent in used and held:
+            setattr(model.get_submodule(parent), child, nn.Module())
+            dropped.append(name)
+    model.dropped_modules = dropped
+    return dropped
 
 
 def n_layers_of(config) -> int:
     return config.num_hidden_layers
 
 
+def hrm_text_uses(model: nn.Module, config) -> list[nn.Module]:
+    """HrmTextModel.forward: per H cycle, the L stack L_cycles times, then the H stack."""
+    low, high = list(model.model.L_module.layers), list(model.model.H_module.layers)
+    return (low * config.L_cycles + high) * config.H_cycles
+
+
+def dory_uses(model: nn.Module, config) -> list[nn.Module]:
+    """DoryModel.forward: the input layers, the recurrent ones n_recurrent_loops times, the
+    output layers."""
+    layers = list(model.model.layers)
+    start, end = config.n_input_layers, config.n_input_layers + config.n_recurrent_layers
+    return layers[:start] + layers[start:end] * config.n_recurrent_loops + layers[end:]
+
+
+LAYER_USES = {"hrm_text": hrm_text_uses, "dory": dory_uses}
+"""Families whose forward runs its layer modules several times (a block reused at several
+depths with no module per use): their layers in the order the forward runs them, a module
+as often as it runs. Their parameters outside every layer are the other parameters."""
+
+
 def layers_of(model: nn.Module, config) -> tuple[str, nn.ModuleList]:
+    uses = LAYER_USES.get(config.model_type)
+    if uses is not None:
+        return "", nn.ModuleList(uses(model, config))
     try:
         return decoder_layers(model, config)
     except (LookupError, AttributeError):
@@ -404,15 +481,18 @@ def params_record(model: nn.Module, config) -> dict:
     per_layer = [
         sum(p.numel() for p in layer.parameters() if holders[id(p)] == 1) for layer in layers
     ]
-    other = {n: p for n, p in model.named_parameters() if not n.startswith(prefix + ".")}
+    if prefix:
+        other = {n: p for n, p in model.named_parameters() if not n.startswith(prefix + ".")}
+    else:  # layers in forward order (LAYER_USES): what no layer holds
+        other = {n: p for n, p in model.named_parameters() if id(p) not in holders}
     other_numel = sum(p.numel() for p in other.values())
     assert sum(per_layer) + sum(shared.values()) + other_numel == total, "layers + other != total"
     out = model.get_output_embeddings()
     untied_extra = out.weight.numel() if out is not None and is_tied(model) else 0
     kinds: dict[tuple, dict] = {}
     for index, layer in enumerate(layers):
-        key = (type(layer).__name__, layout(layer))
         common = [n for n, p in layer.named_parameters() if holders[id(p)] > 1]
+        key = (type(layer).__name__, layout(layer), tuple(common))
         kind = kinds.setdefault(
             key,
             {
@@ -495,13 +575,15 @@ def modules_flops(model: nn.Module, flops: dict, names: set[str]) -> dict[str, i
     return total
 
 
-def by_layer_child(model: nn.Module, flops: dict, prefix: str, layers: nn.ModuleList) -> dict:
-    """FLOPs per op of each direct child of the decoder layers, summed over layers, by name."""
+def by_layer_child(model: nn.Module, flops: dict, layers: nn.ModuleList) -> dict:
+    """FLOPs per op of each direct child of the decoder layers, summed over layers, by name
+    (a layer module run several times once: its counts hold every run)."""
     key = type(model).__name__
+    paths = {id(module): name for name, module in model.named_modules()}
     out: dict[str, dict[str, int]] = {}
-    for index, layer in enumerate(layers):
+    for layer in {id(layer): layer for layer in layers}.values():
         for child, _ in layer.named_children():
-            counts = flops.get(f"{key}.{prefix}.{index}.{child}", {})
+            counts = flops.get(f"{key}.{paths[id(layer)]}.{child}", {})
             slot = out.setdefault(child, {})
             for op, n in counts.items():
                 slot[str(op)] = slot.get(str(op), 0) + int(n)
@@ -549,7 +631,7 @@ def macs_record(model: nn.Module, config, batch: int, seq: int, device: str) -> 
     counter = count_flops(model, ids)
     flops = counter.get_flop_counts()
     total = counter.get_total_flops()
-    prefix, layers = layers_of(model, config)
+    _, layers = layers_of(model, config)
     head = model.get_output_embeddings()
     head_flops = flops.get(module_key(model, head), {}) if head is not None else {}
     experts = modules_flops(model, flops, EXPERT_NAMES)
@@ -584,7 +666,7 @@ def macs_record(model: nn.Module, config, batch: int, seq: int, device: str) -> 
             if op not in ATTENTION_PAIR_OPS | LINEAR_OPS
         },
         "flops_by_op": by_op(flops["Global"]),
-        "flops_by_layer_child": by_layer_child(model, flops, prefix, layers),
+        "flops_by_layer_child": by_layer_child(model, flops, layers),
     }
     odd = weight_leaf_ops(model, flops)
     if odd:
@@ -608,6 +690,10 @@ def cache_tensors(layer) -> dict[str, list[int]]:
             for i, item in items:
                 if isinstance(item, torch.Tensor):
                     out[f"{attr}[{i}]"] = list(item.shape)
+                elif isinstance(item, (list, tuple)):  # xLSTMCache.rnn_state: layer -> (C, n, m)
+                    for j, part in enumerate(item):
+                        if isinstance(part, torch.Tensor):
+                            out[f"{attr}[{i}][{j}]"] = list(part.shape)
     return out
 
 
@@ -618,12 +704,31 @@ def numel(shape: list[int]) -> int:
     return n
 
 
+def state_record(state, batch: int, seq: int) -> dict:
+    """A model that returns its recurrent state as a list of tensors instead of a cache object
+    (RWKV's ``state``: five B x D x L tensors): their shapes and elements; no keys or values."""
+    tensors = {f"state[{i}]": list(t.shape) for i, t in enumerate(state)}
+    total = sum(numel(shape) for shape in tensors.values())
+    return {
+        "batch": batch,
+        "seq_len": seq,
+        "cache_class": "state",
+        "state_tensors": tensors,
+        "state_elements": total,
+        "kv_cache_elements": 0,
+        "cache_layer_kinds": [],
+    }
+
+
 def kv_record(model: nn.Module, config, batch: int, seq: int, device: str) -> dict:
     ids = token_ids(batch, seq, device, getattr(config, "vocab_size", 1))
     output = forward(model, ids, use_cache=True)
     cache = None
     for attr in ("cache", "past_key_values", "cache_params"):
         cache = cache if cache is not None else getattr(output, attr, None)
+    state = getattr(output, "state", None)
+    if cache is None and isinstance(state, (list, tuple)):
+        return state_record(state, batch, seq)
     if cache is None:
         return {"note": f"{type(model).__name__} returns no cache"}
     layers = list(cache.layers) if hasattr(cache, "layers") else [cache]
@@ -687,6 +792,9 @@ def run_model(name: str, steps: list[str], record: dict) -> dict:
     record["built_from"] = "text_config" if text else "config"
     if isinstance(model, TextDecoder):
         record["built_from"] += f": language model and LM head of {model.whole_class}"
+    if getattr(model, "dropped_modules", None):
+        record["built_from"] += ", without the modules a forward on token ids never calls: "
+        record["built_from"] += ", ".join(model.dropped_modules)
     record["device"] = device
     record["weights"] = "meta" if device == "meta" else "real float32 on CPU, torch.manual_seed(0)"
     record["experts_implementation"] = impl

@@ -29,7 +29,7 @@ import peft
 import torch
 import transformers
 from make_golden import FIXTURES, ROOT, build_model, causal_lm_class, load_config, model_kwargs
-from make_golden_families import build_text_decoder, text_holder
+from make_golden_families import build_text_decoder, drop_uncalled, text_holder
 from peft import LoraConfig, get_peft_model
 from peft.tuners.lora import LoraLayer
 from torch import nn
@@ -209,6 +209,22 @@ CASES += [
         "minimax-m2",
         {"r": 4, "target_modules": ["w1", "w3", "w2", "gate"]},
     ),
+    ("tiny-qwen4-exp-all-linear-r16", "tiny-qwen4-exp", ALL_LINEAR),
+    (
+        "tiny-qwen4-exp-indexer-streams-r4",
+        "tiny-qwen4-exp",
+        {
+            "r": 4,
+            "target_modules": ["index_qk_proj", "input_mix_weight_down", "in_proj_qkv", "q_proj"],
+        },
+    ),
+    ("hy-v4-defaults-all-linear-r16", "hy-v4-defaults", ALL_LINEAR),
+    (
+        "hy-v4-defaults-gates-indexer-r8",
+        "hy-v4-defaults",
+        {"r": 8, "target_modules": ["gate_proj", "q_a_proj", "wq_b", "weights_proj"]},
+    ),
+    ("hy-v4-vl-defaults-text-all-linear-r16", "hy-v4-vl-defaults", ALL_LINEAR),
     ("glm-4.7-flash-all-linear-r16", "glm-4.7-flash", ALL_LINEAR),
     ("glm-4.7-flash-mla-r8", "glm-4.7-flash", {"r": 8, "target_modules": MLA}),
     (
@@ -310,6 +326,8 @@ CASES += [
     (f"{fixture}-all-linear-r16", fixture, ALL_LINEAR)
     for fixture in (
         "deepseek-v4-flash",
+        "mistral-large-4-defaults",
+        "glm-5.3-flash-defaults",
         "flexolmo-7x7b-1t",
         "mimo-v2-flash",
         "bamba-9b",
@@ -368,6 +386,18 @@ CASES += [
 CASES += [
     ("jetmoe-8b-all-linear-r16", "jetmoe-8b", ALL_LINEAR),
     ("minimax-text-01-all-linear-r16", "minimax-text-01", ALL_LINEAR),
+    ("rwkv-4-169m-pile-all-linear-r16", "rwkv-4-169m-pile", ALL_LINEAR),
+    ("xlstm-7b-all-linear-r16", "xlstm-7b", ALL_LINEAR),
+    (
+        "tiny-xlstm-gates-proj-up-r4",
+        "tiny-xlstm",
+        {"r": 4, "target_modules": ["q", "v", "igate_preact", "proj_up", "proj_down"]},
+    ),
+    (
+        "rwkv-4-169m-pile-key-receptance-r8-all",
+        "rwkv-4-169m-pile",
+        {"r": 8, "target_modules": ["key", "receptance"], "bias": "all"},
+    ),
     (
         "minimax-text-01-lightning-w1-w3-w2-gate-r4",
         "minimax-text-01",
@@ -392,6 +422,40 @@ CASES += [
         "tiny-zamba2-gate_up-linear-in-r4",
         "tiny-zamba2",
         {"r": 4, "target_modules": ["gate_up_proj", "linear", "in_proj"]},
+    ),
+    # layer modules run at several depths: peft adapts each module once
+    ("hrm-text-defaults-all-linear-r16", "hrm-text-defaults", ALL_LINEAR),
+    (
+        "hrm-text-defaults-q-gate-r8",
+        "hrm-text-defaults",
+        {"r": 8, "target_modules": ["q_proj", "gate_proj"]},
+    ),
+    (
+        "hrm-text-one-high-cycle-q-lora_only",
+        "hrm-text-one-high-cycle",
+        {"r": 4, "target_modules": ["q_proj"], "bias": "lora_only"},
+    ),
+    (
+        "hrm-text-one-high-cycle-gate-o-lora_only",
+        "hrm-text-one-high-cycle",
+        {"r": 4, "target_modules": ["self_attn.gate_proj", "o_proj"], "bias": "lora_only"},
+    ),
+    ("dory-defaults-all-linear-r16", "dory-defaults", ALL_LINEAR),
+    ("doge-defaults-all-linear-r16", "doge-defaults", ALL_LINEAR),
+    ("doge-cdmoe-small-all-linear-r16", "doge-cdmoe-small", ALL_LINEAR),
+    (
+        "doge-cdmoe-small-dt-router-embed-r4-lora_only",
+        "doge-cdmoe-small",
+        {
+            "r": 4,
+            "target_modules": ["dt_proj", "router_gate", "up_embed", "gate_proj"],
+            "bias": "lora_only",
+        },
+    ),
+    (
+        "dory-three-loops-qv-down-r4-lora_only",
+        "dory-three-loops",
+        {"r": 4, "target_modules": ["q_proj", "v_proj", "down_proj"], "bias": "lora_only"},
     ),
 ]
 CASES += [
@@ -471,6 +535,19 @@ CASES += [
 
 CASES += [
     (
+        "axk2-q-gate-norm-gates-r8",
+        "axk2-defaults",
+        {"r": 8, "target_modules": ["q_a_proj", "q_gate_proj", "o_proj", "fc1", "fc2"]},
+    ),
+    (
+        "phi4-multimodal-qkv-gate-up-r8",
+        "phi4-multimodal-defaults",
+        {"r": 8, "target_modules": ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"]},
+    ),
+]
+
+CASES += [
+    (
         "llama-3.2-11b-vision-all-linear-r16",
         "llama-3.2-11b-vision-instruct",
         {"r": 16, "target_modules": "all-linear"},
@@ -521,10 +598,17 @@ TEXT_DECODER = {
     "qwen3-omni-30b-a3b-instruct",
     "llama-3.2-11b-vision-instruct",
     "ernie-4.5-vl-28b-a3b",
+    "phi4-multimodal-defaults",
+    "hy-v4-vl-defaults",
+    "tiny-qwen4-exp",
+    "mistral-large-4-defaults",
+    "glm-5.3-flash-defaults",
 }
 """Multimodal fixtures whose text decoder (``config.get_text_config()``) is wrapped: as its own
 causal LM, or (no ``AutoModelForCausalLM`` class) as the language model and LM head of the
-conditional-generation model (make_golden_families.py's ``build_text_decoder``)."""
+conditional-generation model (make_golden_families.py's ``build_text_decoder``), or (a flat
+config, its encoders built inside the causal LM) as that causal LM without the modules a forward
+on token ids never calls (make_golden_families.py's ``drop_uncalled``)."""
 
 
 def _build(fixture: str) -> nn.Module:
@@ -538,7 +622,11 @@ def _build(fixture: str) -> nn.Module:
                 "meta",
                 **model_kwargs(fixture, "meta"),
             )
-        config = config.get_text_config()
+        if text is config:  # a flat multimodal config: its causal LM without the encoders
+            model = build_model(config, **model_kwargs(fixture, "meta"))
+            drop_uncalled(model, "meta")
+            return model
+        config = text
     return build_model(config, **model_kwargs(fixture, "meta"))
 
 

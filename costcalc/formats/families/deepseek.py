@@ -41,11 +41,15 @@ SparseLayers = Callable[[Reader, dict[str, Any], dict[str, Any]], None]
 
 
 def mla_layout(
-    r: Reader, tie: bool = False, mla: dict[str, int | None] = MLA_DEFAULTS
+    r: Reader,
+    tie: bool = False,
+    mla: dict[str, int | None] = MLA_DEFAULTS,
+    sizes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The shared layout with MLA instead of Llama's attention: the sizes ``mla`` with their
-    defaults, biases as ``attention_bias`` says, a dense SwiGLU MLP of ``intermediate_size``."""
-    fields = llama_layout(r, tie=tie)
+    defaults, biases as ``attention_bias`` says, a dense SwiGLU MLP of ``intermediate_size``
+    (the standard ``sizes`` defaulted as ``llama_layout`` does)."""
+    fields = llama_layout(r, tie=tie, sizes=sizes)
     for name in ("n_kv_heads", "head_dim"):  # MLA has no per-head keys of its own
         fields.pop(name)
     r.forget("n_kv_heads", "head_dim")
@@ -57,7 +61,7 @@ def mla_layout(
     return fields
 
 
-def _deepseek(
+def deepseek_layout(
     r: Reader,
     experts: tuple[int, int | None],
     moe_hidden: int,
@@ -65,10 +69,12 @@ def _deepseek(
     layers: SparseLayers,
     mla: dict[str, int | None] = MLA_DEFAULTS,
     shared_keys: tuple[str, ...] = ("n_shared_experts",),
+    sizes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The layout every version shares, with each version's MoE defaults (experts and top-k,
-    expert width, shared experts), its rule for the sparse layers and its MLA sizes."""
-    fields = mla_layout(r, mla=mla)
+    expert width, shared experts), its rule for the sparse layers, its MLA sizes and its
+    standard sizes' defaults."""
+    fields = mla_layout(r, mla=mla, sizes=sizes)
     moe = routed_experts(
         r,
         ("n_routed_experts", "num_local_experts", "num_experts"),
@@ -90,7 +96,7 @@ def deepseek_v3(r: Reader) -> dict[str, Any]:
     """DeepseekV3ForCausalLM: the layout above with V3's defaults (q rank 1,536, kv rank 512,
     r 64, n 128, v 128; 256 experts of 2,048, top 8, one shared; 3 dense layers); untied by
     default. The multi-token-prediction layers (``num_nextn_predict_layers``) are not built."""
-    return _deepseek(r, experts=(256, 8), moe_hidden=2048, shared=1, layers=_first_dense(3))
+    return deepseek_layout(r, experts=(256, 8), moe_hidden=2048, shared=1, layers=_first_dense(3))
 
 
 def deepseek_v2(r: Reader) -> dict[str, Any]:
@@ -99,7 +105,7 @@ def deepseek_v2(r: Reader) -> dict[str, Any]:
     has no default and is required; ``mlp_bias`` (biases on the dense MLPs) is not supported."""
     if r.flag("mlp_bias", False):
         r.unsupported("mlp_bias", "biases on DeepSeek-V2's dense and shared MLPs")
-    return _deepseek(r, experts=(64, None), moe_hidden=1407, shared=2, layers=_first_dense(0))
+    return deepseek_layout(r, experts=(64, None), moe_hidden=1407, shared=2, layers=_first_dense(0))
 
 
 def deepseek_v32(r: Reader) -> dict[str, Any]:
@@ -114,7 +120,7 @@ def deepseek_v32(r: Reader) -> dict[str, Any]:
     not built."""
     if "q_lora_rank" in r.data and r.data["q_lora_rank"] is None:
         r.unsupported("q_lora_rank", "DeepSeek-V3.2's attention always has a query latent")
-    fields = _deepseek(
+    fields = deepseek_layout(
         r,
         experts=(256, 8),
         moe_hidden=2048,
@@ -142,7 +148,7 @@ def glm4_moe_lite(r: Reader) -> dict[str, Any]:
     top 4, one shared); dense layers where ``mlp_layer_types`` says ``dense``, else only the
     first (the class reads no ``first_k_dense_replace``); untied by default. The
     multi-token-prediction layer is not built."""
-    return _deepseek(
+    return deepseek_layout(
         r,
         experts=(64, 4),
         moe_hidden=1536,
@@ -158,7 +164,7 @@ def sarvam_mla(r: Reader) -> dict[str, Any]:
     ``q_proj``), kv rank 512, r 64, n 128, v 128; 128 experts of 2,048, top 8, one shared
     (``num_shared_experts`` names it too); one dense layer; untied by default."""
     mla = {**MLA_DEFAULTS, "q_lora_rank": None}
-    return _deepseek(
+    return deepseek_layout(
         r,
         experts=(128, 8),
         moe_hidden=2048,
@@ -190,7 +196,7 @@ def glm_moe_dsa(r: Reader) -> dict[str, Any]:
     max(i - ``index_skip_topk_offset`` (2) + 1, 0) is a multiple of ``index_topk_freq`` (1)."""
     if "q_lora_rank" in r.data and r.data["q_lora_rank"] is None:
         r.unsupported("q_lora_rank", "GLM-5's attention always has a query latent")
-    fields = _deepseek(
+    fields = deepseek_layout(
         r,
         experts=(256, 8),
         moe_hidden=2048,
@@ -203,7 +209,7 @@ def glm_moe_dsa(r: Reader) -> dict[str, Any]:
         "indexer_head_dim": r.value("indexer_head_dim", "index_head_dim", default=128),
     }
     n = hf_layers.count_of(fields["n_layers"])
-    kinds = _indexer_kinds(r, n) if n is not None else None
+    kinds = indexer_kinds(r, n) if n is not None else None
     if kinds is None or all(kind == "full" for kind, _ in kinds):
         fields.update(indexer)
         return fields
@@ -221,7 +227,7 @@ def glm_moe_dsa(r: Reader) -> dict[str, Any]:
     return fields
 
 
-def _indexer_kinds(r: Reader, n: int) -> list[tuple[str, int]] | None:
+def indexer_kinds(r: Reader, n: int) -> list[tuple[str, int]] | None:
     """Runs of ``full`` and ``shared`` indexer layers, as ``indexer_types`` lists them, as the
     ``index_topk_pattern`` string spells them, or by the frequency rule (None: a problem)."""
     listed = hf_layers.layer_types(r, n, "indexer_types")
@@ -263,7 +269,48 @@ def axk1(r: Reader) -> dict[str, Any]:
         sparse = {**moe, "norms_per_block": 3}
         listed_sparse(r, fields, sparse, 1, "first_k_dense_replace")
 
-    return _deepseek(r, experts=(192, 8), moe_hidden=2048, shared=1, layers=layers)
+    return deepseek_layout(r, experts=(192, 8), moe_hidden=2048, shared=1, layers=layers)
+
+
+AXK2_MLA: dict[str, int | None] = {
+    "q_lora_rank": 384,
+    "kv_lora_rank": 128,
+    "qk_rope_head_dim": 32,
+    "qk_nope_head_dim": 64,
+    "v_head_dim": 64,
+}
+"""``AXK2Config``'s attention sizes."""
+
+
+def axk2(r: Reader) -> dict[str, Any]:
+    """AXK2ForCausalLM (A.X K2): DeepSeek-V3's layout with AXK2Config's defaults (q rank 384, kv
+    rank 128, r 32, n 64, v 64; 128 experts of 512, top 8, one shared; dense where
+    ``mlp_layer_types`` says, else the first ``first_k_dense_replace`` (1) layers; a
+    ``moe_layer_freq`` other than 1 is not supported), untied by default, and:
+    ``self_attn.q_gate_proj`` in place of ``q_b_proj``, reading the query latent after and
+    before ``q_a_layernorm`` (2 q rank -> H (n + r + v): the queries and a sigmoid gate of the
+    heads' outputs); DeepSeek-V3.2's indexer of ``index_n_heads`` (16) heads of
+    ``index_head_dim`` (128) in every layer; ``input_layernorm`` gated (``AXK2GatedRMSNorm``:
+    ``mlp.fc1`` D -> r, ``mlp.fc2`` r -> D, r = ``gated_norm_rank``, 16), and
+    ``post_attention_layernorm`` gated alike in the sparse layers only. The queries always pass
+    through the latent (a null ``q_lora_rank`` is refused, as the class refuses it)."""
+    if "q_lora_rank" in r.data and r.data["q_lora_rank"] is None:
+        r.unsupported("q_lora_rank", "A.X K2's attention always has a query latent")
+    if r.data.get("mlp_layer_types") is None and r.data.get("moe_layer_freq", 1) != 1:
+        r.unsupported("moe_layer_freq", "sparse blocks on every n-th layer only")
+    rank = r.value("norm_gate_rank", "gated_norm_rank", default=16)
+
+    def layers(r: Reader, fields: dict[str, Any], moe: dict[str, Any]) -> None:
+        sparse = {**moe, "ffn_norm_gate_rank": rank}
+        listed_sparse(r, fields, sparse, 1, "first_k_dense_replace")
+
+    fields = deepseek_layout(
+        r, experts=(128, 8), moe_hidden=512, shared=1, layers=layers, mla=AXK2_MLA
+    )
+    fields.update(norm_gate_rank=rank, attention_gate=True, query_latent_both=True)
+    fields["indexer_heads"] = r.value("indexer_heads", "index_n_heads", default=16)
+    fields["indexer_head_dim"] = r.value("indexer_head_dim", "index_head_dim", default=128)
+    return fields
 
 
 def youtu(r: Reader) -> dict[str, Any]:
@@ -307,4 +354,5 @@ FAMILIES = {
     "glm_moe_dsa": glm_moe_dsa,
     "sarvam_mla": sarvam_mla,
     "axk1": axk1,
+    "axk2": axk2,
 }

@@ -19,6 +19,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.families.ssm import NO_POSITION_LIMIT
 from costcalc.formats.hf_reader import (
+    STANDARD_KEYS,
     Reader,
     attention_bias,
     is_whole,
@@ -38,17 +39,24 @@ ATTENTION_KEYS = (
 
 
 def _blocks(
-    fields: dict[str, Any], linear: dict[str, Any], window: Any = None
+    fields: dict[str, Any],
+    linear: dict[str, Any],
+    window: Any = None,
+    indexer: dict[str, Any] | None = None,
 ) -> dict[str, hf_layers.Block]:
     """Move the attention keys into the attention layers (sliding ones within ``window``) and
-    give the others ``linear``."""
+    give the others ``linear``; with ``indexer`` every full attention layer holds it (also
+    named ``indexed_attention``)."""
     attention = {"mixer": "attention", **{k: fields.pop(k) for k in ATTENTION_KEYS if k in fields}}
-    return {
+    blocks: dict[str, hf_layers.Block] = {
         "full_attention": attention,
         "sliding_attention": {**attention, "sliding_window": window},
         "linear_attention": linear,
         "conv": linear,
     }
+    if indexer is not None:
+        blocks["full_attention"] = blocks["indexed_attention"] = {**attention, **indexer}
+    return blocks
 
 
 def _hybrid(
@@ -57,10 +65,11 @@ def _hybrid(
     linear: dict[str, Any],
     rule: hf_layers.Rule,
     window: Any = None,
+    indexer: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The layers of :func:`_blocks` as ``layer_types`` lists them, else by the family's
     ``rule``."""
-    hf_layers.listed_or_rule(r, fields, _blocks(fields, linear, window), rule)
+    hf_layers.listed_or_rule(r, fields, _blocks(fields, linear, window, indexer), rule)
     return fields
 
 
@@ -208,12 +217,18 @@ def _qwen_linear_attention(
     linear_heads: tuple[int, int] = (16, 32),
     rule: hf_layers.Rule | None = None,
     window: Any = None,
+    indexer: dict[str, Any] | None = None,
+    sizes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Shared by Qwen3-Next, Qwen3.5 and Lara Mini: gated attention (``gates``: the queries'
-    output gate and the shared expert's gate) every ``full_attention_interval``-th layer (or
-    as ``layer_types`` or the family's ``rule`` says; sliding layers within ``window``), Gated
-    DeltaNet elsewhere."""
-    fields = standard_sizes(r)
+    """Shared by Qwen3-Next, Qwen3.5, Qwen4-Exp and Lara Mini: gated attention (``gates``: the
+    queries' output gate and the shared expert's gate; with the keys of ``indexer``) every
+    ``full_attention_interval``-th layer (or as ``layer_types`` or the family's ``rule`` says;
+    sliding layers within ``window``), Gated DeltaNet elsewhere. The standard sizes have the
+    family's defaults ``sizes``, or are required."""
+    if sizes is None:
+        fields = standard_sizes(r)
+    else:
+        fields = {f: r.value(f, *keys, default=sizes[f]) for f, keys in STANDARD_KEYS.items()}
     fields.update(
         n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=kv_heads),
         head_dim=r.value("head_dim", "head_dim", default=head_dim),
@@ -255,7 +270,7 @@ def _qwen_linear_attention(
         },
     }
     r.forget("gated_deltanet")
-    return _hybrid(r, fields, net, rule or (lambda n: _interval_rule(r)), window)
+    return _hybrid(r, fields, net, rule or (lambda n: _interval_rule(r)), window, indexer)
 
 
 def _interval_rule(r: Reader) -> hf_layers.Layout:
@@ -302,6 +317,55 @@ def qwen3_5_moe_text(r: Reader) -> dict[str, Any]:
     Gated DeltaNet input projections of qwen3_5_text, a MoE in every layer (``num_experts``
     256, ``num_experts_per_tok`` 8)."""
     return _qwen_linear_attention(r, split=True, sparse=True, experts=(256, 8))
+
+
+QWEN4_EXP_SIZES = {
+    "vocab_size": 248320,
+    "d_model": 2048,
+    "n_layers": 40,
+    "n_heads": 16,
+    "context_length": 32768,
+}
+"""``Qwen4ExpTextConfig``'s defaults for the standard sizes."""
+
+
+def qwen4_exp_text(r: Reader) -> dict[str, Any]:
+    """Qwen4-Exp's text decoder (``Qwen4ExpForCausalLM``; ``qwen4_exp`` holds it under
+    ``text_config``): qwen3_5_moe_text's mixers and MoE (512 experts, top 10) with no norm of
+    their own in the blocks and no final ``norm``: every block's ``attn_hyper_connection`` and
+    ``mlp_hyper_connection`` (``Qwen4ExpTextGatedResidual`` over n = ``hc_count`` (4) streams
+    of D: ``hc_norm`` (RMSNorm of n D in groups of D), ``input_mix_weight_down`` n D -> r,
+    ``input_mix_weight_up`` r -> n D, ``block_inject_weight`` n D -> n; r = ``hc_lowrank``
+    (320)) feed the mixer and the MoE, and ``hyper_connection_mixer`` (the same without
+    ``block_inject_weight``) collapses the streams before ``lm_head``. Every attention layer
+    (``indexed_attention``, or ``full_attention`` as older files list it; by default every
+    ``full_attention_interval``-th, 4) holds the QSA ``indexer``: ``index_qk_proj`` D ->
+    (Hi + 1) di, ``q_layernorm`` and ``k_layernorm`` (di), Hi = ``indexer_n_heads``, di =
+    ``indexer_head_dim``, scoring mean-pooled blocks of ``indexer_compress_ratio`` keys; its raw
+    keys (di) are cached. Sizes default to ``Qwen4ExpTextConfig``'s (vocabulary 248,320, width
+    2,048, 40 layers, 16 heads, 32,768 positions). The indexer sizes have no defaults (the
+    attention always builds it);
+    ``indexer_kv_heads`` must be 1; ``indexer_budget`` selects tokens and holds no parameter.
+    Per-layer n-gram embeddings (a non-empty ``ple_layer_ids``) are not supported."""
+    if r.data.get("ple_layer_ids"):
+        r.unsupported("ple_layer_ids", "Qwen4-Exp's per-layer n-gram embeddings (PLE)")
+    if r.data.get("indexer_kv_heads", 1) != 1:
+        r.fail("indexer_kv_heads", "expected 1 (Qwen4-Exp's indexer has one key head)")
+    indexer = {
+        "indexer_heads": r.size("indexer_heads", "indexer_n_heads"),
+        "indexer_head_dim": r.size("indexer_head_dim", "indexer_head_dim"),
+        "indexer_block": r.size("indexer_block", "indexer_compress_ratio"),
+    }
+    fields = _qwen_linear_attention(
+        r, split=True, sparse=True, experts=(512, 10), indexer=indexer, sizes=QWEN4_EXP_SIZES
+    )
+    fields.update(
+        norms_per_block=0,
+        final_norm=False,
+        residual_streams=r.value("residual_streams", "hc_count", default=4),
+        stream_rank=r.value("stream_rank", "hc_lowrank", default=320),
+    )
+    return fields
 
 
 LARA_MINI_PATTERN = hf_layers.Layout(
@@ -422,16 +486,7 @@ def kimi_linear(r: Reader) -> dict[str, Any]:
     lin = lin if isinstance(lin, dict) else {}
     fields = _delta_fields(r, context=1048576, ffn_hidden=9216, rotary=False)
     mla = _mla(r, fields)
-    sizes = {
-        name: lin.get(nested) or r.value("kimi_delta", key, default=default)
-        for name, nested, key, default in (
-            ("heads", "num_heads", "linear_num_heads", 32),
-            ("head_dim", "head_dim", "linear_head_dim", 128),
-            ("conv_kernel", "short_conv_kernel_size", "linear_conv_kernel_dim", 4),
-        )
-    }
-    r.forget("kimi_delta")
-    delta = {"mixer": "kimi_delta", "kimi_delta": sizes}
+    delta = kimi_delta_block(r, heads=32)
     n = hf_layers.count_of(fields["n_layers"])
     if n is None:
         return fields
@@ -446,6 +501,24 @@ def kimi_linear(r: Reader) -> dict[str, Any]:
     blocks = _delta_blocks(mla, delta, _moe(r, (256, 8), 1024))
     _delta_layers(r, fields, n, listed, blocks, _kimi_mixer, 4, 1)
     return fields
+
+
+def kimi_delta_block(r: Reader, heads: int) -> dict[str, Any]:
+    """A Kimi Delta Attention block: H ``linear_num_heads`` (``heads``), d ``linear_head_dim``
+    (128), k ``linear_conv_kernel_dim`` (4), or ``linear_attn_config``'s ``num_heads``,
+    ``head_dim``, ``short_conv_kernel_size`` over them."""
+    lin = r.data.get("linear_attn_config")
+    lin = lin if isinstance(lin, dict) else {}
+    sizes = {
+        name: lin.get(nested) or r.value("kimi_delta", key, default=default)
+        for name, nested, key, default in (
+            ("heads", "num_heads", "linear_num_heads", heads),
+            ("head_dim", "head_dim", "linear_head_dim", 128),
+            ("conv_kernel", "short_conv_kernel_size", "linear_conv_kernel_dim", 4),
+        )
+    }
+    r.forget("kimi_delta")
+    return {"mixer": "kimi_delta", "kimi_delta": sizes}
 
 
 RECURRENT_GEMMA_KINDS = {"recurrent": "linear_attention", "attention": "sliding_attention"}
@@ -692,4 +765,5 @@ FAMILIES = {
     "qwen3_5_moe_text": qwen3_5_moe_text,
     "qwen3_5_text": qwen3_5_text,
     "qwen3_next": qwen3_next,
+    "qwen4_exp_text": qwen4_exp_text,
 }

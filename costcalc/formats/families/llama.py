@@ -115,11 +115,14 @@ def gemma(r: Reader) -> dict[str, Any]:
     return fields
 
 
-def phi3(r: Reader) -> dict[str, Any]:
+def phi3(
+    r: Reader, *, kv_heads: int | None = None, sizes: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Phi3ForCausalLM: the shared layout with q/k/v fused into ``qkv_proj`` (D x (H + 2K) d)
     and gate/up fused into ``gate_up_proj`` (D x 2h), no biases, untied by default; rotary on
-    ``partial_rotary_factor`` (default 1) of each head; ``sliding_window`` when given."""
-    fields = llama_layout(r)
+    ``partial_rotary_factor`` (default 1) of each head; ``sliding_window`` when given. The
+    keyword arguments are the defaults of a configuration class built alike (Phi-4-multimodal's)."""
+    fields = llama_layout(r, kv_heads=kv_heads, sizes=sizes)
     fields.update(fused_qkv=True, fused_gate_up=True)
     fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 1.0)
     fields["sliding_window"] = sliding_window(r, default=None)

@@ -1,0 +1,108 @@
+"""xLSTM (transformers 5.24, ``models/xlstm/modeling_xlstm.py``, without the ``xlstm``
+package): blocks of an mLSTM layer and a gated FFN, no positions.
+
+``backbone.embeddings`` (V x D); per block (``xLSTMBlock``) RMSNorms ``norm_mlstm`` and
+``norm_ffn`` (D each), the mLSTM layer ``mlstm_layer`` (``q``, ``k`` D -> H dk, ``v`` and
+``ogate_preact`` D -> H dv, ``igate_preact`` and ``fgate_preact`` D -> H with biases; with
+``weight_mode`` fused ``qkv_opreact`` D -> 2 H dk + 2 H dv and ``ifgate_preact`` D -> 2 H; the
+per-head LayerNorm ``multihead_norm`` (H dv), ``out_proj`` H dv -> D) and the FFN ``ffn``
+(``proj_up_gate`` and ``proj_up`` D -> h, SiLU-gated, ``proj_down`` h -> D; fused
+``proj_up_gate_z`` D -> 2 h); final RMSNorm ``out_norm`` (whatever ``add_out_norm`` says);
+``lm_head`` (V x D), untied by default. The cache keeps per layer and head a dk x dv memory, a
+normalizer of dk and a stabilizer. D = ``hidden_size`` (or ``embedding_dim``), H =
+``num_heads``, H dk = int(D ``qk_dim_factor``), H dv = int(D ``v_dim_factor``), h = D
+``ffn_proj_factor`` rounded up to a multiple of ``ffn_round_up_to_multiple_of``; the layer
+count is ``num_blocks`` (else ``num_hidden_layers``). The prompt runs in chunks of
+``chunk_size`` tokens, the rest token by token, in pieces of ``max_inference_chunksize``
+tokens, whatever kernel names the file gives (the native kernels are the only ones without the
+``xlstm`` package).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from costcalc.formats.families.ssm import NO_POSITION_LIMIT
+from costcalc.formats.hf_reader import Reader, is_whole
+
+XLSTM_DEFAULTS: dict[str, tuple[tuple[str, ...], int]] = {
+    "vocab_size": (("vocab_size",), 50304),
+    "d_model": (("hidden_size", "embedding_dim"), 4096),
+    "n_layers": (("num_blocks", "num_hidden_layers"), 32),
+}
+"""``xLSTMConfig``'s keys and defaults for the standard sizes."""
+
+
+def _factor(r: Reader, field: str, key: str, default: float) -> float | None:
+    """A positive number (a width factor), or None with a problem."""
+    value = r.value(field, key, default=default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        r.fail(key, f"expected a positive number (got {value!r})")
+        return None
+    return value
+
+
+def _width(D: Any, factor: Any) -> int | None:
+    """int(D x factor), as ``xLSTMLayer`` sizes its projections."""
+    return int(D * factor) if is_whole(D, 1) and factor is not None else None
+
+
+def xlstm(r: Reader) -> dict[str, Any]:
+    """xLSTMForCausalLM, as above. ``use_bias`` (biases on every projection and RMSNorm) is
+    refused: costcalc's RMSNorm has no bias. An ``embedding_dim`` other than ``hidden_size``
+    is refused: the embeddings feed the blocks directly."""
+    fields: dict[str, Any] = {
+        field: r.value(field, *keys, default=default)
+        for field, (keys, default) in XLSTM_DEFAULTS.items()
+    }
+    D = fields["d_model"]
+    embedding = r.data.get("embedding_dim")
+    if embedding is not None and r.data.get("hidden_size") not in (None, embedding):
+        r.fail(
+            "embedding_dim",
+            "xLSTMModel feeds the embeddings to the blocks: it must equal hidden_size",
+        )
+    blocks, layers = r.data.get("num_blocks"), r.data.get("num_hidden_layers")
+    if blocks is not None and blocks != (32 if layers is None else layers):
+        r.fail(
+            "num_blocks",
+            "xLSTMModel builds num_blocks blocks but xLSTMCache keeps num_hidden_layers (default "
+            "32) layers of state: give num_hidden_layers the same value",
+        )
+    if r.flag("use_bias", False):
+        r.unsupported("use_bias", "biases on xLSTM's RMSNorms are not modelled")
+    fused = r.value("mlstm", "weight_mode", default="single")
+    if fused not in ("single", "fused"):
+        r.fail("weight_mode", f"expected single or fused (got {fused!r})")
+    qk = _factor(r, "mlstm", "qk_dim_factor", 0.5)
+    v = _factor(r, "mlstm", "v_dim_factor", 1.0)
+    ffn = _factor(r, "ffn_hidden", "ffn_proj_factor", 2.667)
+    multiple = r.value("ffn_hidden", "ffn_round_up_to_multiple_of", default=64)
+    hidden = None
+    if is_whole(D, 1) and ffn is not None and is_whole(multiple, 1):
+        hidden = math.floor((D * ffn + multiple - 1) / multiple) * multiple
+    fields.update(
+        context_length=NO_POSITION_LIMIT,
+        position="none",
+        norm="rmsnorm",
+        mixer="mlstm",
+        mlstm={
+            "heads": r.value("mlstm", "num_heads", default=8),
+            "qk_width": _width(D, qk),
+            "v_width": _width(D, v),
+            "chunk_size": r.value("mlstm", "chunk_size", default=64),
+            "piece_size": r.value("mlstm", "max_inference_chunksize", default=16384),
+            "fused": fused == "fused",
+        },
+        ffn="swiglu",
+        ffn_hidden=hidden,
+        ffn_bias=False,
+        fused_gate_up=fused == "fused",
+        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
+    )
+    r.forget("mlstm")
+    return fields
+
+
+FAMILIES = {"xlstm": xlstm}

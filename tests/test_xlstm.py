@@ -1,0 +1,133 @@
+"""xLSTM's mLSTM layer (``mixer: mlstm``); transformers 5.24 ``models/xlstm/modeling_xlstm.py``:
+``xLSTMLayer``, its native chunkwise and step kernels, ``xLSTMCache``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from costcalc.errors import ConfigError, UsageError
+from costcalc.loaders import load_file
+from costcalc.macs import decode_token_macs, scan_macs
+from costcalc.memory import kv_cache_elements, state_elements
+from costcalc.spec import ModelSpec
+from costcalc.tensors import mixer_tensors
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = json.loads((ROOT / "tests/golden/hf_families.json").read_text(encoding="utf-8"))["models"]
+
+MLSTM: dict[str, Any] = {
+    "vocab_size": 100,
+    "d_model": 64,
+    "n_layers": 2,
+    "context_length": 32,
+    "position": "none",
+    "norm": "rmsnorm",
+    "mixer": "mlstm",
+    "mlstm": {"heads": 4, "qk_width": 32, "v_width": 64, "chunk_size": 48},
+    "ffn": "swiglu",
+    "ffn_bias": False,
+}
+
+
+def test_mlstm_tensors() -> None:
+    spec = ModelSpec.model_validate(MLSTM)
+    D, qk, v, H = 64, 32, 64, 4
+    assert {t.name: t.shape for t in mixer_tensors(spec)} == {
+        "attn.q.weight": (qk, D),
+        "attn.k.weight": (qk, D),
+        "attn.v.weight": (v, D),
+        "attn.ogate_preact.weight": (v, D),
+        "attn.igate_preact.weight": (H, D),
+        "attn.igate_preact.bias": (H,),
+        "attn.fgate_preact.weight": (H, D),
+        "attn.fgate_preact.bias": (H,),
+        "attn.multihead_norm.weight": (v,),
+        "attn.out_proj.weight": (D, v),
+    }
+    fused = ModelSpec.model_validate({**MLSTM, "mlstm": {**MLSTM["mlstm"], "fused": True}})
+    assert {t.name: t.shape for t in mixer_tensors(fused)} == {
+        "attn.qkv_opreact.weight": (2 * qk + 2 * v, D),
+        "attn.ifgate_preact.weight": (2 * H, D),
+        "attn.ifgate_preact.bias": (2 * H,),
+        "attn.multihead_norm.weight": (v,),
+        "attn.out_proj.weight": (D, v),
+    }
+
+
+@pytest.mark.parametrize(("length", "chunks", "steps"), [(128, 2, 32), (48, 1, 0), (5, 0, 5)])
+def test_chunks_then_steps(length: int, chunks: int, steps: int) -> None:
+    # per chunk of c: K^T V and Q C (c dk dv each), Q K^T (c^2 dk), scores x V (c^2 dv), Q n
+    # (c dk); per step: k v^T and q C (dk dv each), q n (dk)
+    spec = ModelSpec.model_validate(MLSTM)
+    H, dk, dv, c = 4, 8, 16, 48
+    chunk = 2 * c * dk * dv + c * c * (dk + dv) + c * dk
+    step = 2 * dk * dv + dk
+    assert scan_macs(spec, 3, length) == 3 * H * (chunks * chunk + steps * step)
+
+
+def test_state_not_cache() -> None:
+    spec = ModelSpec.model_validate(MLSTM)
+    assert kv_cache_elements(spec, 1, 16) == 0
+    assert state_elements(spec, 2) == 2 * 2 * 4 * (8 * 16 + 8 + 1)
+    with pytest.raises(UsageError, match="mlstm"):
+        decode_token_macs(spec, 10)
+
+
+def test_heads_split_the_widths() -> None:
+    with pytest.raises(ValidationError, match="qk_width 30 does not split into 4 heads"):
+        ModelSpec.model_validate({**MLSTM, "mlstm": {**MLSTM["mlstm"], "qk_width": 30}})
+
+
+@pytest.mark.parametrize("name", ["xlstm-7b", "tiny-xlstm"])
+def test_cached_state_matches_transformers(name: str) -> None:
+    # xLSTMCache.rnn_state: per layer (C: B H dk dv, n: B H dk, m: B H 1), beside a 1-element
+    # position counter (seqlen_offset)
+    record = GOLDEN[name]["kv_cache"]
+    spec = load_file(ROOT / GOLDEN[name]["config"]).spec
+    assert state_elements(spec, record["batch"]) == record["cache_elements_by_kind"]["rnn_state"]
+
+
+def _xlstm(tmp_path: Path, **changes: Any) -> Path:
+    data = json.loads((ROOT / "tests/fixtures/hf/xlstm-7b.json").read_text(encoding="utf-8"))
+    data.update(changes)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({k: v for k, v in data.items() if v is not None}))
+    return path
+
+
+def test_xlstm_reads_its_sizes(tmp_path: Path) -> None:
+    spec = load_file(_xlstm(tmp_path, weight_mode="single")).spec
+    assert spec.mlstm is not None
+    assert (spec.mlstm.heads, spec.mlstm.qk_width, spec.mlstm.v_width) == (8, 2048, 4096)
+    assert not spec.mlstm.fused and not spec.fused_gate_up
+    assert spec.ffn_hidden == 10944  # 4096 x 2.667 rounded up to a multiple of 64
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"use_bias": True}, "use_bias"),
+        ({"num_blocks": 4}, "num_blocks"),
+        ({"hidden_size": 2048}, "embedding_dim"),
+        ({"qk_dim_factor": 0}, "qk_dim_factor"),
+        ({"weight_mode": "split"}, "weight_mode"),
+    ],
+)
+def test_xlstm_refusals(tmp_path: Path, changes: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_file(_xlstm(tmp_path, **changes))
+    assert field in [p.field for p in raised.value.problems]
+
+
+def test_a_long_prompt_runs_in_pieces() -> None:
+    # xLSTMModel.forward: a prompt longer than max_inference_chunksize runs piece by piece
+    sizes = {**MLSTM["mlstm"], "piece_size": 100}
+    spec = ModelSpec.model_validate({**MLSTM, "mlstm": sizes})
+    whole = ModelSpec.model_validate(MLSTM)
+    assert scan_macs(spec, 2, 250) == 2 * scan_macs(whole, 2, 100) + scan_macs(whole, 2, 50)
+    assert scan_macs(spec, 1, 100) == scan_macs(whole, 1, 100)
