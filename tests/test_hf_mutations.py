@@ -263,6 +263,7 @@ REFUSED: list[tuple[str, Path_, Any, str, str]] = [
     ("zamba-7b-v1", ("mamba_expand",), 1.5, "mamba_expand", "expected a whole number"),
     ("jamba-v0.1", ("mamba_expand",), "2", "mamba_expand", "expected a whole number"),
     ("zamba-7b-v1", ("attn_layer_offset",), "4", "attn_layer_offset", "0 or more"),
+    ("dory-last-loop", ("num_hidden_layers",), MAX_SIZE, "num_hidden_layers", "at most 65,536"),
     (
         "kimi-linear-48b-a3b",
         ("num_hidden_layers",),
