@@ -277,12 +277,25 @@ def check_file(path: str | Path, limits: Limits, reading: Reading | None = None)
         return FileReport(name, [Problem("", str(exc))])
     except (MemoryError, RecursionError):  # a file that exhausts the checker fails alone
         return FileReport(name, [Problem("", _EXHAUSTING)])
+    except Exception as exc:  # a fault of costcalc's own fails this file alone, named
+        return FileReport(name, [Problem("", fault_message(exc))])
     try:
         count = total_params(model.spec)
+        findings = limit_problems(model, count, doc, limits)
     except (MemoryError, RecursionError):
         return FileReport(name, [Problem("", _EXHAUSTING)], model)
-    findings = limit_problems(model, count, doc, limits)
+    except Exception as exc:
+        return FileReport(name, [Problem("", fault_message(exc))], model)
     return FileReport(name, findings, model, count)
+
+
+FAULT = "costcalc could not check this file (an error in costcalc itself)"
+"""How the finding of an unexpected error starts; the tests assert that no file gives one."""
+
+
+def fault_message(exc: Exception) -> str:
+    """The finding of a file costcalc itself failed on, naming the error so it can be fixed."""
+    return f"{FAULT}: {type(exc).__name__}: {exc}"
 
 
 def nested_document(doc: Document, key: KeyPath) -> Document:

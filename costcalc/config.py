@@ -236,7 +236,7 @@ def problems_from(
     """
     names = key_names or {}
     yaml_text = doc is not None and not doc.path.lower().endswith(".json")
-    errors = exc.errors(include_url=False)
+    errors = [e for e in exc.errors(include_url=False) if not _items_failed(e, exc)]
     structure: list[tuple[str, str]] = []
     problems: list[Problem] = []
     for error in errors:
@@ -253,9 +253,20 @@ def problems_from(
     return list(dict.fromkeys(problems))  # several fields read from one key fail once
 
 
+def _items_failed(error: Any, exc: ValidationError) -> bool:
+    """``error`` says a list is too short only because items of it failed (each reported)."""
+    loc = error["loc"]
+    return error["type"] == "too_short" and any(
+        other["loc"][: len(loc)] == loc and len(other["loc"]) > len(loc) for other in exc.errors()
+    )
+
+
 def _structure_of_valid_fields(data: Mapping[str, Any], invalid: set[str]) -> list[tuple[str, str]]:
     """The structural rules broken by the fields that passed validation on their own."""
-    # Layer groups are checked run by run only once the whole model validates.
+    # Layer groups are checked run by run only once the whole model validates; until then the
+    # model's own block keys, which the groups override, are no block to check.
+    if "layers" in data:
+        return []
     usable = [
         name
         for name, info in ModelSpec.model_fields.items()

@@ -46,11 +46,14 @@ class StructureError(ValueError):
 
 
 def _optional_block_fields() -> dict[str, Any]:
-    """Every block field as an optional override (None: keep the model's value)."""
+    """Every block field as an optional override (None: keep the model's value), as strict as
+    the model's own field: its constraints (strict, bounds) kept with its type."""
     fields: dict[str, Any] = {}
     for name in BLOCK_FIELDS:
         info = ModelSpec.model_fields[name]
         annotation: Any = info.annotation
+        if info.metadata:
+            annotation = Annotated[annotation, *info.metadata]
         fields[name] = (annotation | None, Field(default=None, description=info.description))
     return fields
 

@@ -17,7 +17,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from costcalc.check import Limits, check_file
+from costcalc.check import FAULT, Limits, check_file
 from costcalc.config import CONFIG_FIELDS
 from costcalc.errors import CostcalcError
 from costcalc.files import Document, parse_document
@@ -81,6 +81,7 @@ def _check_bytes(data: bytes, suffix: str) -> None:
         path.write_bytes(data)
         report = check_file(path, Limits())
     assert report.ok == (report.model is not None and not report.findings)
+    assert not any(finding.message.startswith(FAULT) for finding in report.findings)
 
 
 @FUZZ

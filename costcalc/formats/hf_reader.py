@@ -7,8 +7,10 @@ mistyped key before failing once with all of them.
 
 from __future__ import annotations
 
+import math
 from typing import Any, TypeGuard
 
+from costcalc.blocks import MAX_SIZE
 from costcalc.errors import ConfigError, Problem
 from costcalc.files import Document
 from costcalc.formats.translation import Translation
@@ -71,6 +73,24 @@ class Reader:
         if not is_whole(value, minimum):
             self.fail(key, f"expected a whole number of layers, {minimum} or more (got {value!r})")
             return default
+        return value
+
+    def number(self, field: str | tuple[str, ...], key: str, default: float) -> int | float | None:
+        """A number above 0 and at most MAX_SIZE (an expansion factor or a width multiplier, an
+        int or a float); when it is not one, a problem and None."""
+        value = self.value(field, key, default=default)
+        if not is_positive(value) or value > MAX_SIZE:
+            self.fail(key, f"expected a number above 0 and at most {MAX_SIZE:,} (got {value!r})")
+            return None
+        return value
+
+    def whole(self, field: str, key: str, default: int) -> int | None:
+        """A whole number, 1 to MAX_SIZE (an expansion the module multiplies a width by); when it
+        is not one, a problem and None."""
+        value = self.value(field, key, default=default)
+        if not is_whole(value, 1) or value > MAX_SIZE:
+            self.fail(key, f"expected a whole number, 1 to {MAX_SIZE:,} (got {value!r})")
+            return None
         return value
 
     def forget(self, *fields: str) -> None:
@@ -183,4 +203,14 @@ def is_whole(value: Any, minimum: int | None = None) -> TypeGuard[int]:
         isinstance(value, int)
         and not isinstance(value, bool)
         and (minimum is None or value >= minimum)
+    )
+
+
+def is_positive(value: Any) -> TypeGuard[int | float]:
+    """``value`` is a finite number above 0 (an int or a float, not a bool)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
     )

@@ -143,7 +143,7 @@ def _legacy_types(r: Reader, n: int) -> list[str] | None:
     ratios = r.data.get("compress_ratios")
     if ratios is None:
         return None
-    if not isinstance(ratios, list) or any(LEGACY_RATIOS.get(x) is None for x in ratios):
+    if not isinstance(ratios, list) or not all(is_whole(x) and x in LEGACY_RATIOS for x in ratios):
         r.fail("compress_ratios", "expected a list of 0, 4 or 128 per layer")
         return None
     if len(ratios) < n:

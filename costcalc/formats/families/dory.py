@@ -44,9 +44,10 @@ def _layer_kinds(r: Reader, listed: bool) -> tuple[Any, list[str] | None]:
     which ``DoryConfig`` halves), else every 4th layer full attention and the others sliding."""
     n = r.value("n_layers", "num_hidden_layers", default=SIZES["n_layers"])
     if not listed:
-        if not is_whole(n, 1):
+        layers = hf_layers.by_rule(r, n, "num_hidden_layers")
+        if layers is None:
             return n, None
-        return n, ["full_attention" if (i + 1) % 4 == 0 else KINDS[0] for i in range(n)]
+        return n, ["full_attention" if (i + 1) % 4 == 0 else KINDS[0] for i in layers]
     kinds = hf_layers.layer_types(r, n)
     if kinds is None:
         return n, None

@@ -15,6 +15,7 @@ from typing import Any
 from costcalc.formats.hf_reader import (
     Reader,
     attention_bias,
+    is_whole,
     linear_bias,
     rotary_dim,
     standard_sizes,
@@ -81,9 +82,9 @@ def gpt_neox_japanese(r: Reader) -> dict[str, Any]:
     (V x D, no bias), tied by default. Rotary on ``partial_rotary_factor`` (or ``rotary_pct``,
     default 1) of each head."""
     fields = standard_sizes(r)
-    multiple = r.value("ffn_hidden", "intermediate_multiple_size", default=4)
+    multiple = r.number("ffn_hidden", "intermediate_multiple_size", default=4)
     width = fields["d_model"]
-    if isinstance(width, int) and isinstance(multiple, int | float) and multiple > 0:
+    if is_whole(width, 1) and multiple is not None:
         fields["ffn_hidden"] = int(width * multiple)
     fields.update(
         position="rotary",

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
+from costcalc.blocks import MAX_SIZE
 from costcalc.formats import hf_layers
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.families.ssm import NO_POSITION_LIMIT
@@ -187,11 +188,13 @@ def lfm3(r: Reader) -> dict[str, Any]:
 
 def _lfm2_ffn_width(r: Reader) -> Any:
     width = r.value("ffn_hidden", "block_ff_dim", "intermediate_size", default=12288)
-    if not isinstance(width, int) or not r.flag("block_auto_adjust_ff_dim", True):
-        return width
-    width = int(2 * width / 3)
-    multiplier = r.data.get("block_ffn_dim_multiplier", 1.0)
-    if multiplier is not None:
+    if not is_whole(width, 1) or width > MAX_SIZE or not r.flag("block_auto_adjust_ff_dim", True):
+        return width  # a width out of bounds is refused as ffn_hidden
+    width = 2 * width // 3
+    if r.data.get("block_ffn_dim_multiplier", 1.0) is not None:
+        multiplier = r.number((), "block_ffn_dim_multiplier", default=1.0)
+        if multiplier is None:
+            return None
         multiple = r.data.get("block_multiple_of", 256)
         if not isinstance(multiple, int) or isinstance(multiple, bool) or multiple < 1:
             r.fail("block_multiple_of", f"expected a whole number, 1 or more (got {multiple!r})")
@@ -490,8 +493,11 @@ def kimi_linear(r: Reader) -> dict[str, Any]:
     listed = hf_layers.layer_types(r, n)
     full, kda = lin.get("full_attn_layers"), lin.get("kda_layers")
     if listed is None and isinstance(full, list) and isinstance(kda, list):
+        layers = hf_layers.by_rule(r, n, "linear_attn_config.full_attn_layers")
+        if layers is None:
+            return fields
         chosen = {i - 1 for i in full if is_whole(i, 1)}
-        listed = ["full_attention" if i in chosen else "linear_attention" for i in range(n)]
+        listed = ["full_attention" if i in chosen else "linear_attention" for i in layers]
     blocks = _delta_blocks(mla, delta, _moe(r, (256, 8), 1024))
     _delta_layers(r, fields, n, listed, blocks, _kimi_mixer, 4, 1)
     return fields
@@ -572,7 +578,10 @@ def recurrent_gemma(r: Reader) -> dict[str, Any]:
     r.forget("rg_lru")
     n = hf_layers.count_of(fields["n_layers"])
     kinds = r.data.get("block_types", ["recurrent", "recurrent", "attention"])
-    if not isinstance(kinds, list) or not kinds or set(kinds) - set(RECURRENT_GEMMA_KINDS):
+    known = isinstance(kinds, list) and all(
+        isinstance(kind, str) and kind in RECURRENT_GEMMA_KINDS for kind in kinds
+    )
+    if not known or not kinds:
         r.fail("block_types", "expected a list of 'recurrent' and 'attention'")
         return fields
     if len(kinds) > hf_layers.MAX_LISTED_LAYERS:

@@ -28,11 +28,10 @@ def mamba2_mixer(r: Reader, d_model: Any, inner: Any = None) -> dict[str, Any]:
     ``mamba_d_head`` ("auto": I // H; H P must equal I), N ``mamba_d_state`` (256), G
     ``mamba_n_groups`` (1), k ``mamba_d_conv`` (4), biases ``mamba_conv_bias`` (true) and
     ``mamba_proj_bias`` (false), chunks ``mamba_chunk_size`` (256)."""
-    expand = r.value("mamba2", "mamba_expand", default=2)
+    expand = r.number("mamba2", "mamba_expand", default=2) if inner is None else None
     heads = r.value("mamba2", "mamba_n_heads", default=128)
     head_dim = r.value("mamba2", "mamba_d_head", default="auto")
-    numeric = isinstance(expand, int | float) and not isinstance(expand, bool)
-    if inner is None and numeric and is_whole(d_model, 1):
+    if expand is not None and is_whole(d_model, 1):
         inner = int(expand * d_model)
     if not is_whole(inner, 1):
         inner = None

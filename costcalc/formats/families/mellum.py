@@ -38,16 +38,19 @@ def mellum(r: Reader) -> dict[str, Any]:
     n = hf_layers.count_of(fields["n_layers"])
     if n is None:
         return fields
-    attention = hf_layers.layer_types(r, n) or ["full_attention"] * n
-    ffns = hf_layers.layer_types(r, n, "mlp_layer_types") or ["sparse"] * n
-    blocks = {
-        f"{kind}/{ffn}": {**attention_block, **ffn_block}
-        for kind, attention_block in hf_layers.attention_windows(window).items()
-        for ffn, ffn_block in (("sparse", moe), ("dense", {}))
-    }
-    runs = hf_layers.runs([f"{a}/{f}" for a, f in zip(attention, ffns, strict=True)])
-    hf_layers.apply(r, fields, runs, blocks)
+    attention = _listed_runs(r, n, "layer_types", "full_attention")
+    ffns = _listed_runs(r, n, "mlp_layer_types", "sparse")
+    blocks = hf_layers.merged_blocks(
+        hf_layers.attention_windows(window), {"sparse": moe, "dense": {}}
+    )
+    hf_layers.apply(r, fields, hf_layers.merge(attention, ffns), blocks)
     return fields
+
+
+def _listed_runs(r: Reader, n: int, key: str, default: str) -> list[tuple[str, int]]:
+    """The runs of kinds ``key`` lists, else one run of ``default`` (closed form, any n)."""
+    listed = hf_layers.layer_types(r, n, key)
+    return hf_layers.runs(listed) if listed is not None else [(default, n)]
 
 
 FAMILIES = {"mellum": mellum}

@@ -99,12 +99,11 @@ def mamba(r: Reader) -> dict[str, Any]:
     int(``expand`` (2) x D); N ``state_size`` (16), R ``time_step_rank`` ("auto":
     ceil(D / 16)), k ``conv_kernel`` (4). No positions."""
     d_model = r.size("d_model", "hidden_size")
-    expand = r.value("mamba", "expand", default=2)
+    expand = r.number("mamba", "expand", default=2)
     rank = r.value("mamba", "time_step_rank", default="auto")
     if rank == "auto":
         rank = math.ceil(d_model / 16) if is_whole(d_model, 1) else None
-    numeric = isinstance(expand, int | float) and not isinstance(expand, bool)
-    inner = int(expand * d_model) if numeric and is_whole(d_model, 1) else None
+    inner = int(expand * d_model) if expand is not None and is_whole(d_model, 1) else None
     sizes = {
         "inner": r.value("mamba", "intermediate_size", default=inner),
         "state": r.value("mamba", "state_size", default=16),
@@ -113,8 +112,6 @@ def mamba(r: Reader) -> dict[str, Any]:
         "conv_bias": r.value("mamba", "use_conv_bias", default=True),
         "proj_bias": r.value("mamba", "use_bias", default=False),
     }
-    if not numeric:
-        r.fail("expand", f"expected a number (got {expand!r})")
     return _mixer_only(r, d_model, "mamba", sizes, tie=True)
 
 
@@ -216,11 +213,11 @@ def jamba(r: Reader) -> dict[str, Any]:
     d_model = r.size("d_model", "hidden_size")
     n_layers = r.size("n_layers", "num_hidden_layers")
     rank = r.value("mamba", "mamba_dt_rank", default="auto")
-    expand = r.value("mamba", "mamba_expand", default=2)
+    expand = r.whole("mamba", "mamba_expand", default=2)
     if rank == "auto":
         rank = math.ceil(d_model / 16) if is_whole(d_model, 1) else None
     mamba = {
-        "inner": expand * d_model if is_whole(expand, 1) and is_whole(d_model, 1) else None,
+        "inner": expand * d_model if expand is not None and is_whole(d_model, 1) else None,
         "state": r.value("mamba", "mamba_d_state", default=16),
         "dt_rank": rank,
         "conv_kernel": r.value("mamba", "mamba_d_conv", default=4),

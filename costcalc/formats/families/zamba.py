@@ -11,7 +11,7 @@ and caches its keys and values (costcalc: ``shared_weight_sets``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from costcalc.formats import hf_layers
@@ -38,7 +38,8 @@ def _hybrid(r: Reader, d: Any, heads: Any, kv_default: Any, head_dim: Any) -> di
     (gelu), its two norms (2 D, D) in the weight set, the Mamba layer's norm and the ``linear``
     D x D each layer's own."""
     act = r.value("ffn", "hidden_act", default="gelu")
-    if act not in GATED_ACTIVATIONS:
+    ffn = GATED_ACTIVATIONS.get(act) if isinstance(act, str) else None
+    if ffn is None:
         r.unsupported("hidden_act", f"{act!r}; costcalc reads {', '.join(GATED_ACTIVATIONS)}")
     kv = r.value("n_kv_heads", "num_key_value_heads", default=kv_default)
     if head_dim is None and is_whole(d, 1) and is_whole(heads, 1):
@@ -52,7 +53,7 @@ def _hybrid(r: Reader, d: Any, heads: Any, kv_default: Any, head_dim: Any) -> di
         "attn_out_bias": False,
         "fused_qkv": False,
         "concat_embeddings": True,
-        "ffn": GATED_ACTIVATIONS.get(act),
+        "ffn": ffn,
         "norms_per_block": 3,
         "use_projection": True,
     }
@@ -96,9 +97,9 @@ def _mamba2(r: Reader, d_model: Any) -> dict[str, Any]:
     ``n_mamba_heads`` (8) of P = I // H, N ``mamba_d_state`` (64), G ``mamba_ngroups`` (1),
     k ``mamba_d_conv`` (4), a conv bias always (``use_conv_bias`` is not read by the module),
     in/out biases when ``add_bias_linear``, chunks ``chunk_size`` (256)."""
-    expand = r.value("mamba2", "mamba_expand", default=2)
+    expand = r.number("mamba2", "mamba_expand", default=2)
     heads = r.value("mamba2", "n_mamba_heads", default=8)
-    inner = int(expand * d_model) if isinstance(expand, int | float) and is_whole(d_model) else None
+    inner = int(expand * d_model) if expand is not None and is_whole(d_model, 1) else None
     if inner is not None and is_whole(heads, 1) and inner % heads:
         r.fail("n_mamba_heads", f"does not divide mamba_expand x hidden_size ({inner:,})")
     sizes = {
@@ -162,12 +163,12 @@ def _mamba(r: Reader, d_model: Any) -> dict[str, Any]:
     ``n_mamba_heads`` (2) heads, N ``mamba_d_state`` (16), R ``mamba_dt_rank`` ("auto":
     ceil(D / 16)), k ``mamba_d_conv`` (4), biases ``mamba_conv_bias`` (true) and
     ``mamba_proj_bias`` (false)."""
-    expand = r.value("mamba", "mamba_expand", default=2)
+    expand = r.whole("mamba", "mamba_expand", default=2)
     rank = r.value("mamba", "mamba_dt_rank", default="auto")
     if rank == "auto":
         rank = math.ceil(d_model / 16) if is_whole(d_model, 1) else None
     sizes = {
-        "inner": expand * d_model if is_whole(expand, 1) and is_whole(d_model, 1) else None,
+        "inner": expand * d_model if expand is not None and is_whole(d_model, 1) else None,
         "heads": r.value("mamba", "n_mamba_heads", default=2),
         "state": r.value("mamba", "mamba_d_state", default=16),
         "dt_rank": rank,
@@ -179,19 +180,26 @@ def _mamba(r: Reader, d_model: Any) -> dict[str, Any]:
     return {"mixer": "mamba", "mamba": sizes}
 
 
-def _zamba_rule(r: Reader, n: Any) -> list[tuple[str, int]] | None:
-    """``ZambaConfig``'s layers without a list: Mamba, Mamba, hybrid, then for i < n - 3 a
-    hybrid layer where i mod ``attn_layer_period`` (6) is ``attn_layer_offset`` (4)."""
+def _zamba_rule(r: Reader, n: Any, blocks: Mapping[str, hf_layers.Block]) -> list[Any] | None:
+    """``ZambaConfig``'s layers without a list, in closed form: Mamba, Mamba, hybrid, then for
+    i < n - 3 a hybrid layer where i mod ``attn_layer_period`` (6) is ``attn_layer_offset``
+    (4): a cycling pattern of one period when the rest holds more than one."""
     period = r.count("attn_layer_period", 6)
-    offset = r.value("layers", "attn_layer_offset", default=4)
+    offset = r.count("attn_layer_offset", 4, minimum=0)
     if is_whole(n) and n < 3:
         r.fail("num_hidden_layers", "without layers_block_type the model has 3 layers or more")
         return None
-    layers = hf_layers.by_rule(r, n - 3 if is_whole(n, 3) else None, "attn_layer_period")
-    if layers is None:
-        return [("mamba", 2), ("hybrid", 1)] if n == 3 else None
-    rest = ["hybrid" if i % period == offset else "mamba" for i in layers]
-    return hf_layers.runs(["mamba", "mamba", "hybrid", *rest])
+    if hf_layers.count_of(n) is None:
+        return None  # reported where it is read
+    head = hf_layers.groups([("mamba", 2), ("hybrid", 1)], blocks)
+    rest = n - 3
+    one = [("mamba", offset), ("hybrid", 1), ("mamba", period - offset - 1)]
+    one = [run for run in one if run[1] > 0] if offset < period else [("mamba", period)]
+    if rest <= period:
+        return head + hf_layers.groups(hf_layers.cut(one, 0, rest), blocks)
+    if len(one) > 1:
+        return head + hf_layers.cycle(rest, one, blocks)
+    return head + hf_layers.groups([(one[0][0], rest)], blocks)
 
 
 def zamba(r: Reader) -> dict[str, Any]:
@@ -229,9 +237,11 @@ def zamba(r: Reader) -> dict[str, Any]:
     fields = _model(r, d, "none")
     fields["context_length"] = r.value("context_length", "max_position_embeddings", default=4096)
     n = r.value("n_layers", "num_hidden_layers", default=76)
-    listed = "layers_block_type" in r.data or "layer_types" in r.data
-    default = None if listed else _zamba_rule(r, n)
-    _set_layers(r, fields, n, default, {"mamba": mamba, "hybrid": hybrid})
+    blocks = {"mamba": mamba, "hybrid": hybrid}
+    if "layers_block_type" in r.data or "layer_types" in r.data:
+        _set_layers(r, fields, n, None, blocks)
+    elif (layers := _zamba_rule(r, n, blocks)) is not None:
+        fields.update(n_layers=n, layers=layers)
     return fields
 
 
