@@ -142,6 +142,11 @@ ALL_LINEAR = {"r": 16, "target_modules": "all-linear"}
 QKVO = ["q_proj", "k_proj", "v_proj", "o_proj"]
 MLA = ["q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]
 EXPERTS = ["experts.gate_up_proj", "experts.down_proj"]
+GATED_DELTANET_HYBRID = [
+    *("in_proj_a", "in_proj_b", "in_proj_qkv", "in_proj_z"),
+    *("k_proj", "o_proj", "out_proj", "q_proj", "v_proj"),
+]
+"""The linear layers of a hybrid of gated DeltaNet and attention blocks (Qwen3.5, Lara Mini)."""
 CASES += [
     ("gemma-4-e2b-all-linear-r16", "gemma-4-e2b", ALL_LINEAR),
     (
@@ -727,17 +732,7 @@ NAMED_FAMILIES: list[tuple[str, list[str], list[str]]] = [
     ),  # laguna
     (
         "tiny-lara-mini",
-        [
-            "in_proj_a",
-            "in_proj_b",
-            "in_proj_qkv",
-            "in_proj_z",
-            "k_proj",
-            "o_proj",
-            "out_proj",
-            "q_proj",
-            "v_proj",
-        ],
+        GATED_DELTANET_HYBRID,
         [*EXPERTS, "gate.weight"],
     ),  # lara_mini
     ("tiny-lfm2", ["k_proj", "out_proj", "q_proj", "v_proj"], []),  # lfm2
@@ -770,17 +765,7 @@ NAMED_FAMILIES: list[tuple[str, list[str], list[str]]] = [
     ("qwen2-vl-2b-instruct", QKVO, []),  # qwen2_vl_text
     (
         "tiny-qwen3.5-moe",
-        [
-            "in_proj_a",
-            "in_proj_b",
-            "in_proj_qkv",
-            "in_proj_z",
-            "k_proj",
-            "o_proj",
-            "out_proj",
-            "q_proj",
-            "v_proj",
-        ],
+        GATED_DELTANET_HYBRID,
         [*EXPERTS, "gate.weight"],
     ),  # qwen3_5_moe_text
     (
