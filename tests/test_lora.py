@@ -153,7 +153,7 @@ def _listed(fixture: str) -> tuple[Counter, Counter]:
     model = load_file(FIXTURES / f"{fixture}.json")
     names = family_names(model.family)
     found = sites(model.spec, names)
-    biases = {t.removesuffix(".bias") for t in _bias_names(model.spec, names)} - names.loose_biases
+    biases = {t.removesuffix(".bias") for t in _bias_names(model.spec)} - names.loose_biases
     ours: Counter = Counter()
     for s in found:
         if s.kind == "embedding":
@@ -173,7 +173,7 @@ def _listed(fixture: str) -> tuple[Counter, Counter]:
     return theirs, ours
 
 
-def _bias_names(spec, names) -> set[str]:
+def _bias_names(spec) -> set[str]:
     from costcalc.tensors import parameter_tensors
 
     return {t.name for t in parameter_tensors(spec) if t.name.endswith(".bias")}
