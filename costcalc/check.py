@@ -20,7 +20,7 @@ from typing import Any
 
 from costcalc.compute import position_limit
 from costcalc.config import Budget
-from costcalc.errors import ConfigError, CostcalcError, FileReadError, Problem
+from costcalc.errors import ConfigError, CostcalcError, FileReadError, Problem, UsageError
 from costcalc.files import Document, KeyPath, os_reason, read_document
 from costcalc.loaders import LoadedModel, load_document
 from costcalc.memory import weight_bytes
@@ -279,13 +279,14 @@ def check_file(path: str | Path, limits: Limits, reading: Reading | None = None)
         return FileReport(name, [Problem("", _EXHAUSTING)])
     except Exception as exc:  # a fault of costcalc's own fails this file alone, named
         return FileReport(name, [Problem("", fault_message(exc))])
+    count: int | None = None
     try:
         count = total_params(model.spec)
         findings = limit_problems(model, count, doc, limits)
     except (MemoryError, RecursionError):
-        return FileReport(name, [Problem("", _EXHAUSTING)], model)
+        return FileReport(name, [Problem("", _EXHAUSTING)], model, count)
     except Exception as exc:
-        return FileReport(name, [Problem("", fault_message(exc))], model)
+        return FileReport(name, [Problem("", fault_message(exc))], model, count)
     return FileReport(name, findings, model, count)
 
 
@@ -360,7 +361,14 @@ def budget_problems(spec: ModelSpec, count: int, budget: Budget, where: Locator)
         message = f"{count:,} parameters exceed the limit of {budget.max_params:,}"
         problems.append(Problem(field_name, message, line))
     if budget.max_weight_bytes is not None:
-        size = weight_bytes(spec, budget.dtype)
+        try:
+            size = weight_bytes(spec, budget.dtype)
+        except UsageError as exc:  # the budget's format cannot store this model's tensors
+            field_name, line = where("dtype")
+            problems.append(
+                Problem(field_name, f"cannot size the weights as {budget.dtype}: {exc}", line)
+            )
+            return problems
         if size > budget.max_weight_bytes:
             field_name, line = where("max_weight_bytes")
             message = (

@@ -149,9 +149,6 @@ class ComputeResult:
         w = self.workload
         return macs.training_macs(forward.total, forward.attention_pair, w.recompute, w.attention)
 
-    def windowed(self, length: int) -> bool:
-        return macs.window_applies(self.spec, length)
-
     def to_dict(self) -> dict[str, Any]:
         """The JSON fields ``workload``, ``convention``, ``macs``, ``flops`` and ``decode``."""
         w = self.workload
@@ -290,13 +287,13 @@ def forward_notes(results: list[ComputeResult], length: int) -> list[str]:
             "Another modality's experts (moe_modality_ffn_hidden, such as vision experts) are "
             "counted in the parameters; text-only input runs none of them: 0 MACs."
         )
-    for result in results:
-        if result.windowed(length):
+    for kind in ("Sliding window", "Attention chunk"):
+        spans = sorted({n for r in results for n in macs.windows_below(r.spec, length)[kind]})
+        if spans:
             notes.append(
-                f"Sliding window {result.spec.sliding_window:,} < T: only pairs inside the window "
-                "are counted (eager attention masks them but computes the whole square)."
+                f"{kind} {', '.join(f'{n:,}' for n in spans)} < T: only pairs inside it are "
+                "counted (eager attention masks the others but computes the whole square)."
             )
-            break
     return notes
 
 

@@ -204,13 +204,19 @@ def attention_pairs(
     return W * (W + 1) // 2 + (T - W) * W
 
 
+def windows_below(spec: ModelSpec, length: int) -> dict[str, set[int]]:
+    """The sliding windows and attention chunks of ``spec``'s attention stacks shorter than the
+    sequence (the spans that drop query-key pairs), by kind."""
+    attending = [stack for stack in spec.stacks if stack.has_attention]
+    windows = {s.sliding_window for s in attending if s.sliding_window is not None}
+    chunks = {s.attention_chunk for s in attending if s.attention_chunk is not None}
+    found = {"Sliding window": windows, "Attention chunk": chunks}
+    return {kind: {n for n in spans if n < length} for kind, spans in found.items()}
+
+
 def window_applies(spec: ModelSpec, length: int) -> bool:
     """Whether a sliding window or attention chunk shorter than the sequence drops pairs."""
-    return any(
-        (stack.sliding_window or length) < length or (stack.attention_chunk or length) < length
-        for stack in spec.stacks
-        if stack.has_attention
-    )
+    return any(windows_below(spec, length).values())
 
 
 def pair_width(spec: ModelSpec) -> int:

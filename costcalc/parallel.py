@@ -374,8 +374,8 @@ def tensor_parallel_shape(tensor: Tensor, tp: int, vocab: int) -> Shape:
     """The shape one of T ranks holds: column-parallel rows, row-parallel columns, a stacked
     expert's gate/up rows and down columns, vocab-parallel rows of ``vocab`` / T, sinks and
     gate biases per head; the rest (norms, row-parallel biases, routers, position tables) whole."""
-    module, kind = tensor.name.rsplit(".", 1)
-    leaf = module.rsplit(".", 1)[-1]
+    module, _, kind = tensor.name.rpartition(".")
+    leaf = module.rpartition(".")[2]
     if module in VOCAB_PARALLEL:
         return (vocab // tp, *tensor.shape[1:])
     if tp == 1:
@@ -438,7 +438,7 @@ def rank_tensors(spec: ModelSpec, plan: ParallelPlan, stage: int) -> list[Tensor
     check_expert_parallel(spec, plan.ep)
     stacks = pipeline_stacks(spec, plan.pp)
     modules = stage_modules(spec, plan.pp, stage)
-    held = [t for t in model_tensors(spec) if t.name.rsplit(".", 1)[0] in modules]
+    held = [t for t in model_tensors(spec) if t.name.rpartition(".")[0] in modules]
     held += (
         [
             replace(t, copies=t.copies * (stack.n_layers // plan.pp))
@@ -466,7 +466,7 @@ def largest_module(tensors: list[Tensor]) -> int:
     embedding or head in a language model; DeepSpeed's ``largest_layer_params``."""
     modules: dict[str, int] = {}
     for tensor in tensors:
-        module = tensor.name.rsplit(".", 1)[0]
+        module = tensor.name.rpartition(".")[0]
         modules[module] = modules.get(module, 0) + elements(tensor.shape)
     return max(modules.values(), default=0)
 

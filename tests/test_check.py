@@ -365,6 +365,35 @@ def test_malformed_budget_is_a_finding_with_its_line(
     assert findings(cli, str(path)) == [{"field": field, "line": 19, "message": message}]
 
 
+def test_a_budget_format_that_cannot_store_the_model_is_a_finding(cli: Invoke, write: Any) -> None:
+    """AWQ needs widths divisible by its group size: a width-200 model cannot be stored so. The
+    file fails on its own finding, with every figure of the report still printed, and a file
+    beside it is reported as usual."""
+    text = "d_model: 200\nn_layers: 2\nn_heads: 4\nvocab_size: 1000\ncontext_length: 128\n"
+    bad = write(text + "budget: {max_weight_bytes: 1GiB, dtype: awq-int4}\n")
+    [(field, message)] = messages(cli, str(bad))
+    assert field == "budget.dtype"
+    assert message.startswith("cannot size the weights as awq-int4:g128: AWQ needs out divisible")
+    result = cli("check", str(bad), str(GPT2_SMALL))
+    assert result.exit_code == 1
+    assert "model (costcalc), 1,191,200 parameters" in result.stdout
+    assert "ok    " in result.stdout and "2 files, 1 failed" in result.stdout
+    listed = cli(
+        "check",
+        str(GPT2_SMALL),
+        "--max-weight-bytes",
+        "1GiB",
+        "--dtype",
+        "gguf:Q4_K_M,+nosuch",
+        "--format",
+        "json",
+    )
+    [record] = json.loads(listed.stdout)
+    assert [f["field"] for f in record["findings"]] == ["--dtype"]
+    assert "'nosuch' names no matrix of this model" in record["findings"][0]["message"]
+    assert record["parameters"] == 124_439_808
+
+
 def test_budget_must_be_a_mapping(cli: Invoke, write: Any) -> None:
     path = write(GPT2_SMALL.read_text() + "budget: 30M\n")
     assert messages(cli, str(path)) == [

@@ -221,3 +221,15 @@ def test_opt_offset_rows_add_no_positions(cli: Invoke) -> None:
     beyond = cli("params", "-p", "opt-125m", "-T", "2049")
     assert beyond.exit_code == 1
     assert "past the learned position table of 2,048 positions" in beyond.stderr
+
+
+@pytest.mark.parametrize("preset", ["gpt-oss-20b", "gemma-2-2b", "gemma-3-1b", "gemma-4-e2b"])
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_windows_of_layer_groups_are_said(cli: Invoke, preset: str, fmt: str) -> None:
+    """Windows that live in layer groups (the model-level window is none) are named in the note."""
+    spans = {s.sliding_window for s in load_preset(preset).spec.stacks if s.sliding_window}
+    [window] = spans
+    result = cli("params", "-p", preset, "-T", str(window + 1), "--format", fmt)
+    assert result.exit_code == 0
+    assert f"Sliding window {window:,} < T" in result.stdout
+    assert "< T" not in cli("params", "-p", preset, "-T", str(window), "--format", fmt).stdout

@@ -141,3 +141,23 @@ def test_cli_per_gpu_json_and_errors() -> None:
     assert inference.exit_code == 2 and "add --train" in inference.output
     factored = runner.invoke(app, [*args, "--optimizer", "adafactor"])
     assert factored.exit_code == 2 and "factored" in factored.output
+
+
+@pytest.mark.parametrize(
+    "fixture", ["doge-defaults", "dory-defaults", "llama-3.2-11b-vision-instruct"]
+)
+def test_tensors_owned_by_the_block_itself_shard(fixture: str) -> None:
+    """Doge's and Dory's residual scales and Llama 3.2 Vision's cross-attention gates are named
+    without a module; every parallel plan holds them whole on each rank."""
+    path = str(ROOT / "tests" / "fixtures" / "hf" / f"{fixture}.json")
+    held = {}
+    for name, extra in (("ddp", []), ("zero3", ["--zero", "3"]), ("tp2", ["--tp", "2"])):
+        args = ["memory", "-c", path, "--train", "-T", "16", "--gpus", "2", *extra, "-f", "json"]
+        result = runner.invoke(app, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        held[name] = data["weights"]["elements"], data["parameters"]
+    weights, total = held["ddp"]
+    assert weights == total  # every rank holds every parameter
+    assert held["zero3"][0] == -(-total // 2)  # ZeRO-3: a padded half each
+    assert total // 2 < held["tp2"][0] < total  # norms, scales and gates whole on each rank

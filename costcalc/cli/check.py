@@ -152,7 +152,9 @@ def print_report(reports: list[FileReport]) -> None:
         out.append(shown(report.path), style="bold")
         if report.model is not None:
             model = report.model
-            out.append(f"  {shown(model.name)} ({model.format}), {report.parameters:,} parameters")
+            out.append(f"  {shown(model.name)} ({model.format})")
+            if report.parameters is not None:
+                out.append(f", {report.parameters:,} parameters")
         out.append("\n")
         for finding in report.findings:
             where = f"line {finding.line}" if finding.line is not None else ""
