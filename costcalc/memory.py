@@ -490,6 +490,22 @@ class MemoryReport:
     (:mod:`costcalc.parallel`); 0 otherwise."""
     elements_gathered: int = 0
     """The elements of ``bytes_gathered``: 2 x the largest module's parameters (params + grads)."""
+    elements_step_buffer: int = 0
+    bytes_step_buffer: int = 0
+    """DeepSpeed's ZeRO: the gradient partition its step flattens and casts to fp32 at once
+    (:mod:`costcalc.zero`), held during the optimizer step only; 0 otherwise."""
+    elements_bucket: int = 0
+    bytes_bucket: int = 0
+    bucket_held: bool = False
+    """DeepSpeed's reduce bucket (``reduce_bucket_size`` 16-bit elements): during the backward
+    under stages 1-2, for the whole run under stage 3 (``bucket_held``)."""
+    elements_persistent: int = 0
+    bytes_persistent: int = 0
+    """DeepSpeed's ZeRO-3: the small parameters every rank keeps whole (16-bit) outside the
+    optimizer step."""
+    elements_prefetch: int = 0
+    bytes_prefetch: int = 0
+    """DeepSpeed's ZeRO-3: parameters fetched ahead of the running layer, a bound."""
     held_weights: int | None = None
     held_gradients: int | None = None
     held_master_weights: int | None = None
@@ -510,31 +526,52 @@ class MemoryReport:
 
     @property
     def elements_master_weights(self) -> int:
-        """fp32 master elements held: 0 without mixed precision."""
-        if not self.setup.mixed_precision:
-            return 0
-        return self.params_total if self.held_master_weights is None else self.held_master_weights
+        """fp32 master elements held: 0 without mixed precision (DeepSpeed's ZeRO keeps them
+        in every dtype: ``held_master_weights``)."""
+        if self.held_master_weights is not None:
+            return self.held_master_weights
+        return self.params_total if self.setup.mixed_precision else 0
 
     @property
     def elements_optimizer(self) -> int:
         return self.elements_optimizer_moments + self.elements_optimizer_steps
 
     @property
-    def bytes_total(self) -> int:
-        """Everything held at once: training state, activations and logits, or weights and KV
-        cache."""
+    def bytes_backward(self) -> int:
+        """What exists only while the forward and backward run: activations, logits, the
+        gathered layer, prefetched and small whole parameters (ZeRO-3 partitions them again for
+        the step), and a reduce bucket that is not held."""
+        bucket = 0 if self.bucket_held else self.bytes_bucket
+        return (
+            self.bytes_activations
+            + self.bytes_logits
+            + self.bytes_logits_fp32
+            + self.bytes_gathered
+            + self.bytes_prefetch
+            + self.bytes_persistent
+            + bucket
+        )
+
+    @property
+    def bytes_held(self) -> int:
+        """What every phase of a step holds: weights and training state (or the KV cache)."""
+        bucket = self.bytes_bucket if self.bucket_held else 0
         return (
             self.bytes_weights
             + self.bytes_gradients
             + self.bytes_master_weights
             + self.bytes_optimizer
-            + self.bytes_activations
-            + self.bytes_logits
-            + self.bytes_logits_fp32
             + self.bytes_kv_cache
             + self.bytes_state
-            + self.bytes_gathered
+            + bucket
         )
+
+    @property
+    def bytes_total(self) -> int:
+        """The most held at once: training state (or weights and KV cache) plus the larger of
+        what the backward holds (activations, logits, buckets) and what the optimizer step
+        holds (DeepSpeed's gradient partition in fp32)."""
+        return self.bytes_held + max(self.bytes_backward, self.bytes_step_buffer)
 
 
 def memory_report(spec: ModelSpec, setup: MemorySetup) -> MemoryReport:
