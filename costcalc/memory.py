@@ -506,6 +506,10 @@ class MemoryReport:
     elements_prefetch: int = 0
     bytes_prefetch: int = 0
     """DeepSpeed's ZeRO-3: parameters fetched ahead of the running layer, a bound."""
+    weight_dtype: str | None = None
+    gradient_dtype: str | None = None
+    """The dtypes the weights and the gradients are held in, when not the training dtype
+    (FSDP2's fp32 sharded parameters and gradients under mixed precision)."""
     held_weights: int | None = None
     held_gradients: int | None = None
     held_master_weights: int | None = None

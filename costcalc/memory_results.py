@@ -97,10 +97,17 @@ class MemoryResult:
             )
         estimate = self.estimated_activations
         mark = " (ESTIMATE)" if estimate else ""
+        gradient_dtype = r.gradient_dtype or setup.dtype
         rows = [
-            Component("weights", "weights", r.bytes_weights, r.elements_weights, setup.dtype),
             Component(
-                "gradients", "gradients", r.bytes_gradients, r.elements_gradients, setup.dtype
+                "weights",
+                "weights",
+                r.bytes_weights,
+                r.elements_weights,
+                r.weight_dtype or setup.dtype,
+            ),
+            Component(
+                "gradients", "gradients", r.bytes_gradients, r.elements_gradients, gradient_dtype
             ),
         ]
         if r.bytes_master_weights:
@@ -212,13 +219,13 @@ class MemoryResult:
             "parameter_tensors": r.parameter_tensors,
             "weights": {
                 "elements": r.elements_weights,
-                "dtype": setup.dtype,
+                "dtype": r.weight_dtype or setup.dtype,
                 "description": describe_format(setup.dtype),
                 "bytes": r.bytes_weights,
             },
             "gradients": {
                 "elements": r.elements_gradients,
-                "dtype": setup.dtype if setup.train else None,
+                "dtype": (r.gradient_dtype or setup.dtype) if setup.train else None,
                 "bytes": r.bytes_gradients,
             },
             "master_weights": {

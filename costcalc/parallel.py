@@ -6,8 +6,9 @@ Data parallelism (Rajbhandari et al. 2020, ZeRO): stage 1 shards the optimizer s
 also the gradients, stage 3 also the parameters. ``--zero`` is DeepSpeed's ZeRO as its engine
 allocates it (:mod:`costcalc.zero`: the flat buffer and its alignment, the gradients of whole
 touched parameters, per-parameter partitions, the reduce bucket, the step's fp32 gradient
-partition, stage 3's whole small parameters and gathered layer). FSDP shards each rank's states
-ceil(X / N) (a flat buffer padded to a multiple of N): ``full`` (FULL_SHARD) its parameters,
+partition, stage 3's whole small parameters and gathered layer). FSDP is FSDP2 (torch's
+``fully_shard``, :func:`fsdp_report`): each parameter's rows padded to a multiple of N,
+ceil(d0 / N) rows per rank, fp32 shards under mixed precision: ``full`` (FULL_SHARD) its parameters,
 gradients and optimizer state, holding the running layer's 16-bit parameters and gradients
 whole (2 + 2 bytes x the largest module's own parameters); ``grad-op`` (SHARD_GRAD_OP) the
 gradients and optimizer state; ``hybrid`` (HYBRID_SHARD) as ``full`` within a node of G GPUs,
@@ -605,6 +606,19 @@ def zero_partition(tensors: list[Tensor], plan: ParallelPlan) -> int:
     return shard(rest, plan.shard_gpus) + shard(experts, plan.shard_gpus // plan.ep)
 
 
+def fsdp_shard(tensors: list[Tensor], plan: ParallelPlan) -> int:
+    """Elements one rank holds under FSDP2 (``fully_shard``; torch's ``FSDPParam.
+    _init_sharded_param``): each parameter split on dim 0 as ``torch.chunk`` splits it over the
+    S sharding ranks, its shard padded to the first chunk's ceil(d0 / S) rows (the stacked
+    experts' over S / E ranks); rank 0 holds that many of every parameter."""
+    held = 0
+    for t in tensors:
+        ranks = plan.shard_gpus // (plan.ep if t.name.startswith("mlp.experts.") else 1)
+        rows, rest = t.shape[0], elements(t.shape[1:])
+        held += t.copies * -(-rows // ranks) * rest
+    return held
+
+
 def rank_report(
     spec: ModelSpec, report: MemoryReport, plan: ParallelPlan, stage: int
 ) -> MemoryReport:
@@ -627,6 +641,8 @@ def rank_report(
     if plan.stage and plan.fsdp is None:
         shares = zero_shares(zero_groups(spec, plan, stage), plan.stage)
         report = deepspeed_report(report, shares, plan)
+    if plan.fsdp is not None:
+        return fsdp_report(report, tensors, plan, activations, scores, logits)
     part = zero_partition(tensors, plan) if plan.stage else P
     weights, gradients = part if plan.stage == 3 else P, part if plan.stage >= 2 else P
     # ZeRO partitions per-element state (SHARDABLE_OPTIMIZERS): moments // P per parameter
@@ -658,6 +674,57 @@ def rank_report(
         elements_optimizer_steps=steps,
         bytes_optimizer=dtype_bytes(sharded_moments, setup.state_dtype)
         + dtype_bytes(steps, STEP_DTYPE),
+    )
+
+
+def fsdp_report(
+    report: MemoryReport,
+    tensors: list[Tensor],
+    plan: ParallelPlan,
+    activations: int,
+    scores: int,
+    logits: int,
+) -> MemoryReport:
+    """One rank under FSDP2 (torch 2.13 ``fully_shard``, each layer a unit, then the root):
+    the sharded parameters (:func:`fsdp_shard`; under ``grad-op`` whole, as
+    ``reshard_after_forward=False`` keeps them), their gradients (views of each unit's padded
+    reduce-scatter output, sharded) and the optimizer state (``zeros_like`` the rank's chunk;
+    rank 0's is the padded shard), one step per tensor. With mixed precision the sharded
+    parameters are fp32 (``MixedPrecisionPolicy(param_dtype=bf16)`` casts them for the
+    all-gather), so no separate masters exist; the running layer's 16-bit parameters and
+    gradients are gathered whole (the largest module's)."""
+    setup = report.setup
+    shard_ = fsdp_shard(tensors, plan)
+    P = sum(t.elements for t in tensors)
+    dtype = MASTER_DTYPE if setup.mixed_precision else setup.dtype
+    weights = P if plan.fsdp == "grad-op" else shard_
+    weight_dtype = setup.dtype if plan.fsdp == "grad-op" else dtype
+    moments = MOMENTS[setup.optimizer] * shard_
+    steps = step_elements(tensors, setup.optimizer)
+    gathered = 2 * largest_module(tensors) if plan.stage == 3 else 0
+    master = shard_ if setup.mixed_precision and plan.fsdp == "grad-op" else 0
+    return replace(
+        report,
+        params_total=P,
+        parameter_tensors=sum(t.copies for t in tensors),
+        weight_dtype=None if weight_dtype == setup.dtype else weight_dtype,
+        gradient_dtype=None if dtype == setup.dtype else dtype,
+        held_weights=weights,
+        held_gradients=shard_,
+        held_master_weights=master,
+        bytes_weights=dtype_bytes(weights, weight_dtype),
+        bytes_gradients=dtype_bytes(shard_, dtype),
+        bytes_master_weights=dtype_bytes(master, MASTER_DTYPE),
+        elements_optimizer_moments=moments,
+        elements_optimizer_steps=steps,
+        bytes_optimizer=dtype_bytes(moments, dtype) + dtype_bytes(steps, STEP_DTYPE),
+        bytes_activations=activations,
+        bytes_attention_scores=scores,
+        elements_logits=logits,
+        bytes_logits=dtype_bytes(logits, setup.dtype),
+        bytes_logits_fp32=dtype_bytes(logits, LOSS_DTYPE),
+        elements_gathered=gathered,
+        bytes_gathered=dtype_bytes(gathered, setup.dtype),
     )
 
 

@@ -169,7 +169,7 @@ def test_zero_shards_experts_over_their_own_replicas() -> None:
         assert gradients[0] <= report.elements_gradients <= gradients[1]
     fsdp = parallel_plan(16, None, "grad-op", None, 2, ep=4)
     report = memory_result(load_preset("mixtral-8x7b"), setup, plan=fsdp).report
-    assert report.bytes_gradients == 2 * part
+    assert report.bytes_gradients == 4 * part  # FSDP2: fp32 gradients of the fp32 shards
     table = runner.invoke(
         app,
         [

@@ -100,15 +100,22 @@ def test_the_step_and_the_backward_are_not_added() -> None:
     )
 
 
-def test_fsdp_modes_shard_as_the_zero_stages() -> None:
-    P, c = 124_439_808, shard(124_439_808, 8)
+def test_fsdp_modes_shard_as_fully_shard() -> None:
+    """FSDP2 on 8 GPUs: each parameter's rows padded to a multiple of 8 (GPT-2's 50,257-row
+    table to 6,283 per GPU), fp32 shards under mixed precision, no separate masters."""
+    spec = load_preset("gpt2-small").spec
+    c = sum(t.copies * -(-t.shape[0] // 8) * (t.elements // t.copies // t.shape[0])
+            for t in parameter_tensors(spec))  # fmt: skip
+    assert c > shard(124_439_808, 8)
     full, grad_op = per_gpu("gpt2-small", 8, fsdp="full"), per_gpu("gpt2-small", 8, fsdp="grad-op")
-    assert (full.bytes_weights, full.bytes_gradients, full.bytes_gathered) == (
-        2 * c,
-        2 * c,
-        4 * 50257 * 768,
+    assert (full.bytes_weights, full.bytes_gradients, full.bytes_master_weights) == (
+        4 * c,
+        4 * c,
+        0,
     )
-    assert (grad_op.bytes_weights, grad_op.bytes_gradients) == (2 * P, 2 * c)
+    assert full.bytes_gathered == 4 * 50257 * 768 and full.bytes_optimizer == 8 * c + 4 * 148
+    assert (grad_op.bytes_weights, grad_op.bytes_gradients) == (2 * 124_439_808, 4 * c)
+    assert grad_op.bytes_master_weights == 4 * c  # the fp32 shards beside the whole 16-bit params
     assert full.bytes_step_buffer == full.bytes_bucket == 0
     # hybrid: full shard within a node of 4, replicated over the 4 nodes
     hybrid = per_gpu("gpt2-small", 16, fsdp="hybrid", node_gpus=4)

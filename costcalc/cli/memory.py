@@ -479,11 +479,20 @@ def _parallel_note(result: MemoryResult) -> str:
     if plan.fsdp is None:
         return note + _deepspeed_note(result)
     note += (
-        f"Sharded over {plan.shard_gpus} GPUs (ceil(elements / {plan.shard_gpus}) each"
+        f"FSDP2 (torch 2.13 fully_shard, each layer a unit) over {plan.shard_gpus} GPUs: each "
+        f"parameter's rows padded to a multiple of {plan.shard_gpus}, ceil(rows / "
+        f"{plan.shard_gpus}) per GPU (FSDPParam)"
         + ("; the DP x CP ranks, as Megatron's distributed optimizer" if plan.cp > 1 else "")
         + (f"; the experts' over the {experts} GPUs holding the same ones" if plan.ep > 1 else "")
-        + f"): {sharded}; step scalars kept whole; --batch sequences per GPU. Not counted: "
-        "communication buckets."
+        + f": {sharded}"
+        + (
+            "; with mixed precision the shards are fp32 (MixedPrecisionPolicy(param_dtype="
+            f"{result.report.setup.dtype}) casts them for the all-gather), so no separate masters"
+            if result.report.setup.mixed_precision
+            else ""
+        )
+        + "; one step scalar per tensor; --batch sequences per GPU. Not counted: the all-gather "
+        "and reduce-scatter buffers."
     )
     if plan.stage == 3:
         largest = largest_module(rank_tensors(spec, plan, result.stage))
