@@ -139,12 +139,72 @@ def test_mla_keeps_its_latent_in_k() -> None:
 def test_refusals() -> None:
     with pytest.raises(UsageError, match="blocks hold 32"):
         row_bytes("q8_0", 40, "key")
-    with pytest.raises(UsageError, match="unknown llama.cpp cache type 'q3_k'"):
+    with pytest.raises(UsageError, match=r"unknown llama\.cpp cache type 'q3_k'"):
         llamacpp_memory(load_preset("gpt2-small").spec, "gguf:F16", 1024, type_k="q3_k")
     with pytest.raises(UsageError, match="llama_memory_recurrent"):
         llamacpp_memory(load_file(ROOT / "tests/fixtures/hf/tiny-jamba.json").spec, "gguf:F16")
-    with pytest.raises(UsageError, match="llama.cpp loads GGUF files"):
+    with pytest.raises(UsageError, match=r"llama\.cpp loads GGUF files"):
         model_buffer(load_preset("gpt2-small").spec, "nf4")
     # 16-bit weights are the file convert_hf_to_gguf.py writes
     spec = load_preset("gpt2-small").spec
     assert model_buffer(spec, "fp16") == model_buffer(spec, "gguf:F16")
+
+
+def test_memory_engine_llamacpp_cli() -> None:
+    from typer.testing import CliRunner
+
+    from costcalc.cli.app import app
+
+    runner = CliRunner()
+    args = ["memory", "-p", "gemma-2-2b", "--engine", "llamacpp", "--dtype", "gguf:Q4_K_M"]
+    args += ["-T", "8192", "-B", "2", "--cache-type-k", "q8_0"]
+    result = runner.invoke(app, [*args, "-f", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    spec = load_preset("gemma-2-2b").spec
+    memory = llamacpp_memory(spec, "gguf:Q4_K_M", 16384, 2, "q8_0", "f16")
+    engine = data["engine"]
+    assert (engine["context"], engine["sequences"], engine["n_ctx_seq"]) == (16384, 2, 8192)
+    assert [c["cells"] for c in engine["kv_caches"]] == [8192, 4608]
+    assert data["weights"]["bytes"] == engine["model_buffer_bytes"] == memory.model_buffer
+    assert (
+        data["kv_cache"]["bytes"] == memory.kv_bytes and data["kv_cache"]["dtype"] == "q8_0 / f16"
+    )
+    assert data["output_buffer"]["bytes"] == 4 * 256_000 * 2
+    assert data["total"]["bytes"] == memory.model_buffer + memory.kv_bytes + 4 * 256_000 * 2
+    assert data["setup"]["engine"] == "llamacpp" and engine["not_counted"]
+    table = " ".join(runner.invoke(app, args, env={"COLUMNS": "120"}).stdout.split())
+    assert "-c 16,384 -np 2" in table and "SWA 4,608 cells x 2 streams x 13 layers" in table
+    assert "Not counted: the compute buffer" in table
+    plain = json.loads(runner.invoke(app, ["memory", "-p", "gpt2-small", "-f", "json"]).stdout)
+    assert plain["engine"] is None and plain["output_buffer"]["bytes"] == 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--cache-type-k", "q8_0"], "--cache-type-k applies to llama.cpp; add --engine llamacpp"),
+        (["--swa-full"], "--swa-full applies to llama.cpp"),
+        (["--engine", "llamacpp", "--train", "-T", "64"], "drop --train"),
+        (["--engine", "llamacpp", "--explain"], "--explain shows the formula's rows"),
+        (["--engine", "llamacpp", "--tp", "2"], "it serves on one device"),
+        (["--engine", "llama"], "unknown engine 'llama'"),
+        (["--engine", "llamacpp", "--dtype", "nf4"], "llama.cpp loads GGUF files"),
+        (["--engine", "llamacpp", "--kv-dtype", "fp8"], "unknown llama.cpp cache type 'fp8'"),
+    ],
+)
+def test_memory_engine_refusals(extra: list[str], message: str) -> None:
+    from typer.testing import CliRunner
+
+    from costcalc.cli.app import app
+
+    result = CliRunner().invoke(app, ["memory", "-p", "gpt2-small", *extra])
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())
+
+
+def test_engine_names() -> None:
+    from costcalc.engines import check_engine
+
+    assert check_engine("llama.cpp") == check_engine("LlamaCpp") == "llamacpp"
+    assert check_engine(None) == "transformers"

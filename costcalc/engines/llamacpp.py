@@ -20,11 +20,15 @@ not hold (Llama 3's ``rope_freqs``: r / 2 floats).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from costcalc.errors import UsageError, check_choice
 from costcalc.memory import cached_heads, cached_layers
 from costcalc.spec import ModelSpec
 from costcalc.tensors import value_width
+
+if TYPE_CHECKING:
+    from costcalc.memory import MemoryReport, MemorySetup
 
 VERSION = "llama.cpp 0c1e570 (2026-10-01), as vendored by llama-cpp-python 0.3.36"
 CONTEXT_PAD = 256
@@ -52,6 +56,14 @@ DTYPE_FILES = {"fp16": "gguf:F16", "bf16": "gguf:BF16"}
 """The GGUF file ``convert_hf_to_gguf.py --outtype f16 / bf16`` writes for 16-bit weights."""
 LOGIT_BYTES = 4
 """``llama_context::output_reserve``: float logits."""
+NOT_COUNTED: tuple[str, ...] = (
+    "the compute buffer (sched_reserve's worst-case graph: set by the backend's kernels and "
+    "allocator, not by a formula over the model)",
+    "CPU_REPACK buffers a CPU backend makes for some quantized types",
+    "a GPU backend's padding of the tensors it holds (its get_alloc_size)",
+    "tensors a converter adds beyond the checkpoint's (Llama 3's rope_freqs)",
+)
+"""What llama.cpp allocates beside the counted buffers, in words."""
 
 
 def pad(n: int, multiple: int) -> int:
@@ -62,7 +74,9 @@ def pad(n: int, multiple: int) -> int:
 def check_cache_type(name: str) -> str:
     """A llama.cpp cache type (``f16``, ``q8_0``, ...; costcalc's fp16, bf16, fp32 are read as
     f16, bf16, f32), or a UsageError listing them."""
-    return check_choice(DTYPE_CACHE_TYPES.get(name, name), tuple(CACHE_TYPES), "llama.cpp cache type")
+    return check_choice(
+        DTYPE_CACHE_TYPES.get(name, name), tuple(CACHE_TYPES), "llama.cpp cache type"
+    )
 
 
 def context_cells(context: int, sequences: int, unified: bool = False) -> tuple[int, int]:
@@ -296,3 +310,76 @@ def llamacpp_memory(
         caches=caches,
         output_buffer=output_buffer(spec, sequences),
     )
+
+
+def llamacpp_report(spec: ModelSpec, setup: MemorySetup, length: int) -> MemoryReport:
+    """The inference memory of ``setup`` as llama.cpp allocates it for B sequences of T tokens
+    (``-c B x T -np B``): the model buffer as the weights, its KV caches (cells x layers x row
+    bytes of the cache types: ``--cache-type-k`` / ``-v``, else the --kv-dtype given, else
+    f16) and the output buffer."""
+    from costcalc.memory import MemoryReport
+    from costcalc.params import total_params
+    from costcalc.tensors import tensor_count
+
+    engine = setup.engine
+    default = DTYPE_CACHE_TYPES.get(setup.kv_dtype or "fp16", setup.kv_dtype or "f16")
+    memory = llamacpp_memory(
+        spec,
+        setup.dtype,
+        length * setup.batch,
+        setup.batch,
+        engine.cache_type_k or default,
+        engine.cache_type_v or default,
+        engine.swa_full,
+    )
+    return MemoryReport(
+        setup=setup,
+        length=length,
+        kv_dtype=memory.cache_label,
+        params_total=total_params(spec),
+        parameter_tensors=tensor_count(spec),
+        bytes_weights=memory.model_buffer,
+        bytes_gradients=0,
+        bytes_master_weights=0,
+        elements_optimizer_moments=0,
+        elements_optimizer_steps=0,
+        bytes_optimizer=0,
+        bytes_activations=0,
+        bytes_attention_scores=0,
+        elements_logits=0,
+        bytes_logits=0,
+        bytes_logits_fp32=0,
+        kv_cache_tokens=memory.n_ctx_seq,
+        elements_kv_cache=memory.kv_elements,
+        bytes_kv_cache=memory.kv_bytes,
+        elements_state=0,
+        bytes_state=0,
+        bytes_output=memory.output_buffer,
+        engine=memory,
+    )
+
+
+def notes(memory: LlamaCppMemory) -> list[str]:
+    """How llama.cpp's figures were counted, and what they leave out, in words."""
+    caches = "; ".join(
+        f"{c.kind + ' ' if c.kind != 'KV' else ''}{c.cells:,} cells x {c.streams} stream"
+        f"{'s' if c.streams > 1 else ''} x {c.layers} layers"
+        for c in memory.caches
+    )
+    swa = ""
+    if any(c.kind == "SWA" for c in memory.caches):
+        full = " (--swa-full: as many as the full cache)" if memory.swa_full else ""
+        swa = (
+            " The sliding-window layers' cache holds min(cells, window + n_ubatch 512) cells, "
+            f"padded to 256{full}."
+        )
+    return [
+        f"{VERSION}, run as -c {memory.context:,} -np {memory.sequences}: n_ctx {memory.n_ctx:,} "
+        f"cells (padded to a multiple of 256), {memory.n_ctx_seq:,} per sequence. KV cache: "
+        f"{caches}; each cell of a layer holds K heads x key width of {memory.type_k} and K "
+        f"heads x value width of {memory.type_v} (block-quantized types: width / 32 blocks)." + swa,
+        "Model buffer: the GGUF file's tensor data as llama.cpp maps it, each tensor 32-byte "
+        "aligned (as costcalc types a file of --dtype's type). Output buffer: float logits of "
+        "the vocabulary per sequence.",
+        "Not counted: " + "; ".join(NOT_COUNTED) + ".",
+    ]

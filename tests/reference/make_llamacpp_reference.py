@@ -73,20 +73,25 @@ def checkpoint_names(c: dict) -> list[tuple[str, str, tuple[int, ...], bool]]:
             ]
         if kind.startswith("gemma"):
             out += [
-                (hf + "post_attention_layernorm.weight", g + "post_attention_norm.weight", (D,), True),
+                (
+                    hf + "post_attention_layernorm.weight",
+                    g + "post_attention_norm.weight",
+                    (D,),
+                    True,
+                ),
                 (hf + "pre_feedforward_layernorm.weight", g + "ffn_norm.weight", (D,), True),
                 (hf + "post_feedforward_layernorm.weight", g + "post_ffw_norm.weight", (D,), True),
             ]
         else:
             out.append((hf + "post_attention_layernorm.weight", g + "ffn_norm.weight", (D,), True))
         if kind == "qwen3_moe":
-            X, F = c["num_experts"], c["moe_intermediate_size"]
+            X, F, e = c["num_experts"], c["moe_intermediate_size"], hf + "mlp.experts.0."
             out += [
                 (hf + "mlp.gate.weight", g + "ffn_gate_inp.weight", (X, D), True),
-                (hf + "mlp.experts.0.down_proj.weight", g + "ffn_down_exps.weight", (X, D, F), False),
-                (hf + "mlp.experts.0.gate_proj.weight", g + "ffn_gate_exps.weight", (X, F, D), False),
-                (hf + "mlp.experts.0.up_proj.weight", g + "ffn_up_exps.weight", (X, F, D), False),
-            ]  # fmt: skip
+                (e + "down_proj.weight", g + "ffn_down_exps.weight", (X, D, F), False),
+                (e + "gate_proj.weight", g + "ffn_gate_exps.weight", (X, F, D), False),
+                (e + "up_proj.weight", g + "ffn_up_exps.weight", (X, F, D), False),
+            ]
         else:
             F = c["intermediate_size"]
             out += [
@@ -221,8 +226,9 @@ def parse(log: str) -> dict:
         for m in KV.finditer(log)
     ]
     iswa = re.findall(r"creating +(non-SWA|SWA) KV cache, size = (\d+) cells", log)
+    buffers = r"load_tensors: +(\S+) model buffer size = +([\d.]+) MiB"
     return {
-        "model_buffer_mib": re.findall(r"load_tensors: +(\S+) model buffer size = +([\d.]+) MiB", log),
+        "model_buffer_mib": re.findall(buffers, log),
         "n_ctx": int(one(r"llama_context: n_ctx += (\d+)") or 0) or None,
         "n_ctx_seq": int(one(r"llama_context: n_ctx_seq += (\d+)") or 0) or None,
         "n_ubatch": int(one(r"llama_context: n_ubatch += (\d+)") or 0) or None,
@@ -254,7 +260,9 @@ def contexts(config: dict) -> list[dict]:
                     {"n_ctx": n_ctx, "n_seq_max": 1, "type_k": cache, "type_v": cache,
                      "swa_full": swa_full}
                 )  # fmt: skip
-    out.append({"n_ctx": 5000, "n_seq_max": 3, "type_k": "q8_0", "type_v": "f16", "swa_full": False})
+    out.append(
+        {"n_ctx": 5000, "n_seq_max": 3, "type_k": "q8_0", "type_v": "f16", "swa_full": False}
+    )
     return out
 
 
@@ -281,7 +289,11 @@ def main() -> None:
                     continue
                 print(f"{name} {args}", file=sys.stderr, flush=True)
                 runs.append({"args": args, **run({"path": str(f16), **args})})
-            models[name] = {"fixture": str(fixture.relative_to(ROOT)), "files": files, "contexts": runs}
+            models[name] = {
+                "fixture": str(fixture.relative_to(ROOT)),
+                "files": files,
+                "contexts": runs,
+            }
     data = {
         "generator": "tests/reference/make_llamacpp_reference.py",
         "date": datetime.date.today().isoformat(),
