@@ -18,12 +18,12 @@ from costcalc.plan import (
     decode_batches,
     decode_step,
     kaplan_flops,
-    parse_flops,
     parse_fraction,
     roofline,
     training_flops,
 )
 from costcalc.spec import ModelSpec
+from costcalc.units import parse_count
 from tests.conftest import ROOT
 
 GPT2 = load_preset("gpt2-small").spec
@@ -48,7 +48,7 @@ def test_wall_time_and_gpu_hours_by_hand() -> None:
 
 def test_chinchilla_table() -> None:
     # Hoffmann et al. 2022, Table 3: 70B parameters, 1.4T tokens at 5.76e23 FLOPs
-    n, d = compute_optimal(parse_flops("5.76e23"))
+    n, d = compute_optimal(parse_count("5.76e23"))
     assert abs(n - 70 * 10**9) / (70 * 10**9) < 0.015
     assert d == 20 * n
     assert 6 * n * d <= 576 * 10**21 < 6 * (n + 1) * 20 * (n + 1)
@@ -126,7 +126,11 @@ def test_recurrent_state_counts_per_sequence() -> None:
     assert cache_fit(spec, gpu, Fraction(1), "bf16", "bf16", 500, 100).largest_context == 0
     step = decode_step(spec, gpu, "bf16", "bf16", 2, 100)
     assert step.step_flops is None and step.bound == "memory"  # recurrent decoding: bytes only
-    assert step.step_bytes == 2 * 734_672 + 2 * 44_032
+    # its MoE layers route each token to 2 of 4 experts (786,432 bytes of them): at B = 2 a
+    # quarter of them, (1 - 2 / 4)^2, is expected to be left unread
+    (read,) = step.experts
+    assert (read.experts, read.routed, read.bytes) == (4, 2, 786_432)
+    assert step.step_bytes == 2 * 734_672 - 786_432 // 4 + 2 * 44_032
 
 
 def test_weights_that_do_not_fit_leave_nothing() -> None:
