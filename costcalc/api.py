@@ -134,6 +134,7 @@ def count_memory(
     from costcalc.memory import memory_setup
     from costcalc.memory_results import memory_result
     from costcalc.parallel import optional_plan
+    from costcalc.units import parse_bytes
 
     setup = memory_setup(
         dtype=dtype,
@@ -146,8 +147,8 @@ def count_memory(
         recompute=recompute,
         attention=attention,
     )
-    if isinstance(fits, int) and gpu is not None:
+    if fits is not None and gpu is not None:
         raise UsageError("give the device memory once: fits= or gpu=, not both")
-    capacity = fits if isinstance(fits, int) else device_capacity(fits, gpu)
+    capacity = device_capacity(parse_bytes(fits) if isinstance(fits, str) else fits, gpu)
     plan = optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
     return memory_result(load(model), setup, capacity, plan)

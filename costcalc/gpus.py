@@ -119,13 +119,11 @@ def find_gpu(name: str) -> Gpu:
     )
 
 
-def device_capacity(fits: str | None, gpu: str | None) -> int | None:
+def device_capacity(fits: int | None, gpu: str | None) -> int | None:
     """Device memory in bytes from ``--fits SIZE`` or ``--gpu NAME`` (its datasheet memory);
     None when neither is given; both at once is an error."""
-    from costcalc.units import parse_bytes
-
     if fits is not None and gpu is not None:
         raise UsageError("give the device memory once: --fits SIZE or --gpu NAME, not both")
     if gpu is not None:
         return find_gpu(gpu).memory_bytes
-    return parse_bytes(fits) if fits is not None else None
+    return fits

@@ -57,10 +57,10 @@ def test_missing_figures_are_errors_not_guesses() -> None:
 
 def test_device_capacity() -> None:
     assert device_capacity(None, "l4") == 24 * 10**9
-    assert device_capacity("24GiB", None) == 24 * 2**30
+    assert device_capacity(24 * 2**30, None) == 24 * 2**30
     assert device_capacity(None, None) is None
     with pytest.raises(UsageError, match="not both"):
-        device_capacity("24GiB", "l4")
+        device_capacity(24 * 2**30, "l4")
     with pytest.raises(UsageError, match="did you mean 'h100-sxm'"):
         find_gpu("h100-sxmm")
 

@@ -15,7 +15,9 @@ from costcalc.cli.common import (
     FormatOption,
     SwaFullOption,
     UnitsOption,
+    count_option,
     emit,
+    size_option,
     user_errors,
 )
 from costcalc.cli.models import ModelSelection, takes_models
@@ -72,10 +74,10 @@ def memory(
             "(default: on for bf16/fp16 training).",
         ),
     ] = None,
-    batch: Annotated[int, typer.Option("--batch", "-B", help="Sequences B.")] = 1,
+    batch: Annotated[int, count_option("--batch", "-B", help="Sequences B.")] = 1,
     length: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--length",
             "-T",
             help="Tokens T per sequence (inference default: the context; training needs it).",
@@ -103,8 +105,8 @@ def memory(
     ] = None,
     explain: ExplainOption = False,
     fits: Annotated[
-        str | None,
-        typer.Option(
+        int | None,
+        size_option(
             "--fits",
             "--gpu-memory",
             help="Device memory, like 24GiB or 80GB: does it fit? Exit 1 when it does not.",
@@ -116,7 +118,7 @@ def memory(
     ] = None,
     gpus: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--gpus",
             metavar="N",
             help="Training on N GPUs in all (DP x TP x PP), each running --batch sequences "
@@ -145,7 +147,7 @@ def memory(
     ] = None,
     node_gpus: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--node-gpus",
             metavar="G",
             help="GPUs per node: the shard group of --fsdp hybrid.",
@@ -154,7 +156,7 @@ def memory(
     ] = None,
     tp: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--tp",
             metavar="T",
             help="Tensor parallel over T GPUs, Megatron-LM's layout (vocab padded to 128 x T).",
@@ -163,7 +165,7 @@ def memory(
     ] = None,
     pp: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--pp",
             metavar="P",
             help="Pipeline parallel over P stages of L / P layers, 1F1B; the largest stage "
@@ -181,7 +183,7 @@ def memory(
     ] = False,
     micro_batches: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--micro-batches",
             metavar="M",
             help="Micro-batches per step under --pp (default P); stage s holds min(M, P - s).",
@@ -190,7 +192,7 @@ def memory(
     ] = None,
     ep: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--ep",
             metavar="E",
             help="Expert parallel over E of the data-parallel ranks: X / E experts of each MoE "
@@ -200,7 +202,7 @@ def memory(
     ] = None,
     cp: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--cp",
             metavar="C",
             help="Context parallel over C GPUs, Megatron-Core's: T / C tokens of each sequence "
