@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.cli.memory import RESERVE_HELP
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
 
@@ -57,6 +58,10 @@ def plan(
             "gpu_memory_utilization), like 0.9 or 90%.",
         ),
     ] = "0.9",
+    reserve: Annotated[
+        str | None,
+        typer.Option("--reserve", metavar="SIZE", help=RESERVE_HELP),
+    ] = None,
     tp: Annotated[
         int,
         typer.Option(
@@ -74,7 +79,7 @@ def plan(
     batch and context whose cache fits beside the weights, and decode tokens/s by batch."""
     from costcalc.compute import check_count
     from costcalc.errors import UsageError
-    from costcalc.gpus import find_gpu
+    from costcalc.gpus import find_gpu, parse_reserve
     from costcalc.plan import MAX_COUNT, parse_flops, parse_fraction
     from costcalc.units import check_dtype, parse_count
 
@@ -87,6 +92,7 @@ def plan(
                 check_count(name, value, MAX_COUNT)
         share = parse_fraction(mfu, "MFU")
         memory_share = parse_fraction(utilisation, "memory utilisation")
+        kept = parse_reserve(reserve)
         count = parse_count(tokens) if tokens is not None else None
         flops_budget = parse_flops(budget) if budget is not None else None
         if count is None and flops_budget is None and prompt is None:
@@ -107,6 +113,7 @@ def plan(
                 batch,
                 memory_share,
                 tp,
+                kept,
             )
             for m in models.load()
         ]
@@ -133,6 +140,7 @@ def _plan(
     batch: int,
     utilisation: Fraction,
     tp: int,
+    reserve: int | None,
 ) -> tuple[dict[str, Any], list[Grid]]:
     from costcalc.compute import check_positions
     from costcalc.plan import KAPLAN_RULE, TrainingTime, kaplan_flops, training_flops
@@ -176,7 +184,7 @@ def _plan(
         grids.append(Grid(title, ["", "value"], rows, notes))
     if prompt is not None:
         inference, inference_grids = _inference(
-            model, gpu, dtype, prompt, generate, batch, utilisation, tp
+            model, gpu, dtype, prompt, generate, batch, utilisation, tp, reserve
         )
         data["inference"] = inference
         grids += inference_grids
@@ -192,6 +200,7 @@ def _inference(
     batch: int,
     utilisation: Fraction,
     tp: int,
+    reserve: int | None,
 ) -> tuple[dict[str, Any], list[Grid]]:
     """The roofline at --batch, what fits at the memory utilisation, and decode by batch."""
     from costcalc.compute import check_positions
@@ -203,7 +212,7 @@ def _inference(
     check_positions(spec, "length", context, context)
     kv_dtype = dtype if dtype in ("fp32", "bf16", "fp16") else "bf16"
     r = roofline(spec, gpu, dtype, kv_dtype, batch, prompt, context, tp)
-    fit = cache_fit(spec, gpu, utilisation, dtype, kv_dtype, batch, context, tp)
+    fit = cache_fit(spec, gpu, utilisation, dtype, kv_dtype, batch, context, tp, reserve)
     top = batch if fit.largest_batch is None else fit.largest_batch
     steps = [decode_step(spec, gpu, dtype, kv_dtype, b, context, tp) for b in decode_batches(top)]
     data = {
@@ -220,6 +229,8 @@ def _inference(
         "decode_tokens_per_second": float(r.decode.tokens_per_second),
         "fit": {
             "memory_utilisation": ratio_dict(utilisation),
+            "memory_bytes": gpu.memory_bytes,
+            "reserve_bytes": fit.reserve,
             "budget_bytes": fit.budget,
             "weight_bytes": fit.weights,
             "cache_bytes_free": fit.free,
@@ -286,18 +297,22 @@ def _fit_grid(name: str, gpu: Gpu, fit: CacheFit, utilisation: Fraction, tp: int
 
     largest_batch = "no bound" if fit.largest_batch is None else f"{fit.largest_batch:,}"
     rows = [
-        ["memory budget (utilisation x memory)", f"{fit.budget:,}"],
+        [f"memory {gpu.key} reports", f"{gpu.memory_bytes:,}"],
+        ["reserve (driver, CUDA context)", f"{fit.reserve:,}"],
+        ["memory budget (utilisation x the rest)", f"{fit.budget:,}"],
         ["weights", f"{fit.weights:,}"],
         ["left for the cache", f"{fit.free:,}"],
         [f"largest batch at {fit.context:,} tokens", largest_batch],
         [f"largest context at batch {fit.batch:,}", f"{fit.largest_context:,}"],
     ]
+    told = f"as {gpu.reported_by} reports it" if gpu.reported_by else "its datasheet's"
     notes = [
         "The cache (KV cache at the tokens each block keeps, and recurrent state) fits beside "
-        f"the weights in {format_percent(utilisation)} of {gpu.key}'s {gpu.memory_bytes:,} "
-        f"bytes; the context is at most the model's {fit.positions:,} positions. Not counted: "
-        "activations of the forward, CUDA graphs and the allocator's reserve, which vLLM also "
-        "takes from it."
+        f"the weights in {format_percent(utilisation)} of what {gpu.key}'s "
+        f"{gpu.memory_bytes:,} bytes ({told}) leave once {fit.reserve:,} are set aside for the "
+        "driver and the CUDA context (--reserve SIZE); the context is at most the model's "
+        f"{fit.positions:,} positions. Not counted: activations of the forward and CUDA graphs, "
+        "which vLLM also takes from it."
     ]
     if fit.free < 0:
         notes.append("The weights alone do not fit: nothing is left for the cache.")
