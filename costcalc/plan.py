@@ -41,8 +41,10 @@ from costcalc.macs import (
 )
 from costcalc.memory import kv_cache_bytes, state_bytes, weight_bytes
 from costcalc.params import total_params
+from costcalc.routing import ExpertRead, expert_reads
 from costcalc.spec import ModelSpec
-from costcalc.units import MAX_DIGITS, dtype_bytes
+from costcalc.tensors import Shape, Tensor, parameter_tensors
+from costcalc.units import DTYPES, MAX_DIGITS, dtype_bytes
 
 KAPLAN_RULE = "6 x parameters x tokens (Kaplan et al. 2020, rule of thumb)"
 CHINCHILLA_TOKENS_PER_PARAM = 20
@@ -132,16 +134,86 @@ def compute_optimal(budget: int) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
+class Compute:
+    """The dtype a format's kernels compute in on a GPU, its dense peak, and why, in words."""
+
+    dtype: str
+    peak: int
+    kernels: str
+
+
+SIXTEEN_BIT_KERNELS: dict[str, str] = {
+    "gptq-int4": "fp16",
+    "gptq-int8": "fp16",
+    "awq-int4": "fp16",
+    "gguf": "fp16",
+}
+"""Weight-only formats whose kernels take fp16 activations (GPTQ's and AWQ's CUDA kernels,
+llama.cpp's dequantize-then-GEMM path); the others (bitsandbytes NF4/FP4, raw int4, fp8 on a GPU
+without an fp8 peak) take bf16, or fp16 where the GPU has no bf16 peak."""
+
+
+def compute(dtype: str, gpu: Gpu) -> Compute:
+    """What the kernels of weight dtype or format ``dtype`` compute in on ``gpu``: fp32, bf16,
+    fp16 as themselves; fp8 (raw or with scales) W8A8 at the fp8 peak where the GPU has one,
+    else dequantized to 16 bits (W8A16, as vLLM's FP8 Marlin kernel runs on GPUs without fp8
+    tensor cores); int8 and LLM.int8 W8A8 at the int8 peak (bitsandbytes' int8 matmul);
+    every other format weight-only: dequantized to 16 bits, activations in 16 bits (W4A16,
+    W8A16). A peak the catalogue does not give is a UsageError naming it and why."""
+    from costcalc.quant import parse_format
+
+    fmt = parse_format(dtype)
+    fp8 = fmt.name in ("fp8", "fp8-tensor", "fp8-channel", "fp8-block")
+    stored = f"weights stored as {fmt.description}"
+    if fmt.name in ("fp32", "bf16", "fp16"):
+        chosen, kernels = fmt.name, f"{fmt.name} weights and activations"
+    elif fmt.name in ("int8", "llm-int8"):
+        chosen, kernels = "int8", f"W8A8: {stored}, activations in int8"
+    elif fp8 and "fp8" in gpu.peak_flops:
+        chosen, kernels = "fp8", f"W8A8: {stored}, activations in fp8"
+    else:
+        chosen = SIXTEEN_BIT_KERNELS.get(fmt.name, "bf16")
+        if chosen not in gpu.peak_flops and {"bf16", "fp16"} & gpu.peak_flops.keys():
+            chosen = "fp16" if chosen == "bf16" else "bf16"
+        bits = 8 if fp8 or fmt.name == "gptq-int8" else 4
+        words = "weight-only" if fmt.name == "gguf" else f"W{bits}A16"
+        why = f" ({gpu.key} has no fp8 peak)" if fp8 else ""
+        kernels = f"{words}: {stored}, dequantized to {chosen} for the matmuls{why}"
+    if chosen not in gpu.peak_flops:
+        given = ", ".join(gpu.peak_flops) or "none"
+        raise UsageError(
+            f"{kernels}: the step computes at {gpu.key}'s {chosen} peak, which the catalogue "
+            f"does not give ({gpu.source}); peaks given: {given}"
+        )
+    return Compute(chosen, gpu.peak_flops[chosen], kernels)
+
+
+@dataclass(frozen=True)
 class DecodeStep:
-    """One decode step of ``batch`` sequences, an ESTIMATE: it reads ``step_bytes`` (weights and
-    cache) at the memory bandwidth and does ``step_flops`` at the dense peak (None where the
-    decoding FLOPs are not modelled: recurrent mixers); the slower of the two bounds it."""
+    """One decode step of ``batch`` sequences, an ESTIMATE: it reads ``weight_bytes`` of the
+    ``held_bytes`` weights (the experts its tokens are expected to run, :mod:`costcalc.routing`)
+    and ``cache_bytes`` at the memory bandwidth, and does ``step_flops`` at the dense peak (None
+    where the decoding FLOPs are not modelled: recurrent mixers); the slower of the two bounds
+    it."""
 
     batch: int
-    step_bytes: int
+    weight_bytes: int
+    held_bytes: int
+    cache_bytes: int
     bandwidth: int
     step_flops: int | None
     peak: int
+    experts: tuple[ExpertRead, ...] = ()
+
+    @property
+    def step_bytes(self) -> int:
+        """Bytes read per step: the weights read and the cache."""
+        return self.weight_bytes + self.cache_bytes
+
+    @property
+    def all_experts_bytes(self) -> int:
+        """The bound: every weight and the cache read."""
+        return self.held_bytes + self.cache_bytes
 
     @property
     def memory_seconds(self) -> Fraction:
@@ -175,32 +247,64 @@ class DecodeStep:
         return self.batch / self.seconds
 
 
-def gpu_weight_bytes(spec: ModelSpec, dtype: str, tp: int = 1) -> int:
-    """The weights one of T tensor-parallel GPUs holds: all of them at T = 1, else its shard
-    (an error when the heads do not divide over T)."""
-    if tp == 1:
-        return weight_bytes(spec, dtype)
+def _tp_tensors(spec: ModelSpec, tp: int) -> list[Tensor]:
+    """The tensors one of T tensor-parallel GPUs holds (an error when the heads do not divide
+    over T)."""
     from costcalc.parallel import parallel_plan, rank_tensors
 
-    tensors = rank_tensors(spec, parallel_plan(None, None, None, None, tp), 0)
-    return dtype_bytes(sum(t.elements for t in tensors), dtype)
+    return rank_tensors(spec, parallel_plan(None, None, None, None, tp), 0)
+
+
+def _check_tp_format(dtype: str, tp: int) -> None:
+    if tp > 1 and dtype not in DTYPES:
+        raise UsageError(
+            f"--tp shards raw dtypes only: a tensor-parallel shard of {dtype} weights (its "
+            "scales split with them) is not modelled; give --dtype bf16, fp16, fp8, int8 or int4"
+        )
+
+
+def gpu_weight_bytes(spec: ModelSpec, dtype: str, tp: int = 1) -> int:
+    """The weights one of T tensor-parallel GPUs holds: all of them at T = 1 (in any format),
+    else its shard of a raw dtype."""
+    _check_tp_format(dtype, tp)
+    if tp == 1:
+        return weight_bytes(spec, dtype)
+    return dtype_bytes(sum(t.elements for t in _tp_tensors(spec, tp)), dtype)
+
+
+def weight_rows(spec: ModelSpec, dtype: str, tp: int = 1) -> list[tuple[str, Shape, int]]:
+    """(name, shape, bytes of all copies) of every tensor one of T GPUs holds: in a raw dtype
+    elements x bits / 8 each, rounded up; in a format as :func:`costcalc.quant.format_bytes`
+    stores it."""
+    _check_tp_format(dtype, tp)
+    if dtype in DTYPES:
+        tensors = parameter_tensors(spec) if tp == 1 else _tp_tensors(spec, tp)
+        return [(t.name, t.shape, dtype_bytes(t.elements, dtype)) for t in tensors]
+    from costcalc.quant import format_bytes, parse_format
+
+    return [(t.name, t.shape, t.bytes) for t in format_bytes(spec, parse_format(dtype)).tensors]
 
 
 def decode_step(
     spec: ModelSpec, gpu: Gpu, dtype: str, kv_dtype: str, batch: int, context: int, tp: int = 1
 ) -> DecodeStep:
     """The step that decodes the token at position ``context`` - 1 of B sequences on one of T
-    GPUs: it reads the GPU's weights and cache at ``context`` tokens and does 2 x its decoding
-    MACs / T."""
+    GPUs: it reads the GPU's weights but the experts no token is expected to run
+    (:func:`costcalc.routing.expert_reads`) and its cache at ``context`` tokens, and does 2 x
+    its decoding MACs / T at the peak its kernels compute at (:func:`compute`)."""
     recurrent = any(stack.recurrent for stack in spec.stacks)
     macs = None if recurrent else decode_token_macs(spec, context - 1, batch)
+    held = gpu_weight_bytes(spec, dtype, tp)
+    unread, experts = expert_reads(spec, weight_rows(spec, dtype, tp), batch)
     return DecodeStep(
         batch=batch,
-        step_bytes=gpu_weight_bytes(spec, dtype, tp)
-        + cache_bytes(spec, batch, context, kv_dtype, tp),
+        weight_bytes=held - unread,
+        held_bytes=held,
+        cache_bytes=cache_bytes(spec, batch, context, kv_dtype, tp),
         bandwidth=gpu.memory_bandwidth(),
         step_flops=None if macs is None else -(-flops(macs) // tp),
-        peak=gpu.peak(dtype),
+        peak=compute(dtype, gpu).peak,
+        experts=experts,
     )
 
 
@@ -240,7 +344,7 @@ def roofline(
     decode = decode_step(spec, gpu, dtype, kv_dtype, batch, context, tp)
     return Roofline(
         prefill_flops=-(-flops(forward_macs(spec, batch, prompt)) // tp),
-        peak=gpu.peak(dtype),
+        peak=compute(dtype, gpu).peak,
         decode=decode,
     )
 

@@ -76,7 +76,8 @@ USAGE = [
         for budget in ("0", "-1", "nan", "inf", "1e-30", "1e100", HUGE)
     ),
     ([*PLAN, "--tokens", "1T", "--gpu", ""], "unknown GPU ''"),
-    ([*PLAN, "--tokens", "1T", "--dtype", "nf4"], "unknown dtype 'nf4'"),
+    ([*PLAN, "--tokens", "1T", "--dtype", "nf4"], "nf4 is a stored weight format"),
+    ([*PLAN, "--prompt", "8", "--dtype", "nf5"], "unknown dtype or format 'nf5'"),
     ([*PLAN], "nothing to plan"),
     # --hf ids and revisions
     (["params", "--hf", ""], "--hf expects a model id like ORG/NAME"),

@@ -137,7 +137,11 @@ def test_recurrent_state_counts_per_sequence() -> None:
         cache_fit(spec, gpu, Fraction(1), "bf16", "bf16", 500, 100)  # the default 1 GiB
     step = decode_step(spec, gpu, "bf16", "bf16", 2, 100)
     assert step.step_flops is None and step.bound == "memory"  # recurrent decoding: bytes only
-    assert step.step_bytes == 2 * 734_672 + 2 * 44_032
+    # its MoE layers route each token to 2 of 4 experts (786,432 bytes of them): at B = 2 a
+    # quarter of them, (1 - 2 / 4)^2, is expected to be left unread
+    (read,) = step.experts
+    assert (read.experts, read.routed, read.bytes) == (4, 2, 786_432)
+    assert step.step_bytes == 2 * 734_672 - 786_432 // 4 + 2 * 44_032
 
 
 def test_weights_that_do_not_fit_leave_nothing() -> None:

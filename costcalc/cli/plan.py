@@ -3,6 +3,7 @@ sizing, and inference rooflines."""
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -13,11 +14,15 @@ from costcalc.cli.memory import RESERVE_HELP
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
 
+TRAINING_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8")
+"""The dtypes a training run's peak is taken for."""
+
 if TYPE_CHECKING:
     from costcalc.gpus import Gpu
     from costcalc.loaders import LoadedModel
     from costcalc.plan import CacheFit, DecodeStep
     from costcalc.render import Grid
+    from costcalc.routing import ExpertRead
 
 
 @takes_models
@@ -36,7 +41,13 @@ def plan(
         str, typer.Option("--mfu", help="Model FLOPs utilisation assumed, like 0.4 or 40%.")
     ] = "0.4",
     dtype: Annotated[
-        str, typer.Option("--dtype", help="Compute and weight dtype: its peak is used.")
+        str,
+        typer.Option(
+            "--dtype",
+            help="Weights: fp32, bf16, fp16, fp8, int8, int4 or a quantized format (nf4, "
+            "gptq-int4, awq-int4, fp8-block, gguf:Q4_K_M, ...; docs/quantization.md); the "
+            "peak is that of the dtype its kernels compute in.",
+        ),
     ] = "bf16",
     budget: Annotated[
         str | None,
@@ -81,11 +92,11 @@ def plan(
     from costcalc.errors import UsageError
     from costcalc.gpus import find_gpu, parse_reserve
     from costcalc.plan import MAX_COUNT, parse_flops, parse_fraction
-    from costcalc.units import check_dtype, parse_count
+    from costcalc.units import DTYPES, check_weight_dtype, parse_count
 
     with user_errors():
         device = find_gpu(gpu)
-        check_dtype(dtype)
+        dtype = check_weight_dtype(dtype)
         counts = {"gpus": gpus, "length": length, "batch": batch, "generate": generate, "tp": tp}
         for name, value in {**counts, "prompt": prompt}.items():
             if value is not None:
@@ -99,6 +110,12 @@ def plan(
             raise UsageError("nothing to plan: give --tokens, --budget or --prompt")
         if tp > 1 and prompt is None:
             raise UsageError("--tp shards the inference rooflines: add --prompt")
+        if count is not None and dtype not in TRAINING_DTYPES:
+            kind = "a storage dtype" if dtype in DTYPES else "a stored weight format"
+            raise UsageError(
+                f"--tokens: training computes at the peak of {', '.join(TRAINING_DTYPES)}, and "
+                f"{dtype} is {kind} (its decoding: --prompt)"
+            )
         results = [
             _plan(
                 m,
@@ -204,13 +221,15 @@ def _inference(
 ) -> tuple[dict[str, Any], list[Grid]]:
     """The roofline at --batch, what fits at the memory utilisation, and decode by batch."""
     from costcalc.compute import check_positions
-    from costcalc.plan import cache_fit, decode_batches, decode_step, roofline
+    from costcalc.plan import cache_fit, compute, decode_batches, decode_step, roofline
+    from costcalc.quant import describe_format
     from costcalc.render import Grid, ratio_dict
 
     spec = model.spec
     context = prompt + generate
     check_positions(spec, "length", context, context)
     kv_dtype = dtype if dtype in ("fp32", "bf16", "fp16") else "bf16"
+    kernels = compute(dtype, gpu)
     r = roofline(spec, gpu, dtype, kv_dtype, batch, prompt, context, tp)
     fit = cache_fit(spec, gpu, utilisation, dtype, kv_dtype, batch, context, tp, reserve)
     top = batch if fit.largest_batch is None else fit.largest_batch
@@ -221,12 +240,21 @@ def _inference(
         "batch": batch,
         "prompt": prompt,
         "context": context,
+        "weights": {
+            "dtype": dtype,
+            "description": describe_format(dtype),
+            "compute_dtype": kernels.dtype,
+            "peak_flops_per_gpu": kernels.peak,
+            "kernels": kernels.kernels,
+        },
         "prefill_flops": r.prefill_flops,
         "prefill_seconds": float(r.prefill_seconds),
         "decode_step_bytes": r.decode.step_bytes,
+        "decode_all_experts_step_bytes": r.decode.all_experts_bytes,
         "decode_bound": r.decode.bound,
         "decode_tokens_per_second_per_sequence": float(r.decode.tokens_per_second_per_sequence),
         "decode_tokens_per_second": float(r.decode.tokens_per_second),
+        "experts_read": [_experts_dict(e) for e in r.decode.experts],
         "fit": {
             "memory_utilisation": ratio_dict(utilisation),
             "memory_bytes": gpu.memory_bytes,
@@ -246,6 +274,14 @@ def _inference(
     rows = [
         ["prefill time (compute-bound)", _duration(r.prefill_seconds)],
         ["bytes read per decode step", f"{r.decode.step_bytes:,}"],
+    ]
+    moe = bool(r.decode.experts)
+    if moe:
+        for read in r.decode.experts:
+            what = "experts read per layer" + ("" if read.exact_count else " (expected)")
+            rows.append([f"{what}, {read.layers} layers", _experts_cell(read)])
+        rows.append(["bytes read per decode step, all experts", f"{r.decode.all_experts_bytes:,}"])
+    rows += [
         [
             f"decode tokens/s per sequence ({r.decode.bound}-bound)",
             f"{float(r.decode.tokens_per_second_per_sequence):,.1f}",
@@ -257,8 +293,12 @@ def _inference(
         f"Roofline ESTIMATES on {where}: prefill = forward FLOPs / dense peak; a decode step "
         f"reads the weights and the cache at {context:,} tokens once over the memory "
         "bandwidth, or does its FLOPs at the dense peak, whichever takes longer. Real kernels "
-        "reach less of either peak."
+        "reach less of either peak.",
+        f"Compute: {kernels.kernels}; {gpu.key}'s dense {kernels.dtype} peak, "
+        f"{kernels.peak:,} FLOP/s.",
     ]
+    if moe:
+        notes.append(_experts_note(r.decode.experts))
     if tp > 1:
         notes.append(
             f"Each GPU holds its Megatron-LM shard of the weights (vocab padded to a multiple of "
@@ -276,11 +316,65 @@ def _inference(
     return data, grids
 
 
+def _experts_cell(read: ExpertRead) -> str:
+    """``2 of 8`` at B = 1 (a count), ``7.9999999 of 8`` (an expectation) beyond."""
+    if read.exact_count:
+        return f"{read.expected_experts.numerator:,} of {read.experts:,}"
+    return f"{_expected(read.expected_experts, read.experts)} of {read.experts:,}"
+
+
+def _expected(value: Fraction, bound: int, most: int = 12) -> str:
+    """``value`` rounded half up to 2 decimals, or to as many more (at most ``most``) as
+    show it below ``bound`` when 2 would round it up to the bound."""
+    places = 2
+    while True:
+        scale = 10**places
+        rounded = math.floor(value * scale + Fraction(1, 2))
+        if rounded < bound * scale or places >= most or value >= bound:
+            break
+        places += 1
+    whole, part = divmod(rounded, scale)
+    return f"{whole:,}.{part:0{places}d}"
+
+
+def _experts_note(reads: tuple[ExpertRead, ...]) -> str:
+    from costcalc.routing import ROUTING_ASSUMPTION
+
+    routed = ", ".join(f"{r.routed} of {r.experts}" for r in reads)
+    return (
+        f"Experts read: each token runs {routed} experts per MoE layer; a step reads the "
+        f"experts its batch runs, an ESTIMATE under {ROUTING_ASSUMPTION} (a count at B = 1; "
+        "expectations rounded, bytes read rounded up to a whole byte); shared experts, routers "
+        "and every other tensor whole. The all-experts row reads every expert: the bound."
+    )
+
+
+def _experts_dict(read: ExpertRead) -> dict[str, Any]:
+    from costcalc.routing import ROUTING_ASSUMPTION
+
+    return {
+        "layers": read.layers,
+        "experts": read.experts,
+        "routed_per_token": read.routed,
+        "batch": read.batch,
+        "expected_experts_per_layer": float(read.expected_experts),
+        "count": read.exact_count,
+        "expert_bytes": read.bytes,
+        "expert_bytes_read": read.bytes_read,
+        "estimate": not read.exact_count,
+        "assumption": ROUTING_ASSUMPTION,
+    }
+
+
 def _step_dict(step: DecodeStep) -> dict[str, Any]:
     compute = step.compute_seconds
     return {
         "batch": step.batch,
         "step_bytes": step.step_bytes,
+        "weight_bytes_read": step.weight_bytes,
+        "cache_bytes": step.cache_bytes,
+        "all_experts_step_bytes": step.all_experts_bytes,
+        "expected_experts_per_layer": [float(e.expected_experts) for e in step.experts],
         "step_flops": step.step_flops,
         "memory_seconds": float(step.memory_seconds),
         "compute_seconds": None if compute is None else float(compute),
@@ -326,9 +420,11 @@ def _decode_grids(name: str, devices: str, context: int, steps: list[DecodeStep]
     from costcalc.cli.memory import bar
     from costcalc.render import Grid
 
+    moe = bool(steps[0].experts)
     rows = [
         [
             f"{s.batch:,}",
+            *([" + ".join(_experts_cell(e) for e in s.experts)] * moe),
             s.bound,
             _duration(s.seconds),
             f"{float(s.tokens_per_second_per_sequence):,.1f}",
@@ -337,11 +433,13 @@ def _decode_grids(name: str, devices: str, context: int, steps: list[DecodeStep]
         for s in steps
     ]
     title = f"Decode of {name} on {devices} by batch, at {context:,} tokens (ESTIMATE)"
-    columns = ["batch", "bound", "step", "tokens/s per sequence", "tokens/s"]
+    columns = ["batch", *(["experts per layer"] * moe), "bound", "step"]
+    columns += ["tokens/s per sequence", "tokens/s"]
     notes = [
         "Batches 1, 2, 4, ... up to the largest whose cache fits. Memory-bound: the step reads "
         "the weights and every sequence's cache; compute-bound: its FLOPs at the dense peak "
         "take longer."
+        + (" Experts per layer: the distinct experts the batch runs (expected)." if moe else "")
     ]
     top = max(s.tokens_per_second for s in steps)
     bars = []
