@@ -10,17 +10,12 @@ gives these once for all L blocks; a layered one overrides them per group of lay
 # Without `from __future__ import annotations`: pydantic reads the field types below as objects
 # instead of evaluating each from a string at every start-up.
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema
 
-# Sizes are strict positive integers: a YAML `true` is not 1 and `768.0` is not 768.
-# The upper bound keeps absurd values (a typo with extra digits) from passing as a model.
-MAX_SIZE = 2**31 - 1
-Size = Annotated[int, Field(strict=True, ge=1, le=MAX_SIZE)]
-Count = Annotated[int, Field(strict=True, ge=0, le=MAX_SIZE)]
-Flag = Annotated[bool, Field(strict=True)]
+from costcalc.scalars import Count, Flag, Size
 
 PositionScheme = Literal["learned", "sinusoidal", "rotary", "none"]
 FfnKind = Literal["mlp", "swiglu", "geglu", "channel_mix", "none"]
@@ -43,19 +38,12 @@ QkNorm = Literal["none", "head", "full", "key"]
 
 GATED_FFNS: frozenset[str] = frozenset({"swiglu", "geglu"})
 ATTENTION_MIXERS: frozenset[str] = frozenset({"attention", "mla"})
-RECURRENT_MIXERS: tuple[str, ...] = (
-    "mamba2",
-    "mamba",
-    "gated_deltanet",
-    "kimi_delta",
-    "rg_lru",
-    "short_conv",
-    "lightning",
-    "rwkv",
-    "mlstm",
+RECURRENT_MIXERS: tuple[str, ...] = tuple(
+    kind for kind in get_args(MixerKind) if kind not in ATTENTION_MIXERS | {"none"}
 )
 """Mixers that keep a fixed-size state instead of a KV cache; each is described by the block key
-of its own name (a nested mapping of its sizes, :mod:`costcalc.mixer_sizes`)."""
+of its own name (a nested mapping of its sizes) and lives in the module of that name
+(:mod:`costcalc.anatomy.recurrent`)."""
 
 
 class Deferred:
@@ -74,28 +62,26 @@ class Deferred:
 
 
 def _mixer_sizes(mixer: str) -> Any:
-    """The field type of ``mixer``'s sizes (:data:`costcalc.mixer_sizes.MIXER_SIZES`)."""
+    """The field type of ``mixer``'s sizes, from its part (:mod:`costcalc.anatomy.recurrent`)."""
 
     def load() -> type[BaseModel]:
-        from costcalc.mixer_sizes import MIXER_SIZES
+        from costcalc.anatomy.recurrent import recurrent_mixer
 
-        return MIXER_SIZES[mixer]
+        return recurrent_mixer(mixer).sizes_model
 
     return Annotated[Any, Deferred(load)]
 
 
 if TYPE_CHECKING:
-    from costcalc.mixer_sizes import (
-        GatedDeltaNetSizes,
-        KimiDeltaSizes,
-        LightningSizes,
-        Mamba2Sizes,
-        MambaSizes,
-        MlstmSizes,
-        RgLruSizes,
-        RwkvSizes,
-        ShortConvSizes,
-    )
+    from costcalc.anatomy.gated_deltanet import GatedDeltaNetSizes
+    from costcalc.anatomy.kimi_delta import KimiDeltaSizes
+    from costcalc.anatomy.lightning import LightningSizes
+    from costcalc.anatomy.mamba import MambaSizes
+    from costcalc.anatomy.mamba2 import Mamba2Sizes
+    from costcalc.anatomy.mlstm import MlstmSizes
+    from costcalc.anatomy.rg_lru import RgLruSizes
+    from costcalc.anatomy.rwkv import RwkvSizes
+    from costcalc.anatomy.short_conv import ShortConvSizes
 else:  # the same names at run time, each the field type that loads its model on first use
     Mamba2Sizes = _mixer_sizes("mamba2")
     MambaSizes = _mixer_sizes("mamba")

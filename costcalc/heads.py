@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from costcalc.blocks import MAX_SIZE
 from costcalc.compute import check_count
+from costcalc.scalars import MAX_SIZE
 from costcalc.spec import divisors, grouping_problem, nearest_head_counts, split_problem
 
 INVALID_SPLIT = "invalid equal split"

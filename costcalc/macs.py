@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import math
 
+from costcalc.anatomy.recurrent import recurrent_mixer
 from costcalc.errors import UsageError, check_choice
 from costcalc.spec import ModelSpec
 from costcalc.tensors import (
     altup_projection_tensors,
-    conv_channels,
-    conv_kernel,
     ffn_tensors,
     key_indexer,
     mixer_tensors,
@@ -367,89 +366,23 @@ def lm_head_macs(spec: ModelSpec, batch: int, length: int) -> int:
     return batch * length * lm_head_macs_per_token(spec)
 
 
-DELTANET_CHUNK = 64
-"""Chunk length of transformers' ``torch_chunk_gated_delta_rule`` (its default, which the Gated
-DeltaNet layers of Qwen3-Next and Qwen3.5 use)."""
-
-
-def _chunks(length: int, chunk: int) -> int:
-    """Chunks of a sequence padded up to a whole number of chunks: ceil(T / c)."""
-    return -(-length // chunk)
-
-
 def conv_macs(spec: ModelSpec, batch: int, length: int) -> int:
     """A recurrent mixer's depthwise causal conv, one block: B C k (T + k - 1), since the
     conv is padded by k - 1 on both sides and sliced to T afterwards; 0 for other mixers (and
     for lightning attention, which has no conv)."""
-    k = conv_kernel(spec)
-    return batch * conv_channels(spec) * k * (length + k - 1)
+    kind = spec.recurrent_mixer
+    if kind is None:
+        return 0
+    conv = recurrent_mixer(kind).conv(spec)
+    return batch * conv.channels * conv.kernel * (length + conv.kernel - 1)
 
 
 def scan_macs(spec: ModelSpec, batch: int, length: int) -> int:
-    """The products of one block's scan, as transformers runs it on CPU (no kernels):
-
-    - Mamba-2 (``mamba2_chunk_scan``, n = ceil(T / c) chunks of c): B H (n c^2 N + n c^2 P
-      + 2 n c P N + (n + 1)^2 P N): scores C B^T, scores x values, chunk states, the
-      inter-chunk recurrence over n + 1 states, states read by C.
-    - Mamba (the sequential ``mamba_selective_scan``): B T I N, each step's state read by C.
-    - Gated DeltaNet (``torch_chunk_gated_delta_rule``, chunks of 64): B Hv n (2 c^2 dk
-      + 3 c dk dv + c^2 dv): k_beta K^T and Q K^T per chunk, then per chunk the state read by the
-      decayed keys and by the queries, the intra-chunk attention x new values and the state
-      update (the triangular solves are not matrix products).
-    - Kimi Delta Attention (``chunk_kimi_delta_attention``, chunks of 64): B H n (3 c^2 d
-      + 3 c d^2): per chunk the solved attention x values and x decayed keys and the intra-chunk
-      attention x new values, the state read by the queries and by the decayed keys and the
-      state update (its query-key products are elementwise, not matrix products).
-    - Lightning attention (``MiniMaxLightningAttention``'s prompt path, blocks of b tokens:
-      T = q b + r, so q blocks of b and one of r): B H sum over blocks of c (2 c^2 d + 2 c d^2)
-      = B H (2 d (q b^2 + r^2) + 2 T d^2): per block Q K^T and the decayed scores x V (c^2 d
-      each), the queries read the state carried in (c d^2, the first block's too, a zero state)
-      and the block's K^T V is added to it (c d^2); the decays are elementwise.
-    - mLSTM (xLSTM's native kernels in inference mode, chunks of c tokens: T = n c + r, n
-      chunks then r single steps): B H (n c (2 dk dv + c (dk + dv) + dk) + r (2 dk dv + dk)):
-      per chunk the keys x values added to the memory (c dk dv), Q K^T (c^2 dk), the queries
-      read the memory and the normalizer carried in (c dk dv + c dk) and the gated scores x V
-      (c^2 dv); per step the key-value outer product and the query reading the memory (dk dv
-      each) and the normalizer (dk). A prompt longer than the piece size M runs in pieces of M
-      tokens (T = p M + s): p times the cost of M tokens plus that of s.
-    - 0 for a short convolution, for the RG-LRU and RWKV (elementwise recurrences) and for
-      attention (whose pairs are counted apart).
-    """
-    B, T = batch, length
-    if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
-        m = spec.mamba2
-        c, N, P = m.chunk_size, m.state, m.head_dim
-        n = _chunks(T, c)
-        per_head = n * c * c * (N + P) + 2 * n * c * P * N + (n + 1) ** 2 * P * N
-        return B * m.heads * per_head
-    if spec.recurrent_mixer == "mamba" and spec.mamba is not None:
-        return B * T * spec.mamba.inner * spec.mamba.state
-    if spec.mixer == "gated_deltanet" and spec.gated_deltanet is not None:
-        g = spec.gated_deltanet
-        c, dk, dv = DELTANET_CHUNK, g.key_head_dim, g.value_head_dim
-        n = _chunks(T, c)
-        return B * g.value_heads * n * (2 * c * c * dk + 3 * c * dk * dv + c * c * dv)
-    if spec.mixer == "kimi_delta" and spec.kimi_delta is not None:
-        c, d = DELTANET_CHUNK, spec.kimi_delta.head_dim
-        n = _chunks(T, c)
-        return B * spec.kimi_delta.heads * n * (3 * c * c * d + 3 * c * d * d)
-    if spec.mixer == "lightning" and spec.lightning is not None:
-        b, d = spec.lightning.block_size, spec.lightning.head_dim
-        q, r = divmod(T, b)
-        return B * spec.lightning.heads * (2 * d * (q * b * b + r * r) + 2 * T * d * d)
-    if spec.mixer == "mlstm" and spec.mlstm is not None:
-        pieces, rest = divmod(T, spec.mlstm.piece_size)
-        return B * (pieces * _mlstm_macs(spec, spec.mlstm.piece_size) + _mlstm_macs(spec, rest))
-    return 0
-
-
-def _mlstm_macs(spec: ModelSpec, length: int) -> int:
-    """One sequence's mLSTM products over ``length`` tokens run at once (:func:`scan_macs`)."""
-    x = spec.mlstm
-    assert x is not None  # the caller's mixer
-    c, dk, dv = x.chunk_size, x.qk_width // x.heads, x.v_width // x.heads
-    n, r = divmod(length, c)
-    return x.heads * (n * c * (2 * dk * dv + c * (dk + dv) + dk) + r * (2 * dk * dv + dk))
+    """The products of one block's scan, as transformers runs it on CPU (no kernels): each
+    recurrent mixer's own (:meth:`costcalc.anatomy.recurrent.RecurrentMixer.scan_macs`); 0 for
+    attention, whose pairs are counted apart."""
+    kind = spec.recurrent_mixer
+    return 0 if kind is None else recurrent_mixer(kind).scan_macs(spec, batch, length)
 
 
 def mixer_sequence_macs(spec: ModelSpec, batch: int, length: int) -> int:

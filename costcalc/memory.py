@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from costcalc.activations import layer_terms, outside_terms
+from costcalc.anatomy.recurrent import recurrent_mixer
 from costcalc.compute import check_count, check_positions
 from costcalc.errors import UsageError, check_choice
 from costcalc.macs import cached_keys, check_attention, check_recompute, stores_scores
@@ -23,8 +24,6 @@ from costcalc.spec import ModelSpec
 from costcalc.tensors import (
     Shape,
     Tensor,
-    conv_channels,
-    conv_kernel,
     elements,
     key_indexer,
     parameter_tensors,
@@ -326,41 +325,20 @@ def kv_cache_bytes(spec: ModelSpec, batch: int, length: int, kv_dtype: str) -> i
 
 
 def conv_state_width(spec: ModelSpec) -> int:
-    """One block's cached conv inputs per sequence: C channels x k positions (transformers keeps
-    the last k inputs of the depthwise conv; RecurrentGemma's block keeps k - 1); 0 for
-    attention blocks and lightning attention (no conv)."""
-    k = conv_kernel(spec)
-    return conv_channels(spec) * (k - 1 if spec.mixer == "rg_lru" else k)
+    """One block's cached conv inputs per sequence (C channels x k positions; RecurrentGemma's
+    block keeps k - 1); 0 for attention blocks and lightning attention (no conv)."""
+    kind = spec.recurrent_mixer
+    return 0 if kind is None else recurrent_mixer(kind).conv_state_width(spec)
 
 
 def recurrent_state_width(spec: ModelSpec) -> int:
-    """One block's SSM / linear-attention state per sequence: Mamba-2 H P N, Mamba I N, Gated
-    DeltaNet Hv dk dv, Kimi Delta Attention H d^2, lightning attention H d^2 (its K^T V), RG-LRU
-    W, RWKV 2 D + 3 A (the previous token's input to the time mix and to the channel mix, and
-    the WKV numerator, denominator and running maximum; D + 3 A without a channel mix), mLSTM
-    H (dk dv + dk + 1) (each head's memory, normalizer and stabilizer); 0 for a short
-    convolution (its conv state is all it keeps) and attention."""
-    if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
-        return spec.mamba2.heads * spec.mamba2.head_dim * spec.mamba2.state
-    if spec.recurrent_mixer == "mamba" and spec.mamba is not None:
-        return spec.mamba.inner * spec.mamba.state
-    if spec.mixer == "gated_deltanet" and spec.gated_deltanet is not None:
-        g = spec.gated_deltanet
-        return g.value_heads * g.key_head_dim * g.value_head_dim
-    if spec.mixer == "kimi_delta" and spec.kimi_delta is not None:
-        return spec.kimi_delta.heads * spec.kimi_delta.head_dim**2
-    if spec.mixer == "lightning" and spec.lightning is not None:
-        return spec.lightning.heads * spec.lightning.head_dim**2
-    if spec.mixer == "rg_lru" and spec.rg_lru is not None:
-        return spec.rg_lru.width
-    if spec.mixer == "mlstm" and spec.mlstm is not None:
-        m = spec.mlstm
-        dk, dv = m.qk_width // m.heads, m.v_width // m.heads
-        return m.heads * (dk * dv + dk + 1)
-    if spec.mixer == "rwkv" and spec.rwkv is not None:
-        shifts = 2 if spec.ffn == "channel_mix" else 1
-        return shifts * spec.d_model + 3 * spec.rwkv.attention_width
-    return 0
+    """One block's SSM / linear-attention state per sequence, each recurrent mixer's own
+    (:meth:`costcalc.anatomy.recurrent.RecurrentMixer.state_width`: Mamba-2 H P N, Mamba I N,
+    Gated DeltaNet Hv dk dv, Kimi Delta Attention and lightning attention H d^2, RG-LRU W, RWKV
+    2 D + 3 A, mLSTM H (dk dv + dk + 1)); 0 for a short convolution (its conv state is all it
+    keeps) and attention."""
+    kind = spec.recurrent_mixer
+    return 0 if kind is None else recurrent_mixer(kind).state_width(spec)
 
 
 def state_elements(spec: ModelSpec, batch: int) -> int:
@@ -490,6 +468,26 @@ class MemoryReport:
     (:mod:`costcalc.parallel`); 0 otherwise."""
     elements_gathered: int = 0
     """The elements of ``bytes_gathered``: 2 x the largest module's parameters (params + grads)."""
+    elements_step_buffer: int = 0
+    bytes_step_buffer: int = 0
+    """DeepSpeed's ZeRO: the gradient partition its step flattens and casts to fp32 at once
+    (:mod:`costcalc.zero`), held during the optimizer step only; 0 otherwise."""
+    elements_bucket: int = 0
+    bytes_bucket: int = 0
+    bucket_held: bool = False
+    """DeepSpeed's reduce bucket (``reduce_bucket_size`` 16-bit elements): during the backward
+    under stages 1-2, for the whole run under stage 3 (``bucket_held``)."""
+    elements_persistent: int = 0
+    bytes_persistent: int = 0
+    """DeepSpeed's ZeRO-3: the small parameters every rank keeps whole (16-bit) outside the
+    optimizer step."""
+    elements_prefetch: int = 0
+    bytes_prefetch: int = 0
+    """DeepSpeed's ZeRO-3: parameters fetched ahead of the running layer, a bound."""
+    weight_dtype: str | None = None
+    gradient_dtype: str | None = None
+    """The dtypes the weights and the gradients are held in, when not the training dtype
+    (FSDP2's fp32 sharded parameters and gradients under mixed precision)."""
     held_weights: int | None = None
     held_gradients: int | None = None
     held_master_weights: int | None = None
@@ -510,31 +508,52 @@ class MemoryReport:
 
     @property
     def elements_master_weights(self) -> int:
-        """fp32 master elements held: 0 without mixed precision."""
-        if not self.setup.mixed_precision:
-            return 0
-        return self.params_total if self.held_master_weights is None else self.held_master_weights
+        """fp32 master elements held: 0 without mixed precision (DeepSpeed's ZeRO keeps them
+        in every dtype: ``held_master_weights``)."""
+        if self.held_master_weights is not None:
+            return self.held_master_weights
+        return self.params_total if self.setup.mixed_precision else 0
 
     @property
     def elements_optimizer(self) -> int:
         return self.elements_optimizer_moments + self.elements_optimizer_steps
 
     @property
-    def bytes_total(self) -> int:
-        """Everything held at once: training state, activations and logits, or weights and KV
-        cache."""
+    def bytes_backward(self) -> int:
+        """What exists only while the forward and backward run: activations, logits, the
+        gathered layer, prefetched and small whole parameters (ZeRO-3 partitions them again for
+        the step), and a reduce bucket that is not held."""
+        bucket = 0 if self.bucket_held else self.bytes_bucket
+        return (
+            self.bytes_activations
+            + self.bytes_logits
+            + self.bytes_logits_fp32
+            + self.bytes_gathered
+            + self.bytes_prefetch
+            + self.bytes_persistent
+            + bucket
+        )
+
+    @property
+    def bytes_held(self) -> int:
+        """What every phase of a step holds: weights and training state (or the KV cache)."""
+        bucket = self.bytes_bucket if self.bucket_held else 0
         return (
             self.bytes_weights
             + self.bytes_gradients
             + self.bytes_master_weights
             + self.bytes_optimizer
-            + self.bytes_activations
-            + self.bytes_logits
-            + self.bytes_logits_fp32
             + self.bytes_kv_cache
             + self.bytes_state
-            + self.bytes_gathered
+            + bucket
         )
+
+    @property
+    def bytes_total(self) -> int:
+        """The most held at once: training state (or weights and KV cache) plus the larger of
+        what the backward holds (activations, logits, buckets) and what the optimizer step
+        holds (DeepSpeed's gradient partition in fp32)."""
+        return self.bytes_held + max(self.bytes_backward, self.bytes_step_buffer)
 
 
 def memory_report(spec: ModelSpec, setup: MemorySetup) -> MemoryReport:

@@ -26,12 +26,15 @@ from costcalc.memory import (
 from costcalc.parallel import (
     TENSOR_PARALLEL_SOURCE,
     ParallelPlan,
+    largest_module,
     parallel_activation_formula,
+    rank_tensors,
     stage_reports,
 )
 from costcalc.quant import describe_format, weight_label
 from costcalc.results import model_header
 from costcalc.spec import ModelSpec
+from costcalc.zero import ESTIMATOR_SOURCE, ZERO_SOURCE, deepspeed_estimate
 
 
 @dataclass(frozen=True)
@@ -97,13 +100,20 @@ class MemoryResult:
             )
         estimate = self.estimated_activations
         mark = " (ESTIMATE)" if estimate else ""
+        gradient_dtype = r.gradient_dtype or setup.dtype
         rows = [
-            Component("weights", "weights", r.bytes_weights, r.elements_weights, setup.dtype),
             Component(
-                "gradients", "gradients", r.bytes_gradients, r.elements_gradients, setup.dtype
+                "weights",
+                "weights",
+                r.bytes_weights,
+                r.elements_weights,
+                r.weight_dtype or setup.dtype,
+            ),
+            Component(
+                "gradients", "gradients", r.bytes_gradients, r.elements_gradients, gradient_dtype
             ),
         ]
-        if setup.mixed_precision:
+        if r.bytes_master_weights:
             rows.append(
                 Component(
                     "master_weights",
@@ -151,6 +161,40 @@ class MemoryResult:
                     setup.dtype,
                 )
             )
+        rows += [
+            Component(key, label, size, count, dtype)
+            for key, label, size, count, dtype in (
+                (
+                    "persistent",
+                    "small params kept whole",
+                    r.bytes_persistent,
+                    r.elements_persistent,
+                    setup.dtype,
+                ),
+                (
+                    "prefetch",
+                    "prefetched params (bound)",
+                    r.bytes_prefetch,
+                    r.elements_prefetch,
+                    setup.dtype,
+                ),
+                (
+                    "reduce_bucket",
+                    "reduce bucket" + ("" if r.bucket_held else " (backward)"),
+                    r.bytes_bucket,
+                    r.elements_bucket,
+                    setup.dtype,
+                ),
+                (
+                    "step_gradients",
+                    "gradient partition (in the step)",
+                    r.bytes_step_buffer,
+                    r.elements_step_buffer,
+                    setup.dtype if setup.dtype == MASTER_DTYPE else f"{setup.dtype} + fp32",
+                ),
+            )
+            if size
+        ]
         rows.append(Component("logits", "logits", r.bytes_logits, r.elements_logits, setup.dtype))
         if r.bytes_logits_fp32:
             rows.append(
@@ -178,13 +222,13 @@ class MemoryResult:
             "parameter_tensors": r.parameter_tensors,
             "weights": {
                 "elements": r.elements_weights,
-                "dtype": setup.dtype,
+                "dtype": r.weight_dtype or setup.dtype,
                 "description": describe_format(setup.dtype),
                 "bytes": r.bytes_weights,
             },
             "gradients": {
                 "elements": r.elements_gradients,
-                "dtype": setup.dtype if setup.train else None,
+                "dtype": (r.gradient_dtype or setup.dtype) if setup.train else None,
                 "bytes": r.bytes_gradients,
             },
             "master_weights": {
@@ -250,6 +294,7 @@ class MemoryResult:
             if self.plan.tp > 1:
                 data["activations"]["source"] = TENSOR_PARALLEL_SOURCE
             data["gathered_layer"] = {"elements": r.elements_gathered, "bytes": r.bytes_gathered}
+            data["deepspeed"] = deepspeed_dict(spec, self.plan, self.stage, r)
         if self.capacity is not None:
             data["fits"] = {
                 "capacity_bytes": self.capacity,
@@ -263,6 +308,53 @@ class MemoryResult:
                 ),
             }
         return data
+
+
+def deepspeed_dict(
+    spec: ModelSpec, plan: ParallelPlan, stage: int, report: MemoryReport
+) -> dict[str, Any] | None:
+    """DeepSpeed's ZeRO terms of one GPU (:mod:`costcalc.zero`) and its own estimator's figure
+    beside costcalc's model states; None for plans that are not DeepSpeed's ZeRO."""
+    if not plan.stage or plan.fsdp is not None:
+        return None
+    tensors = rank_tensors(spec, plan, stage)
+    params = sum(t.elements for t in tensors)
+    estimate = deepspeed_estimate(params, largest_module(tensors), plan.shard_gpus, plan.stage)
+    states = model_state_bytes(report)
+    return {
+        "source": ZERO_SOURCE,
+        "flat_or_partition_elements": report.elements_weights,
+        "gradient_partition_step": {
+            "elements": report.elements_step_buffer,
+            "bytes": report.bytes_step_buffer,
+        },
+        "reduce_bucket": {
+            "elements": report.elements_bucket,
+            "bytes": report.bytes_bucket,
+            "held": report.bucket_held,
+        },
+        "persistent_params": {
+            "elements": report.elements_persistent,
+            "bytes": report.bytes_persistent,
+        },
+        "prefetch_bound": {"elements": report.elements_prefetch, "bytes": report.bytes_prefetch},
+        "model_states_bytes": states,
+        "estimator": None
+        if estimate is None
+        else {
+            "function": ESTIMATOR_SOURCE[plan.stage],
+            "bytes": estimate,
+            "difference_bytes": states - estimate,
+        },
+    }
+
+
+def model_state_bytes(report: MemoryReport) -> int:
+    """What DeepSpeed's estimator counts, as costcalc counts it: the states every phase holds
+    (weights, gradients, masters, optimizer state, a held reduce bucket), plus the step's
+    gradient partition, plus under stage 3 the gathered layer (the estimator's 4 x largest
+    layer)."""
+    return report.bytes_held + report.bytes_step_buffer + report.bytes_gathered
 
 
 def setup_dict(setup: MemorySetup, report: MemoryReport) -> dict[str, Any]:
@@ -325,12 +417,14 @@ def memory_result(
 
 
 def stacked_parts(report: MemoryReport) -> list[tuple[str, int]]:
-    """A training report in four parts that add up to its total: weights (with ZeRO-3's
-    gathered layer), gradients, optimizer (with the fp32 master weights), activations (with the
-    attention scores and the logits)."""
+    """A training report in four parts that add up to its total: weights, gradients, optimizer
+    (the fp32 master weights, the optimizer state, a held reduce bucket), and the larger of what
+    the backward holds (activations, scores, logits, gathered and whole small parameters,
+    buckets) and what the step holds (DeepSpeed's gradient partition)."""
+    held = report.bytes_held - report.bytes_gradients - report.bytes_weights
     return [
-        ("weights", report.bytes_weights + report.bytes_gathered),
+        ("weights", report.bytes_weights),
         ("gradients", report.bytes_gradients),
-        ("optimizer", report.bytes_master_weights + report.bytes_optimizer),
-        ("activations", report.bytes_activations + report.bytes_logits + report.bytes_logits_fp32),
+        ("optimizer", held),
+        ("activations", report.bytes_total - report.bytes_held),
     ]

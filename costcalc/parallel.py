@@ -2,24 +2,20 @@
 stages 1-3, PyTorch FSDP), tensor, pipeline and context parallel, combined on a grid of
 N = DP x TP x PP x CP GPUs.
 
-Data parallelism (Rajbhandari et al. 2020, ZeRO; DeepSpeed's stage_1_and_2.py and stage3.py):
-stage 1 shards the optimizer state, stage 2 also the gradients, stage 3 also the parameters.
-Mixed precision's fp32 master weights count as optimizer state, as in DeepSpeed, so stage 1
-shards them. Each of N ranks holds ceil(X / N) elements of a sharded tensor of X elements (the
-flat buffer padded to a multiple of N). Stage 3 also holds, while a layer runs, that layer's
-whole 16-bit parameters and gradients: 2 + 2 bytes x the largest module's own parameters
-(DeepSpeed's ``largest_layer_memory = 4 * largest_layer_params``). FSDP shards the same states:
-``full`` (FULL_SHARD) as stage 3, ``grad-op`` (SHARD_GRAD_OP) as stage 2, ``hybrid``
-(HYBRID_SHARD) as stage 3 within a node of G GPUs, replicated across nodes. Under TP and PP,
-ZeRO shards each rank's own parameters over the DP ranks only.
-
-Against DeepSpeed's estimators without offload (2P + 18P/N for stage 2, 4 x largest layer +
-18P/N for stage 3; tests/test_parallel.py): costcalc does not count the fp32 copy of the gradient
-partition DeepSpeed makes for its optimizer step (stage 2: 4 bytes per sharded element; stage 3:
-its 18 bytes against costcalc's 2 + 2 + 4 + 8 = 16), and counts the padded partition ceil(P/N)
-where DeepSpeed truncates 18P/N. DeepSpeed's CPU figure (per node, times its
-``additional_buffer_factor`` 1.5) is host memory and not reproduced. Communication buckets and
-allocator fragmentation are not counted. ``--batch`` is the micro-batch each rank runs.
+Data parallelism (Rajbhandari et al. 2020, ZeRO): stage 1 shards the optimizer state, stage 2
+also the gradients, stage 3 also the parameters. ``--zero`` is DeepSpeed's ZeRO as its engine
+allocates it (:mod:`costcalc.zero`: the flat buffer and its alignment, the gradients of whole
+touched parameters, per-parameter partitions, the reduce bucket, the step's fp32 gradient
+partition, stage 3's whole small parameters and gathered layer). FSDP is FSDP2 (torch's
+``fully_shard``, :func:`fsdp_report`): each parameter's rows padded to a multiple of N,
+ceil(d0 / N) rows per rank, fp32 shards under mixed precision: ``full`` (FULL_SHARD) its parameters,
+gradients and optimizer state, holding the running layer's 16-bit parameters and gradients
+whole (2 + 2 bytes x the largest module's own parameters); ``grad-op`` (SHARD_GRAD_OP) the
+gradients and optimizer state; ``hybrid`` (HYBRID_SHARD) as ``full`` within a node of G GPUs,
+replicated across nodes. Mixed precision's fp32 master weights count as optimizer state, as in
+DeepSpeed. Under TP and PP, ZeRO shards each rank's own parameters over the DP ranks only.
+Allocator fragmentation and host memory are not counted. ``--batch`` is the micro-batch each
+rank runs.
 
 Tensor parallelism, Megatron-LM's layout (Shoeybi et al. 2019): column-parallel q/k/v (fused or
 not) and FFN gate/up split their output rows T ways, weights and biases; row-parallel o_proj and
@@ -86,12 +82,20 @@ from costcalc.spec import ModelSpec
 from costcalc.tensors import (
     Shape,
     Tensor,
+    block_norm_tensors,
     block_tensors,
     elements,
     model_tensors,
     stack_tensors,
 )
 from costcalc.units import dtype_bytes
+from costcalc.zero import (
+    PREFETCH_BUCKET_SIZE,
+    REDUCE_BUCKET_SIZE,
+    ShardGroup,
+    ZeroShares,
+    zero_shares,
+)
 
 ZERO_STAGES: tuple[int, ...] = (0, 1, 2, 3)
 FSDP_MODES: tuple[str, ...] = ("full", "grad-op", "hybrid")
@@ -461,6 +465,44 @@ def rank_tensors(spec: ModelSpec, plan: ParallelPlan, stage: int) -> list[Tensor
     ]
 
 
+def _rank_shape(tensor: Tensor, plan: ParallelPlan, spec: ModelSpec) -> Tensor:
+    """``tensor`` as one rank holds it: X / E experts, then its tensor-parallel shard."""
+    vocab = padded_vocab(spec, plan.tp, head=tensor.name.startswith("lm_head"))
+    held = replace(tensor, shape=expert_parallel_shape(tensor, plan.ep))
+    return replace(held, shape=tensor_parallel_shape(held, plan.tp, vocab))
+
+
+def ordered_sizes(spec: ModelSpec, plan: ParallelPlan, stage: int) -> list[Tensor]:
+    """The tensors one rank of pipeline stage ``stage`` holds, one per ``model.parameters()``
+    entry in the order transformers registers them: the stage's first-stage modules, each
+    layer's mixer and FFN tensors then its norms, the rest of the model-level modules (a stack
+    whose blocks reuse weight sets keeps its tensors whole, in costcalc's order)."""
+    modules = stage_modules(spec, plan.pp, stage)
+    held = [t for t in model_tensors(spec) if t.name.rpartition(".")[0] in modules]
+    first = [t for t in held if t.name.rpartition(".")[0] in FIRST_STAGE]
+    layers: list[Tensor] = []
+    for stack in pipeline_stacks(spec, plan.pp):
+        if stack.shared_weight_sets is not None:
+            layers += stack_tensors(stack)
+            continue
+        block = block_tensors(stack)
+        norms = len(block_norm_tensors(stack))
+        layer = block[norms:] + block[:norms]
+        layers += [t for _ in range(stack.n_layers // plan.pp) for t in layer]
+    ordered = first + layers + [t for t in held if t not in first]
+    return [replace(_rank_shape(t, plan, spec), copies=1) for t in ordered for _ in range(t.copies)]
+
+
+def zero_groups(spec: ModelSpec, plan: ParallelPlan, stage: int) -> list[ShardGroup]:
+    """The parameter groups DeepSpeed's ZeRO partitions on one rank: the stacked experts over
+    the S / E ranks holding the same ones (DeepSpeed-MoE's expert group), the rest over S."""
+    tensors = ordered_sizes(spec, plan, stage)
+    experts = tuple(t.elements for t in tensors if t.name.startswith("mlp.experts."))
+    rest = tuple(t.elements for t in tensors if not t.name.startswith("mlp.experts."))
+    groups = [ShardGroup(rest, plan.shard_gpus)]
+    return groups + ([ShardGroup(experts, plan.shard_gpus // plan.ep)] if experts else [])
+
+
 def largest_module(tensors: list[Tensor]) -> int:
     """The most parameters one module owns directly (its own tensors, one layer's copy): the
     embedding or head in a language model; DeepSpeed's ``largest_layer_params``."""
@@ -564,6 +606,19 @@ def zero_partition(tensors: list[Tensor], plan: ParallelPlan) -> int:
     return shard(rest, plan.shard_gpus) + shard(experts, plan.shard_gpus // plan.ep)
 
 
+def fsdp_shard(tensors: list[Tensor], plan: ParallelPlan) -> int:
+    """Elements one rank holds under FSDP2 (``fully_shard``; torch's ``FSDPParam.
+    _init_sharded_param``): each parameter split on dim 0 as ``torch.chunk`` splits it over the
+    S sharding ranks, its shard padded to the first chunk's ceil(d0 / S) rows (the stacked
+    experts' over S / E ranks); rank 0 holds that many of every parameter."""
+    held = 0
+    for t in tensors:
+        ranks = plan.shard_gpus // (plan.ep if t.name.startswith("mlp.experts.") else 1)
+        rows, rest = t.shape[0], elements(t.shape[1:])
+        held += t.copies * -(-rows // ranks) * rest
+    return held
+
+
 def rank_report(
     spec: ModelSpec, report: MemoryReport, plan: ParallelPlan, stage: int
 ) -> MemoryReport:
@@ -583,25 +638,20 @@ def rank_report(
         if last
         else 0
     )
+    if plan.stage and plan.fsdp is None:
+        shares = zero_shares(zero_groups(spec, plan, stage), plan.stage)
+        report = deepspeed_report(report, shares, plan)
+    if plan.fsdp is not None:
+        return fsdp_report(report, tensors, plan, activations, scores, logits)
     part = zero_partition(tensors, plan) if plan.stage else P
     weights, gradients = part if plan.stage == 3 else P, part if plan.stage >= 2 else P
     # ZeRO partitions per-element state (SHARDABLE_OPTIMIZERS): moments // P per parameter
     sharded_moments = moments // P * part if plan.stage and P else moments
     gathered = 2 * largest_module(tensors) if plan.stage == 3 else 0
-    return replace(
+    common = replace(
         report,
         params_total=P,
         parameter_tensors=sum(t.copies for t in tensors),
-        held_weights=weights,
-        held_gradients=gradients,
-        held_master_weights=part,
-        bytes_weights=dtype_bytes(weights, setup.dtype),
-        bytes_gradients=dtype_bytes(gradients, setup.dtype),
-        bytes_master_weights=dtype_bytes(part, MASTER_DTYPE) if setup.mixed_precision else 0,
-        elements_optimizer_moments=sharded_moments,
-        elements_optimizer_steps=steps,
-        bytes_optimizer=dtype_bytes(sharded_moments, setup.state_dtype)
-        + dtype_bytes(steps, STEP_DTYPE),
         bytes_activations=activations,
         bytes_attention_scores=scores,
         elements_logits=logits,
@@ -609,6 +659,110 @@ def rank_report(
         bytes_logits_fp32=dtype_bytes(logits, LOSS_DTYPE),
         elements_gathered=gathered,
         bytes_gathered=dtype_bytes(gathered, setup.dtype),
+    )
+    if plan.stage and plan.fsdp is None:
+        return common
+    return replace(
+        common,
+        held_weights=weights,
+        held_gradients=gradients,
+        held_master_weights=part if setup.mixed_precision else 0,
+        bytes_weights=dtype_bytes(weights, setup.dtype),
+        bytes_gradients=dtype_bytes(gradients, setup.dtype),
+        bytes_master_weights=dtype_bytes(part, MASTER_DTYPE) if setup.mixed_precision else 0,
+        elements_optimizer_moments=sharded_moments,
+        elements_optimizer_steps=steps,
+        bytes_optimizer=dtype_bytes(sharded_moments, setup.state_dtype)
+        + dtype_bytes(steps, STEP_DTYPE),
+    )
+
+
+def fsdp_report(
+    report: MemoryReport,
+    tensors: list[Tensor],
+    plan: ParallelPlan,
+    activations: int,
+    scores: int,
+    logits: int,
+) -> MemoryReport:
+    """One rank under FSDP2 (torch 2.13 ``fully_shard``, each layer a unit, then the root):
+    the sharded parameters (:func:`fsdp_shard`; under ``grad-op`` whole, as
+    ``reshard_after_forward=False`` keeps them), their gradients (views of each unit's padded
+    reduce-scatter output, sharded) and the optimizer state (``zeros_like`` the rank's chunk;
+    rank 0's is the padded shard), one step per tensor. With mixed precision the sharded
+    parameters are fp32 (``MixedPrecisionPolicy(param_dtype=bf16)`` casts them for the
+    all-gather), so no separate masters exist; the running layer's 16-bit parameters and
+    gradients are gathered whole (the largest module's)."""
+    setup = report.setup
+    shard_ = fsdp_shard(tensors, plan)
+    P = sum(t.elements for t in tensors)
+    dtype = MASTER_DTYPE if setup.mixed_precision else setup.dtype
+    weights = P if plan.fsdp == "grad-op" else shard_
+    weight_dtype = setup.dtype if plan.fsdp == "grad-op" else dtype
+    moments = MOMENTS[setup.optimizer] * shard_
+    steps = step_elements(tensors, setup.optimizer)
+    gathered = 2 * largest_module(tensors) if plan.stage == 3 else 0
+    master = shard_ if setup.mixed_precision and plan.fsdp == "grad-op" else 0
+    return replace(
+        report,
+        params_total=P,
+        parameter_tensors=sum(t.copies for t in tensors),
+        weight_dtype=None if weight_dtype == setup.dtype else weight_dtype,
+        gradient_dtype=None if dtype == setup.dtype else dtype,
+        held_weights=weights,
+        held_gradients=shard_,
+        held_master_weights=master,
+        bytes_weights=dtype_bytes(weights, weight_dtype),
+        bytes_gradients=dtype_bytes(shard_, dtype),
+        bytes_master_weights=dtype_bytes(master, MASTER_DTYPE),
+        elements_optimizer_moments=moments,
+        elements_optimizer_steps=steps,
+        bytes_optimizer=dtype_bytes(moments, dtype) + dtype_bytes(steps, STEP_DTYPE),
+        bytes_activations=activations,
+        bytes_attention_scores=scores,
+        elements_logits=logits,
+        bytes_logits=dtype_bytes(logits, setup.dtype),
+        bytes_logits_fp32=dtype_bytes(logits, LOSS_DTYPE),
+        elements_gathered=gathered,
+        bytes_gathered=dtype_bytes(gathered, setup.dtype),
+    )
+
+
+MOMENTS: dict[str, int] = {"adamw": 2, "sgd": 0, "sgd-momentum": 1}
+"""Per-element optimizer state: AdamW's two moments, SGD's momentum buffer."""
+
+
+def deepspeed_report(report: MemoryReport, shares: ZeroShares, plan: ParallelPlan) -> MemoryReport:
+    """``report`` with DeepSpeed's ZeRO allocations (:mod:`costcalc.zero`): 16-bit weights
+    (flat buffer or partitions) and gradients, fp32 masters and the base optimizer's state on
+    them (one step per group), the step's gradient partition (16-bit flat copy + fp32; one fp32
+    copy in fp32 training), the reduce bucket, and under stage 3 the whole small parameters,
+    the gathered layer's params and grads and up to 5e7 prefetched parameters."""
+    setup = report.setup
+    moments = MOMENTS[setup.optimizer] * shares.masters
+    steps = shares.steps if setup.optimizer == "adamw" else 0
+    cast = 0 if setup.dtype == MASTER_DTYPE else dtype_bytes(shares.step_buffer, MASTER_DTYPE)
+    prefetch = PREFETCH_BUCKET_SIZE if plan.stage == 3 else 0
+    return replace(
+        report,
+        held_weights=shares.weights,
+        held_gradients=shares.gradients,
+        held_master_weights=shares.masters,
+        bytes_weights=dtype_bytes(shares.weights, setup.dtype),
+        bytes_gradients=dtype_bytes(shares.gradients, setup.dtype),
+        bytes_master_weights=dtype_bytes(shares.masters, MASTER_DTYPE),
+        elements_optimizer_moments=moments,
+        elements_optimizer_steps=steps,
+        bytes_optimizer=dtype_bytes(moments, MASTER_DTYPE) + dtype_bytes(steps, STEP_DTYPE),
+        elements_step_buffer=shares.step_buffer,
+        bytes_step_buffer=dtype_bytes(shares.step_buffer, setup.dtype) + cast,
+        elements_bucket=REDUCE_BUCKET_SIZE,
+        bytes_bucket=dtype_bytes(REDUCE_BUCKET_SIZE, setup.dtype),
+        bucket_held=plan.stage == 3,
+        elements_persistent=shares.persistent,
+        bytes_persistent=dtype_bytes(shares.persistent, setup.dtype),
+        elements_prefetch=prefetch,
+        bytes_prefetch=dtype_bytes(prefetch, setup.dtype),
     )
 
 
@@ -625,5 +779,15 @@ def stage_reports(spec: ModelSpec, report: MemoryReport, plan: ParallelPlan) -> 
         raise UsageError(
             f"ZeRO and FSDP partition per-element optimizer state; {setup.optimizer}'s factored "
             f"state has no such partition: use {', '.join(SHARDABLE_OPTIMIZERS)}"
+        )
+    if (
+        plan.stage
+        and plan.fsdp is None
+        and setup.dtype != MASTER_DTYPE
+        and not setup.mixed_precision
+    ):
+        raise UsageError(
+            "--zero: DeepSpeed's ZeRO optimizers train 16-bit weights with fp32 master "
+            "weights; drop --no-mixed-precision"
         )
     return [rank_report(spec, report, plan, stage) for stage in range(plan.pp)]

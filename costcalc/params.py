@@ -234,20 +234,22 @@ class StackReport(NamedTuple):
     blocks: int
 
 
-MIXER_WORDS = {
+ATTENTION_WORDS = {
     "attention": "attention",
     "mla": "latent attention (MLA)",
-    "mamba2": "Mamba-2",
-    "mamba": "Mamba",
-    "gated_deltanet": "gated DeltaNet",
-    "kimi_delta": "Kimi Delta Attention",
-    "rg_lru": "RG-LRU recurrence",
-    "short_conv": "short convolution",
-    "lightning": "lightning attention",
-    "rwkv": "RWKV time mix",
-    "mlstm": "mLSTM",
     "none": "no token mixer",
 }
+
+
+def mixer_words(kind: str) -> str:
+    """A block's token mixer in words: a recurrent mixer's are its part's own."""
+    if kind in ATTENTION_WORDS:
+        return ATTENTION_WORDS[kind]
+    from costcalc.anatomy.recurrent import recurrent_mixer
+
+    return recurrent_mixer(kind).words
+
+
 FFN_KEYS = frozenset(
     name for name in BLOCK_FIELDS if name.startswith(("ffn", "moe_")) or name == "fused_gate_up"
 )
@@ -260,7 +262,7 @@ def stack_kind(stack: ModelSpec, stacks: tuple[ModelSpec, ...]) -> str:
     differing = {name for name in BLOCK_FIELDS if len({getattr(s, name) for s in stacks}) > 1}
     words = []
     if "mixer" in differing:
-        words.append(MIXER_WORDS[stack.mixer])
+        words.append(mixer_words(stack.mixer))
         differing -= MIXER_KEYS
     if "moe_experts" in differing:
         experts = stack.moe_experts

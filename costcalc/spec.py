@@ -28,13 +28,11 @@ from costcalc.blocks import (
     BLOCK_FIELDS,
     RECURRENT_MIXERS,
     BlockFields,
-    Count,
     Deferred,
-    Flag,
     NormKind,
     PositionScheme,
-    Size,
 )
+from costcalc.scalars import Count, Flag, Size
 
 
 class StructureError(ValueError):
@@ -383,10 +381,10 @@ def _trusted_block(data: Mapping[str, Any], known: Collection[str]) -> dict[str,
     fields = {name: value for name, value in data.items() if name in known}
     recurrent = [name for name in RECURRENT_MIXERS if fields.get(name) is not None]
     if recurrent:
-        from costcalc.mixer_sizes import MIXER_SIZES
+        from costcalc.anatomy.recurrent import recurrent_mixer
 
         for name in recurrent:
-            fields[name] = MIXER_SIZES[name].model_construct(**fields[name])
+            fields[name] = recurrent_mixer(name).sizes_model.model_construct(**fields[name])
     return fields
 
 
@@ -720,17 +718,13 @@ def _attention_experts(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             yield (name, "the query and output projections are attention_experts' experts")
 
 
-@_rule("mixer", "parallel_mamba", "parallel_mamba2", "mamba")
+@_rule("mixer", "parallel_mamba", "parallel_mamba2")
 def _parallel_mamba(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    """A Mamba (v1) mixer beside attention (Zamba), not beside a Mamba-2 one; its heads split
-    the inner width evenly."""
+    """A Mamba (v1) mixer beside attention (Zamba), not beside a Mamba-2 one."""
     if spec.parallel_mamba and spec.mixer != "attention":
         yield ("parallel_mamba", f"applies to attention blocks; this block's mixer is {spec.mixer}")
     if spec.parallel_mamba and spec.parallel_mamba2:
         yield ("parallel_mamba", "a block runs one Mamba mixer beside its attention, not two")
-    m = spec.mamba
-    if isinstance(m, BaseModel) and m.inner % m.heads:
-        yield ("mamba", f"inner width {m.inner:,} does not split into {m.heads:,} equal heads")
 
 
 SHARED_BLOCK_PARTS = ("adapter_rank", "qkv_adapters", "use_projection")
@@ -1005,27 +999,10 @@ def _recurrent_sizes(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         elif spec.recurrent_mixer != name and given:
             yield (name, f"applies to {name} blocks; this block's mixer is {spec.mixer}")
     # A file that failed validation is checked here with its sizes still plain mappings
-    # (model_construct): their grouping rules wait until the rest of it validates.
-    ssm = spec.mamba2
-    if isinstance(ssm, BaseModel) and ssm.heads % ssm.groups:
-        yield (
-            "mamba2",
-            f"{ssm.heads:,} heads cannot share B and C over {ssm.groups:,} groups "
-            "(heads must be a multiple of groups)",
-        )
-    mlstm = spec.mlstm
-    if isinstance(mlstm, BaseModel):
-        for key in ("qk_width", "v_width"):
-            width = getattr(mlstm, key)
-            if width % mlstm.heads:
-                yield ("mlstm", f"{key} {width:,} does not split into {mlstm.heads:,} heads")
-    lru = spec.rg_lru
-    if isinstance(lru, BaseModel) and lru.width % lru.heads:
-        yield ("rg_lru", f"width {lru.width:,} does not split into {lru.heads:,} equal gate blocks")
-    net = spec.gated_deltanet
-    if isinstance(net, BaseModel) and net.value_heads % net.key_heads:
-        yield (
-            "gated_deltanet",
-            f"{net.value_heads:,} value heads cannot be grouped over {net.key_heads:,} key heads "
-            "(value_heads must be a multiple of key_heads)",
-        )
+    # (model_construct): each part's own rules wait until the rest of it validates.
+    kind = spec.recurrent_mixer
+    sizes = None if kind is None else getattr(spec, kind)
+    if kind is not None and isinstance(sizes, BaseModel):
+        from costcalc.anatomy.recurrent import recurrent_mixer
+
+        yield from ((kind, problem) for problem in recurrent_mixer(kind).problems(sizes))

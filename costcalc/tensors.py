@@ -29,9 +29,10 @@ Conventions, from the Hugging Face ``transformers`` modeling code (transformers 
   by no text token (``text``).
 - A learned activation keeps its scalars as one-element tensors (Apertus' xIELU: ``alpha_p``,
   ``alpha_n``), ``ffn_act_params`` of them per FFN.
-- Recurrent mixers (Mamba-2, Mamba, Gated DeltaNet, LFM2's short convolution) hold a depthwise
-  causal ``nn.Conv1d`` of shape (C, 1, k) next to their projections and small per-head vectors
-  (``A_log``, ``D``, ``dt_bias``); see each builder below.
+- Recurrent mixers (Mamba-2, Mamba, Gated DeltaNet, LFM2's short convolution, ...) hold a
+  depthwise causal ``nn.Conv1d`` of shape (C, 1, k) next to their projections and small per-head
+  vectors (``A_log``, ``D``, ``dt_bias``); each is a part of its own
+  (:mod:`costcalc.anatomy.recurrent`).
 - A block reused at several depths (Zamba's shared transformer, ``shared_weight_sets``) holds
   its attention, FFN and first two norms once per weight set, its adapters (``Sequential`` of two
   bias-free linears, down then up) once per use, and each layer's own parts once per layer.
@@ -44,75 +45,14 @@ transpose, which changes no count here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from math import isqrt, prod
-from typing import TYPE_CHECKING, Literal
+from dataclasses import replace
+from math import isqrt
 
+from costcalc.anatomy.recurrent import recurrent_mixer
+from costcalc.anatomy.tensor import Part, Shape, Tensor, elements, linear, norm
 from costcalc.spec import ModelSpec
 
-if TYPE_CHECKING:
-    from costcalc.mixer_sizes import MixerSizes
-
-Shape = tuple[int, ...]
-Part = Literal["mixer", "ffn", "norms", "model"]
-Use = Literal["matmul", "router", "experts", "none"]
-"""How a token uses a tensor: ``matmul`` (and a MoE ``router``) multiplies by all of it;
-``experts`` by the top-k of its X stacked matrices; ``none`` by none of it (norms, biases, tables
-looked up, sinks)."""
-Scope = Literal["layer", "set", "use"]
-"""Who holds a block tensor: each ``layer`` its own; a weight ``set``, one of those the layers
-of a kind reuse in turn (``shared_weight_sets``); a shared block's part for each ``use`` (an
-adapter), held with the set but one per layer. Every layer multiplies by all three."""
-
-
-@dataclass(frozen=True)
-class Tensor:
-    """One parameter tensor, repeated ``copies`` times."""
-
-    name: str
-    shape: Shape
-    part: Part
-    use: Use = "none"
-    copies: int = 1
-    active: int | None = None
-    """Of ``experts`` tensors, how many of the X a token runs when it is not the block's
-    ``moe_top_k`` (a mixture of attention heads: H / K)."""
-    scope: Scope = "layer"
-    text: bool = True
-    """Text-only input uses it (False: another modality's experts, ERNIE 4.5 VL's vision set)."""
-
-    @property
-    def elements(self) -> int:
-        """Elements of all copies: copies x the product of the dimensions."""
-        return self.copies * prod(self.shape)
-
-    def macs_per_token(self, top_k: int) -> int:
-        """Multiply-accumulates one token spends on this tensor (all copies): every element of
-        a matrix it multiplies by; top_k of X stacked experts; 0 for what it does not, and 0
-        for what only another modality's tokens use."""
-        if not self.text:
-            return 0
-        if self.use == "experts":
-            return self.elements // self.shape[0] * (top_k if self.active is None else self.active)
-        return self.elements if self.use in ("matmul", "router") else 0
-
-
-def elements(shape: Shape) -> int:
-    """Elements of one tensor: the product of its dimensions."""
-    return prod(shape)
-
-
-def _linear(name: str, out: int, inp: int, bias: bool, part: Part) -> list[Tensor]:
-    """An ``nn.Linear(inp, out)``: weight (out, inp), and bias (out) when it has one."""
-    weight = Tensor(f"{name}.weight", (out, inp), part, "matmul")
-    return [weight, Tensor(f"{name}.bias", (out,), part)] if bias else [weight]
-
-
-def _norm(spec: ModelSpec, name: str, width: int, part: Part, copies: int = 1) -> list[Tensor]:
-    """One norm over ``width``: a weight, plus a bias for LayerNorm with bias."""
-    shapes = [("weight", (width,))] + ([("bias", (width,))] if spec.has_norm_bias else [])
-    return [Tensor(f"{name}.{kind}", shape, part, copies=copies) for kind, shape in shapes]
-
+__all__ = ["Shape", "Tensor", "elements"]  # the tensor record, read from here by every quantity
 
 # --------------------------------------------------------------------------- token mixers
 
@@ -136,38 +76,38 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     kv = 0 if spec.shares_kv else K * d + (0 if spec.keys_as_values else K * dv)
     experts = head_expert_tensors(spec)
     if experts and spec.fused_qkv:
-        tensors = _linear("attn.kv_proj", kv, D, bias, "mixer")
+        tensors = linear("attn.kv_proj", kv, D, bias, "mixer")
     elif spec.fused_qkv:
-        tensors = _linear("attn.qkv_proj", q + kv, D, bias, "mixer")
+        tensors = linear("attn.qkv_proj", q + kv, D, bias, "mixer")
     else:
         tensors = [] if experts else query_tensors(spec, q)
         if not spec.shares_kv:
-            tensors += _linear("attn.k_proj", K * d, D, bias, "mixer")
+            tensors += linear("attn.k_proj", K * d, D, bias, "mixer")
         if not (spec.keys_as_values or spec.shares_kv):
-            tensors += _linear("attn.v_proj", K * dv, D, bias, "mixer")
+            tensors += linear("attn.v_proj", K * dv, D, bias, "mixer")
     tensors += experts or output_tensors(spec, H * dv)
     if spec.qk_norm == "key":
-        tensors += _norm(spec, "attn.k_norm", d, "mixer")
+        tensors += norm(spec, "attn.k_norm", d, "mixer")
     elif spec.qk_norm != "none":
         q_width, k_width = (d, d) if spec.qk_norm == "head" else (H * d, K * d)
-        tensors += _norm(spec, "attn.q_norm", q_width, "mixer")
+        tensors += norm(spec, "attn.q_norm", q_width, "mixer")
         if not spec.shares_kv:
-            tensors += _norm(spec, "attn.k_norm", k_width, "mixer")
+            tensors += norm(spec, "attn.k_norm", k_width, "mixer")
     if spec.attention_sinks:
         tensors.append(Tensor("attn.sinks", (H,), "mixer"))
     if own_gate:  # biased as the queries are
-        tensors += _linear("attn.gate_proj", H * d, D, bias, "mixer")
+        tensors += linear("attn.gate_proj", H * d, D, bias, "mixer")
     if spec.attention_gate_bias:
         tensors.append(Tensor("attn.gate_bias", (H,), "mixer"))
     if spec.attention_head_gate:
-        tensors += _linear("attn.g_proj", H, D, False, "mixer")
+        tensors += linear("attn.g_proj", H, D, False, "mixer")
     if spec.differential_attention:
         tensors.append(Tensor("attn.lambda", (d,), "mixer", copies=4))
     if spec.ngpt_scales:
         tensors += [Tensor(f"attn.{name}", (H * d,), "mixer") for name in ("sqk", "s_gate")]
     if spec.dynamic_mask:
         tensors.append(Tensor("attn.A", (K,), "mixer"))
-        tensors += _linear("attn.dt_proj", K, K * dv, bias, "mixer")
+        tensors += linear("attn.dt_proj", K, K * dv, bias, "mixer")
     if spec.residual_scales:
         tensors.append(Tensor("attn_residual_scale", (spec.d_model,), "mixer"))
     tensors += compressor_tensors(spec) + indexer_tensors(spec)
@@ -245,11 +185,11 @@ def query_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
     (``q_a_proj``), an RMSNorm of rq, rq -> ``width`` (``q_b_proj``)."""
     D, rq, bias = attention_input(spec), spec.query_rank, spec.qkv_bias
     if rq is None:
-        return _linear("attn.q_proj", width, D, bias, "mixer")
+        return linear("attn.q_proj", width, D, bias, "mixer")
     return [
-        *_linear("attn.q_a_proj", rq, D, bias, "mixer"),
-        *_norm(spec, "attn.q_a_norm", rq, "mixer"),
-        *_linear("attn.q_b_proj", width, rq, bias, "mixer"),
+        *linear("attn.q_a_proj", rq, D, bias, "mixer"),
+        *norm(spec, "attn.q_a_norm", rq, "mixer"),
+        *linear("attn.q_b_proj", width, rq, bias, "mixer"),
     ]
 
 
@@ -259,10 +199,10 @@ def output_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
     heads to r on its own: r H dv elements and MACs) and ``o_b_proj`` D x g r."""
     g, r, D = spec.out_groups, spec.out_rank, spec.d_model
     if g is None or r is None:
-        return _linear("attn.o_proj", D, width, spec.attn_out_bias, "mixer")
+        return linear("attn.o_proj", D, width, spec.attn_out_bias, "mixer")
     return [
         Tensor("attn.o_a_proj.weight", (g * r, width // g), "mixer", "matmul"),
-        *_linear("attn.o_b_proj", D, g * r, spec.attn_out_bias, "mixer"),
+        *linear("attn.o_b_proj", D, g * r, spec.attn_out_bias, "mixer"),
     ]
 
 
@@ -283,8 +223,8 @@ def compressor_tensors(spec: ModelSpec) -> list[Tensor]:
     if Hi is not None and di is not None and rq is not None:
         tensors += [
             *_pooling_tensors(spec, "attn.compressor.indexer", di, m, c),
-            *_linear("attn.compressor.indexer.q_b_proj", Hi * di, rq, False, "mixer"),
-            *_linear("attn.compressor.indexer.weights_proj", Hi, spec.d_model, False, "mixer"),
+            *linear("attn.compressor.indexer.q_b_proj", Hi * di, rq, False, "mixer"),
+            *linear("attn.compressor.indexer.weights_proj", Hi, spec.d_model, False, "mixer"),
         ]
     return tensors
 
@@ -295,10 +235,10 @@ def _pooling_tensors(
     """One compressor's tensors: kv and gate projections D -> series x width, a position bias
     rate x series x width, a norm of width."""
     return [
-        *_linear(f"{name}.kv_proj", series * width, spec.d_model, False, "mixer"),
-        *_linear(f"{name}.gate_proj", series * width, spec.d_model, False, "mixer"),
+        *linear(f"{name}.kv_proj", series * width, spec.d_model, False, "mixer"),
+        *linear(f"{name}.gate_proj", series * width, spec.d_model, False, "mixer"),
         Tensor(f"{name}.position_bias", (rate, series * width), "mixer"),
-        *_norm(spec, f"{name}.kv_norm", width, "mixer"),
+        *norm(spec, f"{name}.kv_norm", width, "mixer"),
     ]
 
 
@@ -325,7 +265,7 @@ def low_rank_stream_tensors(spec: ModelSpec, name: str, part: Part, inject: bool
     n x n D."""
     nD, r = spec.residual_streams * spec.d_model, spec.stream_rank or 0
     tensors = [
-        *_norm(spec, f"{name}.hc_norm", nD, part),
+        *norm(spec, f"{name}.hc_norm", nD, part),
         Tensor(f"{name}.input_mix_weight_down.weight", (r, nD), part, "matmul"),
         Tensor(f"{name}.input_mix_weight_up.weight", (nD, r), part, "matmul"),
     ]
@@ -396,22 +336,22 @@ def mla_tensors(spec: ModelSpec) -> list[Tensor]:
     fused_gate, own_gate = gate_kind(spec)
     q = H * (n + r + (v if fused_gate else 0))
     if rq is None:
-        tensors = _linear("attn.q_proj", q, D, False, "mixer")
+        tensors = linear("attn.q_proj", q, D, False, "mixer")
     else:
         tensors = [
-            *_linear("attn.q_a_proj", rq, D, bias, "mixer"),
-            *_norm(spec, "attn.q_a_layernorm", rq, "mixer"),
-            *_linear("attn.q_b_proj", q, (2 if spec.query_latent_both else 1) * rq, False, "mixer"),
+            *linear("attn.q_a_proj", rq, D, bias, "mixer"),
+            *norm(spec, "attn.q_a_layernorm", rq, "mixer"),
+            *linear("attn.q_b_proj", q, (2 if spec.query_latent_both else 1) * rq, False, "mixer"),
         ]
     return [
         *tensors,
-        *_linear("attn.kv_a_proj_with_mqa", rkv + r, D, bias, "mixer"),
-        *_norm(spec, "attn.kv_a_layernorm", rkv, "mixer"),
-        *(_norm(spec, "attn.k_rope_norm", r, "mixer") if spec.rope_key_norm else []),
-        *_linear("attn.kv_b_proj", H * (n + v), rkv, False, "mixer"),
-        *_linear("attn.o_proj", D, H * v, spec.attn_out_bias, "mixer"),
-        *(_linear("attn.g_proj", H, D, False, "mixer") if spec.attention_head_gate else []),
-        *(_linear("attn.gate_proj", H * v, D, False, "mixer") if own_gate else []),
+        *linear("attn.kv_a_proj_with_mqa", rkv + r, D, bias, "mixer"),
+        *norm(spec, "attn.kv_a_layernorm", rkv, "mixer"),
+        *(norm(spec, "attn.k_rope_norm", r, "mixer") if spec.rope_key_norm else []),
+        *linear("attn.kv_b_proj", H * (n + v), rkv, False, "mixer"),
+        *linear("attn.o_proj", D, H * v, spec.attn_out_bias, "mixer"),
+        *(linear("attn.g_proj", H, D, False, "mixer") if spec.attention_head_gate else []),
+        *(linear("attn.gate_proj", H * v, D, False, "mixer") if own_gate else []),
         *([Tensor("attn.sinks", (H,), "mixer")] if spec.attention_sinks else []),
         *query_scale_tensors(spec, "attn.softmax_scaling", H),
         *indexer_tensors(spec),
@@ -457,33 +397,33 @@ def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
             return []
         if spec.indexer_block is not None:  # Qwen4-Exp's index_qk_proj
             return [
-                *_linear("attn.indexer.qk_proj", (Hi + 1) * di, spec.d_model, False, "mixer"),
-                *_norm(spec, "attn.indexer.q_norm", di, "mixer"),
-                *_norm(spec, "attn.indexer.k_norm", di, "mixer"),
+                *linear("attn.indexer.qk_proj", (Hi + 1) * di, spec.d_model, False, "mixer"),
+                *norm(spec, "attn.indexer.q_norm", di, "mixer"),
+                *norm(spec, "attn.indexer.k_norm", di, "mixer"),
             ]
         return [
-            *_linear("attn.indexer.q_proj", Hi * di, spec.d_model, False, "mixer"),
-            *_linear("attn.indexer.k_proj", di, spec.d_model, False, "mixer"),
-            *_norm(spec, "attn.indexer.q_norm", di, "mixer"),
-            *_norm(spec, "attn.indexer.k_norm", di, "mixer"),
+            *linear("attn.indexer.q_proj", Hi * di, spec.d_model, False, "mixer"),
+            *linear("attn.indexer.k_proj", di, spec.d_model, False, "mixer"),
+            *norm(spec, "attn.indexer.q_norm", di, "mixer"),
+            *norm(spec, "attn.indexer.k_norm", di, "mixer"),
         ]
     if spec.indexer_query_norm:
         D = spec.d_model
         queries = [
             Tensor("attn.indexer.q_input_norm.weight", (D,), "mixer"),
             Tensor("attn.indexer.q_input_norm.bias", (D,), "mixer"),
-            *_linear("attn.indexer.wq_b", Hi * di, D, False, "mixer"),
+            *linear("attn.indexer.wq_b", Hi * di, D, False, "mixer"),
         ]
     elif spec.q_lora_rank is not None:
-        queries = _linear("attn.indexer.wq_b", Hi * di, spec.q_lora_rank, False, "mixer")
+        queries = linear("attn.indexer.wq_b", Hi * di, spec.q_lora_rank, False, "mixer")
     else:
         return []
     return [
         *queries,
-        *_linear("attn.indexer.wk", di, spec.d_model, False, "mixer"),
+        *linear("attn.indexer.wk", di, spec.d_model, False, "mixer"),
         Tensor("attn.indexer.k_norm.weight", (di,), "mixer"),
         Tensor("attn.indexer.k_norm.bias", (di,), "mixer"),
-        *_linear("attn.indexer.weights_proj", Hi, spec.d_model, False, "mixer"),
+        *linear("attn.indexer.weights_proj", Hi, spec.d_model, False, "mixer"),
         *query_scale_tensors(spec, "attn.indexer.softmax_scaling", Hi),
         *key_pool_tensors(spec, di),
     ]
@@ -502,308 +442,9 @@ def key_pool_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
     ]
 
 
-def _conv(name: str, channels: int, kernel: int, bias: bool) -> list[Tensor]:
-    """A depthwise ``nn.Conv1d(C, C, k, groups=C)``: weight (C, 1, k), bias (C) when it has one.
-    Its MACs depend on the sequence (T + k - 1 outputs per channel), so none are per token."""
-    weight = Tensor(f"{name}.weight", (channels, 1, kernel), "mixer")
-    return [weight, Tensor(f"{name}.bias", (channels,), "mixer")] if bias else [weight]
-
-
-def recurrent_sizes(spec: ModelSpec) -> MixerSizes | None:
-    """The sizes of the block's recurrent mixer, if it has one."""
-    name = spec.recurrent_mixer
-    sizes: MixerSizes | None = None if name is None else getattr(spec, name)
-    return sizes
-
-
-def conv_kernel(spec: ModelSpec) -> int:
-    """Width k of a recurrent mixer's depthwise conv; 0 without one (attention, lightning)."""
-    sizes = recurrent_sizes(spec)
-    kernel: int = getattr(sizes, "conv_kernel", 0)
-    return kernel
-
-
-def conv_channels(spec: ModelSpec) -> int:
-    """Channels of a recurrent mixer's depthwise conv (0 for other mixers): Mamba-2 I + 2 G N,
-    Mamba I, Gated DeltaNet 2 Hk dk + Hv dv, Kimi Delta Attention 3 H d, RG-LRU W, short conv
-    D."""
-    if spec.recurrent_mixer == "mamba2" and spec.mamba2 is not None:
-        m = spec.mamba2
-        return m.heads * m.head_dim + 2 * m.groups * m.state
-    if spec.recurrent_mixer == "mamba" and spec.mamba is not None:
-        return spec.mamba.inner
-    if spec.mixer == "gated_deltanet" and spec.gated_deltanet is not None:
-        g = spec.gated_deltanet
-        return 2 * g.key_heads * g.key_head_dim + g.value_heads * g.value_head_dim
-    if spec.mixer == "kimi_delta" and spec.kimi_delta is not None:
-        return 3 * spec.kimi_delta.heads * spec.kimi_delta.head_dim
-    if spec.mixer == "rg_lru" and spec.rg_lru is not None:
-        return spec.rg_lru.width
-    return spec.d_model if spec.mixer == "short_conv" else 0
-
-
-def mamba2_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Mamba-2 (``Mamba2Mixer``, NemotronH's mixer): ``in_proj`` D -> 2I + 2GN + H (gate, x, B,
-    C, dt), ``conv1d`` over I + 2GN channels, ``dt_bias``, ``A_log``, ``D`` (H each), the gated
-    RMSNorm ``norm`` (I, unless ``gated_norm`` is off) and ``out_proj`` I -> D; I = H P."""
-    m = spec.mamba2
-    assert m is not None  # checked by the spec's rules
-    D, H, inner = spec.d_model, m.heads, m.heads * m.head_dim
-    channels = conv_channels(spec)
-    return [
-        *_linear("mixer.in_proj", inner + channels + H, D, m.proj_bias, "mixer"),
-        *_conv("mixer.conv1d", channels, m.conv_kernel, m.conv_bias),
-        *(Tensor(f"mixer.{name}", (H,), "mixer") for name in ("dt_bias", "A_log", "D")),
-        *([Tensor("mixer.norm.weight", (inner,), "mixer")] if m.gated_norm else []),
-        *_linear("mixer.out_proj", D, inner, m.proj_bias, "mixer"),
-    ]
-
-
-def mamba_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Mamba v1 (``JambaMambaMixer``): ``in_proj`` D -> 2I, ``conv1d`` over I channels,
-    ``x_proj`` I -> R + 2N, ``dt_proj`` R -> I (with bias), ``A_log`` I x N, ``D`` (I),
-    ``out_proj`` I -> D; Jamba's RMSNorms on dt (R), B and C (N each) when ``dt_norms``. With
-    h ``heads`` > 1 (``ZambaMambaMixer``) each head of p = I / h channels has its own x_proj and
-    dt_proj, stacked as parameters: ``x_proj_weight`` (h, R + 2N, p), ``dt_proj_weight``
-    (h, p, R), ``dt_proj_bias``, ``A_log`` and ``D`` shaped (h, p, ...)."""
-    m = spec.mamba
-    assert m is not None  # checked by the spec's rules
-    D, inner, N, R, h = spec.d_model, m.inner, m.state, m.dt_rank, m.heads
-    p = inner // h
-    if h == 1:
-        per_channel = [
-            *_linear("mixer.x_proj", R + 2 * N, inner, False, "mixer"),
-            *_linear("mixer.dt_proj", inner, R, True, "mixer"),
-            Tensor("mixer.A_log", (inner, N), "mixer"),
-            Tensor("mixer.D", (inner,), "mixer"),
-        ]
-    else:
-        per_channel = [
-            Tensor("mixer.x_proj_weight", (h, R + 2 * N, p), "mixer", "matmul"),
-            Tensor("mixer.dt_proj_weight", (h, p, R), "mixer", "matmul"),
-            Tensor("mixer.dt_proj_bias", (h, p), "mixer"),
-            Tensor("mixer.A_log", (h, p, N), "mixer"),
-            Tensor("mixer.D", (h, p), "mixer"),
-        ]
-    tensors = [
-        *_linear("mixer.in_proj", 2 * inner, D, m.proj_bias, "mixer"),
-        *_conv("mixer.conv1d", inner, m.conv_kernel, m.conv_bias),
-        *per_channel,
-        *_linear("mixer.out_proj", D, inner, m.proj_bias, "mixer"),
-    ]
-    if m.dt_norms:
-        tensors += [
-            Tensor("mixer.dt_layernorm.weight", (R,), "mixer"),
-            Tensor("mixer.b_layernorm.weight", (N,), "mixer"),
-            Tensor("mixer.c_layernorm.weight", (N,), "mixer"),
-        ]
-    return tensors
-
-
-def gated_deltanet_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Gated DeltaNet (Qwen3-Next's ``Qwen3NextGatedDeltaNet``): ``in_proj_qkvz`` D ->
-    2 Hk dk + 2 Hv dv and ``in_proj_ba`` D -> 2 Hv (Qwen3.5 splits them into ``in_proj_qkv``,
-    ``in_proj_z``, ``in_proj_b``, ``in_proj_a``; OLMo Hybrid's ``in_proj_qkv`` is three tensors
-    ``q_proj``, ``k_proj``, ``v_proj``), ``conv1d`` over 2 Hk dk + Hv dv channels (no
-    bias), ``dt_bias`` and ``A_log`` (Hv each), the gated RMSNorm ``norm`` (dv), ``out_proj``
-    Hv dv -> D; no biases."""
-    g = spec.gated_deltanet
-    assert g is not None  # checked by the spec's rules
-    D, Hv = spec.d_model, g.value_heads
-    keys, values = g.key_heads * g.key_head_dim, Hv * g.value_head_dim
-    if g.split_projections and g.separate_qkv:
-        qkv = [
-            *_linear("linear_attn.q_proj", keys, D, False, "mixer"),
-            *_linear("linear_attn.k_proj", keys, D, False, "mixer"),
-            *_linear("linear_attn.v_proj", values, D, False, "mixer"),
-        ]
-    else:
-        qkv = _linear("linear_attn.in_proj_qkv", 2 * keys + values, D, False, "mixer")
-    if g.split_projections:
-        projections = [
-            *qkv,
-            *_linear("linear_attn.in_proj_z", values, D, False, "mixer"),
-            *_linear("linear_attn.in_proj_b", Hv, D, False, "mixer"),
-            *_linear("linear_attn.in_proj_a", Hv, D, False, "mixer"),
-        ]
-    else:
-        projections = [
-            *_linear("linear_attn.in_proj_qkvz", 2 * keys + 2 * values, D, False, "mixer"),
-            *_linear("linear_attn.in_proj_ba", 2 * Hv, D, False, "mixer"),
-        ]
-    return [
-        *projections,
-        *_conv("linear_attn.conv1d", conv_channels(spec), g.conv_kernel, False),
-        Tensor("linear_attn.dt_bias", (Hv,), "mixer"),
-        Tensor("linear_attn.A_log", (Hv,), "mixer"),
-        Tensor("linear_attn.norm.weight", (g.value_head_dim,), "mixer"),
-        *_linear("linear_attn.out_proj", D, values, False, "mixer"),
-    ]
-
-
-def kimi_delta_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Kimi Delta Attention (``KimiLinearDeltaAttention``): ``q_proj``, ``k_proj``, ``v_proj``
-    D -> H d, ``conv1d`` over 3 H d channels (no bias), the forget gate's ``f_a_proj`` D -> d,
-    ``f_b_proj`` d -> H d, ``dt_bias`` (H d) and ``A_log`` (H), ``b_proj`` D -> H, the output
-    gate's ``g_a_proj`` D -> d and ``g_b_proj`` d -> H d, the gated RMSNorm ``o_norm`` (d),
-    ``o_proj`` H d -> D; no biases. Without ``low_rank_gates`` each gate is one D -> H d
-    projection (``forget_gate.f_proj``, ``g_proj``) and ``A_log`` is (H)."""
-    k = spec.kimi_delta
-    assert k is not None  # checked by the spec's rules
-    D, H, d = spec.d_model, k.heads, k.head_dim
-    if k.low_rank_gates:
-        forget = [
-            *_linear("linear_attn.forget_gate.f_a_proj", d, D, False, "mixer"),
-            *_linear("linear_attn.forget_gate.f_b_proj", H * d, d, False, "mixer"),
-        ]
-        output = [
-            *_linear("linear_attn.g_a_proj", d, D, False, "mixer"),
-            *_linear("linear_attn.g_b_proj", H * d, d, False, "mixer"),
-        ]
-    else:
-        forget = _linear("linear_attn.forget_gate.f_proj", H * d, D, False, "mixer")
-        output = _linear("linear_attn.g_proj", H * d, D, False, "mixer")
-    a_log = (1, 1, H, 1) if k.low_rank_gates else (H,)
-    return [
-        *_linear("linear_attn.q_proj", H * d, D, False, "mixer"),
-        *_linear("linear_attn.k_proj", H * d, D, False, "mixer"),
-        *_linear("linear_attn.v_proj", H * d, D, False, "mixer"),
-        *_conv("linear_attn.conv1d", conv_channels(spec), k.conv_kernel, False),
-        *forget,
-        Tensor("linear_attn.forget_gate.dt_bias", (H * d,), "mixer"),
-        Tensor("linear_attn.forget_gate.A_log", a_log, "mixer"),
-        *_linear("linear_attn.b_proj", H, D, False, "mixer"),
-        *output,
-        Tensor("linear_attn.o_norm.weight", (d,), "mixer"),
-        *_linear("linear_attn.o_proj", D, H * d, False, "mixer"),
-    ]
-
-
-def rg_lru_tensors(spec: ModelSpec) -> list[Tensor]:
-    """RecurrentGemma's recurrent block (``RecurrentGemmaRecurrentBlock``): ``linear_y`` and
-    ``linear_x`` D -> W, ``linear_out`` W -> D (with biases), ``conv_1d`` over W channels (with
-    bias), and the RG-LRU's ``recurrent_param`` (W) and block-diagonal gates
-    ``input_gate_weight``, ``recurrent_gate_weight`` (H, W / H, W / H; every token multiplies by
-    them, ``baddbmm``) with biases (H, W / H)."""
-    g = spec.rg_lru
-    assert g is not None  # checked by the spec's rules
-    D, W, H = spec.d_model, g.width, g.heads
-    block = W // H
-    gates = [
-        tensor
-        for gate in ("input_gate", "recurrent_gate")
-        for tensor in (
-            Tensor(f"temporal_block.rg_lru.{gate}_weight", (H, block, block), "mixer", "matmul"),
-            Tensor(f"temporal_block.rg_lru.{gate}_bias", (H, block), "mixer"),
-        )
-    ]
-    return [
-        *_linear("temporal_block.linear_y", W, D, True, "mixer"),
-        *_linear("temporal_block.linear_x", W, D, True, "mixer"),
-        *_linear("temporal_block.linear_out", D, W, True, "mixer"),
-        *_conv("temporal_block.conv_1d", W, g.conv_kernel, True),
-        Tensor("temporal_block.rg_lru.recurrent_param", (W,), "mixer"),
-        *gates,
-    ]
-
-
-def short_conv_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Gated short convolution (``Lfm2ShortConv``): ``in_proj`` D -> 3D (B, C, x), ``conv``
-    over D channels, ``out_proj`` D -> D; biases on all three when ``bias``."""
-    c = spec.short_conv
-    assert c is not None  # checked by the spec's rules
-    D = spec.d_model
-    return [
-        *_linear("conv.in_proj", 3 * D, D, c.bias, "mixer"),
-        *_conv("conv.conv", D, c.conv_kernel, c.bias),
-        *_linear("conv.out_proj", D, D, c.bias, "mixer"),
-    ]
-
-
-def lightning_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Lightning attention (``MiniMaxLightningAttention``): ``qkv_proj`` D -> 3 H d, the output
-    gate ``output_gate`` D -> H d, a norm ``norm`` of H d (the model's), ``out_proj`` H d -> D;
-    no biases, no conv."""
-    g = spec.lightning
-    assert g is not None  # checked by the spec's rules
-    D, width = spec.d_model, g.heads * g.head_dim
-    return [
-        *_linear("attn.qkv_proj", 3 * width, D, False, "mixer"),
-        *_linear("attn.output_gate", width, D, False, "mixer"),
-        *_norm(spec, "attn.norm", width, "mixer"),
-        *_linear("attn.out_proj", D, width, False, "mixer"),
-    ]
-
-
-def token_shift_mix(name: str, kinds: tuple[str, ...], width: int, part: Part) -> list[Tensor]:
-    """RWKV's token-shift mix: ``time_mix_<kind>`` (1 x 1 x D) per input it mixes from the token
-    and the one before; elementwise, no MACs."""
-    return [Tensor(f"{name}.time_mix_{kind}", (1, 1, width), part) for kind in kinds]
-
-
-def rwkv_tensors(spec: ModelSpec) -> list[Tensor]:
-    """RWKV-4's time mix (``RwkvSelfAttention``): ``time_decay`` and ``time_first`` (A each),
-    ``time_mix_key``/``_value``/``_receptance`` (1 x 1 x D each), ``key``, ``value`` and
-    ``receptance`` D -> A, ``output`` A -> D; no biases, no conv; the WKV recurrence is
-    elementwise."""
-    r = spec.rwkv
-    assert r is not None  # checked by the spec's rules
-    D, A = spec.d_model, r.attention_width
-    return [
-        Tensor("attn.time_decay", (A,), "mixer"),
-        Tensor("attn.time_first", (A,), "mixer"),
-        *token_shift_mix("attn", ("key", "value", "receptance"), D, "mixer"),
-        *_linear("attn.key", A, D, False, "mixer"),
-        *_linear("attn.value", A, D, False, "mixer"),
-        *_linear("attn.receptance", A, D, False, "mixer"),
-        *_linear("attn.output", D, A, False, "mixer"),
-    ]
-
-
-def mlstm_tensors(spec: ModelSpec) -> list[Tensor]:
-    """xLSTM's mLSTM layer (``xLSTMLayer``, no biases but the gates'): ``q``, ``k`` D -> H dk,
-    ``v`` and the output gate ``ogate_preact`` D -> H dv, the input and forget gates
-    ``igate_preact``, ``fgate_preact`` D -> H with biases (fused: ``qkv_opreact`` D ->
-    2 H dk + 2 H dv and ``ifgate_preact`` D -> 2 H), the per-head LayerNorm ``multihead_norm``
-    (a weight of H dv), ``out_proj`` H dv -> D."""
-    m = spec.mlstm
-    assert m is not None  # checked by the spec's rules
-    D, qk, v, H = spec.d_model, m.qk_width, m.v_width, m.heads
-    if m.fused:
-        projections = [
-            *_linear("attn.qkv_opreact", 2 * qk + 2 * v, D, False, "mixer"),
-            *_linear("attn.ifgate_preact", 2 * H, D, True, "mixer"),
-        ]
-    else:
-        projections = [
-            *_linear("attn.q", qk, D, False, "mixer"),
-            *_linear("attn.k", qk, D, False, "mixer"),
-            *_linear("attn.v", v, D, False, "mixer"),
-            *_linear("attn.ogate_preact", v, D, False, "mixer"),
-            *_linear("attn.igate_preact", H, D, True, "mixer"),
-            *_linear("attn.fgate_preact", H, D, True, "mixer"),
-        ]
-    return [
-        *projections,
-        Tensor("attn.multihead_norm.weight", (v,), "mixer"),
-        *_linear("attn.out_proj", D, v, False, "mixer"),
-    ]
-
-
-MIXERS = {
-    "attention": attention_tensors,
-    "mla": mla_tensors,
-    "mamba2": mamba2_tensors,
-    "mamba": mamba_tensors,
-    "gated_deltanet": gated_deltanet_tensors,
-    "kimi_delta": kimi_delta_tensors,
-    "rg_lru": rg_lru_tensors,
-    "short_conv": short_conv_tensors,
-    "lightning": lightning_tensors,
-    "rwkv": rwkv_tensors,
-    "mlstm": mlstm_tensors,
-}
-"""Mixer kind -> its tensors; a block with mixer ``none`` has none."""
+ATTENTION_TENSORS = {"attention": attention_tensors, "mla": mla_tensors}
+"""The attention mixers' tensors; a recurrent mixer's come from its part
+(:mod:`costcalc.anatomy.recurrent`), and a block with mixer ``none`` has none."""
 
 
 def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
@@ -812,14 +453,16 @@ def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
     beside its attention when ``parallel_mamba`` or ``parallel_mamba2`` (each layer's own in a
     reused block); the block's AltUp and LAuReL matrices (Gemma 3n); the gate of its input
     norm (``norm_gate_rank``)."""
-    build = MIXERS.get(spec.mixer)
-    tensors = [] if build is None else build(spec)
+    build = ATTENTION_TENSORS.get(spec.mixer)
+    recurrent = spec.recurrent_mixer
+    if build is not None:
+        tensors = build(spec)
+    else:
+        tensors = [] if recurrent is None else recurrent_mixer(recurrent).tensors(spec)
     tensors += hyper_connection_tensors(spec, "attn_hc", "mixer") if tensors else []
     tensors = in_set(spec, tensors + norm_gate_tensors(spec, "mixer")) + qkv_adapter_tensors(spec)
-    if spec.parallel_mamba:
-        tensors += mamba_tensors(spec)
-    elif spec.parallel_mamba2:
-        tensors += mamba2_tensors(spec)
+    if build is not None and recurrent is not None:  # a Mamba mixer beside the attention
+        tensors += recurrent_mixer(recurrent).tensors(spec)
     return tensors + altup_tensors(spec) + laurel_tensors(spec)
 
 
@@ -848,8 +491,8 @@ def norm_gate_tensors(spec: ModelSpec, part: Part) -> list[Tensor]:
     if r is None:
         return []
     return [
-        *_linear(f"{name}_norm_gate.fc1", r, spec.d_model, False, part),
-        *_linear(f"{name}_norm_gate.fc2", spec.d_model, r, False, part),
+        *linear(f"{name}_norm_gate.fc1", r, spec.d_model, False, part),
+        *linear(f"{name}_norm_gate.fc2", spec.d_model, r, False, part),
     ]
 
 
@@ -860,8 +503,8 @@ def laurel_tensors(spec: ModelSpec) -> list[Tensor]:
     if r is None:
         return []
     return [
-        *_linear("laurel.linear_left", r, spec.d_model, False, "mixer"),
-        *_linear("laurel.linear_right", spec.d_model, r, False, "mixer"),
+        *linear("laurel.linear_left", r, spec.d_model, False, "mixer"),
+        *linear("laurel.linear_right", spec.d_model, r, False, "mixer"),
     ]
 
 
@@ -875,27 +518,29 @@ def dense_ffn_tensors(spec: ModelSpec, width: int, name: str = "mlp") -> list[Te
     if spec.ffn == "channel_mix":
         return channel_mix_tensors(spec, width, name)
     if spec.fused_gate_up:
-        firsts = _linear(f"{name}.gate_up_proj", 2 * width, D, bias, "ffn")
+        firsts = linear(f"{name}.gate_up_proj", 2 * width, D, bias, "ffn")
     elif spec.gated:
         firsts = [
-            *_linear(f"{name}.gate_proj", width, D, bias, "ffn"),
-            *_linear(f"{name}.up_proj", width, D, bias, "ffn"),
+            *linear(f"{name}.gate_proj", width, D, bias, "ffn"),
+            *linear(f"{name}.up_proj", width, D, bias, "ffn"),
         ]
     else:
-        firsts = _linear(f"{name}.up_proj", width, D, bias, "ffn")
-    return [*firsts, *_linear(f"{name}.down_proj", D, width, bias, "ffn")]
+        firsts = linear(f"{name}.up_proj", width, D, bias, "ffn")
+    return [*firsts, *linear(f"{name}.down_proj", D, width, bias, "ffn")]
 
 
 def channel_mix_tensors(spec: ModelSpec, width: int, name: str) -> list[Tensor]:
     """RWKV-4's channel mix (``RwkvFeedForward``): ``time_mix_key`` and
     ``time_mix_receptance`` (1 x 1 x D each), ``key`` D -> h, ``receptance`` D -> D (a sigmoid
     gate on the output), ``value`` h -> D; no biases."""
+    from costcalc.anatomy.rwkv import token_shift_mix
+
     D = spec.d_model
     return [
         *token_shift_mix(name, ("key", "receptance"), D, "ffn"),
-        *_linear(f"{name}.key", width, D, False, "ffn"),
-        *_linear(f"{name}.receptance", D, D, False, "ffn"),
-        *_linear(f"{name}.value", D, width, False, "ffn"),
+        *linear(f"{name}.key", width, D, False, "ffn"),
+        *linear(f"{name}.receptance", D, D, False, "ffn"),
+        *linear(f"{name}.value", D, width, False, "ffn"),
     ]
 
 
@@ -930,7 +575,7 @@ def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
     if spec.moe_shared_ffn_hidden is not None:
         tensors += dense_ffn_tensors(spec, spec.moe_shared_ffn_hidden, "mlp.shared_expert")
     if spec.moe_shared_gate:
-        tensors += _linear("mlp.shared_expert_gate", 1, D, False, "ffn")
+        tensors += linear("mlp.shared_expert_gate", 1, D, False, "ffn")
     return tensors
 
 
@@ -983,8 +628,8 @@ def per_layer_input_tensors(spec: ModelSpec) -> list[Tensor]:
     if P is None:
         return []
     return [
-        *_linear("per_layer_input_gate", P, spec.d_model, False, "ffn"),
-        *_linear("per_layer_projection", spec.d_model, P, False, "ffn"),
+        *linear("per_layer_input_gate", P, spec.d_model, False, "ffn"),
+        *linear("per_layer_projection", spec.d_model, P, False, "ffn"),
     ]
 
 
@@ -1003,7 +648,7 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
     else:
         tensors = dense_ffn_tensors(spec, spec.ffn_width) + tensors
         if spec.ffn_inner_norm:
-            tensors += _norm(spec, "mlp.ffn_sub_norm", spec.ffn_width, "norms")
+            tensors += norm(spec, "mlp.ffn_sub_norm", spec.ffn_width, "norms")
         if spec.ngpt_scales:
             h = spec.ffn_width
             tensors += [Tensor(f"mlp.{name}", (h,), "ffn") for name in ("suv_gate", "suv_up")]
@@ -1029,9 +674,7 @@ def ffn_adapter_tensors(spec: ModelSpec) -> list[Tensor]:
 def use_projection_tensors(spec: ModelSpec) -> list[Tensor]:
     """A layer's own D x D projection of the shared block's output (``use_projection``,
     Zamba's ``linear``)."""
-    return (
-        _linear("linear", spec.d_model, spec.d_model, False, "ffn") if spec.use_projection else []
-    )
+    return linear("linear", spec.d_model, spec.d_model, False, "ffn") if spec.use_projection else []
 
 
 # --------------------------------------------------------------------------- blocks and model
@@ -1048,19 +691,19 @@ def block_norm_tensors(spec: ModelSpec) -> list[Tensor]:
     wide = 1 if spec.concat_embeddings and n else 0
     tensors = []
     if wide:
-        tensors += _norm(spec, "input_norm", 2 * D, "norms")
+        tensors += norm(spec, "input_norm", 2 * D, "norms")
     if shared > wide:
-        tensors += _norm(spec, "norm", D, "norms", shared - wide)
+        tensors += norm(spec, "norm", D, "norms", shared - wide)
     tensors = in_set(spec, tensors)
     if n > max(shared, wide):
         name = "own_norm" if shared else "norm"
-        tensors += _norm(spec, name, D, "norms", n - max(shared, wide))
+        tensors += norm(spec, name, D, "norms", n - max(shared, wide))
     if spec.per_layer_input_width is not None:
-        tensors += _norm(spec, "post_per_layer_input_norm", spec.d_model, "norms")
+        tensors += norm(spec, "post_per_layer_input_norm", spec.d_model, "norms")
     if spec.altup_streams is not None:
-        tensors += _norm(spec, "altup.router_norm", spec.d_model, "norms")
+        tensors += norm(spec, "altup.router_norm", spec.d_model, "norms")
     if spec.laurel_rank is not None:
-        tensors += _norm(spec, "laurel.post_laurel_norm", spec.d_model, "norms")
+        tensors += norm(spec, "laurel.post_laurel_norm", spec.d_model, "norms")
     return tensors
 
 
@@ -1079,15 +722,15 @@ def model_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors.append(Tensor("embed_positions.weight", (spec.position_rows, D), "model"))
     tensors += rotary_scale_tensors(spec)
     if E != D:
-        tensors += _linear("project_in", D, E, False, "model")
-        tensors += _linear("project_out", E, D, False, "model")
+        tensors += linear("project_in", D, E, False, "model")
+        tensors += linear("project_out", E, D, False, "model")
     if spec.embedding_norm:
-        tensors += _norm(spec, "embed_norm", E, "model")
+        tensors += norm(spec, "embed_norm", E, "model")
     tensors += per_layer_model_tensors(spec)
     tensors += stream_collapse_tensors(spec)
     tensors += altup_projection_tensors(spec)
     if spec.final_norm:
-        tensors += _norm(spec, "norm", D, "model")
+        tensors += norm(spec, "norm", D, "model")
     if spec.initial_state:
         tensors.append(Tensor("initial_state", (D,), "model"))
     if not spec.tie_embeddings:
@@ -1126,8 +769,8 @@ def per_layer_model_tensors(spec: ModelSpec) -> list[Tensor]:
         return []
     return [
         *per_layer_table(spec),
-        *_linear("per_layer_model_projection", spec.n_layers * P, spec.d_model, False, "model"),
-        *_norm(spec, "per_layer_projection_norm", P, "model"),
+        *linear("per_layer_model_projection", spec.n_layers * P, spec.d_model, False, "model"),
+        *norm(spec, "per_layer_projection_norm", P, "model"),
     ]
 
 

@@ -30,13 +30,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from costcalc.blocks import MAX_SIZE
 from costcalc.check import FAULT, Limits, check_file
 from costcalc.compute import Workload
 from costcalc.errors import ConfigError, CostcalcError
 from costcalc.files import Document
 from costcalc.loaders import LoadedModel, load_document
 from costcalc.results import params_result
+from costcalc.scalars import MAX_SIZE
 from tests.conftest import FIXTURES, Invoke
 
 HF = sorted(FIXTURES.joinpath("hf").glob("*.json"))

@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from costcalc.blocks import BLOCK_FIELDS, MAX_SIZE
+from costcalc.blocks import BLOCK_FIELDS
 from costcalc.errors import ConfigError
 from costcalc.files import Document
 from costcalc.loaders import load_document
+from costcalc.scalars import MAX_SIZE
 
 BASE = {"vocab_size": 256, "context_length": 64, "d_model": 64, "n_layers": 2, "n_heads": 4}
 WRONG: list[Any] = [1, 0, True, False, 2.0, "1", "true", -1, MAX_SIZE + 1, [1], {"a": 1}]

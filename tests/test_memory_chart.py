@@ -14,7 +14,6 @@ from costcalc.parallel import parallel_plan, stage_reports
 from costcalc.units import format_bytes
 from tests.conftest import Invoke
 
-
 H100_USABLE = 85_045_477_376 - 512 * 2**20
 """An H100's CUDA-visible memory less the CUDA context's 512 MiB: what --gpu h100-sxm gives."""
 

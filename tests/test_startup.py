@@ -11,6 +11,7 @@ import sys
 import pytest
 from pydantic import BaseModel
 
+from costcalc.blocks import RECURRENT_MIXERS
 from costcalc.errors import CostcalcError
 from costcalc.files import parse_document
 from costcalc.loaders import _load_native, load_file, load_preset
@@ -59,7 +60,7 @@ def test_params_json_imports_only_what_it_uses() -> None:
         "costcalc.compute",
         "costcalc.macs",
         "costcalc.memory",
-        "costcalc.mixer_sizes",
+        *(f"costcalc.anatomy.{kind}" for kind in RECURRENT_MIXERS),
     }
     assert not (others | unused) & modules
 

@@ -385,7 +385,8 @@ def _stage_chart(result: MemoryResult, system: UnitSystem) -> Grid:
         )
     legend = ", ".join(f"{glyph} {name}" for name, glyph in STACK_GLYPHS.items())
     notes = [
-        f"{legend} (optimizer with the fp32 master weights; activations with the logits). "
+        f"{legend} (optimizer with the fp32 master weights; activations with the logits and "
+        "what else the backward holds, or the optimizer step's buffers when larger). "
         + ("One GPU of each pipeline stage." if plan.pp > 1 else "Every GPU holds the same.")
     ]
     title = f"Memory per GPU of {result.model.name}, by component"
@@ -494,12 +495,23 @@ def _parallel_note(result: MemoryResult) -> str:
         3: "optimizer state, gradients and parameters",
     }[plan.stage]
     experts = plan.shard_gpus // plan.ep
+    if plan.fsdp is None:
+        return note + _deepspeed_note(result)
     note += (
-        f"Sharded over {plan.shard_gpus} GPUs (ceil(elements / {plan.shard_gpus}) each"
+        f"FSDP2 (torch 2.13 fully_shard, each layer a unit) over {plan.shard_gpus} GPUs: each "
+        f"parameter's rows padded to a multiple of {plan.shard_gpus}, ceil(rows / "
+        f"{plan.shard_gpus}) per GPU (FSDPParam)"
         + ("; the DP x CP ranks, as Megatron's distributed optimizer" if plan.cp > 1 else "")
         + (f"; the experts' over the {experts} GPUs holding the same ones" if plan.ep > 1 else "")
-        + f"): {sharded}; step scalars kept whole; --batch sequences per GPU. Not counted: "
-        "communication buckets and DeepSpeed's fp32 copy of the gradient partition."
+        + f": {sharded}"
+        + (
+            "; with mixed precision the shards are fp32 (MixedPrecisionPolicy(param_dtype="
+            f"{result.report.setup.dtype}) casts them for the all-gather), so no separate masters"
+            if result.report.setup.mixed_precision
+            else ""
+        )
+        + "; one step scalar per tensor; --batch sequences per GPU. Not counted: the all-gather "
+        "and reduce-scatter buffers."
     )
     if plan.stage == 3:
         largest = largest_module(rank_tensors(spec, plan, result.stage))
@@ -508,6 +520,62 @@ def _parallel_note(result: MemoryResult) -> str:
             "gradients, whole while it runs."
         )
     return note
+
+
+def _deepspeed_note(result: MemoryResult) -> str:
+    """How DeepSpeed's ZeRO holds the states on one GPU, and its estimator's figure beside."""
+    from costcalc.memory_results import deepspeed_dict
+    from costcalc.zero import ZERO_SOURCE
+
+    plan, report = result.plan, result.report
+    assert plan is not None
+    data = deepspeed_dict(result.model.spec, plan, result.stage, report)
+    assert data is not None
+    n = plan.shard_gpus
+    if plan.stage == 3:
+        layout = (
+            f"ZeRO-3 over {n} GPUs as DeepSpeed allocates it: each parameter padded to a "
+            f"multiple of {n}, ceil(n / {n}) of it per GPU for the 16-bit weights, the 16-bit "
+            "gradients (grad_partitions_flat_buffer), the fp32 masters and the optimizer state; "
+            "parameters of at most 1e5 elements also whole on every GPU; the reduce bucket "
+            "(reduce_bucket_size 5e8) held throughout; while a layer runs, the largest module's "
+            "params and grads whole and up to 5e7 prefetched params (stage3_prefetch_bucket_size, "
+            "a bound); in the step, one sub-group's gradients (up to sub_group_size 1e9) "
+            "flattened and cast to fp32."
+        )
+    else:
+        layout = (
+            f"ZeRO-{plan.stage} over {n} GPUs as DeepSpeed allocates it: the whole model in one "
+            f"flat 16-bit buffer padded to a multiple of {2 * n} ({report.elements_weights:,} "
+            f"elements), the fp32 masters and the optimizer state of 1 / {n} of it, the 16-bit "
+            "gradients of the whole parameters that share touches (grads_in_partition, on the "
+            "GPU that holds most), a 16-bit reduce bucket (reduce_bucket_size 5e8) during the "
+            "backward, and in the step the gradient partition flattened and cast to fp32."
+        )
+    estimator = data["estimator"]
+    if estimator is None:
+        beside = " DeepSpeed has no estimator for ZeRO-1."
+    else:
+        beside = (
+            f" DeepSpeed's {estimator['function']} gives {estimator['bytes']:,} bytes for the "
+            f"model states; costcalc counts {data['model_states_bytes']:,} at the step "
+            f"({estimator['difference_bytes']:+,}): the estimator counts 18 bytes per sharded "
+            "element (2 16-bit grads, 4 fp32 grads, 4 masters, 8 moments) of an unpadded P / N, "
+            "where the engine pads "
+            + (
+                "each parameter, keeps the small ones whole and the reduce bucket held, and "
+                if plan.stage == 3
+                else "the flat buffer, keeps the 16-bit gradients of whole touched parameters, "
+            )
+            + "flattens a 16-bit copy beside the fp32 gradient partition in the step."
+        )
+    experts = (
+        f" The experts are a group of their own, over the {n // plan.ep} GPUs holding the "
+        "same ones (DeepSpeed-MoE's expert data-parallel group)."
+        if plan.ep > 1
+        else ""
+    )
+    return f"{layout}{experts}{beside} Source: {ZERO_SOURCE}; --batch sequences per GPU."
 
 
 def _context_note(plan: ParallelPlan, length: int) -> str:

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from costcalc.blocks import MAX_SIZE
 from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.scalars import MAX_SIZE
 
 MAX_LISTED_LAYERS = 65_536
 """Most layers a per-layer rule is evaluated for one by one (explicit lists are bounded by the

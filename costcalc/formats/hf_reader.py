@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from typing import Any, TypeGuard
 
-from costcalc.blocks import MAX_SIZE
 from costcalc.errors import ConfigError, Problem
 from costcalc.files import Document
 from costcalc.formats.translation import Translation
+from costcalc.scalars import MAX_SIZE
 
 
 class Reader:

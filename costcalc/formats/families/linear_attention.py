@@ -14,7 +14,6 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
-from costcalc.blocks import MAX_SIZE
 from costcalc.formats import hf_layers
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.families.ssm import NO_POSITION_LIMIT
@@ -26,6 +25,7 @@ from costcalc.formats.hf_reader import (
     rotary_dim,
     standard_sizes,
 )
+from costcalc.scalars import MAX_SIZE
 
 ATTENTION_KEYS = (
     "n_heads",

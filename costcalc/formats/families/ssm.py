@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from costcalc.blocks import MAX_SIZE
 from costcalc.formats import hf_layers
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.scalars import MAX_SIZE
 
 NO_POSITION_LIMIT = MAX_SIZE
 """context_length of a model without positions and without ``max_position_embeddings``: the

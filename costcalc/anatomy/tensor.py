@@ -1,0 +1,81 @@
+"""One parameter tensor as PyTorch holds it, and the shapes of the layers blocks are made of.
+
+Matrices are written (out, in), as ``nn.Linear`` stores them; GPT-2's ``Conv1D`` stores the
+transpose, which changes no count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from costcalc.spec import ModelSpec
+
+Shape = tuple[int, ...]
+Part = Literal["mixer", "ffn", "norms", "model"]
+Use = Literal["matmul", "router", "experts", "none"]
+"""How a token uses a tensor: ``matmul`` (and a MoE ``router``) multiplies by all of it;
+``experts`` by the top-k of its X stacked matrices; ``none`` by none of it (norms, biases, tables
+looked up, sinks)."""
+Scope = Literal["layer", "set", "use"]
+"""Who holds a block tensor: each ``layer`` its own; a weight ``set``, one of those the layers
+of a kind reuse in turn (``shared_weight_sets``); a shared block's part for each ``use`` (an
+adapter), held with the set but one per layer. Every layer multiplies by all three."""
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One parameter tensor, repeated ``copies`` times."""
+
+    name: str
+    shape: Shape
+    part: Part
+    use: Use = "none"
+    copies: int = 1
+    active: int | None = None
+    """Of ``experts`` tensors, how many of the X a token runs when it is not the block's
+    ``moe_top_k`` (a mixture of attention heads: H / K)."""
+    scope: Scope = "layer"
+    text: bool = True
+    """Text-only input uses it (False: another modality's experts, ERNIE 4.5 VL's vision set)."""
+
+    @property
+    def elements(self) -> int:
+        """Elements of all copies: copies x the product of the dimensions."""
+        return self.copies * prod(self.shape)
+
+    def macs_per_token(self, top_k: int) -> int:
+        """Multiply-accumulates one token spends on this tensor (all copies): every element of
+        a matrix it multiplies by; top_k of X stacked experts; 0 for what it does not, and 0
+        for what only another modality's tokens use."""
+        if not self.text:
+            return 0
+        if self.use == "experts":
+            return self.elements // self.shape[0] * (top_k if self.active is None else self.active)
+        return self.elements if self.use in ("matmul", "router") else 0
+
+
+def elements(shape: Shape) -> int:
+    """Elements of one tensor: the product of its dimensions."""
+    return prod(shape)
+
+
+def linear(name: str, out: int, inp: int, bias: bool, part: Part) -> list[Tensor]:
+    """An ``nn.Linear(inp, out)``: weight (out, inp), and bias (out) when it has one."""
+    weight = Tensor(f"{name}.weight", (out, inp), part, "matmul")
+    return [weight, Tensor(f"{name}.bias", (out,), part)] if bias else [weight]
+
+
+def norm(spec: ModelSpec, name: str, width: int, part: Part, copies: int = 1) -> list[Tensor]:
+    """One norm over ``width``: a weight, plus a bias for LayerNorm with bias."""
+    shapes = [("weight", (width,))] + ([("bias", (width,))] if spec.has_norm_bias else [])
+    return [Tensor(f"{name}.{kind}", shape, part, copies=copies) for kind, shape in shapes]
+
+
+def conv(name: str, channels: int, kernel: int, bias: bool) -> list[Tensor]:
+    """A depthwise ``nn.Conv1d(C, C, k, groups=C)``: weight (C, 1, k), bias (C) when it has one.
+    Its MACs depend on the sequence (T + k - 1 outputs per channel), so none are per token."""
+    weight = Tensor(f"{name}.weight", (channels, 1, kernel), "mixer")
+    return [weight, Tensor(f"{name}.bias", (channels,), "mixer")] if bias else [weight]
