@@ -132,10 +132,11 @@ def count_memory(
     ``pp``, ``sp``, ``micro_batches``, ``ep`` and ``cp`` are the parallel plan of
     ``memory --train``: then every figure is one GPU's (docs/memory.md)."""
     from costcalc.errors import UsageError
-    from costcalc.gpus import device_memory
+    from costcalc.gpus import device_memory, parse_reserve
     from costcalc.memory import memory_setup
     from costcalc.memory_results import memory_result
     from costcalc.parallel import optional_plan
+    from costcalc.units import parse_bytes
 
     setup = memory_setup(
         dtype=dtype,
@@ -148,9 +149,9 @@ def count_memory(
         recompute=recompute,
         attention=attention,
     )
-    if isinstance(fits, int) and gpu is not None:
+    if fits is not None and gpu is not None:
         raise UsageError("give the device memory once: fits= or gpu=, not both")
-    kept = f"{reserve}B" if isinstance(reserve, int) else reserve
-    capacity = device_memory(f"{fits}B" if isinstance(fits, int) else fits, gpu, kept)
+    kept = parse_reserve(reserve) if isinstance(reserve, str) else reserve
+    capacity = device_memory(parse_bytes(fits) if isinstance(fits, str) else fits, gpu, kept)
     plan = optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
     return memory_result(load(model), setup, capacity, plan)

@@ -288,15 +288,12 @@ def find_gpu(name: str) -> Gpu:
 # --------------------------------------------------------------------------- capacity
 
 
-def parse_reserve(reserve: str | None) -> int | None:
-    """``--reserve SIZE`` in bytes (``0`` sets nothing aside), or None when not given."""
+def parse_reserve(text: str) -> int:
+    """``--reserve SIZE`` in bytes: a size with its unit (``1GiB``), or ``0`` to set nothing
+    aside."""
     from costcalc.units import parse_bytes
 
-    if reserve is None:
-        return None
-    if reserve.strip() in ("0", "0B"):
-        return 0
-    return parse_bytes(reserve)
+    return 0 if text.strip() in ("0", "0B") else parse_bytes(text)
 
 
 @dataclass(frozen=True)
@@ -338,28 +335,24 @@ class Capacity:
         }
 
 
-def device_memory(fits: str | None, gpu: str | None, reserve: str | None = None) -> Capacity | None:
-    """Usable device memory: ``--fits SIZE`` as given, or ``--gpu NAME``'s reported memory,
-    less the reserve (``--reserve``; by default the GPU's :func:`default_reserve`, none with
-    --fits); None when neither is given; both at once is an error."""
-    from costcalc.units import parse_bytes
-
+def device_memory(fits: int | None, gpu: str | None, reserve: int | None = None) -> Capacity | None:
+    """Usable device memory: ``fits`` bytes as given, or ``gpu``'s reported memory, less the
+    reserve (``reserve`` bytes; by default the GPU's :func:`default_reserve`, none with
+    ``fits``); None when neither is given; both at once is an error."""
     if fits is not None and gpu is not None:
         raise UsageError("give the device memory once: --fits SIZE or --gpu NAME, not both")
-    given = parse_reserve(reserve)
     if gpu is not None:
         device = find_gpu(gpu)
-        kept = device.reserve if given is None else given
+        kept = device.reserve if reserve is None else reserve
         return Capacity(usable_memory(device, kept), device.memory_bytes, kept, device)
     if fits is None:
-        if given is not None:
+        if reserve is not None:
             raise UsageError("--reserve sets memory aside on a device: add --gpu or --fits")
         return None
-    total = parse_bytes(fits)
-    return Capacity(usable_memory_of(total, given or 0, fits), total, given or 0)
+    return Capacity(usable_memory_of(fits, reserve or 0, "the device"), fits, reserve or 0)
 
 
-def device_capacity(fits: str | None, gpu: str | None, reserve: str | None = None) -> int | None:
+def device_capacity(fits: int | None, gpu: str | None, reserve: int | None = None) -> int | None:
     """The bytes of :func:`device_memory`, or None."""
     capacity = device_memory(fits, gpu, reserve)
     return None if capacity is None else capacity.bytes

@@ -82,17 +82,6 @@ def parse_fraction(text: str, what: str) -> Fraction:
     return value
 
 
-def parse_flops(text: str) -> int:
-    """A FLOP budget such as ``5.76e23``: a positive whole number of FLOPs."""
-    value = _decimal(text) or Decimal(0)
-    if value < 1 or value != value.to_integral_value():
-        raise UsageError(
-            f"compute budget '{text}': expected a whole number of FLOPs below 1e{MAX_DIGITS}, "
-            "such as 5.76e23"
-        )
-    return int(value)
-
-
 def training_flops(spec: ModelSpec, tokens: int, length: int, kernel: str = "sdpa") -> int:
     """FLOPs to train on ``tokens`` tokens in sequences of ``length``: 2 x training MACs of one
     sequence x tokens / T, rounded up."""

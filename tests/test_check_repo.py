@@ -32,7 +32,7 @@ EXPECTED = [
             (
                 "budget.max_params",
                 7,
-                "'30X' is not a count (expected e.g. 30M, 1.5B, 124439808; suffixes: k, m, b, t)",
+                "'30X' is not a count: unknown unit 'X' (units: k, M, B, T, Ki, Mi, Gi, Ti)",
             ),
             (
                 "budget.dtype",

@@ -21,6 +21,7 @@ from costcalc.gpus import (
     device_capacity,
     device_memory,
     find_gpu,
+    parse_reserve,
 )
 
 runner = CliRunner()
@@ -129,17 +130,18 @@ def test_the_reserve_by_hand() -> None:
         143_771 * MIB,
         2**30,
     )
-    assert device_capacity(None, "h200", "0") == 143_771 * MIB
-    assert device_capacity(None, "h200", "2GiB") == 143_771 * MIB - 2 * 2**30
-    assert device_capacity("24GiB", None) == 24 * 2**30  # a size given is taken as it is
-    assert device_capacity("24GiB", None, "1GiB") == 23 * 2**30
+    assert device_capacity(None, "h200", 0) == 143_771 * MIB
+    assert device_capacity(None, "h200", 2 * 2**30) == 143_771 * MIB - 2 * 2**30
+    assert device_capacity(24 * 2**30, None) == 24 * 2**30  # a size given is taken as it is
+    assert device_capacity(24 * 2**30, None, 2**30) == 23 * 2**30
     assert device_capacity(None, None) is None
     with pytest.raises(UsageError, match="not both"):
-        device_capacity("24GiB", "l4")
+        device_capacity(24 * 2**30, "l4")
     with pytest.raises(UsageError, match="add --gpu or --fits"):
-        device_capacity(None, None, "1GiB")
+        device_capacity(None, None, 2**30)
     with pytest.raises(UsageError, match="leaves nothing of t4's 16,106,127,360 bytes"):
-        device_capacity(None, "t4", "15GiB")  # all 15,360 MiB of it
+        device_capacity(None, "t4", 15 * 2**30)  # all 15,360 MiB of it
+    assert parse_reserve("0") == 0 and parse_reserve("1.5GiB") == 3 * 2**29
 
 
 @pytest.mark.parametrize(

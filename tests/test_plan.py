@@ -18,12 +18,12 @@ from costcalc.plan import (
     decode_batches,
     decode_step,
     kaplan_flops,
-    parse_flops,
     parse_fraction,
     roofline,
     training_flops,
 )
 from costcalc.spec import ModelSpec
+from costcalc.units import parse_count
 from tests.conftest import ROOT
 
 GPT2 = load_preset("gpt2-small").spec
@@ -48,7 +48,7 @@ def test_wall_time_and_gpu_hours_by_hand() -> None:
 
 def test_chinchilla_table() -> None:
     # Hoffmann et al. 2022, Table 3: 70B parameters, 1.4T tokens at 5.76e23 FLOPs
-    n, d = compute_optimal(parse_flops("5.76e23"))
+    n, d = compute_optimal(parse_count("5.76e23"))
     assert abs(n - 70 * 10**9) / (70 * 10**9) < 0.015
     assert d == 20 * n
     assert 6 * n * d <= 576 * 10**21 < 6 * (n + 1) * 20 * (n + 1)

@@ -6,7 +6,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from costcalc.cli.common import FormatOption, UnitsOption, emit, user_errors
+from costcalc.cli.common import (
+    FormatOption,
+    UnitsOption,
+    count_option,
+    emit,
+    reserve_option,
+    size_option,
+    user_errors,
+)
 from costcalc.cli.memory import ATTENTION_HELP, RESERVE_HELP, training_notes
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
@@ -41,7 +49,7 @@ def lora(
             "linear layer but the head).",
         ),
     ] = None,
-    rank: Annotated[int, typer.Option("--rank", "-r", help="LoRA rank r (peft's default 8).")] = 8,
+    rank: Annotated[int, count_option("--rank", "-r", help="LoRA rank r (peft's default 8).")] = 8,
     target_parameters: Annotated[
         str | None,
         typer.Option(
@@ -106,11 +114,11 @@ def lora(
     ] = None,
     batch: Annotated[
         int | None,
-        typer.Option("--batch", "-B", help="Sequences B.", rich_help_panel=TRAIN_PANEL),
+        count_option("--batch", "-B", help="Sequences B.", rich_help_panel=TRAIN_PANEL),
     ] = None,
     length: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--length",
             "-T",
             help="Tokens T per sequence (required with --train).",
@@ -135,8 +143,8 @@ def lora(
         ),
     ] = None,
     fits: Annotated[
-        str | None,
-        typer.Option(
+        int | None,
+        size_option(
             "--fits",
             "--gpu-memory",
             help="Device memory, like 24GiB: does training fit? Exit 1 when it does not.",
@@ -153,8 +161,8 @@ def lora(
         ),
     ] = None,
     reserve: Annotated[
-        str | None,
-        typer.Option("--reserve", metavar="SIZE", help=RESERVE_HELP, rich_help_panel=TRAIN_PANEL),
+        int | None,
+        reserve_option("--reserve", help=RESERVE_HELP, rich_help_panel=TRAIN_PANEL),
     ] = None,
     units: UnitsOption = "iec",
     fmt: FormatOption = OutputFormat.table,

@@ -7,7 +7,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from costcalc.cli.common import ExplainOption, FormatOption, UnitsOption, emit, user_errors
+from costcalc.cli.common import (
+    ExplainOption,
+    FormatOption,
+    UnitsOption,
+    count_option,
+    emit,
+    reserve_option,
+    size_option,
+    user_errors,
+)
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
 
@@ -67,10 +76,10 @@ def memory(
             "(default: on for bf16/fp16 training).",
         ),
     ] = None,
-    batch: Annotated[int, typer.Option("--batch", "-B", help="Sequences B.")] = 1,
+    batch: Annotated[int, count_option("--batch", "-B", help="Sequences B.")] = 1,
     length: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--length",
             "-T",
             help="Tokens T per sequence (inference default: the context; training needs it).",
@@ -98,8 +107,8 @@ def memory(
     ] = None,
     explain: ExplainOption = False,
     fits: Annotated[
-        str | None,
-        typer.Option(
+        int | None,
+        size_option(
             "--fits",
             "--gpu-memory",
             help="Device memory, like 24GiB or 80GB: does it fit? Exit 1 when it does not.",
@@ -114,13 +123,10 @@ def memory(
             "memory it reports, less --reserve.",
         ),
     ] = None,
-    reserve: Annotated[
-        str | None,
-        typer.Option("--reserve", metavar="SIZE", help=RESERVE_HELP),
-    ] = None,
+    reserve: Annotated[int | None, reserve_option("--reserve", help=RESERVE_HELP)] = None,
     gpus: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--gpus",
             metavar="N",
             help="Training on N GPUs in all (DP x TP x PP), each running --batch sequences "
@@ -149,7 +155,7 @@ def memory(
     ] = None,
     node_gpus: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--node-gpus",
             metavar="G",
             help="GPUs per node: the shard group of --fsdp hybrid.",
@@ -158,7 +164,7 @@ def memory(
     ] = None,
     tp: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--tp",
             metavar="T",
             help="Tensor parallel over T GPUs, Megatron-LM's layout (vocab padded to 128 x T).",
@@ -167,7 +173,7 @@ def memory(
     ] = None,
     pp: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--pp",
             metavar="P",
             help="Pipeline parallel over P stages of L / P layers, 1F1B; the largest stage "
@@ -185,7 +191,7 @@ def memory(
     ] = False,
     micro_batches: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--micro-batches",
             metavar="M",
             help="Micro-batches per step under --pp (default P); stage s holds min(M, P - s).",
@@ -194,7 +200,7 @@ def memory(
     ] = None,
     ep: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--ep",
             metavar="E",
             help="Expert parallel over E of the data-parallel ranks: X / E experts of each MoE "
@@ -204,7 +210,7 @@ def memory(
     ] = None,
     cp: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--cp",
             metavar="C",
             help="Context parallel over C GPUs, Megatron-Core's: T / C tokens of each sequence "

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.cli.common import FormatOption, count_option, emit, reserve_option, user_errors
 from costcalc.cli.memory import RESERVE_HELP
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
@@ -30,13 +30,13 @@ def plan(
     models: ModelSelection,
     gpu: Annotated[str, typer.Option("--gpu", metavar="NAME", help="A GPU of `costcalc gpus`.")],
     tokens: Annotated[
-        str | None,
-        typer.Option("--tokens", help="Training tokens, like 300B or 1T: FLOPs, time, GPU-hours."),
+        int | None,
+        count_option("--tokens", help="Training tokens, like 300B or 1T: FLOPs, time, GPU-hours."),
     ] = None,
     length: Annotated[
-        int, typer.Option("--length", "-T", help="Tokens per training sequence.")
+        int, count_option("--length", "-T", help="Tokens per training sequence.")
     ] = 2048,
-    gpus: Annotated[int, typer.Option("--gpus", help="GPUs training together.")] = 1,
+    gpus: Annotated[int, count_option("--gpus", help="GPUs training together.")] = 1,
     mfu: Annotated[
         str, typer.Option("--mfu", help="Model FLOPs utilisation assumed, like 0.4 or 40%.")
     ] = "0.4",
@@ -50,17 +50,17 @@ def plan(
         ),
     ] = "bf16",
     budget: Annotated[
-        str | None,
-        typer.Option("--budget", help="A compute budget in FLOPs (5.76e23): Chinchilla sizing."),
+        int | None,
+        count_option("--budget", help="A compute budget in FLOPs (5.76e23): Chinchilla sizing."),
     ] = None,
     prompt: Annotated[
         int | None,
-        typer.Option("--prompt", help="Inference roofline: prompt tokens per sequence."),
+        count_option("--prompt", help="Inference roofline: prompt tokens per sequence."),
     ] = None,
     generate: Annotated[
-        int, typer.Option("--generate", help="Tokens generated after the prompt.")
+        int, count_option("--generate", help="Tokens generated after the prompt.")
     ] = 256,
-    batch: Annotated[int, typer.Option("--batch", "-B", help="Sequences decoded together.")] = 1,
+    batch: Annotated[int, count_option("--batch", "-B", help="Sequences decoded together.")] = 1,
     utilisation: Annotated[
         str,
         typer.Option(
@@ -69,13 +69,10 @@ def plan(
             "gpu_memory_utilization), like 0.9 or 90%.",
         ),
     ] = "0.9",
-    reserve: Annotated[
-        str | None,
-        typer.Option("--reserve", metavar="SIZE", help=RESERVE_HELP),
-    ] = None,
+    reserve: Annotated[int | None, reserve_option("--reserve", help=RESERVE_HELP)] = None,
     tp: Annotated[
         int,
-        typer.Option(
+        count_option(
             "--tp",
             metavar="T",
             help="Inference tensor parallel over T GPUs: each holds and reads its shard of the "
@@ -90,27 +87,24 @@ def plan(
     batch and context whose cache fits beside the weights, and decode tokens/s by batch."""
     from costcalc.compute import check_count
     from costcalc.errors import UsageError
-    from costcalc.gpus import find_gpu, parse_reserve
-    from costcalc.plan import MAX_COUNT, parse_flops, parse_fraction
-    from costcalc.units import DTYPES, check_weight_dtype, parse_count
+    from costcalc.gpus import find_gpu
+    from costcalc.plan import MAX_COUNT, parse_fraction
+    from costcalc.units import DTYPES, check_weight_dtype
 
     with user_errors():
         device = find_gpu(gpu)
         dtype = check_weight_dtype(dtype)
         counts = {"gpus": gpus, "length": length, "batch": batch, "generate": generate, "tp": tp}
-        for name, value in {**counts, "prompt": prompt}.items():
+        for name, value in {**counts, "prompt": prompt, "tokens": tokens, "budget": budget}.items():
             if value is not None:
                 check_count(name, value, MAX_COUNT)
         share = parse_fraction(mfu, "MFU")
         memory_share = parse_fraction(utilisation, "memory utilisation")
-        kept = parse_reserve(reserve)
-        count = parse_count(tokens) if tokens is not None else None
-        flops_budget = parse_flops(budget) if budget is not None else None
-        if count is None and flops_budget is None and prompt is None:
+        if tokens is None and budget is None and prompt is None:
             raise UsageError("nothing to plan: give --tokens, --budget or --prompt")
         if tp > 1 and prompt is None:
             raise UsageError("--tp shards the inference rooflines: add --prompt")
-        if count is not None and dtype not in TRAINING_DTYPES:
+        if tokens is not None and dtype not in TRAINING_DTYPES:
             kind = "a storage dtype" if dtype in DTYPES else "a stored weight format"
             raise UsageError(
                 f"--tokens: training computes at the peak of {', '.join(TRAINING_DTYPES)}, and "
@@ -121,7 +115,7 @@ def plan(
                 m,
                 device,
                 dtype,
-                count,
+                tokens,
                 length,
                 gpus,
                 share,
@@ -130,14 +124,14 @@ def plan(
                 batch,
                 memory_share,
                 tp,
-                kept,
+                reserve,
             )
             for m in models.load()
         ]
     data: list[dict[str, Any]] = [r for r, _ in results]
     grids = [g for _, gs in results for g in gs]
-    if flops_budget is not None:
-        data_budget, grid = _chinchilla(flops_budget)
+    if budget is not None:
+        data_budget, grid = _chinchilla(budget)
         for record in data:
             record["compute_optimal"] = data_budget
         grids.append(grid)
