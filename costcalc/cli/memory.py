@@ -17,6 +17,7 @@ from costcalc.cli.common import (
     UnitsOption,
     count_option,
     emit,
+    reserve_option,
     size_option,
     user_errors,
 )
@@ -41,6 +42,11 @@ STACK_GLYPHS: dict[str, str] = {
 }
 UNIT_HEADERS = {"si": "SI (10^3)", "iec": "binary (2^10)"}
 PARALLEL_PANEL = "Parallelism (with --train)"
+RESERVE_HELP = (
+    "Memory set aside for the driver and the CUDA context, like 1GiB or 0 (default with --gpu: "
+    "its reported memory less the CUDA-visible total, + 512MiB; 1GiB where unknown; none with "
+    "--fits)."
+)
 ATTENTION_HELP = (
     "Attention kernel of training: sdpa (default, as transformers), flash, or eager (keeps the "
     "T x T scores)."
@@ -114,8 +120,14 @@ def memory(
     ] = None,
     gpu: Annotated[
         str | None,
-        typer.Option("--gpu", metavar="NAME", help="A GPU of `costcalc gpus`: --fits its memory."),
+        typer.Option(
+            "--gpu",
+            metavar="NAME",
+            help="A GPU of `costcalc gpus` (its key or the name nvidia-smi prints): --fits the "
+            "memory it reports, less --reserve.",
+        ),
     ] = None,
+    reserve: Annotated[int | None, reserve_option("--reserve", help=RESERVE_HELP)] = None,
     gpus: Annotated[
         int | None,
         count_option(
@@ -226,7 +238,7 @@ def memory(
     """
     from costcalc.engines import engine_setup
     from costcalc.errors import UsageError
-    from costcalc.gpus import device_capacity
+    from costcalc.gpus import device_memory
     from costcalc.memory import memory_setup
     from costcalc.memory_results import memory_result
     from costcalc.parallel import optional_plan
@@ -246,7 +258,7 @@ def memory(
             attention=attention,
             engine=serving,
         )
-        capacity = device_capacity(fits, gpu)
+        capacity = device_memory(fits, gpu, reserve)
         plan = optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
         if serving.name != "transformers" and (plan is not None or explain):
             what = "--explain shows the formula's rows" if explain else "it serves on one device"
@@ -414,6 +426,11 @@ def _mode(result: MemoryResult) -> str:
 
 
 def _notes(result: MemoryResult) -> list[str]:
+    device = [] if result.device is None or result.device.note is None else [result.device.note]
+    return _component_notes(result) + device
+
+
+def _component_notes(result: MemoryResult) -> list[str]:
     report, setup = result.report, result.report.setup
     if report.engine is not None:
         from costcalc.engines.llamacpp import notes as engine_notes
