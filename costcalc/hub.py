@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +50,10 @@ TIMEOUT_SECONDS = 10.0
 """How long one request may wait for the Hub before it counts as unreachable."""
 MAX_PARALLEL = 8
 """Most shard headers read at once."""
+LARGE_HEADER_BYTES = 8 * 2**20
+"""Headers longer than this are read one at a time: each may take up to the memory goal of
+:data:`costcalc.checkpoint.MEMORY_GOAL`, and the small ones beside it little."""
+_LARGE_HEADERS = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -297,14 +303,14 @@ def fetch_checkpoint(config: HubConfig) -> Checkpoint | None:
     )
 
     if not config.downloaded:
-        return find_checkpoint(config.path.parent)
+        return find_checkpoint(config.path.parent, hub_settings().cache)
     remote = _Remote(config, hub_settings())
     if remote.exists(SINGLE_NAME):
         return build_checkpoint(remote.source, [remote.header(SINGLE_NAME)], None, None)
     if not remote.exists(INDEX_NAME):
         return None
     index = remote.download(INDEX_NAME)
-    return read_index(index, remote.source, remote.header, MAX_PARALLEL)
+    return read_index(index, remote.source, remote.header, MAX_PARALLEL, remote.settings.cache)
 
 
 class _Remote:
@@ -339,13 +345,14 @@ class _Remote:
         """A small file (an index) downloaded into the cache."""
         from huggingface_hub import get_hf_file_metadata, hf_hub_download
 
-        from costcalc.checkpoint import MAX_HEADER_BYTES
+        from costcalc.checkpoint import MAX_INDEX_BYTES
 
         try:
             size = get_hf_file_metadata(self.url(name), timeout=TIMEOUT_SECONDS).size
-            if size is not None and size > MAX_HEADER_BYTES:
+            if size is not None and size > MAX_INDEX_BYTES:
                 raise HubError(
-                    self.config.label, f"{name} is {size:,} bytes; one over 100 MB is refused"
+                    self.config.label,
+                    f"{name} is {size:,} bytes; one over {MAX_INDEX_BYTES:,} is refused",
                 )
             return Path(
                 hf_hub_download(
@@ -365,14 +372,15 @@ class _Remote:
     def header(self, name: str) -> Header:
         """The header of safetensors file ``name``: bytes 0-7 give its length N and the file's
         size, bytes 8 to 8+N-1 the header; nothing past it is asked for or read."""
-        from costcalc.checkpoint import check_header_length, parse_header
+        from costcalc.checkpoint import check_header_length, decode_json, parse_header
 
         where = f"{self.source}/{name}"
         first, size = self.range(name, 0, 8)
         n = int.from_bytes(first, "little")
         check_header_length(where, n, size)
-        raw, _ = self.range(name, 8, n) if n else (b"", size)
-        return parse_header(where, size, n, raw)
+        with _LARGE_HEADERS if n > LARGE_HEADER_BYTES else nullcontext():
+            text = decode_json(self.range(name, 8, n)[0] if n else b"", where, "header")
+            return parse_header(where, size, n, text)
 
     def range(self, name: str, start: int, length: int) -> tuple[bytes, int]:
         """``length`` bytes of file ``name`` from ``start``, and the file's size, by one range

@@ -433,6 +433,36 @@ def test_config_resolving_outside_the_cache(tmp_path: Path) -> None:
         cached_config("org/model", {"HF_HUB_CACHE": str(hub)})
 
 
+@pytest.mark.parametrize("name", ["model.safetensors", "model.safetensors.index.json", "shard"])
+def test_snapshot_files_resolving_outside_the_cache(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """The safetensors files of a cached snapshot are read only where they resolve inside the
+    cache, as its config.json is: a link to anywhere else is refused, naming it."""
+    hub = _cache(tmp_path)
+    snapshot = hub / "models--org--model" / "snapshots" / ("a" * 40)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    header = b'{"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+    (outside / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"x")
+    if name == "shard":  # the index inside the cache, its shard a link out of it
+        index = {"weight_map": {"w": "model-1.safetensors"}}
+        (snapshot / "model.safetensors.index.json").write_text(json.dumps(index))
+        name, target = "model-1.safetensors", outside / "model.safetensors"
+    elif name.endswith(".json"):
+        (outside / name).write_text(json.dumps({"weight_map": {"w": "model.safetensors"}}))
+        target = outside / name
+    else:
+        target = outside / name
+    (snapshot / name).symlink_to(target)
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    result = cli("params", "--hf", "org/model")
+    assert result.exit_code == 1, result.stdout
+    assert result.stderr == (
+        f"error: {snapshot / name}: resolves to {target}, outside {hub}; refused\n"
+    )
+
+
 def test_cache_os_errors_are_clear(
     cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
