@@ -113,6 +113,7 @@ def count_memory(
     attention: str | None = None,
     fits: int | str | None = None,
     gpu: str | None = None,
+    reserve: int | str | None = None,
     gpus: int | None = None,
     zero: int | None = None,
     fsdp: str | None = None,
@@ -126,15 +127,17 @@ def count_memory(
 ) -> MemoryResult:
     """Bytes of weights, and of gradients, optimizer state and activations (``train=True``) or
     the KV cache, as ``costcalc memory`` counts them; ``fits`` (bytes, or ``"24GiB"``) or
-    ``gpu`` (a GPU of ``costcalc gpus``: its memory) is the capacity ``.fits`` and
-    ``.headroom`` are judged against. ``gpus``, ``zero``, ``fsdp``, ``node_gpus``, ``tp``,
+    ``gpu`` (a GPU of ``costcalc gpus``: the memory it reports, less ``reserve``, bytes or
+    ``"1GiB"``, by default the GPU's) is the capacity ``.fits`` and ``.headroom`` are judged
+    against. ``gpus``, ``zero``, ``fsdp``, ``node_gpus``, ``tp``,
     ``pp``, ``sp``, ``micro_batches``, ``ep`` and ``cp`` are the parallel plan of
     ``memory --train``: then every figure is one GPU's (docs/memory.md)."""
     from costcalc.errors import UsageError
-    from costcalc.gpus import device_capacity
+    from costcalc.gpus import device_memory, parse_reserve
     from costcalc.memory import memory_setup
     from costcalc.memory_results import memory_result
     from costcalc.parallel import optional_plan
+    from costcalc.units import parse_bytes
 
     setup = memory_setup(
         dtype=dtype,
@@ -147,9 +150,10 @@ def count_memory(
         recompute=recompute,
         attention=attention,
     )
-    if isinstance(fits, int) and gpu is not None:
+    if fits is not None and gpu is not None:
         raise UsageError("give the device memory once: fits= or gpu=, not both")
-    capacity = fits if isinstance(fits, int) else device_capacity(fits, gpu)
+    kept = parse_reserve(reserve) if isinstance(reserve, str) else reserve
+    capacity = device_memory(parse_bytes(fits) if isinstance(fits, str) else fits, gpu, kept)
     plan = optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
     return memory_result(load(model), setup, capacity, plan)
 
@@ -174,6 +178,7 @@ def count_lora(
     attention: str | None = None,
     fits: int | str | None = None,
     gpu: str | None = None,
+    reserve: int | str | None = None,
     gpus: int | None = None,
     zero: int | None = None,
     fsdp: str | None = None,
@@ -182,12 +187,13 @@ def count_lora(
     """What LoRA adds and trains, as peft counts it (``costcalc lora``), and with ``train=True``
     the memory of training: ``base_dtype`` (``"nf4"`` for QLoRA), ``adapter_dtype``,
     ``optimizer``, ``batch``, ``length``, ``recompute``, ``attention``; ``gpus``, ``zero``,
-    ``fsdp`` and ``node_gpus`` make it one GPU's (docs/lora.md); ``fits`` or ``gpu`` the
-    capacity ``.fits`` is judged against."""
+    ``fsdp`` and ``node_gpus`` make it one GPU's (docs/lora.md); ``fits`` or ``gpu`` (less
+    ``reserve``) the capacity ``.fits`` is judged against, as in :func:`count_memory`."""
     from costcalc.errors import UsageError
-    from costcalc.gpus import device_capacity
+    from costcalc.gpus import device_capacity, parse_reserve
     from costcalc.lora import lora_config
     from costcalc.lora_results import lora_inputs, lora_result
+    from costcalc.units import parse_bytes
 
     if isinstance(targets, str):
         raise TypeError("targets= is a list of module names, such as ['q_proj', 'v_proj']")
@@ -205,13 +211,15 @@ def count_lora(
         "--attention": attention,
         "--fits": fits,
         "--gpu": gpu,
+        "--reserve": reserve,
         "--gpus": gpus,
         "--zero": zero,
         "--fsdp": fsdp,
         "--node-gpus": node_gpus,
     }
     training, plan = lora_inputs(train, given)
-    if isinstance(fits, int) and gpu is not None:
+    if fits is not None and gpu is not None:
         raise UsageError("give the device memory once: fits= or gpu=, not both")
-    capacity = fits if isinstance(fits, int) else device_capacity(fits, gpu)
+    kept = parse_reserve(reserve) if isinstance(reserve, str) else reserve
+    capacity = device_capacity(parse_bytes(fits) if isinstance(fits, str) else fits, gpu, kept)
     return lora_result(load(model), config, training, plan, capacity)

@@ -27,13 +27,13 @@ from costcalc.files import Document, KeyPath
 from costcalc.overrides import OVERRIDE_OPTIONS
 from costcalc.spec import ModelSpec, StructureError, structural_problems
 from costcalc.units import (
-    BYTE_SUFFIXES,
+    BYTE_UNITS,
     COUNT_SUFFIXES,
     DTYPES,
-    MAX_DIGITS,
     check_weight_dtype,
     parse_bytes,
     parse_count,
+    quantity_pattern,
 )
 
 METADATA_KEYS = ("name", "description", "source")
@@ -60,53 +60,16 @@ def _quantity(parse: Callable[[str], int]) -> Callable[[object], object]:
     return convert
 
 
-def _quantity_schema(suffixes: Mapping[str, int], example: str) -> WithJsonSchema:
+def _quantity_schema(units: Mapping[str, int], example: str) -> WithJsonSchema:
     return WithJsonSchema(
         {
             "anyOf": [
                 {"type": "integer", "minimum": 1},
-                {"type": "string", "pattern": quantity_pattern(suffixes)},
+                {"type": "string", "pattern": quantity_pattern(units)},
             ],
             "examples": [example],
         }
     )
-
-
-IEC_DECIMALS = 4
-"""Decimals the schema's pattern allows after a number of KiB, MiB, GiB or TiB (see
-:func:`quantity_pattern`)."""
-
-
-def quantity_pattern(suffixes: Mapping[str, int]) -> str:
-    """A regular expression matching exactly the strings :func:`~costcalc.units.parse_count` or
-    :func:`~costcalc.units.parse_bytes` (with these ``suffixes``) read as a positive whole number:
-    a number, a suffix in any case, a non-zero digit, at most MAX_DIGITS digits.
-
-    After a suffix of 10^k the number may have k decimals (then only zeros); after one of 2^j a
-    decimal tail is whole when, written as n digits, it is a multiple of 5^n: every such tail of
-    up to IEC_DECIMALS digits is listed (``.5``, ``.25``, ``.75``, ``.125``, ...).
-    """
-    numbers = []
-    for suffix, factor in suffixes.items():
-        letters = "".join(f"[{c.lower()}{c.upper()}]" for c in suffix)
-        numbers.append(rf"\d+{_whole_decimals(factor)}\s*{letters}")
-    return rf"^(?=[^1-9]*[1-9])(?!(?:\D*\d){{{MAX_DIGITS + 1}}})\s*(?:{'|'.join(numbers)})\s*$"
-
-
-def _whole_decimals(factor: int) -> str:
-    """A pattern for the decimals (optional) that keep a number times ``factor`` whole."""
-    k = 0
-    while factor % 10 ** (k + 1) == 0:
-        k += 1
-    if factor == 10**k:
-        return rf"(?:\.\d{{1,{k}}}0*)?" if k else r"(?:\.0+)?"
-    tails = [
-        f"{tail:0{n}d}"
-        for n in range(1, IEC_DECIMALS + 1)
-        for tail in range(5**n, 10**n, 5**n)
-        if tail % 10
-    ]
-    return rf"(?:\.(?:0+|(?:{'|'.join(tails)})0*))?"
 
 
 ParamLimit = Annotated[
@@ -119,12 +82,12 @@ ByteLimit = Annotated[
     int,
     BeforeValidator(_quantity(parse_bytes)),
     Field(strict=True, ge=1),
-    _quantity_schema(BYTE_SUFFIXES, "1GiB"),
+    _quantity_schema(BYTE_UNITS, "1GiB"),
 ]
 
 
 FORMAT_PATTERN = (
-    r"^(nf4|fp4|llm-int8|gptq-int4|gptq-int8|awq-int4|fp8-tensor|fp8-channel|fp8-block)"
+    r"^(nf4|fp4|llm-int8|gptq-int4|gptq-int8|awq-int4|fp8-tensor|fp8-channel|fp8-block|mxfp4|nvfp4)"
     r"(:[^:]+)?$|^gguf:[A-Za-z0-9_]+(,.+)?$"
 )
 """What the JSON Schema lets through as a quantized format (costcalc checks the options)."""

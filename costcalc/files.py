@@ -221,6 +221,13 @@ _Loader.yaml_implicit_resolvers = {
 _Loader.add_implicit_resolver(
     _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
 )
+# YAML 1.2's floats with an exponent that YAML 1.1 reads as text (`1e12`, `3.0e7`): numbers, as
+# editors and validators read them, so a file means the same to costcalc and to its schema.
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 _Loader.add_constructor(_BOOL_TAG, _Loader.construct_yaml_bool)
 

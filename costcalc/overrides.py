@@ -52,9 +52,10 @@ def field_of(key: str) -> str:
 
 
 def _value(spec_field: str, text: str) -> object:
-    """``text`` as the type the field takes: a whole number, true/false, or a word."""
+    """``text`` as the type the field takes: a count (:func:`costcalc.units.parse_count`: 4k,
+    128Ki), true/false, or a word."""
     from costcalc.errors import UsageError, shown
-    from costcalc.units import MAX_DIGITS
+    from costcalc.units import parse_count
 
     text = text.strip()
     if spec_field in TEXT_FIELDS:
@@ -63,13 +64,10 @@ def _value(spec_field: str, text: str) -> object:
         if text.lower() in ("true", "false"):
             return text.lower() == "true"
         raise UsageError(f"{spec_field}={shown(text)}: expected true or false")
-    if text.isdecimal():
-        if len(text) > MAX_DIGITS:
-            raise UsageError(
-                f"{spec_field}: a number of {len(text):,} digits; at most {MAX_DIGITS} are read"
-            )
-        return int(text)
-    raise UsageError(f"{spec_field}={shown(text)}: expected a whole number")
+    try:
+        return parse_count(text)
+    except UsageError as exc:
+        raise UsageError(f"{spec_field}: {exc}") from None
 
 
 def split_overrides(name: str) -> tuple[str, dict[str, object]]:

@@ -201,8 +201,9 @@ def test_more_structural_rules(
 @pytest.mark.parametrize("value", ["0", "-2"])
 def test_length_must_be_positive_as_in_params(cli: Invoke, value: str) -> None:
     result = cli("check", str(GPT2_SMALL), "-T", value)
-    assert result.exit_code == 1
-    assert result.stderr == f"error: length {value}: expected a positive whole number\n"
+    assert result.exit_code == 2
+    reason = " is not a positive count" if value == "0" else ": a count cannot be negative"
+    assert result.stderr == f"error: --length: '{value}'{reason}\n"
     assert result.stdout == ""
 
 
@@ -328,9 +329,9 @@ def test_budget_in_the_file_and_on_the_command_line(cli: Invoke, write: Any) -> 
         (
             "max_params: 30X",
             "budget.max_params",
-            "'30X' is not a count (expected e.g. 30M, 1.5B, 124439808; suffixes: k, m, b, t)",
+            "'30X' is not a count: unknown unit 'X' (units: k, M, B, T, Ki, Mi, Gi, Ti)",
         ),
-        ('max_params: "1.5"', "budget.max_params", "'1.5' is not a whole number of counts"),
+        ('max_params: "1.5"', "budget.max_params", "'1.5' is 1.5: not a whole number"),
         (
             "max_params: 0",
             "budget.max_params",
@@ -340,8 +341,8 @@ def test_budget_in_the_file_and_on_the_command_line(cli: Invoke, write: Any) -> 
         (
             "max_weight_bytes: 1GiBs",
             "budget.max_weight_bytes",
-            "'1GiBs' is not a byte size (expected e.g. 24GiB, 80GB, 512MiB; "
-            "suffixes: b, kb, mb, gb, tb, kib, mib, gib, tib)",
+            "'1GiBs' is not a byte size: unknown unit 'GiBs' "
+            "(units: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)",
         ),
         (
             "max_weight_bytes: 1.5",
@@ -353,7 +354,7 @@ def test_budget_in_the_file_and_on_the_command_line(cli: Invoke, write: Any) -> 
             "budget.dtype",
             "unknown dtype or format 'fp7' (did you mean 'fp8'?); "
             "expected one of fp32, fp16, bf16, fp8, int8, int4, nf4, fp4, llm-int8, gptq-int4, "
-            "gptq-int8, awq-int4, fp8-tensor, fp8-channel, fp8-block, gguf",
+            "gptq-int8, awq-int4, fp8-tensor, fp8-channel, fp8-block, mxfp4, nvfp4, gguf",
         ),
         ("max_param: 30M", "budget.max_param", "unknown key; did you mean 'max_params'?"),
     ],
@@ -406,21 +407,22 @@ def test_budget_must_be_a_mapping(cli: Invoke, write: Any) -> None:
     [
         (
             ["--max-params", "30X"],
-            "'30X' is not a count (expected e.g. 30M, 1.5B, 124439808; suffixes: k, m, b, t)",
+            "--max-params: '30X' is not a count: unknown unit 'X' "
+            "(units: k, M, B, T, Ki, Mi, Gi, Ti)",
         ),
         (
             ["--max-weight-bytes", "lots"],
-            "'lots' is not a byte size (expected e.g. 24GiB, 80GB, 512MiB; "
-            "suffixes: b, kb, mb, gb, tb, kib, mib, gib, tib)",
+            "--max-weight-bytes: 'lots' is not a byte size "
+            "(expected e.g. 24GiB, 80GB, 512MiB or 1.5e9B)",
         ),
         (
             ["--dtype", "fp7"],
             "unknown dtype or format 'fp7' (did you mean 'fp8'?); "
             "expected one of fp32, fp16, bf16, fp8, int8, int4, nf4, fp4, llm-int8, gptq-int4, "
-            "gptq-int8, awq-int4, fp8-tensor, fp8-channel, fp8-block, gguf",
+            "gptq-int8, awq-int4, fp8-tensor, fp8-channel, fp8-block, mxfp4, nvfp4, gguf",
         ),
-        (["--max-params", "0"], "'0' is not a positive count"),
-        (["--max-weight-bytes", "0GiB"], "'0GiB' is not a positive byte size"),
+        (["--max-params", "0"], "--max-params: '0' is not a positive count"),
+        (["--max-weight-bytes", "0GiB"], "--max-weight-bytes: '0GiB' is not a positive byte size"),
     ],
 )
 def test_malformed_limits_are_usage_errors(cli: Invoke, args: list[str], message: str) -> None:

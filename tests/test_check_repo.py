@@ -32,14 +32,14 @@ EXPECTED = [
             (
                 "budget.max_params",
                 7,
-                "'30X' is not a count (expected e.g. 30M, 1.5B, 124439808; suffixes: k, m, b, t)",
+                "'30X' is not a count: unknown unit 'X' (units: k, M, B, T, Ki, Mi, Gi, Ti)",
             ),
             (
                 "budget.dtype",
                 9,
                 "unknown dtype or format 'fp7' (did you mean 'fp8'?); expected one of fp32, fp16, "
                 "bf16, fp8, int8, int4, nf4, fp4, llm-int8, gptq-int4, gptq-int8, awq-int4, "
-                "fp8-tensor, fp8-channel, fp8-block, gguf",
+                "fp8-tensor, fp8-channel, fp8-block, mxfp4, nvfp4, gguf",
             ),
         ],
     ),

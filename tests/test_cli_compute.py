@@ -176,12 +176,12 @@ def test_markdown_and_csv(cli: Invoke) -> None:
     ("args", "code", "message"),
     [
         (["-T", "1025"], 1, "past the learned position table of 1,024 positions"),
-        (["-T", "0"], 1, "length 0: expected a positive whole number"),
-        (["-T", "-3"], 1, "length -3"),
-        (["-T", "8", "-B", "0"], 1, "batch 0"),
+        (["-T", "0"], 2, "--length: '0' is not a positive count"),
+        (["-T", "-3"], 2, "--length: '-3': a count cannot be negative"),
+        (["-T", "8", "-B", "0"], 2, "--batch: '0' is not a positive count"),
         (["--prompt", "1000", "--generate", "26"], 1, "past the learned position table"),
-        (["--prompt", "0", "--generate", "2"], 1, "prompt 0"),
-        (["--prompt", "4", "--generate", "0"], 1, "generated 0"),
+        (["--prompt", "0", "--generate", "2"], 2, "--prompt: '0' is not a positive count"),
+        (["--prompt", "4", "--generate", "0"], 2, "--generate: '0' is not a positive count"),
         (["--prompt", "4"], 2, "--prompt and --generate go together"),
         (["-B", "4"], 2, "--batch needs --length"),
         (["--causal"], 2, "--causal needs --length"),
@@ -204,7 +204,7 @@ def test_bad_input(cli: Invoke, args: list[str], code: int, message: str) -> Non
 def test_non_integer_length(cli: Invoke) -> None:
     result = cli("params", "-p", "gpt2-small", "-T", "12.5")
     assert result.exit_code == 2
-    assert "'--length'" in result.stderr
+    assert result.stderr == "error: --length: '12.5' is 12.5: not a whole number\n"
 
 
 def test_rotary_has_no_table_limit(cli: Invoke) -> None:

@@ -51,7 +51,7 @@ def test_unknown_per_model_field(cli: Invoke) -> None:
     assert result.exit_code == 2
     assert "unknown field 'd_modle'" in result.stderr and "did you mean 'd_model'" in result.stderr
     bad = cli("params", "-p", "gpt2:d_model=big")
-    assert bad.exit_code == 2 and "expected a whole number" in bad.stderr
+    assert bad.exit_code == 2 and "d_model: 'big' is not a count" in bad.stderr
 
 
 def test_tying_in_words(cli: Invoke) -> None:

@@ -152,7 +152,7 @@ def test_cli_terms_are_those_of_t_over_c_tokens() -> None:
     [
         (["-T", "1026", "--cp", "2"], "the length 1,026 does not divide into 2 x CP = 4 chunks"),
         (["-T", "4096", "--cp", "2", "--attention", "eager"], "--cp with --attention eager"),
-        (["-T", "4096", "--cp", "0"], "--cp must be at least 1, got 0"),
+        (["-T", "4096", "--cp", "0"], "--cp: '0' is not a positive count"),
         (
             ["-T", "4096", "--cp", "2", "--tp", "2", "--gpus", "6"],
             "--gpus 6 does not divide into groups of TP 2 x PP 1 x CP 2 = 4 GPUs",

@@ -131,7 +131,7 @@ def test_ep_one_changes_nothing() -> None:
             ],
             "--ep with --fsdp hybrid",
         ),
-        (["-p", "mixtral-8x7b", "--ep", "0"], "--ep must be at least 1"),
+        (["-p", "mixtral-8x7b", "--ep", "0"], "--ep: '0' is not a positive count"),
     ],
 )
 def test_plans_that_do_not_divide(args: list[str], message: str) -> None:

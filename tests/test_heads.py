@@ -90,10 +90,10 @@ def test_explicit_head_dim_is_valid(cli: Invoke) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
-        (["--d", "0", "--h", "8"], 1, "d_model 0: expected a positive whole number"),
-        (["--d", "256", "--h", "-2"], 1, "n_heads -2"),
-        (["--d", "256", "--h", "8", "--kv-heads", "0"], 1, "n_kv_heads 0"),
-        (["--d", "256", "--h", "8", "--head-dim", "0"], 1, "head_dim 0"),
+        (["--d", "0", "--h", "8"], 2, "--d: '0' is not a positive count"),
+        (["--d", "256", "--h", "-2"], 2, "--heads: '-2': a count cannot be negative"),
+        (["--d", "256", "--h", "8", "--kv-heads", "0"], 2, "--kv-heads: '0' is not a positive"),
+        (["--d", "256", "--h", "8", "--head-dim", "0"], 2, "--head-dim: '0' is not a positive"),
         (["--d", "256", "--head-dim", "32"], 2, "--head-dim needs --h"),
         (["--d", str(2**40)], 1, "expected at most"),
     ],

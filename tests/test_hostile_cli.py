@@ -30,8 +30,8 @@ COMMANDS = [
 
 USAGE = [
     # lora
-    (["lora", *GPT2, "-t", "qkv_proj", "-r", "0"], "--rank must be a positive whole number"),
-    (["lora", *GPT2, "-t", "qkv_proj", "-r", "-1"], "--rank must be a positive whole number"),
+    (["lora", *GPT2, "-t", "qkv_proj", "-r", "0"], "--rank: '0' is not a positive count"),
+    (["lora", *GPT2, "-t", "qkv_proj", "-r", "-1"], "--rank: '-1': a count cannot be negative"),
     (["lora", *GPT2, "-t", ""], "name what to adapt"),
     (["lora", *GPT2, "-t", ",,,"], "name what to adapt"),
     (["lora", *GPT2, "-t", " , "], "name what to adapt"),
@@ -63,17 +63,26 @@ USAGE = [
         )
     ),
     # plan
-    ([*PLAN, "--tokens", "0"], "not a positive count"),
-    ([*PLAN, "--tokens", "1T5"], "'1T5' is not a count"),
-    ([*PLAN, "--tokens", "1e999"], "is not a count"),
-    ([*PLAN, "--tokens", HUGE], "a count of 5,001 digits"),
+    ([*PLAN, "--tokens", "0"], "--tokens: '0' is not a positive count"),
+    ([*PLAN, "--tokens", "1T5"], "--tokens: '1T5' is not a count"),
+    ([*PLAN, "--tokens", "1e999"], "--tokens: '1e999': an exponent has at most 2 digits"),
+    ([*PLAN, "--tokens", HUGE], "--tokens: a count of 5,001 digits"),
     *(
         ([*PLAN, "--tokens", "1T", "--mfu", mfu], f"MFU '{mfu}': expected a share")
         for mfu in ("0", "1.5", "150%", "nan", "inf", "-inf", "1e999", "1e-999")
     ),
     *(
-        ([*PLAN, "--budget", budget], f"compute budget '{budget[:20]}")
-        for budget in ("0", "-1", "nan", "inf", "1e-30", "1e100", HUGE)
+        ([*PLAN, "--budget", budget], f"--budget: {message}")
+        for budget, message in [
+            ("0", "'0' is not a positive count"),
+            ("-1", "'-1': a count cannot be negative"),
+            ("nan", "'nan' is not a count"),
+            ("inf", "'inf' is not a count"),
+            ("1e-30", "'1e-30' is not a count"),
+            ("5.76e1", "'5.76e1' is 57.6: not a whole number"),
+            ("1e100", "'1e100': an exponent has at most 2 digits"),
+            (HUGE, "a count of 5,001 digits"),
+        ]
     ),
     ([*PLAN, "--tokens", "1T", "--gpu", ""], "unknown GPU ''"),
     ([*PLAN, "--tokens", "1T", "--dtype", "nf4"], "nf4 is a stored weight format"),
@@ -87,7 +96,7 @@ USAGE = [
     (["params", "--hf", "a/b@../../x"], "a revision is a branch, tag or commit"),
     (["params", "--hf", "a/b", "--revision", ""], "a revision is a branch, tag or commit"),
     # memory's parallel options
-    (["memory", *GPT2, "--train", "--gpus", "0"], "--gpus must be at least 1, got 0"),
+    (["memory", *GPT2, "--train", "--gpus", "0"], "--gpus: '0' is not a positive count"),
     (["memory", *GPT2, "--train", "-T", "64", "--zero", "4"], "unknown ZeRO stage 4"),
     (["memory", *GPT2, "--train", "-T", "64", "--gpus", "8", "--fsdp", "hybrid"], "--node-gpus G"),
     *(
@@ -108,8 +117,8 @@ USAGE = [
             message,
         )
         for g, message in [
-            ("0", "--node-gpus must be at least 1, got 0"),
-            ("-2", "--node-gpus must be at least 1, got -2"),
+            ("0", "--node-gpus: '0' is not a positive count"),
+            ("-2", "--node-gpus: '-2': a count cannot be negative"),
             ("3", "8 GPUs do not divide into nodes of 3"),
         ]
     ),
@@ -117,30 +126,37 @@ USAGE = [
     *(
         ([cmd[0], "-p", f"gpt2-small:{override}", *cmd[1:]], message)
         for override, message in [
-            (f"vocab_size={HUGE}", "vocab_size: a number of 5,001 digits; at most 100"),
-            ("n_layers=²", "n_layers=²: expected a whole number"),
-            ("d_model=", "d_model=: expected a whole number"),
-            ("d_model=1e9", "d_model=1e9: expected a whole number"),
+            (f"vocab_size={HUGE}", "vocab_size: a count of 5,001 digits; a count has at most 100"),
+            ("n_layers=²", "n_layers: '²' is not a count"),
+            ("d_model=", "d_model: '' is not a count"),
+            ("d_model=1.5e0", "d_model: '1.5e0' is 1.5: not a whole number"),
             ("unknown=1", "unknown field 'unknown'"),
             ("un\x1bknown=1", "unknown field 'un\\x1bknown'"),
             ("tie=\x1b", "tie_embeddings=\\x1b: expected true or false"),
         ]
         for cmd in COMMANDS
     ),
+    # counts given as they cannot be
+    ([*PLAN, "--tokens", "1T", "--gpus", "0"], "--gpus: '0' is not a positive count"),
+    ([*PLAN, "--tokens", "1T", "--gpus", "-1"], "--gpus: '-1': a count cannot be negative"),
+    ([*PLAN, "--prompt", "-1"], "--prompt: '-1': a count cannot be negative"),
+    (["lora", *GPT2, "-t", "qkv_proj", "--train", "-T", "0"], "--length: '0' is not a positive"),
+    ([*PLAN, "--prompt", "0"], "--prompt: '0' is not a positive count"),
+    *(
+        ([*PLAN, "--prompt", "1", "--generate", "1", option, "9" * 101], f"{name}: a count of 101")
+        for option, name in [("-B", "--batch"), ("--gpus", "--gpus"), ("-T", "--length")]
+    ),
+    ([*PLAN, "--prompt", "9" * 101], "--prompt: a count of 101 digits"),
 ]
 
 
 OUT_OF_RANGE = [
-    ([*PLAN, "--tokens", "1T", "--gpus", "0"], "gpus 0: expected a positive whole number"),
-    ([*PLAN, "--tokens", "1T", "--gpus", "-1"], "gpus -1: expected a positive whole number"),
-    ([*PLAN, "--prompt", "-1"], "prompt -1: expected a positive whole number"),
-    (["lora", *GPT2, "-t", "qkv_proj", "--train", "-T", "0"], "length 0: expected a positive"),
-    ([*PLAN, "--prompt", "0"], "prompt 0: expected a positive whole number"),
     *(
-        ([*PLAN, "--prompt", "1", "--generate", "1", option, "9" * 101], f"{name} 9999")
+        ([*PLAN, "--prompt", "1", "--generate", "1", option, "99e99"], f"{name} 99000")
         for option, name in [("-B", "batch"), ("--gpus", "gpus"), ("-T", "length")]
     ),
-    ([*PLAN, "--prompt", "9" * 101], "prompt 9999"),
+    ([*PLAN, "--prompt", "99e99"], "prompt 99000"),
+    ([*PLAN, "--budget", "99e99"], "budget 99000"),
 ]
 
 

@@ -24,7 +24,8 @@ BASE = "vocab_size: 100\ncontext_length: 64\nd_model: 64\nn_layers: 2\nn_heads: 
 
 
 class Yaml12Loader(yaml.SafeLoader):
-    """PyYAML with YAML 1.2's booleans (true and false only; yes, no, on, off are text)."""
+    """PyYAML with YAML 1.2's booleans (true and false only; yes, no, on, off are text) and
+    floats (``1e12`` and ``3.0e7`` are numbers, not text)."""
 
 
 Yaml12Loader.yaml_implicit_resolvers = {
@@ -33,6 +34,11 @@ Yaml12Loader.yaml_implicit_resolvers = {
 }
 Yaml12Loader.add_implicit_resolver(
     "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+Yaml12Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?$"),
+    list("-+0123456789."),
 )
 
 # (YAML line put into BASE (a key already there is replaced), accepted by both)
@@ -140,6 +146,25 @@ CASES: list[tuple[str, bool]] = [
     (f"budget: {{max_params: '{'9' * 101}'}}", False),
     (f"budget: {{max_params: '{'9' * 99}.9B'}}", True),
     (f"budget: {{max_params: '{'9' * 100}.9B'}}", False),
+    # counts: the number syntax of every command-line option
+    ("budget: {max_params: '1e12'}", True),
+    ("budget: {max_params: '5.76e23'}", True),
+    ("budget: {max_params: '1.5E+9'}", True),
+    ("budget: {max_params: '1.5e0'}", False),
+    ("budget: {max_params: '1e100'}", False),
+    ("budget: {max_params: '0e5'}", False),
+    ("budget: {max_params: '1e3k'}", False),
+    ("budget: {max_params: '1e-3'}", False),
+    ("budget: {max_params: 1e12}", False),  # a float in YAML 1.2: quote it or write 1T
+    ("budget: {max_params: 124_439_808}", True),
+    ("budget: {max_params: '30_000k'}", True),
+    ("budget: {max_params: '1__0'}", False),
+    ("budget: {max_params: '_10'}", False),
+    ("budget: {max_params: '124,439,808'}", False),
+    ("budget: {max_params: 128Ki}", True),
+    ("budget: {max_params: 1.5Mi}", True),
+    ("budget: {max_params: 1.03125Mi}", False),  # whole, but past the 4 decimals read
+    ("budget: {max_params: 1.0001Ki}", False),
     # budgets: byte sizes
     ("budget: {max_weight_bytes: 1GiB}", True),
     ("budget: {max_weight_bytes: 1gib}", True),
@@ -160,6 +185,10 @@ CASES: list[tuple[str, bool]] = [
     ("budget: {max_weight_bytes: 1Gi}", False),
     ("budget: {max_weight_bytes: 30M}", False),
     ("budget: {max_weight_bytes: 0GiB}", False),
+    ("budget: {max_weight_bytes: '1.5e9B'}", True),
+    ("budget: {max_weight_bytes: '1.5e9'}", False),
+    ("budget: {max_weight_bytes: 24G}", False),
+    ("budget: {max_weight_bytes: 1_000MB}", True),
     ("budget: {dtype: bf16}", True),
     ("budget: {dtype: BF16}", False),
     ("budget: {dtype: fp7}", False),

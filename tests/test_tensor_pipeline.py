@@ -201,7 +201,7 @@ def test_vocab_parallel_logits_and_padding() -> None:
         (["-p", "llama-3.1-8b", "--gpus", "12", "--tp", "8"], "--gpus 12 does not divide"),
         (["-p", "llama-3.1-8b", "--sp"], "add --tp"),
         (["-p", "llama-3.1-8b", "--micro-batches", "4"], "add --pp"),
-        (["-p", "llama-3.1-8b", "--tp", "0"], "--tp must be at least 1"),
+        (["-p", "llama-3.1-8b", "--tp", "0"], "--tp: '0' is not a positive count"),
         (["-p", "deepseek-v3", "--tp", "2"], "mla blocks is not modelled"),
         (["-p", "deepseek-v3", "--pp", "61"], "blocks hold different tensors"),
         (

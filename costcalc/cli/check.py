@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from costcalc.cli.common import FORMAT, user_errors
+from costcalc.cli.common import FORMAT, count_option, size_option, user_errors
 
 if TYPE_CHECKING:
     from costcalc.check import FileReport
@@ -33,11 +33,11 @@ def check(
         ),
     ],
     max_params: Annotated[
-        str | None, typer.Option("--max-params", help="Most parameters allowed, e.g. 30M or 1.5B.")
+        int | None, count_option("--max-params", help="Most parameters allowed, e.g. 30M or 1.5B.")
     ] = None,
     max_weight_bytes: Annotated[
-        str | None,
-        typer.Option(
+        int | None,
+        size_option(
             "--max-weight-bytes", help="Most weight bytes allowed, e.g. 1GiB (2^30) or 500MB."
         ),
     ] = None,
@@ -51,7 +51,7 @@ def check(
     ] = "bf16",
     length: Annotated[
         int | None,
-        typer.Option("--length", "-T", help="A sequence length every model must accept."),
+        count_option("--length", "-T", help="A sequence length every model must accept."),
     ] = None,
     fmt: Annotated[CheckFormat, FORMAT] = CheckFormat.table,
     models_only: Annotated[
@@ -80,12 +80,12 @@ def check(
     from costcalc.check import Limits, Reading, check_paths
     from costcalc.compute import check_count
     from costcalc.config import Budget
-    from costcalc.units import check_weight_dtype, parse_bytes, parse_count
+    from costcalc.units import check_weight_dtype
 
     with user_errors():
         budget = Budget(
-            max_params=None if max_params is None else parse_count(max_params),
-            max_weight_bytes=None if max_weight_bytes is None else parse_bytes(max_weight_bytes),
+            max_params=max_params,
+            max_weight_bytes=max_weight_bytes,
             dtype=check_weight_dtype(dtype),
         )
         if length is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, get_args, get_origin
 
@@ -27,6 +27,97 @@ ExplainOption = Annotated[
 UnitsOption = Annotated[
     str, typer.Option("--units", help="Human figures: iec (MiB, GiB) or si (MB, GB).")
 ]
+ENGINE_PANEL = "Serving engine"
+EngineOption = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        metavar="NAME",
+        help="Count what an engine allocates: transformers (default: the formula), llamacpp "
+        "(its model buffer, context cells and KV caches; docs/engines.md).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+CacheTypeKOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-type-k",
+        metavar="TYPE",
+        help="llama.cpp's -ctk: f16 (default), bf16, f32, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1.",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+CacheTypeVOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-type-v",
+        metavar="TYPE",
+        help="llama.cpp's -ctv (the same types).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+SwaFullOption = Annotated[
+    bool,
+    typer.Option(
+        "--swa-full",
+        help="llama.cpp's --swa-full: the sliding-window cache as large as the full one "
+        "(llama-cpp-python's default).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+
+
+def count_option(*names: str, **kwargs: Any) -> Any:
+    """A typer option (``Annotated[int | None, count_option("--batch", help=...)]``) whose value
+    is a count written as costcalc writes every count: 8k, 8Ki, 1.5B, 1e12, 124_439_808
+    (:func:`costcalc.units.parse_count`)."""
+    return typer.Option(*names, parser=_count, **kwargs)
+
+
+def size_option(*names: str, **kwargs: Any) -> Any:
+    """A typer option whose value is a byte size: 24GiB, 80GB, 1.5e9B
+    (:func:`costcalc.units.parse_bytes`)."""
+    return typer.Option(*names, parser=_size, metavar="SIZE", **kwargs)
+
+
+def reserve_option(*names: str, **kwargs: Any) -> Any:
+    """A typer option whose value is a byte size or 0 (:func:`costcalc.gpus.parse_reserve`)."""
+    return typer.Option(*names, parser=_reserve, metavar="SIZE", **kwargs)
+
+
+class _BadValueError(Exception):
+    """An option value its parser refused: the message, for :class:`Command` to print with the
+    option's name (not a ValueError, which typer's pydantic layer would reword)."""
+
+
+def _count(value: Any) -> int:
+    from costcalc.units import parse_count
+
+    return _parsed(parse_count, value)
+
+
+def _size(value: Any) -> int:
+    from costcalc.units import parse_bytes
+
+    return _parsed(parse_bytes, value)
+
+
+def _reserve(value: Any) -> int:
+    from costcalc.gpus import parse_reserve
+
+    return _parsed(parse_reserve, value)
+
+
+def _parsed(parse: Callable[[str], int], value: Any) -> int:
+    """``parse(value)`` for a value given on the command line; a default (an int) as it is."""
+    from costcalc.errors import UsageError
+
+    if isinstance(value, int):
+        return value
+    try:
+        return parse(value)
+    except UsageError as exc:
+        raise _BadValueError(str(exc)) from None
 
 
 def unwrap(text: str | None) -> str | None:
@@ -62,13 +153,18 @@ def _value_type(param: Any) -> Any:
 def _coerce_given_only(param: Any) -> None:
     """Let ``param`` convert only a value that was given: typer builds a pydantic TypeAdapter
     for an option's value even when the option is absent (its value None, which it then
-    passes through), and a command has some thirty options of which a run gives a few."""
+    passes through), and a command has some thirty options of which a run gives a few. A
+    value its parser refuses ends the run as costcalc's errors do, the option named:
+    ``error: --length: '8x' is not a count ...``, exit 2."""
     process = param.process_value
 
     def process_value(ctx: Context, value: Any) -> Any:
         if value is None and not param.required and param.callback is None:
             return () if param.multiple or param.nargs == -1 else None
-        return process(ctx, value)
+        try:
+            return process(ctx, value)
+        except _BadValueError as exc:
+            fail(f"{param.opts[0]}: {exc}", 2)
 
     param.process_value = process_value
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-import typer
-
-from costcalc.cli.common import FormatOption, emit, fail, user_errors
+from costcalc.cli.common import FormatOption, count_option, emit, fail, user_errors
 from costcalc.render import OutputFormat
 
 if TYPE_CHECKING:
@@ -15,17 +13,17 @@ if TYPE_CHECKING:
 
 
 def heads(
-    d: Annotated[int, typer.Option("--d", "--d-model", help="Width D.")],
+    d: Annotated[int, count_option("--d", "--d-model", help="Width D.")],
     h: Annotated[
-        int | None, typer.Option("--heads", "-H", "--h", help="Query heads H to check.")
+        int | None, count_option("--heads", "-H", "--h", help="Query heads H to check.")
     ] = None,
     kv_heads: Annotated[
         int | None,
-        typer.Option("--kv-heads", help="Key/value heads K (GQA/MQA): H must be a multiple."),
+        count_option("--kv-heads", help="Key/value heads K (GQA/MQA): H must be a multiple."),
     ] = None,
     head_dim: Annotated[
         int | None,
-        typer.Option("--head-dim", help="An explicit head width (H x head_dim may differ from D)."),
+        count_option("--head-dim", help="An explicit head width (H x head_dim may differ from D)."),
     ] = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:

@@ -6,8 +6,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from costcalc.cli.common import FormatOption, UnitsOption, emit, user_errors
-from costcalc.cli.memory import ATTENTION_HELP, training_notes
+from costcalc.cli.common import (
+    FormatOption,
+    UnitsOption,
+    count_option,
+    emit,
+    reserve_option,
+    size_option,
+    user_errors,
+)
+from costcalc.cli.memory import ATTENTION_HELP, RESERVE_HELP, training_notes
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
 
@@ -42,7 +50,7 @@ def lora(
             "linear layer but the head).",
         ),
     ] = None,
-    rank: Annotated[int, typer.Option("--rank", "-r", help="LoRA rank r (peft's default 8).")] = 8,
+    rank: Annotated[int, count_option("--rank", "-r", help="LoRA rank r (peft's default 8).")] = 8,
     target_parameters: Annotated[
         str | None,
         typer.Option(
@@ -107,11 +115,11 @@ def lora(
     ] = None,
     batch: Annotated[
         int | None,
-        typer.Option("--batch", "-B", help="Sequences B.", rich_help_panel=TRAIN_PANEL),
+        count_option("--batch", "-B", help="Sequences B.", rich_help_panel=TRAIN_PANEL),
     ] = None,
     length: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--length",
             "-T",
             help="Tokens T per sequence (required with --train).",
@@ -136,8 +144,8 @@ def lora(
         ),
     ] = None,
     fits: Annotated[
-        str | None,
-        typer.Option(
+        int | None,
+        size_option(
             "--fits",
             "--gpu-memory",
             help="Device memory, like 24GiB: does training fit? Exit 1 when it does not.",
@@ -149,7 +157,7 @@ def lora(
         typer.Option(
             "--gpu",
             metavar="NAME",
-            help="A GPU of `costcalc gpus`: --fits its memory.",
+            help="A GPU of `costcalc gpus`: --fits the memory it reports, less --reserve.",
             rich_help_panel=TRAIN_PANEL,
         ),
     ] = None,
@@ -189,6 +197,10 @@ def lora(
             rich_help_panel=PARALLEL_PANEL,
         ),
     ] = None,
+    reserve: Annotated[
+        int | None,
+        reserve_option("--reserve", help=RESERVE_HELP, rich_help_panel=TRAIN_PANEL),
+    ] = None,
     units: UnitsOption = "iec",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
@@ -225,9 +237,10 @@ def lora(
             "--zero": zero,
             "--fsdp": fsdp,
             "--node-gpus": node_gpus,
+            "--reserve": reserve,
         }
         training, plan = lora_inputs(train, given)
-        capacity = device_capacity(fits, gpu)
+        capacity = device_capacity(fits, gpu, reserve)
         results = [lora_result(m, config, training, plan, capacity) for m in models.load()]
     data = [result.to_dict() for result in results]
     grids = [

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
+from costcalc.cli.common import count_option
 from costcalc.overrides import OVERRIDE_OPTIONS, overridden_name, split_overrides, with_ffn_width
 
 if TYPE_CHECKING:
@@ -26,9 +27,11 @@ OVERRIDE_PANEL = "Overrides, applied on top of the preset or file"
 
 
 def _override(spec_field: str, kind: Any, help: str, *aliases: str) -> tuple[str, Any]:
-    """The option overriding ``spec_field``, named as errors about it name it."""
+    """The option overriding ``spec_field``, named as errors about it name it; a whole number
+    is a count (:func:`~costcalc.cli.common.count_option`)."""
     decls = (OVERRIDE_OPTIONS[spec_field], *aliases)
-    option = typer.Option(*decls, help=help, rich_help_panel=OVERRIDE_PANEL)
+    make = count_option if kind is int else typer.Option
+    option = make(*decls, help=help, rich_help_panel=OVERRIDE_PANEL)
     return spec_field, Annotated[kind | None, option]
 
 

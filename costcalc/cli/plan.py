@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from costcalc.cli.common import FormatOption, emit, user_errors
+from costcalc.cli.common import FormatOption, count_option, emit, reserve_option, user_errors
+from costcalc.cli.memory import RESERVE_HELP
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
 
@@ -29,13 +30,13 @@ def plan(
     models: ModelSelection,
     gpu: Annotated[str, typer.Option("--gpu", metavar="NAME", help="A GPU of `costcalc gpus`.")],
     tokens: Annotated[
-        str | None,
-        typer.Option("--tokens", help="Training tokens, like 300B or 1T: FLOPs, time, GPU-hours."),
+        int | None,
+        count_option("--tokens", help="Training tokens, like 300B or 1T: FLOPs, time, GPU-hours."),
     ] = None,
     length: Annotated[
-        int, typer.Option("--length", "-T", help="Tokens per training sequence.")
+        int, count_option("--length", "-T", help="Tokens per training sequence.")
     ] = 2048,
-    gpus: Annotated[int, typer.Option("--gpus", help="GPUs training together.")] = 1,
+    gpus: Annotated[int, count_option("--gpus", help="GPUs training together.")] = 1,
     mfu: Annotated[
         str, typer.Option("--mfu", help="Model FLOPs utilisation assumed, like 0.4 or 40%.")
     ] = "0.4",
@@ -49,17 +50,17 @@ def plan(
         ),
     ] = "bf16",
     budget: Annotated[
-        str | None,
-        typer.Option("--budget", help="A compute budget in FLOPs (5.76e23): Chinchilla sizing."),
+        int | None,
+        count_option("--budget", help="A compute budget in FLOPs (5.76e23): Chinchilla sizing."),
     ] = None,
     prompt: Annotated[
         int | None,
-        typer.Option("--prompt", help="Inference roofline: prompt tokens per sequence."),
+        count_option("--prompt", help="Inference roofline: prompt tokens per sequence."),
     ] = None,
     generate: Annotated[
-        int, typer.Option("--generate", help="Tokens generated after the prompt.")
+        int, count_option("--generate", help="Tokens generated after the prompt.")
     ] = 256,
-    batch: Annotated[int, typer.Option("--batch", "-B", help="Sequences decoded together.")] = 1,
+    batch: Annotated[int, count_option("--batch", "-B", help="Sequences decoded together.")] = 1,
     utilisation: Annotated[
         str,
         typer.Option(
@@ -68,9 +69,10 @@ def plan(
             "gpu_memory_utilization), like 0.9 or 90%.",
         ),
     ] = "0.9",
+    reserve: Annotated[int | None, reserve_option("--reserve", help=RESERVE_HELP)] = None,
     tp: Annotated[
         int,
-        typer.Option(
+        count_option(
             "--tp",
             metavar="T",
             help="Inference tensor parallel over T GPUs: each holds and reads its shard of the "
@@ -86,25 +88,23 @@ def plan(
     from costcalc.compute import check_count
     from costcalc.errors import UsageError
     from costcalc.gpus import find_gpu
-    from costcalc.plan import MAX_COUNT, parse_flops, parse_fraction
-    from costcalc.units import DTYPES, check_weight_dtype, parse_count
+    from costcalc.plan import MAX_COUNT, parse_fraction
+    from costcalc.units import DTYPES, check_weight_dtype
 
     with user_errors():
         device = find_gpu(gpu)
         dtype = check_weight_dtype(dtype)
         counts = {"gpus": gpus, "length": length, "batch": batch, "generate": generate, "tp": tp}
-        for name, value in {**counts, "prompt": prompt}.items():
+        for name, value in {**counts, "prompt": prompt, "tokens": tokens, "budget": budget}.items():
             if value is not None:
                 check_count(name, value, MAX_COUNT)
         share = parse_fraction(mfu, "MFU")
         memory_share = parse_fraction(utilisation, "memory utilisation")
-        count = parse_count(tokens) if tokens is not None else None
-        flops_budget = parse_flops(budget) if budget is not None else None
-        if count is None and flops_budget is None and prompt is None:
+        if tokens is None and budget is None and prompt is None:
             raise UsageError("nothing to plan: give --tokens, --budget or --prompt")
         if tp > 1 and prompt is None:
             raise UsageError("--tp shards the inference rooflines: add --prompt")
-        if count is not None and dtype not in TRAINING_DTYPES:
+        if tokens is not None and dtype not in TRAINING_DTYPES:
             kind = "a storage dtype" if dtype in DTYPES else "a stored weight format"
             raise UsageError(
                 f"--tokens: training computes at the peak of {', '.join(TRAINING_DTYPES)}, and "
@@ -115,7 +115,7 @@ def plan(
                 m,
                 device,
                 dtype,
-                count,
+                tokens,
                 length,
                 gpus,
                 share,
@@ -124,13 +124,14 @@ def plan(
                 batch,
                 memory_share,
                 tp,
+                reserve,
             )
             for m in models.load()
         ]
     data: list[dict[str, Any]] = [r for r, _ in results]
     grids = [g for _, gs in results for g in gs]
-    if flops_budget is not None:
-        data_budget, grid = _chinchilla(flops_budget)
+    if budget is not None:
+        data_budget, grid = _chinchilla(budget)
         for record in data:
             record["compute_optimal"] = data_budget
         grids.append(grid)
@@ -150,6 +151,7 @@ def _plan(
     batch: int,
     utilisation: Fraction,
     tp: int,
+    reserve: int | None,
 ) -> tuple[dict[str, Any], list[Grid]]:
     from costcalc.compute import check_positions
     from costcalc.plan import KAPLAN_RULE, TrainingTime, kaplan_flops, training_flops
@@ -193,7 +195,7 @@ def _plan(
         grids.append(Grid(title, ["", "value"], rows, notes))
     if prompt is not None:
         inference, inference_grids = _inference(
-            model, gpu, dtype, prompt, generate, batch, utilisation, tp
+            model, gpu, dtype, prompt, generate, batch, utilisation, tp, reserve
         )
         data["inference"] = inference
         grids += inference_grids
@@ -209,6 +211,7 @@ def _inference(
     batch: int,
     utilisation: Fraction,
     tp: int,
+    reserve: int | None,
 ) -> tuple[dict[str, Any], list[Grid]]:
     """The roofline at --batch, what fits at the memory utilisation, and decode by batch."""
     from costcalc.compute import check_positions
@@ -222,7 +225,7 @@ def _inference(
     kv_dtype = dtype if dtype in ("fp32", "bf16", "fp16") else "bf16"
     kernels = compute(dtype, gpu)
     r = roofline(spec, gpu, dtype, kv_dtype, batch, prompt, context, tp)
-    fit = cache_fit(spec, gpu, utilisation, dtype, kv_dtype, batch, context, tp)
+    fit = cache_fit(spec, gpu, utilisation, dtype, kv_dtype, batch, context, tp, reserve)
     top = batch if fit.largest_batch is None else fit.largest_batch
     steps = [decode_step(spec, gpu, dtype, kv_dtype, b, context, tp) for b in decode_batches(top)]
     data = {
@@ -248,6 +251,8 @@ def _inference(
         "experts_read": [_experts_dict(e) for e in r.decode.experts],
         "fit": {
             "memory_utilisation": ratio_dict(utilisation),
+            "memory_bytes": gpu.memory_bytes,
+            "reserve_bytes": fit.reserve,
             "budget_bytes": fit.budget,
             "weight_bytes": fit.weights,
             "cache_bytes_free": fit.free,
@@ -380,18 +385,22 @@ def _fit_grid(name: str, gpu: Gpu, fit: CacheFit, utilisation: Fraction, tp: int
 
     largest_batch = "no bound" if fit.largest_batch is None else f"{fit.largest_batch:,}"
     rows = [
-        ["memory budget (utilisation x memory)", f"{fit.budget:,}"],
+        [f"memory {gpu.key} reports", f"{gpu.memory_bytes:,}"],
+        ["reserve (driver, CUDA context)", f"{fit.reserve:,}"],
+        ["memory budget (utilisation x the rest)", f"{fit.budget:,}"],
         ["weights", f"{fit.weights:,}"],
         ["left for the cache", f"{fit.free:,}"],
         [f"largest batch at {fit.context:,} tokens", largest_batch],
         [f"largest context at batch {fit.batch:,}", f"{fit.largest_context:,}"],
     ]
+    told = f"as {gpu.reported_by} reports it" if gpu.reported_by else "its datasheet's"
     notes = [
         "The cache (KV cache at the tokens each block keeps, and recurrent state) fits beside "
-        f"the weights in {format_percent(utilisation)} of {gpu.key}'s {gpu.memory_bytes:,} "
-        f"bytes; the context is at most the model's {fit.positions:,} positions. Not counted: "
-        "activations of the forward, CUDA graphs and the allocator's reserve, which vLLM also "
-        "takes from it."
+        f"the weights in {format_percent(utilisation)} of what {gpu.key}'s "
+        f"{gpu.memory_bytes:,} bytes ({told}) leave once {fit.reserve:,} are set aside for the "
+        "driver and the CUDA context (--reserve SIZE); the context is at most the model's "
+        f"{fit.positions:,} positions. Not counted: activations of the forward and CUDA graphs, "
+        "which vLLM also takes from it."
     ]
     if fit.free < 0:
         notes.append("The weights alone do not fit: nothing is left for the cache.")

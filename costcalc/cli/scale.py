@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from costcalc.cli.common import Command, FormatOption, emit, user_errors
+from costcalc.cli.common import Command, FormatOption, count_option, emit, user_errors
 from costcalc.cli.workload import PANEL, CausalOption
 from costcalc.render import OutputFormat
 
@@ -64,12 +64,12 @@ class ListOptionsCommand(Command):
         return super().parse_args(ctx, spread_values(args, LIST_OPTIONS))
 
 
-DOption = Annotated[list[int] | None, typer.Option("--d", help="Widths D: --d 256 512 1024.")]
-VocabOption = Annotated[list[int] | None, typer.Option("--vocab", help="Vocabulary sizes V.")]
-LayersOption = Annotated[list[int] | None, typer.Option("--layers", help="Layer counts L.")]
+DOption = Annotated[list[int] | None, count_option("--d", help="Widths D: --d 256 512 1024.")]
+VocabOption = Annotated[list[int] | None, count_option("--vocab", help="Vocabulary sizes V.")]
+LayersOption = Annotated[list[int] | None, count_option("--layers", help="Layer counts L.")]
 LengthsOption = Annotated[
     list[int] | None,
-    typer.Option(
+    count_option(
         "--length",
         "-T",
         help="Tokens T per sequence (default 4, as in the embedding notes' cost example).",
@@ -85,7 +85,7 @@ ConfigOption = Annotated[
 ]
 BatchOption = Annotated[
     int | None,
-    typer.Option(
+    count_option(
         "--batch",
         "-B",
         help="Sequences B (default 2, as in the embedding notes' cost example).",
@@ -93,7 +93,7 @@ BatchOption = Annotated[
     ),
 ]
 ContextOption = Annotated[
-    list[int] | None, typer.Option("--context", help="Context lengths (position table rows).")
+    list[int] | None, count_option("--context", help="Context lengths (position table rows).")
 ]
 
 

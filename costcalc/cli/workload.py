@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from costcalc.cli.common import count_option
+
 if TYPE_CHECKING:
     from costcalc.compute import Workload
     from costcalc.loaders import LoadedModel
@@ -14,13 +16,13 @@ PANEL = "Compute (MACs and FLOPs)"
 
 BatchOption = Annotated[
     int | None,
-    typer.Option(
+    count_option(
         "--batch", "-B", help="Sequences B in a batch (default 1).", rich_help_panel=PANEL
     ),
 ]
 LengthOption = Annotated[
     int | None,
-    typer.Option(
+    count_option(
         "--length",
         "-T",
         help="Tokens T per sequence: adds the forward MAC table.",
@@ -58,7 +60,7 @@ AttentionOption = Annotated[
 ]
 PromptOption = Annotated[
     int | None,
-    typer.Option(
+    count_option(
         "--prompt",
         help="Prompt tokens P for KV-cache decoding (with --generate).",
         rich_help_panel=PANEL,
@@ -66,7 +68,7 @@ PromptOption = Annotated[
 ]
 GenerateOption = Annotated[
     int | None,
-    typer.Option(
+    count_option(
         "--generate",
         help="Tokens N generated after the prompt with a KV cache (with --prompt).",
         rich_help_panel=PANEL,
