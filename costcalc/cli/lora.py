@@ -163,7 +163,7 @@ def lora(
     ] = None,
     gpus: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--gpus",
             metavar="N",
             help="Training on N GPUs, each running --batch sequences: figures per GPU.",
@@ -190,7 +190,7 @@ def lora(
     ] = None,
     node_gpus: Annotated[
         int | None,
-        typer.Option(
+        count_option(
             "--node-gpus",
             metavar="G",
             help="GPUs per node: the shard group of --fsdp hybrid.",
