@@ -261,8 +261,7 @@ def held_and_derived_notes(result: ScaleResult, base: ModelSpec) -> list[str]:
         "moe_ffn_hidden": "the FFN width",
     }
     derived = [
-        f"{SIZE_WORDS[name]} = {rules.get(name, symbol)}: "
-        + " -> ".join(f"{v:,}" for v in values)
+        f"{SIZE_WORDS[name]} = {rules.get(name, symbol)}: " + " -> ".join(f"{v:,}" for v in values)
         for name, values in result.derived.items()
     ]
     if derived:

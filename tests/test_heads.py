@@ -154,6 +154,8 @@ def test_a_model_s_own_split(cli: Invoke) -> None:
 def test_a_model_without_attention_heads(cli: Invoke) -> None:
     result = cli("heads", "-p", "deepseek-v3")
     assert result.exit_code == 2
-    assert "deepseek-v3 has no attention blocks to split into heads (its blocks: mla" in result.stderr
+    assert "deepseek-v3 has no attention blocks to split into heads (its blocks: mla" in (
+        result.stderr
+    )
     assert cli("heads").exit_code == 2
     assert "or a model: -p, -c or --hf" in cli("heads", "-H", "8").stderr

@@ -191,9 +191,8 @@ def scale(
     defaults += [f"T={T}"] if T is not None and not length else []
     setting = [_setting(models[0][1], name, course, B, T)]
     if defaults:
-        setting[0] += (
-            f" {' and '.join(defaults)}: the cost example's "
-            + ("defaults (--batch, --length)." if len(defaults) == 2 else "default.")
+        setting[0] += f" {' and '.join(defaults)}: the cost example's " + (
+            "defaults (--batch, --length)." if len(defaults) == 2 else "default."
         )
     setting += held_and_derived_notes(result, models[0][1].spec)
     emit(fmt, result.to_dict(), scale_grids(result, setting), result.records())
