@@ -87,7 +87,7 @@ ByteLimit = Annotated[
 
 
 FORMAT_PATTERN = (
-    r"^(nf4|fp4|llm-int8|gptq-int4|gptq-int8|awq-int4|fp8-tensor|fp8-channel|fp8-block)"
+    r"^(nf4|fp4|llm-int8|gptq-int4|gptq-int8|awq-int4|fp8-tensor|fp8-channel|fp8-block|mxfp4|nvfp4)"
     r"(:[^:]+)?$|^gguf:[A-Za-z0-9_]+(,.+)?$"
 )
 """What the JSON Schema lets through as a quantized format (costcalc checks the options)."""

@@ -25,21 +25,31 @@ rest (norms, biases, tables, the LM head where it does) in a float dtype:
   one fp8 byte per element plus fp32 scales: one per matrix, one per output row, or
   ``weight_scale_inv`` of ceil(out / 128) x ceil(in / 128) (option ``bB`` sets the block); the
   rest in bf16.
+- ``mxfp4`` (OCP Microscaling Formats v1.0 MXFP4; compressed-tensors 0.20
+  ``mxfp4-pack-quantized``, gpt-oss's ``*_blocks``/``*_scales``): the linear layers and stacked
+  experts but the LM head and router, two e2m1 values per byte plus one e8m0 scale byte per
+  32-element block of a row: out x in / 2 + out x ceil(in / 32); the rest in bf16.
+- ``nvfp4`` (compressed-tensors 0.20 ``nvfp4-pack-quantized``): the same matrices, two e2m1
+  values per byte, an fp8 e4m3 scale per 16-element block and an fp32 global scale per matrix:
+  out x in / 2 + out x ceil(in / 16) + 4; option ``w4a4`` adds the fp32 ``input_global_scale``
+  an NVFP4 (W4A4) checkpoint stores per matrix; the rest in bf16.
 - ``gguf:TYPE`` (llama.cpp): a llama-quantize file type and its per-tensor mix, see
   :mod:`costcalc.gguf_mix`.
 
 Options ``+NAME`` quantize tensors a toolkit keeps (``+lm_head``, ``+embed_tokens``, ``+router``),
-``-NAME`` keep matrices it would quantize (``-down_proj``); NAME is any dotted part of the generic
-tensor names of :mod:`costcalc.tensors`. Only matrices (2-D and stacked 3-D tensors) quantize.
+``-NAME`` keep matrices it would quantize (``-down_proj``); NAME is a part of the generic
+tensor names of :mod:`costcalc.tensors`, or a dotted run of parts (``-attn.q_proj``). Only
+matrices (2-D and stacked 3-D tensors) quantize.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 
 from costcalc.errors import UsageError, check_choice, shown
+from costcalc.gguf_types import FILE_TYPE_ALIASES, GGUF_TYPES
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Tensor, parameter_tensors
 from costcalc.units import DTYPE_BITS, DTYPES, MAX_DIGITS, dtype_bytes
@@ -50,6 +60,8 @@ FP16_BYTES = 2
 NF4_BLOCK = 64
 NESTED_BLOCK = 256
 FP8_BLOCK = 128
+MXFP4_BLOCK = 32
+NVFP4_BLOCK = 16
 DEFAULT_GROUP = 128
 LM_HEAD = "lm_head"
 
@@ -63,6 +75,8 @@ TOOLKITS: dict[str, str] = {
     "fp8-tensor": "FP8, one scale per tensor",
     "fp8-channel": "FP8, one scale per output row",
     "fp8-block": "FP8, block scales",
+    "mxfp4": "MXFP4, an e8m0 scale per 32 values",
+    "nvfp4": "NVFP4, an fp8 scale per 16 values and an fp32 scale per matrix",
     "gguf": "GGUF",
 }
 """Each format name and what it is, in plain words."""
@@ -77,15 +91,21 @@ FLOAT_REST: dict[str, str] = {
     "fp8-tensor": "bf16",
     "fp8-channel": "bf16",
     "fp8-block": "bf16",
+    "mxfp4": "bf16",
+    "nvfp4": "bf16",
 }
 """The dtype a toolkit keeps its unquantized tensors in (bitsandbytes' usual compute dtype bf16,
 fp16 for LLM.int8; GPTQ and AWQ checkpoints fp16; DeepSeek-V3's FP8 checkpoint bf16)."""
+
+FLAGS: dict[str, tuple[str, ...]] = {"gguf": ("pure", "imatrix"), "nvfp4": ("w4a4",)}
+"""The on/off options each format takes."""
 
 
 @dataclass(frozen=True)
 class WeightFormat:
     """A parsed weight format: ``name`` (raw dtype or format), its group or block size,
-    double quantization, a GGUF file type, and the +/- tensor selections."""
+    double quantization, a GGUF file type (``pure``: no mix; ``imatrix``: quantized with an
+    importance matrix), NVFP4's input scales (``w4a4``), and the +/- tensor selections."""
 
     name: str
     group: int | None = None
@@ -93,6 +113,9 @@ class WeightFormat:
     gguf_type: str | None = None
     quantize: frozenset[str] = field(default_factory=frozenset)
     keep: frozenset[str] = field(default_factory=frozenset)
+    pure: bool = False
+    imatrix: bool = False
+    w4a4: bool = False
 
     @property
     def raw(self) -> bool:
@@ -109,6 +132,9 @@ class WeightFormat:
             options.append(f"b{self.group}")
         if self.name in ("nf4", "fp4") and not self.double_quant:
             options.append("no-dq")
+        if self.name == "nvfp4" and self.w4a4:
+            options.append("w4a4")
+        options += [name for name in ("pure", "imatrix") if getattr(self, name)]
         options += [f"+{n}" for n in sorted(self.quantize)]
         options += [f"-{n}" for n in sorted(self.keep)]
         head = f"gguf:{self.gguf_type}" if self.name == "gguf" else self.name
@@ -122,13 +148,16 @@ class WeightFormat:
             return f"{self.name} (raw, no scales)" if DTYPE_BITS[self.name] < 16 else self.name
         words = TOOLKITS[self.name]
         if self.name == "gguf":
-            return f"{words} {self.gguf_type}"
+            how = [w for w, on in (("pure", self.pure), ("importance matrix", self.imatrix)) if on]
+            return f"{words} {self.gguf_type}" + (f" ({', '.join(how)})" if how else "")
         if self.name in ("gptq-int4", "gptq-int8", "awq-int4"):
             return f"{words}, groups of {self.group}" if self.group else f"{words}, one group"
         if self.name == "fp8-block":
             return f"{words} {self.group}x{self.group}"
         if self.name in ("nf4", "fp4"):
             return words + (", double-quantized absmax" if self.double_quant else "")
+        if self.name == "nvfp4" and self.w4a4:
+            return words + ", with input scales (W4A4)"
         return words
 
 
@@ -146,14 +175,13 @@ def describe_format(dtype: str) -> str:
 def parse_format(text: str) -> WeightFormat:
     """``NAME[:OPTION,...]``: a raw dtype, or a format with its options (see the module
     docstring); anything else is a UsageError naming what is accepted."""
-    from costcalc.gguf_mix import GGUF_TYPES
-
     name, _, rest = text.strip().partition(":")
     if name in DTYPES and not rest:
         return WeightFormat(name)
     if name == "gguf":
         gguf_type, _, rest = rest.partition(",")
         check_choice(gguf_type, GGUF_TYPES, "GGUF type")
+        gguf_type = FILE_TYPE_ALIASES.get(gguf_type, gguf_type)
         return _options(text, WeightFormat("gguf", gguf_type=gguf_type), rest)
     if name in DTYPES:
         raise UsageError(f"'{text}': a raw dtype takes no options ({name} stores no scales)")
@@ -171,11 +199,14 @@ def _options(text: str, fmt: WeightFormat, rest: str) -> WeightFormat:
     """Apply the comma-separated options of ``text`` to ``fmt``."""
     group, dq = fmt.group, fmt.double_quant
     quantize, keep = set(fmt.quantize), set(fmt.keep)
+    flags = {name: bool(getattr(fmt, name)) for name in ("pure", "imatrix", "w4a4")}
     for option in filter(None, (o.strip() for o in rest.split(","))):
         if option[0] in "+-" and len(option) > 1:
             (quantize if option[0] == "+" else keep).add(option[1:])
         elif option == "no-dq" and fmt.name in ("nf4", "fp4"):
             dq = False
+        elif option in FLAGS.get(fmt.name, ()):
+            flags[option] = True
         elif option[0] == "g" and fmt.name in ("gptq-int4", "gptq-int8", "awq-int4"):
             group = _size(text, option[1:], "group size", allow_all=True)
         elif option[0] == "b" and fmt.name == "fp8-block":
@@ -184,7 +215,16 @@ def _options(text: str, fmt: WeightFormat, rest: str) -> WeightFormat:
             raise UsageError(f"'{shown(option)}' is no option of {fmt.name} in '{shown(text)}'")
     if quantize & keep:
         raise UsageError(f"'{text}' both quantizes and keeps {', '.join(sorted(quantize & keep))}")
-    return WeightFormat(fmt.name, group, dq, fmt.gguf_type, frozenset(quantize), frozenset(keep))
+    return replace(
+        fmt,
+        group=group,
+        double_quant=dq,
+        quantize=frozenset(quantize),
+        keep=frozenset(keep),
+        pure=flags["pure"],
+        imatrix=flags["imatrix"],
+        w4a4=flags["w4a4"],
+    )
 
 
 def _size(text: str, digits: str, what: str, allow_all: bool = False) -> int | None:
@@ -239,6 +279,21 @@ def awq_bytes(out: int, inp: int, group: int | None) -> int:
         + INT32_BYTES * groups * (out // 8)
         + FP16_BYTES * groups * out
     )
+
+
+def mxfp4_bytes(out: int, inp: int) -> int:
+    """One MXFP4 matrix (OCP MX v1.0; compressed-tensors ``weight_packed`` uint8 (out, in / 2)
+    and ``weight_scale`` uint8 e8m0 (out, ceil(in / 32)); gpt-oss's ``*_blocks`` (out, in / 32,
+    16) and ``*_scales`` (out, in / 32))."""
+    return out * (inp // 2) + out * -(-inp // MXFP4_BLOCK)
+
+
+def nvfp4_bytes(out: int, inp: int, w4a4: bool = False) -> int:
+    """One NVFP4 matrix (compressed-tensors ``weight_packed`` uint8 (out, in / 2),
+    ``weight_scale`` fp8 e4m3 (out, ceil(in / 16)), ``weight_global_scale`` fp32 (1,); W4A4
+    checkpoints add ``input_global_scale`` fp32 (1,))."""
+    scales = out * -(-inp // NVFP4_BLOCK)
+    return out * (inp // 2) + scales + FP32_BYTES * (2 if w4a4 else 1)
 
 
 def fp8_bytes(out: int, inp: int, scales: str, block: int = FP8_BLOCK) -> int:
@@ -307,10 +362,16 @@ class FormatBytes:
         return sum(t.bytes for t in self.tensors if not t.quantized)
 
 
-def _parts(tensor: Tensor) -> set[str]:
+def _parts(tensor: Tensor) -> list[str]:
     """The dotted parts of a tensor's name, without the trailing ``weight``."""
     parts = tensor.name.split(".")
-    return set(parts[:-1] if parts[-1] == "weight" else parts)
+    return parts[:-1] if parts[-1] == "weight" else parts
+
+
+def names(tensor: Tensor, name: str) -> bool:
+    """``name`` (``q_proj``, or dotted: ``attn.q_proj``) is a run of the tensor's name parts."""
+    parts, wanted = _parts(tensor), name.split(".")
+    return any(parts[i : i + len(wanted)] == wanted for i in range(len(parts) - len(wanted) + 1))
 
 
 def default_quantized(fmt: WeightFormat, tensor: Tensor) -> bool:
@@ -327,7 +388,7 @@ def check_options(fmt: WeightFormat, tensors: Iterable[Tensor]) -> None:
     """An option naming no tensor of the model, or naming only vectors, is a UsageError."""
     tensors = list(tensors)
     for name in sorted(fmt.quantize | fmt.keep):
-        hits = [t for t in tensors if name in _parts(t)]
+        hits = [t for t in tensors if names(t, name)]
         if not hits:
             known = sorted({p for t in tensors if len(t.shape) >= 2 for p in _parts(t)})
             raise UsageError(f"'{name}' names no matrix of this model (known: {', '.join(known)})")
@@ -338,10 +399,9 @@ def check_options(fmt: WeightFormat, tensors: Iterable[Tensor]) -> None:
 def override(fmt: WeightFormat, tensor: Tensor) -> bool | None:
     """True if a ``+NAME`` option quantizes this matrix, False if a ``-NAME`` keeps it, None if
     no option names it (vectors are never quantized)."""
-    parts = _parts(tensor)
-    if parts & fmt.keep or len(tensor.shape) < 2:
+    if len(tensor.shape) < 2 or any(names(tensor, name) for name in fmt.keep):
         return False
-    return True if parts & fmt.quantize else None
+    return True if any(names(tensor, name) for name in fmt.quantize) else None
 
 
 def _matrix_bytes(fmt: WeightFormat, t: Tensor) -> int:
@@ -366,6 +426,15 @@ def _matrix_bytes(fmt: WeightFormat, t: Tensor) -> int:
                 f"{out} x {inp} (keep it unquantized with -{t.name.split('.')[-2]})"
             )
         return matrices * awq_bytes(out, inp, fmt.group)
+    if fmt.name in ("mxfp4", "nvfp4"):
+        if inp % 2:
+            raise UsageError(
+                f"{fmt.name.upper()} packs two values per byte: {t.name} has rows of {inp} "
+                f"elements, an odd number (keep it unquantized with -{t.name.split('.')[-2]})"
+            )
+        if fmt.name == "mxfp4":
+            return matrices * mxfp4_bytes(out, inp)
+        return matrices * nvfp4_bytes(out, inp, fmt.w4a4)
     return matrices * fp8_bytes(out, inp, fmt.name.removeprefix("fp8-"), fmt.group or FP8_BLOCK)
 
 

@@ -17,7 +17,9 @@ from costcalc.quant import (
     fp8_bytes,
     gptq_bytes,
     int8_bytes,
+    mxfp4_bytes,
     nf4_bytes,
+    nvfp4_bytes,
     parse_format,
 )
 from costcalc.units import dtype_bytes
@@ -59,6 +61,53 @@ def test_awq_bytes_equal_autoawq_pack(case: dict) -> None:
     """AutoAWQ 0.2.9 WQLinear_GEMM.from_linear: qweight, qzeros, scales (bias apart)."""
     out, inp = case["shape"]
     assert awq_bytes(out, inp, case["group"]) == case["bytes"]
+
+
+FP4_CASES = [c for c in GOLDEN["compressed_tensors"]["cases"] if "FP4" in c["scheme"]]
+
+
+@pytest.mark.parametrize(
+    "case", FP4_CASES, ids=[f"{c['scheme']}-{c['shape'][0]}x{c['shape'][1]}" for c in FP4_CASES]
+)
+def test_fp4_bytes_equal_compressed_tensors(case: dict) -> None:
+    """compressed-tensors 0.20.1 compressed a bf16 linear layer to NVFP4 or MXFP4: packed values,
+    block scales, and NVFP4's global scale (and input scale under W4A4)."""
+    out, inp = case["shape"]
+    if case["scheme"].startswith("MXFP4"):
+        assert mxfp4_bytes(out, inp) == case["bytes"]
+        assert case["tensors"]["weight_scale"]["dtype"] == "uint8"
+    else:
+        w4a4 = case["scheme"] == "NVFP4"
+        assert nvfp4_bytes(out, inp, w4a4) == case["bytes"]
+        assert case["tensors"]["weight_scale"]["dtype"] == "float8_e4m3fn"
+
+
+@pytest.mark.parametrize("case", GOLDEN["gpt_oss_mxfp4"]["cases"], ids=lambda c: str(c["shape"]))
+def test_mxfp4_bytes_equal_gpt_oss_layout(case: dict) -> None:
+    """Stacked experts as gpt-oss stores them (``*_blocks``, ``*_scales``), read back by
+    transformers' MXFP4 dequantizer."""
+    experts, out, inp = case["shape"]
+    assert experts * mxfp4_bytes(out, inp) == case["bytes"]
+    assert case["tensors"]["blocks"]["shape"] == [experts, out, inp // 32, 16]
+
+
+def test_fp4_formats_quantize_linear_layers_and_experts() -> None:
+    """mxfp4 and nvfp4 quantize what fp8 does: linear layers and stacked experts, not the LM
+    head or router; an odd row length is an error naming the tensor."""
+    oss = load_preset("gpt-oss-20b").spec
+    rows = {t.name: t for t in format_bytes(oss, parse_format("mxfp4")).tensors}
+    assert rows["mlp.experts.down_proj"].kind == "mxfp4"
+    assert rows["attn.q_proj.weight"].kind == "mxfp4"
+    assert rows["lm_head.weight"].kind == rows["mlp.router.weight"].kind == "bf16"
+    kept = {t.name: t for t in format_bytes(oss, parse_format("mxfp4:-attn")).tensors}
+    assert kept["attn.q_proj.weight"].kind == "bf16"
+    nv = format_bytes(LLAMA, parse_format("nvfp4"))
+    w4a4 = format_bytes(LLAMA, parse_format("nvfp4:w4a4"))
+    assert w4a4.bytes - nv.bytes == 4 * 7 * 32  # one input scale per linear layer
+    assert parse_format("nvfp4:w4a4").label == "nvfp4:w4a4"
+    odd = load_preset("llama-3.2-1b", {"ffn_hidden": 8191}).spec
+    with pytest.raises(UsageError, match="odd number"):
+        format_bytes(odd, parse_format("nvfp4"))
 
 
 def test_gguf_block_table_equals_gguf_py() -> None:
@@ -134,6 +183,11 @@ def test_raw_int4_is_labelled_and_formats_exceed_it_by_their_metadata() -> None:
         ("fp8-block", "fp8-block"),
         ("gguf:Q4_K_M", "gguf:Q4_K_M"),
         ("gguf:Q5_K_M,-lm_head", "gguf:Q5_K_M,-lm_head"),
+        ("gguf:Q4_K", "gguf:Q4_K_M"),
+        ("gguf:Q3_K,imatrix,pure", "gguf:Q3_K_M,pure,imatrix"),
+        ("gguf:IQ2_XXS", "gguf:IQ2_XXS"),
+        ("mxfp4:-attn.q_proj", "mxfp4:-attn.q_proj"),
+        ("nvfp4:w4a4,+lm_head", "nvfp4:w4a4,+lm_head"),
         ("bf16", "bf16"),
     ],
 )
@@ -146,6 +200,7 @@ def test_format_syntax(text: str, label: str) -> None:
     [
         *("NF4", "gguf:q4_k_m", "int4:g128", "int3", "gguf:Q3_X", "gptq-int4:g0"),
         *("nf4:g128", "nf4:+lm_head,-lm_head", "awq-int8"),
+        *("gguf:Q4_K_M,w4a4", "nvfp4:pure", "gguf:NVFP4", "mxfp4:g32", "gguf:Q8_K"),
     ],
 )
 def test_bad_formats_are_refused(text: str) -> None:
@@ -198,3 +253,51 @@ def test_deepseek_v3_ffn_down_counts_layers_by_number() -> None:
     assert kinds[("mlp.experts.down_proj", "Q6_K")] == len(moe)
     assert kinds[("mlp.shared_expert.down_proj.weight", "Q6_K")] == len(moe)
     assert kinds[("attn.kv_b_proj.weight", "Q6_K")] == len(promoted)
+
+
+def test_gguf_options_in_words() -> None:
+    assert parse_format("gguf:Q4_0,imatrix,pure").description == (
+        "GGUF Q4_0 (pure, importance matrix)"
+    )
+    assert parse_format("gguf:Q4_0").description == "GGUF Q4_0"
+
+
+def test_pure_gives_every_quantizable_tensor_the_type() -> None:
+    """--pure: no mix, the LM head too; rows the block does not divide still fall back."""
+    rows = format_bytes(LLAMA, parse_format("gguf:Q4_K_M,pure")).tensors
+    assert {t.kind for t in rows if t.quantized} == {"Q4_K"}
+    qwen = load_preset("qwen2.5-0.5b").spec  # rows of 896, no multiple of 256, and 4,864
+    rows = format_bytes(qwen, parse_format("gguf:Q4_K_M,pure")).tensors
+    assert {t.name for t in rows if t.kind == "Q4_K"} == {"mlp.down_proj.weight"}
+    assert {t.kind for t in rows} == {"Q4_K", "Q5_0", "F32"}
+
+
+def test_an_importance_matrix_changes_q4_0s_first_ffn_down() -> None:
+    """With an imatrix, ffn_down of the first eighth of the layers becomes Q4_1 (4 of 32)."""
+    plain = format_bytes(LLAMA, parse_format("gguf:Q4_0")).tensors
+    given = format_bytes(LLAMA, parse_format("gguf:Q4_0,imatrix")).tensors
+    assert not [t for t in plain if t.kind == "Q4_1"]
+    assert [(t.name, t.copies) for t in given if t.kind == "Q4_1"] == [("mlp.down_proj.weight", 4)]
+
+
+def test_q1_0_has_no_fallback() -> None:
+    smollm = load_preset("smollm2-135m").spec  # 576 is no multiple of 128
+    with pytest.raises(UsageError, match="no fallback for Q1_0"):
+        format_bytes(smollm, parse_format("gguf:Q1_0"))
+
+
+def test_gemma_per_layer_table_is_a_token_table() -> None:
+    """llama.cpp quantizes per_layer_token_embd as a token table: tied, it takes the output
+    type; altup, laurel and per_layer_model_proj stay as converted."""
+    spec = load_preset("gemma-4-e2b").spec
+    rows = {t.name: t.kind for t in format_bytes(spec, parse_format("gguf:Q4_K_M")).tensors}
+    assert rows["embed_tokens_per_layer.weight"] == rows["embed_tokens.weight"] == "Q6_K"
+    assert rows["per_layer_model_projection.weight"] == "F16"
+
+
+def test_mxfp4_moe_puts_experts_in_mxfp4_and_the_rest_in_q8_0() -> None:
+    spec = load_preset("qwen3-30b-a3b").spec
+    rows = format_bytes(spec, parse_format("gguf:MXFP4_MOE")).tensors
+    kinds = {t.name: t.kind for t in rows if t.quantized}
+    assert kinds["mlp.experts.down_proj"] == kinds["mlp.experts.gate_up_proj"] == "MXFP4"
+    assert {k for n, k in kinds.items() if "experts" not in n} == {"Q8_0"}

@@ -3,10 +3,10 @@
 Run by hand (pytest does not collect this file). Each section runs the toolkit itself on small
 real tensors, on the CPU, and records the shape, dtype and bytes of every tensor it stores:
 
-    pip install torch==2.13.0 numpy gguf==0.19.0
+    pip install torch==2.13.0 numpy gguf==0.19.0 transformers==5.24.0 compressed-tensors==0.20.1
     pip install --no-deps bitsandbytes==0.50.2 autoawq==0.2.9
     BUILD_CUDA_EXT=0 pip install --no-deps --no-build-isolation auto-gptq==0.7.1
-    python tests/reference/make_quant_reference.py [--skip gptq]
+    python tests/reference/make_quant_reference.py [--skip gptq] [--only compressed_tensors]
 
 - bitsandbytes (CPU backend): ``functional.quantize_4bit`` (nf4, fp4; with and without
   ``compress_statistics``) and ``functional.int8_vectorwise_quant`` (LLM.int8).
@@ -16,6 +16,17 @@ real tensors, on the CPU, and records the shape, dtype and bytes of every tensor
 - gguf: ``GGML_QUANT_SIZES``, and a small GGUF file written by ``GGUFWriter`` with tensors
   quantized by ``gguf.quants.quantize`` (k-quants, which gguf-py does not quantize: random blocks
   of the type's byte shape), read back by ``GGUFReader`` (each tensor's ``n_bytes``).
+- compressed-tensors: every weight scheme it presets (NVFP4, MXFP4, FP8 per tensor, channel and
+  block, W4A16, W8A16, W8A8 ...) applied to real bf16 linear layers by
+  ``apply_quantization_config``, its scales computed from the weights by its own
+  ``compute_dynamic_scales_and_zp``/``calculate_qparams``/``generate_gparam``, then compressed by
+  ``ModelCompressor.compress_model`` (its CPU path): every tensor of the compressed layer.
+- gpt-oss's MXFP4 experts: compressed-tensors' MXFP4 quantizer packs each expert of stacked
+  gate/up and down projections, laid out as gpt-oss stores them (``*_blocks`` (X, out, in / 32,
+  16), ``*_scales`` (X, out, in / 32)); transformers' own ``convert_moe_packed_tensors`` (the
+  CPU dequantizer of ``integrations/mxfp4.py``) reads them back to the (X, in, out) parameter
+  GptOss computes with, close to the original weights. transformers' MXFP4 quantizer itself
+  runs only on a GPU (Triton kernels), so the layout is built this way.
 """
 
 from __future__ import annotations
@@ -224,12 +235,160 @@ def gguf_cases() -> dict:
     }
 
 
+CT_SCHEMES = (
+    "NVFP4A16", "NVFP4", "MXFP4A16", "MXFP4", "FP8", "FP8_DYNAMIC", "FP8_BLOCK", "W4A16",
+    "W4A16_ASYM", "W8A16", "W8A8",
+)  # fmt: skip
+CT_SHAPES = [(64, 256), (300, 384), (96, 512), (1024, 4096)]
+
+
+def _calibrate(linear: torch.nn.Module, args) -> None:
+    """The weight's scales (and zero points, global scale) from its values, by
+    compressed-tensors' own functions."""
+    from compressed_tensors.quantization import QuantizationStrategy as S
+    from compressed_tensors.quantization.utils.helpers import (
+        calculate_qparams,
+        compute_dynamic_scales_and_zp,
+        generate_gparam,
+    )
+
+    w = linear.weight.data
+    global_scale = None
+    if args.strategy == S.TENSOR_GROUP:
+        global_scale = generate_gparam(w.min(), w.max())
+        linear.weight_global_scale.data.copy_(global_scale)
+    if args.strategy in (S.TENSOR, S.GROUP, S.TENSOR_GROUP):
+        scale, zero = compute_dynamic_scales_and_zp(w, args, linear, global_scale=global_scale)
+    elif args.strategy == S.CHANNEL:
+        scale, zero = calculate_qparams(w.amin(1, keepdim=True), w.amax(1, keepdim=True), args)
+    else:
+        rows, cols = args.block_structure
+        padded = torch.nn.functional.pad(w, (0, -w.shape[1] % cols, 0, -w.shape[0] % rows))
+        blocks = padded.unflatten(0, (-1, rows)).unflatten(2, (-1, cols))
+        scale, zero = calculate_qparams(blocks.amin((1, 3)), blocks.amax((1, 3)), args)
+    linear.weight_scale.data = scale.to(linear.weight_scale.dtype).reshape(
+        linear.weight_scale.shape
+    )
+    if hasattr(linear, "weight_zero_point"):
+        zp = linear.weight_zero_point
+        zp.data = zero.to(zp.dtype).reshape(zp.shape)
+    if hasattr(linear, "input_scale"):
+        linear.input_scale.data.fill_(0.5)
+    if hasattr(linear, "input_global_scale"):
+        linear.input_global_scale.data.fill_(1.0)
+
+
+def compressed_tensors_cases() -> dict:
+    from importlib.metadata import version
+
+    from compressed_tensors.compressors.model_compressors.model_compressor import (
+        ModelCompressor,
+    )
+    from compressed_tensors.quantization import (
+        QuantizationConfig,
+        apply_quantization_config,
+        preset_name_to_scheme,
+    )
+
+    cases = []
+    for name in CT_SCHEMES:
+        for out, inp in CT_SHAPES:
+            torch.manual_seed(0)
+            model = torch.nn.Sequential(torch.nn.Linear(inp, out, bias=False)).to(torch.bfloat16)
+            scheme = preset_name_to_scheme(name, ["Linear"])
+            apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": scheme}))
+            _calibrate(model[0], scheme.weights)
+            compressor = ModelCompressor.from_pretrained_model(model)
+            compressor.compress_model(model)
+            parts = {k.removeprefix("0."): describe(v) for k, v in model.state_dict().items()}
+            cases.append(
+                {
+                    "scheme": name,
+                    "format": compressor.quantization_config.format,
+                    "weights": scheme.weights.model_dump(mode="json"),
+                    "input_activations": (
+                        None
+                        if scheme.input_activations is None
+                        else scheme.input_activations.model_dump(mode="json")
+                    ),
+                    "shape": [out, inp],
+                    "tensors": parts,
+                    "bytes": sum(p["bytes"] for p in parts.values()),
+                }
+            )
+    return {
+        "source": (
+            f"compressed-tensors {version('compressed-tensors')} apply_quantization_config, "
+            "ModelCompressor.compress_model (CPU), bf16 nn.Linear weights"
+        ),
+        "cases": cases,
+    }
+
+
+GPT_OSS_SHAPES = [(4, 64, 96), (2, 5760, 2880), (2, 2880, 2880)]
+"""(experts, out, in): gpt-oss-20b's gate_up_proj (2 F x D) and down_proj (D x F), two experts."""
+
+
+def gpt_oss_mxfp4_cases() -> dict:
+    from importlib.metadata import version
+
+    from compressed_tensors.compressors.model_compressors.model_compressor import (
+        ModelCompressor,
+    )
+    from compressed_tensors.quantization import (
+        QuantizationConfig,
+        apply_quantization_config,
+        preset_name_to_scheme,
+    )
+    from transformers.integrations.mxfp4 import convert_moe_packed_tensors
+
+    cases = []
+    for experts, out, inp in GPT_OSS_SHAPES:
+        torch.manual_seed(0)
+        weights = torch.randn(experts, out, inp, dtype=torch.bfloat16) * 0.02
+        blocks, scales = [], []
+        for e in range(experts):
+            linear = torch.nn.Linear(inp, out, bias=False).to(torch.bfloat16)
+            linear.weight.data.copy_(weights[e])
+            model = torch.nn.Sequential(linear)
+            scheme = preset_name_to_scheme("MXFP4A16", ["Linear"])
+            apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": scheme}))
+            _calibrate(model[0], scheme.weights)
+            ModelCompressor.from_pretrained_model(model).compress_model(model)
+            state = model.state_dict()
+            blocks.append(state["0.weight_packed"].view(out, inp // 32, 16))
+            scales.append(state["0.weight_scale"])
+        blocks_t, scales_t = torch.stack(blocks), torch.stack(scales)
+        dequantized = convert_moe_packed_tensors(blocks_t, scales_t, dtype=torch.float32)
+        assert dequantized.shape == (experts, inp, out), dequantized.shape
+        error = (dequantized - weights.float().transpose(1, 2)).abs().max().item()
+        assert error < 0.5 * weights.float().abs().max().item(), error
+        parts = {"blocks": describe(blocks_t), "scales": describe(scales_t)}
+        cases.append(
+            {
+                "shape": [experts, out, inp],
+                "tensors": parts,
+                "bytes": sum(p["bytes"] for p in parts.values()),
+                "max_abs_error": error,
+            }
+        )
+    return {
+        "source": (
+            f"compressed-tensors {version('compressed-tensors')} MXFP4 packing, laid out as "
+            f"gpt-oss's *_blocks/*_scales and read back by transformers {version('transformers')} "
+            "integrations.mxfp4.convert_moe_packed_tensors"
+        ),
+        "cases": cases,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument(
-        "--skip", nargs="*", default=[], choices=["bitsandbytes", "awq", "gptq", "gguf"]
-    )
-    skip = set(parser.parse_args().skip)
+    names = ["bitsandbytes", "awq", "gptq", "gguf", "compressed_tensors", "gpt_oss_mxfp4"]
+    parser.add_argument("--skip", nargs="*", default=[], choices=names)
+    parser.add_argument("--only", nargs="*", default=None, choices=names)
+    args = parser.parse_args()
+    skip = set(args.skip) | (set(names) - set(args.only) if args.only is not None else set())
     data: dict = json.loads(OUTPUT.read_text()) if OUTPUT.exists() else {}
     data["generator"] = "tests/reference/make_quant_reference.py"
     data["date"] = datetime.date.today().isoformat()
@@ -239,6 +398,8 @@ def main() -> None:
         "awq": awq_cases,
         "gptq": gptq_cases,
         "gguf": gguf_cases,
+        "compressed_tensors": compressed_tensors_cases,
+        "gpt_oss_mxfp4": gpt_oss_mxfp4_cases,
     }
     for name, step in steps.items():
         if name not in skip:
