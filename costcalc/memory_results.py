@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 from costcalc.activations import activation_formula, activation_source, exact, terms_dict
+from costcalc.gpus import Capacity
 from costcalc.loaders import LoadedModel
 from costcalc.memory import (
     LOGITS_SOURCE,
@@ -60,6 +61,8 @@ class MemoryResult:
     stage: int = 0
     stages: tuple[MemoryReport, ...] = ()
     """Under a plan, one GPU's report of every pipeline stage, first to last."""
+    device: Capacity | None = None
+    """Where ``capacity`` comes from: a GPU of the catalogue and its reserve, or a size given."""
 
     @property
     def headroom(self) -> int | None:
@@ -298,6 +301,11 @@ class MemoryResult:
                 "fits": self.fits,
                 "headroom_bytes": max(self.headroom or 0, 0),
                 "shortfall_bytes": max(-(self.headroom or 0), 0),
+                **(
+                    self.device.to_dict()
+                    if self.device is not None
+                    else Capacity(self.capacity, self.capacity, 0).to_dict()
+                ),
             }
         return data
 
@@ -392,17 +400,20 @@ def parallel_dict(
 def memory_result(
     model: LoadedModel,
     setup: MemorySetup,
-    capacity: int | None = None,
+    capacity: int | Capacity | None = None,
     plan: ParallelPlan | None = None,
 ) -> MemoryResult:
     """The memory of ``model`` under ``setup`` (one GPU's share under ``plan``, of the largest
-    pipeline stage), judged against ``capacity`` bytes if given."""
+    pipeline stage), judged against ``capacity`` bytes (or a device's usable memory) if
+    given."""
+    device = capacity if isinstance(capacity, Capacity) else None
+    usable = capacity.bytes if isinstance(capacity, Capacity) else capacity
     report = memory_report(model.spec, setup)
     if plan is None:
-        return MemoryResult(model, report, capacity)
+        return MemoryResult(model, report, usable, device=device)
     stages = tuple(stage_reports(model.spec, report, plan))
     largest = max(range(plan.pp), key=lambda stage: stages[stage].bytes_total)
-    return MemoryResult(model, stages[largest], capacity, plan, largest, stages)
+    return MemoryResult(model, stages[largest], usable, plan, largest, stages, device)
 
 
 def stacked_parts(report: MemoryReport) -> list[tuple[str, int]]:

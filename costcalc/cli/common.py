@@ -42,6 +42,11 @@ def size_option(*names: str, **kwargs: Any) -> Any:
     return typer.Option(*names, parser=_size, metavar="SIZE", **kwargs)
 
 
+def reserve_option(*names: str, **kwargs: Any) -> Any:
+    """A typer option whose value is a byte size or 0 (:func:`costcalc.gpus.parse_reserve`)."""
+    return typer.Option(*names, parser=_reserve, metavar="SIZE", **kwargs)
+
+
 class _BadValueError(Exception):
     """An option value its parser refused: the message, for :class:`Command` to print with the
     option's name (not a ValueError, which typer's pydantic layer would reword)."""
@@ -57,6 +62,12 @@ def _size(value: Any) -> int:
     from costcalc.units import parse_bytes
 
     return _parsed(parse_bytes, value)
+
+
+def _reserve(value: Any) -> int:
+    from costcalc.gpus import parse_reserve
+
+    return _parsed(parse_reserve, value)
 
 
 def _parsed(parse: Callable[[str], int], value: Any) -> int:

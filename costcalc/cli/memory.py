@@ -13,6 +13,7 @@ from costcalc.cli.common import (
     UnitsOption,
     count_option,
     emit,
+    reserve_option,
     size_option,
     user_errors,
 )
@@ -37,6 +38,11 @@ STACK_GLYPHS: dict[str, str] = {
 }
 UNIT_HEADERS = {"si": "SI (10^3)", "iec": "binary (2^10)"}
 PARALLEL_PANEL = "Parallelism (with --train)"
+RESERVE_HELP = (
+    "Memory set aside for the driver and the CUDA context, like 1GiB or 0 (default with --gpu: "
+    "its reported memory less the CUDA-visible total, + 512MiB; 1GiB where unknown; none with "
+    "--fits)."
+)
 ATTENTION_HELP = (
     "Attention kernel of training: sdpa (default, as transformers), flash, or eager (keeps the "
     "T x T scores)."
@@ -110,8 +116,14 @@ def memory(
     ] = None,
     gpu: Annotated[
         str | None,
-        typer.Option("--gpu", metavar="NAME", help="A GPU of `costcalc gpus`: --fits its memory."),
+        typer.Option(
+            "--gpu",
+            metavar="NAME",
+            help="A GPU of `costcalc gpus` (its key or the name nvidia-smi prints): --fits the "
+            "memory it reports, less --reserve.",
+        ),
     ] = None,
+    reserve: Annotated[int | None, reserve_option("--reserve", help=RESERVE_HELP)] = None,
     gpus: Annotated[
         int | None,
         count_option(
@@ -217,7 +229,7 @@ def memory(
     much; the exit code is 1 when it does not.
     """
     from costcalc.errors import UsageError
-    from costcalc.gpus import device_capacity
+    from costcalc.gpus import device_memory
     from costcalc.memory import memory_setup
     from costcalc.memory_results import memory_result
     from costcalc.parallel import optional_plan
@@ -235,7 +247,7 @@ def memory(
             recompute=recompute,
             attention=attention,
         )
-        capacity = device_capacity(fits, gpu)
+        capacity = device_memory(fits, gpu, reserve)
         plan = optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
         if plan is not None and explain:
             raise UsageError(
@@ -399,6 +411,11 @@ def _mode(result: MemoryResult) -> str:
 
 
 def _notes(result: MemoryResult) -> list[str]:
+    device = [] if result.device is None or result.device.note is None else [result.device.note]
+    return _component_notes(result) + device
+
+
+def _component_notes(result: MemoryResult) -> list[str]:
     report, setup = result.report, result.report.setup
     if not setup.train:
         return [_kv_note(result)]
