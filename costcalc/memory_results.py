@@ -86,18 +86,32 @@ class MemoryResult:
         the KV cache."""
         r, setup = self.report, self.report.setup
         if not setup.train:
-            return [
+            engine = r.engine is not None
+            rows = [
                 Component(
-                    "weights", "weights", r.bytes_weights, r.params_total, weight_label(setup.dtype)
+                    "weights",
+                    "model buffer" if engine else "weights",
+                    r.bytes_weights,
+                    r.params_total,
+                    weight_label(setup.dtype),
                 ),
                 Component(
-                    "kv_cache", "KV cache", r.bytes_kv_cache, r.elements_kv_cache, r.kv_dtype
+                    "kv_cache",
+                    f"KV cache, {r.kv_cache_tokens:,} cells" if engine else "KV cache",
+                    r.bytes_kv_cache,
+                    r.elements_kv_cache,
+                    r.kv_dtype,
                 ),
-            ] + (
-                [Component("state", "recurrent state", r.bytes_state, r.elements_state, r.kv_dtype)]
-                if r.elements_state
-                else []
-            )
+            ]
+            if r.elements_state:
+                rows.append(
+                    Component(
+                        "state", "recurrent state", r.bytes_state, r.elements_state, r.kv_dtype
+                    )
+                )
+            if r.bytes_output:
+                rows.append(Component("output", "output buffer", r.bytes_output, None, "f32"))
+            return rows
         estimate = self.estimated_activations
         mark = " (ESTIMATE)" if estimate else ""
         gradient_dtype = r.gradient_dtype or setup.dtype
@@ -284,6 +298,8 @@ class MemoryResult:
                 "dtype": r.kv_dtype if r.elements_state else None,
                 "bytes": r.bytes_state,
             },
+            "output_buffer": {"bytes": r.bytes_output},
+            "engine": engine_dict(r),
             "total": {"bytes": r.bytes_total, "includes_estimate": self.estimated_activations},
             "fits": None,
         }
@@ -357,6 +373,41 @@ def model_state_bytes(report: MemoryReport) -> int:
     return report.bytes_held + report.bytes_step_buffer + report.bytes_gathered
 
 
+def engine_dict(report: MemoryReport) -> dict[str, Any] | None:
+    """What the engine allocates, in JSON (None: transformers, the formula itself)."""
+    memory = report.engine
+    if memory is None:
+        return None
+    from costcalc.engines.llamacpp import NOT_COUNTED, VERSION
+
+    return {
+        "name": "llamacpp",
+        "version": VERSION,
+        "context": memory.context,
+        "sequences": memory.sequences,
+        "n_ctx": memory.n_ctx,
+        "n_ctx_seq": memory.n_ctx_seq,
+        "cache_type_k": memory.type_k,
+        "cache_type_v": memory.type_v,
+        "swa_full": memory.swa_full,
+        "model_buffer_bytes": memory.model_buffer,
+        "kv_caches": [
+            {
+                "kind": c.kind,
+                "cells": c.cells,
+                "streams": c.streams,
+                "layers": c.layers,
+                "k_bytes": c.k_bytes,
+                "v_bytes": c.v_bytes,
+                "bytes": c.bytes,
+            }
+            for c in memory.caches
+        ],
+        "output_buffer_bytes": memory.output_buffer,
+        "not_counted": list(NOT_COUNTED),
+    }
+
+
 def setup_dict(setup: MemorySetup, report: MemoryReport) -> dict[str, Any]:
     """The setup as it was resolved for this model (length and KV dtype filled in)."""
     return {
@@ -369,6 +420,7 @@ def setup_dict(setup: MemorySetup, report: MemoryReport) -> dict[str, Any]:
         "kv_dtype": None if setup.train else report.kv_dtype,
         "recompute": setup.recompute if setup.train else None,
         "attention": setup.attention if setup.train else None,
+        "engine": setup.engine.name,
     }
 
 

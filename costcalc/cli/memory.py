@@ -8,8 +8,12 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from costcalc.cli.common import (
+    CacheTypeKOption,
+    CacheTypeVOption,
+    EngineOption,
     ExplainOption,
     FormatOption,
+    SwaFullOption,
     UnitsOption,
     count_option,
     emit,
@@ -218,6 +222,10 @@ def memory(
             rich_help_panel=PARALLEL_PANEL,
         ),
     ] = None,
+    engine: EngineOption = None,
+    cache_type_k: CacheTypeKOption = None,
+    cache_type_v: CacheTypeVOption = None,
+    swa_full: SwaFullOption = False,
     units: UnitsOption = "iec",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
@@ -228,6 +236,7 @@ def memory(
     ESTIMATE (Korthikanti et al. 2022). With --fits, says whether the total fits and by how
     much; the exit code is 1 when it does not.
     """
+    from costcalc.engines import engine_setup
     from costcalc.errors import UsageError
     from costcalc.gpus import device_memory
     from costcalc.memory import memory_setup
@@ -236,6 +245,7 @@ def memory(
 
     with user_errors():
         unit_system = _unit_system(units)
+        serving = engine_setup(engine, cache_type_k, cache_type_v, swa_full)
         setup = memory_setup(
             dtype=dtype,
             train=train,
@@ -246,9 +256,13 @@ def memory(
             kv_dtype=kv_dtype,
             recompute=recompute,
             attention=attention,
+            engine=serving,
         )
         capacity = device_memory(fits, gpu, reserve)
         plan = optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
+        if serving.name != "transformers" and (plan is not None or explain):
+            what = "--explain shows the formula's rows" if explain else "it serves on one device"
+            raise UsageError(f"--engine {serving.name}: {what}; drop the one or the other")
         if plan is not None and explain:
             raise UsageError(
                 "--explain shows the whole model's formulas, not one GPU's share: drop "
@@ -402,7 +416,8 @@ def _stage_chart(result: MemoryResult, system: UnitSystem) -> Grid:
 def _mode(result: MemoryResult) -> str:
     setup, length = result.report.setup, result.report.length
     if not setup.train:
-        return f"inference, B={setup.batch}, T={length:,}"
+        engine = ", as llama.cpp allocates it" if result.report.engine is not None else ""
+        return f"inference, B={setup.batch}, T={length:,}{engine}"
     mode = f"training with {setup.optimizer}, {setup.attention} attention, B={setup.batch}, "
     mode += f"T={length:,}"
     if result.plan is not None and result.plan.cp > 1:
@@ -417,6 +432,10 @@ def _notes(result: MemoryResult) -> list[str]:
 
 def _component_notes(result: MemoryResult) -> list[str]:
     report, setup = result.report, result.report.setup
+    if report.engine is not None:
+        from costcalc.engines.llamacpp import notes as engine_notes
+
+        return engine_notes(report.engine)
     if not setup.train:
         return [_kv_note(result)]
     notes = training_notes(
