@@ -112,6 +112,7 @@ def count_memory(
     attention: str | None = None,
     fits: int | str | None = None,
     gpu: str | None = None,
+    reserve: int | str | None = None,
     gpus: int | None = None,
     zero: int | None = None,
     fsdp: str | None = None,
@@ -125,12 +126,13 @@ def count_memory(
 ) -> MemoryResult:
     """Bytes of weights, and of gradients, optimizer state and activations (``train=True``) or
     the KV cache, as ``costcalc memory`` counts them; ``fits`` (bytes, or ``"24GiB"``) or
-    ``gpu`` (a GPU of ``costcalc gpus``: its memory) is the capacity ``.fits`` and
-    ``.headroom`` are judged against. ``gpus``, ``zero``, ``fsdp``, ``node_gpus``, ``tp``,
+    ``gpu`` (a GPU of ``costcalc gpus``: the memory it reports, less ``reserve``, bytes or
+    ``"1GiB"``, by default the GPU's) is the capacity ``.fits`` and ``.headroom`` are judged
+    against. ``gpus``, ``zero``, ``fsdp``, ``node_gpus``, ``tp``,
     ``pp``, ``sp``, ``micro_batches``, ``ep`` and ``cp`` are the parallel plan of
     ``memory --train``: then every figure is one GPU's (docs/memory.md)."""
     from costcalc.errors import UsageError
-    from costcalc.gpus import device_capacity
+    from costcalc.gpus import device_memory, parse_reserve
     from costcalc.memory import memory_setup
     from costcalc.memory_results import memory_result
     from costcalc.parallel import optional_plan
@@ -149,6 +151,7 @@ def count_memory(
     )
     if fits is not None and gpu is not None:
         raise UsageError("give the device memory once: fits= or gpu=, not both")
-    capacity = device_capacity(parse_bytes(fits) if isinstance(fits, str) else fits, gpu)
+    kept = parse_reserve(reserve) if isinstance(reserve, str) else reserve
+    capacity = device_memory(parse_bytes(fits) if isinstance(fits, str) else fits, gpu, kept)
     plan = optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
     return memory_result(load(model), setup, capacity, plan)

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from costcalc.cli.app import COMMANDS, _build
-from costcalc.cli.common import _count, _size, _value_type
+from costcalc.cli.common import _count, _reserve, _size, _value_type
 from costcalc.errors import UsageError
 from costcalc.units import BYTE_UNITS, COUNT_SUFFIXES, parse_bytes, parse_count, quantity_pattern
 
@@ -174,7 +174,7 @@ def test_every_integer_option_reads_the_number_syntax() -> None:
                 assert parser is None
                 continue
             seen += 1
-            assert parser in (_count, _size), (command, param.opts[0])
+            assert parser in (_count, _size, _reserve), (command, param.opts[0])
     assert seen > 40
 
 

@@ -11,10 +11,11 @@ from costcalc.cli.common import (
     UnitsOption,
     count_option,
     emit,
+    reserve_option,
     size_option,
     user_errors,
 )
-from costcalc.cli.memory import ATTENTION_HELP, training_notes
+from costcalc.cli.memory import ATTENTION_HELP, RESERVE_HELP, training_notes
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
 
@@ -155,9 +156,13 @@ def lora(
         typer.Option(
             "--gpu",
             metavar="NAME",
-            help="A GPU of `costcalc gpus`: --fits its memory.",
+            help="A GPU of `costcalc gpus`: --fits the memory it reports, less --reserve.",
             rich_help_panel=TRAIN_PANEL,
         ),
+    ] = None,
+    reserve: Annotated[
+        int | None,
+        reserve_option("--reserve", help=RESERVE_HELP, rich_help_panel=TRAIN_PANEL),
     ] = None,
     units: UnitsOption = "iec",
     fmt: FormatOption = OutputFormat.table,
@@ -193,6 +198,7 @@ def lora(
             "--attention": attention,
             "--fits": fits,
             "--gpu": gpu,
+            "--reserve": reserve,
         }
         if not train and any(value is not None for value in given.values()):
             named = ", ".join(name for name, value in given.items() if value is not None)
@@ -211,7 +217,7 @@ def lora(
             if train
             else None
         )
-        capacity = device_capacity(fits, gpu)
+        capacity = device_capacity(fits, gpu, reserve)
         results = []
         for model in models.load():
             report = lora_report(model.spec, model.family, config)
