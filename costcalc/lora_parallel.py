@@ -21,7 +21,8 @@ Each engine shards the frozen base and the trainable part as it shards any param
   weight of n values is ``(n + 1) // 2`` bytes viewed as ceil(((n + 1) // 2) / 2) bf16 rows of
   one column (bitsandbytes' ``quantize_4bit``), ceil(rows / S) per GPU; its quantization state
   (absmax, nested scales, offset) is not a parameter and stays whole on every GPU. ``full``
-  also holds the running layer's parameters whole (the largest module's, by convention);
+  also holds unsharded, in the backward, the root unit's parameters, the largest layer's twice
+  (the running one and the one prefetched) and that layer's adapter gradients;
   ``grad-op`` (``reshard_after_forward=False``) the whole base beside its shards through the
   forward and backward. LLM.int8 under FSDP is refused (FSDP does not shard ``Int8Params``).
 
@@ -39,7 +40,7 @@ from costcalc.memory import MASTER_DTYPE, STEP_DTYPE
 from costcalc.parallel import ParallelPlan
 from costcalc.quant import nf4_bytes
 from costcalc.spec import ModelSpec
-from costcalc.tensors import Shape, elements, parameter_tensors
+from costcalc.tensors import Shape, block_tensors, elements, model_tensors, parameter_tensors
 from costcalc.units import dtype_bytes
 from costcalc.zero import (
     PREFETCH_BUCKET_SIZE,
@@ -165,7 +166,7 @@ def _fsdp(
     rest = t.float_dtype
     grads = dtype_bytes(adapters, t.adapter_dtype) + dtype_bytes(saved, rest)
     moments, steps = _moments_and_steps(t, sum(c for _, c, _ in trainable))
-    gathered_elements, gathered = _fsdp_gathered(memory, plan, spec, linears, stats)
+    gathered_elements, gathered = _fsdp_gathered(memory, plan, spec, report, linears, stats)
     return replace(
         memory,
         plan=plan,
@@ -187,12 +188,21 @@ def _fsdp(
 
 
 def _fsdp_gathered(
-    memory: LoraMemory, plan: ParallelPlan, spec: ModelSpec, linears: list[Site], stats: int
+    memory: LoraMemory,
+    plan: ParallelPlan,
+    spec: ModelSpec,
+    report: LoraReport,
+    linears: list[Site],
+    stats: int,
 ) -> tuple[int, int]:
-    """What FSDP2 holds whole while the layers run: under ``grad-op`` the whole base and
-    trainable part (kept unsharded from the forward to the backward; the 4-bit weights' packed
-    bytes, their quantization state being whole already); under ``full`` the largest module's
-    parameters (frozen: no gradient), in their stored form."""
+    """What FSDP2 holds unsharded while the layers run, (elements, bytes): under ``grad-op`` the
+    whole base and trainable part (kept unsharded from the forward to the backward; the 4-bit
+    weights' packed bytes, their quantization state being whole already); under ``full`` (as
+    :func:`costcalc.parallel.fsdp_unsharded`, in each tensor's stored form, padded to S rows):
+    the root unit's parameters, its saved copies and their gradients, the largest layer's
+    parameters and adapters twice (the running layer and the prefetched one), and that layer's
+    adapter gradients."""
+    t, S = memory.training, plan.shard_gpus
     if plan.fsdp == "grad-op":
         whole = (
             memory.bytes_quantized
@@ -203,21 +213,43 @@ def _fsdp_gathered(
         )
         return memory.elements_quantized + memory.elements_frozen_float, whole
     quantized = {f"{s.generic}.weight" for s in linears}
-    largest = (0, 0)
-    modules: dict[str, tuple[int, int]] = {}
-    for x in parameter_tensors(spec):
-        module = x.name.rpartition(".")[0]
-        count = elements(x.shape)
-        size = (
-            BF16_STORAGE * packed_rows(count)
-            if x.name in quantized
-            else dtype_bytes(count, memory.training.float_dtype)
+
+    def stored(name: str, shape: Shape, copies: int) -> tuple[int, int]:
+        if name in quantized:
+            rows = -(-packed_rows(elements(shape)) // S) * S
+            return copies * rows * BF16_STORAGE, copies * rows * BF16_STORAGE
+        count = copies * -(-shape[0] // S) * S * elements(shape[1:])
+        return count, dtype_bytes(count, t.float_dtype)
+
+    root = [stored(x.name, x.shape, x.copies) for x in model_tensors(spec)]
+    layer_adapters = [(shape, c) for shape, c in report.adapter_shapes if c > 1]
+    per_layer: list[tuple[int, int, int]] = []  # elements, bytes, adapter gradient bytes
+    for stack in spec.stacks:
+        held = [stored(x.name, x.shape, x.copies) for x in block_tensors(stack)]
+        adapters = [
+            (c // stack.n_layers) * padded_rows(shape, S) * S
+            for shape, c in layer_adapters
+            if c % stack.n_layers == 0
+        ]
+        grads = [
+            (c // stack.n_layers) * elements(shape)
+            for shape, c in layer_adapters
+            if c % stack.n_layers == 0
+        ]
+        per_layer.append(
+            (
+                sum(e for e, _ in held) + sum(adapters),
+                sum(b for _, b in held) + dtype_bytes(sum(adapters), t.adapter_dtype),
+                dtype_bytes(sum(grads), t.adapter_dtype),
+            )
         )
-        held = modules.get(module, (0, 0))
-        modules[module] = (held[0] + count, held[1] + size)
-    for held in modules.values():
-        largest = max(largest, held, key=lambda pair: pair[1])
-    return largest
+    largest = max(per_layer, key=lambda layer: layer[1], default=(0, 0, 0))
+    layers = min(2, spec.n_layers)
+    saved = sum(c * elements(shape) for shape, c in report.saved_shapes)
+    saved += sum(c * padded_rows(shape, S) * S for shape, c in report.saved_shapes)
+    count = sum(e for e, _ in root) + layers * largest[0] + saved
+    size = sum(b for _, b in root) + layers * largest[1] + largest[2]
+    return count, size + dtype_bytes(saved, t.float_dtype)
 
 
 def _zero(

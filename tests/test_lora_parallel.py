@@ -174,8 +174,9 @@ def test_ddp_is_one_gpus_memory_on_each() -> None:
 
 
 def test_grad_op_holds_the_whole_base_beside_its_shards() -> None:
-    full = per_gpu(FSDP["config"], ["q_proj"], 8, "nf4", (2, None, "full"))
-    grad_op = per_gpu(FSDP["config"], ["q_proj"], 8, "nf4", (2, None, "grad-op"))
+    deep = {**FSDP["config"], "num_hidden_layers": 8}  # more layers than FSDP holds at once
+    full = per_gpu(deep, ["q_proj"], 8, "nf4", (2, None, "full"))
+    grad_op = per_gpu(deep, ["q_proj"], 8, "nf4", (2, None, "grad-op"))
     assert grad_op.bytes_gathered > full.bytes_gathered
     assert grad_op.bytes_quantized == full.bytes_quantized
 
@@ -190,3 +191,23 @@ def test_tensor_parallel_lora_is_refused() -> None:
     memory = lora_memory(model.spec, names, report, training)
     with pytest.raises(UsageError, match="not modelled"):
         lora_rank_memory(model.spec, names, report, memory, parallel_plan(4, None, None, None, 2))
+
+
+@pytest.mark.parametrize(
+    "record",
+    [r for r in FSDP["records"] if r["rank"] == 0],
+    ids=lambda r: f"{r['case']}-{r['world_size']}gpus",
+)
+def test_the_backward_holds_what_fully_shard_unshards(record: dict[str, Any]) -> None:
+    """In a layer's backward: the root's and two layers' unsharded parameters as stored (the
+    running one and the prefetched one: 4-bit weights as padded bf16 rows, fp32 adapters),
+    and, by the end of that layer's backward, all of its adapters' gradients."""
+    case = FSDP["cases"][record["case"]]
+    targets = case["targets"] if isinstance(case["targets"], list) else [case["targets"]]
+    args = (FSDP["config"], targets, case["rank"], case["base_dtype"])
+    ours = per_gpu(*args, (record["world_size"], None, "full"))
+    one = per_gpu(*args, (1, None, None))
+    units = next(m["units"] for m in record["in_backward"] if m["layer"] > 0)
+    layer_grads = one.bytes_adapters // FSDP["config"]["num_hidden_layers"]
+    assert ours.bytes_gathered == sum(u["params"] for u in units) + layer_grads
+    assert sum(u["grads"] for u in units) <= layer_grads

@@ -449,7 +449,9 @@ def plan_note(memory: LoraMemory) -> str:
             "the whole base held beside its shards from the forward to the backward "
             "(reshard_after_forward=False)"
             if plan.fsdp == "grad-op"
-            else "the largest module's parameters whole while it runs (by convention)"
+            else "in the backward, unsharded: the root unit's parameters (not resharded after its "
+            "forward), the largest layer's twice (the running one and the one prefetched) and "
+            "its adapter gradients"
         )
         return (
             f"FSDP2 (fully_shard) over {n} GPUs: every parameter, frozen or trainable, has its "

@@ -13,7 +13,9 @@ the root, and one ``torch.optim.AdamW`` step over the trainable parameters:
 
 Each rank records the bytes of the storages behind its frozen and trainable shards, the
 gradients and the optimizer state (each storage once), and the bytes of the 4-bit weights'
-quantization state it holds (absmax, nested absmax and offset; the code tables are constants):
+quantization state it holds (absmax, nested absmax and offset; the code tables are constants),
+and each unit's unsharded parameters and gradients in each layer's backward (``in_backward``,
+as fsdp2_shards.py records them):
 
     cd tests/reference && for n in 2 4; do torchrun --nproc_per_node $n fsdp2_lora.py; done
     python fsdp2_lora.py --collect /tmp/fsdp2_lora_*.json
@@ -52,6 +54,9 @@ def storage_bytes(tensors: list[Any]) -> int:
         storage = t.untyped_storage()
         seen[storage.data_ptr()] = storage.nbytes()
     return sum(seen.values())
+
+
+from fsdp2_shards import unsharded  # noqa: E402
 
 
 def quantize(module: Any) -> None:
@@ -109,6 +114,24 @@ def run() -> None:
         fully_shard(model)
         trainable = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(trainable, lr=1e-3)
+        groups = [
+            m._get_fsdp_state()._fsdp_param_group
+            for m in model.modules()
+            if hasattr(m, "_get_fsdp_state") and m._get_fsdp_state()._fsdp_param_group is not None
+        ]
+        moments: list[Any] = []
+
+        def probe(layer: int, moments: list[Any] = moments, groups: list[Any] = groups) -> Any:
+            def hook(module: Any, args: Any, output: Any) -> None:
+                def record(grad: Any) -> None:
+                    moments.append({"layer": layer, "units": unsharded(groups)})
+
+                output[0].register_hook(record)
+
+            return hook
+
+        for index, layer in enumerate(model.base_model.model.model.layers):
+            layer.self_attn.register_forward_hook(probe(index))
         ids = torch.randint(0, CONFIG["vocab_size"], (1, 16))
         model(input_ids=ids, labels=ids).loss.backward()
         optimizer.step()
@@ -132,6 +155,7 @@ def run() -> None:
                 "moment_bytes": storage_bytes([v.to_local() for v in states]),
                 "step_tensors": sum(1 for s in optimizer.state.values() if "step" in s),
                 "quant_state_bytes": storage_bytes(quant),
+                "in_backward": moments,
             }
         )
     Path(f"/tmp/fsdp2_lora_{world}_{rank}.json").write_text(json.dumps(out))
