@@ -355,7 +355,8 @@ def test_full_device_and_closed_pipe() -> None:
     assert reader.stdout is not None and reader.stderr is not None
     reader.stdout.close()
     assert reader.wait(timeout=60) == -signal.SIGPIPE  # quietly, as `cat` ends (docs/cli.md)
-    assert reader.stderr.read() == b""
+    with reader.stderr:
+        assert reader.stderr.read() == b""
 
 
 # 7. command-line numbers

@@ -27,6 +27,44 @@ ExplainOption = Annotated[
 UnitsOption = Annotated[
     str, typer.Option("--units", help="Human figures: iec (MiB, GiB) or si (MB, GB).")
 ]
+ENGINE_PANEL = "Serving engine"
+EngineOption = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        metavar="NAME",
+        help="Count what an engine allocates: transformers (default: the formula), llamacpp "
+        "(its model buffer, context cells and KV caches; docs/engines.md).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+CacheTypeKOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-type-k",
+        metavar="TYPE",
+        help="llama.cpp's -ctk: f16 (default), bf16, f32, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1.",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+CacheTypeVOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-type-v",
+        metavar="TYPE",
+        help="llama.cpp's -ctv (the same types).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+SwaFullOption = Annotated[
+    bool,
+    typer.Option(
+        "--swa-full",
+        help="llama.cpp's --swa-full: the sliding-window cache as large as the full one "
+        "(llama-cpp-python's default).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
 
 
 def count_option(*names: str, **kwargs: Any) -> Any:
@@ -40,6 +78,11 @@ def size_option(*names: str, **kwargs: Any) -> Any:
     """A typer option whose value is a byte size: 24GiB, 80GB, 1.5e9B
     (:func:`costcalc.units.parse_bytes`)."""
     return typer.Option(*names, parser=_size, metavar="SIZE", **kwargs)
+
+
+def reserve_option(*names: str, **kwargs: Any) -> Any:
+    """A typer option whose value is a byte size or 0 (:func:`costcalc.gpus.parse_reserve`)."""
+    return typer.Option(*names, parser=_reserve, metavar="SIZE", **kwargs)
 
 
 class _BadValueError(Exception):
@@ -57,6 +100,12 @@ def _size(value: Any) -> int:
     from costcalc.units import parse_bytes
 
     return _parsed(parse_bytes, value)
+
+
+def _reserve(value: Any) -> int:
+    from costcalc.gpus import parse_reserve
+
+    return _parsed(parse_reserve, value)
 
 
 def _parsed(parse: Callable[[str], int], value: Any) -> int:
