@@ -20,7 +20,7 @@ from typing import Any, SupportsIndex
 import pytest
 
 from costcalc.check import Limits, check_file, config_files
-from costcalc.errors import HubError, UsageError
+from costcalc.errors import HubError
 from costcalc.files import parse_document
 from costcalc.formats.hf_layers import MAX_LISTED_LAYERS
 from costcalc.units import format_bytes
@@ -469,9 +469,15 @@ def test_cache_os_errors_are_clear(
 ) -> None:
     hub = _cache(tmp_path, ref=None)
     monkeypatch.setenv("HF_HUB_CACHE", str(hub))
-    long_name = cli("params", "--hf", "org/" + "m" * 300)
+    long_name = cli("params", "--hf", "org/model@" + "m" * 256)
     assert long_name.exit_code == 1
-    assert f"cannot read the cache ({hub}): file name too long" in long_name.stderr
+    assert "has no refs/mmmm" in long_name.stderr and "choose one with" in long_name.stderr
+    too_long = cli("params", "--hf", "org/" + "m" * 300)
+    assert too_long.exit_code == 2
+    assert too_long.stderr == (
+        "error: --hf expects a model id like ORG/NAME or ORG/NAME@REVISION, each part at most 96 "
+        f"letters, digits, '-', '_' or '.' (got {'org/' + 'm' * 56!r}... (304 characters))\n"
+    )
     snapshots = hub / "models--org--model" / "snapshots"
     tmp_path.chmod(0o755)
     snapshots.chmod(0)
@@ -483,16 +489,15 @@ def test_cache_os_errors_are_clear(
     assert denied.exit_code == 1
     assert f"cannot read the cache ({hub}): permission denied" in denied.stderr
     monkeypatch.delenv("HF_HUB_CACHE")
-    monkeypatch.setenv("HF_HOME", "~nosuchuser")
+    monkeypatch.setenv("HF_HOME", "~nosuchuser")  # huggingface_hub leaves it as written
     no_home = cli("params", "--hf", "org/model")
-    assert no_home.exit_code == 2
+    assert no_home.exit_code == 1
     assert no_home.stderr == (
-        "error: the cache folder '~nosuchuser' names a home directory that does not exist\n"
+        "error: org/model: config.json is not in the cache (~nosuchuser/hub) and HF_HUB_OFFLINE "
+        "is set (unset it to download)\n"
     )
-    for result in (long_name, denied, no_home):
+    for result in (long_name, too_long, denied, no_home):
         _no_traceback(result.stderr)
-    with pytest.raises(UsageError):
-        cached_config("org/model", {"HF_HOME": "~nosuchuser"})
 
 
 # 9. costcalc YAML integers are plain decimal
