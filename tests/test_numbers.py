@@ -155,7 +155,7 @@ def test_overrides_after_a_name_read_counts_alike(text: str) -> None:
         assert str(raised.value).startswith("d_model: ")
 
 
-NOT_COUNTS = {("memory", "--zero")}
+NOT_COUNTS = {("memory", "--zero"), ("lora", "--zero")}
 """Integer options that are no count: a ZeRO stage is one of 1, 2, 3."""
 
 

@@ -490,10 +490,9 @@ def _experts_per_rank(spec: ModelSpec, ep: int) -> str:
 def _parallel_note(result: MemoryResult) -> str:
     """How the plan divides the states, and what one GPU's figures leave out."""
     from costcalc.parallel import (
-        largest_module,
+        fsdp_unsharded,
         padded_vocab,
         parallel_activation_formula,
-        rank_tensors,
     )
 
     plan, setup = result.plan, result.report.setup
@@ -560,10 +559,13 @@ def _parallel_note(result: MemoryResult) -> str:
         "and reduce-scatter buffers."
     )
     if plan.stage == 3:
-        largest = largest_module(rank_tensors(spec, plan, result.stage))
+        u = fsdp_unsharded(spec, plan, result.stage)
         note += (
-            f" Gathered layer: the largest module's {largest:,} parameters and their "
-            "gradients, whole while it runs."
+            f" Gathered layer: what the backward holds unsharded, in {setup.dtype}: the root "
+            f"unit's {u.root:,} parameters (padded; not resharded after its forward), the "
+            f"{u.root_grads:,} gradients of its final norm and head (produced first), "
+            f"{u.layers} x {u.layer:,} parameters of the largest layer (the running one and "
+            f"the one prefetched) and its {u.layer_grads:,} gradients."
         )
     return note
 
