@@ -29,7 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
+from costcalc.engines import EngineSetup
 from costcalc.errors import UsageError
 from costcalc.gpus import Gpu
 from costcalc.macs import (
@@ -39,12 +41,15 @@ from costcalc.macs import (
     forward_macs,
     training_macs,
 )
-from costcalc.memory import kv_cache_bytes, state_bytes, weight_bytes
+from costcalc.memory import kv_cache_bytes, kv_cache_elements, state_bytes, weight_bytes
 from costcalc.params import total_params
 from costcalc.routing import ExpertRead, expert_reads
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Shape, Tensor, parameter_tensors
 from costcalc.units import DTYPES, MAX_DIGITS, dtype_bytes
+
+if TYPE_CHECKING:
+    from costcalc.engines.vllm import VllmMemory
 
 KAPLAN_RULE = "6 x parameters x tokens (Kaplan et al. 2020, rule of thumb)"
 CHINCHILLA_TOKENS_PER_PARAM = 20
@@ -275,21 +280,30 @@ def weight_rows(spec: ModelSpec, dtype: str, tp: int = 1) -> list[tuple[str, Sha
 
 
 def decode_step(
-    spec: ModelSpec, gpu: Gpu, dtype: str, kv_dtype: str, batch: int, context: int, tp: int = 1
+    spec: ModelSpec,
+    gpu: Gpu,
+    dtype: str,
+    kv_dtype: str,
+    batch: int,
+    context: int,
+    tp: int = 1,
+    engine: EngineSetup | None = None,
 ) -> DecodeStep:
     """The step that decodes the token at position ``context`` - 1 of B sequences on one of T
     GPUs: it reads the GPU's weights but the experts no token is expected to run
-    (:func:`costcalc.routing.expert_reads`) and its cache at ``context`` tokens, and does 2 x
-    its decoding MACs / T at the peak its kernels compute at (:func:`compute`)."""
+    (:func:`costcalc.routing.expert_reads`) and its cache at ``context`` tokens (the tokens
+    each block attends to, in the engine's cache types), and does 2 x its decoding MACs / T at
+    the peak its kernels compute at (:func:`compute`)."""
+    serving = Serving(spec, dtype, kv_dtype, tp, engine or EngineSetup())
     recurrent = any(stack.recurrent for stack in spec.stacks)
     macs = None if recurrent else decode_token_macs(spec, context - 1, batch)
-    held = gpu_weight_bytes(spec, dtype, tp)
+    held = serving.weights()
     unread, experts = expert_reads(spec, weight_rows(spec, dtype, tp), batch)
     return DecodeStep(
         batch=batch,
         weight_bytes=held - unread,
         held_bytes=held,
-        cache_bytes=cache_bytes(spec, batch, context, kv_dtype, tp),
+        cache_bytes=serving.cache_read(batch, context),
         bandwidth=gpu.memory_bandwidth(),
         step_flops=None if macs is None else -(-flops(macs) // tp),
         peak=compute(dtype, gpu).peak,
@@ -327,10 +341,11 @@ def roofline(
     prompt: int,
     context: int,
     tp: int = 1,
+    engine: EngineSetup | None = None,
 ) -> Roofline:
     """Prefill of B prompts of ``prompt`` tokens; decode steps at ``context`` cached tokens; on
     one of T GPUs, 1 / T of the FLOPs."""
-    decode = decode_step(spec, gpu, dtype, kv_dtype, batch, context, tp)
+    decode = decode_step(spec, gpu, dtype, kv_dtype, batch, context, tp, engine)
     return Roofline(
         prefill_flops=-(-flops(forward_macs(spec, batch, prompt)) // tp),
         peak=compute(dtype, gpu).peak,
@@ -393,30 +408,114 @@ def cache_fit(
     context: int,
     tp: int = 1,
     reserve: int | None = None,
+    engine: EngineSetup | None = None,
 ) -> CacheFit:
-    """Budget floor(u x (memory - reserve)), the GPU's default reserve unless given; the largest
-    B with cache(B, context) <= budget - weights, and the largest T <= the model's context
-    length with cache(batch, T) <= budget - weights (each one GPU's share of T)."""
+    """Budget floor(u x (memory - reserve)), the GPU's default reserve unless given (vLLM:
+    ceil(u x memory), its ``request_memory``); the largest B with cache(B, context) <= budget -
+    weights, and the largest T <= the model's context length with cache(batch, T) <= budget -
+    weights (each one GPU's share of T; the cache as the engine allocates it)."""
     from costcalc.gpus import usable_memory
 
+    serving = Serving(spec, dtype, kv_dtype, tp, engine or EngineSetup())
     kept = gpu.reserve if reserve is None else reserve
-    budget = math.floor(utilisation * usable_memory(gpu, kept))
-    weights = gpu_weight_bytes(spec, dtype, tp)
+    if serving.engine.name == "vllm":
+        budget = math.ceil(utilisation * gpu.memory_bytes)
+    else:
+        budget = math.floor(utilisation * usable_memory(gpu, kept))
+    weights = serving.weights()
     free = budget - weights
     positions = spec.context_length
-    per_sequence = cache_bytes(spec, 1, context, kv_dtype, tp)
+    per_sequence = serving.cache(1, context)
     largest_batch: int | None = None
     if free < 0:
         largest_batch = 0
     elif per_sequence:  # each adds at least one bit / T: 8 x T x free + 1 do not fit
-        largest_batch = _largest(
-            lambda b: cache_bytes(spec, b, context, kv_dtype, tp) <= free, 8 * tp * free + 1
-        )
+        largest_batch = _largest(lambda b: serving.cache(b, context) <= free, 8 * tp * free + 1)
     largest_context = (
-        _largest(lambda t: cache_bytes(spec, batch, t, kv_dtype, tp) <= free, positions)
-        if free >= 0 and cache_bytes(spec, batch, 0, kv_dtype, tp) <= free
+        _largest(lambda t: serving.cache(batch, t) <= free, positions)
+        if free >= 0 and serving.cache(batch, 0) <= free
         else 0
     )
     return CacheFit(
         budget, weights, context, batch, positions, largest_batch, largest_context, kept
     )
+
+
+@dataclass(frozen=True)
+class Serving:
+    """What the engine of a plan holds and reads (:mod:`costcalc.engines`): transformers the
+    formula; llama.cpp its model buffer, its KV caches for ``-c B x T -np B`` and its output
+    buffer; vLLM the weights and the blocks B requests of T tokens hold."""
+
+    spec: ModelSpec
+    dtype: str
+    kv_dtype: str
+    tp: int
+    engine: EngineSetup
+
+    def weights(self) -> int:
+        """The weights one GPU holds: llama.cpp's model buffer, else :func:`gpu_weight_bytes`."""
+        if self.engine.name == "llamacpp":
+            from costcalc.engines.llamacpp import model_buffer
+
+            return model_buffer(self.spec, self.dtype)
+        return gpu_weight_bytes(self.spec, self.dtype, self.tp)
+
+    def cache(self, batch: int, context: int) -> int:
+        """What B sequences of ``context`` tokens hold beside the weights."""
+        if self.engine.name == "llamacpp":
+            from costcalc.engines.llamacpp import (
+                context_cells,
+                kv_caches,
+                output_buffer,
+            )
+
+            if context == 0:
+                return 0
+            _, cells = context_cells(batch * context, batch)
+            caches = kv_caches(
+                self.spec,
+                cells,
+                batch,
+                *self._cache_types(),
+                ubatch=min(batch * context, 512),
+                swa_full=self.engine.swa_full,
+            )
+            return sum(c.bytes for c in caches) + output_buffer(self.spec, batch)
+        if self.engine.name == "vllm":
+            return self._vllm(batch, context).kv_bytes
+        return cache_bytes(self.spec, batch, context, self.kv_dtype, self.tp)
+
+    def cache_read(self, batch: int, context: int) -> int:
+        """What a decode step reads of the cache: the tokens each block attends to (the
+        formula), in llama.cpp's cache types or vLLM's cache dtype."""
+        if self.engine.name == "llamacpp":
+            from costcalc.engines.llamacpp import read_bytes
+
+            return read_bytes(self.spec, batch, context, *self._cache_types())
+        if self.engine.name == "vllm":
+            from costcalc.engines.vllm import check_kv_dtype
+
+            _, size = check_kv_dtype(self.kv_dtype, self.dtype)
+            return size * kv_cache_elements(self.spec, batch, context)
+        return cache_bytes(self.spec, batch, context, self.kv_dtype, self.tp)
+
+    def _cache_types(self) -> tuple[str, str]:
+        """llama.cpp's cache types: --cache-type-k / -v, else its f16."""
+        return self.engine.cache_type_k or "f16", self.engine.cache_type_v or "f16"
+
+    def _vllm(self, batch: int, context: int) -> VllmMemory:
+        from costcalc.engines.vllm import BLOCK_SIZE, default_batched_tokens, vllm_memory
+
+        batched = self.engine.max_num_batched_tokens or default_batched_tokens(
+            self.engine.device_memory
+        )
+        return vllm_memory(
+            self.spec,
+            self.dtype,
+            context or 1,
+            batch,
+            self.kv_dtype,
+            self.engine.block_size or BLOCK_SIZE,
+            batched,
+        )

@@ -9,7 +9,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from costcalc.cli.common import FormatOption, count_option, emit, reserve_option, user_errors
+from costcalc.cli.common import (
+    BatchedTokensOption,
+    BlockSizeOption,
+    CacheTypeKOption,
+    CacheTypeVOption,
+    EngineOption,
+    FormatOption,
+    SwaFullOption,
+    count_option,
+    emit,
+    reserve_option,
+    user_errors,
+)
 from costcalc.cli.memory import RESERVE_HELP
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
@@ -18,6 +30,8 @@ TRAINING_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8")
 """The dtypes a training run's peak is taken for."""
 
 if TYPE_CHECKING:
+    from costcalc.engines import EngineSetup
+    from costcalc.engines.vllm import VllmMemory
     from costcalc.gpus import Gpu
     from costcalc.loaders import LoadedModel
     from costcalc.plan import CacheFit, DecodeStep
@@ -79,6 +93,20 @@ def plan(
             "weights and 1 / T of the cache (Megatron-LM's layout).",
         ),
     ] = 1,
+    kv_dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--kv-dtype",
+            help="KV-cache dtype: fp32, bf16, fp16, fp8 (default: the weights' 16-bit dtype, "
+            "bf16 for others); llama.cpp takes --cache-type-k / -v.",
+        ),
+    ] = None,
+    engine: EngineOption = None,
+    cache_type_k: CacheTypeKOption = None,
+    cache_type_v: CacheTypeVOption = None,
+    swa_full: SwaFullOption = False,
+    block_size: BlockSizeOption = None,
+    max_num_batched_tokens: BatchedTokensOption = None,
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """Training FLOPs for --tokens from costcalc's exact MACs (6N beside it), wall time and
@@ -86,7 +114,8 @@ def plan(
     with --prompt, prefill time and decode tokens/s on one GPU (roofline ESTIMATES), the largest
     batch and context whose cache fits beside the weights, and decode tokens/s by batch."""
     from costcalc.compute import check_count
-    from costcalc.errors import UsageError
+    from costcalc.engines import engine_setup
+    from costcalc.errors import UsageError, check_choice
     from costcalc.gpus import find_gpu
     from costcalc.plan import MAX_COUNT, parse_fraction
     from costcalc.units import DTYPES, check_weight_dtype
@@ -104,6 +133,21 @@ def plan(
             raise UsageError("nothing to plan: give --tokens, --budget or --prompt")
         if tp > 1 and prompt is None:
             raise UsageError("--tp shards the inference rooflines: add --prompt")
+        serving = engine_setup(
+            engine,
+            cache_type_k,
+            cache_type_v,
+            swa_full,
+            block_size,
+            max_num_batched_tokens,
+            device_memory=device.memory_bytes,
+        )
+        if serving.name != "transformers" and (prompt is None or tp > 1):
+            raise UsageError(
+                f"--engine {serving.name} sizes inference on one GPU: give --prompt, not --tp"
+            )
+        if kv_dtype is not None:
+            check_choice(kv_dtype, ("fp32", "bf16", "fp16", "fp8"), "KV-cache dtype")
         if tokens is not None and dtype not in TRAINING_DTYPES:
             kind = "a storage dtype" if dtype in DTYPES else "a stored weight format"
             raise UsageError(
@@ -125,6 +169,8 @@ def plan(
                 memory_share,
                 tp,
                 reserve,
+                serving,
+                kv_dtype,
             )
             for m in models.load()
         ]
@@ -152,6 +198,8 @@ def _plan(
     utilisation: Fraction,
     tp: int,
     reserve: int | None,
+    serving: EngineSetup,
+    kv_dtype: str | None,
 ) -> tuple[dict[str, Any], list[Grid]]:
     from costcalc.compute import check_positions
     from costcalc.plan import KAPLAN_RULE, TrainingTime, kaplan_flops, training_flops
@@ -195,7 +243,7 @@ def _plan(
         grids.append(Grid(title, ["", "value"], rows, notes))
     if prompt is not None:
         inference, inference_grids = _inference(
-            model, gpu, dtype, prompt, generate, batch, utilisation, tp, reserve
+            model, gpu, dtype, prompt, generate, batch, utilisation, tp, reserve, serving, kv_dtype
         )
         data["inference"] = inference
         grids += inference_grids
@@ -212,6 +260,8 @@ def _inference(
     utilisation: Fraction,
     tp: int,
     reserve: int | None,
+    serving: EngineSetup,
+    kv_dtype: str | None,
 ) -> tuple[dict[str, Any], list[Grid]]:
     """The roofline at --batch, what fits at the memory utilisation, and decode by batch."""
     from costcalc.compute import check_positions
@@ -222,14 +272,32 @@ def _inference(
     spec = model.spec
     context = prompt + generate
     check_positions(spec, "length", context, context)
-    kv_dtype = dtype if dtype in ("fp32", "bf16", "fp16") else "bf16"
+    kv_dtype = kv_dtype or (dtype if dtype in ("fp32", "bf16", "fp16") else "bf16")
     kernels = compute(dtype, gpu)
-    r = roofline(spec, gpu, dtype, kv_dtype, batch, prompt, context, tp)
-    fit = cache_fit(spec, gpu, utilisation, dtype, kv_dtype, batch, context, tp, reserve)
+    r = roofline(spec, gpu, dtype, kv_dtype, batch, prompt, context, tp, serving)
+    fit = cache_fit(spec, gpu, utilisation, dtype, kv_dtype, batch, context, tp, reserve, serving)
     top = batch if fit.largest_batch is None else fit.largest_batch
-    steps = [decode_step(spec, gpu, dtype, kv_dtype, b, context, tp) for b in decode_batches(top)]
+    steps = [
+        decode_step(spec, gpu, dtype, kv_dtype, b, context, tp, serving)
+        for b in decode_batches(top)
+    ]
+    fit_data: dict[str, Any] = {
+        "memory_utilisation": ratio_dict(utilisation),
+        "memory_bytes": gpu.memory_bytes,
+        "reserve_bytes": fit.reserve,
+        "budget_bytes": fit.budget,
+        "weight_bytes": fit.weights,
+        "cache_bytes_free": fit.free,
+        "kv_dtype": _cache_dtype(serving, kv_dtype),
+        "context": context,
+        "largest_batch": fit.largest_batch,
+        "batch": batch,
+        "largest_context": fit.largest_context,
+        "positions": fit.positions,
+    }
     data = {
         "estimate": True,
+        "engine": serving.name,
         "tensor_parallel": tp,
         "batch": batch,
         "prompt": prompt,
@@ -249,22 +317,25 @@ def _inference(
         "decode_tokens_per_second_per_sequence": float(r.decode.tokens_per_second_per_sequence),
         "decode_tokens_per_second": float(r.decode.tokens_per_second),
         "experts_read": [_experts_dict(e) for e in r.decode.experts],
-        "fit": {
-            "memory_utilisation": ratio_dict(utilisation),
-            "memory_bytes": gpu.memory_bytes,
-            "reserve_bytes": fit.reserve,
-            "budget_bytes": fit.budget,
-            "weight_bytes": fit.weights,
-            "cache_bytes_free": fit.free,
-            "kv_dtype": kv_dtype,
-            "context": context,
-            "largest_batch": fit.largest_batch,
-            "batch": batch,
-            "largest_context": fit.largest_context,
-            "positions": fit.positions,
-        },
+        "fit": fit_data,
         "decode_by_batch": [_step_dict(step) for step in steps],
     }
+
+    vllm = None
+    if serving.name == "vllm":
+        from costcalc.engines.vllm import BLOCK_SIZE, default_batched_tokens, vllm_memory
+
+        vllm = vllm_memory(
+            spec,
+            dtype,
+            context,
+            batch,
+            kv_dtype,
+            serving.block_size or BLOCK_SIZE,
+            serving.max_num_batched_tokens or default_batched_tokens(gpu.memory_bytes),
+            fit.free,
+        )
+        fit_data["vllm"] = vllm.to_dict()
     rows = [
         ["prefill time (compute-bound)", _duration(r.prefill_seconds)],
         ["bytes read per decode step", f"{r.decode.step_bytes:,}"],
@@ -303,11 +374,19 @@ def _inference(
     title = f"Inference of {model.name} on {devices} ({dtype}), B={batch}, prompt {prompt:,}"
     grids = [
         Grid(title, ["", "ESTIMATE"], rows, notes),
-        _fit_grid(model.name, gpu, fit, utilisation, tp),
+        _fit_grid(model.name, gpu, fit, utilisation, tp, serving, vllm),
     ]
     if steps:
         grids += _decode_grids(model.name, devices, context, steps)
     return data, grids
+
+
+def _cache_dtype(serving: EngineSetup, kv_dtype: str) -> str:
+    """The cache's dtype: llama.cpp's K and V cache types (``q8_0 / f16`` when they differ)."""
+    if serving.name != "llamacpp":
+        return kv_dtype
+    k, v = serving.cache_type_k or "f16", serving.cache_type_v or "f16"
+    return k if k == v else f"{k} / {v}"
 
 
 def _experts_cell(read: ExpertRead) -> str:
@@ -378,30 +457,72 @@ def _step_dict(step: DecodeStep) -> dict[str, Any]:
     }
 
 
-def _fit_grid(name: str, gpu: Gpu, fit: CacheFit, utilisation: Fraction, tp: int) -> Grid:
+def _fit_grid(
+    name: str,
+    gpu: Gpu,
+    fit: CacheFit,
+    utilisation: Fraction,
+    tp: int,
+    serving: EngineSetup,
+    vllm: VllmMemory | None = None,
+) -> Grid:
     """The budget, the weights, what is left, and the largest batch and context."""
     from costcalc.render import Grid
     from costcalc.units import format_percent
 
+    blocks = serving.name == "vllm"
     largest_batch = "no bound" if fit.largest_batch is None else f"{fit.largest_batch:,}"
-    rows = [
-        [f"memory {gpu.key} reports", f"{gpu.memory_bytes:,}"],
-        ["reserve (driver, CUDA context)", f"{fit.reserve:,}"],
-        ["memory budget (utilisation x the rest)", f"{fit.budget:,}"],
-        ["weights", f"{fit.weights:,}"],
-        ["left for the cache", f"{fit.free:,}"],
+    rows = [[f"memory {gpu.key} reports", f"{gpu.memory_bytes:,}"]]
+    if not blocks:
+        rows.append(["reserve (driver, CUDA context)", f"{fit.reserve:,}"])
+    rows += [
+        [
+            "memory budget (ceil(utilisation x memory))"
+            if blocks
+            else "memory budget (utilisation x the rest)",
+            f"{fit.budget:,}",
+        ],
+        ["model buffer" if serving.name == "llamacpp" else "weights", f"{fit.weights:,}"],
+        ["left for the cache" + (" (at most)" if blocks else ""), f"{fit.free:,}"],
         [f"largest batch at {fit.context:,} tokens", largest_batch],
         [f"largest context at batch {fit.batch:,}", f"{fit.largest_context:,}"],
     ]
+    if vllm is not None and vllm.max_concurrency is not None:
+        rows += [
+            [f"vLLM blocks of {vllm.block_size} tokens (at most)", f"{vllm.num_blocks:,}"],
+            [
+                f"vLLM maximum concurrency at {fit.context:,} tokens (at most)",
+                f"{float(vllm.max_concurrency):,.2f}x",
+            ],
+        ]
     told = f"as {gpu.reported_by} reports it" if gpu.reported_by else "its datasheet's"
-    notes = [
-        "The cache (KV cache at the tokens each block keeps, and recurrent state) fits beside "
-        f"the weights in {format_percent(utilisation)} of what {gpu.key}'s "
-        f"{gpu.memory_bytes:,} bytes ({told}) leave once {fit.reserve:,} are set aside for the "
-        "driver and the CUDA context (--reserve SIZE); the context is at most the model's "
-        f"{fit.positions:,} positions. Not counted: activations of the forward and CUDA graphs, "
-        "which vLLM also takes from it."
-    ]
+    cache = {
+        "transformers": "The cache (KV cache at the tokens each block keeps, and recurrent "
+        "state) fits",
+        "llamacpp": "llama.cpp's KV caches (its cells for -c B x T -np B, docs/engines.md) and "
+        "output buffer fit",
+        "vllm": "vLLM's KV cache blocks (docs/engines.md) fit",
+    }[serving.name]
+    if blocks:
+        notes = [
+            f"{cache} beside the weights in ceil({format_percent(utilisation)} x "
+            f"{gpu.memory_bytes:,}) bytes ({told}), vLLM's request_memory; its profile run "
+            "also takes from it what costcalc cannot measure (the forward's peak activations, "
+            "memory outside PyTorch's allocator, CUDA graphs), so the largest batch and context "
+            f"are upper bounds. The context is at most the model's {fit.positions:,} positions."
+        ]
+    else:
+        notes = [
+            f"{cache} beside the weights in {format_percent(utilisation)} of what "
+            f"{gpu.key}'s {gpu.memory_bytes:,} bytes ({told}) leave once {fit.reserve:,} are set "
+            "aside for the driver and the CUDA context (--reserve SIZE); the context is at most "
+            f"the model's {fit.positions:,} positions. Not counted: activations of the forward "
+            + (
+                "and CUDA graphs, which vLLM also takes from it."
+                if serving.name == "transformers"
+                else "(llama.cpp's compute buffer)."
+            )
+        ]
     if fit.free < 0:
         notes.append("The weights alone do not fit: nothing is left for the cache.")
     where = gpu.key if tp == 1 else f"each of {tp} x {gpu.key} (its shard)"

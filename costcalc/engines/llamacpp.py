@@ -215,6 +215,25 @@ def kv_caches(
     return tuple(caches)
 
 
+def read_bytes(spec: ModelSpec, batch: int, length: int, type_k: str, type_v: str) -> int:
+    """What a decode step at ``length`` tokens reads of the caches of B sequences: the tokens
+    each layer attends to (:func:`costcalc.memory.kv_cache_tokens`: a window caps them) x its K
+    and V rows of the cache types."""
+    from costcalc.memory import kv_cache_tokens
+
+    _check(spec)
+    total = 0
+    for stack in spec.stacks:
+        width_k, width_v = _widths(stack)
+        if not width_k or not stack.runs_on_text or stack.shares_kv:
+            continue
+        row = row_bytes(type_k, width_k, "key") + (
+            row_bytes(type_v, width_v, "value") if width_v else 0
+        )
+        total += batch * cached_layers(stack) * kv_cache_tokens(stack, length) * row
+    return total
+
+
 def _split(name: str) -> int:
     """GGUF tensors one costcalc tensor is written as: stacked experts' fused gate and up
     (transformers' ``gate_up_proj``) are ``ffn_gate_exps`` and ``ffn_up_exps``, two halves."""
