@@ -104,6 +104,8 @@ def print_grids(grids: Sequence[Grid]) -> None:
     from rich.text import Text
 
     console = Console()
+    if console.width < MIN_WIDTH:  # COLUMNS=0 or a tiny window: figures still go whole
+        console = Console(width=MIN_WIDTH)
     for grid in map(_shown_grid, grids):
         needs = _needs(grid)
         groups = column_groups(grid, console.width, needs)
@@ -114,7 +116,7 @@ def print_grids(grids: Sequence[Grid]) -> None:
                 part = f" (part {number} of {len(groups)})" if len(groups) > 1 else ""
                 _print_table(console, grid, needs, group, part)
         for note in grid.notes:
-            console.print(Text(note))
+            console.print(Text(note, overflow="ignore"))
 
 
 def column_groups(
@@ -138,6 +140,10 @@ def column_groups(
         used += need
     return groups
 
+
+MIN_WIDTH = 20
+"""The narrowest terminal tables are fitted to (``COLUMNS=0`` would print nothing): a figure
+wider than it is still printed whole, on a line of its own."""
 
 _RULE = 3
 """What a column adds to a table's width besides its text: one space each side and a rule."""
@@ -209,18 +215,18 @@ def _print_vertical(console: Any, grid: Grid) -> None:
     both do not fit on one."""
     from rich.text import Text
 
-    console.print(Text(grid.title, style="bold"))
+    console.print(Text(grid.title, style="bold", overflow="ignore"))
     for index in range(1, len(grid.columns)):
         if grid.columns[index]:
-            console.print(Text(grid.columns[index], style="underline"))
+            console.print(Text(grid.columns[index], style="underline", overflow="ignore"))
         for number, row in enumerate(grid.rows):
             style = "bold" if number in grid.emphasis else ""
             line = f"{row[0]}  {row[index]}".strip()
             if len(line) <= console.width:
                 console.print(Text(line, style=style))
-            else:
-                console.print(Text(row[0], style=style))
-                console.print(Text("  " + row[index], style=style))
+            else:  # a label wider than the terminal wraps at its words; a figure never does
+                console.print(Text(row[0], style=style, overflow="ignore"))
+                console.print(Text("  " + row[index], style=style), soft_wrap=True)
 
 
 def _shown_grid(grid: Grid) -> Grid:
