@@ -37,6 +37,7 @@ from costcalc.units import DTYPES, check_weight_dtype, dtype_bytes
 
 if TYPE_CHECKING:
     from costcalc.engines.llamacpp import LlamaCppMemory
+    from costcalc.engines.vllm import VllmMemory
 
 OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "sgd-momentum", "adafactor")
 TRAINING_DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16")
@@ -513,7 +514,7 @@ class MemoryReport:
     None: ``params_total``."""
     bytes_output: int = 0
     """An engine's output buffer (llama.cpp's logits); 0 otherwise."""
-    engine: LlamaCppMemory | None = None
+    engine: LlamaCppMemory | VllmMemory | None = None
     """What the engine of the setup allocates, when it is not transformers."""
 
     @property
@@ -594,6 +595,10 @@ def memory_report(spec: ModelSpec, setup: MemorySetup) -> MemoryReport:
         from costcalc.engines.llamacpp import llamacpp_report
 
         return llamacpp_report(spec, setup, T)
+    if setup.engine.name == "vllm":
+        from costcalc.engines.vllm import vllm_report
+
+        return vllm_report(spec, setup, T)
     return MemoryReport(
         setup=setup,
         length=T,

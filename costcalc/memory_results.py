@@ -86,18 +86,18 @@ class MemoryResult:
         the KV cache."""
         r, setup = self.report, self.report.setup
         if not setup.train:
-            engine = r.engine is not None
+            llamacpp = r.engine is not None and r.engine.name == "llamacpp"
             rows = [
                 Component(
                     "weights",
-                    "model buffer" if engine else "weights",
+                    "model buffer" if llamacpp else "weights",
                     r.bytes_weights,
                     r.params_total,
                     weight_label(setup.dtype),
                 ),
                 Component(
                     "kv_cache",
-                    f"KV cache, {r.kv_cache_tokens:,} cells" if engine else "KV cache",
+                    "KV cache" if r.engine is None else f"KV cache, {r.engine.cache_words}",
                     r.bytes_kv_cache,
                     r.elements_kv_cache,
                     r.kv_dtype,
@@ -375,37 +375,7 @@ def model_state_bytes(report: MemoryReport) -> int:
 
 def engine_dict(report: MemoryReport) -> dict[str, Any] | None:
     """What the engine allocates, in JSON (None: transformers, the formula itself)."""
-    memory = report.engine
-    if memory is None:
-        return None
-    from costcalc.engines.llamacpp import NOT_COUNTED, VERSION
-
-    return {
-        "name": "llamacpp",
-        "version": VERSION,
-        "context": memory.context,
-        "sequences": memory.sequences,
-        "n_ctx": memory.n_ctx,
-        "n_ctx_seq": memory.n_ctx_seq,
-        "cache_type_k": memory.type_k,
-        "cache_type_v": memory.type_v,
-        "swa_full": memory.swa_full,
-        "model_buffer_bytes": memory.model_buffer,
-        "kv_caches": [
-            {
-                "kind": c.kind,
-                "cells": c.cells,
-                "streams": c.streams,
-                "layers": c.layers,
-                "k_bytes": c.k_bytes,
-                "v_bytes": c.v_bytes,
-                "bytes": c.bytes,
-            }
-            for c in memory.caches
-        ],
-        "output_buffer_bytes": memory.output_buffer,
-        "not_counted": list(NOT_COUNTED),
-    }
+    return None if report.engine is None else report.engine.to_dict()
 
 
 def setup_dict(setup: MemorySetup, report: MemoryReport) -> dict[str, Any]:

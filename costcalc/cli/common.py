@@ -27,44 +27,6 @@ ExplainOption = Annotated[
 UnitsOption = Annotated[
     str, typer.Option("--units", help="Human figures: iec (MiB, GiB) or si (MB, GB).")
 ]
-ENGINE_PANEL = "Serving engine"
-EngineOption = Annotated[
-    str | None,
-    typer.Option(
-        "--engine",
-        metavar="NAME",
-        help="Count what an engine allocates: transformers (default: the formula), llamacpp "
-        "(its model buffer, context cells and KV caches; docs/engines.md).",
-        rich_help_panel=ENGINE_PANEL,
-    ),
-]
-CacheTypeKOption = Annotated[
-    str | None,
-    typer.Option(
-        "--cache-type-k",
-        metavar="TYPE",
-        help="llama.cpp's -ctk: f16 (default), bf16, f32, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1.",
-        rich_help_panel=ENGINE_PANEL,
-    ),
-]
-CacheTypeVOption = Annotated[
-    str | None,
-    typer.Option(
-        "--cache-type-v",
-        metavar="TYPE",
-        help="llama.cpp's -ctv (the same types).",
-        rich_help_panel=ENGINE_PANEL,
-    ),
-]
-SwaFullOption = Annotated[
-    bool,
-    typer.Option(
-        "--swa-full",
-        help="llama.cpp's --swa-full: the sliding-window cache as large as the full one "
-        "(llama-cpp-python's default).",
-        rich_help_panel=ENGINE_PANEL,
-    ),
-]
 
 
 def count_option(*names: str, **kwargs: Any) -> Any:
@@ -238,3 +200,81 @@ def emit(
         typer.echo(render.to_csv(records))
     else:
         render.print_grids(grids)
+
+
+# Serving engines (docs/engines.md): options of memory and plan.
+ENGINE_PANEL = "Serving engine"
+EngineOption = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        metavar="NAME",
+        help="Count what an engine allocates: transformers (default: the formula), llamacpp "
+        "(its model buffer, context cells and KV caches) or vllm (its KV cache blocks, "
+        "blocks and concurrency for a budget); docs/engines.md.",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+CacheTypeKOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-type-k",
+        metavar="TYPE",
+        help="llama.cpp's -ctk: f16 (default), bf16, f32, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1.",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+CacheTypeVOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-type-v",
+        metavar="TYPE",
+        help="llama.cpp's -ctv (the same types).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+BlockSizeOption = Annotated[
+    int | None,
+    count_option(
+        "--block-size",
+        metavar="TOKENS",
+        help="vLLM's --block-size: tokens per KV cache block (default 16).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+BatchedTokensOption = Annotated[
+    int | None,
+    count_option(
+        "--max-num-batched-tokens",
+        metavar="N",
+        help="vLLM's --max-num-batched-tokens (default: vllm serve's for the device).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+KvCacheMemoryOption = Annotated[
+    int | None,
+    size_option(
+        "--kv-cache-memory",
+        help="vLLM's --kv-cache-memory-bytes: the KV budget itself, like 20GiB (exact).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+GpuUtilisationOption = Annotated[
+    str | None,
+    typer.Option(
+        "--gpu-memory-utilization",
+        metavar="SHARE",
+        help="vLLM's --gpu-memory-utilization of --gpu / --fits memory (default 0.9): its KV "
+        "budget, less the weights, an upper bound.",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+SwaFullOption = Annotated[
+    bool,
+    typer.Option(
+        "--swa-full",
+        help="llama.cpp's --swa-full: the sliding-window cache as large as the full one "
+        "(llama-cpp-python's default).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]

@@ -8,11 +8,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from costcalc.cli.common import (
+    BatchedTokensOption,
+    BlockSizeOption,
     CacheTypeKOption,
     CacheTypeVOption,
     EngineOption,
     ExplainOption,
     FormatOption,
+    GpuUtilisationOption,
+    KvCacheMemoryOption,
     SwaFullOption,
     UnitsOption,
     count_option,
@@ -226,6 +230,10 @@ def memory(
     cache_type_k: CacheTypeKOption = None,
     cache_type_v: CacheTypeVOption = None,
     swa_full: SwaFullOption = False,
+    block_size: BlockSizeOption = None,
+    max_num_batched_tokens: BatchedTokensOption = None,
+    kv_cache_memory: KvCacheMemoryOption = None,
+    gpu_memory_utilization: GpuUtilisationOption = None,
     units: UnitsOption = "iec",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
@@ -242,10 +250,24 @@ def memory(
     from costcalc.memory import memory_setup
     from costcalc.memory_results import memory_result
     from costcalc.parallel import optional_plan
+    from costcalc.plan import parse_fraction
 
     with user_errors():
         unit_system = _unit_system(units)
-        serving = engine_setup(engine, cache_type_k, cache_type_v, swa_full)
+        capacity = device_memory(fits, gpu, reserve)
+        serving = engine_setup(
+            engine,
+            cache_type_k,
+            cache_type_v,
+            swa_full,
+            block_size,
+            max_num_batched_tokens,
+            kv_cache_memory,
+            parse_fraction(gpu_memory_utilization, "GPU memory utilization")
+            if gpu_memory_utilization is not None
+            else None,
+            None if capacity is None else capacity.total,
+        )
         setup = memory_setup(
             dtype=dtype,
             train=train,
@@ -258,7 +280,6 @@ def memory(
             attention=attention,
             engine=serving,
         )
-        capacity = device_memory(fits, gpu, reserve)
         plan = optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
         if serving.name != "transformers" and (plan is not None or explain):
             what = "--explain shows the formula's rows" if explain else "it serves on one device"
@@ -416,7 +437,9 @@ def _stage_chart(result: MemoryResult, system: UnitSystem) -> Grid:
 def _mode(result: MemoryResult) -> str:
     setup, length = result.report.setup, result.report.length
     if not setup.train:
-        engine = ", as llama.cpp allocates it" if result.report.engine is not None else ""
+        engines = {"llamacpp": "llama.cpp", "vllm": "vLLM"}
+        name = None if result.report.engine is None else engines[result.report.engine.name]
+        engine = f", as {name} allocates it" if name else ""
         return f"inference, B={setup.batch}, T={length:,}{engine}"
     mode = f"training with {setup.optimizer}, {setup.attention} attention, B={setup.batch}, "
     mode += f"T={length:,}"
@@ -433,9 +456,7 @@ def _notes(result: MemoryResult) -> list[str]:
 def _component_notes(result: MemoryResult) -> list[str]:
     report, setup = result.report, result.report.setup
     if report.engine is not None:
-        from costcalc.engines.llamacpp import notes as engine_notes
-
-        return engine_notes(report.engine)
+        return report.engine.notes()
     if not setup.train:
         return [_kv_note(result)]
     notes = training_notes(

@@ -20,7 +20,7 @@ not hold (Llama 3's ``rope_freqs``: r / 2 floats).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from costcalc.errors import UsageError, check_choice
 from costcalc.memory import cached_heads, cached_layers
@@ -274,6 +274,44 @@ class LlamaCppMemory:
     @property
     def kv_elements(self) -> int:
         return sum(c.elements for c in self.caches)
+
+    name: ClassVar[str] = "llamacpp"
+
+    @property
+    def cache_words(self) -> str:
+        """The cache's size in llama.cpp's unit: ``8,192 cells``."""
+        return f"{self.n_ctx_seq:,} cells"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": VERSION,
+            "context": self.context,
+            "sequences": self.sequences,
+            "n_ctx": self.n_ctx,
+            "n_ctx_seq": self.n_ctx_seq,
+            "cache_type_k": self.type_k,
+            "cache_type_v": self.type_v,
+            "swa_full": self.swa_full,
+            "model_buffer_bytes": self.model_buffer,
+            "kv_caches": [
+                {
+                    "kind": c.kind,
+                    "cells": c.cells,
+                    "streams": c.streams,
+                    "layers": c.layers,
+                    "k_bytes": c.k_bytes,
+                    "v_bytes": c.v_bytes,
+                    "bytes": c.bytes,
+                }
+                for c in self.caches
+            ],
+            "output_buffer_bytes": self.output_buffer,
+            "not_counted": list(NOT_COUNTED),
+        }
+
+    def notes(self) -> list[str]:
+        return notes(self)
 
     @property
     def cache_label(self) -> str:
