@@ -129,12 +129,12 @@ def summary(reports: list[FileReport]) -> str:
     """'3 files, 1 failed' (', 2 skipped' when any file is no model config)."""
     failed = sum(not report.ok for report in reports)
     skipped = sum(report.skipped is not None for report in reports)
-    text = f"{_counted(len(reports), 'file')}, {failed} failed"
-    return text + (f", {skipped} skipped" if skipped else "")
+    text = f"{_counted(len(reports), 'file')}, {failed:,} failed"
+    return text + (f", {skipped:,} skipped" if skipped else "")
 
 
 def _counted(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def print_report(reports: list[FileReport]) -> None:
