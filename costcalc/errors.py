@@ -142,7 +142,15 @@ class RangeError(CostcalcError, ValueError):
         self.name = name
         self.value = value
         self.expected = expected
-        super().__init__(f"{name} {value}: {expected}")
+        super().__init__(f"{name} {_number(value)}: {expected}")
+
+
+def _number(value: object) -> str:
+    """An integer as a message shows it: in full up to 40 digits, else by its size (Python
+    writes out at most 4,300 digits, and no one reads 40)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**40:
+        return f"of about {int(abs(value).bit_length() * 0.30103) + 1:,} digits"
+    return str(value)
 
 
 class CheckpointError(CostcalcError, ValueError):

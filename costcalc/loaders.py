@@ -144,6 +144,7 @@ def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> 
         raise ConfigError(doc.path, [*translation.problems, *exc.problems]) from None
     if translation.problems:
         raise ConfigError(doc.path, translation.problems)
+    _check_overrides_apply(spec, overrides, doc.path)
     return LoadedModel(
         spec=spec,
         name=translation.name or file_model_name(doc.path),
@@ -168,6 +169,7 @@ def _load_native(doc: Document, default_name: str, overrides: Mapping[str, Any])
     parsed = _validate(ConfigFile, {**doc.data, **overrides}, doc, overrides)
     # The model part of an already validated config: no second validation.
     spec = ModelSpec.model_construct(**{name: getattr(parsed, name) for name in SPEC_FIELDS})
+    _check_overrides_apply(spec, overrides, doc.path)
     return LoadedModel(
         spec=spec,
         name=parsed.name or default_name,
@@ -176,6 +178,39 @@ def _load_native(doc: Document, default_name: str, overrides: Mapping[str, Any])
         source=parsed.source,
         budget=parsed.budget,
     )
+
+
+_SAME_KEY = {"ffn_mult": ("ffn_mult", "ffn_hidden"), "ffn_hidden": ("ffn_mult", "ffn_hidden")}
+"""Keys that set one thing two ways: a group's FFN width in either wins over the other."""
+
+
+def _check_overrides_apply(
+    spec: ModelSpec, overrides: Mapping[str, Any] | None, source: str
+) -> None:
+    """A ConfigError for an override (``--heads 4``, ``NAME:heads=4``) that a layer group sets
+    itself: the group's value wins, so the override would change nothing while the model's name
+    said it did. Changing a layered model's blocks is done in its file, group by group."""
+    if spec.layers is None or not overrides:
+        return
+    from costcalc.errors import Problem
+    from costcalc.overrides import OVERRIDE_OPTIONS
+    from costcalc.spec import layer_runs
+
+    runs = [(path, keys) for path, keys, _ in layer_runs(spec)]
+    problems = []
+    for field, value in overrides.items():
+        keys = _SAME_KEY.get(field, (field,))
+        setting = next((path for path, run in runs if run.keys() & set(keys)), None)
+        if value is not None and setting is not None:
+            message = (
+                f"{setting} sets {field} itself, and a layer group's own value wins over the "
+                "model's, so the override would not reach its layers; set it group by group in "
+                "a config file"
+            )
+            option = OVERRIDE_OPTIONS.get(field, field)
+            problems.append(Problem(f"{option} (command line)", message))
+    if problems:
+        raise ConfigError(source, problems)
 
 
 def _validate(
