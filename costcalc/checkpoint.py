@@ -419,19 +419,7 @@ def read_index(
     """A sharded checkpoint through its index: each shard's header, read by ``read_shard``
     (``parallel`` at a time) or, by default, from the index's folder."""
     name = str(index)
-    fd = _open(name)
-    try:
-        info = os.fstat(fd)
-        _check_regular(name, info, "an index file")
-        if info.st_size > MAX_HEADER_BYTES:
-            raise CheckpointError(
-                name,
-                f"index is {info.st_size:,} bytes; one over {MAX_HEADER_BYTES:,} is refused",
-            )
-        raw = _read_exact(fd, info.st_size, name)
-    finally:
-        os.close(fd)
-    data = _parse_json(raw, name, "index")
+    data = _read_index_json(index)
     if not isinstance(data, dict):
         raise CheckpointError(
             name, f"index is a JSON {_kind(data)}; expected an object with a weight_map"
@@ -493,6 +481,58 @@ def read_index(
     total = metadata.get("total_size") if isinstance(metadata, dict) else None
     declared = total if _is_u64(total) else None
     return build_checkpoint(source, headers, name, declared)
+
+
+def _read_index_json(index: Path) -> Any:
+    """An index file's JSON, within the header limits."""
+    name = str(index)
+    fd = _open(name)
+    try:
+        info = os.fstat(fd)
+        _check_regular(name, info, "an index file")
+        if info.st_size > MAX_HEADER_BYTES:
+            raise CheckpointError(
+                name,
+                f"index is {info.st_size:,} bytes; one over {MAX_HEADER_BYTES:,} is refused",
+            )
+        raw = _read_exact(fd, info.st_size, name)
+    finally:
+        os.close(fd)
+    return _parse_json(raw, name, "index")
+
+
+@dataclass(frozen=True)
+class IndexOnly:
+    """A folder's index, downloaded without the shards it lists."""
+
+    path: str
+    total_size: int | None
+    """Its ``metadata.total_size`` (None when it declares none)."""
+
+
+def index_without_shards(folder: str | os.PathLike[str]) -> IndexOnly | None:
+    """The folder's index when the folder holds none of the shards it lists; None when it has
+    no index or a shard is there (then its headers are read). A malformed index is a
+    CheckpointError."""
+    index = Path(folder) / INDEX_NAME
+    if not _exists(index):
+        return None
+    data = _read_index_json(index)
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map:
+        return None
+    if len(weight_map) > MAX_TENSORS:
+        raise CheckpointError(
+            str(index),
+            f"weight_map lists {len(weight_map):,} tensors; at most {MAX_TENSORS:,} are read",
+        )
+    for tensor, shard in weight_map.items():
+        _check_shard_name(tensor, shard, str(index))
+    if any(_exists(Path(folder) / shard) for shard in set(weight_map.values())):
+        return None
+    metadata = data.get("metadata")
+    total = metadata.get("total_size") if isinstance(metadata, dict) else None
+    return IndexOnly(str(index), total if _is_u64(total) else None)
 
 
 def _check_shard_name(tensor: Any, shard: Any, name: str) -> None:

@@ -6,7 +6,7 @@ KV cache for training) are present with 0 bytes, so every key of the contract al
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -33,6 +33,7 @@ from costcalc.parallel import (
 from costcalc.quant import describe_format, weight_label
 from costcalc.results import model_header
 from costcalc.spec import ModelSpec
+from costcalc.stored_weights import StoredBytes
 from costcalc.zero import ESTIMATOR_SOURCE, ZERO_SOURCE, deepspeed_estimate
 
 
@@ -60,6 +61,28 @@ class MemoryResult:
     stage: int = 0
     stages: tuple[MemoryReport, ...] = ()
     """Under a plan, one GPU's report of every pipeline stage, first to last."""
+
+    @property
+    def weights_note(self) -> str | None:
+        """Where the weights' format comes from, when the checkpoint names one."""
+        from costcalc.stored_weights import weights_note
+
+        return weights_note(self.model, self.report.setup.dtype)
+
+    @property
+    def stored(self) -> StoredBytes | None:
+        """The checkpoint's own byte count beside the weights', when it is at hand (a whole
+        model's figures only, not one GPU's)."""
+        from costcalc.stored_weights import stored_bytes
+
+        if self.plan is not None:
+            return None
+        return stored_bytes(self.model, self.report.setup.dtype, self.report.bytes_weights)
+
+    @property
+    def stored_sentence(self) -> str | None:
+        stored = self.stored
+        return None if stored is None else stored.sentence()
 
     @property
     def headroom(self) -> int | None:
@@ -222,6 +245,8 @@ class MemoryResult:
                 "dtype": r.weight_dtype or setup.dtype,
                 "description": describe_format(setup.dtype),
                 "bytes": r.bytes_weights,
+                "stored_format": self.model.weight_format,
+                "checkpoint": None if self.stored is None else self.stored.to_dict(),
             },
             "gradients": {
                 "elements": r.elements_gradients,
@@ -396,7 +421,10 @@ def memory_result(
     plan: ParallelPlan | None = None,
 ) -> MemoryResult:
     """The memory of ``model`` under ``setup`` (one GPU's share under ``plan``, of the largest
-    pipeline stage), judged against ``capacity`` bytes if given."""
+    pipeline stage), judged against ``capacity`` bytes if given. Without ``--dtype``, inference
+    counts the weights as the checkpoint stores them."""
+    if not setup.dtype_given and not setup.train and model.weight_format is not None:
+        setup = replace(setup, dtype=model.weight_format)
     report = memory_report(model.spec, setup)
     if plan is None:
         return MemoryResult(model, report, capacity)
