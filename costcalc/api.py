@@ -4,19 +4,20 @@ The functions return the result objects the CLI renders (``to_dict()`` gives the
 docs/json.md and docs/memory.md), and raise :class:`~costcalc.errors.CostcalcError` subclasses
 with the CLI's messages on bad input. Every function that takes a model also takes anything
 :func:`load` takes. ``count_macs`` and ``count_memory`` are not named ``macs`` and
-``memory``: those are modules of the package, which a function could not shadow. See
-docs/api.md.
+``memory`` (nor ``count_lora`` ``lora``): those are modules of the package, which a function
+could not shadow. See docs/api.md.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     from costcalc.compute import ComputeResult
     from costcalc.loaders import LoadedModel
+    from costcalc.lora_results import LoraResult
     from costcalc.memory_results import MemoryResult
     from costcalc.results import ParamsResult
 
@@ -112,6 +113,7 @@ def count_memory(
     attention: str | None = None,
     fits: int | str | None = None,
     gpu: str | None = None,
+    reserve: int | str | None = None,
     gpus: int | None = None,
     zero: int | None = None,
     fsdp: str | None = None,
@@ -127,12 +129,13 @@ def count_memory(
     the KV cache, as ``costcalc memory`` counts them: weights in ``dtype``, by default as the
     checkpoint stores them (``model.weight_format``, from its ``quantization_config``), else
     bf16 (training: bf16); ``fits`` (bytes, or ``"24GiB"``) or
-    ``gpu`` (a GPU of ``costcalc gpus``: its memory) is the capacity ``.fits`` and
-    ``.headroom`` are judged against. ``gpus``, ``zero``, ``fsdp``, ``node_gpus``, ``tp``,
+    ``gpu`` (a GPU of ``costcalc gpus``: the memory it reports, less ``reserve``, bytes or
+    ``"1GiB"``, by default the GPU's) is the capacity ``.fits`` and ``.headroom`` are judged
+    against. ``gpus``, ``zero``, ``fsdp``, ``node_gpus``, ``tp``,
     ``pp``, ``sp``, ``micro_batches``, ``ep`` and ``cp`` are the parallel plan of
     ``memory --train``: then every figure is one GPU's (docs/memory.md)."""
     from costcalc.errors import UsageError
-    from costcalc.gpus import device_capacity
+    from costcalc.gpus import device_memory, parse_reserve
     from costcalc.memory import memory_setup
     from costcalc.memory_results import memory_result
     from costcalc.parallel import optional_plan
@@ -151,6 +154,74 @@ def count_memory(
     )
     if fits is not None and gpu is not None:
         raise UsageError("give the device memory once: fits= or gpu=, not both")
-    capacity = device_capacity(parse_bytes(fits) if isinstance(fits, str) else fits, gpu)
+    kept = parse_reserve(reserve) if isinstance(reserve, str) else reserve
+    capacity = device_memory(parse_bytes(fits) if isinstance(fits, str) else fits, gpu, kept)
     plan = optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
     return memory_result(load(model), setup, capacity, plan)
+
+
+def count_lora(
+    model: Source,
+    *,
+    targets: Sequence[str],
+    rank: int = 8,
+    target_parameters: Sequence[str] = (),
+    bias: str = "none",
+    modules_to_save: Sequence[str] = (),
+    dora: bool = False,
+    train: bool = False,
+    base_dtype: str | None = None,
+    double_quant: bool | None = None,
+    adapter_dtype: str | None = None,
+    optimizer: str | None = None,
+    batch: int | None = None,
+    length: int | None = None,
+    recompute: str | None = None,
+    attention: str | None = None,
+    fits: int | str | None = None,
+    gpu: str | None = None,
+    reserve: int | str | None = None,
+    gpus: int | None = None,
+    zero: int | None = None,
+    fsdp: str | None = None,
+    node_gpus: int | None = None,
+) -> LoraResult:
+    """What LoRA adds and trains, as peft counts it (``costcalc lora``), and with ``train=True``
+    the memory of training: ``base_dtype`` (``"nf4"`` for QLoRA), ``adapter_dtype``,
+    ``optimizer``, ``batch``, ``length``, ``recompute``, ``attention``; ``gpus``, ``zero``,
+    ``fsdp`` and ``node_gpus`` make it one GPU's (docs/lora.md); ``fits`` or ``gpu`` (less
+    ``reserve``) the capacity ``.fits`` is judged against, as in :func:`count_memory`."""
+    from costcalc.errors import UsageError
+    from costcalc.gpus import device_capacity, parse_reserve
+    from costcalc.lora import lora_config
+    from costcalc.lora_results import lora_inputs, lora_result
+    from costcalc.units import parse_bytes
+
+    if isinstance(targets, str):
+        raise TypeError("targets= is a list of module names, such as ['q_proj', 'v_proj']")
+    config = lora_config(
+        rank, list(targets), list(target_parameters), bias, list(modules_to_save), dora
+    )
+    given = {
+        "--base-dtype": base_dtype,
+        "--double-quant": double_quant,
+        "--adapter-dtype": adapter_dtype,
+        "--optimizer": optimizer,
+        "--batch": batch,
+        "--length": length,
+        "--recompute": recompute,
+        "--attention": attention,
+        "--fits": fits,
+        "--gpu": gpu,
+        "--reserve": reserve,
+        "--gpus": gpus,
+        "--zero": zero,
+        "--fsdp": fsdp,
+        "--node-gpus": node_gpus,
+    }
+    training, plan = lora_inputs(train, given)
+    if fits is not None and gpu is not None:
+        raise UsageError("give the device memory once: fits= or gpu=, not both")
+    kept = parse_reserve(reserve) if isinstance(reserve, str) else reserve
+    capacity = device_capacity(parse_bytes(fits) if isinstance(fits, str) else fits, gpu, kept)
+    return lora_result(load(model), config, training, plan, capacity)

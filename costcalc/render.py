@@ -105,21 +105,25 @@ def print_grids(grids: Sequence[Grid]) -> None:
 
     console = Console()
     for grid in map(_shown_grid, grids):
-        groups = column_groups(grid, console.width)
+        needs = _needs(grid)
+        groups = column_groups(grid, console.width, needs)
         if groups is None:
             _print_vertical(console, grid)
         else:
             for number, group in enumerate(groups, 1):
                 part = f" (part {number} of {len(groups)})" if len(groups) > 1 else ""
-                _print_table(console, grid, group, part)
+                _print_table(console, grid, needs, group, part)
         for note in grid.notes:
             console.print(Text(note))
 
 
-def column_groups(grid: Grid, width: int) -> list[list[int]] | None:
+def column_groups(
+    grid: Grid, width: int, needs: Sequence[int] | None = None
+) -> list[list[int]] | None:
     """The value columns (1, 2, ...) in groups that each fit ``width`` beside the label column,
-    figures and names whole; None when even one column of figures does not fit."""
-    needs = _needs(grid)
+    figures and names whole (``needs``: :func:`_needs` of the grid, when known); None when even
+    one column of figures does not fit."""
+    needs = _needs(grid) if needs is None else needs
     base = 1 + needs[0] + _RULE
     groups: list[list[int]] = [[]]
     used = base
@@ -152,7 +156,9 @@ def _needs(grid: Grid) -> list[int]:
     return needs
 
 
-def _print_table(console: Any, grid: Grid, group: list[int], part: str) -> None:
+def _print_table(
+    console: Any, grid: Grid, needs: Sequence[int], group: list[int], part: str
+) -> None:
     """Columns 0 and ``group`` of ``grid`` as one Rich table: figure columns and columns of
     single words (names, a chart's bars) keep their whole width, text wraps in the width left
     (:func:`_text_widths`), so that no column is cut at the terminal's edge."""
@@ -161,7 +167,6 @@ def _print_table(console: Any, grid: Grid, group: list[int], part: str) -> None:
 
     table = Table(title=Text(grid.title + part), title_justify="left", title_style="bold")
     columns = [0, *group]
-    needs = _needs(grid)
     cells = {i: [grid.columns[i], *(row[i] for row in grid.rows)] for i in columns}
     figures = {i for i in group if _numeric(cells[i][1:])}
     wrapping = [i for i in columns if i not in figures and any(" " in c for c in cells[i])]
