@@ -104,9 +104,19 @@ def check_paths(
         if identity in seen:
             continue
         seen.add(identity)
-        report = FileReport(path, [problem]) if problem else check_file(path, limits, reading)
-        reports.append(report)
+        if isinstance(problem, Skipped):
+            reports.append(FileReport(path, [], skipped=problem.message))
+        else:
+            report = FileReport(path, [problem]) if problem else check_file(path, limits, reading)
+            reports.append(report)
     return reports
+
+
+class Skipped(Problem):
+    """A path :func:`config_files` passes over, with why: not a finding, a note."""
+
+
+LINK_OUT = "a link to a directory outside the tree being checked; not followed"
 
 
 def _identity(path: str) -> object:
@@ -168,6 +178,9 @@ def _directory_configs(top: str) -> Iterator[tuple[str, Problem | None]]:
         directory = stack.pop()
         if _entered_before(directory, entered):
             continue
+        if directory != top and _outside(directory, top):
+            yield directory, Skipped("", LINK_OUT)
+            continue
         try:
             files, subdirectories = _listing(directory, hidden=False)
         except OSError as exc:
@@ -182,6 +195,15 @@ def _directory_configs(top: str) -> Iterator[tuple[str, Problem | None]]:
     if not found:
         suffixes = ", ".join(f"*{suffix}" for suffix in CONFIG_SUFFIXES)
         yield top, Problem("", f"directory holds no config files ({suffixes})")
+
+
+def _outside(directory: str, top: str) -> bool:
+    """Whether ``directory``, reached below ``top`` through a symbolic link, resolves outside
+    ``top``'s tree (then it is not entered: a link to / would walk the whole file system)."""
+    if not os.path.islink(directory):
+        return False
+    real, root = os.path.realpath(directory), os.path.realpath(top)
+    return os.path.commonpath([real, root]) != root
 
 
 def _entered_before(directory: str, entered: set[object], *key: object) -> bool:
@@ -219,17 +241,20 @@ def _glob(pattern: str) -> Iterator[tuple[str, Problem | None]]:
     ``.``. Each directory is searched once per part of the pattern, so a link cycle ends; one
     that cannot be listed is a finding."""
     parts = [part for part in pattern.split(os.sep) if part]
-    stack = [(os.sep if pattern.startswith(os.sep) else "", 0)]
+    stack = [(os.sep if pattern.startswith(os.sep) else "", 0, "")]
     searched: set[object] = set()
     while stack:
-        path, index = stack.pop()
+        path, index, top = stack.pop()  # top: where the ``**`` being expanded started
+        if top and path != top and _outside(path, top):
+            yield path, Skipped("", LINK_OUT)
+            continue
         if index == len(parts):
-            yield path, None
+            yield path or os.curdir, None  # ``**`` matching no directory: the one it is in
             continue
         part = parts[index]
         if not _GLOB_CHARS & set(part):
             if os.path.lexists(os.path.join(path, part)):
-                stack.append((os.path.join(path, part), index + 1))
+                stack.append((os.path.join(path, part), index + 1, ""))
             continue
         if _entered_before(path or os.curdir, searched, index):
             continue
@@ -239,13 +264,16 @@ def _glob(pattern: str) -> Iterator[tuple[str, Problem | None]]:
             yield path, _unlistable(exc)
             continue
         if part == "**":
-            stack.append((path, index + 1))
-            stack += [(os.path.join(path, name), index) for name in subdirectories]
+            root = top or path or os.curdir
+            stack.append((path, index + 1, ""))
+            stack += [(os.path.join(path, name), index, root) for name in subdirectories]
         else:
             last = index + 1 == len(parts)
             names = [*files, *subdirectories] if last else subdirectories
             stack += [
-                (os.path.join(path, name), index + 1) for name in names if fnmatchcase(name, part)
+                (os.path.join(path, name), index + 1, "")
+                for name in names
+                if fnmatchcase(name, part)
             ]
 
 
