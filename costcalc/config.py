@@ -114,6 +114,7 @@ class Budget(BaseModel):
             "checkpoint stores the weights (a Hugging Face quantization_config), else bf16."
         ),
         json_schema_extra={
+            "type": "string",
             "anyOf": [
                 {"enum": list(DTYPES)},
                 {"pattern": FORMAT_PATTERN},
