@@ -187,7 +187,7 @@ def count_macs(
 def count_memory(
     model: Source,
     *,
-    dtype: str = "bf16",
+    dtype: str | None = None,
     train: bool = False,
     optimizer: str | None = None,
     mixed_precision: bool | None = None,
@@ -211,7 +211,9 @@ def count_memory(
     cp: int | None = None,
 ) -> MemoryResult:
     """Bytes of weights, and of gradients, optimizer state and activations (``train=True``) or
-    the KV cache, as ``costcalc memory`` counts them; ``fits`` (bytes, or ``"24GiB"``) or
+    the KV cache, as ``costcalc memory`` counts them: weights in ``dtype``, by default as the
+    checkpoint stores them (``model.weight_format``, from its ``quantization_config``), else
+    bf16 (training: bf16); ``fits`` (bytes, or ``"24GiB"``) or
     ``gpu`` (a GPU of ``costcalc gpus``: the memory it reports, less ``reserve``, bytes or
     ``"1GiB"``, by default the GPU's) is the capacity ``.fits`` and ``.headroom`` are judged
     against. ``gpus``, ``zero``, ``fsdp``, ``node_gpus``, ``tp``,

@@ -22,7 +22,7 @@ from costcalc.compute import position_limit
 from costcalc.config import Budget
 from costcalc.errors import ConfigError, CostcalcError, FileReadError, Problem, UsageError
 from costcalc.files import Document, KeyPath, os_reason, read_document
-from costcalc.loaders import LoadedModel, load_document
+from costcalc.loaders import DEFAULT_WEIGHTS, LoadedModel, load_document
 from costcalc.memory import weight_bytes
 from costcalc.params import total_params
 from costcalc.quant import weight_label
@@ -370,8 +370,11 @@ def limit_problems(model: LoadedModel, count: int, doc: Document, limits: Limits
             count,
             model.budget,
             lambda key: (f"budget.{key}", doc.line_of(("budget", key))),
+            model.weight_format,
         )
-    problems += budget_problems(model.spec, count, limits.budget, lambda key: (_option(key), None))
+    problems += budget_problems(
+        model.spec, count, limits.budget, lambda key: (_option(key), None), model.weight_format
+    )
     beyond = None if limits.length is None else position_limit(model.spec, limits.length)
     if beyond is not None:
         key = model.key_names.get("context_length", "context_length")
@@ -379,10 +382,14 @@ def limit_problems(model: LoadedModel, count: int, doc: Document, limits: Limits
     return problems
 
 
-def budget_problems(spec: ModelSpec, count: int, budget: Budget, where: Locator) -> list[Problem]:
+def budget_problems(
+    spec: ModelSpec, count: int, budget: Budget, where: Locator, stored: str | None = None
+) -> list[Problem]:
     """The limits of ``budget`` that ``spec`` (of ``count`` parameters) breaks; ``where(key)``
     gives the (field, line) each finding is reported at. Weight bytes are those of
-    ``budget.dtype``: raw (P x its bytes) or a quantized format with its metadata."""
+    ``budget.dtype`` (raw: P x its bytes, or a quantized format with its metadata), by default
+    ``stored``, the format the checkpoint stores, else bf16."""
+    dtype = budget.dtype or stored or DEFAULT_WEIGHTS
     problems = []
     if budget.max_params is not None and count > budget.max_params:
         field_name, line = where("max_params")
@@ -390,17 +397,15 @@ def budget_problems(spec: ModelSpec, count: int, budget: Budget, where: Locator)
         problems.append(Problem(field_name, message, line))
     if budget.max_weight_bytes is not None:
         try:
-            size = weight_bytes(spec, budget.dtype)
+            size = weight_bytes(spec, dtype)
         except UsageError as exc:  # the budget's format cannot store this model's tensors
             field_name, line = where("dtype")
-            problems.append(
-                Problem(field_name, f"cannot size the weights as {budget.dtype}: {exc}", line)
-            )
+            problems.append(Problem(field_name, f"cannot size the weights as {dtype}: {exc}", line))
             return problems
         if size > budget.max_weight_bytes:
             field_name, line = where("max_weight_bytes")
             message = (
-                f"{weight_label(budget.dtype)} weights take {_bytes(size)}, over the limit of "
+                f"{weight_label(dtype)} weights take {_bytes(size)}, over the limit of "
                 f"{_bytes(budget.max_weight_bytes)}"
             )
             problems.append(Problem(field_name, message, line))

@@ -44,13 +44,14 @@ def check(
         ),
     ] = None,
     dtype: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--dtype",
             help="The dtype or quantized format --max-weight-bytes is measured in (bf16, "
-            "nf4, gptq-int4:g128, gguf:Q4_K_M, ...; int4 is raw, no scales).",
+            "nf4, gptq-int4:g128, gguf:Q4_K_M, ...; int4 is raw, no scales). Default: as each "
+            "checkpoint stores its weights (its quantization_config), else bf16.",
         ),
-    ] = "bf16",
+    ] = None,
     length: Annotated[
         int | None,
         count_option("--length", "-T", help="A sequence length every model must accept."),
@@ -88,7 +89,7 @@ def check(
         budget = Budget(
             max_params=max_params,
             max_weight_bytes=max_weight_bytes,
-            dtype=check_weight_dtype(dtype),
+            dtype=None if dtype is None else check_weight_dtype(dtype),
         )
         if length is not None:
             check_count("length", length)
