@@ -32,11 +32,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path, PurePosixPath
-from types import MappingProxyType
 from typing import Any
 
 from costcalc.errors import CheckpointError
 from costcalc.files import os_reason
+from costcalc.frozen import FrozenMap
 
 INDEX_NAME = "model.safetensors.index.json"
 """The index a sharded checkpoint's folder holds (``weight_map``: tensor name -> shard file)."""
@@ -92,7 +92,7 @@ MAX_INT_DIGITS = 20
 MAX_U64 = 2**64 - 1
 """Largest dimension, offset or element count: the library's ``usize`` on a 64-bit machine."""
 
-DTYPE_BITS: Mapping[str, int] = MappingProxyType(
+DTYPE_BITS: Mapping[str, int] = FrozenMap(
     {
         "BOOL": 8,
         "F4": 4,
@@ -696,8 +696,8 @@ def build_checkpoint(
         parameters_total=sum(by_params.values()),
         tensor_bytes_total=sum(by_bytes.values()),
         file_bytes_total=sum(file.file_bytes for file in files),
-        bytes_by_dtype=MappingProxyType(dict(sorted(by_bytes.items()))),
-        parameters_by_dtype=MappingProxyType(dict(sorted(by_params.items()))),
+        bytes_by_dtype=FrozenMap(sorted(by_bytes.items())),
+        parameters_by_dtype=FrozenMap(sorted(by_params.items())),
         index=index,
         declared_total_size=declared,
     )

@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 from costcalc.errors import ConfigError, FileReadError
+from costcalc.frozen import FrozenMap
 from costcalc.spec import ModelSpec
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ class LoadedModel(NamedTuple):
     description: str | None = None
     source: str | None = None
     budget: Budget | None = None
-    key_names: Mapping[str, str] = MappingProxyType({})
+    key_names: Mapping[str, str] = FrozenMap()
     """The file's own key for each spec field, where it differs (``block_size``)."""
     notes: tuple[str, ...] = ()
     """What the count leaves out, in words."""
