@@ -295,3 +295,28 @@ def test_saved_bitsandbytes_extras_are_named() -> None:
     }
     assert found.difference == found.explained
     assert "unexplained" not in found.sentence()
+
+
+@pytest.mark.parametrize(
+    ("index", "message"),
+    [
+        ("{", "not JSON"),
+        ('{"weight_map": {"w": "../x.safetensors"}}', "inside the index's folder"),
+        ('{"weight_map": {}}', "weight_map is empty"),
+    ],
+)
+def test_an_index_without_shards_is_still_checked(tmp_path: Path, index: str, message: str) -> None:
+    from costcalc.errors import CheckpointError
+
+    (tmp_path / "config.json").write_text(OSS.read_text())
+    (tmp_path / "model.safetensors.index.json").write_text(index)
+    with pytest.raises(CheckpointError, match=message):
+        load_file(tmp_path)
+
+
+def test_an_index_without_a_total_still_loads(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(OSS.read_text())
+    (tmp_path / "model.safetensors.index.json").write_text('{"weight_map": {"w": "a.safetensors"}}')
+    model = load_file(tmp_path)
+    assert model.checkpoint_index is not None and model.checkpoint_index.total_size is None
+    assert stored_bytes(model, "mxfp4:-attn", OSS_BYTES) is None

@@ -296,7 +296,8 @@ def _wanted(fmt: WeightFormat, selection: _Selection, tensor: Tensor, layer: int
     """Whether the checkpoint stores this tensor (in this layer) quantized."""
     if len(tensor.shape) < 2:
         return False
-    hf = hf_module_names(tensor, layer)
+    named = selection.added or selection.skipped or selection.converted is not None
+    hf = hf_module_names(tensor, layer) if named else ()
     if any(match(name) for _, match in selection.added for name in hf):
         return True
     if any(match(name) for _, match in selection.skipped for name in hf):
@@ -317,9 +318,13 @@ def _with_options(config: _Config, spec: ModelSpec, fmt: WeightFormat, sel: _Sel
 
     used: set[str] = set()
 
+    patterns = (*sel.skipped, *sel.added)
+
     def mark(tensor: Tensor, layer: int | None) -> None:
+        if len(used) == len(patterns):
+            return
         hf = hf_module_names(tensor, layer)
-        for pattern, match in (*sel.skipped, *sel.added):
+        for pattern, match in patterns:
             if pattern not in used and any(match(name) for name in hf):
                 used.add(pattern)
 
@@ -347,7 +352,7 @@ def _with_options(config: _Config, spec: ModelSpec, fmt: WeightFormat, sel: _Sel
             if want != default_quantized(fmt, tensor):
                 differ.setdefault((tensor.name, want), []).append(layer)
     options += _layer_options(differ, every, order, fmt)
-    unmatched = [p for p, _ in (*sel.skipped, *sel.added) if p not in used]
+    unmatched = [p for p, _ in patterns if p not in used]
     if unmatched:
         shown = ", ".join(unmatched[:8]) + (
             f" and {len(unmatched) - 8:,} more" if len(unmatched) > 8 else ""
