@@ -1,8 +1,9 @@
 """costcalc: exact parameter counts, MACs, FLOPs and bytes of a transformer from its config.
 
 The Python API (docs/api.md): :func:`load` a model from a preset, a path, a dict or a Hub id,
-then :func:`count` its parameters, :func:`count_macs` and :func:`count_memory`. Importing costcalc
-imports nothing else; each function imports what it needs when called.
+then :func:`count` its parameters, :func:`count_macs`, :func:`count_memory` and
+:func:`count_lora`. Importing costcalc imports nothing else; each function imports what it
+needs when called.
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from costcalc.api import count, count_macs, count_memory, load
+    from costcalc.api import count, count_lora, count_macs, count_memory, load
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "count", "count_macs", "count_memory", "load"]
+__all__ = ["__version__", "count", "count_lora", "count_macs", "count_memory", "load"]
 
-_API = frozenset({"count", "count_macs", "count_memory", "load"})
+_API = frozenset({"count", "count_lora", "count_macs", "count_memory", "load"})
 
 
 def __getattr__(name: str) -> Any:

@@ -24,16 +24,19 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
+from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path, PurePosixPath
-from types import MappingProxyType
 from typing import Any
 
 from costcalc.errors import CheckpointError
 from costcalc.files import os_reason
+from costcalc.frozen import FrozenMap
 
 INDEX_NAME = "model.safetensors.index.json"
 """The index a sharded checkpoint's folder holds (``weight_map``: tensor name -> shard file)."""
@@ -42,17 +45,40 @@ SINGLE_NAME = "model.safetensors"
 """The file an unsharded checkpoint's folder holds."""
 
 MAX_HEADER_BYTES = 100_000_000
-"""Longest JSON header read (and longest index file): the safetensors library's own limit."""
+"""Longest JSON header read: the safetensors library's own limit."""
 
-MAX_JSON_ITEMS = 10_000_000
-"""Most commas, ``[`` and ``{`` a header or index may hold, counted before it is parsed.
+MAX_INDEX_BYTES = 64 * 2**20
+"""Longest index file read: its weight map is kept beside its text while it is parsed, so
+within the memory goal (:data:`MEMORY_GOAL`) at 1,000,000 tensors (real ones: ~10 MB)."""
 
-This bounds the number of JSON values Python would build (about 8 per tensor), and so the memory
-parsing takes, whatever the header's shape: a real header has a few per tensor.
-"""
+MAX_WIDE_HEADER_BYTES = MAX_HEADER_BYTES // 4
+"""Longest header or index holding any character beyond ASCII: Python keeps such text at up to
+four bytes a character, and the memory goal (:data:`MEMORY_GOAL`) holds for this size too."""
 
 MAX_TENSORS = 1_000_000
 """Most tensors in one checkpoint, all shards together (the largest real ones have ~10**5)."""
+
+MAX_FILE_TENSORS = 250_000
+"""Most tensors in one file's header (the largest real single files hold ~10**4)."""
+
+MAX_INDEX_VALUES = MAX_TENSORS + 100_000
+"""Most commas, ``[`` and ``{`` an index may hold, counted before it is parsed: one a tensor
+of its weight map, and room for its metadata."""
+
+MAX_METADATA = 10_000
+"""Most ``__metadata__`` entries in one header (real ones hold a few: ``format``)."""
+
+MAX_ENTRY_CHARS = 65_536
+"""Longest JSON text of one tensor's entry (64 dimensions of 20 digits take ~1,500)."""
+
+MEMORY_GOAL = 256 * 2**20
+"""What reading one header or index may take at most: its text, one entry's JSON objects at a
+time, and what is kept of each tensor (:class:`TensorInfo`, about 200 bytes beside its name; a
+shape is kept once per file), so about 2 x MAX_HEADER_BYTES + 200 x MAX_FILE_TENSORS bytes;
+an index, its text, its names and a map entry each, about 2 x MAX_INDEX_BYTES + 64 x
+MAX_TENSORS (tests/test_hostile_limits.py reads the largest of each under an address-space
+cap). A whole checkpoint takes this plus what is kept of every other shard's tensors: under
+1 GiB at :data:`MAX_TENSORS`."""
 
 MAX_FILES = 10_000
 """Most shard files in one checkpoint, and most ``*.safetensors`` looked at in a folder."""
@@ -66,7 +92,7 @@ MAX_INT_DIGITS = 20
 MAX_U64 = 2**64 - 1
 """Largest dimension, offset or element count: the library's ``usize`` on a 64-bit machine."""
 
-DTYPE_BITS: Mapping[str, int] = MappingProxyType(
+DTYPE_BITS: Mapping[str, int] = FrozenMap(
     {
         "BOOL": 8,
         "F4": 4,
@@ -94,8 +120,11 @@ DTYPE_BITS: Mapping[str, int] = MappingProxyType(
 )
 """Every dtype the safetensors format names, with the bits one element takes."""
 
+_DTYPE_NAMES = {dtype: dtype for dtype in DTYPE_BITS}
+"""Each dtype's one string, kept by every tensor of that dtype."""
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class TensorInfo:
     """One tensor as its header describes it: elements and bytes as stored."""
 
@@ -108,6 +137,8 @@ class TensorInfo:
     """Bytes on disk: ``end - begin`` of its ``data_offsets``."""
     file: str
     """The file that holds it, as the path was given or joined to the folder."""
+    offset: int = 0
+    """Where its bytes begin in the file's data: ``begin`` of its ``data_offsets``."""
 
 
 @dataclass(frozen=True)
@@ -157,17 +188,20 @@ def is_checkpoint_file(path: str | os.PathLike[str]) -> bool:
     return name.endswith(".safetensors") or name.endswith(".safetensors.index.json")
 
 
-def find_checkpoint(folder: str | os.PathLike[str]) -> Checkpoint | None:
-    """The checkpoint in a model folder, or None when the folder holds no safetensors file."""
+def find_checkpoint(
+    folder: str | os.PathLike[str], inside: Path | None = None
+) -> Checkpoint | None:
+    """The checkpoint in a model folder, or None when the folder holds no safetensors file;
+    with ``inside``, every file read must resolve inside that folder (a cache)."""
     path = Path(folder)
     try:
         present = (path / INDEX_NAME).exists() or any(path.glob("*.safetensors"))
     except OSError:
         present = False
-    return read_checkpoint(path) if present else None
+    return read_checkpoint(path, inside) if present else None
 
 
-def read_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
+def read_checkpoint(path: str | os.PathLike[str], inside: Path | None = None) -> Checkpoint:
     """Read a checkpoint's safetensors headers: a ``.safetensors`` file, an index, or a folder.
 
     A folder is read through its ``model.safetensors.index.json`` if it has one, else its
@@ -175,15 +209,16 @@ def read_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
     as an index. Anything else is read as one safetensors file.
 
     Raises :class:`~costcalc.errors.CheckpointError` for anything missing, unreadable, malformed,
-    inconsistent or beyond the module's limits.
+    inconsistent or beyond the module's limits, or (with ``inside``) for a file that resolves
+    outside that folder.
     """
     source = os.fspath(path)
     info = _stat(source, "a .safetensors file, an index or a folder")
     if stat.S_ISDIR(info.st_mode):
-        return _read_folder(Path(source), source)
+        return _read_folder(Path(source), source, inside)
     if source.lower().endswith(".json"):
-        return read_index(Path(source), source)
-    header = read_header(source)
+        return read_index(Path(source), source, inside=inside)
+    header = read_header(source, inside)
     return build_checkpoint(source, [header], None, None)
 
 
@@ -203,10 +238,11 @@ class Header:
         return self.file_bytes - 8 - self.header_bytes
 
 
-def read_header(path: str | os.PathLike[str]) -> Header:
-    """Read and check one safetensors file's header, reading ``8 + N`` bytes and nothing more."""
+def read_header(path: str | os.PathLike[str], inside: Path | None = None) -> Header:
+    """Read and check one safetensors file's header, reading ``8 + N`` bytes and nothing more
+    (with ``inside``: only when the file resolves inside that folder)."""
     name = os.fspath(path)
-    fd = _open(name)
+    fd = _open(name, inside)
     try:
         info = os.fstat(fd)
         _check_regular(name, info, "a .safetensors file")
@@ -218,10 +254,10 @@ def read_header(path: str | os.PathLike[str]) -> Header:
             )
         n = int.from_bytes(_read_exact(fd, 8, name), "little")
         check_header_length(name, n, size)
-        raw = _read_exact(fd, n, name)
+        text = decode_json(_read_exact(fd, n, name), name, "header")
     finally:
         os.close(fd)
-    return parse_header(name, size, n, raw)
+    return parse_header(name, size, n, text)
 
 
 def check_header_length(name: str, n: int, size: int) -> None:
@@ -240,34 +276,43 @@ def check_header_length(name: str, n: int, size: int) -> None:
         )
 
 
-def parse_header(name: str, size: int, n: int, raw: bytes) -> Header:
-    """The checked header of a ``size``-byte file whose ``n``-byte JSON header is ``raw``."""
-    data = _parse_json(raw, name, "header")
-    tensors, metadata = _check_header(data, name, size - 8 - n)
-    return Header(name, size, n, tensors, metadata)
+def parse_header(name: str, size: int, n: int, text: str) -> Header:
+    """The checked header of a ``size``-byte file whose ``n``-byte JSON header is ``text``
+    (:func:`decode_json`). Each entry is checked and kept as a :class:`TensorInfo` as it is
+    parsed, so the JSON objects of one entry at a time are ever held."""
+    data_len = size - 8 - n
+    tensors: list[TensorInfo] = []
+    names: set[str] = set()
+    kinds: dict[tuple[str, tuple[int, ...]], Kind] = {}
+    metadata: list[tuple[tuple[str, str], ...]] = []
 
+    def member(key: str, at: int) -> int:
+        if key in names:
+            raise CheckpointError(name, f"header: duplicate key '{key}'; expected each name once")
+        names.add(key)
+        if key == "__metadata__":
+            pairs, end = _metadata(text, at, name)
+            metadata.append(pairs)
+            return end
+        if len(tensors) == MAX_FILE_TENSORS:
+            raise CheckpointError(
+                name,
+                f"header lists over {MAX_FILE_TENSORS:,} tensors; at most that many are read "
+                "from one file",
+            )
+        value, end = _entry(text, at, name, f"tensor '{key}'")
+        tensors.append(_check_tensor(key, value, name, kinds))
+        return end
 
-def _check_header(
-    data: Any, name: str, data_len: int
-) -> tuple[tuple[TensorInfo, ...], tuple[tuple[str, str], ...]]:
-    if not isinstance(data, dict):
-        raise CheckpointError(
-            name, f"header is a JSON {_kind(data)}; expected an object of tensor names"
-        )
-    metadata = _check_metadata(data.get("__metadata__"), name)
-    entries = [(key, value) for key, value in data.items() if key != "__metadata__"]
-    if len(entries) > MAX_TENSORS:
-        raise CheckpointError(
-            name, f"header lists {len(entries):,} tensors; at most {MAX_TENSORS:,} are read"
-        )
-    spans: list[tuple[int, int, TensorInfo]] = []
-    for key, value in entries:
-        begin, end, tensor = _check_tensor(key, value, name)
-        spans.append((begin, end, tensor))
-    spans.sort(key=lambda span: (span[0], span[1], span[2].name))
+    _json_document(text, name, "header", "an object of tensor names", member)
+    names.clear()
+    for field_name in ("name", "nbytes", "offset"):  # stable: by offset, then size, then name
+        tensors.sort(key=attrgetter(field_name))
     expected = 0
     previous = ""
-    for begin, end, tensor in spans:
+    for tensor in tensors:
+        begin = tensor.offset
+        end = begin + tensor.nbytes
         where = f"tensor '{tensor.name}'"
         if begin < expected:
             raise CheckpointError(
@@ -295,42 +340,87 @@ def _check_header(
             f"{data_len - expected:,} bytes after the last tensor; expected the data "
             f"({data_len:,} bytes) to end where the last tensor ends",
         )
-    return tuple(span[2] for span in spans), metadata
+    return Header(name, size, n, tuple(tensors), metadata[0] if metadata else ())
 
 
-def _check_metadata(value: Any, name: str) -> tuple[tuple[str, str], ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, dict):
+def _metadata(text: str, at: int, name: str) -> tuple[tuple[tuple[str, str], ...], int]:
+    """The ``__metadata__`` object at ``at`` as sorted (key, value) pairs, at most MAX_METADATA
+    of them, and where it ends; each value is parsed on its own."""
+    if text.startswith("null", at):
+        return (), at + 4
+    if text[at : at + 1] != "{":
         raise CheckpointError(
-            name, f"__metadata__ is a JSON {_kind(value)}; expected an object of strings"
+            name, f"__metadata__ is {_kind_at(text, at)}; expected an object of strings"
         )
-    for key, item in value.items():
-        if not isinstance(item, str):
+    pairs: dict[str, str] = {}
+
+    def member(key: str, start: int) -> int:
+        if key in pairs:
+            raise CheckpointError(name, f"header: duplicate key '{key}'; expected each name once")
+        if len(pairs) == MAX_METADATA:
             raise CheckpointError(
-                name, f"__metadata__ '{key}' is a JSON {_kind(item)}; expected a string"
+                name,
+                f"__metadata__ holds over {MAX_METADATA:,} entries; at most that many are read",
             )
-    return tuple(sorted(value.items()))
+        if text[start : start + 1] != '"':
+            raise CheckpointError(
+                name, f"__metadata__ '{key}' is {_kind_at(text, start)}; expected a string"
+            )
+        pairs[key], end = _decode_value(text, start)
+        return end
+
+    end = _json_object(text, at, name, "header", "an object", member)
+    return tuple(sorted(pairs.items())), end
 
 
-def _check_tensor(key: str, value: Any, name: str) -> tuple[int, int, TensorInfo]:
+Kind = tuple[str, tuple[int, ...], int, int]
+"""A dtype and shape, checked, with the elements and bytes they take: one per distinct pair in a
+header, shared by its tensors (most tensors of a model repeat a few shapes)."""
+
+
+def _check_tensor(
+    key: str, value: dict[str, Any], name: str, kinds: dict[tuple[str, tuple[int, ...]], Kind]
+) -> TensorInfo:
+    """The tensor an entry describes, checked; ``kinds`` holds the dtypes and shapes checked
+    before."""
     where = f"tensor '{key}'"
-    if not isinstance(value, dict):
-        raise CheckpointError(
-            name,
-            f"{where} is a JSON {_kind(value)}; expected an object with dtype, shape and "
-            "data_offsets",
-        )
     for required in ("dtype", "shape", "data_offsets"):
         if required not in value:
             raise CheckpointError(name, f"{where} has no '{required}'")
-    dtype = value["dtype"]
+    dtype, shape = value["dtype"], value["shape"]
+    plain = type(dtype) is str and type(shape) is list and set(map(type, shape)) <= {int}
+    kind = kinds.get((dtype, tuple(shape))) if plain else None
+    if kind is None:
+        kind = _check_kind(where, dtype, shape, name)
+        kinds[kind[:2]] = kind
+    offsets = value["data_offsets"]
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_is_u64, offsets))):
+        raise CheckpointError(
+            name,
+            f"{where}: data_offsets {_show(offsets)}; expected [begin, end], two integers "
+            "from 0 to 2**64 - 1",
+        )
+    begin, end = offsets
+    if end < begin:
+        raise CheckpointError(name, f"{where}: data_offsets [{begin}, {end}] end before they begin")
+    dtype, shape, numel, nbytes = kind
+    if nbytes != end - begin:
+        raise CheckpointError(
+            name,
+            f"{where}: shape {_show(list(shape))} of {dtype} is {nbytes:,} bytes but "
+            f"data_offsets [{begin}, {end}] span {end - begin:,}; expected them equal",
+        )
+    return TensorInfo(key, dtype, shape, numel, nbytes, name, begin)
+
+
+def _check_kind(where: str, dtype: Any, shape: Any, name: str) -> Kind:
+    """A tensor's dtype and shape, checked: a known dtype, at most MAX_DIMS sizes from 0 to
+    2**64 - 1 holding at most that many elements, in whole bytes."""
     if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
         shown = f"'{dtype}'" if isinstance(dtype, str) else f"a JSON {_kind(dtype)}"
         raise CheckpointError(
             name, f"{where}: unknown dtype {shown}; expected one of {', '.join(DTYPE_BITS)}"
         )
-    shape = value["shape"]
     if not isinstance(shape, list):
         raise CheckpointError(
             name, f"{where}: shape is a JSON {_kind(shape)}; expected a list of sizes"
@@ -346,16 +436,6 @@ def _check_tensor(key: str, value: Any, name: str) -> tuple[int, int, TensorInfo
                 f"{where}: shape {_show(shape)} has {_show(dim)}; expected integers from 0 "
                 f"to 2**64 - 1",
             )
-    offsets = value["data_offsets"]
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_is_u64, offsets))):
-        raise CheckpointError(
-            name,
-            f"{where}: data_offsets {_show(offsets)}; expected [begin, end], two integers "
-            "from 0 to 2**64 - 1",
-        )
-    begin, end = offsets
-    if end < begin:
-        raise CheckpointError(name, f"{where}: data_offsets [{begin}, {end}] end before they begin")
     numel = math.prod(shape)
     if numel > MAX_U64:
         raise CheckpointError(
@@ -369,23 +449,16 @@ def _check_tensor(key: str, value: Any, name: str) -> tuple[int, int, TensorInfo
             name,
             f"{where}: {numel:,} elements of {dtype} fill {bits} bits, not whole bytes",
         )
-    if bits // 8 != end - begin:
-        raise CheckpointError(
-            name,
-            f"{where}: shape {_show(shape)} of {dtype} is {bits // 8:,} bytes but "
-            f"data_offsets [{begin}, {end}] span {end - begin:,}; expected them equal",
-        )
-    tensor = TensorInfo(key, dtype, tuple(shape), numel, end - begin, name)
-    return begin, end, tensor
+    return _DTYPE_NAMES[dtype], tuple(shape), numel, bits // 8
 
 
-def _read_folder(folder: Path, source: str) -> Checkpoint:
+def _read_folder(folder: Path, source: str, inside: Path | None) -> Checkpoint:
     index = folder / INDEX_NAME
     if _exists(index):
-        return read_index(index, source)
+        return read_index(index, source, inside=inside)
     single = folder / SINGLE_NAME
     if _exists(single):
-        return build_checkpoint(source, [read_header(single)], None, None)
+        return build_checkpoint(source, [read_header(single, inside)], None, None)
     found: list[str] = []
     try:
         with os.scandir(folder) as entries:
@@ -406,7 +479,7 @@ def _read_folder(folder: Path, source: str) -> Checkpoint:
             f"no {INDEX_NAME}, {SINGLE_NAME} or *.safetensors file in this folder; "
             "expected a safetensors checkpoint",
         )
-    headers = [read_header(folder / file) for file in sorted(found)]
+    headers = [read_header(folder / file, inside) for file in sorted(found)]
     return build_checkpoint(source, headers, None, None)
 
 
@@ -415,46 +488,17 @@ def read_index(
     source: str,
     read_shard: Callable[[str], Header] | None = None,
     parallel: int = 1,
+    inside: Path | None = None,
 ) -> Checkpoint:
     """A sharded checkpoint through its index: each shard's header, read by ``read_shard``
-    (``parallel`` at a time) or, by default, from the index's folder."""
+    (``parallel`` at a time) or, by default, from the index's folder (with ``inside``: every
+    file resolving inside that folder)."""
     name = str(index)
-    fd = _open(name)
-    try:
-        info = os.fstat(fd)
-        _check_regular(name, info, "an index file")
-        if info.st_size > MAX_HEADER_BYTES:
-            raise CheckpointError(
-                name,
-                f"index is {info.st_size:,} bytes; one over {MAX_HEADER_BYTES:,} is refused",
-            )
-        raw = _read_exact(fd, info.st_size, name)
-    finally:
-        os.close(fd)
-    data = _parse_json(raw, name, "index")
-    if not isinstance(data, dict):
+    weight_map, declared = _read_index(index, inside)
+    listed = Counter(weight_map.values())
+    if len(listed) > MAX_FILES:
         raise CheckpointError(
-            name, f"index is a JSON {_kind(data)}; expected an object with a weight_map"
-        )
-    weight_map = data.get("weight_map")
-    if not isinstance(weight_map, dict) or not weight_map:
-        shown = "missing" if weight_map is None else f"a JSON {_kind(weight_map)}"
-        if isinstance(weight_map, dict):
-            shown = "empty"
-        raise CheckpointError(
-            name, f"weight_map is {shown}; expected an object of tensor name -> shard file"
-        )
-    if len(weight_map) > MAX_TENSORS:
-        raise CheckpointError(
-            name, f"weight_map lists {len(weight_map):,} tensors; at most {MAX_TENSORS:,} are read"
-        )
-    by_shard: dict[str, set[str]] = {}
-    for tensor, shard in weight_map.items():
-        _check_shard_name(tensor, shard, name)
-        by_shard.setdefault(shard, set()).add(tensor)
-    if len(by_shard) > MAX_FILES:
-        raise CheckpointError(
-            name, f"weight_map names {len(by_shard):,} shards; at most {MAX_FILES:,} are read"
+            name, f"weight_map names {len(listed):,} shards; at most {MAX_FILES:,} are read"
         )
     folder = index.parent
 
@@ -463,36 +507,123 @@ def read_index(
             raise CheckpointError(
                 name, f"weight_map names shard '{shard}', which is not in {folder}"
             )
-        return read_header(folder / shard)
+        return read_header(folder / shard, inside)
 
-    shards = sorted(by_shard)
+    shards = sorted(listed)
     with ThreadPoolExecutor(max_workers=max(1, parallel)) as pool:
-        read = pool.map(read_shard or local_shard, shards)
-        headers: list[Header] = []
-        for shard, header in zip(shards, read, strict=True):
-            held = {tensor.name for tensor in header.tensors}
-            listed = by_shard[shard]
-            absent = sorted(listed - held)
-            if absent:
-                raise CheckpointError(
-                    name,
-                    f"weight_map puts tensor '{absent[0]}' in '{shard}', whose header has no such "
-                    "tensor",
-                )
-            unlisted = sorted(held - listed)
-            if unlisted:
-                elsewhere = weight_map.get(unlisted[0])
+        headers = list(pool.map(read_shard or local_shard, shards))
+    for shard, header in zip(shards, headers, strict=True):
+        for tensor in header.tensors:
+            elsewhere = weight_map.get(tensor.name)
+            if elsewhere != shard:
                 said = f"puts it in '{elsewhere}'" if elsewhere else "does not list it"
                 raise CheckpointError(
                     header.path,
-                    f"holds tensor '{unlisted[0]}', but {index.name} {said}; expected the index "
+                    f"holds tensor '{tensor.name}', but {index.name} {said}; expected the index "
                     "to list every tensor of every shard",
                 )
-            headers.append(header)
-    metadata = data.get("metadata")
-    total = metadata.get("total_size") if isinstance(metadata, dict) else None
-    declared = total if _is_u64(total) else None
+        if len(header.tensors) != listed[shard]:  # every tensor it holds is listed for it
+            held = {tensor.name for tensor in header.tensors}
+            absent = min(t for t, s in weight_map.items() if s == shard and t not in held)
+            raise CheckpointError(
+                name,
+                f"weight_map puts tensor '{absent}' in '{shard}', whose header has no such tensor",
+            )
     return build_checkpoint(source, headers, name, declared)
+
+
+def _read_index(index: Path, inside: Path | None = None) -> tuple[dict[str, str], int | None]:
+    """An index file's weight map and declared total size (:func:`parse_index`)."""
+    name = str(index)
+    fd = _open(name, inside)
+    try:
+        info = os.fstat(fd)
+        _check_regular(name, info, "an index file")
+        if info.st_size > MAX_INDEX_BYTES:
+            raise CheckpointError(
+                name,
+                f"index is {info.st_size:,} bytes; one over {MAX_INDEX_BYTES:,} is refused",
+            )
+        text = decode_json(_read_exact(fd, info.st_size, name), name, "index")
+    finally:
+        os.close(fd)
+    return parse_index(text, name)
+
+
+@dataclass(frozen=True)
+class IndexOnly:
+    """A folder's index, downloaded without the shards it lists."""
+
+    path: str
+    total_size: int | None
+    """Its ``metadata.total_size`` (None when it declares none)."""
+
+
+def index_without_shards(folder: str | os.PathLike[str]) -> IndexOnly | None:
+    """The folder's index when the folder holds none of the shards it lists; None when it has
+    no index or a shard is there (then its headers are read). A malformed index is a
+    CheckpointError, as :func:`read_index` finds it."""
+    index = Path(folder) / INDEX_NAME
+    if not _exists(index):
+        return None
+    weight_map, declared = _read_index(index)
+    if any(_exists(Path(folder) / shard) for shard in set(weight_map.values())):
+        return None
+    return IndexOnly(str(index), declared)
+
+
+def parse_index(text: str, name: str) -> tuple[dict[str, str], int | None]:
+    """An index's ``weight_map`` (tensor name -> shard file, each shard's name one string) and
+    its ``metadata.total_size`` when it is a size. The weight map is parsed entry by entry; any
+    other member whole, the index holding at most MAX_INDEX_VALUES JSON values."""
+    items = text.count(",") + text.count("[") + text.count("{")
+    if items > MAX_INDEX_VALUES:
+        raise CheckpointError(
+            name, f"index holds {items:,} JSON values; at most {MAX_INDEX_VALUES:,} are parsed"
+        )
+    weight_map: dict[str, str] = {}
+    shards: dict[str, str] = {}
+    found: dict[str, Any] = {}
+
+    def shard_of(tensor: str, at: int) -> int:
+        if tensor in weight_map:
+            raise CheckpointError(name, f"index: duplicate key '{tensor}'; expected each name once")
+        if len(weight_map) == MAX_TENSORS:
+            raise CheckpointError(
+                name, f"weight_map lists over {MAX_TENSORS:,} tensors; at most that many are read"
+            )
+        if text[at : at + 1] != '"':
+            raise CheckpointError(
+                name, f"weight_map '{tensor}' is {_kind_at(text, at)}; expected a file name"
+            )
+        shard, end = scanstring(text, at + 1)
+        if shard not in shards:
+            _check_shard_name(tensor, shard, name)
+            shards[shard] = shard
+        weight_map[tensor] = shards[shard]
+        return end
+
+    def member(key: str, at: int) -> int:
+        if key in found:
+            raise CheckpointError(name, f"index: duplicate key '{key}'; expected each name once")
+        if key == "weight_map" and text[at : at + 1] == "{":
+            found[key] = weight_map
+            return _json_object(text, at, name, "index", "", shard_of)
+        found[key], end = _decode_value(text, at)
+        return end
+
+    _json_document(text, name, "index", "an object with a weight_map", member)
+    if found.get("weight_map") is not weight_map or not weight_map:
+        value = found.get("weight_map")
+        shown = "missing" if value is None else f"a JSON {_kind(value)}"
+        raise CheckpointError(
+            name,
+            f"weight_map is {'empty' if value is weight_map else shown}; expected an object of "
+            "tensor name -> shard file",
+        )
+    metadata = found.get("metadata")
+    total = metadata.get("total_size") if isinstance(metadata, dict) else None
+    return weight_map, total if _is_u64(total) else None
 
 
 def _check_shard_name(tensor: Any, shard: Any, name: str) -> None:
@@ -565,8 +696,8 @@ def build_checkpoint(
         parameters_total=sum(by_params.values()),
         tensor_bytes_total=sum(by_bytes.values()),
         file_bytes_total=sum(file.file_bytes for file in files),
-        bytes_by_dtype=MappingProxyType(dict(sorted(by_bytes.items()))),
-        parameters_by_dtype=MappingProxyType(dict(sorted(by_params.items()))),
+        bytes_by_dtype=FrozenMap(sorted(by_bytes.items())),
+        parameters_by_dtype=FrozenMap(sorted(by_params.items())),
         index=index,
         declared_total_size=declared,
     )
@@ -575,8 +706,13 @@ def build_checkpoint(
 # --- reading bytes safely ---------------------------------------------------------------------
 
 
-def _open(name: str) -> int:
-    """A read-only descriptor that never blocks on a FIFO (it is refused after ``fstat``)."""
+def _open(name: str, inside: Path | None = None) -> int:
+    """A read-only descriptor that never blocks on a FIFO (it is refused after ``fstat``); with
+    ``inside``, for a file whose every link resolves inside that folder only."""
+    if inside is not None:
+        real, root = os.path.realpath(name), os.path.realpath(inside)
+        if os.path.commonpath([real, root]) != root:
+            raise CheckpointError(name, f"resolves to {real}, outside {inside}; refused")
     try:
         return os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -636,26 +772,44 @@ class _RefusedError(Exception):
         self.reason = reason
 
 
-def _parse_json(raw: bytes, name: str, what: str) -> Any:
-    items = raw.count(b",") + raw.count(b"[") + raw.count(b"{")
-    if items > MAX_JSON_ITEMS:
+def decode_json(raw: bytes, name: str, what: str) -> str:
+    """A header's or index's bytes as text: UTF-8, at most MAX_WIDE_HEADER_BYTES of them when any
+    is beyond ASCII (such text takes up to four bytes a character)."""
+    if raw.isascii():
+        return raw.decode("ascii")
+    if len(raw) > MAX_WIDE_HEADER_BYTES:
         raise CheckpointError(
             name,
-            f"{what} holds {items:,} JSON values; at most {MAX_JSON_ITEMS:,} are parsed",
+            f"{what} is {len(raw):,} bytes holding characters beyond ASCII; such a {what} is "
+            f"read up to {MAX_WIDE_HEADER_BYTES:,} bytes",
         )
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CheckpointError(
             name, f"{what} is not UTF-8 (byte {exc.start} of the {what}); expected UTF-8 JSON"
         ) from None
+
+
+Member = Callable[[str, int], int]
+"""A member of a JSON object: given its key and where its value starts, parses the value and
+returns where it ends."""
+
+scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+"""A JSON string's text from just after its opening quote, and where it ends (the C scanner)."""
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_FLAT_OBJECT = re.compile(r'\{(?:[^{}"]++|"(?:[^"\\]++|\\.)*+")*+\}')
+"""A JSON object holding no object (a tensor's entry), strings skipped whole."""
+
+
+def _json_document(text: str, name: str, what: str, expected: str, member: Member) -> None:
+    """Walk ``text``, one JSON object (:func:`_json_object`) and nothing after it; any fault of
+    the JSON is a CheckpointError naming ``what`` (header, index)."""
     try:
-        return json.loads(
-            text,
-            object_pairs_hook=_unique_keys,
-            parse_int=_bounded_int,
-            parse_constant=_no_constant,
-        )
+        end = _skip(text, _json_object(text, 0, name, what, expected, member))
+        if end != len(text):
+            raise json.JSONDecodeError("Extra data", text, end)
     except _RefusedError as exc:
         raise CheckpointError(name, f"{what}: {exc.reason}") from None
     except json.JSONDecodeError as exc:
@@ -664,6 +818,97 @@ def _parse_json(raw: bytes, name: str, what: str) -> Any:
         ) from None
     except RecursionError:
         raise CheckpointError(name, f"{what} nests too deeply to be a safetensors {what}") from None
+
+
+def _json_object(text: str, at: int, name: str, what: str, expected: str, member: Member) -> int:
+    """Walk the JSON object at ``at``, each member's value parsed by ``member``, and return
+    where it ends: the object is never built, so what it holds is kept (or refused) member by
+    member."""
+    at = _skip(text, at)
+    if text[at : at + 1] != "{":
+        raise CheckpointError(name, f"{what} is {_kind_at(text, at)}; expected {expected}")
+    at = _skip(text, at + 1)
+    if text[at : at + 1] == "}":
+        return at + 1
+    while True:
+        if text[at : at + 1] != '"':
+            expected_key = "Expecting property name enclosed in double quotes"
+            raise json.JSONDecodeError(expected_key, text, at)
+        key, at = scanstring(text, at + 1)
+        if text[at : at + 1] in _BLANKS:
+            at = _skip(text, at)
+        if text[at : at + 1] != ":":
+            raise json.JSONDecodeError("Expecting ':' delimiter", text, at)
+        at += 1
+        if text[at : at + 1] in _BLANKS:
+            at = _skip(text, at)
+        at = member(key, at)
+        if text[at : at + 1] in _BLANKS:
+            at = _skip(text, at)
+        if text[at : at + 1] == "}":
+            return at + 1
+        if text[at : at + 1] != ",":
+            raise json.JSONDecodeError("Expecting ',' delimiter", text, at)
+        at += 1
+        if text[at : at + 1] in _BLANKS:
+            at = _skip(text, at)
+
+
+_BLANKS = (" ", "\t", "\n", "\r")
+
+
+def _skip(text: str, at: int) -> int:
+    """Where the JSON whitespace at ``at`` ends."""
+    return _SPACE.match(text, at).end()  # type: ignore[union-attr]
+
+
+def _decode_value(text: str, at: int) -> tuple[Any, int]:
+    """The JSON value at ``at`` and where it ends. Integers are read by Python's own parser,
+    which refuses over 4,300 digits; the value is then read again, each integer looked at, to
+    say how long the integer is."""
+    try:
+        value, end = _FAST.raw_decode(text, at)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        value, end = _CAREFUL.raw_decode(text, at)
+    return value, int(end)
+
+
+def _entry(text: str, at: int, name: str, where: str) -> tuple[dict[str, Any], int]:
+    """A tensor's entry at ``at``: a JSON object holding no object, within MAX_ENTRY_CHARS."""
+    if text[at : at + 1] != "{":
+        raise CheckpointError(
+            name,
+            f"{where} is {_kind_at(text, at)}; expected an object with dtype, shape and "
+            "data_offsets",
+        )
+    if _FLAT_OBJECT.match(text, at, at + MAX_ENTRY_CHARS) is None:
+        raise CheckpointError(
+            name,
+            f"{where} is no object of dtype, shape and data_offsets within "
+            f"{MAX_ENTRY_CHARS:,} characters",
+        )
+    return _decode_value(text, at)
+
+
+_CONSTANTS = ("NaN", "Infinity", "-Infinity")
+
+
+def _kind_at(text: str, at: int) -> str:
+    """The kind of the JSON value starting at ``at``, from its first character."""
+    first = text[at : at + 1]
+    for constant in _CONSTANTS:
+        if text.startswith(constant, at):
+            raise _RefusedError(f"{constant} is not JSON; expected numbers to be integers")
+    kinds = {"{": "object", "[": "list", '"': "string", "t": "boolean", "f": "boolean"}
+    if first in kinds:
+        return f"a JSON {kinds[first]}"
+    if text.startswith("null", at):
+        return "a JSON null"
+    if first and (first.isdigit() or first == "-"):
+        return "a JSON number"
+    raise json.JSONDecodeError("Expecting value", text, at)
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -686,6 +931,12 @@ def _bounded_int(text: str) -> int:
 
 def _no_constant(text: str) -> Any:
     raise _RefusedError(f"{text} is not JSON; expected numbers to be integers")
+
+
+_FAST = json.JSONDecoder(object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+_CAREFUL = json.JSONDecoder(
+    object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_int=_bounded_int
+)
 
 
 # --- wording ----------------------------------------------------------------------------------

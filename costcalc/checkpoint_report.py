@@ -7,12 +7,12 @@ with the weights, a vision tower, quantization scales, a multi-token-prediction 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from costcalc.checkpoint import Checkpoint
 from costcalc.checkpoint_compare import Comparison, compare_tensors
-from costcalc.tensors import Tensor, parameter_tensors
+from costcalc.tensors import parameter_tensors
 
 if TYPE_CHECKING:
     from costcalc.render import Grid
@@ -20,9 +20,6 @@ if TYPE_CHECKING:
 
 SHOWN_UNEXPLAINED = 12
 """Tensors named in a table; JSON lists every one."""
-
-MAX_PREDICTED = 1_000_000
-"""Most formula tensors listed one by one for matching (a checkpoint holds at most as many)."""
 
 
 @dataclass(frozen=True)
@@ -56,23 +53,19 @@ class CheckpointView:
         return data
 
 
-def predicted_tensors(spec: ModelSpec) -> list[tuple[str | None, tuple[int, ...]]]:
-    """The formula's tensors one by one (copies expanded), as (out, in) shapes; empty when there
-    would be more than any checkpoint holds."""
-    tensors: list[Tensor] = parameter_tensors(spec)
-    if sum(t.copies for t in tensors) > MAX_PREDICTED:
-        return []
-    return [(None, t.shape) for t in tensors for _ in range(t.copies)]
-
-
 def checkpoint_view(name: str, checkpoint: Checkpoint, spec: ModelSpec | None) -> CheckpointView:
-    """The checkpoint of ``name``, compared with ``spec``'s tensors when there is a formula."""
+    """The checkpoint of ``name``, compared with ``spec``'s tensors when there is a formula: each
+    kind of tensor with its copies, however many (a formula may hold more than any checkpoint)."""
     if spec is None:
         return CheckpointView(name, checkpoint)
     # GPT-2's Conv1D stores (in, out) where nn.Linear stores (out, in): shapes match as sorted.
-    header = [replace(t, shape=tuple(sorted(t.shape))) for t in checkpoint.tensors]
-    predicted = [(name, tuple(sorted(shape))) for name, shape in predicted_tensors(spec)]
-    return CheckpointView(name, checkpoint, compare_tensors(header, predicted))
+    predicted = [(None, _sorted(t.shape), t.copies) for t in parameter_tensors(spec)]
+    comparison = compare_tensors(checkpoint.tensors, predicted, lambda t: _sorted(t.shape))
+    return CheckpointView(name, checkpoint, comparison)
+
+
+def _sorted(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(sorted(shape))
 
 
 def checkpoint_grid(view: CheckpointView) -> Grid:

@@ -2,12 +2,16 @@
 (downloaded into the shared cache, or read from it) and its safetensors headers (read with HTTP
 range requests: 8 bytes, then the header; the weights are never fetched).
 
-Settings are read from the environment each time, as ``huggingface_hub`` reads them: the cache is
-``$HF_HUB_CACHE``, else ``$HUGGINGFACE_HUB_CACHE``, else ``$HF_HOME/hub``, else
-``$XDG_CACHE_HOME/huggingface/hub``, else ``~/.cache/huggingface/hub``; the Hub is
-``$HF_ENDPOINT`` (``https://huggingface.co``); ``$HF_TOKEN`` authenticates. With
-``$HF_HUB_OFFLINE`` (or ``$TRANSFORMERS_OFFLINE``) set, nothing connects and files come from the
-cache only; when the Hub cannot be reached, the cache is used too.
+Settings are read from the environment each time, exactly as ``huggingface_hub.constants``
+reads them (tests/test_hostile_hub.py compares the two): the cache is ``$HF_HUB_CACHE``, else
+``$HUGGINGFACE_HUB_CACHE``, else ``$HF_HOME/hub``, else ``$XDG_CACHE_HOME/huggingface/hub``,
+else ``~/.cache/huggingface/hub``, each taken as set (an empty value too), ``~`` then ``$VAR``
+expanded, a ``$VAR`` not set left as written; the Hub is ``$HF_ENDPOINT``
+(``https://huggingface.co``; the staging Hub with ``$HUGGINGFACE_CO_STAGING``); ``$HF_TOKEN``
+authenticates. Offline is the first of ``$HF_HUB_OFFLINE`` and ``$TRANSFORMERS_OFFLINE`` that is
+not empty, when it is 1, ON, YES or TRUE: then nothing connects and files come from the cache
+only; when the Hub cannot be reached, or gives no complete answer within the deadline of a file,
+the cache is used too. Whatever ``huggingface_hub`` or ``httpx`` raises becomes a HubError.
 
 A revision is a branch, a tag or a commit. The cache maps a branch or tag to a commit with
 ``refs/<revision>``, read here within :data:`MAX_REF_BYTES` and used only when it holds a commit
@@ -19,10 +23,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from costcalc.errors import FileReadError, HubError, UsageError
 from costcalc.files import MAX_FILE_BYTES, os_reason, read_bytes
@@ -30,8 +36,11 @@ from costcalc.files import MAX_FILE_BYTES, os_reason, read_bytes
 if TYPE_CHECKING:
     from costcalc.checkpoint import Checkpoint, Header
 
-REPO_ID = re.compile(r"^(?:[\w.-]+/)?[\w.-]+$")
-"""``ORG/NAME`` (or a bare ``NAME``) as the Hub spells repository ids."""
+REPO_ID = re.compile(r"(?:\b[\w.-]{1,96}\b/)?\b[\w.-]{1,96}\b", re.ASCII)
+"""``ORG/NAME`` (or a bare ``NAME``) as ``huggingface_hub``'s ``REPO_ID_REGEX`` spells them."""
+
+MAX_REVISION_CHARS = 256
+"""Longest branch, tag or commit read (git refs are rarely over 100 characters)."""
 
 REVISION = re.compile(r"^[\w.-]+(?:/[\w.-]+)*$")
 """A branch, tag or commit (``main``, ``v1.0``, ``refs/pr/1``, a 40-hex hash)."""
@@ -44,10 +53,18 @@ MAX_REF_BYTES = 256
 
 CONFIG_NAME = "config.json"
 DEFAULT_ENDPOINT = "https://huggingface.co"
+STAGING_ENDPOINT = "https://hub-ci.huggingface.co"
 TIMEOUT_SECONDS = 10.0
 """How long one request may wait for the Hub before it counts as unreachable."""
+DEADLINE_SECONDS = 15.0
+"""How long reading one file from the Hub may take in all, however its answer trickles in,
+plus a second for each MiB of a larger range (a link slower than 1 MiB/s counts as down)."""
 MAX_PARALLEL = 8
 """Most shard headers read at once."""
+LARGE_HEADER_BYTES = 8 * 2**20
+"""Headers longer than this are read one at a time: each may take up to the memory goal of
+:data:`costcalc.checkpoint.MEMORY_GOAL`, and the small ones beside it little."""
+_LARGE_HEADERS = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -60,50 +77,83 @@ class HubSettings:
 
 
 def hub_settings(env: Mapping[str, str] | None = None) -> HubSettings:
-    """The settings the environment gives, chosen as ``huggingface_hub`` chooses them."""
+    """The settings the environment gives, chosen as ``huggingface_hub.constants`` chooses
+    them."""
     env = os.environ if env is None else env
-    offline = any(
-        env.get(name, "").upper() in {"1", "ON", "YES", "TRUE"}
-        for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-    )
-    endpoint = (env.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+    offline = _is_true(env.get("HF_HUB_OFFLINE") or env.get("TRANSFORMERS_OFFLINE"))
+    endpoint = env.get("HF_ENDPOINT", DEFAULT_ENDPOINT).rstrip("/")
+    if _is_true(env.get("HUGGINGFACE_CO_STAGING")):
+        endpoint = STAGING_ENDPOINT
     return HubSettings(hub_cache_dir(env), endpoint, offline)
 
 
+def _is_true(value: str | None) -> bool:
+    return value is not None and value.upper() in {"1", "ON", "YES", "TRUE"}
+
+
 def hub_cache_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The cache folder, chosen from the environment as ``huggingface_hub`` chooses it."""
+    """The cache folder, chosen from the environment as ``huggingface_hub.constants`` chooses
+    it: a variable set (even empty) is used as it is, ``~`` and then ``$VAR`` expanded."""
     env = os.environ if env is None else env
-    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        if env.get(name):
-            return _home(env[name])
-    if env.get("HF_HOME"):
-        return _home(env["HF_HOME"]) / "hub"
-    cache_home = env.get("XDG_CACHE_HOME") or "~/.cache"
-    return _home(cache_home) / "huggingface" / "hub"
+    default_home = os.path.join(_expanduser("~", env), ".cache")
+    home = env.get("HF_HOME", os.path.join(env.get("XDG_CACHE_HOME", default_home), "huggingface"))
+    legacy = env.get("HUGGINGFACE_HUB_CACHE", os.path.join(_expanded(home, env), "hub"))
+    return Path(_expanded(env.get("HF_HUB_CACHE", legacy), env))
 
 
-def _home(path: str) -> Path:
-    """``path`` with a leading ``~`` or ``~user`` expanded; a usage error when it cannot be."""
+def _expanded(path: str, env: Mapping[str, str]) -> str:
+    """``os.path.expandvars(os.path.expanduser(path))`` over ``env``."""
+    return _VARIABLE.sub(
+        lambda m: env.get(m.group(1) or m.group(2), m.group(0)), _expanduser(path, env)
+    )
+
+
+_VARIABLE = re.compile(r"\$(?:(\w+)|\{([^}]*)\})", re.ASCII)
+"""``$NAME`` or ``${NAME}``, as ``posixpath.expandvars`` finds them."""
+
+
+def _expanduser(path: str, env: Mapping[str, str]) -> str:
+    """``os.path.expanduser(path)`` with ``$HOME`` from ``env``: a ``~user`` who does not
+    exist, or no home at all, leaves the path as it is."""
+    if not path.startswith("~"):
+        return path
+    end = path.find("/", 1)
+    end = len(path) if end < 0 else end
+    import pwd
+
     try:
-        return Path(path).expanduser()
-    except RuntimeError:
-        message = f"the cache folder {path!r} names a home directory that does not exist"
-        raise UsageError(message) from None
+        if end == 1:
+            home = env["HOME"] if "HOME" in env else pwd.getpwuid(os.getuid()).pw_dir
+        else:
+            home = pwd.getpwnam(path[1:end]).pw_dir
+    except KeyError:
+        return path
+    return (home.rstrip("/") + path[end:]) or "/"
 
 
 def split_hub_id(text: str, revision: str | None = None) -> tuple[str, str]:
     """``ORG/NAME[@REVISION]`` as (repository id, revision); ``revision`` is used when the id
-    names none, ``main`` when neither does. A malformed id or revision is a usage error."""
+    names none, ``main`` when neither does. An id ``huggingface_hub`` would refuse (its
+    ``validate_repo_id``: at most 96 characters a part, ``-``, ``_``, ``.`` and ASCII letters
+    and digits, no ``--`` or ``..``, no ``.git`` at the end) or a malformed revision is a usage
+    error."""
     repo_id, at, own = text.partition("@")
-    if not REPO_ID.match(repo_id) or ".." in repo_id or repo_id.startswith("."):
+    if (
+        not REPO_ID.fullmatch(repo_id)
+        or "--" in repo_id
+        or ".." in repo_id
+        or repo_id.endswith(".git")
+    ):
+        shown = repr(text) if len(text) <= 100 else f"{text[:60]!r}... ({len(text):,} characters)"
         raise UsageError(
-            f"--hf expects a model id like ORG/NAME or ORG/NAME@REVISION (got {text!r})"
+            f"--hf expects a model id like ORG/NAME or ORG/NAME@REVISION, each part at most 96 "
+            f"letters, digits, '-', '_' or '.' (got {shown})"
         )
     chosen = own if at else ("main" if revision is None else revision)
-    if not REVISION.match(chosen) or ".." in chosen.split("/"):
+    if len(chosen) > MAX_REVISION_CHARS or not REVISION.match(chosen) or ".." in chosen.split("/"):
+        shown = repr(chosen) if len(chosen) <= 100 else f"{chosen[:60]!r}..."
         raise UsageError(
-            f"a revision is a branch, tag or commit like main, v1.0 or a 40-hex hash "
-            f"(got {chosen!r})"
+            f"a revision is a branch, tag or commit like main, v1.0 or a 40-hex hash (got {shown})"
         )
     return repo_id, chosen
 
@@ -136,12 +186,10 @@ def fetch_config(
         return _from_cache(
             repo_id, revision, settings, "HF_HUB_OFFLINE is set (unset it to download)"
         )
-    import httpx2
     from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
-    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
-    url = hf_hub_url(repo_id, CONFIG_NAME, revision=revision, endpoint=settings.endpoint)
-    try:
+    def fetch() -> tuple[str, str]:
+        url = hf_hub_url(repo_id, CONFIG_NAME, revision=revision, endpoint=settings.endpoint)
         metadata = get_hf_file_metadata(url, timeout=TIMEOUT_SECONDS, endpoint=settings.endpoint)
         if metadata.size is not None and metadata.size > MAX_FILE_BYTES:
             raise HubError(label, f"config.json is {metadata.size:,} bytes; over 1 MiB is refused")
@@ -153,23 +201,93 @@ def fetch_config(
             endpoint=settings.endpoint,
             etag_timeout=TIMEOUT_SECONDS,
         )
-    except (httpx2.TransportError, OfflineModeIsEnabled) as exc:
-        why = f"the Hub ({settings.endpoint}) cannot be reached: {_transport_reason(exc)}"
+        return path, metadata.commit_hash or ""
+
+    try:
+        path, commit = within_deadline(DEADLINE_SECONDS, fetch)
+    except HubError:
+        raise
+    except Exception as exc:
+        failed = library_failure(label, exc, settings, CONFIG_NAME)
+        if isinstance(failed, HubError):
+            raise failed from None
+        why = f"the Hub ({settings.endpoint or repr('')}) cannot be reached: {failed}"
         return _from_cache(repo_id, revision, settings, why)
-    except HfHubHTTPError as exc:
-        raise http_error(label, exc, settings.endpoint, CONFIG_NAME) from None
-    except OSError as exc:
-        raise HubError(
-            label, f"cannot write the cache ({settings.cache}): {os_reason(exc)}"
-        ) from None
-    commit = metadata.commit_hash or ""
     return HubConfig(repo_id, revision, commit, Path(path), downloaded=True)
+
+
+T = TypeVar("T")
+
+
+class LateError(Exception):
+    """A read from the Hub that did not end within its deadline."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(f"no complete answer within {seconds:.3g} seconds")
+
+
+def within_deadline(seconds: float, call: Callable[[], T]) -> T:
+    """``call()``, in a thread of its own, given at most ``seconds`` in all: past them it is
+    left to end by its own timeouts (a daemon, so it never keeps the process) and LateError is
+    raised; what it raises is raised here."""
+    outcome: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.append((False, exc))
+
+    worker = threading.Thread(target=run, name="costcalc-hub", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not outcome:
+        raise LateError(seconds)
+    done, value = outcome[0]
+    if not done:
+        raise value
+    result: T = value
+    return result
+
+
+def library_failure(
+    label: str, exc: Exception, settings: HubSettings, filename: str
+) -> HubError | str:
+    """What ``huggingface_hub`` or ``httpx`` raised reading ``filename``, in words: a HubError,
+    or (a str) why the Hub cannot be reached, when the cache may still answer."""
+    import httpx2
+    from huggingface_hub.errors import HfHubHTTPError, HFValidationError, OfflineModeIsEnabled
+
+    if isinstance(exc, HfHubHTTPError):
+        return http_error(label, exc, settings.endpoint, filename)
+    if isinstance(exc, httpx2.TransportError | OfflineModeIsEnabled | LateError):
+        return _transport_reason(exc)
+    if isinstance(exc, httpx2.InvalidURL | HFValidationError) or (
+        isinstance(exc, ValueError) and "URL" in str(exc)
+    ):
+        return HubError(
+            label,
+            f"no request for {filename} can be made to HF_ENDPOINT {settings.endpoint!r}: "
+            f"{exc}; set HF_ENDPOINT to the Hub's address, like {DEFAULT_ENDPOINT}",
+        )
+    if isinstance(exc, UnicodeError):
+        return HubError(
+            label,
+            f"HF_TOKEN (or the saved token) holds characters a request cannot carry "
+            f"({exc}); set it to the token as the Hub shows it",
+        )
+    if isinstance(exc, OSError):
+        return HubError(label, f"cannot write the cache ({settings.cache}): {os_reason(exc)}")
+    return HubError(label, f"reading {filename} failed: {type(exc).__name__}: {exc}")
 
 
 def _transport_reason(exc: Exception) -> str:
     """A network failure in words: the cause's reason when there is one."""
     import httpx2
 
+    if isinstance(exc, LateError):
+        return str(exc)
     if isinstance(exc, httpx2.TimeoutException):
         return f"no answer within {TIMEOUT_SECONDS:g} seconds"
     match = _ERRNO.fullmatch(str(exc))  # "[Errno 111] Connection refused"
@@ -297,14 +415,14 @@ def fetch_checkpoint(config: HubConfig) -> Checkpoint | None:
     )
 
     if not config.downloaded:
-        return find_checkpoint(config.path.parent)
+        return find_checkpoint(config.path.parent, hub_settings().cache)
     remote = _Remote(config, hub_settings())
     if remote.exists(SINGLE_NAME):
         return build_checkpoint(remote.source, [remote.header(SINGLE_NAME)], None, None)
     if not remote.exists(INDEX_NAME):
         return None
     index = remote.download(INDEX_NAME)
-    return read_index(index, remote.source, remote.header, MAX_PARALLEL)
+    return read_index(index, remote.source, remote.header, MAX_PARALLEL, remote.settings.cache)
 
 
 class _Remote:
@@ -328,68 +446,87 @@ class _Remote:
         from huggingface_hub.errors import RemoteEntryNotFoundError
 
         try:
-            get_hf_file_metadata(self.url(name), timeout=TIMEOUT_SECONDS)
-        except RemoteEntryNotFoundError:
-            return False
-        except Exception as exc:
-            raise self.failure(name, exc) from None
+            self.timed(
+                name, 0, lambda: get_hf_file_metadata(self.url(name), timeout=TIMEOUT_SECONDS)
+            )
+        except HubError as exc:
+            if isinstance(exc.__context__, RemoteEntryNotFoundError):
+                return False
+            raise
         return True
 
     def download(self, name: str) -> Path:
         """A small file (an index) downloaded into the cache."""
         from huggingface_hub import get_hf_file_metadata, hf_hub_download
 
-        from costcalc.checkpoint import MAX_HEADER_BYTES
+        from costcalc.checkpoint import MAX_INDEX_BYTES
+
+        def size() -> int | None:
+            found: int | None = get_hf_file_metadata(self.url(name), timeout=TIMEOUT_SECONDS).size
+            return found
+
+        known = self.timed(name, 0, size)
+        if known is not None and known > MAX_INDEX_BYTES:
+            raise HubError(
+                self.config.label,
+                f"{name} is {known:,} bytes; one over {MAX_INDEX_BYTES:,} is refused",
+            )
+
+        def download() -> str:
+            path: str = hf_hub_download(
+                self.config.repo_id,
+                name,
+                revision=self.config.commit,
+                cache_dir=self.settings.cache,
+                endpoint=self.settings.endpoint,
+                etag_timeout=TIMEOUT_SECONDS,
+            )
+            return path
+
+        return Path(self.timed(name, known or 0, download))
+
+    def timed(self, name: str, size: int, call: Callable[[], T]) -> T:
+        """``call()`` within the deadline of reading ``size`` bytes of ``name``
+        (:data:`DEADLINE_SECONDS`), whatever it raises a HubError (or a CheckpointError)."""
+        from costcalc.errors import CheckpointError
 
         try:
-            size = get_hf_file_metadata(self.url(name), timeout=TIMEOUT_SECONDS).size
-            if size is not None and size > MAX_HEADER_BYTES:
-                raise HubError(
-                    self.config.label, f"{name} is {size:,} bytes; one over 100 MB is refused"
-                )
-            return Path(
-                hf_hub_download(
-                    self.config.repo_id,
-                    name,
-                    revision=self.config.commit,
-                    cache_dir=self.settings.cache,
-                    endpoint=self.settings.endpoint,
-                    etag_timeout=TIMEOUT_SECONDS,
-                )
-            )
-        except HubError:
+            return within_deadline(DEADLINE_SECONDS + size / 2**20, call)
+        except (HubError, CheckpointError):
             raise
         except Exception as exc:
-            raise self.failure(name, exc) from None
+            failed = library_failure(self.config.label, exc, self.settings, name)
+            if isinstance(failed, str):
+                failed = HubError(self.config.label, f"reading {name}: {failed}")
+            raise failed from None
 
     def header(self, name: str) -> Header:
         """The header of safetensors file ``name``: bytes 0-7 give its length N and the file's
         size, bytes 8 to 8+N-1 the header; nothing past it is asked for or read."""
-        from costcalc.checkpoint import check_header_length, parse_header
+        from costcalc.checkpoint import check_header_length, decode_json, parse_header
 
         where = f"{self.source}/{name}"
         first, size = self.range(name, 0, 8)
         n = int.from_bytes(first, "little")
         check_header_length(where, n, size)
-        raw, _ = self.range(name, 8, n) if n else (b"", size)
-        return parse_header(where, size, n, raw)
+        with _LARGE_HEADERS if n > LARGE_HEADER_BYTES else nullcontext():
+            text = decode_json(self.range(name, 8, n)[0] if n else b"", where, "header")
+            return parse_header(where, size, n, text)
 
     def range(self, name: str, start: int, length: int) -> tuple[bytes, int]:
         """``length`` bytes of file ``name`` from ``start``, and the file's size, by one range
-        request; an answer that is not exactly that range is refused unread."""
-        import httpx2
+        request within its deadline; an answer that is not exactly that range is refused
+        unread."""
         from huggingface_hub import get_session, hf_raise_for_status
         from huggingface_hub.utils import build_hf_headers  # type: ignore[attr-defined]
 
         from costcalc.errors import CheckpointError
 
         where = f"{self.source}/{name}"
-        headers = {
-            **build_hf_headers(),
-            "Range": f"bytes={start}-{start + length - 1}",
-            "Accept-Encoding": "identity",
-        }
-        try:
+        asked = f"bytes={start}-{start + length - 1}"
+
+        def read() -> tuple[bytes, int]:
+            headers = {**build_hf_headers(), "Range": asked, "Accept-Encoding": "identity"}
             with get_session().stream(
                 "GET",
                 self.url(name),
@@ -412,29 +549,13 @@ class _Remote:
                     body += chunk
                     if len(body) > length:
                         break
-        except (CheckpointError, HubError):
-            raise
-        except httpx2.TransportError as exc:
-            raise HubError(self.config.label, f"reading {name}: {_transport_reason(exc)}") from None
-        except Exception as exc:
-            raise self.failure(name, exc) from None
-        if len(body) != length:
-            raise CheckpointError(
-                where, f"the server sent {len(body):,} bytes for a range of {length:,}"
-            )
-        return bytes(body), total
+            if len(body) != length:
+                raise CheckpointError(
+                    where, f"the server sent {len(body):,} bytes for a range of {length:,}"
+                )
+            return bytes(body), total
 
-    def failure(self, name: str, exc: Exception) -> HubError:
-        import httpx2
-        from huggingface_hub.errors import HfHubHTTPError
-
-        if isinstance(exc, HfHubHTTPError):
-            return http_error(self.config.label, exc, self.settings.endpoint, name)
-        if isinstance(exc, httpx2.TransportError):
-            return HubError(self.config.label, f"reading {name}: {_transport_reason(exc)}")
-        if isinstance(exc, OSError):
-            return HubError(self.config.label, f"reading {name}: {os_reason(exc)}")
-        raise exc
+        return self.timed(name, length, read)
 
 
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")

@@ -38,9 +38,10 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Literal
 
-from costcalc.errors import UsageError, check_choice
+from costcalc.errors import RangeError, UsageError, check_choice
 from costcalc.params import total_params
 from costcalc.render import ratio_dict
+from costcalc.scalars import MAX_SIZE
 from costcalc.spec import ModelSpec
 from costcalc.tensors import (
     Shape,
@@ -659,6 +660,10 @@ class LoraReport:
     saved_tensors: int
     converted: tuple[str, ...] = ()
     """Targets peft read as transformers 4 MoE names (experts and router, not linear layers)."""
+    adapter_shapes: tuple[tuple[Shape, int], ...] = ()
+    """Each adapter tensor's shape and how many modules hold it (:func:`adapter_shapes`)."""
+    saved_shapes: tuple[tuple[Shape, int], ...] = ()
+    """The tensors of the ``modules_to_save`` copies: shape, copies."""
 
     @property
     def adapter_params(self) -> int:
@@ -729,6 +734,8 @@ def lora_config(
     """A checked :class:`LoraConfig`."""
     if rank < 1:
         raise UsageError(f"--rank must be a positive whole number, not {rank}")
+    if rank > MAX_SIZE:
+        raise RangeError("rank", rank, f"expected at most {MAX_SIZE:,} (a rank is a size)")
     check_choice(bias, BIAS_MODES, "bias mode")
     if not targets and not target_parameters:
         raise UsageError("name what to adapt: --targets q_proj,v_proj (or all-linear)")
@@ -883,6 +890,17 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
             for t in _saved_tensors(name, found, tensors)
         ),
         converted=converted,
+        adapter_shapes=tuple(
+            (shape, s.copies)
+            for hits in chosen.values()
+            for s, r in hits
+            for shape in adapter_shapes(s, r, config.dora)
+        ),
+        saved_shapes=tuple(
+            (t.shape, t.copies)
+            for name in config.modules_to_save
+            for t in _saved_tensors(name, found, tensors)
+        ),
     )
 
 
@@ -900,6 +918,20 @@ def _check_mamba(family: str | None, chosen: dict[str, list[tuple[Site, int]]]) 
             f"module named {' or '.join(MAMBA_REFUSED)} in Mamba-based models); name the other "
             "layers (all-linear includes them)"
         )
+
+
+def adapter_shapes(site: Site, rank: int, dora: bool) -> list[Shape]:
+    """The tensors peft adds to one copy of ``site``: a linear layer (out, in) or a router
+    weight gets ``lora_A`` (r, in) and ``lora_B`` (out, r), and with DoRA a magnitude (out,);
+    a table (V, E) ``lora_embedding_A`` (r, V) and ``lora_embedding_B`` (E, r), DoRA (E,);
+    stacked experts (X, a, b) A (X r, b) and B (a, X r)."""
+    if len(site.shape) == 3:
+        experts, a, b = site.shape
+        return [(experts * rank, b), (a, experts * rank)]
+    out, inp = site.shape
+    if site.kind == "embedding":
+        return [(rank, out), (inp, rank)] + ([(inp,)] if dora else [])
+    return [(rank, inp), (out, rank)] + ([(out,)] if dora and site.kind != "parameter" else [])
 
 
 def _adapted(name: str, hits: list[tuple[Site, int]], dora: bool) -> AdaptedModule:

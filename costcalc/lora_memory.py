@@ -49,6 +49,7 @@ from costcalc.memory import (
     logit_elements,
     training_length,
 )
+from costcalc.parallel import ParallelPlan
 from costcalc.quant import int8_bytes, nf4_bytes
 from costcalc.spec import ModelSpec
 from costcalc.units import dtype_bytes
@@ -143,28 +144,74 @@ class LoraMemory:
     elements_logits: int
     bytes_logits: int
     bytes_logits_fp32: int
+    plan: ParallelPlan | None = None
+    """A parallel plan (:mod:`costcalc.lora_parallel`): then every figure is one GPU's."""
+    elements_masters: int = 0
+    bytes_masters: int = 0
+    """DeepSpeed's ZeRO: the fp32 masters of the trainable partition."""
+    elements_step_buffer: int = 0
+    bytes_step_buffer: int = 0
+    elements_bucket: int = 0
+    bytes_bucket: int = 0
+    bucket_held: bool = False
+    elements_gathered: int = 0
+    bytes_gathered: int = 0
+    elements_persistent: int = 0
+    bytes_persistent: int = 0
+    elements_prefetch: int = 0
+    bytes_prefetch: int = 0
+    """As :class:`costcalc.memory.MemoryReport`'s: the step's gradient partition, the reduce
+    bucket, the parameters held whole while layers run, ZeRO-3's small whole and prefetched
+    parameters."""
 
     @property
-    def bytes_total(self) -> int:
-        """Everything held at once during a training step (activations an ESTIMATE; they include
-        the attention scores)."""
+    def bytes_held(self) -> int:
+        """What every phase of a step holds: weights, trainable state, a held bucket."""
         return (
             self.bytes_quantized
             + self.bytes_frozen_float
             + self.bytes_adapters
             + self.bytes_saved
             + self.bytes_gradients
+            + self.bytes_masters
             + self.bytes_optimizer
-            + self.bytes_activations
+            + (self.bytes_bucket if self.bucket_held else 0)
+        )
+
+    @property
+    def bytes_backward(self) -> int:
+        """What exists only while the forward and backward run."""
+        return (
+            self.bytes_activations
             + self.bytes_logits
             + self.bytes_logits_fp32
+            + self.bytes_gathered
+            + self.bytes_persistent
+            + self.bytes_prefetch
+            + (0 if self.bucket_held else self.bytes_bucket)
         )
+
+    @property
+    def bytes_total(self) -> int:
+        """The most held at once during a training step (activations an ESTIMATE; they include
+        the attention scores): what every phase holds plus the larger of the backward's and the
+        optimizer step's own."""
+        return self.bytes_held + max(self.bytes_backward, self.bytes_step_buffer)
+
+
+def default_adapter_dtype(base_dtype: str, plan: ParallelPlan | None) -> str:
+    """fp32, as peft upcasts the adapters; under DeepSpeed's ZeRO the base's float dtype, as
+    its engine casts every float parameter (with fp32 masters)."""
+    if plan is not None and plan.fsdp is None and plan.stage:
+        return base_dtype if base_dtype in FLOAT_DTYPES else QUANTIZED_REST_DTYPE
+    return "fp32"
 
 
 def lora_memory(
     spec: ModelSpec, names: FamilyNames, report: LoraReport, training: LoraTraining
 ) -> LoraMemory:
-    """The memory of training ``report``'s adapters on ``spec`` under ``training``."""
+    """The memory of training ``report``'s adapters on ``spec`` under ``training`` (one GPU;
+    :func:`costcalc.lora_parallel.lora_rank_memory` gives one GPU's share of a plan)."""
     T = training_length(spec, training.length)
     B, recompute, attention = training.batch, training.recompute, training.attention
     base, rest = training.base_dtype, training.float_dtype
@@ -274,4 +321,35 @@ def memory_dict(memory: LoraMemory) -> dict[str, Any]:
             "source": LOGITS_SOURCE,
         },
         "total": {"bytes": memory.bytes_total, "includes_estimate": True},
+        "parallel": None if memory.plan is None else parallel_memory_dict(memory),
+    }
+
+
+def parallel_memory_dict(memory: LoraMemory) -> dict[str, Any]:
+    """The plan and the terms it adds, one GPU's (:mod:`costcalc.lora_parallel`)."""
+    plan = memory.plan
+    assert plan is not None
+    return {
+        "gpus": plan.gpus,
+        "zero_stage": plan.stage,
+        "fsdp": plan.fsdp,
+        "shard_gpus": plan.shard_gpus,
+        "label": plan.label,
+        "per_gpu": True,
+        "master_weights": {"elements": memory.elements_masters, "bytes": memory.bytes_masters},
+        "gradient_partition_step": {
+            "elements": memory.elements_step_buffer,
+            "bytes": memory.bytes_step_buffer,
+        },
+        "reduce_bucket": {
+            "elements": memory.elements_bucket,
+            "bytes": memory.bytes_bucket,
+            "held": memory.bucket_held,
+        },
+        "gathered": {"elements": memory.elements_gathered, "bytes": memory.bytes_gathered},
+        "persistent_params": {
+            "elements": memory.elements_persistent,
+            "bytes": memory.bytes_persistent,
+        },
+        "prefetch_bound": {"elements": memory.elements_prefetch, "bytes": memory.bytes_prefetch},
     }

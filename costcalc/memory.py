@@ -12,11 +12,13 @@ K key/value heads, d head width, h = D the width, a = H attention heads, V vocab
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from costcalc.activations import layer_terms, outside_terms
 from costcalc.anatomy.recurrent import recurrent_mixer
 from costcalc.compute import check_count, check_positions
+from costcalc.engines import DEFAULT_ENGINE, EngineSetup
 from costcalc.errors import UsageError, check_choice
 from costcalc.macs import cached_keys, check_attention, check_recompute, stores_scores
 from costcalc.params import total_params
@@ -32,6 +34,10 @@ from costcalc.tensors import (
     weight_sets,
 )
 from costcalc.units import DTYPES, check_weight_dtype, dtype_bytes
+
+if TYPE_CHECKING:
+    from costcalc.engines.llamacpp import LlamaCppMemory
+    from costcalc.engines.vllm import VllmMemory
 
 OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "sgd-momentum", "adafactor")
 TRAINING_DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16")
@@ -371,12 +377,17 @@ class MemorySetup:
     dtype: str = "bf16"
     train: bool = False
     optimizer: str = "adamw"
+    dtype_given: bool = True
+    """False: no ``--dtype``; inference counts each model's weights as its checkpoint stores
+    them (:meth:`~costcalc.loaders.LoadedModel.weights_dtype`), training in bf16."""
     mixed_precision: bool = False
     batch: int = 1
     length: int | None = None
     kv_dtype: str | None = None
     recompute: str = "none"
     attention: str = DEFAULT_ATTENTION
+    engine: EngineSetup = field(default_factory=EngineSetup)
+    """The engine whose allocations are counted (:mod:`costcalc.engines`; inference only)."""
 
     @property
     def state_dtype(self) -> str:
@@ -385,7 +396,7 @@ class MemorySetup:
 
 
 def memory_setup(
-    dtype: str = "bf16",
+    dtype: str | None = None,
     train: bool = False,
     optimizer: str | None = None,
     mixed_precision: bool | None = None,
@@ -394,13 +405,17 @@ def memory_setup(
     kv_dtype: str | None = None,
     recompute: str | None = None,
     attention: str | None = None,
+    engine: EngineSetup | None = None,
 ) -> MemorySetup:
-    """A checked :class:`MemorySetup`; training options without ``train`` are errors.
+    """A checked :class:`MemorySetup`; training options without ``train`` are errors, and so
+    is an engine other than transformers with ``train`` (engines serve).
 
     Mixed precision defaults to on when training in bf16 or fp16 (16-bit weights and gradients,
-    fp32 masters and optimizer state), off for fp32.
+    fp32 masters and optimizer state), off for fp32. Without ``dtype``, inference counts each
+    model's weights as its checkpoint stores them, training in bf16 (``dtype_given`` False).
     """
-    dtype = check_weight_dtype(dtype)
+    dtype_given = dtype is not None
+    dtype = check_weight_dtype(dtype or "bf16")
     if kv_dtype is not None:
         check_choice(kv_dtype, DTYPES, "KV-cache dtype")
     check_count("batch", batch)
@@ -416,7 +431,16 @@ def memory_setup(
         given = [name for name, value in training_only.items() if value is not None]
         if given:
             raise UsageError(f"{', '.join(given)} applies to training; add --train")
-        return MemorySetup(dtype=dtype, batch=batch, length=length, kv_dtype=kv_dtype)
+        return MemorySetup(
+            dtype=dtype,
+            batch=batch,
+            length=length,
+            kv_dtype=kv_dtype,
+            engine=engine or EngineSetup(),
+            dtype_given=dtype_given,
+        )
+    if engine is not None and engine.name != DEFAULT_ENGINE:
+        raise UsageError(f"--engine {engine.name} counts what it allocates to serve: drop --train")
     if dtype not in TRAINING_DTYPES:
         raise UsageError(
             f"training keeps weights and gradients in {', '.join(TRAINING_DTYPES)}, not {dtype}"
@@ -427,6 +451,7 @@ def memory_setup(
         raise UsageError("mixed precision trains 16-bit weights: use --dtype bf16 or fp16")
     return MemorySetup(
         dtype=dtype,
+        dtype_given=dtype_given,
         train=True,
         optimizer=check_choice(optimizer or "adamw", OPTIMIZERS, "optimizer"),
         mixed_precision=mixed,
@@ -494,6 +519,10 @@ class MemoryReport:
     """Under a parallel plan (:mod:`costcalc.parallel`): the weight, gradient and fp32 master
     elements one GPU holds, its ZeRO / FSDP partition of ``params_total`` where they are sharded;
     None: ``params_total``."""
+    bytes_output: int = 0
+    """An engine's output buffer (llama.cpp's logits); 0 otherwise."""
+    engine: LlamaCppMemory | VllmMemory | None = None
+    """What the engine of the setup allocates, when it is not transformers."""
 
     @property
     def elements_weights(self) -> int:
@@ -545,6 +574,7 @@ class MemoryReport:
             + self.bytes_optimizer
             + self.bytes_kv_cache
             + self.bytes_state
+            + self.bytes_output
             + bucket
         )
 
@@ -568,6 +598,14 @@ def memory_report(spec: ModelSpec, setup: MemorySetup) -> MemoryReport:
     kv_dtype = setup.kv_dtype or (setup.dtype if setup.dtype in TRAINING_DTYPES else "bf16")
     train, optimizer, B = setup.train, setup.optimizer, setup.batch
     recompute, attention = setup.recompute, setup.attention
+    if setup.engine.name == "llamacpp":
+        from costcalc.engines.llamacpp import llamacpp_report
+
+        return llamacpp_report(spec, setup, T)
+    if setup.engine.name == "vllm":
+        from costcalc.engines.vllm import vllm_report
+
+        return vllm_report(spec, setup, T)
     return MemoryReport(
         setup=setup,
         length=T,

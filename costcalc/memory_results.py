@@ -6,11 +6,12 @@ KV cache for training) are present with 0 bytes, so every key of the contract al
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
 from costcalc.activations import activation_formula, activation_source, exact, terms_dict
+from costcalc.gpus import Capacity
 from costcalc.loaders import LoadedModel
 from costcalc.memory import (
     LOGITS_SOURCE,
@@ -33,6 +34,7 @@ from costcalc.parallel import (
 from costcalc.quant import describe_format, weight_label
 from costcalc.results import model_header
 from costcalc.spec import ModelSpec
+from costcalc.stored_weights import StoredBytes
 from costcalc.zero import ESTIMATOR_SOURCE, ZERO_SOURCE, deepspeed_estimate
 
 
@@ -60,6 +62,30 @@ class MemoryResult:
     stage: int = 0
     stages: tuple[MemoryReport, ...] = ()
     """Under a plan, one GPU's report of every pipeline stage, first to last."""
+    device: Capacity | None = None
+    """Where ``capacity`` comes from: a GPU of the catalogue and its reserve, or a size given."""
+
+    @property
+    def weights_note(self) -> str | None:
+        """Where the weights' format comes from, when the checkpoint names one."""
+        from costcalc.stored_weights import weights_note
+
+        return weights_note(self.model, self.report.setup.dtype)
+
+    @property
+    def stored(self) -> StoredBytes | None:
+        """The checkpoint's own byte count beside the weights', when it is at hand (a whole
+        model's figures only, not one GPU's)."""
+        from costcalc.stored_weights import stored_bytes
+
+        if self.plan is not None:
+            return None
+        return stored_bytes(self.model, self.report.setup.dtype, self.report.bytes_weights)
+
+    @property
+    def stored_sentence(self) -> str | None:
+        stored = self.stored
+        return None if stored is None else stored.sentence()
 
     @property
     def headroom(self) -> int | None:
@@ -83,18 +109,32 @@ class MemoryResult:
         the KV cache."""
         r, setup = self.report, self.report.setup
         if not setup.train:
-            return [
+            llamacpp = r.engine is not None and r.engine.name == "llamacpp"
+            rows = [
                 Component(
-                    "weights", "weights", r.bytes_weights, r.params_total, weight_label(setup.dtype)
+                    "weights",
+                    "model buffer" if llamacpp else "weights",
+                    r.bytes_weights,
+                    r.params_total,
+                    weight_label(setup.dtype),
                 ),
                 Component(
-                    "kv_cache", "KV cache", r.bytes_kv_cache, r.elements_kv_cache, r.kv_dtype
+                    "kv_cache",
+                    "KV cache" if r.engine is None else f"KV cache, {r.engine.cache_words}",
+                    r.bytes_kv_cache,
+                    r.elements_kv_cache,
+                    r.kv_dtype,
                 ),
-            ] + (
-                [Component("state", "recurrent state", r.bytes_state, r.elements_state, r.kv_dtype)]
-                if r.elements_state
-                else []
-            )
+            ]
+            if r.elements_state:
+                rows.append(
+                    Component(
+                        "state", "recurrent state", r.bytes_state, r.elements_state, r.kv_dtype
+                    )
+                )
+            if r.bytes_output:
+                rows.append(Component("output", "output buffer", r.bytes_output, None, "f32"))
+            return rows
         estimate = self.estimated_activations
         mark = " (ESTIMATE)" if estimate else ""
         gradient_dtype = r.gradient_dtype or setup.dtype
@@ -222,6 +262,8 @@ class MemoryResult:
                 "dtype": r.weight_dtype or setup.dtype,
                 "description": describe_format(setup.dtype),
                 "bytes": r.bytes_weights,
+                "stored_format": self.model.weight_format,
+                "checkpoint": None if self.stored is None else self.stored.to_dict(),
             },
             "gradients": {
                 "elements": r.elements_gradients,
@@ -281,6 +323,8 @@ class MemoryResult:
                 "dtype": r.kv_dtype if r.elements_state else None,
                 "bytes": r.bytes_state,
             },
+            "output_buffer": {"bytes": r.bytes_output},
+            "engine": engine_dict(r),
             "total": {"bytes": r.bytes_total, "includes_estimate": self.estimated_activations},
             "fits": None,
         }
@@ -298,6 +342,11 @@ class MemoryResult:
                 "fits": self.fits,
                 "headroom_bytes": max(self.headroom or 0, 0),
                 "shortfall_bytes": max(-(self.headroom or 0), 0),
+                **(
+                    self.device.to_dict()
+                    if self.device is not None
+                    else Capacity(self.capacity, self.capacity, 0).to_dict()
+                ),
             }
         return data
 
@@ -349,6 +398,11 @@ def model_state_bytes(report: MemoryReport) -> int:
     return report.bytes_held + report.bytes_step_buffer + report.bytes_gathered
 
 
+def engine_dict(report: MemoryReport) -> dict[str, Any] | None:
+    """What the engine allocates, in JSON (None: transformers, the formula itself)."""
+    return None if report.engine is None else report.engine.to_dict()
+
+
 def setup_dict(setup: MemorySetup, report: MemoryReport) -> dict[str, Any]:
     """The setup as it was resolved for this model (length and KV dtype filled in)."""
     return {
@@ -361,6 +415,7 @@ def setup_dict(setup: MemorySetup, report: MemoryReport) -> dict[str, Any]:
         "kv_dtype": None if setup.train else report.kv_dtype,
         "recompute": setup.recompute if setup.train else None,
         "attention": setup.attention if setup.train else None,
+        "engine": setup.engine.name,
     }
 
 
@@ -392,17 +447,24 @@ def parallel_dict(
 def memory_result(
     model: LoadedModel,
     setup: MemorySetup,
-    capacity: int | None = None,
+    capacity: int | Capacity | None = None,
     plan: ParallelPlan | None = None,
 ) -> MemoryResult:
     """The memory of ``model`` under ``setup`` (one GPU's share under ``plan``, of the largest
-    pipeline stage), judged against ``capacity`` bytes if given."""
+    pipeline stage), judged against ``capacity`` bytes (or a device's usable memory) if
+    given. Without ``--dtype``, inference counts the weights as the checkpoint stores them
+    (but for llama.cpp, which loads GGUF files, not the safetensors checkpoint)."""
+    stored = model.weight_format is not None and setup.engine.name != "llamacpp"
+    if stored and not setup.dtype_given and not setup.train:
+        setup = replace(setup, dtype=model.weights_dtype())
+    device = capacity if isinstance(capacity, Capacity) else None
+    usable = capacity.bytes if isinstance(capacity, Capacity) else capacity
     report = memory_report(model.spec, setup)
     if plan is None:
-        return MemoryResult(model, report, capacity)
+        return MemoryResult(model, report, usable, device=device)
     stages = tuple(stage_reports(model.spec, report, plan))
     largest = max(range(plan.pp), key=lambda stage: stages[stage].bytes_total)
-    return MemoryResult(model, stages[largest], capacity, plan, largest, stages)
+    return MemoryResult(model, stages[largest], usable, plan, largest, stages, device)
 
 
 def stacked_parts(report: MemoryReport) -> list[tuple[str, int]]:

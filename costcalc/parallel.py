@@ -9,8 +9,9 @@ touched parameters, per-parameter partitions, the reduce bucket, the step's fp32
 partition, stage 3's whole small parameters and gathered layer). FSDP is FSDP2 (torch's
 ``fully_shard``, :func:`fsdp_report`): each parameter's rows padded to a multiple of N,
 ceil(d0 / N) rows per rank, fp32 shards under mixed precision: ``full`` (FULL_SHARD) its parameters,
-gradients and optimizer state, holding the running layer's 16-bit parameters and gradients
-whole (2 + 2 bytes x the largest module's own parameters); ``grad-op`` (SHARD_GRAD_OP) the
+gradients and optimizer state, holding unsharded in the backward the root unit's 16-bit
+parameters, its head's gradients, two layers' parameters and one's gradients
+(:func:`fsdp_unsharded`); ``grad-op`` (SHARD_GRAD_OP) the
 gradients and optimizer state; ``hybrid`` (HYBRID_SHARD) as ``full`` within a node of G GPUs,
 replicated across nodes. Mixed precision's fp32 master weights count as optimizer state, as in
 DeepSpeed. Under TP and PP, ZeRO shards each rank's own parameters over the DP ranks only.
@@ -642,7 +643,7 @@ def rank_report(
         shares = zero_shares(zero_groups(spec, plan, stage), plan.stage)
         report = deepspeed_report(report, shares, plan)
     if plan.fsdp is not None:
-        return fsdp_report(report, tensors, plan, activations, scores, logits)
+        return fsdp_report(spec, stage, report, tensors, plan, activations, scores, logits)
     part = zero_partition(tensors, plan) if plan.stage else P
     weights, gradients = part if plan.stage == 3 else P, part if plan.stage >= 2 else P
     # ZeRO partitions per-element state (SHARDABLE_OPTIMIZERS): moments // P per parameter
@@ -677,7 +678,63 @@ def rank_report(
     )
 
 
+@dataclass(frozen=True)
+class Unsharded:
+    """What FSDP2 holds unsharded on one rank while a layer's backward runs, in elements of
+    the parameter dtype: the root unit's parameters (``root``, padded: ceil(d0 / S) S rows each,
+    the all-gather output), the gradients of the root's last-stage tensors (``root_grads``,
+    produced first by the backward: final norm, head; a tied table's only at the end, when its
+    two uses' gradients are summed), the largest layer's padded parameters (``layer``), held for
+    ``layers`` layers (the running one and the one the backward prefetches), and that layer's
+    gradients (``layer_grads``, all of them before its reduce-scatter)."""
+
+    root: int
+    root_grads: int
+    layer: int
+    layer_grads: int
+    layers: int
+
+    @property
+    def elements(self) -> int:
+        return self.root + self.root_grads + self.layers * self.layer + self.layer_grads
+
+
+def fsdp_unsharded(spec: ModelSpec, plan: ParallelPlan, stage: int) -> Unsharded:
+    """FSDP2 with every layer a unit and the root a unit of the rest (torch 2.13's
+    ``fully_shard``): the root is not resharded after its forward (``_lazy_init``: the root's
+    ``post_forward_mesh_info = None``), each layer is, and the backward prefetches the next
+    layer to run (``FSDPParamGroup._backward_prefetch``); measured in
+    tests/golden/fsdp2_shards.json (``in_backward``)."""
+
+    def padded(t: Tensor) -> int:
+        ranks = plan.shard_gpus // (plan.ep if t.name.startswith("mlp.experts.") else 1)
+        return t.copies * -(-t.shape[0] // ranks) * ranks * elements(t.shape[1:])
+
+    modules = stage_modules(spec, plan.pp, stage)
+    root = [
+        _rank_shape(t, plan, spec)
+        for t in model_tensors(spec)
+        if t.name.rpartition(".")[0] in modules
+    ]
+    last = [t for t in root if t.name.rpartition(".")[0] in LAST_STAGE]
+    layers = [
+        [_rank_shape(t, plan, spec) for t in block_tensors(stack)]
+        for stack in pipeline_stacks(spec, plan.pp)
+    ]
+    largest = max(layers, key=lambda ts: sum(padded(t) for t in ts), default=[])
+    count = sum(stack.n_layers for stack in pipeline_stacks(spec, plan.pp)) // plan.pp
+    return Unsharded(
+        root=sum(padded(t) for t in root),
+        root_grads=sum(t.elements for t in last),
+        layer=sum(padded(t) for t in largest),
+        layer_grads=sum(t.elements for t in largest),
+        layers=min(2, count),
+    )
+
+
 def fsdp_report(
+    spec: ModelSpec,
+    stage: int,
     report: MemoryReport,
     tensors: list[Tensor],
     plan: ParallelPlan,
@@ -691,8 +748,8 @@ def fsdp_report(
     reduce-scatter output, sharded) and the optimizer state (``zeros_like`` the rank's chunk;
     rank 0's is the padded shard), one step per tensor. With mixed precision the sharded
     parameters are fp32 (``MixedPrecisionPolicy(param_dtype=bf16)`` casts them for the
-    all-gather), so no separate masters exist; the running layer's 16-bit parameters and
-    gradients are gathered whole (the largest module's)."""
+    all-gather), so no separate masters exist; under ``full`` and ``hybrid`` the backward holds
+    the unsharded parameters of :func:`fsdp_unsharded` in the 16-bit dtype."""
     setup = report.setup
     shard_ = fsdp_shard(tensors, plan)
     P = sum(t.elements for t in tensors)
@@ -701,7 +758,7 @@ def fsdp_report(
     weight_dtype = setup.dtype if plan.fsdp == "grad-op" else dtype
     moments = MOMENTS[setup.optimizer] * shard_
     steps = step_elements(tensors, setup.optimizer)
-    gathered = 2 * largest_module(tensors) if plan.stage == 3 else 0
+    gathered = fsdp_unsharded(spec, plan, stage).elements if plan.stage == 3 else 0
     master = shard_ if setup.mixed_precision and plan.fsdp == "grad-op" else 0
     return replace(
         report,

@@ -256,10 +256,21 @@ FFN_KEYS = frozenset(
 MIXER_KEYS = frozenset(BLOCK_FIELDS) - FFN_KEYS - {"norms_per_block"}
 
 
-def stack_kind(stack: ModelSpec, stacks: tuple[ModelSpec, ...]) -> str:
-    """What sets this kind of block apart from the others, in words: its token mixer, its FFN
-    (dense or experts), then any other key that differs."""
-    differing = {name for name in BLOCK_FIELDS if len({getattr(s, name) for s in stacks}) > 1}
+def differing_keys(stacks: tuple[ModelSpec, ...]) -> frozenset[str]:
+    """The block keys whose value is not the same in every stack: one pass over the stacks."""
+    first = stacks[0]
+    return frozenset(
+        name
+        for name in BLOCK_FIELDS
+        if any(getattr(s, name) != getattr(first, name) for s in stacks[1:])
+    )
+
+
+def stack_kind(stack: ModelSpec, keys: frozenset[str]) -> str:
+    """What sets this kind of block apart from the others (``keys``: those not the same in all,
+    :func:`differing_keys`), in words: its token mixer, its FFN (dense or experts), then any
+    other key that differs."""
+    differing = set(keys)
     words = []
     if "mixer" in differing:
         words.append(mixer_words(stack.mixer))
@@ -294,9 +305,10 @@ def _key_in_words(name: str, value: object) -> str:
 def stack_reports(spec: ModelSpec) -> tuple[StackReport, ...]:
     """Each kind of block with its count and parts."""
     stacks = spec.stacks
+    differing = differing_keys(stacks)
     return tuple(
         StackReport(
-            kind=stack_kind(stack, stacks),
+            kind=stack_kind(stack, differing),
             layers=stack.n_layers,
             attention=attention_params(stack),
             ffn=ffn_params(stack),

@@ -9,11 +9,12 @@ time = FLOPs / (GPUs x dense peak x MFU). Rooflines are ESTIMATES: prefill as co
 bandwidth) until the step's FLOPs / peak take longer (compute-bound).
 
 What fits: a GPU's memory at a utilisation u (vLLM's ``gpu_memory_utilization``) gives
-floor(u x memory) bytes; what the weights leave of it holds the cache: the KV cache
-(:func:`costcalc.memory.kv_cache_bytes`, sliding windows, chunks and MLA latents included) and
-the recurrent state of each sequence. The largest batch at a context and the largest context at
-a batch are found by bisection over exact byte counts (the cache only grows with either), so the
-work grows with the digits of the answer, not its size.
+floor(u x (memory - reserve)) bytes (the memory the GPU reports, less what the driver and the
+CUDA context keep: :func:`costcalc.gpus.default_reserve`); what the weights leave of it holds
+the cache: the KV cache (:func:`costcalc.memory.kv_cache_bytes`, sliding windows, chunks and
+MLA latents included) and the recurrent state of each sequence. The largest batch at a context
+and the largest context at a batch are found by bisection over exact byte counts (the cache only
+grows with either), so the work grows with the digits of the answer, not its size.
 
 Tensor parallel over T GPUs (``tp``): each GPU holds and reads its Megatron-LM shard of the
 weights (:func:`costcalc.parallel.rank_tensors`, vocab padded to 128 x T), 1 / T of the cache
@@ -373,6 +374,8 @@ class CacheFit:
     positions: int
     largest_batch: int | None
     largest_context: int
+    reserve: int = 0
+    """Set aside before the utilisation share is taken (driver and CUDA context)."""
 
     @property
     def free(self) -> int:
@@ -389,11 +392,15 @@ def cache_fit(
     batch: int,
     context: int,
     tp: int = 1,
+    reserve: int | None = None,
 ) -> CacheFit:
-    """Budget floor(u x memory); the largest B with cache(B, context) <= budget - weights, and
-    the largest T <= the model's context length with cache(batch, T) <= budget - weights (each
-    one GPU's share of T)."""
-    budget = math.floor(utilisation * gpu.memory_bytes)
+    """Budget floor(u x (memory - reserve)), the GPU's default reserve unless given; the largest
+    B with cache(B, context) <= budget - weights, and the largest T <= the model's context
+    length with cache(batch, T) <= budget - weights (each one GPU's share of T)."""
+    from costcalc.gpus import usable_memory
+
+    kept = gpu.reserve if reserve is None else reserve
+    budget = math.floor(utilisation * usable_memory(gpu, kept))
     weights = gpu_weight_bytes(spec, dtype, tp)
     free = budget - weights
     positions = spec.context_length
@@ -410,4 +417,6 @@ def cache_fit(
         if free >= 0 and cache_bytes(spec, batch, 0, kv_dtype, tp) <= free
         else 0
     )
-    return CacheFit(budget, weights, context, batch, positions, largest_batch, largest_context)
+    return CacheFit(
+        budget, weights, context, batch, positions, largest_batch, largest_context, kept
+    )

@@ -17,10 +17,12 @@ kind of block (:meth:`ModelSpec.stacks`), in closed form: nothing grows with the
 
 # Without `from __future__ import annotations`, as in costcalc.blocks: pydantic reads the field
 # types as objects instead of evaluating each from a string at every start-up.
+import functools
+import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping
-from functools import cache, lru_cache
+from functools import cache
 from math import isqrt
-from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
@@ -116,6 +118,10 @@ def pattern_counts(count: int, runs: tuple[int, ...]) -> list[int]:
         start += run
     return counts
 
+
+MAX_KINDS = 4096
+"""Most kinds of block (runs that differ in any block key) a model may have: every count is
+computed once per kind, so the work a model costs is bounded by this, whatever its size."""
 
 MAX_STREAMS = 1024
 """Most AltUp streams: the model holds 2 (n - 1) projections, each a tensor of its own."""
@@ -398,19 +404,51 @@ def _dumped(value: object) -> object:
     return value
 
 
-@lru_cache(maxsize=256)
+T = TypeVar("T")
+
+
+def per_spec(function: "Callable[[ModelSpec], T]") -> "Callable[[ModelSpec], T]":
+    """``function(spec)`` computed once per spec object: cached by the spec's identity, not its
+    value (hashing or comparing a layered spec walks every one of its groups, so a cache keyed
+    by value would cost what it saves); an entry goes when its spec does."""
+    results: dict[int, tuple[weakref.ref[ModelSpec], T]] = {}
+
+    @functools.wraps(function)
+    def cached(spec: "ModelSpec") -> T:
+        key = id(spec)
+        found = results.get(key)
+        if found is not None and found[0]() is spec:
+            return found[1]
+        value = function(spec)
+        results[key] = (weakref.ref(spec, functools.partial(_forget, results, key)), value)
+        return value
+
+    return cached
+
+
+def _forget(results: dict[int, Any], key: int, _: object) -> None:
+    results.pop(key, None)
+
+
+@per_spec
 def _stacks(spec: ModelSpec) -> tuple[ModelSpec, ...]:
-    """A layered spec's stacks, computed once per spec (every count reads them several times)."""
+    """A layered spec's stacks, computed once per spec (every count reads them several times):
+    one flat spec per distinct kind of block, in order of first appearance."""
     kinds: dict[tuple[Any, ...], tuple[dict[str, Any], int]] = {}
     for _, overrides, count in layer_runs(spec):
-        block = {name: overrides.get(name, getattr(spec, name)) for name in BLOCK_FIELDS}
-        key = tuple(block.values())
+        key = _block_key(spec, overrides)
+        block = dict(zip(BLOCK_FIELDS, key, strict=True))
         _, before = kinds.get(key, (block, 0))
         kinds[key] = (block, before + count)
     return tuple(
         spec.model_copy(update={**block, "n_layers": count, "layers": None})
         for block, count in kinds.values()
     )
+
+
+def _block_key(spec: ModelSpec, overrides: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Every block key's value in a run that sets ``overrides``: equal for runs of one kind."""
+    return tuple(overrides.get(name, getattr(spec, name)) for name in BLOCK_FIELDS)
 
 
 def layer_runs(spec: ModelSpec) -> Iterator[tuple[str, dict[str, Any], int]]:
@@ -461,6 +499,10 @@ def structural_problems(
         problems.append(
             ("n_layers", f"n_layers {spec.n_layers:,} but the layer groups add up to {total:,}")
         )
+    kinds = len({_block_key(spec, overrides) for _, overrides, _ in layer_runs(spec)})
+    if kinds > MAX_KINDS:
+        message = f"{kinds:,} kinds of block; at most {MAX_KINDS:,} are counted"
+        return [*problems, ("layers", message)]
     for path, overrides, _ in layer_runs(spec):
         run = spec.model_copy(update={**overrides, "layers": None})
         for field, message in _rule_problems(run, usable):

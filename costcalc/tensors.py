@@ -45,14 +45,32 @@ transpose, which changes no count here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from functools import wraps
 from math import isqrt
 
 from costcalc.anatomy.recurrent import recurrent_mixer
 from costcalc.anatomy.tensor import Part, Shape, Tensor, elements, linear, norm
-from costcalc.spec import ModelSpec
+from costcalc.spec import ModelSpec, per_spec
 
 __all__ = ["Shape", "Tensor", "elements"]  # the tensor record, read from here by every quantity
+
+Build = Callable[[ModelSpec], list[Tensor]]
+
+
+def built_once(function: Build) -> Build:
+    """``function`` computed once per spec object (:func:`~costcalc.spec.per_spec`: a layered
+    model's counts read each kind of block's tensors many times); each caller gets a list of
+    its own."""
+    cached = per_spec(lambda spec: tuple(function(spec)))
+
+    @wraps(function)
+    def fresh(spec: ModelSpec) -> list[Tensor]:
+        return list(cached(spec))
+
+    return fresh
+
 
 # --------------------------------------------------------------------------- token mixers
 
@@ -447,6 +465,7 @@ ATTENTION_TENSORS = {"attention": attention_tensors, "mla": mla_tensors}
 (:mod:`costcalc.anatomy.recurrent`), and a block with mixer ``none`` has none."""
 
 
+@built_once
 def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
     """The token mixer of one block, with the hyper-connection before it (several
     ``residual_streams``) and q/k/v adapters; the Mamba (Zamba) or Mamba-2 (Falcon-H1) mixer
@@ -633,6 +652,7 @@ def per_layer_input_tensors(spec: ModelSpec) -> list[Tensor]:
     ]
 
 
+@built_once
 def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
     """The FFN of one block: dense (with ``ffn_inner_norm``, a norm of h inside it), a mixture
     of experts, or none; with the per-layer input branch, a small gated feed-forward path of
@@ -680,6 +700,7 @@ def use_projection_tensors(spec: ModelSpec) -> list[Tensor]:
 # --------------------------------------------------------------------------- blocks and model
 
 
+@built_once
 def block_norm_tensors(spec: ModelSpec) -> list[Tensor]:
     """The norms of one block: ``norms_per_block`` copies of a norm over D, the first over 2 D
     when the attention reads the concatenated embeddings; the first two in the weight set when
@@ -707,6 +728,7 @@ def block_norm_tensors(spec: ModelSpec) -> list[Tensor]:
     return tensors
 
 
+@built_once
 def block_tensors(spec: ModelSpec) -> list[Tensor]:
     """One block of a uniform stack: its norms, token mixer and FFN."""
     return block_norm_tensors(spec) + mixer_tensors(spec) + ffn_tensors(spec)
@@ -779,11 +801,13 @@ def weight_sets(spec: ModelSpec) -> int:
     return min(spec.shared_weight_sets or spec.n_layers, spec.n_layers)
 
 
+@built_once
 def stack_tensors(spec: ModelSpec) -> list[Tensor]:
     """The block tensors of a stack with their multiplicity: a weight set's tensor once per
     set (:func:`weight_sets`), every other once per layer."""
+    sets, layers = weight_sets(spec), spec.n_layers
     return [
-        replace(t, copies=t.copies * (weight_sets(spec) if t.scope == "set" else spec.n_layers))
+        replace(t, copies=t.copies * (sets if t.scope == "set" else layers))
         for t in block_tensors(spec)
     ]
 

@@ -61,7 +61,7 @@ def test_sources(tmp_path: Path) -> None:
     (folder / "config.json").write_bytes(config.read_bytes())
     assert costcalc.count(folder).parameters.total == 124_439_808
     assert costcalc.load(by_path) is by_path
-    with pytest.raises(TypeError, match="overrides"):
+    with pytest.raises(UsageError, match="overrides"):
         costcalc.load(by_path, n_layers=2)
 
 
@@ -85,3 +85,28 @@ def test_the_attention_kernel_reaches_memory_and_macs() -> None:
     # FlashAttention's backward recomputes QK^T: half the attention pairs (Dao 2023, Alg. 2)
     extra = flash.training(flash.forward) - plain.training(plain.forward)
     assert extra == flash.forward.attention_pair // 2
+
+
+def test_count_lora_is_the_cli_s(cli: Invoke) -> None:
+    args = ["-t", "q_proj,v_proj", "-r", "16", "--train", "--base-dtype", "nf4", "-T", "256"]
+    plan = ["--fsdp", "full", "--gpus", "4", "--gpu", "rtx-4090"]
+    shown = json.loads(cli("lora", "-p", "qwen3-8b", *args, *plan, "-f", "json").stdout)
+    counted = costcalc.count_lora(
+        "qwen3-8b",
+        targets=["q_proj", "v_proj"],
+        rank=16,
+        train=True,
+        base_dtype="nf4",
+        length=256,
+        fsdp="full",
+        gpus=4,
+        gpu="rtx-4090",
+    )
+    assert as_json(counted.to_dict()) == shown
+    assert counted.memory is not None and counted.memory.plan is not None
+    plain = costcalc.count_lora("qwen3-8b", targets=["q_proj"])
+    assert plain.memory is None and plain.fits is None
+    with pytest.raises(UsageError, match="add --train"):
+        costcalc.count_lora("qwen3-8b", targets=["q_proj"], gpus=2)
+    with pytest.raises(UsageError, match="targets is str 'q_proj'; expected a list of strings"):
+        costcalc.count_lora("qwen3-8b", targets="q_proj")

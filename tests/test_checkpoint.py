@@ -254,8 +254,41 @@ HOSTILE: list[tuple[str, Any, bytes, int | None, str]] = [
     ("not UTF-8", b'{"w\xff": 1}', b"", None, "is not UTF-8"),
     ("a JSON list", [1, 2], b"", None, "header is a JSON list; expected an object"),
     ("NaN", b'{"w": NaN}', b"", None, "NaN is not JSON"),
-    ("nested", b"[" * 100_000 + b"]" * 100_000, b"", None, "nests too deeply"),
-    ("duplicate name", b'{"w": 1, "w": 2}', b"", None, "duplicate key 'w'"),
+    ("nested", b"[" * 100_000 + b"]" * 100_000, b"", None, "header is a JSON list"),
+    (
+        "nested in an entry",
+        b'{"w": {"dtype": "U8", "shape": ' + b"[" * 20_000 + b"]" * 20_000 + b"}}",
+        b"",
+        None,
+        "nests too deeply",
+    ),
+    (
+        "entry too long",
+        b'{"w": {"dtype": "U8", "shape": [' + b" " * 70_000 + b'1], "data_offsets": [0, 1]}}',
+        bytes(1),
+        None,
+        "is no object of dtype, shape and data_offsets within 65,536 characters",
+    ),
+    ("object in an entry", {"w": {"dtype": {"a": 1}}}, b"", None, "is no object of dtype"),
+    ("trailing data", b"{} x", b"", None, "Extra data (character 3)"),
+    ("unquoted name", b"{w: 1}", b"", None, "property name enclosed in double quotes"),
+    ("metadata not an object", {"__metadata__": [1]}, b"", None, "__metadata__ is a JSON list"),
+    ("duplicate metadata", b'{"__metadata__": {}, "__metadata__": {}}', b"", None, "duplicate"),
+    (
+        "duplicate metadata key",
+        b'{"__metadata__": {"a": "", "a": ""}}',
+        b"",
+        None,
+        "duplicate key 'a'",
+    ),
+    ("duplicate entry key", b'{"w": {"dtype": "U8", "dtype": "U8"}}', b"", None, "duplicate"),
+    (
+        "duplicate name",
+        b'{"w": {"dtype": "U8", "shape": [0], "data_offsets": [0, 0]}, "w": {}}',
+        b"",
+        None,
+        "duplicate key 'w'",
+    ),
     ("bad dtype", {"w": entry("F33", [2], 0, 8)}, bytes(8), None, "unknown dtype 'F33'"),
     ("dtype not a string", {"w": entry(7, [2], 0, 8)}, bytes(8), None, "unknown dtype"),
     ("no shape", {"w": {"dtype": "F32", "data_offsets": [0, 4]}}, bytes(4), None, "no 'shape'"),
@@ -564,7 +597,7 @@ def test_compare_by_names_then_shapes(tmp_path: Path) -> None:
     )
     assert transposed.totals_equal and not transposed.exact
     assert [tensor.name for tensor in transposed.unexplained] == ["head.weight", "layers.1.w"]
-    assert transposed.missing == (("x", (8, 32)), ("z", (64,)))
+    assert transposed.missing == (("x", (8, 32), 1), ("z", (64,), 1))
 
 
 def test_compare_refuses_a_malformed_prediction() -> None:
@@ -572,11 +605,22 @@ def test_compare_refuses_a_malformed_prediction() -> None:
         compare_tensors([], [("w", (-1, 3))])
 
 
-def test_limits_are_checked_before_parsing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_limits_are_checked_as_entries_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "model.safetensors"
     save_file({f"t{i}": np.ones(2, np.float32) for i in range(5)}, str(path))
-    monkeypatch.setattr(checkpoint_module, "MAX_JSON_ITEMS", 20)
-    assert "JSON values; at most 20 are parsed" in refused(path).reason
-    monkeypatch.setattr(checkpoint_module, "MAX_JSON_ITEMS", 10_000)
-    monkeypatch.setattr(checkpoint_module, "MAX_TENSORS", 4)
-    assert "header lists 5 tensors; at most 4 are read" in refused(path).reason
+    monkeypatch.setattr(checkpoint_module, "MAX_FILE_TENSORS", 4)
+    assert "header lists over 4 tensors; at most that many are read from one file" in (
+        refused(path).reason
+    )
+    write_raw(path, {"__metadata__": {f"k{i}": "" for i in range(5)}})
+    monkeypatch.setattr(checkpoint_module, "MAX_METADATA", 4)
+    assert "__metadata__ holds over 4 entries; at most that many are read" in refused(path).reason
+    write_sharded(tmp_path)
+    index = tmp_path / "model.safetensors.index.json"
+    assert "weight_map lists over 4 tensors" not in str(read_checkpoint(index))
+    monkeypatch.setattr(checkpoint_module, "MAX_TENSORS", 3)
+    assert "weight_map lists over 3 tensors; at most that many" in refused(index).reason
+    monkeypatch.setattr(checkpoint_module, "MAX_INDEX_VALUES", 5)
+    assert "index holds 7 JSON values; at most 5 are parsed" in refused(index).reason

@@ -137,6 +137,10 @@ def test_fits_with_headroom(cli: Invoke) -> None:
         "fits": True,
         "headroom_bytes": 2**30 - data["total"]["bytes"],
         "shortfall_bytes": 0,
+        "gpu": None,
+        "total_bytes": 2**30,
+        "reserve_bytes": 0,
+        "datasheet_bytes": None,
     }
     table = cli("memory", "-p", "gpt2", "-T", "16", "--gpu-memory", "1GiB")
     assert table.exit_code == 0

@@ -163,7 +163,7 @@ def test_scale_takes_every_override(cli: Invoke) -> None:
     assert out["model"] == "gpt2-small (n_heads=16)"
     table = flat(cli("scale", "-p", "gpt2", "--d", "768", "1536", "--heads", "16").stdout)
     assert "Base: gpt2-small (n_heads=16), 12 blocks, B=2, T=4." in table
-    assert "B and T default to the cost example's B=2, T=4." in table
+    assert "B=2 and T=4: the cost example's defaults (--batch, --length)." in table
     assert "default" not in flat(cli("scale", "--d", "256", "512", "-B", "4", "-T", "8").stdout)
     help_text = cli("scale", "--help").stdout
     assert all(o in help_text for o in ("--hf", "--head-dim", "--ffn-hidden", "--kv-heads", "-H"))

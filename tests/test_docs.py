@@ -50,6 +50,19 @@ def test_every_config_field_is_documented() -> None:
         assert f"| `{name}` |" in text, name
 
 
+def test_the_readme_lists_every_doc() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for doc in sorted((ROOT / "docs").glob("*.md")):
+        assert f"](docs/{doc.name})" in readme, f"docs/{doc.name} is missing in README's table"
+
+
+def test_the_readme_tour_runs_every_command() -> None:
+    tour = (ROOT / "README.md").read_text().split("## A short tour", 1)[1].split("\n## ", 1)[0]
+    for path in command_paths():
+        if " " not in path:
+            assert f"$ costcalc {path} " in tour or f"$ costcalc {path}\n" in tour, path
+
+
 def test_readme_commands() -> None:
     readme = (ROOT / "README.md").read_text()
     assert "pip install . && costcalc params --preset gpt2-small" in readme

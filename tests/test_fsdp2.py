@@ -11,6 +11,7 @@ import pytest
 
 import costcalc
 from costcalc.memory import MemoryReport
+from costcalc.parallel import fsdp_unsharded, parallel_plan
 from tests.conftest import ROOT
 
 GOLDEN = json.loads((ROOT / "tests" / "golden" / "fsdp2_shards.json").read_text())
@@ -59,3 +60,27 @@ def test_the_padding_is_per_parameter_not_of_the_whole() -> None:
     would be smaller."""
     spec_total = costcalc.count(GOLDEN["configs"]["tiny-llama"]).parameters.total
     assert report("tiny-llama", 4).elements_weights > -(-spec_total // 4)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [r for r in GOLDEN["records"] if r["rank"] == 0],
+    ids=lambda r: f"{r['model']}-{r['world_size']}gpus",
+)
+def test_the_backward_holds_what_fully_shard_unshards(record: dict[str, Any]) -> None:
+    """In each layer's backward: the root's padded parameters and its last tensors'
+    gradients, the running layer's and the prefetched layer's padded parameters, part of the
+    running layer's gradients (costcalc counts all of them, held before its reduce-scatter)."""
+    spec = costcalc.load(GOLDEN["configs"][record["model"]]).spec
+    u = fsdp_unsharded(spec, parallel_plan(record["world_size"], None, "full", None), 0)
+    for moment in record["in_backward"]:
+        root, *layers = moment["units"]
+        assert root["unit"] == 0 and (root["params"], root["grads"]) == (
+            2 * u.root,
+            2 * u.root_grads,
+        )
+        assert all(layer["params"] == 2 * u.layer for layer in layers)
+        assert len(layers) == (u.layers if moment["layer"] > 0 else 1)  # nothing before layer 0
+        assert 0 < sum(layer["grads"] for layer in layers) <= 2 * u.layer_grads
+    gathered = report(record["model"], record["world_size"]).bytes_gathered
+    assert gathered == 2 * u.elements

@@ -128,3 +128,34 @@ def test_never_corrected(d: int, h: int) -> None:
 
 def test_head_splits_with_grouping() -> None:
     assert [s.n_heads for s in head_splits(256, kv_heads=8)] == [8, 16, 32, 64, 128, 256]
+
+
+def test_a_model_s_own_split(cli: Invoke) -> None:
+    """heads -p checks the model's D, H, K and head width; a given option changes one of them."""
+    data = json.loads(cli("heads", "-p", "gpt2-small", "-f", "json").stdout)
+    assert (data["model"], data["d_model"], data["n_heads"], data["head_dim"]) == (
+        "gpt2-small",
+        768,
+        12,
+        64,
+    )
+    assert data["verdict"] == "valid equal split"
+    seven = cli("heads", "-p", "gpt2-small", "-H", "7")
+    assert seven.exit_code == 1
+    assert "gpt2-small: D=768, heads=7" in seven.stdout
+    assert seven.stderr.startswith("error: gpt2-small: d_model 768 does not split into 7 equal")
+    both = json.loads(cli("heads", "-p", "qwen3-8b", "-p", "gemma-2b", "-f", "json").stdout)
+    assert [(r["model"], r["n_kv_heads"], r["head_dim"], r["valid"]) for r in both] == [
+        ("qwen3-8b", 8, 128, True),
+        ("gemma-2b", 1, 256, True),
+    ]
+
+
+def test_a_model_without_attention_heads(cli: Invoke) -> None:
+    result = cli("heads", "-p", "deepseek-v3")
+    assert result.exit_code == 2
+    assert "deepseek-v3 has no attention blocks to split into heads (its blocks: mla" in (
+        result.stderr
+    )
+    assert cli("heads").exit_code == 2
+    assert "or a model: -p, -c or --hf" in cli("heads", "-H", "8").stderr

@@ -50,7 +50,7 @@ def cache_model(
 
 def test_cache_dir_follows_huggingface_hub(tmp_path: Path) -> None:
     home = Path("~").expanduser()
-    assert hub_cache_dir({}) == home / ".cache" / "huggingface" / "hub"
+    assert hub_cache_dir({"HOME": str(home)}) == home / ".cache" / "huggingface" / "hub"
     assert hub_cache_dir({"XDG_CACHE_HOME": "/x"}) == Path("/x/huggingface/hub")
     assert hub_cache_dir({"HF_HOME": "/h", "XDG_CACHE_HOME": "/x"}) == Path("/h/hub")
     env = {"HUGGINGFACE_HUB_CACHE": "/l", "HF_HOME": "/h", "XDG_CACHE_HOME": "/x"}

@@ -20,7 +20,7 @@ from typing import Any, SupportsIndex
 import pytest
 
 from costcalc.check import Limits, check_file, config_files
-from costcalc.errors import HubError, UsageError
+from costcalc.errors import HubError
 from costcalc.files import parse_document
 from costcalc.formats.hf_layers import MAX_LISTED_LAYERS
 from costcalc.units import format_bytes
@@ -355,7 +355,8 @@ def test_full_device_and_closed_pipe() -> None:
     assert reader.stdout is not None and reader.stderr is not None
     reader.stdout.close()
     assert reader.wait(timeout=60) == -signal.SIGPIPE  # quietly, as `cat` ends (docs/cli.md)
-    assert reader.stderr.read() == b""
+    with reader.stderr:
+        assert reader.stderr.read() == b""
 
 
 # 7. command-line numbers
@@ -433,14 +434,50 @@ def test_config_resolving_outside_the_cache(tmp_path: Path) -> None:
         cached_config("org/model", {"HF_HUB_CACHE": str(hub)})
 
 
+@pytest.mark.parametrize("name", ["model.safetensors", "model.safetensors.index.json", "shard"])
+def test_snapshot_files_resolving_outside_the_cache(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """The safetensors files of a cached snapshot are read only where they resolve inside the
+    cache, as its config.json is: a link to anywhere else is refused, naming it."""
+    hub = _cache(tmp_path)
+    snapshot = hub / "models--org--model" / "snapshots" / ("a" * 40)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    header = b'{"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+    (outside / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + b"x")
+    if name == "shard":  # the index inside the cache, its shard a link out of it
+        index = {"weight_map": {"w": "model-1.safetensors"}}
+        (snapshot / "model.safetensors.index.json").write_text(json.dumps(index))
+        name, target = "model-1.safetensors", outside / "model.safetensors"
+    elif name.endswith(".json"):
+        (outside / name).write_text(json.dumps({"weight_map": {"w": "model.safetensors"}}))
+        target = outside / name
+    else:
+        target = outside / name
+    (snapshot / name).symlink_to(target)
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    result = cli("params", "--hf", "org/model")
+    assert result.exit_code == 1, result.stdout
+    assert result.stderr == (
+        f"error: {snapshot / name}: resolves to {target}, outside {hub}; refused\n"
+    )
+
+
 def test_cache_os_errors_are_clear(
     cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     hub = _cache(tmp_path, ref=None)
     monkeypatch.setenv("HF_HUB_CACHE", str(hub))
-    long_name = cli("params", "--hf", "org/" + "m" * 300)
+    long_name = cli("params", "--hf", "org/model@" + "m" * 256)
     assert long_name.exit_code == 1
-    assert f"cannot read the cache ({hub}): file name too long" in long_name.stderr
+    assert "has no refs/mmmm" in long_name.stderr and "choose one with" in long_name.stderr
+    too_long = cli("params", "--hf", "org/" + "m" * 300)
+    assert too_long.exit_code == 2
+    assert too_long.stderr == (
+        "error: --hf expects a model id like ORG/NAME or ORG/NAME@REVISION, each part at most 96 "
+        f"letters, digits, '-', '_' or '.' (got {'org/' + 'm' * 56!r}... (304 characters))\n"
+    )
     snapshots = hub / "models--org--model" / "snapshots"
     tmp_path.chmod(0o755)
     snapshots.chmod(0)
@@ -452,16 +489,15 @@ def test_cache_os_errors_are_clear(
     assert denied.exit_code == 1
     assert f"cannot read the cache ({hub}): permission denied" in denied.stderr
     monkeypatch.delenv("HF_HUB_CACHE")
-    monkeypatch.setenv("HF_HOME", "~nosuchuser")
+    monkeypatch.setenv("HF_HOME", "~nosuchuser")  # huggingface_hub leaves it as written
     no_home = cli("params", "--hf", "org/model")
-    assert no_home.exit_code == 2
+    assert no_home.exit_code == 1
     assert no_home.stderr == (
-        "error: the cache folder '~nosuchuser' names a home directory that does not exist\n"
+        "error: org/model: config.json is not in the cache (~nosuchuser/hub) and HF_HUB_OFFLINE "
+        "is set (unset it to download)\n"
     )
-    for result in (long_name, denied, no_home):
+    for result in (long_name, too_long, denied, no_home):
         _no_traceback(result.stderr)
-    with pytest.raises(UsageError):
-        cached_config("org/model", {"HF_HOME": "~nosuchuser"})
 
 
 # 9. costcalc YAML integers are plain decimal

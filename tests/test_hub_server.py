@@ -87,6 +87,8 @@ class Repo:
     gated: bool = False
     ranges: bool = True
     """Whether the server honours Range headers (a plain file server may not)."""
+    trickle: tuple[str, ...] = ()
+    """Files whose body is sent a byte at a time, a tenth of a second apart."""
 
 
 REPOS = {
@@ -102,6 +104,17 @@ REPOS = {
         {"main": MAIN, "v1.0": TAGGED},
     ),
     "org/gated": Repo({MAIN: {"config.json": GPT2}}, {"main": MAIN}, gated=True),
+    "org/slow": Repo({MAIN: {"config.json": GPT2}}, {"main": MAIN}, trickle=("config.json",)),
+    "org/slow-header": Repo(
+        {
+            MAIN: {
+                "config.json": json.dumps(TINY).encode(),
+                "model.safetensors": safetensors(TINY_TENSORS),
+            }
+        },
+        {"main": MAIN},
+        trickle=("model.safetensors",),
+    ),
     "org/no-ranges": Repo(
         {
             MAIN: {
@@ -122,8 +135,10 @@ class Hub:
     url: str
     server: ThreadingHTTPServer
     requests: list[tuple[str, str, str | None]] = field(default_factory=list)
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def stop(self) -> None:
+        self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -168,7 +183,13 @@ class Handler(BaseHTTPRequestHandler):
         for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()
-        if body:
+        if body and name in repo.trickle:
+            for byte in chunk:
+                if self.hub.stopping.wait(0.1):
+                    return
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+        elif body:
             self.wfile.write(chunk)
 
     def fail(self, status: int, code: str, message: str, commit: str | None = None) -> None:
@@ -347,3 +368,81 @@ def test_revision_options(cli: Invoke, hub: Hub) -> None:
         "(got '../main')\n"
     )
     assert len(hub.requests) == asked  # refused before anything is asked
+
+
+def test_a_trickling_hub_meets_the_deadline_of_each_file(
+    cli: Invoke, hub: Hub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server sending a byte at a time never holds costcalc past a file's deadline: a config
+    counts as the Hub not reached (the cache is asked), a header as a failed read."""
+    import costcalc.hub
+
+    monkeypatch.setattr(costcalc.hub, "DEADLINE_SECONDS", 1.0)
+    config = cli("params", "--hf", "org/slow")
+    assert config.exit_code == 1
+    assert config.stderr == (
+        f"error: org/slow: config.json is not in the cache ({tmp_path / 'hub'}) and the Hub "
+        f"({hub.url}) cannot be reached: no complete answer within 1 seconds\n"
+    )
+    header = cli("params", "--hf", "org/slow-header")
+    assert header.exit_code == 1
+    assert header.stderr == (
+        "error: org/slow-header: reading model.safetensors: no complete answer within 1 seconds\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        (
+            "HF_ENDPOINT",
+            "http://256.256.256.256",
+            "org/gpt2: no request for config.json can be made to HF_ENDPOINT "
+            "'http://256.256.256.256': Invalid IPv4 address: '256.256.256.256'; set HF_ENDPOINT "
+            "to the Hub's address, like https://huggingface.co",
+        ),
+        (
+            "HF_ENDPOINT",
+            "http://[::1",
+            "org/gpt2: no request for config.json can be made to HF_ENDPOINT 'http://[::1': "
+            "Invalid port: ':1'; set HF_ENDPOINT to the Hub's address, like https://huggingface.co",
+        ),
+        (
+            "HF_ENDPOINT",
+            "",
+            "org/gpt2: config.json is not in the cache ({cache}) and the Hub ('') cannot be "
+            "reached: request URL is missing an 'http://' or 'https://' protocol.",
+        ),
+        (
+            "HF_TOKEN",
+            "caf\N{LATIN SMALL LETTER E WITH ACUTE}",
+            "org/gpt2: HF_TOKEN (or the saved token) holds characters a request cannot carry "
+            "('ascii' codec can't encode character '\\xe9' in position 10: ordinal not in "
+            "range(128)); set it to the token as the Hub shows it",
+        ),
+    ],
+)
+def test_settings_no_request_can_be_made_with_are_said(
+    cli: Invoke,
+    hub: Hub,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
+    message: str,
+) -> None:
+    monkeypatch.setenv(variable, value)
+    result = cli("params", "--hf", "org/gpt2")
+    assert result.exit_code == 1
+    assert result.stderr == f"error: {message.format(cache=tmp_path / 'hub')}\n"
+
+
+def test_repository_ids_as_huggingface_hub_takes_them(cli: Invoke, hub: Hub) -> None:
+    """96 characters a part are read; 97, a '--' or a '.git' at the end are refused at once."""
+    longest = cli("params", "--hf", "org/" + "n" * 96)
+    assert "no such model, or a private one" in longest.stderr
+    for refused in ("org/" + "n" * 97, "org/a--b", "org/a.git", "a/b/c", "org/caf\u00e9"):
+        result = cli("params", "--hf", refused)
+        assert result.exit_code == 2, refused
+        assert result.stderr.startswith("error: --hf expects a model id like ORG/NAME")
+    assert all("/org/nnn" in path for _, path, _ in hub.requests)  # the refused asked nothing

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from math import prod
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,9 @@ def test_trainable_and_total_equal_peft(case: str) -> None:
     modules = {m.name: {"modules": m.modules, "added": m.added} for m in report.modules}
     assert modules == record["modules"]
     assert dict(report.saved) == record["modules_to_save"]
+    shapes = report.adapter_shapes  # each adapter tensor, as FSDP shards them
+    assert sum(copies * prod(shape) for shape, copies in shapes) == report.adapter_params
+    assert sum(copies for _, copies in shapes) == report.adapter_tensors
 
 
 def test_golden_covers_the_brief() -> None:

@@ -14,10 +14,13 @@ from costcalc.parallel import parallel_plan, stage_reports
 from costcalc.units import format_bytes
 from tests.conftest import Invoke
 
+H100_USABLE = 85_045_477_376 - 512 * 2**20
+"""An H100's CUDA-visible memory less the CUDA context's 512 MiB: what --gpu h100-sxm gives."""
+
 
 def _cells(part: int) -> int:
-    """Cells of 24 for ``part`` bytes of an 80 GB GPU, half up."""
-    return int(Fraction(part * 24, 80_000_000_000) + Fraction(1, 2))
+    """Cells of 24 for ``part`` bytes of an H100's usable memory, half up."""
+    return int(Fraction(part * 24, H100_USABLE) + Fraction(1, 2))
 
 
 def test_stacked_bar_by_hand() -> None:
@@ -54,7 +57,7 @@ def test_stage_bars_add_up_to_each_stage(cli: Invoke) -> None:
         assert len(drawn) == 24 and drawn.count("·") == 24 - _cells(report.bytes_total)
         assert drawn.count("█") == _cells(cells[0])
         assert drawn.count("▓") == _cells(cells[0] + cells[1]) - _cells(cells[0])
-    assert "GPU memory" in chart and format_bytes(80_000_000_000, "iec") in chart
+    assert "GPU memory" in chart and format_bytes(H100_USABLE, "iec") in chart
     # the JSON keeps the largest stage only, as before
     data = json.loads(cli(*ARGS, "-f", "json").stdout)
     assert data["total"]["bytes"] == max(r.bytes_total for r in reports)

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from costcalc.cli.app import COMMANDS, _build
-from costcalc.cli.common import _count, _size, _value_type
+from costcalc.cli.common import _count, _reserve, _size, _value_type
 from costcalc.errors import UsageError
 from costcalc.units import BYTE_UNITS, COUNT_SUFFIXES, parse_bytes, parse_count, quantity_pattern
 
@@ -155,7 +155,7 @@ def test_overrides_after_a_name_read_counts_alike(text: str) -> None:
         assert str(raised.value).startswith("d_model: ")
 
 
-NOT_COUNTS = {("memory", "--zero")}
+NOT_COUNTS = {("memory", "--zero"), ("lora", "--zero")}
 """Integer options that are no count: a ZeRO stage is one of 1, 2, 3."""
 
 
@@ -174,7 +174,7 @@ def test_every_integer_option_reads_the_number_syntax() -> None:
                 assert parser is None
                 continue
             seen += 1
-            assert parser in (_count, _size), (command, param.opts[0])
+            assert parser in (_count, _size, _reserve), (command, param.opts[0])
     assert seen > 40
 
 

@@ -280,7 +280,8 @@ def test_closed_pipe_ends_quietly_by_sigpipe(tmp_path: Path) -> None:
     assert reader.stdout is not None and reader.stderr is not None
     reader.stdout.close()
     assert reader.wait(timeout=60) == -signal.SIGPIPE
-    assert reader.stderr.read() == b""
+    with reader.stderr:
+        assert reader.stderr.read() == b""
 
 
 def test_head_sees_no_error(tmp_path: Path) -> None:

@@ -113,7 +113,11 @@ def test_fsdp_modes_shard_as_fully_shard() -> None:
         4 * c,
         0,
     )
-    assert full.bytes_gathered == 4 * 50257 * 768 and full.bytes_optimizer == 8 * c + 4 * 148
+    assert full.bytes_optimizer == 8 * c + 4 * 148
+    # unsharded in the backward: the root (tables padded to 6,283 x 8 rows, final norm), the
+    # final norm's gradients (the tied head's only at the end), 2 layers and one's gradients
+    root, layer = (50264 + 1024) * 768 + 2 * 768, 12 * 768**2 + 13 * 768
+    assert full.bytes_gathered == 2 * (root + 2 * 768 + 2 * layer + layer)
     assert (grad_op.bytes_weights, grad_op.bytes_gradients) == (2 * 124_439_808, 4 * c)
     assert grad_op.bytes_master_weights == 4 * c  # the fp32 shards beside the whole 16-bit params
     assert full.bytes_step_buffer == full.bytes_bucket == 0

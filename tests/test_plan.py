@@ -75,16 +75,23 @@ NINE_TENTHS = Fraction(9, 10)
 
 
 def test_largest_batch_and_context_llama_by_hand() -> None:
-    # 0.9 x 80e9 = 72e9 bytes; weights 2 x 8,030,261,248; KV per token 2 x 32 x 8 x 128 x 2
+    # nvidia-smi's 81,559 MiB = 85,520,809,984 bytes; less the reserve (85,520,809,984 - the
+    # CUDA-visible 85,045,477,376 + 512 MiB = 1,012,203,520): 84,508,606,464; 0.9 x that,
+    # rounded down, 76,057,745,817 bytes; weights 2 x 8,030,261,248; KV per token
+    # 2 x 32 x 8 x 128 x 2
     spec = load_preset("llama-3.1-8b").spec
     fit = cache_fit(spec, H100, NINE_TENTHS, "bf16", "bf16", batch=8, context=1024)
-    assert (fit.budget, fit.weights) == (72_000_000_000, 16_060_522_496)
-    assert fit.free == 55_939_477_504
+    assert fit.reserve == 1_012_203_520
+    assert (fit.budget, fit.weights) == (76_057_745_817, 16_060_522_496)
+    assert fit.free == 59_997_223_321
     per_token = 2 * 32 * 8 * 128 * 2  # 131,072 bytes
-    # 416 x 134,217,728 = 55,834,574,848 fits; 417 x = 55,968,792,576 does not
-    assert fit.largest_batch == 416 == fit.free // (1024 * per_token)
-    # batch 8: 55,939,477,504 / (8 x 131,072) = 53,348.4 tokens
-    assert fit.largest_context == 53_348
+    # 447 x 134,217,728 = 59,995,324,416 fits; 448 x = 60,129,542,144 does not
+    assert fit.largest_batch == 447 == fit.free // (1024 * per_token)
+    # batch 8: 59,997,223,321 / (8 x 131,072) = 57,217.8 tokens
+    assert fit.largest_context == 57_217
+    assert cache_fit(spec, H100, NINE_TENTHS, "bf16", "bf16", 8, 1024, reserve=0).budget == (
+        85_520_809_984 * 9 // 10
+    )
     one = cache_fit(spec, H100, NINE_TENTHS, "bf16", "bf16", batch=1, context=1024)
     assert one.largest_context == one.positions == 131_072  # 17.2e9 bytes fit: the positions bound
 
@@ -92,19 +99,19 @@ def test_largest_batch_and_context_llama_by_hand() -> None:
 def test_sliding_window_caps_the_cache() -> None:
     # Mistral-7B: every layer keeps the last 4,096 tokens; weights 2 x 7,241,732,096
     spec = load_preset("mistral-7b-v0.1").spec
-    fit = cache_fit(spec, H100, NINE_TENTHS, "bf16", "bf16", batch=107, context=32_768)
-    assert fit.free == 72_000_000_000 - 14_483_464_192 == 57_516_535_808
+    fit = cache_fit(spec, H100, NINE_TENTHS, "bf16", "bf16", batch=114, context=32_768)
+    assert fit.free == 76_057_745_817 - 14_483_464_192 == 61_574_281_625
     # a sequence of any length past 4,096 keeps 4,096 x 131,072 = 536,870,912 bytes
-    assert fit.largest_batch == 107  # 107 x 536,870,912 = 57,445,187,584
+    assert fit.largest_batch == 114  # 114 x 536,870,912 = 61,203,283,968
     assert fit.largest_context == 32_768  # the window plateau fits: the positions bound
-    # batch 108: 108 x T x 131,072 <= 57,516,535,808 gives T <= 4,063.1
-    assert cache_fit(spec, H100, NINE_TENTHS, "bf16", "bf16", 108, 32_768).largest_context == 4063
+    # batch 115: 115 x T x 131,072 <= 61,574,281,625 gives T <= 4,084.9
+    assert cache_fit(spec, H100, NINE_TENTHS, "bf16", "bf16", 115, 32_768).largest_context == 4084
 
 
 def test_mla_latent_cache_by_hand() -> None:
     # DeepSeek-V3 caches the latent (512) and the rotary key (64) per layer: 61 x 576 x 2 bytes
     spec = load_preset("deepseek-v3").spec
-    fit = cache_fit(spec, _gpu(2 * 10**12), Fraction(1), "bf16", "bf16", batch=1, context=4096)
+    fit = cache_fit(spec, _gpu(2 * 10**12), Fraction(1), "bf16", "bf16", 1, 4096, reserve=0)
     assert fit.weights == 2 * 671_026_404_352
     free = 2 * 10**12 - 1_342_052_808_704  # 657,947,191,296
     assert fit.largest_batch == free // (61 * 576 * 2 * 4096) == 2285
@@ -116,14 +123,18 @@ def test_recurrent_state_counts_per_sequence() -> None:
     # and 2 attention layers x 64 elements per token; 2 bytes each; a device of 10^7 bytes
     spec = load_file(ROOT / "tests/fixtures/hf/tiny-jamba.json").spec
     gpu = _gpu(10**7)
-    fit = cache_fit(spec, gpu, Fraction(1), "bf16", "bf16", batch=300, context=100)
+    fit = cache_fit(spec, gpu, Fraction(1), "bf16", "bf16", 300, 100, reserve=0)
     assert fit.free == 10**7 - 2 * 734_672 == 8_530_656
     # per sequence at T = 100: 2 x (9,216 + 128 x 100) = 44,032 bytes; 193 x 44,032 = 8,498,176
     assert fit.largest_batch == 193
     # batch 300: 300 x 2 x (9,216 + 128 T) <= 8,530,656 gives T <= 39.07
     assert fit.largest_context == 39
     # batch 500: the state alone, 500 x 2 x 9,216 = 9,216,000 bytes, does not fit
-    assert cache_fit(spec, gpu, Fraction(1), "bf16", "bf16", 500, 100).largest_context == 0
+    assert (
+        cache_fit(spec, gpu, Fraction(1), "bf16", "bf16", 500, 100, reserve=0).largest_context == 0
+    )
+    with pytest.raises(UsageError, match="leaves nothing of hand's 10,000,000 bytes"):
+        cache_fit(spec, gpu, Fraction(1), "bf16", "bf16", 500, 100)  # the default 1 GiB
     step = decode_step(spec, gpu, "bf16", "bf16", 2, 100)
     assert step.step_flops is None and step.bound == "memory"  # recurrent decoding: bytes only
     # its MoE layers route each token to 2 of 4 experts (786,432 bytes of them): at B = 2 a
@@ -141,7 +152,7 @@ def test_weights_that_do_not_fit_leave_nothing() -> None:
 def test_huge_memory_is_bisected_exactly() -> None:
     # 10^60 bytes: GPT-2 keeps 2 x 12 x 1,024 x 768 x 2 = 37,748,736 bytes per sequence
     fit = cache_fit(GPT2, _gpu(10**60), Fraction(1), "bf16", "bf16", batch=1, context=1024)
-    assert fit.largest_batch == (10**60 - 2 * P) // 37_748_736
+    assert fit.largest_batch == (10**60 - 2**30 - 2 * P) // 37_748_736  # a 1 GiB reserve
     assert fit.largest_context == 1024
 
 
@@ -214,12 +225,13 @@ def test_plan_inference_json_and_table() -> None:
     inference = json.loads(result.stdout)["inference"]
     fit = inference["fit"]
     assert fit["memory_utilisation"]["numerator"] == 9
-    assert (fit["budget_bytes"], fit["weight_bytes"]) == (72_000_000_000, 16_060_522_496)
-    assert fit["cache_bytes_free"] == 55_939_477_504
-    # 55,939,477,504 // (128 x 131,072) = 3,334; the context at batch 8 as by hand above
-    assert (fit["largest_batch"], fit["largest_context"]) == (3334, 53_348)
+    assert (fit["budget_bytes"], fit["weight_bytes"]) == (76_057_745_817, 16_060_522_496)
+    assert (fit["memory_bytes"], fit["reserve_bytes"]) == (85_520_809_984, 1_012_203_520)
+    assert fit["cache_bytes_free"] == 59_997_223_321
+    # 59,997,223,321 // (128 x 131,072) = 3,576; the context at batch 8 as by hand above
+    assert (fit["largest_batch"], fit["largest_context"]) == (3576, 57_217)
     steps = inference["decode_by_batch"]
-    assert [s["batch"] for s in steps] == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 3334]
+    assert [s["batch"] for s in steps] == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 3576]
     weights, kv = 16_060_522_496, 128 * 131_072
     for step in steps:
         b = step["batch"]
@@ -235,7 +247,7 @@ def test_plan_inference_json_and_table() -> None:
     assert [s["bound"] for s in steps][8:10] == ["memory", "compute"]
     assert inference["decode_tokens_per_second"] == steps[3]["tokens_per_second"]
     table = runner.invoke(app, args, env={"COLUMNS": "120"}).stdout
-    for figure in ["72,000,000,000", "16,060,522,496", "55,939,477,504", "416", "53,348"]:
+    for figure in ["76,057,745,817", "16,060,522,496", "59,997,223,321", "3,576", "57,217"]:
         assert figure in table
     for step in steps:
         rate = step["tokens_per_second"]
@@ -243,7 +255,7 @@ def test_plan_inference_json_and_table() -> None:
         assert f"{step['tokens_per_second_per_sequence']:,.1f}" in table
         assert f"{step['memory_seconds'] * 1000:,.2f} ms" in table or step["bound"] == "compute"
     assert "▓" in table and "█" in table
-    assert "90.0% of h100-sxm's 80,000,000,000 bytes" in " ".join(table.split())
+    assert "90.0% of what h100-sxm's 85,520,809,984 bytes" in " ".join(table.split())
     assert "the model's 131,072 positions" in " ".join(table.split())
     assert "at 128 tokens" in table and "largest context at batch 8" in table
     bad = runner.invoke(app, [*args, "--memory-utilisation", "1.2"])
@@ -260,9 +272,10 @@ def test_tensor_parallel_roofline_by_hand() -> None:
     assert 2 * params == 4_016_578_560
     fit = cache_fit(spec, l4, NINE_TENTHS, "bf16", "bf16", batch=1, context=1024, tp=4)
     assert fit.weights == 4_016_578_560
-    assert fit.free == 21_600_000_000 - 4_016_578_560 == 17_583_421_440
+    # 0.9 x (24,152,899,584 - a reserve of 1,119,551,488), rounded down: 20,730,013,286
+    assert fit.free == 20_730_013_286 - 4_016_578_560 == 16_713_434_726
     per_sequence = 1024 * 131_072 // 4  # 33,554,432 bytes of each sequence's cache a GPU
-    assert fit.largest_batch == 17_583_421_440 // per_sequence == 524
+    assert fit.largest_batch == 16_713_434_726 // per_sequence == 498
     step = decode_step(spec, l4, "bf16", "bf16", 1, 1024, tp=4)
     assert step.step_bytes == 4_016_578_560 + per_sequence == 4_050_132_992
     assert step.step_flops == -(-2 * decode_token_macs(spec, 1023) // 4)
@@ -287,7 +300,7 @@ def test_plan_tp_cli() -> None:
     inference = json.loads(result.stdout)["inference"]
     assert inference["tensor_parallel"] == 4
     assert inference["decode_step_bytes"] == 4_050_132_992
-    assert inference["fit"]["largest_batch"] == 524
+    assert inference["fit"]["largest_batch"] == 498
     table = runner.invoke(app, [*args, "--tp", "4"], env={"COLUMNS": "120"}).stdout
     assert "4 x l4" in table and "4,050,132,992" in table and "4,016,578,560" in table
     bad = runner.invoke(app, [*args, "--tp", "3"])

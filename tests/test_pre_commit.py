@@ -63,7 +63,14 @@ NOT_MODELS = {
     "models/gpt2/special_tokens_map.json": '{"bos_token": "<|endoftext|>"}',
     "ci/gitlab.yml": "build:\n  script:\n    - !reference [.setup, script]\n",
 }
-HOOK_FILES = ("costcalc", "presets", "pyproject.toml", "README.md", ".pre-commit-hooks.yaml")
+HOOK_FILES = (
+    "costcalc",
+    "presets",
+    "pyproject.toml",
+    "README.md",
+    "LICENSE",
+    ".pre-commit-hooks.yaml",
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 

@@ -176,5 +176,7 @@ def test_compute_dtypes_by_format() -> None:
     assert compute("gptq-int4:g128", a100).dtype == "fp16"
     assert compute("nf4", t4).dtype == "fp16"  # T4 has no bf16 peak
     assert compute("llm-int8", t4).dtype == "int8"
-    with pytest.raises(UsageError, match="mi300x's int8 peak, which the catalogue does not give"):
-        compute("int8", find_gpu("mi300x"))
+    with pytest.raises(
+        UsageError, match="rtx-6000-ada's int8 peak, which the catalogue does not give"
+    ):
+        compute("int8", find_gpu("rtx-6000-ada"))

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from costcalc.cli.scale import LIST_OPTIONS, spread_values
-from costcalc.scale import TERMS, format_ratio, leading_terms, ratios
+from costcalc.scale import TERM_WORDS, TERMS, format_ratio, leading_terms, ratios
 from costcalc.spec import ModelSpec
 from tests.conftest import Invoke
 from tests.expect import expect_error
@@ -41,7 +41,7 @@ def test_seed_000_table(cli: Invoke) -> None:
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
     for term, value in SEED_VALUES_D256.items():
-        row = next(line for line in lines if line.startswith(f"│ {term} "))
+        row = next(line for line in lines if line.startswith(f"│ {TERM_WORDS[term]} "))
         cells = [cell.strip() for cell in row.strip("│").split("│")]
         assert cells[1] == f"{value:,}"
         assert cells[3] == SEED_RATIOS[term]
@@ -59,8 +59,8 @@ def test_chart_bars_are_proportional(cli: Invoke) -> None:
         for line in result.stdout.splitlines()
         if "█" in line
     }
-    assert bars["projection_ffn_macs"] == bars["block_matrix_parameters"] == 24
-    assert bars["lm_head_macs"] == bars["token_parameters"] == 6
+    assert bars["projection/FFN MACs"] == bars["block matrices"] == 24
+    assert bars["LM head MACs"] == bars["token table"] == 6
     assert "16.0x" in result.stdout
 
 
@@ -96,9 +96,29 @@ def test_width_ratios_are_k_k_k2_k2_k_k(d: int, k: int, B: int, T: int) -> None:
     assert [Fraction(large[t], small[t]) for t in TERMS] == expected
 
 
+def test_what_scale_holds_fixed_and_derives(cli: Invoke) -> None:
+    """Doubling Llama 3.1 8B's width keeps its FFN width (the config gives 14,336) and its
+    heads; the head width follows D / H. Given -T, no default T is claimed."""
+    args = ["scale", "-p", "llama-3.1-8b", "--d", "4096", "8192", "-T", "2048"]
+    out = " ".join(cli(*args).stdout.split())
+    assert "Base: llama-3.1-8b, 32 blocks, B=2, T=2,048. B=2: the cost example's default." in out
+    assert "Held fixed as D grows: V 128,256, L 32, H 32, K 8, FFN width 14,336 (the config" in out
+    assert "Derived from D: head width = D / H: 128 -> 256." in out
+    assert "T=4" not in out
+    data = json.loads(cli(*args, "-f", "json").stdout)
+    assert data["fixed"]["ffn_hidden"] == 14_336 and data["derived"] == {"head_dim": [128, 256]}
+    assert data["terms"]["position_parameters"]["ratios"] == [None, None]
+    gpt2 = " ".join(cli("scale", "-p", "gpt2", "--d", "768", "1536", "-B", "1").stdout.split())
+    assert "FFN width = 4 x D: 3,072 -> 6,144" in gpt2
+    assert "T=4: the cost example's default." in gpt2
+    given = cli("scale", "--d", "256", "512", "-B", "4", "-T", "8").stdout
+    assert "default" not in " ".join(given.split())
+
+
 def test_ratios_are_exact_fractions() -> None:
     assert ratios([50257, 50304]) == [Fraction(1), Fraction(50304, 50257)]
-    assert ratios([0, 0]) == [Fraction(1), Fraction(1)]
+    assert ratios([0, 0]) == [None, None]  # no position table at either width: no ratio
+    assert format_ratio(None) == "-"
 
 
 @pytest.mark.parametrize(
@@ -191,7 +211,8 @@ def test_markdown_and_csv_have_no_chart(cli: Invoke) -> None:
     for fmt in ("markdown", "csv"):
         result = cli("scale", "--d", "256", "512", "-f", fmt)
         assert result.exit_code == 0
-        assert "projection_ffn_macs" in result.stdout
+        row = "projection/FFN MACs" if fmt == "markdown" else "projection_ffn_macs"
+        assert row in result.stdout
         assert "█" not in result.stdout
 
 

@@ -42,6 +42,11 @@ def size_option(*names: str, **kwargs: Any) -> Any:
     return typer.Option(*names, parser=_size, metavar="SIZE", **kwargs)
 
 
+def reserve_option(*names: str, **kwargs: Any) -> Any:
+    """A typer option whose value is a byte size or 0 (:func:`costcalc.gpus.parse_reserve`)."""
+    return typer.Option(*names, parser=_reserve, metavar="SIZE", **kwargs)
+
+
 class _BadValueError(Exception):
     """An option value its parser refused: the message, for :class:`Command` to print with the
     option's name (not a ValueError, which typer's pydantic layer would reword)."""
@@ -57,6 +62,12 @@ def _size(value: Any) -> int:
     from costcalc.units import parse_bytes
 
     return _parsed(parse_bytes, value)
+
+
+def _reserve(value: Any) -> int:
+    from costcalc.gpus import parse_reserve
+
+    return _parsed(parse_reserve, value)
 
 
 def _parsed(parse: Callable[[str], int], value: Any) -> int:
@@ -189,3 +200,81 @@ def emit(
         typer.echo(render.to_csv(records))
     else:
         render.print_grids(grids)
+
+
+# Serving engines (docs/engines.md): options of memory and plan.
+ENGINE_PANEL = "Serving engine"
+EngineOption = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        metavar="NAME",
+        help="Count what an engine allocates: transformers (default: the formula), llamacpp "
+        "(its model buffer, context cells and KV caches) or vllm (its KV cache blocks, "
+        "blocks and concurrency for a budget); docs/engines.md.",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+CacheTypeKOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-type-k",
+        metavar="TYPE",
+        help="llama.cpp's -ctk: f16 (default), bf16, f32, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1.",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+CacheTypeVOption = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-type-v",
+        metavar="TYPE",
+        help="llama.cpp's -ctv (the same types).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+BlockSizeOption = Annotated[
+    int | None,
+    count_option(
+        "--block-size",
+        metavar="TOKENS",
+        help="vLLM's --block-size: tokens per KV cache block (default 16).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+BatchedTokensOption = Annotated[
+    int | None,
+    count_option(
+        "--max-num-batched-tokens",
+        metavar="N",
+        help="vLLM's --max-num-batched-tokens (default: vllm serve's for the device).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+KvCacheMemoryOption = Annotated[
+    int | None,
+    size_option(
+        "--kv-cache-memory",
+        help="vLLM's --kv-cache-memory-bytes: the KV budget itself, like 20GiB (exact).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+GpuUtilisationOption = Annotated[
+    str | None,
+    typer.Option(
+        "--gpu-memory-utilization",
+        metavar="SHARE",
+        help="vLLM's --gpu-memory-utilization of --gpu / --fits memory (default 0.9): its KV "
+        "budget, less the weights, an upper bound.",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
+SwaFullOption = Annotated[
+    bool,
+    typer.Option(
+        "--swa-full",
+        help="llama.cpp's --swa-full: the sliding-window cache as large as the full one "
+        "(llama-cpp-python's default).",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]

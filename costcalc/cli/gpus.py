@@ -1,4 +1,4 @@
-"""`costcalc gpus`: the GPU catalogue, each figure as its vendor's datasheet states it."""
+"""`costcalc gpus`: the catalogue, memory as each device reports it beside its datasheet."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from costcalc.render import OutputFormat
 
 
 def gpus(fmt: FormatOption = OutputFormat.table) -> None:
-    """List the GPUs of the catalogue: memory, memory bandwidth and dense peak FLOP/s per dtype
-    (no sparsity), with the datasheet each comes from. Use a name with --gpu."""
+    """List the GPUs of the catalogue: memory as the device reports it (nvidia-smi's
+    memory.total, ...) beside the datasheet's, the reserve set aside for the driver and the
+    CUDA context, memory and interconnect bandwidth, and dense peak FLOP/s per dtype (no
+    sparsity), each with its source. Use a name with --gpu."""
     from costcalc.gpus import PEAK_DTYPES, catalogue
     from costcalc.render import Grid
     from costcalc.units import format_bytes
@@ -19,30 +21,88 @@ def gpus(fmt: FormatOption = OutputFormat.table) -> None:
         {
             "name": gpu.key,
             "product": gpu.name,
+            "names": list(gpu.names),
             "memory_bytes": gpu.memory_bytes,
+            "memory_reported_by": gpu.reported_by,
+            "memory_source": gpu.memory_source,
+            "datasheet_memory_bytes": gpu.datasheet_bytes,
+            "cuda_memory_bytes": gpu.cuda_bytes,
+            "cuda_memory_source": gpu.cuda_source,
+            "reserve_bytes": gpu.reserve,
             "memory_bandwidth_bytes_per_s": gpu.bandwidth,
+            "interconnect_bytes_per_s": gpu.interconnect_bandwidth,
+            "interconnect": gpu.interconnect,
             "peak_flops": gpu.peak_flops,
             "source": gpu.source,
         }
         for gpu in listed
     ]
-    rows = [
+    memory_rows = [
         [
             gpu.key,
-            format_bytes(gpu.memory_bytes, "si"),
-            "" if gpu.bandwidth is None else f"{format_bytes(gpu.bandwidth, 'si')}/s",
+            f"{gpu.memory_bytes:,} ({format_bytes(gpu.memory_bytes, 'iec')})"
+            + ("" if gpu.reported_by else " *"),
+            gpu.datasheet_memory,
+            format_bytes(gpu.reserve, "iec"),
+        ]
+        for gpu in listed
+    ]
+    peak_rows = [
+        [
+            gpu.key,
+            _rate(gpu.bandwidth),
+            _rate(gpu.interconnect_bandwidth),
             *(_tflops(gpu.peak_flops.get(dtype)) for dtype in PEAK_DTYPES),
         ]
         for gpu in listed
     ]
-    sources = [f"{gpu.key}: {gpu.source}." for gpu in listed]
-    notes = [
-        "Peaks are dense TFLOP/s (10^12), no structured sparsity; blank where the datasheet "
-        "gives none. Memory in GB (10^9 bytes) as the datasheet writes it.",
-        *sources,
+    memory_notes = [
+        "memory: what the device reports, in bytes (nvidia-smi memory.total, rocm-smi, hl-smi "
+        "or Metal's working-set limit, as published; * the datasheet's, where no report was "
+        "found); datasheet: the memory its datasheet states; reserve: set aside for the driver "
+        "and the CUDA context by --gpu (memory.total - the CUDA-visible total + 512 MiB where "
+        "the CUDA total is known, else 1 GiB; --reserve overrides).",
+        *(
+            f"{gpu.key}: {gpu.reported_by}, {gpu.memory_source}"
+            + (
+                f"; CUDA-visible {gpu.cuda_bytes:,} bytes, {gpu.cuda_source}"
+                if gpu.cuda_bytes
+                else ""
+            )
+            + "."
+            for gpu in listed
+            if gpu.reported_by
+        ),
     ]
-    columns = ["name", "memory", "bandwidth", *(_unit(dtype) for dtype in PEAK_DTYPES)]
-    emit(fmt, data, [Grid("GPUs", columns, rows, notes)])
+    peak_notes = [
+        "bandwidth: peak memory bandwidth; interconnect: GPU-to-GPU, both directions together. "
+        "Peaks are dense TFLOP/s (10^12; int8 and int4 in TOP/s), no structured sparsity; blank "
+        "where the datasheet gives none.",
+        *(f"{gpu.key}: {gpu.source}." for gpu in listed),
+    ]
+    memory_columns = [
+        "name",
+        "memory (bytes)",
+        "datasheet",
+        "reserve",
+    ]
+    grids = [
+        Grid("GPUs: memory", memory_columns, memory_rows, memory_notes),
+        Grid(
+            "GPUs: bandwidth and dense peaks",
+            ["name", "bandwidth", "interconnect", *(_unit(d) for d in PEAK_DTYPES)],
+            peak_rows,
+            peak_notes,
+        ),
+    ]
+    emit(fmt, data, grids)
+
+
+def _rate(bytes_per_s: int | None) -> str:
+    """Bytes per second in SI units, blank when not given."""
+    from costcalc.units import format_bytes
+
+    return "" if bytes_per_s is None else f"{format_bytes(bytes_per_s, 'si')}/s"
 
 
 def _tflops(flops: int | None) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,10 +11,11 @@ from costcalc.cli.common import (
     UnitsOption,
     count_option,
     emit,
+    reserve_option,
     size_option,
     user_errors,
 )
-from costcalc.cli.memory import ATTENTION_HELP, training_notes
+from costcalc.cli.memory import ATTENTION_HELP, RESERVE_HELP, training_notes
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from costcalc.units import UnitSystem
 
 TRAIN_PANEL = "Training memory (with --train)"
+PARALLEL_PANEL = "Parallelism (with --train)"
 
 
 def _names(text: str | None) -> list[str]:
@@ -155,9 +157,49 @@ def lora(
         typer.Option(
             "--gpu",
             metavar="NAME",
-            help="A GPU of `costcalc gpus`: --fits its memory.",
+            help="A GPU of `costcalc gpus`: --fits the memory it reports, less --reserve.",
             rich_help_panel=TRAIN_PANEL,
         ),
+    ] = None,
+    gpus: Annotated[
+        int | None,
+        count_option(
+            "--gpus",
+            metavar="N",
+            help="Training on N GPUs, each running --batch sequences: figures per GPU.",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = None,
+    zero: Annotated[
+        int | None,
+        typer.Option(
+            "--zero",
+            metavar="STAGE",
+            help="DeepSpeed ZeRO stage 1-3 over the GPUs (the frozen base whole under 1-2).",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = None,
+    fsdp: Annotated[
+        str | None,
+        typer.Option(
+            "--fsdp",
+            metavar="MODE",
+            help="FSDP2 sharding, frozen base included: full, grad-op or hybrid.",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = None,
+    node_gpus: Annotated[
+        int | None,
+        count_option(
+            "--node-gpus",
+            metavar="G",
+            help="GPUs per node: the shard group of --fsdp hybrid.",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = None,
+    reserve: Annotated[
+        int | None,
+        reserve_option("--reserve", help=RESERVE_HELP, rich_help_panel=TRAIN_PANEL),
     ] = None,
     units: UnitsOption = "iec",
     fmt: FormatOption = OutputFormat.table,
@@ -166,11 +208,9 @@ def lora(
     get_nb_trainable_parameters() reports them, with a breakdown by target; with --train, the
     memory of training (activations an ESTIMATE)."""
     from costcalc.cli.memory import _unit_system
-    from costcalc.errors import UsageError
     from costcalc.gpus import device_capacity
-    from costcalc.lora import family_names, lora_config, lora_report
-    from costcalc.lora_memory import lora_memory, lora_training
-    from costcalc.memory import DEFAULT_ATTENTION
+    from costcalc.lora import lora_config
+    from costcalc.lora_results import lora_inputs, lora_result
 
     with user_errors():
         unit_system = _unit_system(units)
@@ -193,73 +233,32 @@ def lora(
             "--attention": attention,
             "--fits": fits,
             "--gpu": gpu,
+            "--gpus": gpus,
+            "--zero": zero,
+            "--fsdp": fsdp,
+            "--node-gpus": node_gpus,
+            "--reserve": reserve,
         }
-        if not train and any(value is not None for value in given.values()):
-            named = ", ".join(name for name, value in given.items() if value is not None)
-            raise UsageError(f"{named} applies to training memory; add --train")
-        training = (
-            lora_training(
-                base_dtype or "bf16",
-                double_quant,
-                adapter_dtype or "fp32",
-                optimizer or "adamw",
-                batch or 1,
-                length,
-                recompute or "none",
-                attention or DEFAULT_ATTENTION,
-            )
-            if train
-            else None
-        )
-        capacity = device_capacity(fits, gpu)
-        results = []
-        for model in models.load():
-            report = lora_report(model.spec, model.family, config)
-            memory = (
-                None
-                if training is None
-                else lora_memory(model.spec, family_names(model.family), report, training)
-            )
-            results.append((model, report, memory))
-    data = [_to_dict(model, report, memory, capacity) for model, report, memory in results]
+        training, plan = lora_inputs(train, given)
+        capacity = device_capacity(fits, gpu, reserve)
+        results = [lora_result(m, config, training, plan, capacity) for m in models.load()]
+    data = [result.to_dict() for result in results]
     grids = [
         grid
-        for model, report, memory in results
-        for grid in lora_grids(model, report, memory, capacity, unit_system)
+        for r in results
+        for grid in lora_grids(r.model, r.report, r.memory, r.capacity, unit_system)
     ]
     emit(fmt, data[0] if len(data) == 1 else data, grids)
-    misses = [
-        (model, memory)
-        for model, _, memory in results
-        if memory is not None and capacity is not None and memory.bytes_total > capacity
-    ]
-    for model, memory in misses:
+    misses = [r for r in results if r.fits is False and r.memory is not None]
+    for r in misses:
+        assert r.memory is not None
         typer.echo(
-            f"does not fit: {model.name} needs {memory.bytes_total:,} bytes, "
-            f"{memory.bytes_total - (capacity or 0):,} more than the {capacity or 0:,} given",
+            f"does not fit: {r.model.name} needs {r.memory.bytes_total:,} bytes, "
+            f"{-(r.headroom or 0):,} more than the {r.capacity or 0:,} given",
             err=True,
         )
     if misses:
         raise typer.Exit(1)
-
-
-def _to_dict(
-    model: LoadedModel, report: LoraReport, memory: LoraMemory | None, capacity: int | None
-) -> dict[str, Any]:
-    from costcalc.lora_memory import memory_dict
-    from costcalc.results import model_header
-
-    data: dict[str, Any] = {**model_header(model), "family": model.family, **report.to_dict()}
-    data["memory"] = None if memory is None else memory_dict(memory)
-    if memory is not None and capacity is not None:
-        headroom = capacity - memory.bytes_total
-        data["memory"]["fits"] = {
-            "capacity_bytes": capacity,
-            "fits": headroom >= 0,
-            "headroom_bytes": max(headroom, 0),
-            "shortfall_bytes": max(-headroom, 0),
-        }
-    return data
 
 
 def lora_grids(
@@ -349,8 +348,11 @@ def _memory_grid(
     ]
     if memory.elements_saved:
         parts.append(("saved copies", memory.elements_saved, t.float_dtype, memory.bytes_saved))
+    plan = memory.plan
+    parts += [("gradients", memory.elements_trainable, "", memory.bytes_gradients)]
+    if memory.bytes_masters:
+        parts.append(("master weights", memory.elements_masters, "fp32", memory.bytes_masters))
     parts += [
-        ("gradients", memory.elements_trainable, "", memory.bytes_gradients),
         (f"optimizer ({t.optimizer})", memory.elements_optimizer, "", memory.bytes_optimizer),
         (
             "activations (ESTIMATE)",
@@ -361,6 +363,23 @@ def _memory_grid(
     ]
     if memory.bytes_attention_scores:
         parts.append(("attention scores (ESTIMATE)", None, "", memory.bytes_attention_scores))
+    step_dtype = t.float_dtype if t.float_dtype == "fp32" else f"{t.float_dtype} + fp32"
+    parts += [
+        (label, count, dtype, size)
+        for label, count, dtype, size in (
+            ("gathered params (while a layer runs)", memory.elements_gathered, "as stored",
+             memory.bytes_gathered),
+            ("small params kept whole", memory.elements_persistent, t.float_dtype,
+             memory.bytes_persistent),
+            ("prefetched params (bound)", memory.elements_prefetch, t.float_dtype,
+             memory.bytes_prefetch),
+            ("reduce bucket" + ("" if memory.bucket_held else " (backward)"),
+             memory.elements_bucket, t.float_dtype, memory.bytes_bucket),
+            ("gradient partition (in the step)", memory.elements_step_buffer, step_dtype,
+             memory.bytes_step_buffer),
+        )
+        if size
+    ]  # fmt: skip
     parts.append(("logits", memory.elements_logits, t.float_dtype, memory.bytes_logits))
     if memory.bytes_logits_fp32:
         parts.append(
@@ -404,7 +423,61 @@ def _memory_grid(
         )
     mode = f"{t.attention} attention, B={t.batch}, T={memory.length:,}"
     title = f"Memory of LoRA training on {model.name}: {t.base_dtype} base, {mode}"
+    if plan is not None:
+        title = f"Memory per GPU of LoRA training on {model.name}: {t.base_dtype} base, {mode}"
+        title += f"; {plan.label}"
+        notes.append(plan_note(memory))
     return Grid(title, ["", "elements", "dtype", "bytes", _header(system)], rows, notes, emphasis)
+
+
+def plan_note(memory: LoraMemory) -> str:
+    """How the plan shards the frozen base and the trainable part on one GPU."""
+    from costcalc.lora_parallel import LORA_PARALLEL_SOURCE
+
+    plan, t = memory.plan, memory.training
+    assert plan is not None
+    n = plan.shard_gpus
+    if plan.fsdp is not None:
+        storage = (
+            "; the 4-bit weights stored as bf16 (bnb_4bit_quant_storage), ceil(rows / "
+            f"{n}) of their packed rows per GPU, their quantization state (absmax, nested "
+            "scales) whole on every GPU"
+            if t.base_dtype == "nf4"
+            else ""
+        )
+        held = (
+            "the whole base held beside its shards from the forward to the backward "
+            "(reshard_after_forward=False)"
+            if plan.fsdp == "grad-op"
+            else "in the backward, unsharded: the root unit's parameters (not resharded after its "
+            "forward), the largest layer's twice (the running one and the one prefetched) and "
+            "its adapter gradients"
+        )
+        return (
+            f"FSDP2 (fully_shard) over {n} GPUs: every parameter, frozen or trainable, has its "
+            f"rows padded to a multiple of {n}, ceil(rows / {n}) per GPU{storage}; gradients and "
+            f"optimizer state of the trainable shards only; {held}. Every GPU runs --batch "
+            f"sequences. Source: {LORA_PARALLEL_SOURCE}."
+        )
+    if plan.stage == 0:
+        return (
+            f"Every one of the {plan.gpus} GPUs holds all of the above (DDP) and runs --batch "
+            "sequences."
+        )
+    frozen = (
+        "the frozen base partitioned ceil(n / N) per parameter, the small ones (at most 1e5 "
+        "elements) also whole, the largest module gathered whole while it runs"
+        if plan.stage == 3
+        else "the frozen base whole on every GPU (the optimizer sees only trainable parameters)"
+    )
+    return (
+        f"DeepSpeed ZeRO-{plan.stage} over {n} GPUs: {frozen}; the trainable tensors cast to "
+        f"{t.float_dtype} (the engine casts every float parameter) in "
+        + ("per-parameter partitions" if plan.stage == 3 else f"a flat buffer padded to {2 * n}")
+        + f", fp32 masters and moments of 1 / {n}, the reduce bucket (reduce_bucket_size 5e8), "
+        "and in the step the gradient partition flattened and cast to fp32. Every GPU runs "
+        f"--batch sequences. Source: {LORA_PARALLEL_SOURCE}."
+    )
 
 
 def _header(system: UnitSystem) -> str:

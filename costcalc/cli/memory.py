@@ -8,11 +8,20 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from costcalc.cli.common import (
+    BatchedTokensOption,
+    BlockSizeOption,
+    CacheTypeKOption,
+    CacheTypeVOption,
+    EngineOption,
     ExplainOption,
     FormatOption,
+    GpuUtilisationOption,
+    KvCacheMemoryOption,
+    SwaFullOption,
     UnitsOption,
     count_option,
     emit,
+    reserve_option,
     size_option,
     user_errors,
 )
@@ -37,6 +46,11 @@ STACK_GLYPHS: dict[str, str] = {
 }
 UNIT_HEADERS = {"si": "SI (10^3)", "iec": "binary (2^10)"}
 PARALLEL_PANEL = "Parallelism (with --train)"
+RESERVE_HELP = (
+    "Memory set aside for the driver and the CUDA context, like 1GiB or 0 (default with --gpu: "
+    "its reported memory less the CUDA-visible total, + 512MiB; 1GiB where unknown; none with "
+    "--fits)."
+)
 ATTENTION_HELP = (
     "Attention kernel of training: sdpa (default, as transformers), flash, or eager (keeps the "
     "T x T scores)."
@@ -47,14 +61,15 @@ ATTENTION_HELP = (
 def memory(
     models: ModelSelection,
     dtype: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--dtype",
             help="Weights: fp32, bf16, fp16, or a quantized format with its scales (nf4, "
-            "llm-int8, gptq-int4:g128, awq-int4, fp8-block, gguf:Q4_K_M, ...; "
-            "docs/quantization.md); fp8, int8, int4 are raw, no scales.",
+            "llm-int8, gptq-int4:g128, awq-int4, fp8-block, mxfp4, nvfp4, gguf:Q4_K_M, ...; "
+            "docs/quantization.md); fp8, int8, int4 are raw, no scales. Default: as the "
+            "checkpoint stores them (its quantization_config), else bf16.",
         ),
-    ] = "bf16",
+    ] = None,
     train: Annotated[
         bool, typer.Option("--train", help="Training: gradients, optimizer state, activations.")
     ] = False,
@@ -110,8 +125,14 @@ def memory(
     ] = None,
     gpu: Annotated[
         str | None,
-        typer.Option("--gpu", metavar="NAME", help="A GPU of `costcalc gpus`: --fits its memory."),
+        typer.Option(
+            "--gpu",
+            metavar="NAME",
+            help="A GPU of `costcalc gpus` (its key or the name nvidia-smi prints): --fits the "
+            "memory it reports, less --reserve.",
+        ),
     ] = None,
+    reserve: Annotated[int | None, reserve_option("--reserve", help=RESERVE_HELP)] = None,
     gpus: Annotated[
         int | None,
         count_option(
@@ -206,6 +227,14 @@ def memory(
             rich_help_panel=PARALLEL_PANEL,
         ),
     ] = None,
+    engine: EngineOption = None,
+    cache_type_k: CacheTypeKOption = None,
+    cache_type_v: CacheTypeVOption = None,
+    swa_full: SwaFullOption = False,
+    block_size: BlockSizeOption = None,
+    max_num_batched_tokens: BatchedTokensOption = None,
+    kv_cache_memory: KvCacheMemoryOption = None,
+    gpu_memory_utilization: GpuUtilisationOption = None,
     units: UnitsOption = "iec",
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
@@ -216,14 +245,30 @@ def memory(
     ESTIMATE (Korthikanti et al. 2022). With --fits, says whether the total fits and by how
     much; the exit code is 1 when it does not.
     """
+    from costcalc.engines import engine_setup
     from costcalc.errors import UsageError
-    from costcalc.gpus import device_capacity
+    from costcalc.gpus import device_memory
     from costcalc.memory import memory_setup
     from costcalc.memory_results import memory_result
     from costcalc.parallel import optional_plan
+    from costcalc.plan import parse_fraction
 
     with user_errors():
         unit_system = _unit_system(units)
+        capacity = device_memory(fits, gpu, reserve)
+        serving = engine_setup(
+            engine,
+            cache_type_k,
+            cache_type_v,
+            swa_full,
+            block_size,
+            max_num_batched_tokens,
+            kv_cache_memory,
+            parse_fraction(gpu_memory_utilization, "GPU memory utilization")
+            if gpu_memory_utilization is not None
+            else None,
+            None if capacity is None else capacity.total,
+        )
         setup = memory_setup(
             dtype=dtype,
             train=train,
@@ -234,9 +279,12 @@ def memory(
             kv_dtype=kv_dtype,
             recompute=recompute,
             attention=attention,
+            engine=serving,
         )
-        capacity = device_capacity(fits, gpu)
         plan = optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
+        if serving.name != "transformers" and (plan is not None or explain):
+            what = "--explain shows the formula's rows" if explain else "it serves on one device"
+            raise UsageError(f"--engine {serving.name}: {what}; drop the one or the other")
         if plan is not None and explain:
             raise UsageError(
                 "--explain shows the whole model's formulas, not one GPU's share: drop "
@@ -390,7 +438,10 @@ def _stage_chart(result: MemoryResult, system: UnitSystem) -> Grid:
 def _mode(result: MemoryResult) -> str:
     setup, length = result.report.setup, result.report.length
     if not setup.train:
-        return f"inference, B={setup.batch}, T={length:,}"
+        engines = {"llamacpp": "llama.cpp", "vllm": "vLLM"}
+        name = None if result.report.engine is None else engines[result.report.engine.name]
+        engine = f", as {name} allocates it" if name else ""
+        return f"inference, B={setup.batch}, T={length:,}{engine}"
     mode = f"training with {setup.optimizer}, {setup.attention} attention, B={setup.batch}, "
     mode += f"T={length:,}"
     if result.plan is not None and result.plan.cp > 1:
@@ -399,10 +450,18 @@ def _mode(result: MemoryResult) -> str:
 
 
 def _notes(result: MemoryResult) -> list[str]:
+    device = [] if result.device is None or result.device.note is None else [result.device.note]
+    return _component_notes(result) + device
+
+
+def _component_notes(result: MemoryResult) -> list[str]:
     report, setup = result.report, result.report.setup
+    weights = [note for note in (result.weights_note, result.stored_sentence) if note]
+    if report.engine is not None:
+        return [*weights, *report.engine.notes()]
     if not setup.train:
-        return [_kv_note(result)]
-    notes = training_notes(
+        return [*weights, _kv_note(result)]
+    notes = weights + training_notes(
         result.model.spec, setup.batch, report.length, setup.recompute, setup.attention, setup.dtype
     )
     if result.plan is not None:
@@ -433,10 +492,9 @@ def _experts_per_rank(spec: ModelSpec, ep: int) -> str:
 def _parallel_note(result: MemoryResult) -> str:
     """How the plan divides the states, and what one GPU's figures leave out."""
     from costcalc.parallel import (
-        largest_module,
+        fsdp_unsharded,
         padded_vocab,
         parallel_activation_formula,
-        rank_tensors,
     )
 
     plan, setup = result.plan, result.report.setup
@@ -503,10 +561,13 @@ def _parallel_note(result: MemoryResult) -> str:
         "and reduce-scatter buffers."
     )
     if plan.stage == 3:
-        largest = largest_module(rank_tensors(spec, plan, result.stage))
+        u = fsdp_unsharded(spec, plan, result.stage)
         note += (
-            f" Gathered layer: the largest module's {largest:,} parameters and their "
-            "gradients, whole while it runs."
+            f" Gathered layer: what the backward holds unsharded, in {setup.dtype}: the root "
+            f"unit's {u.root:,} parameters (padded; not resharded after its forward), the "
+            f"{u.root_grads:,} gradients of its final norm and head (produced first), "
+            f"{u.layers} x {u.layer:,} parameters of the largest layer (the running one and "
+            f"the one prefetched) and its {u.layer_grads:,} gradients."
         )
     return note
 

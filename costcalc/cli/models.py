@@ -35,44 +35,48 @@ def _override(spec_field: str, kind: Any, help: str, *aliases: str) -> tuple[str
     return spec_field, Annotated[kind | None, option]
 
 
+PresetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--preset",
+        "-p",
+        metavar="NAME",
+        help="A shipped preset (see `costcalc presets`); repeatable. NAME:d_model=1536 "
+        "overrides fields of this model only.",
+    ),
+]
+ConfigOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--config",
+        "-c",
+        metavar="FILE",
+        help="A config file: costcalc YAML/JSON, nanoGPT-style or Hugging Face config.json; "
+        "repeatable; FILE:d_model=1536 overrides fields of this model only.",
+    ),
+]
+HubOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--hf",
+        metavar="ORG/NAME[@REVISION]",
+        help="A model on the Hugging Face Hub: its config.json and safetensors headers "
+        "(never its weights), from the local cache when offline; repeatable.",
+    ),
+]
+RevisionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--revision",
+        metavar="REVISION",
+        help="Branch, tag or commit of every --hf model that names none (default main).",
+    ),
+]
 SELECTION: dict[str, Any] = {
-    "preset": Annotated[
-        list[str] | None,
-        typer.Option(
-            "--preset",
-            "-p",
-            metavar="NAME",
-            help="A shipped preset (see `costcalc presets`); repeatable. NAME:d_model=1536 "
-            "overrides fields of this model only.",
-        ),
-    ],
-    "config": Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--config",
-            "-c",
-            metavar="FILE",
-            help="A config file: costcalc YAML/JSON, nanoGPT-style or Hugging Face config.json; "
-            "repeatable; FILE:d_model=1536 overrides fields of this model only.",
-        ),
-    ],
-    "hf": Annotated[
-        list[str] | None,
-        typer.Option(
-            "--hf",
-            metavar="ORG/NAME[@REVISION]",
-            help="A model on the Hugging Face Hub: its config.json and safetensors headers "
-            "(never its weights), from the local cache when offline; repeatable.",
-        ),
-    ],
-    "revision": Annotated[
-        str | None,
-        typer.Option(
-            "--revision",
-            metavar="REVISION",
-            help="Branch, tag or commit of every --hf model that names none (default main).",
-        ),
-    ],
+    "preset": PresetOption,
+    "config": ConfigOption,
+    "hf": HubOption,
+    "revision": RevisionOption,
 }
 
 # parameter -> (ModelSpec field, option annotation)

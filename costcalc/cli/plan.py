@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from costcalc.cli.common import FormatOption, count_option, emit, user_errors
+from costcalc.cli.common import FormatOption, count_option, emit, reserve_option, user_errors
+from costcalc.cli.memory import RESERVE_HELP
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
 
@@ -68,6 +69,7 @@ def plan(
             "gpu_memory_utilization), like 0.9 or 90%.",
         ),
     ] = "0.9",
+    reserve: Annotated[int | None, reserve_option("--reserve", help=RESERVE_HELP)] = None,
     tp: Annotated[
         int,
         count_option(
@@ -122,6 +124,7 @@ def plan(
                 batch,
                 memory_share,
                 tp,
+                reserve,
             )
             for m in models.load()
         ]
@@ -148,6 +151,7 @@ def _plan(
     batch: int,
     utilisation: Fraction,
     tp: int,
+    reserve: int | None,
 ) -> tuple[dict[str, Any], list[Grid]]:
     from costcalc.compute import check_positions
     from costcalc.plan import KAPLAN_RULE, TrainingTime, kaplan_flops, training_flops
@@ -191,7 +195,7 @@ def _plan(
         grids.append(Grid(title, ["", "value"], rows, notes))
     if prompt is not None:
         inference, inference_grids = _inference(
-            model, gpu, dtype, prompt, generate, batch, utilisation, tp
+            model, gpu, dtype, prompt, generate, batch, utilisation, tp, reserve
         )
         data["inference"] = inference
         grids += inference_grids
@@ -207,6 +211,7 @@ def _inference(
     batch: int,
     utilisation: Fraction,
     tp: int,
+    reserve: int | None,
 ) -> tuple[dict[str, Any], list[Grid]]:
     """The roofline at --batch, what fits at the memory utilisation, and decode by batch."""
     from costcalc.compute import check_positions
@@ -220,7 +225,7 @@ def _inference(
     kv_dtype = dtype if dtype in ("fp32", "bf16", "fp16") else "bf16"
     kernels = compute(dtype, gpu)
     r = roofline(spec, gpu, dtype, kv_dtype, batch, prompt, context, tp)
-    fit = cache_fit(spec, gpu, utilisation, dtype, kv_dtype, batch, context, tp)
+    fit = cache_fit(spec, gpu, utilisation, dtype, kv_dtype, batch, context, tp, reserve)
     top = batch if fit.largest_batch is None else fit.largest_batch
     steps = [decode_step(spec, gpu, dtype, kv_dtype, b, context, tp) for b in decode_batches(top)]
     data = {
@@ -246,6 +251,8 @@ def _inference(
         "experts_read": [_experts_dict(e) for e in r.decode.experts],
         "fit": {
             "memory_utilisation": ratio_dict(utilisation),
+            "memory_bytes": gpu.memory_bytes,
+            "reserve_bytes": fit.reserve,
             "budget_bytes": fit.budget,
             "weight_bytes": fit.weights,
             "cache_bytes_free": fit.free,
@@ -378,18 +385,22 @@ def _fit_grid(name: str, gpu: Gpu, fit: CacheFit, utilisation: Fraction, tp: int
 
     largest_batch = "no bound" if fit.largest_batch is None else f"{fit.largest_batch:,}"
     rows = [
-        ["memory budget (utilisation x memory)", f"{fit.budget:,}"],
+        [f"memory {gpu.key} reports", f"{gpu.memory_bytes:,}"],
+        ["reserve (driver, CUDA context)", f"{fit.reserve:,}"],
+        ["memory budget (utilisation x the rest)", f"{fit.budget:,}"],
         ["weights", f"{fit.weights:,}"],
         ["left for the cache", f"{fit.free:,}"],
         [f"largest batch at {fit.context:,} tokens", largest_batch],
         [f"largest context at batch {fit.batch:,}", f"{fit.largest_context:,}"],
     ]
+    told = f"as {gpu.reported_by} reports it" if gpu.reported_by else "its datasheet's"
     notes = [
         "The cache (KV cache at the tokens each block keeps, and recurrent state) fits beside "
-        f"the weights in {format_percent(utilisation)} of {gpu.key}'s {gpu.memory_bytes:,} "
-        f"bytes; the context is at most the model's {fit.positions:,} positions. Not counted: "
-        "activations of the forward, CUDA graphs and the allocator's reserve, which vLLM also "
-        "takes from it."
+        f"the weights in {format_percent(utilisation)} of what {gpu.key}'s "
+        f"{gpu.memory_bytes:,} bytes ({told}) leave once {fit.reserve:,} are set aside for the "
+        "driver and the CUDA context (--reserve SIZE); the context is at most the model's "
+        f"{fit.positions:,} positions. Not counted: activations of the forward and CUDA graphs, "
+        "which vLLM also takes from it."
     ]
     if fit.free < 0:
         notes.append("The weights alone do not fit: nothing is left for the cache.")

@@ -145,7 +145,13 @@ def scale(
     from costcalc.cli.models import ModelSelection
     from costcalc.errors import UsageError
     from costcalc.overrides import overridden_name
-    from costcalc.scale import SEED_BATCH, SEED_LENGTH, scale_grids, scale_result
+    from costcalc.scale import (
+        SEED_BATCH,
+        SEED_LENGTH,
+        held_and_derived_notes,
+        scale_grids,
+        scale_result,
+    )
 
     given = {"d": d, "vocab": vocab, "layers": layers, "length": length, "context": context}
     with user_errors():
@@ -181,9 +187,14 @@ def scale(
         plain = models[0][1].name.split(" (")[0]
         name = COURSE_EXAMPLE if course else overridden_name(plain, fixed)
         result = scale_result(name, dimension, [(v, m.spec) for v, m in models], B, T, causal)
-    setting = _setting(models[0][1], name, course, B, T)
-    if batch is None or (T is not None and not length):
-        setting += " B and T default to the cost example's B=2, T=4."
+    defaults = [f"B={B}"] if batch is None else []
+    defaults += [f"T={T}"] if T is not None and not length else []
+    setting = [_setting(models[0][1], name, course, B, T)]
+    if defaults:
+        setting[0] += f" {' and '.join(defaults)}: the cost example's " + (
+            "defaults (--batch, --length)." if len(defaults) == 2 else "default."
+        )
+    setting += held_and_derived_notes(result, models[0][1].spec)
     emit(fmt, result.to_dict(), scale_grids(result, setting), result.records())
 
 

@@ -16,6 +16,8 @@ Run (no GPU; DeepSpeed's shared-memory op, a CPU speed-up, is not built)::
 
     cd tests/reference && for n in 2 4; do for s in 1 2 3; do
       DS_ACCELERATOR=cpu torchrun --nproc_per_node $n deepspeed_engine.py $s; done; done
+    for s in 1 2 3; do   # LoRA (peft) on the same model: DeepSpeed over the adapters
+      DS_ACCELERATOR=cpu torchrun --nproc_per_node 2 deepspeed_engine.py $s --lora; done
     python deepspeed_engine.py --collect /tmp/ds_engine_*.json
 
 Writes tests/golden/deepspeed_engine.json.
@@ -81,7 +83,7 @@ def snapshot(model: Any, optimizer: Any) -> dict[str, int]:
     for param in model.parameters():
         if getattr(param, "ds_tensor", None) is not None:
             _walk(param.ds_tensor, "param.ds_tensor", names, 1)
-        _walk(param, "param", names, 1)
+        _walk(param, "param" if param.requires_grad else "frozen_param", names, 1)
     for key, value in vars(optimizer).items():
         if key == "optimizer":
             _walk({"state": list(value.state.values())}, "base_optimizer", names, 4)
@@ -103,7 +105,11 @@ def snapshot(model: Any, optimizer: Any) -> dict[str, int]:
     return dict(sorted(rows.items()))
 
 
-def run(stage: int) -> None:
+LORA = {"r": 16, "target_modules": ["q_proj", "v_proj"]}
+"""The LoRA runs (``--lora``): peft's adapters on the frozen model, DeepSpeed over them."""
+
+
+def run(stage: int, lora: bool) -> None:
     import deepspeed
     import torch
     import transformers
@@ -114,6 +120,10 @@ def run(stage: int) -> None:
     torch.manual_seed(0)
     config = transformers.LlamaConfig(**{k: v for k, v in CONFIG.items() if k != "model_type"})
     model = transformers.LlamaForCausalLM(config)
+    if lora:
+        import peft
+
+        model = peft.get_peft_model(model, peft.LoraConfig(**LORA))
     tensors = [[name, p.numel()] for name, p in model.named_parameters()]
     ds_config = {
         "train_micro_batch_size_per_gpu": 1,
@@ -123,8 +133,9 @@ def run(stage: int) -> None:
         "zero_allow_untested_optimizer": True,
         "zero_force_ds_cpu_optimizer": False,
     }
+    trainable = [p for p in model.parameters() if p.requires_grad]
     engine, optimizer, _, _ = deepspeed.initialize(
-        model=model, model_parameters=model.parameters(), config=ds_config
+        model=model, model_parameters=trainable, config=ds_config
     )
     snaps: dict[str, Any] = {}
     base = optimizer.optimizer
@@ -142,6 +153,7 @@ def run(stage: int) -> None:
         engine.step()
     snaps["after_step"] = snapshot(model, optimizer)
     record = {
+        "lora": lora,
         "stage": stage,
         "world_size": world,
         "rank": rank,
@@ -150,7 +162,7 @@ def run(stage: int) -> None:
     }
     if rank == 0:
         record["tensors"] = tensors
-    path = Path(f"/tmp/ds_engine_{stage}_{world}_{rank}.json")
+    path = Path(f"/tmp/ds_engine_{'lora_' if lora else ''}{stage}_{world}_{rank}.json")
     path.write_text(json.dumps(record))
 
 
@@ -159,11 +171,11 @@ def collect(paths: list[str]) -> None:
     import torch
     import transformers
 
-    records = [json.loads(Path(p).read_text()) for p in paths]
-    tensors = next(r.pop("tensors") for r in records if "tensors" in r)
+    records = [{"lora": False, **json.loads(Path(p).read_text())} for p in paths]
+    tensors = next(r.pop("tensors") for r in records if "tensors" in r and not r["lora"])
     for r in records:
         r.pop("tensors", None)
-    records.sort(key=lambda r: (r["stage"], r["world_size"], r["rank"]))
+    records.sort(key=lambda r: (r["lora"], r["stage"], r["world_size"], r["rank"]))
     data = {
         "source": f"deepspeed {deepspeed.__version__} ZeRO engine on the CPU accelerator, "
         f"gloo backend, torch {torch.__version__}, transformers {transformers.__version__}: "
@@ -171,6 +183,7 @@ def collect(paths: list[str]) -> None:
         "the second base-optimizer step, and after it; bf16 with fp32 masters, torch AdamW, "
         "DeepSpeed's ZeRO defaults",
         "config": CONFIG,
+        "lora": LORA,
         "tensors": tensors,
         "records": records,
     }
@@ -183,4 +196,4 @@ if __name__ == "__main__":
         collect(sys.argv[2:])
     else:
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
-        run(int(sys.argv[1]))
+        run(int(sys.argv[1]), "--lora" in sys.argv[2:])

@@ -7,7 +7,9 @@ it is usually run (``MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=flo
 sharded parameters, bf16 all-gathers). After one forward, backward and ``torch.optim.AdamW``
 step, each rank records the bytes of the storages behind its sharded parameters
 (``FSDPParam._sharded_param_data``, padded), its gradients (views of each unit's
-reduce-scatter output) and the optimizer state, each storage once:
+reduce-scatter output) and the optimizer state, each storage once; and, in the backward of each
+layer (when its attention output's gradient arrives), each unit's unsharded parameters and
+gradients (``in_backward``; unit 0 is the root):
 
     cd tests/reference && for n in 2 4; do
       torchrun --nproc_per_node $n fsdp2_shards.py; done
@@ -60,6 +62,33 @@ def storage_bytes(tensors: list[Any]) -> int:
     return sum(seen.values())
 
 
+def unsharded(groups: list[Any]) -> list[dict[str, int]]:
+    """Each unit's unsharded parameters (the all-gather output, or the parameters copied out of
+    it) and unsharded gradients, in bytes, for the units that hold any."""
+    out = []
+    for index, group in enumerate(groups):
+        params: dict[int, int] = {}
+        grads: dict[int, int] = {}
+        result = getattr(group, "_all_gather_result", None)
+        tensors = [result.all_gather_output] if result is not None else []
+        for fsdp_param in group.fsdp_params:
+            tensors += list(getattr(fsdp_param, "all_gather_outputs", None) or [])
+            whole = getattr(fsdp_param, "_unsharded_param", None)
+            if whole is not None:
+                tensors.append(whole)
+                if whole.grad is not None:
+                    storage = whole.grad.untyped_storage()
+                    grads[storage.data_ptr()] = storage.nbytes()
+        for t in tensors:
+            storage = t.untyped_storage()
+            params[storage.data_ptr()] = storage.nbytes()
+        if sum(params.values()) or grads:
+            out.append(
+                {"unit": index, "params": sum(params.values()), "grads": sum(grads.values())}
+            )
+    return out
+
+
 def run() -> None:
     import torch
     import torch.distributed as dist
@@ -78,6 +107,24 @@ def run() -> None:
             fully_shard(layer, mp_policy=policy)
         fully_shard(model, mp_policy=policy)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        groups = [
+            m._get_fsdp_state()._fsdp_param_group
+            for m in model.modules()
+            if hasattr(m, "_get_fsdp_state") and m._get_fsdp_state()._fsdp_param_group is not None
+        ]
+        moments: list[Any] = []
+
+        def probe(layer: int, moments: list[Any] = moments, groups: list[Any] = groups) -> Any:
+            def hook(module: Any, args: Any, output: Any) -> None:
+                def record(grad: Any) -> None:
+                    moments.append({"layer": layer, "units": unsharded(groups)})
+
+                output[0].register_hook(record)
+
+            return hook
+
+        for index, layer in enumerate(model.model.layers):
+            layer.self_attn.register_forward_hook(probe(index))
         ids = torch.randint(0, config["vocab_size"], (1, 16))
         model(input_ids=ids, labels=ids).loss.backward()
         optimizer.step()
@@ -108,6 +155,7 @@ def run() -> None:
                 "moment_bytes": storage_bytes([t for t in state if t.dim() > 0]),
                 "step_tensors": sum(1 for t in state if t.dim() == 0),
                 "tensors": [[n, list(p.shape)] for n, p in model.named_parameters()],
+                "in_backward": moments,
             }
         )
     Path(f"/tmp/fsdp2_{world}_{rank}.json").write_text(json.dumps(out))
