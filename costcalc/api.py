@@ -10,9 +10,11 @@ could not shadow. See docs/api.md.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
     from costcalc.compute import ComputeResult
@@ -27,7 +29,86 @@ Source: TypeAlias = "str | os.PathLike[str] | Mapping[str, Any] | LoadedModel"
 
 HUB_PREFIX = "hf://"
 
+F = TypeVar("F", bound=Callable[..., Any])
 
+
+def _checked(function: F) -> F:
+    """``function`` with its arguments checked against their annotations before any work: a
+    value of another type is a UsageError, a whole number over MAX_COUNT (100 digits, as the
+    command line reads them) a RangeError; their ranges are checked where they are used."""
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        for name, value in bound.arguments.items():
+            annotation = signature.parameters[name].annotation
+            kinds = _KINDS.get(annotation) if isinstance(annotation, str) else None
+            if kinds is not None:
+                _check_argument(function.__name__, name, value, kinds)
+        return function(*args, **kwargs)
+
+    return checked  # type: ignore[return-value]
+
+
+_KINDS: dict[str, tuple[str, ...]] = {
+    "int": ("int",),
+    "int | None": ("int", "None"),
+    "bool": ("bool",),
+    "bool | None": ("bool", "None"),
+    "str": ("str",),
+    "str | None": ("str", "None"),
+    "int | str | None": ("int", "str", "None"),
+    "Sequence[str]": ("names",),
+    "Source": ("source",),
+}
+"""The annotations of the functions below, as the kinds of value each takes."""
+
+_WORDS = {
+    "int": "a whole number",
+    "bool": "True or False",
+    "str": "a string",
+    "None": "None",
+    "names": "a list of strings",
+    "source": "a preset name, a path, a Hub id, a mapping or a loaded model",
+}
+
+
+def _check_argument(function: str, name: str, value: Any, kinds: tuple[str, ...]) -> None:
+    from costcalc.errors import RangeError, UsageError
+    from costcalc.loaders import LoadedModel
+    from costcalc.plan import MAX_COUNT
+    from costcalc.units import MAX_DIGITS
+
+    if isinstance(value, bool):
+        fits = "bool" in kinds
+    elif isinstance(value, int):
+        fits = "int" in kinds
+        if fits and not 0 <= value <= MAX_COUNT:
+            raise RangeError(
+                name, value, f"expected a whole number from 0, of at most {MAX_DIGITS} digits"
+            )
+    else:
+        fits = (
+            ("str" in kinds and isinstance(value, str))
+            or ("None" in kinds and value is None)
+            or (
+                "names" in kinds
+                and isinstance(value, list | tuple)
+                and all(isinstance(item, str) for item in value)
+            )
+            or ("source" in kinds and isinstance(value, str | os.PathLike | Mapping | LoadedModel))
+        )
+    if not fits:
+        expected = " or ".join(_WORDS[kind] for kind in kinds)
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise UsageError(
+            f"{function}(): {name} is {type(value).__name__} {shown}; expected {expected}"
+        )
+
+
+@_checked
 def load(source: Source, *, revision: str | None = None, **overrides: Any) -> LoadedModel:
     """The model ``source`` names, with ``overrides`` (ModelSpec fields: ``d_model=512``,
     ``n_layers=24``) applied and the whole validated once.
@@ -37,15 +118,16 @@ def load(source: Source, *, revision: str | None = None, **overrides: Any) -> Lo
     none). A mapping is a parsed config in any format costcalc reads.
     """
 
-    from costcalc.files import Document
+    from costcalc.errors import UsageError
+    from costcalc.files import Document, plain_mapping
     from costcalc.loaders import LoadedModel, load_document, load_file, load_hub, load_preset
 
     if isinstance(source, LoadedModel):
         if overrides or revision is not None:
-            raise TypeError("overrides and revision apply when a model is loaded, not after")
+            raise UsageError("overrides and revision apply when a model is loaded, not after")
         return source
     if isinstance(source, Mapping):
-        model = load_document(Document("<dict>", dict(source)), overrides)
+        model = load_document(Document("<dict>", plain_mapping(source, "<dict>")), overrides)
         return model if model.name != "<dict>" else model._replace(name="model")
     if not isinstance(source, str):
         return load_file(os.fspath(source), overrides)
@@ -58,6 +140,7 @@ def load(source: Source, *, revision: str | None = None, **overrides: Any) -> Lo
     return load_preset(source, overrides)
 
 
+@_checked
 def count(model: Source) -> ParamsResult:
     """Exact parameter counts and weight bytes in every dtype (``costcalc params``)."""
     from costcalc.results import params_result
@@ -65,6 +148,7 @@ def count(model: Source) -> ParamsResult:
     return params_result(load(model))
 
 
+@_checked
 def count_macs(
     model: Source,
     *,
@@ -99,10 +183,11 @@ def count_macs(
     return compute_result(load(model).spec, workload)
 
 
+@_checked
 def count_memory(
     model: Source,
     *,
-    dtype: str = "bf16",
+    dtype: str | None = None,
     train: bool = False,
     optimizer: str | None = None,
     mixed_precision: bool | None = None,
@@ -126,7 +211,9 @@ def count_memory(
     cp: int | None = None,
 ) -> MemoryResult:
     """Bytes of weights, and of gradients, optimizer state and activations (``train=True``) or
-    the KV cache, as ``costcalc memory`` counts them; ``fits`` (bytes, or ``"24GiB"``) or
+    the KV cache, as ``costcalc memory`` counts them: weights in ``dtype``, by default as the
+    checkpoint stores them (``model.weight_format``, from its ``quantization_config``), else
+    bf16 (training: bf16); ``fits`` (bytes, or ``"24GiB"``) or
     ``gpu`` (a GPU of ``costcalc gpus``: the memory it reports, less ``reserve``, bytes or
     ``"1GiB"``, by default the GPU's) is the capacity ``.fits`` and ``.headroom`` are judged
     against. ``gpus``, ``zero``, ``fsdp``, ``node_gpus``, ``tp``,
@@ -158,6 +245,7 @@ def count_memory(
     return memory_result(load(model), setup, capacity, plan)
 
 
+@_checked
 def count_lora(
     model: Source,
     *,
@@ -195,8 +283,6 @@ def count_lora(
     from costcalc.lora_results import lora_inputs, lora_result
     from costcalc.units import parse_bytes
 
-    if isinstance(targets, str):
-        raise TypeError("targets= is a list of module names, such as ['q_proj', 'v_proj']")
     config = lora_config(
         rank, list(targets), list(target_parameters), bias, list(modules_to_save), dora
     )

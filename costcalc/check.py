@@ -22,7 +22,7 @@ from costcalc.compute import position_limit
 from costcalc.config import Budget
 from costcalc.errors import ConfigError, CostcalcError, FileReadError, Problem, UsageError
 from costcalc.files import Document, KeyPath, os_reason, read_document
-from costcalc.loaders import LoadedModel, load_document
+from costcalc.loaders import DEFAULT_WEIGHTS, LoadedModel, load_document
 from costcalc.memory import weight_bytes
 from costcalc.params import total_params
 from costcalc.quant import weight_label
@@ -104,9 +104,19 @@ def check_paths(
         if identity in seen:
             continue
         seen.add(identity)
-        report = FileReport(path, [problem]) if problem else check_file(path, limits, reading)
-        reports.append(report)
+        if isinstance(problem, Skipped):
+            reports.append(FileReport(path, [], skipped=problem.message))
+        else:
+            report = FileReport(path, [problem]) if problem else check_file(path, limits, reading)
+            reports.append(report)
     return reports
+
+
+class Skipped(Problem):
+    """A path :func:`config_files` passes over, with why: not a finding, a note."""
+
+
+LINK_OUT = "a link to a directory outside the tree being checked; not followed"
 
 
 def _identity(path: str) -> object:
@@ -168,6 +178,9 @@ def _directory_configs(top: str) -> Iterator[tuple[str, Problem | None]]:
         directory = stack.pop()
         if _entered_before(directory, entered):
             continue
+        if directory != top and _outside(directory, top):
+            yield directory, Skipped("", LINK_OUT)
+            continue
         try:
             files, subdirectories = _listing(directory, hidden=False)
         except OSError as exc:
@@ -182,6 +195,15 @@ def _directory_configs(top: str) -> Iterator[tuple[str, Problem | None]]:
     if not found:
         suffixes = ", ".join(f"*{suffix}" for suffix in CONFIG_SUFFIXES)
         yield top, Problem("", f"directory holds no config files ({suffixes})")
+
+
+def _outside(directory: str, top: str) -> bool:
+    """Whether ``directory``, reached below ``top`` through a symbolic link, resolves outside
+    ``top``'s tree (then it is not entered: a link to / would walk the whole file system)."""
+    if not os.path.islink(directory):
+        return False
+    real, root = os.path.realpath(directory), os.path.realpath(top)
+    return os.path.commonpath([real, root]) != root
 
 
 def _entered_before(directory: str, entered: set[object], *key: object) -> bool:
@@ -219,17 +241,20 @@ def _glob(pattern: str) -> Iterator[tuple[str, Problem | None]]:
     ``.``. Each directory is searched once per part of the pattern, so a link cycle ends; one
     that cannot be listed is a finding."""
     parts = [part for part in pattern.split(os.sep) if part]
-    stack = [(os.sep if pattern.startswith(os.sep) else "", 0)]
+    stack = [(os.sep if pattern.startswith(os.sep) else "", 0, "")]
     searched: set[object] = set()
     while stack:
-        path, index = stack.pop()
+        path, index, top = stack.pop()  # top: where the ``**`` being expanded started
+        if top and path != top and _outside(path, top):
+            yield path, Skipped("", LINK_OUT)
+            continue
         if index == len(parts):
-            yield path, None
+            yield path or os.curdir, None  # ``**`` matching no directory: the one it is in
             continue
         part = parts[index]
         if not _GLOB_CHARS & set(part):
             if os.path.lexists(os.path.join(path, part)):
-                stack.append((os.path.join(path, part), index + 1))
+                stack.append((os.path.join(path, part), index + 1, ""))
             continue
         if _entered_before(path or os.curdir, searched, index):
             continue
@@ -239,13 +264,16 @@ def _glob(pattern: str) -> Iterator[tuple[str, Problem | None]]:
             yield path, _unlistable(exc)
             continue
         if part == "**":
-            stack.append((path, index + 1))
-            stack += [(os.path.join(path, name), index) for name in subdirectories]
+            root = top or path or os.curdir
+            stack.append((path, index + 1, ""))
+            stack += [(os.path.join(path, name), index, root) for name in subdirectories]
         else:
             last = index + 1 == len(parts)
             names = [*files, *subdirectories] if last else subdirectories
             stack += [
-                (os.path.join(path, name), index + 1) for name in names if fnmatchcase(name, part)
+                (os.path.join(path, name), index + 1, "")
+                for name in names
+                if fnmatchcase(name, part)
             ]
 
 
@@ -342,8 +370,11 @@ def limit_problems(model: LoadedModel, count: int, doc: Document, limits: Limits
             count,
             model.budget,
             lambda key: (f"budget.{key}", doc.line_of(("budget", key))),
+            model.weight_format,
         )
-    problems += budget_problems(model.spec, count, limits.budget, lambda key: (_option(key), None))
+    problems += budget_problems(
+        model.spec, count, limits.budget, lambda key: (_option(key), None), model.weight_format
+    )
     beyond = None if limits.length is None else position_limit(model.spec, limits.length)
     if beyond is not None:
         key = model.key_names.get("context_length", "context_length")
@@ -351,10 +382,14 @@ def limit_problems(model: LoadedModel, count: int, doc: Document, limits: Limits
     return problems
 
 
-def budget_problems(spec: ModelSpec, count: int, budget: Budget, where: Locator) -> list[Problem]:
+def budget_problems(
+    spec: ModelSpec, count: int, budget: Budget, where: Locator, stored: str | None = None
+) -> list[Problem]:
     """The limits of ``budget`` that ``spec`` (of ``count`` parameters) breaks; ``where(key)``
     gives the (field, line) each finding is reported at. Weight bytes are those of
-    ``budget.dtype``: raw (P x its bytes) or a quantized format with its metadata."""
+    ``budget.dtype`` (raw: P x its bytes, or a quantized format with its metadata), by default
+    ``stored``, the format the checkpoint stores, else bf16."""
+    dtype = budget.dtype or stored or DEFAULT_WEIGHTS
     problems = []
     if budget.max_params is not None and count > budget.max_params:
         field_name, line = where("max_params")
@@ -362,17 +397,15 @@ def budget_problems(spec: ModelSpec, count: int, budget: Budget, where: Locator)
         problems.append(Problem(field_name, message, line))
     if budget.max_weight_bytes is not None:
         try:
-            size = weight_bytes(spec, budget.dtype)
+            size = weight_bytes(spec, dtype)
         except UsageError as exc:  # the budget's format cannot store this model's tensors
             field_name, line = where("dtype")
-            problems.append(
-                Problem(field_name, f"cannot size the weights as {budget.dtype}: {exc}", line)
-            )
+            problems.append(Problem(field_name, f"cannot size the weights as {dtype}: {exc}", line))
             return problems
         if size > budget.max_weight_bytes:
             field_name, line = where("max_weight_bytes")
             message = (
-                f"{weight_label(budget.dtype)} weights take {_bytes(size)}, over the limit of "
+                f"{weight_label(dtype)} weights take {_bytes(size)}, over the limit of "
                 f"{_bytes(budget.max_weight_bytes)}"
             )
             problems.append(Problem(field_name, message, line))

@@ -32,11 +32,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path, PurePosixPath
-from types import MappingProxyType
 from typing import Any
 
 from costcalc.errors import CheckpointError
 from costcalc.files import os_reason
+from costcalc.frozen import FrozenMap
 
 INDEX_NAME = "model.safetensors.index.json"
 """The index a sharded checkpoint's folder holds (``weight_map``: tensor name -> shard file)."""
@@ -92,7 +92,7 @@ MAX_INT_DIGITS = 20
 MAX_U64 = 2**64 - 1
 """Largest dimension, offset or element count: the library's ``usize`` on a 64-bit machine."""
 
-DTYPE_BITS: Mapping[str, int] = MappingProxyType(
+DTYPE_BITS: Mapping[str, int] = FrozenMap(
     {
         "BOOL": 8,
         "F4": 4,
@@ -494,20 +494,7 @@ def read_index(
     (``parallel`` at a time) or, by default, from the index's folder (with ``inside``: every
     file resolving inside that folder)."""
     name = str(index)
-    fd = _open(name, inside)
-    try:
-        info = os.fstat(fd)
-        _check_regular(name, info, "an index file")
-        if info.st_size > MAX_INDEX_BYTES:
-            raise CheckpointError(
-                name,
-                f"index is {info.st_size:,} bytes; one over {MAX_INDEX_BYTES:,} is refused",
-            )
-        text = decode_json(_read_exact(fd, info.st_size, name), name, "index")
-    finally:
-        os.close(fd)
-    weight_map, declared = parse_index(text, name)
-    del text
+    weight_map, declared = _read_index(index, inside)
     listed = Counter(weight_map.values())
     if len(listed) > MAX_FILES:
         raise CheckpointError(
@@ -543,6 +530,46 @@ def read_index(
                 f"weight_map puts tensor '{absent}' in '{shard}', whose header has no such tensor",
             )
     return build_checkpoint(source, headers, name, declared)
+
+
+def _read_index(index: Path, inside: Path | None = None) -> tuple[dict[str, str], int | None]:
+    """An index file's weight map and declared total size (:func:`parse_index`)."""
+    name = str(index)
+    fd = _open(name, inside)
+    try:
+        info = os.fstat(fd)
+        _check_regular(name, info, "an index file")
+        if info.st_size > MAX_INDEX_BYTES:
+            raise CheckpointError(
+                name,
+                f"index is {info.st_size:,} bytes; one over {MAX_INDEX_BYTES:,} is refused",
+            )
+        text = decode_json(_read_exact(fd, info.st_size, name), name, "index")
+    finally:
+        os.close(fd)
+    return parse_index(text, name)
+
+
+@dataclass(frozen=True)
+class IndexOnly:
+    """A folder's index, downloaded without the shards it lists."""
+
+    path: str
+    total_size: int | None
+    """Its ``metadata.total_size`` (None when it declares none)."""
+
+
+def index_without_shards(folder: str | os.PathLike[str]) -> IndexOnly | None:
+    """The folder's index when the folder holds none of the shards it lists; None when it has
+    no index or a shard is there (then its headers are read). A malformed index is a
+    CheckpointError, as :func:`read_index` finds it."""
+    index = Path(folder) / INDEX_NAME
+    if not _exists(index):
+        return None
+    weight_map, declared = _read_index(index)
+    if any(_exists(Path(folder) / shard) for shard in set(weight_map.values())):
+        return None
+    return IndexOnly(str(index), declared)
 
 
 def parse_index(text: str, name: str) -> tuple[dict[str, str], int | None]:
@@ -669,8 +696,8 @@ def build_checkpoint(
         parameters_total=sum(by_params.values()),
         tensor_bytes_total=sum(by_bytes.values()),
         file_bytes_total=sum(file.file_bytes for file in files),
-        bytes_by_dtype=MappingProxyType(dict(sorted(by_bytes.items()))),
-        parameters_by_dtype=MappingProxyType(dict(sorted(by_params.items()))),
+        bytes_by_dtype=FrozenMap(sorted(by_bytes.items())),
+        parameters_by_dtype=FrozenMap(sorted(by_params.items())),
         index=index,
         declared_total_size=declared,
     )

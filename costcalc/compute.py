@@ -36,7 +36,8 @@ def check_count(name: str, value: int, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise RangeError(name, value, "expected a positive whole number")
     if maximum is not None and value > maximum:
-        raise RangeError(name, value, f"expected at most {maximum:,}")
+        most = f"{maximum:,}" if maximum < 10**40 else f"{len(str(maximum))} digits"
+        raise RangeError(name, value, f"expected at most {most}")
     return value
 
 

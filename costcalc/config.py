@@ -87,7 +87,8 @@ ByteLimit = Annotated[
 
 
 FORMAT_PATTERN = (
-    r"^(nf4|fp4|llm-int8|gptq-int4|gptq-int8|awq-int4|fp8-tensor|fp8-channel|fp8-block|mxfp4|nvfp4)"
+    r"^(nf4|fp4|llm-int8|gptq-int4|gptq-int8|awq-int4|fp8-tensor|fp8-channel|fp8-block|mxfp4|nvfp4"
+    r"|w4a16|w8a16|w8a8)"
     r"(:[^:]+)?$|^gguf:[A-Za-z0-9_]+(,.+)?$"
 )
 """What the JSON Schema lets through as a quantized format (costcalc checks the options)."""
@@ -104,14 +105,16 @@ class Budget(BaseModel):
     max_weight_bytes: ByteLimit | None = Field(
         default=None, description="Most weight bytes allowed: like 1GiB (2^30) or 500MB (10^6)."
     )
-    dtype: str = Field(
-        default="bf16",
+    dtype: str | None = Field(
+        default=None,
         description=(
             "The dtype or quantized format max_weight_bytes is measured in: fp32, bf16, fp16, "
             "fp8, int8, int4 (raw, no scales) or a format such as nf4, gptq-int4:g128, "
-            "awq-int4, fp8-block, gguf:Q4_K_M (docs/quantization.md)."
+            "awq-int4, fp8-block, gguf:Q4_K_M (docs/quantization.md). Default: as the "
+            "checkpoint stores the weights (a Hugging Face quantization_config), else bf16."
         ),
         json_schema_extra={
+            "type": "string",
             "anyOf": [
                 {"enum": list(DTYPES)},
                 {"pattern": FORMAT_PATTERN},
@@ -122,7 +125,9 @@ class Budget(BaseModel):
 
     @field_validator("dtype")
     @classmethod
-    def _known_dtype(cls, value: str) -> str:
+    def _known_dtype(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         try:
             return check_weight_dtype(value)
         except UsageError as exc:

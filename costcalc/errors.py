@@ -1,13 +1,14 @@
 """Errors costcalc raises for a user's mistake.
 
 Every error is a :class:`CostcalcError`; each subclass also inherits the matching built-in, keeps
-its fields and builds its message from them. The CLI prints the message and exits non-zero; it
+its constructor's arguments as fields of the same names and builds its message from them (so it
+pickles: it is rebuilt from those fields). The CLI prints the message and exits non-zero; it
 never shows a traceback for one of these.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 _UNSHOWN = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 """Unicode categories never printed as they are: controls, format characters (bidi overrides),
@@ -32,6 +33,17 @@ class CostcalcError(Exception):
     """Root of every error costcalc raises on bad input."""
 
     exit_code = 1
+
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        """The error rebuilt from its constructor's arguments, each kept as the field of its
+        name, so that it survives pickling (a process pool sends errors back pickled)."""
+        import inspect
+
+        init = type(self).__init__
+        if not inspect.isfunction(init):  # a built-in's: its arguments are its args
+            return super().__reduce__()
+        names = list(inspect.signature(init).parameters)[1:]
+        return type(self), tuple(getattr(self, name) for name in names), self.__dict__
 
 
 class Problem(NamedTuple):
@@ -142,7 +154,15 @@ class RangeError(CostcalcError, ValueError):
         self.name = name
         self.value = value
         self.expected = expected
-        super().__init__(f"{name} {value}: {expected}")
+        super().__init__(f"{name} {_number(value)}: {expected}")
+
+
+def _number(value: object) -> str:
+    """An integer as a message shows it: in full up to 40 digits, else by its size (Python
+    writes out at most 4,300 digits, and no one reads 40)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**40:
+        return f"of about {int(abs(value).bit_length() * 0.30103) + 1:,} digits"
+    return str(value)
 
 
 class CheckpointError(CostcalcError, ValueError):

@@ -16,7 +16,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -396,6 +396,50 @@ def _parse_json(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
         raise FileReadError(name, "JSON nested too deeply to be a config") from None
     _check_json_size(data, name)
     return data, _json_key_lines(text, data)
+
+
+def plain_mapping(data: Mapping[Any, Any], name: str) -> dict[str, Any]:
+    """A mapping given in Python (``costcalc.load({...})``) as a file's data: the same caps as a
+    file's (values, depth, key length, integer digits) and plain values only (mappings with text
+    keys, lists or tuples, text, numbers, booleans, None; no NaN); walked without recursion, so
+    a mapping that holds itself is refused by its depth."""
+    root: dict[str, Any] = {}
+    stack: list[tuple[Any, Any, KeyPath]] = [(data, root, ())]
+    values = 0
+    while stack:
+        source, target, path = stack.pop()
+        values += 1 + len(source)
+        if len(path) > MAX_DEPTH:
+            raise FileReadError(name, _TOO_DEEP)
+        if values > MAX_VALUES:
+            raise FileReadError(name, f"holds over {MAX_VALUES:,} values; refused")
+        items = source.items() if isinstance(source, Mapping) else enumerate(source)
+        for key, value in items:
+            if isinstance(source, Mapping):
+                if not isinstance(key, str):
+                    where = ".".join(path) or "the top"
+                    raise FileReadError(name, f"{where}: key {key!r} is not text")
+                _check_key(key, name, None)
+            inner = (*path, str(key))
+            if isinstance(value, Mapping | list | tuple):
+                copy: Any = {} if isinstance(value, Mapping) else [None] * len(value)
+                stack.append((value, copy, inner))
+                value = copy
+            elif not _plain(value, name, inner):
+                where = ".".join(inner)
+                raise FileReadError(name, f"{where}: {type(value).__name__} is no config value")
+            target[key] = value
+    return root
+
+
+def _plain(value: Any, name: str, path: KeyPath) -> bool:
+    """Whether ``value`` is a plain scalar a config holds; a FileReadError for one refused."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise FileReadError(name, f"{'.'.join(path)}: {value} is not a number a config can hold")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**MAX_DIGITS:
+        where = ".".join(path)
+        raise FileReadError(name, f"{where}: an integer of over {MAX_DIGITS} digits is too long")
+    return value is None or isinstance(value, str | int | float | bool)
 
 
 def _line_at(text: str, index: int) -> int | None:

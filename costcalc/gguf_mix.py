@@ -45,9 +45,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
-from costcalc.blocks import BLOCK_FIELDS
 from costcalc.errors import UsageError
 from costcalc.gguf_types import (
     FILE_TYPES,
@@ -56,14 +54,12 @@ from costcalc.gguf_types import (
     IMATRIX_REQUIRED,
     type_bytes,
 )
+from costcalc.layer_order import layer_stacks
 from costcalc.quant import TensorBytes, WeightFormat, override
-from costcalc.spec import LayerGroup, ModelSpec
+from costcalc.spec import ModelSpec
 from costcalc.tensors import Tensor, block_tensors, model_tensors
 
 __all__ = ["GGML_QUANT_SIZES", "gguf_tensors", "type_bytes", "use_more_bits"]
-
-MAX_LAYERS = 100_000
-"""GGUF mixes are assigned layer by layer; deeper models are refused."""
 
 FALLBACK: dict[str, str] = {
     **dict.fromkeys(
@@ -152,41 +148,6 @@ def category(tensor: Tensor) -> str:
         if last in ("up_proj", "gate_up_proj"):
             return "ffn_up"
     return "other"
-
-
-def _layers(spec: ModelSpec) -> list[ModelSpec]:
-    """The spec of every block, in layer order (patterns cycled as :func:`pattern_counts`)."""
-    if spec.n_layers > MAX_LAYERS:
-        raise UsageError(f"GGUF mixes are assigned layer by layer: at most {MAX_LAYERS:,} layers")
-    if any(stack.shared_weight_sets is not None for stack in spec.stacks):
-        raise UsageError("GGUF mixes of blocks that reuse weight sets are not modelled")
-    if spec.layers is None:
-        return [spec] * spec.n_layers
-    stacks: dict[tuple[object, ...], ModelSpec] = {}
-    for stack in spec.stacks:
-        stacks.setdefault(tuple(getattr(stack, name) for name in BLOCK_FIELDS), stack)
-    order: list[ModelSpec] = []
-    for group in spec.layers:
-        for overrides, count in _runs(group):
-            block = {**group.overrides(), **overrides}
-            key = tuple(block.get(name, getattr(spec, name)) for name in BLOCK_FIELDS)
-            order += [stacks[key]] * count
-    return order
-
-
-def _runs(group: LayerGroup) -> list[tuple[dict[str, Any], int]]:
-    """A layer group's runs in layer order: one run, or its pattern cycled up to its count."""
-    if group.pattern is None:
-        return [({}, group.count)]
-    runs: list[tuple[dict[str, Any], int]] = []
-    left = group.count
-    while left > 0:
-        for run in group.pattern:
-            take = min(run.count, left)
-            if take:
-                runs.append((run.overrides(), take))
-            left -= take
-    return runs
 
 
 @dataclass
@@ -412,12 +373,12 @@ def _assign(spec: ModelSpec, fmt: WeightFormat) -> Iterator[tuple[Tensor, str, b
     """Each tensor of one copy (model tensors once, block tensors layer by layer), its type and
     whether it is quantized."""
     per_stack = {id(stack): _file_order(block_tensors(stack)) for stack in spec.stacks}
-    order = _layers(spec)
+    order = layer_stacks(spec, "GGUF mixes")
     layers = [per_stack[id(stack)] for stack in order]
     mix = _mix(spec, fmt, order[0] if order else spec, layers)
 
     def choose(tensor: Tensor, layer: int) -> tuple[Tensor, str, bool]:
-        forced = override(fmt, tensor)
+        forced = override(fmt, tensor, layer if layer >= 0 else None)
         if forced is False or (forced is None and not quantizable(tensor)):
             kept = unquantized_type(tensor) if forced is None or len(tensor.shape) < 2 else "F16"
             return tensor, kept, False

@@ -11,18 +11,20 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 from costcalc.errors import ConfigError, FileReadError
+from costcalc.frozen import FrozenMap
 from costcalc.spec import ModelSpec
 
 if TYPE_CHECKING:
-    from costcalc.checkpoint import Checkpoint
+    from costcalc.checkpoint import Checkpoint, IndexOnly
     from costcalc.config import Budget
     from costcalc.files import Document
 
 M = TypeVar("M", bound=ModelSpec)
+DEFAULT_WEIGHTS = "bf16"
+"""The weights' dtype when neither ``--dtype`` nor the checkpoint names one."""
 FormatName = Literal["costcalc", "nanogpt", "huggingface"]
 
 
@@ -36,7 +38,7 @@ class LoadedModel(NamedTuple):
     description: str | None = None
     source: str | None = None
     budget: Budget | None = None
-    key_names: Mapping[str, str] = MappingProxyType({})
+    key_names: Mapping[str, str] = FrozenMap()
     """The file's own key for each spec field, where it differs (``block_size``)."""
     notes: tuple[str, ...] = ()
     """What the count leaves out, in words."""
@@ -44,6 +46,20 @@ class LoadedModel(NamedTuple):
     """The model's safetensors headers, when its folder holds them."""
     family: str | None = None
     """A Hugging Face config's ``model_type``, which names the model's modules."""
+    weight_format: str | None = None
+    """The format its checkpoint stores the weights in (a ``quantization_config``), as
+    ``--dtype`` writes it (``mxfp4:-attn``, ``fp8-block``); None: unquantized, or a format
+    costcalc does not size (a note says which)."""
+    weight_format_source: str | None = None
+    """Where ``weight_format`` was read: ``its quantization_config, quant_method mxfp4``."""
+    checkpoint_index: IndexOnly | None = None
+    """The model folder's index when the folder holds none of its shards (with the shards,
+    ``checkpoint`` has their headers)."""
+
+    def weights_dtype(self, given: str | None = None) -> str:
+        """The dtype or format to count the weights in: ``given`` (``--dtype``) when there is
+        one, else the format the checkpoint stores, else bf16."""
+        return given or self.weight_format or DEFAULT_WEIGHTS
 
 
 def detect_format(data: Mapping[str, Any]) -> FormatName:
@@ -88,8 +104,9 @@ def load_file(path: str | Path, overrides: Mapping[str, Any] | None = None) -> L
 
 
 def load_folder(folder: Path, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
-    """A model folder as ``from_pretrained`` takes it: ``config.json`` plus safetensors headers."""
-    from costcalc.checkpoint import find_checkpoint
+    """A model folder as ``from_pretrained`` takes it: ``config.json`` plus safetensors headers
+    (or, when the folder holds an index but none of its shards, the index's ``total_size``)."""
+    from costcalc.checkpoint import find_checkpoint, index_without_shards
     from costcalc.files import read_document
 
     if not os.path.isfile(folder / "config.json"):
@@ -99,7 +116,12 @@ def load_folder(folder: Path, overrides: Mapping[str, Any] | None = None) -> Loa
             "and its safetensors files)",
         )
     model = load_document(read_document(folder / "config.json"), overrides)
-    return model._replace(checkpoint=None if overrides else find_checkpoint(folder))
+    if overrides:
+        return model
+    index = index_without_shards(folder)
+    if index is not None:
+        return model._replace(checkpoint_index=index)
+    return model._replace(checkpoint=find_checkpoint(folder))
 
 
 def load_hub(
@@ -129,6 +151,7 @@ def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> 
     if kind == "costcalc":
         return _load_native(doc, file_model_name(doc.path), overrides or {})
     from costcalc.formats import huggingface, nanogpt
+    from costcalc.formats.hf_quant import stored_format
 
     translator = huggingface.translate if kind == "huggingface" else nanogpt.translate
     translation = translator(doc)
@@ -144,6 +167,8 @@ def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> 
         raise ConfigError(doc.path, [*translation.problems, *exc.problems]) from None
     if translation.problems:
         raise ConfigError(doc.path, translation.problems)
+    _check_overrides_apply(spec, overrides, doc.path)
+    stored = stored_format(doc, spec) if kind == "huggingface" else None
     return LoadedModel(
         spec=spec,
         name=translation.name or file_model_name(doc.path),
@@ -151,8 +176,12 @@ def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> 
         format=kind,
         description=translation.description,
         key_names=translation.key_names,
-        notes=translation.notes,
+        notes=translation.notes + (stored.notes if stored else ()),
         family=translation.family,
+        weight_format=stored.label if stored else None,
+        weight_format_source=(
+            f"its {stored.key}, quant_method {stored.method}" if stored and stored.label else None
+        ),
     )
 
 
@@ -168,6 +197,7 @@ def _load_native(doc: Document, default_name: str, overrides: Mapping[str, Any])
     parsed = _validate(ConfigFile, {**doc.data, **overrides}, doc, overrides)
     # The model part of an already validated config: no second validation.
     spec = ModelSpec.model_construct(**{name: getattr(parsed, name) for name in SPEC_FIELDS})
+    _check_overrides_apply(spec, overrides, doc.path)
     return LoadedModel(
         spec=spec,
         name=parsed.name or default_name,
@@ -176,6 +206,39 @@ def _load_native(doc: Document, default_name: str, overrides: Mapping[str, Any])
         source=parsed.source,
         budget=parsed.budget,
     )
+
+
+_SAME_KEY = {"ffn_mult": ("ffn_mult", "ffn_hidden"), "ffn_hidden": ("ffn_mult", "ffn_hidden")}
+"""Keys that set one thing two ways: a group's FFN width in either wins over the other."""
+
+
+def _check_overrides_apply(
+    spec: ModelSpec, overrides: Mapping[str, Any] | None, source: str
+) -> None:
+    """A ConfigError for an override (``--heads 4``, ``NAME:heads=4``) that a layer group sets
+    itself: the group's value wins, so the override would change nothing while the model's name
+    said it did. Changing a layered model's blocks is done in its file, group by group."""
+    if spec.layers is None or not overrides:
+        return
+    from costcalc.errors import Problem
+    from costcalc.overrides import OVERRIDE_OPTIONS
+    from costcalc.spec import layer_runs
+
+    runs = [(path, keys) for path, keys, _ in layer_runs(spec)]
+    problems = []
+    for field, value in overrides.items():
+        keys = _SAME_KEY.get(field, (field,))
+        setting = next((path for path, run in runs if run.keys() & set(keys)), None)
+        if value is not None and setting is not None:
+            message = (
+                f"{setting} sets {field} itself, and a layer group's own value wins over the "
+                "model's, so the override would not reach its layers; set it group by group in "
+                "a config file"
+            )
+            option = OVERRIDE_OPTIONS.get(field, field)
+            problems.append(Problem(f"{option} (command line)", message))
+    if problems:
+        raise ConfigError(source, problems)
 
 
 def _validate(

@@ -38,9 +38,10 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Literal
 
-from costcalc.errors import UsageError, check_choice
+from costcalc.errors import RangeError, UsageError, check_choice
 from costcalc.params import total_params
 from costcalc.render import ratio_dict
+from costcalc.scalars import MAX_SIZE
 from costcalc.spec import ModelSpec
 from costcalc.tensors import (
     Shape,
@@ -733,6 +734,8 @@ def lora_config(
     """A checked :class:`LoraConfig`."""
     if rank < 1:
         raise UsageError(f"--rank must be a positive whole number, not {rank}")
+    if rank > MAX_SIZE:
+        raise RangeError("rank", rank, f"expected at most {MAX_SIZE:,} (a rank is a size)")
     check_choice(bias, BIAS_MODES, "bias mode")
     if not targets and not target_parameters:
         raise UsageError("name what to adapt: --targets q_proj,v_proj (or all-linear)")

@@ -377,6 +377,9 @@ class MemorySetup:
     dtype: str = "bf16"
     train: bool = False
     optimizer: str = "adamw"
+    dtype_given: bool = True
+    """False: no ``--dtype``; inference counts each model's weights as its checkpoint stores
+    them (:meth:`~costcalc.loaders.LoadedModel.weights_dtype`), training in bf16."""
     mixed_precision: bool = False
     batch: int = 1
     length: int | None = None
@@ -393,7 +396,7 @@ class MemorySetup:
 
 
 def memory_setup(
-    dtype: str = "bf16",
+    dtype: str | None = None,
     train: bool = False,
     optimizer: str | None = None,
     mixed_precision: bool | None = None,
@@ -408,9 +411,11 @@ def memory_setup(
     is an engine other than transformers with ``train`` (engines serve).
 
     Mixed precision defaults to on when training in bf16 or fp16 (16-bit weights and gradients,
-    fp32 masters and optimizer state), off for fp32.
+    fp32 masters and optimizer state), off for fp32. Without ``dtype``, inference counts each
+    model's weights as its checkpoint stores them, training in bf16 (``dtype_given`` False).
     """
-    dtype = check_weight_dtype(dtype)
+    dtype_given = dtype is not None
+    dtype = check_weight_dtype(dtype or "bf16")
     if kv_dtype is not None:
         check_choice(kv_dtype, DTYPES, "KV-cache dtype")
     check_count("batch", batch)
@@ -432,6 +437,7 @@ def memory_setup(
             length=length,
             kv_dtype=kv_dtype,
             engine=engine or EngineSetup(),
+            dtype_given=dtype_given,
         )
     if engine is not None and engine.name != DEFAULT_ENGINE:
         raise UsageError(f"--engine {engine.name} counts what it allocates to serve: drop --train")
@@ -445,6 +451,7 @@ def memory_setup(
         raise UsageError("mixed precision trains 16-bit weights: use --dtype bf16 or fp16")
     return MemorySetup(
         dtype=dtype,
+        dtype_given=dtype_given,
         train=True,
         optimizer=check_choice(optimizer or "adamw", OPTIMIZERS, "optimizer"),
         mixed_precision=mixed,

@@ -6,7 +6,7 @@ KV cache for training) are present with 0 bytes, so every key of the contract al
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -34,6 +34,7 @@ from costcalc.parallel import (
 from costcalc.quant import describe_format, weight_label
 from costcalc.results import model_header
 from costcalc.spec import ModelSpec
+from costcalc.stored_weights import StoredBytes
 from costcalc.zero import ESTIMATOR_SOURCE, ZERO_SOURCE, deepspeed_estimate
 
 
@@ -63,6 +64,28 @@ class MemoryResult:
     """Under a plan, one GPU's report of every pipeline stage, first to last."""
     device: Capacity | None = None
     """Where ``capacity`` comes from: a GPU of the catalogue and its reserve, or a size given."""
+
+    @property
+    def weights_note(self) -> str | None:
+        """Where the weights' format comes from, when the checkpoint names one."""
+        from costcalc.stored_weights import weights_note
+
+        return weights_note(self.model, self.report.setup.dtype)
+
+    @property
+    def stored(self) -> StoredBytes | None:
+        """The checkpoint's own byte count beside the weights', when it is at hand (a whole
+        model's figures only, not one GPU's)."""
+        from costcalc.stored_weights import stored_bytes
+
+        if self.plan is not None:
+            return None
+        return stored_bytes(self.model, self.report.setup.dtype, self.report.bytes_weights)
+
+    @property
+    def stored_sentence(self) -> str | None:
+        stored = self.stored
+        return None if stored is None else stored.sentence()
 
     @property
     def headroom(self) -> int | None:
@@ -239,6 +262,8 @@ class MemoryResult:
                 "dtype": r.weight_dtype or setup.dtype,
                 "description": describe_format(setup.dtype),
                 "bytes": r.bytes_weights,
+                "stored_format": self.model.weight_format,
+                "checkpoint": None if self.stored is None else self.stored.to_dict(),
             },
             "gradients": {
                 "elements": r.elements_gradients,
@@ -427,7 +452,11 @@ def memory_result(
 ) -> MemoryResult:
     """The memory of ``model`` under ``setup`` (one GPU's share under ``plan``, of the largest
     pipeline stage), judged against ``capacity`` bytes (or a device's usable memory) if
-    given."""
+    given. Without ``--dtype``, inference counts the weights as the checkpoint stores them
+    (but for llama.cpp, which loads GGUF files, not the safetensors checkpoint)."""
+    stored = model.weight_format is not None and setup.engine.name != "llamacpp"
+    if stored and not setup.dtype_given and not setup.train:
+        setup = replace(setup, dtype=model.weights_dtype())
     device = capacity if isinstance(capacity, Capacity) else None
     usable = capacity.bytes if isinstance(capacity, Capacity) else capacity
     report = memory_report(model.spec, setup)

@@ -3,42 +3,41 @@
 A format is written ``NAME[:OPTION,...]`` (:func:`parse_format`); a plain dtype (fp32, bf16, fp16,
 fp8, int8, int4) is the raw format: every parameter in that dtype, no scales (int4, int8, fp8
 raw are what no toolkit stores). Each toolkit quantizes the matrices it converts and keeps the
-rest (norms, biases, tables, the LM head where it does) in a float dtype:
+rest (norms, biases, tables, the LM head where it does) in a float dtype (option ``rest=DTYPE``
+sets it: fp32, bf16 or fp16). The bytes of one matrix are :mod:`costcalc.quant_layouts`.
 
 - ``nf4``, ``fp4`` (bitsandbytes 0.50 ``functional.quantize_4bit``, ``Linear4bit``; loaded by
   transformers' ``BitsAndBytesConfig``): every linear layer but the LM head, per weight of n
   elements :func:`nf4_bytes` (blocks of 64, fp32 absmax; double quantization, the default, stores
-  the absmax as uint8 with an fp32 scale per 256 blocks and an fp32 offset; option ``no-dq``).
-  Stacked experts and bare router weights are no ``nn.Linear`` and stay in bf16, the rest too.
+  the absmax as uint8 with an fp32 scale per 256 blocks and an fp32 offset; option ``no-dq``)
+  and its code tables (:func:`nf4_code_bytes`). Stacked experts and bare router weights are no
+  ``nn.Linear`` and stay in bf16, the rest too.
 - ``llm-int8`` (bitsandbytes ``Int8Params``): every linear layer but the LM head, int8 values and
   an fp32 scale per output row (``SCB``); the rest in fp16.
 - ``gptq-int4``, ``gptq-int8`` (AutoGPTQ 0.7 ``nn_modules/qlinear/qlinear_cuda_old.py``,
   GPTQModel's ``QuantLinear``): the linear layers of the blocks, each expert of a stacked MoE
-  included; option ``gG`` (group size, default g128; ``g-1``: one group). Per (out, in) matrix:
-  qweight int32 (in / 32 x bits, out), qzeros int32 (ceil(in / G), out / 32 x bits), scales fp16
-  (ceil(in / G), out), g_idx int32 (in); biases, tables, norms, router and LM head in fp16.
-- ``awq-int4`` (AutoAWQ 0.2 ``modules/linear/gemm.py`` ``WQLinear_GEMM``, 4-bit only): the same
-  matrices; qweight int32 (in, out / 8), qzeros int32 (in / G, out / 8), scales fp16 (in / G,
-  out); no g_idx; the rest in fp16.
+  included; option ``gG`` (group size, default g128; ``g-1``: one group); the rest in fp16.
+- ``awq-int4`` (AutoAWQ 0.2 ``WQLinear_GEMM``, 4-bit only): the same matrices; the rest in fp16.
 - ``fp8-tensor``, ``fp8-channel``, ``fp8-block`` (transformers' ``FineGrainedFP8`` layers;
-  DeepSeek-V3's checkpoint): the linear layers and stacked experts but the LM head and router,
-  one fp8 byte per element plus fp32 scales: one per matrix, one per output row, or
-  ``weight_scale_inv`` of ceil(out / 128) x ceil(in / 128) (option ``bB`` sets the block); the
-  rest in bf16.
-- ``mxfp4`` (OCP Microscaling Formats v1.0 MXFP4; compressed-tensors 0.20
-  ``mxfp4-pack-quantized``, gpt-oss's ``*_blocks``/``*_scales``): the linear layers and stacked
-  experts but the LM head and router, two e2m1 values per byte plus one e8m0 scale byte per
-  32-element block of a row: out x in / 2 + out x ceil(in / 32); the rest in bf16.
-- ``nvfp4`` (compressed-tensors 0.20 ``nvfp4-pack-quantized``): the same matrices, two e2m1
-  values per byte, an fp8 e4m3 scale per 16-element block and an fp32 global scale per matrix:
-  out x in / 2 + out x ceil(in / 16) + 4; option ``w4a4`` adds the fp32 ``input_global_scale``
-  an NVFP4 (W4A4) checkpoint stores per matrix; the rest in bf16.
+  DeepSeek-V3's checkpoint; compressed-tensors ``float-quantized``): the linear layers and
+  stacked experts but the LM head and router, one fp8 byte per element plus scales: one per
+  matrix, one per output row, or ceil(out / B) x ceil(in / B) (option ``bB``, default b128);
+  scales fp32 (``scale=bf16``, ``fp16``, ``e8m0`` otherwise); ``static`` adds the input scale of
+  static activation quantization; the rest in bf16.
+- ``mxfp4`` (OCP MX v1.0; compressed-tensors ``mxfp4-pack-quantized``, gpt-oss's
+  ``*_blocks``/``*_scales``) and ``nvfp4`` (compressed-tensors ``nvfp4-pack-quantized``; option
+  ``w4a4``: its input scales): the same matrices; the rest in bf16.
+- ``w4a16``, ``w8a16`` (compressed-tensors ``pack-quantized`` integers, weights only) and
+  ``w8a8`` (``int-quantized``, int8 with a scale per row): the same matrices; options ``gG``
+  (w4a16/w8a16; default g128, ``g-1`` a scale per row), ``asym`` (zero points), ``actorder``
+  (``g_idx``), ``static`` (w8a8's input scale), ``scale=DTYPE`` (default bf16); the rest in bf16.
 - ``gguf:TYPE`` (llama.cpp): a llama-quantize file type and its per-tensor mix, see
   :mod:`costcalc.gguf_mix`.
 
 Options ``+NAME`` quantize tensors a toolkit keeps (``+lm_head``, ``+embed_tokens``, ``+router``),
 ``-NAME`` keep matrices it would quantize (``-down_proj``); NAME is a part of the generic
-tensor names of :mod:`costcalc.tensors`, or a dotted run of parts (``-attn.q_proj``). Only
+tensor names of :mod:`costcalc.tensors`, or a dotted run of parts (``-attn.q_proj``), and
+``NAME@I`` or ``NAME@I..J`` limits it to layer I, or layers I to J (from 0, both included). Only
 matrices (2-D and stacked 3-D tensors) quantize.
 """
 
@@ -50,20 +49,37 @@ from math import prod
 
 from costcalc.errors import UsageError, check_choice, shown
 from costcalc.gguf_types import FILE_TYPE_ALIASES, GGUF_TYPES
+from costcalc.quant_layouts import (
+    FP8_BLOCK,
+    awq_bytes,
+    fp8_bytes,
+    gptq_bytes,
+    int8_bytes,
+    int8_channel_bytes,
+    mxfp4_bytes,
+    nf4_bytes,
+    nf4_code_bytes,
+    nvfp4_bytes,
+    packed_int_bytes,
+)
 from costcalc.spec import ModelSpec
-from costcalc.tensors import Tensor, parameter_tensors
+from costcalc.tensors import Tensor, block_tensors, model_tensors, parameter_tensors
 from costcalc.units import DTYPE_BITS, DTYPES, MAX_DIGITS, dtype_bytes
 
-FP32_BYTES = 4
-INT32_BYTES = 4
-FP16_BYTES = 2
-NF4_BLOCK = 64
-NESTED_BLOCK = 256
-FP8_BLOCK = 128
-MXFP4_BLOCK = 32
-NVFP4_BLOCK = 16
+__all__ = [
+    "awq_bytes",
+    "fp8_bytes",
+    "gptq_bytes",
+    "int8_bytes",
+    "mxfp4_bytes",
+    "nf4_bytes",
+    "nvfp4_bytes",
+]
+
 DEFAULT_GROUP = 128
 LM_HEAD = "lm_head"
+MAX_OPTIONS = 100_000
+"""Most options one format may carry (a checkpoint's per-layer exceptions included)."""
 
 TOOLKITS: dict[str, str] = {
     "nf4": "bitsandbytes NF4",
@@ -77,6 +93,9 @@ TOOLKITS: dict[str, str] = {
     "fp8-block": "FP8, block scales",
     "mxfp4": "MXFP4, an e8m0 scale per 32 values",
     "nvfp4": "NVFP4, an fp8 scale per 16 values and an fp32 scale per matrix",
+    "w4a16": "compressed-tensors int4, weights only",
+    "w8a16": "compressed-tensors int8, weights only",
+    "w8a8": "compressed-tensors int8, a scale per row",
     "gguf": "GGUF",
 }
 """Each format name and what it is, in plain words."""
@@ -93,19 +112,48 @@ FLOAT_REST: dict[str, str] = {
     "fp8-block": "bf16",
     "mxfp4": "bf16",
     "nvfp4": "bf16",
+    "w4a16": "bf16",
+    "w8a16": "bf16",
+    "w8a8": "bf16",
 }
 """The dtype a toolkit keeps its unquantized tensors in (bitsandbytes' usual compute dtype bf16,
 fp16 for LLM.int8; GPTQ and AWQ checkpoints fp16; DeepSeek-V3's FP8 checkpoint bf16)."""
 
-FLAGS: dict[str, tuple[str, ...]] = {"gguf": ("pure", "imatrix"), "nvfp4": ("w4a4",)}
+GROUPED = ("gptq-int4", "gptq-int8", "awq-int4", "w4a16", "w8a16")
+"""Formats with a group size (option ``gG``)."""
+SCALES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("fp8-tensor", "fp8-channel", "fp8-block"), ("fp32", "bf16", "fp16", "e8m0")),
+    **dict.fromkeys(("w4a16", "w8a16", "w8a8"), ("bf16", "fp16", "fp32")),
+}
+"""The scale dtypes a format may store its scales in (option ``scale=``), its default first."""
+FLAGS: dict[str, tuple[str, ...]] = {
+    "gguf": ("pure", "imatrix"),
+    "nvfp4": ("w4a4",),
+    "fp8-tensor": ("static",),
+    "fp8-channel": ("static",),
+    "fp8-block": ("static",),
+    "w4a16": ("asym", "actorder"),
+    "w8a16": ("asym", "actorder"),
+    "w8a8": ("static",),
+}
 """The on/off options each format takes."""
+FLAG_WORDS = {
+    "pure": "pure",
+    "imatrix": "importance matrix",
+    "w4a4": "with input scales (W4A4)",
+    "static": "static input scale",
+    "asym": "zero points",
+    "actorder": "activation order (g_idx)",
+}
 
 
 @dataclass(frozen=True)
 class WeightFormat:
     """A parsed weight format: ``name`` (raw dtype or format), its group or block size,
-    double quantization, a GGUF file type (``pure``: no mix; ``imatrix``: quantized with an
-    importance matrix), NVFP4's input scales (``w4a4``), and the +/- tensor selections."""
+    double quantization, a GGUF file type, its on/off ``flags`` (``pure``, ``imatrix``,
+    ``w4a4``, ``static``, ``asym``, ``actorder``), the dtype of its scales and of what it keeps
+    unquantized (None: the format's own), and the +/- tensor selections (``NAME`` or
+    ``NAME@I..J``)."""
 
     name: str
     group: int | None = None
@@ -113,9 +161,9 @@ class WeightFormat:
     gguf_type: str | None = None
     quantize: frozenset[str] = field(default_factory=frozenset)
     keep: frozenset[str] = field(default_factory=frozenset)
-    pure: bool = False
-    imatrix: bool = False
-    w4a4: bool = False
+    flags: frozenset[str] = field(default_factory=frozenset)
+    scale: str | None = None
+    rest: str | None = None
 
     @property
     def raw(self) -> bool:
@@ -123,23 +171,52 @@ class WeightFormat:
         return self.name in DTYPES
 
     @property
+    def pure(self) -> bool:
+        return "pure" in self.flags
+
+    @property
+    def imatrix(self) -> bool:
+        return "imatrix" in self.flags
+
+    @property
+    def scale_dtype(self) -> str:
+        """The dtype its scales are stored in."""
+        return self.scale or SCALES.get(self.name, ("fp32",))[0]
+
+    @property
+    def rest_dtype(self) -> str:
+        """The dtype of the tensors it keeps unquantized."""
+        return self.rest or FLOAT_REST[self.name]
+
+    @property
+    def by_layer(self) -> bool:
+        """Some +/- option names layers."""
+        return any("@" in name for name in self.quantize | self.keep)
+
+    @property
     def label(self) -> str:
         """The format as it is written back: ``gptq-int4:g128``, ``gguf:Q4_K_M``, ``nf4``."""
         options: list[str] = []
-        if self.name in ("gptq-int4", "gptq-int8", "awq-int4"):
+        if self.name in GROUPED:
             options.append(f"g{self.group or -1}")
         if self.name == "fp8-block" and self.group != FP8_BLOCK:
             options.append(f"b{self.group}")
         if self.name in ("nf4", "fp4") and not self.double_quant:
             options.append("no-dq")
-        if self.name == "nvfp4" and self.w4a4:
-            options.append("w4a4")
-        options += [name for name in ("pure", "imatrix") if getattr(self, name)]
-        options += [f"+{n}" for n in sorted(self.quantize)]
-        options += [f"-{n}" for n in sorted(self.keep)]
+        options += [flag for flag in FLAGS.get(self.name, ()) if flag in self.flags]
+        if self.scale is not None and self.scale != self.scale_dtype_default:
+            options.append(f"scale={self.scale}")
+        if self.rest is not None and self.rest != FLOAT_REST.get(self.name):
+            options.append(f"rest={self.rest}")
+        options += [f"+{n}" for n in sorted(self.quantize, key=_selection_key)]
+        options += [f"-{n}" for n in sorted(self.keep, key=_selection_key)]
         head = f"gguf:{self.gguf_type}" if self.name == "gguf" else self.name
         joiner = "," if self.name == "gguf" else ":"
         return head + (joiner + ",".join(options) if options else "")
+
+    @property
+    def scale_dtype_default(self) -> str:
+        return SCALES.get(self.name, ("fp32",))[0]
 
     @property
     def description(self) -> str:
@@ -147,18 +224,29 @@ class WeightFormat:
         if self.raw:
             return f"{self.name} (raw, no scales)" if DTYPE_BITS[self.name] < 16 else self.name
         words = TOOLKITS[self.name]
+        how = [FLAG_WORDS[flag] for flag in FLAGS.get(self.name, ()) if flag in self.flags]
         if self.name == "gguf":
-            how = [w for w, on in (("pure", self.pure), ("importance matrix", self.imatrix)) if on]
             return f"{words} {self.gguf_type}" + (f" ({', '.join(how)})" if how else "")
-        if self.name in ("gptq-int4", "gptq-int8", "awq-int4"):
-            return f"{words}, groups of {self.group}" if self.group else f"{words}, one group"
+        if self.name in GROUPED:
+            words += f", groups of {self.group}" if self.group else ", one group"
         if self.name == "fp8-block":
-            return f"{words} {self.group}x{self.group}"
-        if self.name in ("nf4", "fp4"):
-            return words + (", double-quantized absmax" if self.double_quant else "")
-        if self.name == "nvfp4" and self.w4a4:
-            return words + ", with input scales (W4A4)"
-        return words
+            words += f" {self.group}x{self.group}"
+        if self.name in ("nf4", "fp4") and self.double_quant:
+            words += ", double-quantized absmax"
+        if self.scale is not None and self.scale != self.scale_dtype_default:
+            how.append(f"{self.scale} scales")
+        if self.keep:
+            how.append(
+                f"{', '.join(sorted(self.keep, key=_selection_key))} kept in {self.rest_dtype}"
+            )
+        if self.quantize:
+            how.append(f"{', '.join(sorted(self.quantize, key=_selection_key))} quantized too")
+        return words + "".join(f", {word}" for word in how)
+
+
+def _selection_key(text: str) -> tuple[str, int]:
+    name, _, layers = text.partition("@")
+    return name, int(layers.partition("..")[0]) if layers else -1
 
 
 def weight_label(dtype: str) -> str:
@@ -186,7 +274,7 @@ def parse_format(text: str) -> WeightFormat:
     if name in DTYPES:
         raise UsageError(f"'{text}': a raw dtype takes no options ({name} stores no scales)")
     check_choice(name, (*DTYPES, *TOOLKITS), "dtype or format")
-    if name in ("gptq-int4", "gptq-int8", "awq-int4"):
+    if name in GROUPED:
         start = WeightFormat(name, group=DEFAULT_GROUP)
     elif name == "fp8-block":
         start = WeightFormat(name, group=FP8_BLOCK)
@@ -197,17 +285,24 @@ def parse_format(text: str) -> WeightFormat:
 
 def _options(text: str, fmt: WeightFormat, rest: str) -> WeightFormat:
     """Apply the comma-separated options of ``text`` to ``fmt``."""
-    group, dq = fmt.group, fmt.double_quant
-    quantize, keep = set(fmt.quantize), set(fmt.keep)
-    flags = {name: bool(getattr(fmt, name)) for name in ("pure", "imatrix", "w4a4")}
-    for option in filter(None, (o.strip() for o in rest.split(","))):
+    group, dq, scale, kept = fmt.group, fmt.double_quant, fmt.scale, fmt.rest
+    quantize, keep, flags = set(fmt.quantize), set(fmt.keep), set(fmt.flags)
+    options = [o.strip() for o in rest.split(",", MAX_OPTIONS)]
+    if len(options) > MAX_OPTIONS:
+        raise UsageError(f"'{shown(text)}': at most {MAX_OPTIONS:,} options")
+    for option in filter(None, options):
+        key, equals, value = option.partition("=")
         if option[0] in "+-" and len(option) > 1:
-            (quantize if option[0] == "+" else keep).add(option[1:])
+            (quantize if option[0] == "+" else keep).add(_selection(text, option[1:]))
         elif option == "no-dq" and fmt.name in ("nf4", "fp4"):
             dq = False
         elif option in FLAGS.get(fmt.name, ()):
-            flags[option] = True
-        elif option[0] == "g" and fmt.name in ("gptq-int4", "gptq-int8", "awq-int4"):
+            flags.add(option)
+        elif equals and key == "scale" and fmt.name in SCALES:
+            scale = check_choice(value, SCALES[fmt.name], f"scale dtype of {fmt.name}")
+        elif equals and key == "rest" and fmt.name in FLOAT_REST:
+            kept = check_choice(value, ("fp32", "bf16", "fp16"), "dtype of the unquantized rest")
+        elif option[0] == "g" and fmt.name in GROUPED:
             group = _size(text, option[1:], "group size", allow_all=True)
         elif option[0] == "b" and fmt.name == "fp8-block":
             group = _size(text, option[1:], "block size")
@@ -221,10 +316,33 @@ def _options(text: str, fmt: WeightFormat, rest: str) -> WeightFormat:
         double_quant=dq,
         quantize=frozenset(quantize),
         keep=frozenset(keep),
-        pure=flags["pure"],
-        imatrix=flags["imatrix"],
-        w4a4=flags["w4a4"],
+        flags=frozenset(flags),
+        scale=scale,
+        rest=kept,
     )
+
+
+def _selection(text: str, option: str) -> str:
+    """``NAME``, ``NAME@I`` or ``NAME@I..J`` as written back (``NAME@I`` for I..I)."""
+    name, at, layers = option.partition("@")
+    if not at:
+        return name
+    first, dots, last = layers.partition("..")
+    i = _layer(text, first)
+    j = _layer(text, last) if dots else i
+    if not name or j < i:
+        raise UsageError(
+            f"'{shown(option)}' in '{shown(text)}': expected NAME@I or NAME@I..J with I <= J"
+        )
+    return f"{name}@{i}" if i == j else f"{name}@{i}..{j}"
+
+
+def _layer(text: str, digits: str) -> int:
+    if not digits.isdecimal() or len(digits) > MAX_DIGITS:
+        raise UsageError(
+            f"'{shown(text)}': a layer is a whole number from 0, not '{shown(digits)}'"
+        )
+    return int(digits)
 
 
 def _size(text: str, digits: str, what: str, allow_all: bool = False) -> int | None:
@@ -238,74 +356,6 @@ def _size(text: str, digits: str, what: str, allow_all: bool = False) -> int | N
             f"digits, not '{shown(digits)}'"
         )
     return int(digits)
-
-
-# --------------------------------------------------------------------------- per-matrix bytes
-
-
-def nf4_bytes(n: int, double_quant: bool) -> int:
-    """One NF4 or FP4 weight of n elements (bitsandbytes ``quantize_4bit``, blocksize 64): packed
-    values (n + 1) // 2 bytes and an fp32 absmax per block, 4 ceil(n / 64); with double
-    quantization the absmax are uint8, ceil(n / 64) bytes, quantized in blocks of 256 with an fp32
-    scale each (``state2.absmax``) plus the fp32 mean subtracted first (``offset``). The code
-    tables (16 values, 256 values) are constants, not counted."""
-    blocks = -(-n // NF4_BLOCK)
-    packed = (n + 1) // 2
-    if not double_quant:
-        return packed + FP32_BYTES * blocks
-    return packed + blocks + FP32_BYTES * -(-blocks // NESTED_BLOCK) + FP32_BYTES
-
-
-def int8_bytes(out: int, inp: int) -> int:
-    """One LLM.int8 weight: out x in int8 values + an fp32 scale per output row (``SCB``)."""
-    return out * inp + FP32_BYTES * out
-
-
-def gptq_bytes(out: int, inp: int, bits: int, group: int | None) -> int:
-    """One GPTQ matrix: qweight int32 (in // 32 x bits, out), qzeros int32 (ceil(in / G),
-    out // 32 x bits), scales fp16 (ceil(in / G), out), g_idx int32 (in); G = in for one group."""
-    groups = 1 if group is None else -(-inp // group)
-    qweight = INT32_BYTES * (inp // 32 * bits) * out
-    qzeros = INT32_BYTES * groups * (out // 32 * bits)
-    return qweight + qzeros + FP16_BYTES * groups * out + INT32_BYTES * inp
-
-
-def awq_bytes(out: int, inp: int, group: int | None) -> int:
-    """One AWQ GEMM matrix (4-bit): qweight int32 (in, out / 8), qzeros int32 (in / G, out / 8),
-    scales fp16 (in / G, out)."""
-    groups = 1 if group is None else inp // group
-    return (
-        INT32_BYTES * inp * (out // 8)
-        + INT32_BYTES * groups * (out // 8)
-        + FP16_BYTES * groups * out
-    )
-
-
-def mxfp4_bytes(out: int, inp: int) -> int:
-    """One MXFP4 matrix (OCP MX v1.0; compressed-tensors ``weight_packed`` uint8 (out, in / 2)
-    and ``weight_scale`` uint8 e8m0 (out, ceil(in / 32)); gpt-oss's ``*_blocks`` (out, in / 32,
-    16) and ``*_scales`` (out, in / 32))."""
-    return out * (inp // 2) + out * -(-inp // MXFP4_BLOCK)
-
-
-def nvfp4_bytes(out: int, inp: int, w4a4: bool = False) -> int:
-    """One NVFP4 matrix (compressed-tensors ``weight_packed`` uint8 (out, in / 2),
-    ``weight_scale`` fp8 e4m3 (out, ceil(in / 16)), ``weight_global_scale`` fp32 (1,); W4A4
-    checkpoints add ``input_global_scale`` fp32 (1,))."""
-    scales = out * -(-inp // NVFP4_BLOCK)
-    return out * (inp // 2) + scales + FP32_BYTES * (2 if w4a4 else 1)
-
-
-def fp8_bytes(out: int, inp: int, scales: str, block: int = FP8_BLOCK) -> int:
-    """One FP8 matrix: out x in bytes + fp32 scales: one (tensor), out (channel), or
-    ceil(out / B) x ceil(in / B) (block, DeepSeek-V3's ``weight_scale_inv``)."""
-    if scales == "tensor":
-        count = 1
-    elif scales == "channel":
-        count = out
-    else:
-        count = -(-out // block) * -(-inp // block)
-    return out * inp + FP32_BYTES * count
 
 
 # --------------------------------------------------------------------------- whole models
@@ -374,6 +424,18 @@ def names(tensor: Tensor, name: str) -> bool:
     return any(parts[i : i + len(wanted)] == wanted for i in range(len(parts) - len(wanted) + 1))
 
 
+def _applies(selection: str, tensor: Tensor, layer: int | None) -> bool:
+    """A selection names this tensor, in this layer (``layer`` None: every layer, which a
+    layer-limited selection does not name)."""
+    name, at, layers = selection.partition("@")
+    if not names(tensor, name):
+        return False
+    if not at:
+        return True
+    first, _, last = layers.partition("..")
+    return layer is not None and int(first) <= layer <= int(last or first)
+
+
 def default_quantized(fmt: WeightFormat, tensor: Tensor) -> bool:
     """Whether the toolkit quantizes this tensor by default (before +/- options)."""
     if tensor.use == "matmul":
@@ -384,58 +446,108 @@ def default_quantized(fmt: WeightFormat, tensor: Tensor) -> bool:
     return tensor.use == "experts" and fmt.name not in ("nf4", "fp4", "llm-int8")
 
 
-def check_options(fmt: WeightFormat, tensors: Iterable[Tensor]) -> None:
-    """An option naming no tensor of the model, or naming only vectors, is a UsageError."""
+def check_options(fmt: WeightFormat, tensors: Iterable[Tensor], n_layers: int) -> None:
+    """An option naming no tensor of the model, only vectors, or a layer past the last is a
+    UsageError."""
     tensors = list(tensors)
-    for name in sorted(fmt.quantize | fmt.keep):
+    for selection in sorted(fmt.quantize | fmt.keep):
+        name, _, layers = selection.partition("@")
         hits = [t for t in tensors if names(t, name)]
         if not hits:
             known = sorted({p for t in tensors if len(t.shape) >= 2 for p in _parts(t)})
             raise UsageError(f"'{name}' names no matrix of this model (known: {', '.join(known)})")
         if all(len(t.shape) < 2 for t in hits):
             raise UsageError(f"'{name}' names only vectors; only matrices are quantized")
+        if layers and int(layers.rpartition(".")[2]) >= n_layers:
+            raise UsageError(
+                f"'{selection}' names a layer past the last: the model's layers are 0 to "
+                f"{n_layers - 1}"
+            )
 
 
-def override(fmt: WeightFormat, tensor: Tensor) -> bool | None:
-    """True if a ``+NAME`` option quantizes this matrix, False if a ``-NAME`` keeps it, None if
-    no option names it (vectors are never quantized)."""
-    if len(tensor.shape) < 2 or any(names(tensor, name) for name in fmt.keep):
+def override(fmt: WeightFormat, tensor: Tensor, layer: int | None = None) -> bool | None:
+    """True if a ``+NAME`` option quantizes this matrix (in ``layer``), False if a ``-NAME``
+    keeps it, None if no option names it (vectors are never quantized)."""
+    if len(tensor.shape) < 2 or any(_applies(s, tensor, layer) for s in fmt.keep):
         return False
-    return True if any(names(tensor, name) for name in fmt.quantize) else None
+    return True if any(_applies(s, tensor, layer) for s in fmt.quantize) else None
 
 
-def _matrix_bytes(fmt: WeightFormat, t: Tensor) -> int:
-    """Bytes of one quantized tensor, all copies (a stack of X matrices: X matrices)."""
-    *stack, out, inp = t.shape
-    matrices = t.copies * prod(stack)
-    if fmt.name in ("nf4", "fp4"):
-        return matrices * nf4_bytes(out * inp, fmt.double_quant)
-    if fmt.name == "llm-int8":
-        return matrices * int8_bytes(out, inp)
-    if fmt.name in ("gptq-int4", "gptq-int8"):
-        if inp % 32 or out % 32:
-            raise UsageError(
-                f"GPTQ packs 32 bits at a time: {t.name} is {out} x {inp}, not a multiple of 32 "
-                f"(keep it unquantized with -{t.name.split('.')[-2]})"
-            )
-        return matrices * gptq_bytes(out, inp, int(fmt.name[-1]), fmt.group)
-    if fmt.name == "awq-int4":
-        if out % 8 or (fmt.group is not None and inp % fmt.group):
-            raise UsageError(
-                f"AWQ needs out divisible by 8 and in by the group size {fmt.group}: {t.name} is "
-                f"{out} x {inp} (keep it unquantized with -{t.name.split('.')[-2]})"
-            )
-        return matrices * awq_bytes(out, inp, fmt.group)
-    if fmt.name in ("mxfp4", "nvfp4"):
-        if inp % 2:
-            raise UsageError(
-                f"{fmt.name.upper()} packs two values per byte: {t.name} has rows of {inp} "
-                f"elements, an odd number (keep it unquantized with -{t.name.split('.')[-2]})"
-            )
-        if fmt.name == "mxfp4":
-            return matrices * mxfp4_bytes(out, inp)
-        return matrices * nvfp4_bytes(out, inp, fmt.w4a4)
-    return matrices * fp8_bytes(out, inp, fmt.name.removeprefix("fp8-"), fmt.group or FP8_BLOCK)
+def _check_packing(fmt: WeightFormat, t: Tensor, out: int, inp: int) -> None:
+    """Shapes the toolkit cannot pack are an error naming the tensor."""
+    keep = f"(keep it unquantized with -{'.'.join(_parts(t))})"
+    if fmt.name in ("gptq-int4", "gptq-int8") and (inp % 32 or out % 32):
+        raise UsageError(
+            f"GPTQ packs 32 bits at a time: {t.name} is {out} x {inp}, not a multiple of 32 {keep}"
+        )
+    if fmt.name == "awq-int4" and (out % 8 or (fmt.group is not None and inp % fmt.group)):
+        raise UsageError(
+            f"AWQ needs out divisible by 8 and in by the group size {fmt.group}: {t.name} is "
+            f"{out} x {inp} {keep}"
+        )
+    if fmt.name in ("mxfp4", "nvfp4") and inp % 2:
+        raise UsageError(
+            f"{fmt.name.upper()} packs two values per byte: {t.name} has rows of {inp} "
+            f"elements, an odd number {keep}"
+        )
+
+
+def matrix_bytes(fmt: WeightFormat, out: int, inp: int) -> int:
+    """Bytes of one (out, in) matrix in ``fmt`` (its scales and metadata included)."""
+    name, flags, scale = fmt.name, fmt.flags, fmt.scale_dtype
+    if name in ("nf4", "fp4"):
+        return nf4_bytes(out * inp, fmt.double_quant) + nf4_code_bytes(fmt.double_quant)
+    if name == "llm-int8":
+        return int8_bytes(out, inp)
+    if name in ("gptq-int4", "gptq-int8"):
+        return gptq_bytes(out, inp, int(name[-1]), fmt.group)
+    if name == "awq-int4":
+        return awq_bytes(out, inp, fmt.group)
+    if name == "mxfp4":
+        return mxfp4_bytes(out, inp)
+    if name == "nvfp4":
+        return nvfp4_bytes(out, inp, "w4a4" in flags)
+    if name in ("w4a16", "w8a16"):
+        bits = 4 if name == "w4a16" else 8
+        return packed_int_bytes(
+            out, inp, bits, fmt.group, scale, "asym" in flags, "actorder" in flags
+        )
+    if name == "w8a8":
+        return int8_channel_bytes(out, inp, scale, "static" in flags)
+    block = fmt.group or FP8_BLOCK
+    return fp8_bytes(out, inp, name.removeprefix("fp8-"), block, scale, "static" in flags)
+
+
+def _row(fmt: WeightFormat, t: Tensor, copies: int, chosen: bool | None) -> TensorBytes:
+    """``copies`` copies of ``t``, quantized or kept in the rest dtype."""
+    if chosen if chosen is not None else default_quantized(fmt, t):
+        *stack, out, inp = t.shape
+        _check_packing(fmt, t, out, inp)
+        size = copies * prod(stack) * matrix_bytes(fmt, out, inp)
+        return TensorBytes(t.name, t.shape, copies, fmt.name, True, size)
+    rest = fmt.rest_dtype
+    return TensorBytes(
+        t.name, t.shape, copies, rest, False, dtype_bytes(copies * prod(t.shape), rest)
+    )
+
+
+def _layered_rows(spec: ModelSpec, fmt: WeightFormat) -> list[TensorBytes]:
+    """Rows of a format whose options name layers: each block tensor split by the decision
+    its layers get, the tensors of the same decision and stack merged."""
+    from costcalc.layer_order import layer_stacks
+
+    rows = [_row(fmt, t, t.copies, override(fmt, t)) for t in model_tensors(spec)]
+    layers: dict[int, list[int]] = {}
+    for layer, stack in enumerate(layer_stacks(spec, "Per-layer quantization options")):
+        layers.setdefault(id(stack), []).append(layer)
+    for stack in spec.stacks:
+        for t in block_tensors(stack):
+            decisions: dict[bool | None, int] = {}
+            for layer in layers[id(stack)]:
+                chosen = override(fmt, t, layer)
+                decisions[chosen] = decisions.get(chosen, 0) + t.copies
+            rows += [_row(fmt, t, copies, chosen) for chosen, copies in decisions.items()]
+    return rows
 
 
 def format_bytes(spec: ModelSpec, fmt: WeightFormat) -> FormatBytes:
@@ -448,23 +560,14 @@ def format_bytes(spec: ModelSpec, fmt: WeightFormat) -> FormatBytes:
             "all parameters", (total,), 1, fmt.name, False, dtype_bytes(total, fmt.name)
         )
         return FormatBytes(fmt, (row,))
-    check_options(fmt, tensors)
+    check_options(fmt, tensors, spec.n_layers)
     if fmt.name == "gguf":
         from costcalc.gguf_mix import gguf_tensors
 
         return FormatBytes(fmt, gguf_tensors(spec, fmt, tensors))
-    rest = FLOAT_REST[fmt.name]
-    rows = []
-    for t in tensors:
-        chosen = override(fmt, t)
-        if chosen if chosen is not None else default_quantized(fmt, t):
-            rows.append(
-                TensorBytes(t.name, t.shape, t.copies, fmt.name, True, _matrix_bytes(fmt, t))
-            )
-        else:
-            rest_bytes = dtype_bytes(t.elements, rest)
-            rows.append(TensorBytes(t.name, t.shape, t.copies, rest, False, rest_bytes))
-    return FormatBytes(fmt, tuple(rows))
+    if fmt.by_layer:
+        return FormatBytes(fmt, tuple(_layered_rows(spec, fmt)))
+    return FormatBytes(fmt, tuple(_row(fmt, t, t.copies, override(fmt, t)) for t in tensors))
 
 
 def weight_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:

@@ -101,9 +101,10 @@ def to_csv(records: Sequence[dict[str, Any]]) -> str:
 def print_grids(grids: Sequence[Grid]) -> None:
     """Rich tables on standard output, each fitted to the terminal (:func:`column_groups`)."""
     from rich.console import Console
-    from rich.text import Text
 
     console = Console()
+    if console.width < MIN_WIDTH:  # COLUMNS=0 or a tiny window: figures still go whole
+        console = Console(width=MIN_WIDTH)
     for grid in map(_shown_grid, grids):
         needs = _needs(grid)
         groups = column_groups(grid, console.width, needs)
@@ -114,7 +115,7 @@ def print_grids(grids: Sequence[Grid]) -> None:
                 part = f" (part {number} of {len(groups)})" if len(groups) > 1 else ""
                 _print_table(console, grid, needs, group, part)
         for note in grid.notes:
-            console.print(Text(note))
+            _print_words(console, note)
 
 
 def column_groups(
@@ -138,6 +139,10 @@ def column_groups(
         used += need
     return groups
 
+
+MIN_WIDTH = 20
+"""The narrowest terminal tables are fitted to (``COLUMNS=0`` would print nothing): a figure
+wider than it is still printed whole, on a line of its own."""
 
 _RULE = 3
 """What a column adds to a table's width besides its text: one space each side and a rule."""
@@ -209,18 +214,32 @@ def _print_vertical(console: Any, grid: Grid) -> None:
     both do not fit on one."""
     from rich.text import Text
 
-    console.print(Text(grid.title, style="bold"))
+    _print_words(console, grid.title, "bold")
     for index in range(1, len(grid.columns)):
         if grid.columns[index]:
-            console.print(Text(grid.columns[index], style="underline"))
+            _print_words(console, grid.columns[index], "underline")
         for number, row in enumerate(grid.rows):
             style = "bold" if number in grid.emphasis else ""
             line = f"{row[0]}  {row[index]}".strip()
             if len(line) <= console.width:
                 console.print(Text(line, style=style))
-            else:
-                console.print(Text(row[0], style=style))
-                console.print(Text("  " + row[index], style=style))
+            else:  # a label wider than the terminal wraps at its words; a figure never does
+                _print_words(console, row[0], style)
+                console.print(Text("  " + row[index], style=style), soft_wrap=True)
+
+
+def _print_words(console: Any, text: str, style: str = "") -> None:
+    """``text`` wrapped at the terminal's width between words; where a word is wider than it
+    (a long figure on a narrow terminal), that word is kept whole on a line of its own."""
+    import textwrap
+
+    from rich.text import Text
+
+    if max(map(len, text.split()), default=0) <= console.width:
+        console.print(Text(text, style=style))
+        return
+    lines = textwrap.wrap(text, console.width, break_long_words=False, break_on_hyphens=False)
+    console.print(Text("\n".join(lines), style=style), soft_wrap=True)
 
 
 def _shown_grid(grid: Grid) -> Grid:

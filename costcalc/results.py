@@ -16,6 +16,7 @@ from costcalc.units import DTYPES, dtype_bytes
 if TYPE_CHECKING:
     from costcalc.checkpoint_report import CheckpointView
     from costcalc.compute import ComputeResult, Workload
+    from costcalc.stored_weights import StoredBytes
 
 
 def model_header(model: LoadedModel) -> dict[str, Any]:
@@ -26,6 +27,7 @@ def model_header(model: LoadedModel) -> dict[str, Any]:
         "format": model.format,
         "source": model.source,
         "model": model.spec.resolved(),
+        "weight_format": model.weight_format,
         "notes": list(model.notes),
     }
 
@@ -39,6 +41,28 @@ class ParamsResult(NamedTuple):
     compute: ComputeResult | None = None
     checkpoint: CheckpointView | None = None
 
+    def stored(self) -> StoredBytes | None:
+        """The checkpoint's byte count beside the weights as it stores them (the format of its
+        quantization_config, or the one float dtype of its headers)."""
+        from costcalc.stored_weights import stored_bytes
+
+        for dtype, size in self.weight_bytes.items():
+            found = stored_bytes(self.model, dtype, size)
+            if found is not None:
+                return found
+        return None
+
+    def stored_notes(self) -> list[str]:
+        """Where the stored format comes from, and the checkpoint's bytes beside it."""
+        from costcalc.stored_weights import weights_note
+
+        stored, notes = self.stored(), []
+        if self.model.weight_format is not None:
+            notes.append(weights_note(self.model, self.model.weight_format) or "")
+        if stored is not None:
+            notes.append(stored.sentence())
+        return [note for note in notes if note]
+
     def to_dict(self) -> dict[str, Any]:
         parameters: dict[str, Any] = self.parameters._asdict()
         parameters["stacks"] = [stack._asdict() for stack in self.parameters.stacks]
@@ -46,7 +70,13 @@ class ParamsResult(NamedTuple):
         parameters["untied_increase"] = ratio_dict(self.parameters.untied_increase)
         parameters["tying_share"] = ratio_dict(self.parameters.tying_share)
         parameters["non_embedding"] = self.parameters.non_embedding
-        data = {**model_header(self.model), "parameters": parameters, "bytes": self.weight_bytes}
+        stored = self.stored()
+        data = {
+            **model_header(self.model),
+            "parameters": parameters,
+            "bytes": self.weight_bytes,
+            "checkpoint_bytes": None if stored is None else stored.to_dict(),
+        }
         if self.checkpoint is not None:
             data["checkpoint"] = self.checkpoint.to_dict()
         return data if self.compute is None else {**data, **self.compute.to_dict()}
@@ -59,10 +89,12 @@ def params_result(
     each quantized format of ``formats`` (with their metadata) and, given a workload, its MACs."""
     report = param_report(model.spec)
     weights = {dtype: dtype_bytes(report.total, dtype) for dtype in DTYPES}
-    if formats:
+    stored = () if model.weight_format is None else (model.weight_format,)
+    if formats or stored:
         from costcalc.memory import weight_bytes
 
-        weights.update({fmt: weight_bytes(model.spec, fmt) for fmt in formats})
+        wanted = dict.fromkeys((*formats, *stored))
+        weights.update({fmt: weight_bytes(model.spec, fmt) for fmt in wanted if fmt not in weights})
     compute = None
     if workload is not None:
         from costcalc.compute import compute_result

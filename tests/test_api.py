@@ -61,7 +61,7 @@ def test_sources(tmp_path: Path) -> None:
     (folder / "config.json").write_bytes(config.read_bytes())
     assert costcalc.count(folder).parameters.total == 124_439_808
     assert costcalc.load(by_path) is by_path
-    with pytest.raises(TypeError, match="overrides"):
+    with pytest.raises(UsageError, match="overrides"):
         costcalc.load(by_path, n_layers=2)
 
 
@@ -108,5 +108,5 @@ def test_count_lora_is_the_cli_s(cli: Invoke) -> None:
     assert plain.memory is None and plain.fits is None
     with pytest.raises(UsageError, match="add --train"):
         costcalc.count_lora("qwen3-8b", targets=["q_proj"], gpus=2)
-    with pytest.raises(TypeError, match="list of module names"):
+    with pytest.raises(UsageError, match="targets is str 'q_proj'; expected a list of strings"):
         costcalc.count_lora("qwen3-8b", targets="q_proj")

@@ -354,7 +354,8 @@ def test_budget_in_the_file_and_on_the_command_line(cli: Invoke, write: Any) -> 
             "budget.dtype",
             "unknown dtype or format 'fp7' (did you mean 'fp8'?); "
             "expected one of fp32, fp16, bf16, fp8, int8, int4, nf4, fp4, llm-int8, gptq-int4, "
-            "gptq-int8, awq-int4, fp8-tensor, fp8-channel, fp8-block, mxfp4, nvfp4, gguf",
+            "gptq-int8, awq-int4, fp8-tensor, fp8-channel, fp8-block, mxfp4, nvfp4, w4a16, "
+            "w8a16, w8a8, gguf",
         ),
         ("max_param: 30M", "budget.max_param", "unknown key; did you mean 'max_params'?"),
     ],
@@ -419,7 +420,8 @@ def test_budget_must_be_a_mapping(cli: Invoke, write: Any) -> None:
             ["--dtype", "fp7"],
             "unknown dtype or format 'fp7' (did you mean 'fp8'?); "
             "expected one of fp32, fp16, bf16, fp8, int8, int4, nf4, fp4, llm-int8, gptq-int4, "
-            "gptq-int8, awq-int4, fp8-tensor, fp8-channel, fp8-block, mxfp4, nvfp4, gguf",
+            "gptq-int8, awq-int4, fp8-tensor, fp8-channel, fp8-block, mxfp4, nvfp4, w4a16, "
+            "w8a16, w8a8, gguf",
         ),
         (["--max-params", "0"], "--max-params: '0' is not a positive count"),
         (["--max-weight-bytes", "0GiB"], "--max-weight-bytes: '0GiB' is not a positive byte size"),

@@ -39,7 +39,7 @@ EXPECTED = [
                 9,
                 "unknown dtype or format 'fp7' (did you mean 'fp8'?); expected one of fp32, fp16, "
                 "bf16, fp8, int8, int4, nf4, fp4, llm-int8, gptq-int4, gptq-int8, awq-int4, "
-                "fp8-tensor, fp8-channel, fp8-block, mxfp4, nvfp4, gguf",
+                "fp8-tensor, fp8-channel, fp8-block, mxfp4, nvfp4, w4a16, w8a16, w8a8, gguf",
             ),
         ],
     ),

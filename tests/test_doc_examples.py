@@ -95,6 +95,7 @@ def sandbox(root: Path) -> Path:
     for folder, fixture in (("gpt2", "gpt2"), ("mixtral", "mixtral-8x7b")):
         (root / folder).mkdir()
         shutil.copy(FIXTURES / "hf" / f"{fixture}.json", root / folder / "config.json")
+    shutil.copytree(FIXTURES / "index-only" / "gpt-oss-20b", root / "gpt-oss-20b")
     (root / "models" / "llama").mkdir(parents=True)
     shutil.copy(FIXTURES / "hf" / "llama-3.2-1b.json", root / "models" / "llama" / "config.json")
     for repo, fixture in (

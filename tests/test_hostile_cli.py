@@ -152,11 +152,14 @@ USAGE = [
 
 OUT_OF_RANGE = [
     *(
-        ([*PLAN, "--prompt", "1", "--generate", "1", option, "99e99"], f"{name} 99000")
+        (
+            [*PLAN, "--prompt", "1", "--generate", "1", option, "99e99"],
+            f"{name} of about 102 digits",
+        )
         for option, name in [("-B", "batch"), ("--gpus", "gpus"), ("-T", "length")]
     ),
-    ([*PLAN, "--prompt", "99e99"], "prompt 99000"),
-    ([*PLAN, "--budget", "99e99"], "budget 99000"),
+    ([*PLAN, "--prompt", "99e99"], "prompt of about 102 digits: expected at most 100 digits"),
+    ([*PLAN, "--budget", "99e99"], "budget"),
 ]
 
 
@@ -238,3 +241,52 @@ def test_the_largest_plan_prints_finite_figures(cli: Invoke) -> None:
     assert result.exit_code == 0, result.stderr
     assert "Infinity" not in result.stdout
     assert json.loads(result.stdout)["inference"]["prefill_seconds"] > 1e280
+
+
+# One exit code per kind of error, in every command that takes the value (docs/cli.md).
+
+TRAIN = ["--train", "-T", "64"]
+COUNT_OPTIONS = [
+    *(["params", *GPT2, option] for option in ("-T", "-B", "--prompt", "--d", "--layers")),
+    *(["memory", *GPT2, option] for option in ("-T", "-B")),
+    *(
+        ["memory", *GPT2, *TRAIN, option]
+        for option in ("--gpus", "--tp", "--pp", "--ep", "--cp", "--micro-batches")
+    ),
+    *(PLAN[:1] + PLAN[3:] + ["--tokens", "1T", option] for option in ("--gpus", "-B", "-T")),
+    [*PLAN, "--prompt", "8", "--tp"],
+    *(["lora", *GPT2, "-t", "qkv_proj", option] for option in ("-r", "--heads")),
+    ["lora", *GPT2, "-t", "qkv_proj", *TRAIN, "--gpus"],
+    ["heads", "--heads", "8", "--d"],
+    ["scale", *GPT2, "--layers", "1", "--d"],
+]
+
+
+@pytest.mark.parametrize("args", COUNT_OPTIONS, ids=lambda args: f"{args[0]} {args[-1]}")
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "9" * 101, "x"])
+def test_a_malformed_count_is_wrong_usage_everywhere(
+    cli: Invoke, args: list[str], value: str
+) -> None:
+    result = cli(*args, value)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert result.stderr.startswith(f"error: {args[-1] if args[-1].startswith('--') else ''}")
+
+
+SIZES = [
+    ["params", *GPT2, "--d"],
+    ["memory", *GPT2, "--heads"],
+    ["plan", *GPT2, "--gpu", "h100-sxm", "--tokens", "1T", "--layers"],
+    ["lora", *GPT2, "-t", "qkv_proj", "-r"],
+    ["heads", "--heads", "8", "--d"],
+    ["scale", "--layers", "1", "2", "--d"],
+]
+
+
+@pytest.mark.parametrize("args", SIZES, ids=lambda args: f"{args[0]} {args[-1]}")
+def test_a_size_no_model_can_have_is_an_invalid_input_everywhere(
+    cli: Invoke, args: list[str]
+) -> None:
+    result = cli(*args, "2147483648")
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert result.stderr.startswith("error: ")
+    assert "2147483647" in result.stderr.replace(",", "")

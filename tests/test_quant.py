@@ -22,6 +22,7 @@ from costcalc.quant import (
     nvfp4_bytes,
     parse_format,
 )
+from costcalc.quant_layouts import nf4_code_bytes
 from costcalc.units import dtype_bytes
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "quant_reference.json").read_text())
@@ -39,12 +40,18 @@ def _ids(cases: list[dict]) -> list[str]:
     "case", GOLDEN["bitsandbytes"]["cases"], ids=_ids(GOLDEN["bitsandbytes"]["cases"])
 )
 def test_bitsandbytes_bytes_equal_the_library(case: dict) -> None:
-    """bitsandbytes 0.50.2 (CPU backend) quantized each weight; costcalc gives the same bytes."""
+    """bitsandbytes 0.50.2 (CPU backend) quantized each weight; costcalc gives the same bytes:
+    the packed weight and every tensor of its QuantState, code tables included. Saved, the
+    offset goes into the quant-state JSON instead (``as_dict(packed=True)``)."""
     out, inp = case["shape"]
     if case["format"] == "llm-int8":
         assert int8_bytes(out, inp) == case["bytes"]
-    else:
-        assert nf4_bytes(out * inp, case["double_quant"]) == case["bytes"]
+        return
+    dq = case["double_quant"]
+    assert nf4_bytes(out * inp, dq) + nf4_code_bytes(dq) == case["bytes"]
+    saved = case["tensors"]["packed"]["bytes"] + sum(t["bytes"] for t in case["saved"].values())
+    blob = len(case["quant_state_json"].encode())
+    assert saved == case["bytes"] - (4 if dq else 0) + blob
 
 
 @pytest.mark.parametrize("case", GOLDEN["gptq"]["cases"], ids=_ids(GOLDEN["gptq"]["cases"]))
@@ -160,7 +167,7 @@ def test_raw_int4_is_labelled_and_formats_exceed_it_by_their_metadata() -> None:
     P = sum(t.elements for t in raw.tensors)
     assert raw.bytes == P // 2
     for text, metadata_of in [
-        ("nf4", lambda out, inp: nf4_bytes(out * inp, True) - out * inp // 2),
+        ("nf4", lambda out, inp: nf4_bytes(out * inp, True) + 64 + 1024 - out * inp // 2),
         ("gptq-int4:g128", lambda out, inp: gptq_bytes(out, inp, 4, 128) - out * inp // 2),
     ]:
         fb = format_bytes(LLAMA, parse_format(text))
@@ -212,7 +219,7 @@ def test_options_move_tensors() -> None:
     base = format_bytes(LLAMA, parse_format("nf4"))
     head = format_bytes(LLAMA, parse_format("nf4:+lm_head"))
     V, D = 128256, 4096
-    assert base.bytes - head.bytes == 2 * V * D - nf4_bytes(V * D, True)
+    assert base.bytes - head.bytes == 2 * V * D - nf4_bytes(V * D, True) - 64 - 1024
     with pytest.raises(UsageError, match="names no matrix"):
         format_bytes(LLAMA, parse_format("nf4:+c_attn"))
     with pytest.raises(UsageError, match="only vectors"):

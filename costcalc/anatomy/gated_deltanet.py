@@ -4,16 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from costcalc.anatomy.recurrent import Conv, MixerSizes, RecurrentMixer, chunks
-from costcalc.anatomy.tensor import Tensor, conv, linear
+from costcalc.anatomy.tensor import Block, Tensor, conv, linear
 from costcalc.scalars import Flag, Size
-
-if TYPE_CHECKING:
-    from costcalc.spec import ModelSpec
 
 CHUNK = 64
 """Tokens per chunk of ``torch_chunk_gated_delta_rule`` (its ``chunk_size`` default)."""
@@ -48,7 +44,7 @@ class GatedDeltaNet(RecurrentMixer[GatedDeltaNetSizes]):
     words = "gated DeltaNet"
     sizes_model = GatedDeltaNetSizes
 
-    def tensors(self, spec: ModelSpec) -> list[Tensor]:
+    def tensors(self, spec: Block) -> list[Tensor]:
         """``in_proj_qkvz`` D -> 2 Hk dk + 2 Hv dv and ``in_proj_ba`` D -> 2 Hv (Qwen3.5 splits
         them into ``in_proj_qkv``, ``in_proj_z``, ``in_proj_b``, ``in_proj_a``; OLMo Hybrid's
         ``in_proj_qkv`` is three tensors ``q_proj``, ``k_proj``, ``v_proj``), ``conv1d`` over
@@ -86,13 +82,13 @@ class GatedDeltaNet(RecurrentMixer[GatedDeltaNetSizes]):
             *linear("linear_attn.out_proj", D, values, False, "mixer"),
         ]
 
-    def conv(self, spec: ModelSpec) -> Conv:
+    def conv(self, spec: Block) -> Conv:
         """Over the queries, keys and values: 2 Hk dk + Hv dv channels."""
         g = self.sizes(spec)
         channels = 2 * g.key_heads * g.key_head_dim + g.value_heads * g.value_head_dim
         return Conv(channels, g.conv_kernel)
 
-    def scan_macs(self, spec: ModelSpec, batch: int, length: int) -> int:
+    def scan_macs(self, spec: Block, batch: int, length: int) -> int:
         """``torch_chunk_gated_delta_rule``, n chunks of c = 64: B Hv n (2 c^2 dk + 3 c dk dv
         + c^2 dv): k_beta K^T and Q K^T per chunk, then per chunk the state read by the decayed
         keys and by the queries, the intra-chunk attention x new values and the state update
@@ -102,7 +98,7 @@ class GatedDeltaNet(RecurrentMixer[GatedDeltaNetSizes]):
         n = chunks(length, c)
         return batch * g.value_heads * n * (2 * c * c * dk + 3 * c * dk * dv + c * c * dv)
 
-    def state_width(self, spec: ModelSpec) -> int:
+    def state_width(self, spec: Block) -> int:
         """The delta-rule state: Hv dk dv."""
         g = self.sizes(spec)
         return g.value_heads * g.key_head_dim * g.value_head_dim

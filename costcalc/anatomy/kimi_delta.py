@@ -3,16 +3,11 @@ gated DeltaNet with a decay per channel, from low-rank gates."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import Field
 
 from costcalc.anatomy.recurrent import Conv, MixerSizes, RecurrentMixer, chunks
-from costcalc.anatomy.tensor import Tensor, conv, linear
+from costcalc.anatomy.tensor import Block, Tensor, conv, linear
 from costcalc.scalars import Flag, Size
-
-if TYPE_CHECKING:
-    from costcalc.spec import ModelSpec
 
 CHUNK = 64
 """Tokens per chunk of ``chunk_kimi_delta_attention``."""
@@ -39,7 +34,7 @@ class KimiDelta(RecurrentMixer[KimiDeltaSizes]):
     words = "Kimi Delta Attention"
     sizes_model = KimiDeltaSizes
 
-    def tensors(self, spec: ModelSpec) -> list[Tensor]:
+    def tensors(self, spec: Block) -> list[Tensor]:
         """``q_proj``, ``k_proj``, ``v_proj`` D -> H d, ``conv1d`` over 3 H d channels (no
         bias), the forget gate's ``f_a_proj`` D -> d, ``f_b_proj`` d -> H d, ``dt_bias`` (H d)
         and ``A_log`` (H), ``b_proj`` D -> H, the output gate's ``g_a_proj`` D -> d and
@@ -75,12 +70,12 @@ class KimiDelta(RecurrentMixer[KimiDeltaSizes]):
             *linear("linear_attn.o_proj", D, H * d, False, "mixer"),
         ]
 
-    def conv(self, spec: ModelSpec) -> Conv:
+    def conv(self, spec: Block) -> Conv:
         """Over the queries, keys and values: 3 H d channels."""
         k = self.sizes(spec)
         return Conv(3 * k.heads * k.head_dim, k.conv_kernel)
 
-    def scan_macs(self, spec: ModelSpec, batch: int, length: int) -> int:
+    def scan_macs(self, spec: Block, batch: int, length: int) -> int:
         """``chunk_kimi_delta_attention``, n chunks of c = 64: B H n (3 c^2 d + 3 c d^2): per
         chunk the solved attention x values and x decayed keys and the intra-chunk attention x
         new values, the state read by the queries and by the decayed keys and the state update
@@ -89,7 +84,7 @@ class KimiDelta(RecurrentMixer[KimiDeltaSizes]):
         c, d = CHUNK, k.head_dim
         return batch * k.heads * chunks(length, c) * (3 * c * c * d + 3 * c * d * d)
 
-    def state_width(self, spec: ModelSpec) -> int:
+    def state_width(self, spec: Block) -> int:
         """The delta-rule state: H d^2."""
         k = self.sizes(spec)
         return k.heads * k.head_dim**2

@@ -3,16 +3,11 @@ fixed decay per head, its prompt computed block by block."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import Field
 
 from costcalc.anatomy.recurrent import MixerSizes, RecurrentMixer
-from costcalc.anatomy.tensor import Tensor, linear, norm
+from costcalc.anatomy.tensor import Block, Tensor, linear, norm
 from costcalc.scalars import Size
-
-if TYPE_CHECKING:
-    from costcalc.spec import ModelSpec
 
 
 class LightningSizes(MixerSizes):
@@ -31,7 +26,7 @@ class Lightning(RecurrentMixer[LightningSizes]):
     words = "lightning attention"
     sizes_model = LightningSizes
 
-    def tensors(self, spec: ModelSpec) -> list[Tensor]:
+    def tensors(self, spec: Block) -> list[Tensor]:
         """``qkv_proj`` D -> 3 H d, the output gate ``output_gate`` D -> H d, a norm ``norm`` of
         H d (the model's), ``out_proj`` H d -> D; no biases, no conv."""
         g = self.sizes(spec)
@@ -43,7 +38,7 @@ class Lightning(RecurrentMixer[LightningSizes]):
             *linear("attn.out_proj", D, width, False, "mixer"),
         ]
 
-    def scan_macs(self, spec: ModelSpec, batch: int, length: int) -> int:
+    def scan_macs(self, spec: Block, batch: int, length: int) -> int:
         """The prompt path, blocks of b tokens (T = q b + r: q blocks of b and one of r):
         B H sum over blocks of c (2 c^2 d + 2 c d^2) = B H (2 d (q b^2 + r^2) + 2 T d^2): per
         block Q K^T and the decayed scores x V (c^2 d each), the queries read the state carried
@@ -54,7 +49,7 @@ class Lightning(RecurrentMixer[LightningSizes]):
         q, r = divmod(length, b)
         return batch * g.heads * (2 * d * (q * b * b + r * r) + 2 * length * d * d)
 
-    def state_width(self, spec: ModelSpec) -> int:
+    def state_width(self, spec: Block) -> int:
         """Its K^T V per head: H d^2."""
         g = self.sizes(spec)
         return g.heads * g.head_dim**2

@@ -4,16 +4,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from costcalc.anatomy.recurrent import Conv, MixerSizes, RecurrentMixer
-from costcalc.anatomy.tensor import Tensor, conv, linear
+from costcalc.anatomy.tensor import Block, Tensor, conv, linear
 from costcalc.scalars import Flag, Size
-
-if TYPE_CHECKING:
-    from costcalc.spec import ModelSpec
 
 
 class MambaSizes(MixerSizes):
@@ -42,7 +38,7 @@ class Mamba(RecurrentMixer[MambaSizes]):
     words = "Mamba"
     sizes_model = MambaSizes
 
-    def tensors(self, spec: ModelSpec) -> list[Tensor]:
+    def tensors(self, spec: Block) -> list[Tensor]:
         """``in_proj`` D -> 2I, ``conv1d`` over I channels, ``x_proj`` I -> R + 2N, ``dt_proj``
         R -> I (with bias), ``A_log`` I x N, ``D`` (I), ``out_proj`` I -> D; Jamba's RMSNorms
         on dt (R), B and C (N each) when ``dt_norms``. With h ``heads`` > 1
@@ -81,17 +77,17 @@ class Mamba(RecurrentMixer[MambaSizes]):
             ]
         return tensors
 
-    def conv(self, spec: ModelSpec) -> Conv:
+    def conv(self, spec: Block) -> Conv:
         """Over the inner width: I channels."""
         m = self.sizes(spec)
         return Conv(m.inner, m.conv_kernel)
 
-    def scan_macs(self, spec: ModelSpec, batch: int, length: int) -> int:
+    def scan_macs(self, spec: Block, batch: int, length: int) -> int:
         """The sequential ``mamba_selective_scan``: B T I N, each step's state read by C."""
         m = self.sizes(spec)
         return batch * length * m.inner * m.state
 
-    def state_width(self, spec: ModelSpec) -> int:
+    def state_width(self, spec: Block) -> int:
         """The SSM state: I N."""
         m = self.sizes(spec)
         return m.inner * m.state

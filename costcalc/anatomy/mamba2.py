@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from costcalc.anatomy.recurrent import Conv, MixerSizes, RecurrentMixer, chunks
-from costcalc.anatomy.tensor import Tensor, conv, linear
+from costcalc.anatomy.tensor import Block, Tensor, conv, linear
 from costcalc.scalars import Flag, Size
-
-if TYPE_CHECKING:
-    from costcalc.spec import ModelSpec
 
 
 class Mamba2Sizes(MixerSizes):
@@ -39,7 +35,7 @@ class Mamba2(RecurrentMixer[Mamba2Sizes]):
     words = "Mamba-2"
     sizes_model = Mamba2Sizes
 
-    def tensors(self, spec: ModelSpec) -> list[Tensor]:
+    def tensors(self, spec: Block) -> list[Tensor]:
         """``in_proj`` D -> 2I + 2GN + H (gate, x, B, C, dt), ``conv1d`` over I + 2GN
         channels, ``dt_bias``, ``A_log``, ``D`` (H each), the gated RMSNorm ``norm`` (I, unless
         ``gated_norm`` is off) and ``out_proj`` I -> D; I = H P."""
@@ -54,12 +50,12 @@ class Mamba2(RecurrentMixer[Mamba2Sizes]):
             *linear("mixer.out_proj", D, inner, m.proj_bias, "mixer"),
         ]
 
-    def conv(self, spec: ModelSpec) -> Conv:
+    def conv(self, spec: Block) -> Conv:
         """Over x, B and C: I + 2 G N channels."""
         m = self.sizes(spec)
         return Conv(m.heads * m.head_dim + 2 * m.groups * m.state, m.conv_kernel)
 
-    def scan_macs(self, spec: ModelSpec, batch: int, length: int) -> int:
+    def scan_macs(self, spec: Block, batch: int, length: int) -> int:
         """``mamba2_chunk_scan``, n = ceil(T / c) chunks of c: B H (n c^2 N + n c^2 P
         + 2 n c P N + (n + 1)^2 P N): scores C B^T, scores x values, chunk states, the
         inter-chunk recurrence over n + 1 states, states read by C."""
@@ -69,7 +65,7 @@ class Mamba2(RecurrentMixer[Mamba2Sizes]):
         per_head = n * c * c * (N + P) + 2 * n * c * P * N + (n + 1) ** 2 * P * N
         return batch * m.heads * per_head
 
-    def state_width(self, spec: ModelSpec) -> int:
+    def state_width(self, spec: Block) -> int:
         """The SSM state: H P N."""
         m = self.sizes(spec)
         return m.heads * m.head_dim * m.state

@@ -4,16 +4,12 @@ forget gates per head, a matrix memory per head, computed chunk by chunk."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from costcalc.anatomy.recurrent import MixerSizes, RecurrentMixer
-from costcalc.anatomy.tensor import Tensor, linear
+from costcalc.anatomy.tensor import Block, Tensor, linear
 from costcalc.scalars import Flag, Size
-
-if TYPE_CHECKING:
-    from costcalc.spec import ModelSpec
 
 
 class MlstmSizes(MixerSizes):
@@ -49,7 +45,7 @@ class Mlstm(RecurrentMixer[MlstmSizes]):
     words = "mLSTM"
     sizes_model = MlstmSizes
 
-    def tensors(self, spec: ModelSpec) -> list[Tensor]:
+    def tensors(self, spec: Block) -> list[Tensor]:
         """No biases but the gates': ``q``, ``k`` D -> H dk, ``v`` and the output gate
         ``ogate_preact`` D -> H dv, the input and forget gates ``igate_preact``,
         ``fgate_preact`` D -> H with biases (fused: ``qkv_opreact`` D -> 2 H dk + 2 H dv and
@@ -77,7 +73,7 @@ class Mlstm(RecurrentMixer[MlstmSizes]):
             *linear("attn.out_proj", D, v, False, "mixer"),
         ]
 
-    def scan_macs(self, spec: ModelSpec, batch: int, length: int) -> int:
+    def scan_macs(self, spec: Block, batch: int, length: int) -> int:
         """xLSTM's native kernels in inference mode, chunks of c tokens (T = n c + r: n chunks
         then r single steps): B H (n c (2 dk dv + c (dk + dv) + dk) + r (2 dk dv + dk)): per
         chunk the keys x values added to the memory (c dk dv), Q K^T (c^2 dk), the queries read
@@ -96,7 +92,7 @@ class Mlstm(RecurrentMixer[MlstmSizes]):
         n, r = divmod(length, c)
         return m.heads * (n * c * (2 * dk * dv + c * (dk + dv) + dk) + r * (2 * dk * dv + dk))
 
-    def state_width(self, spec: ModelSpec) -> int:
+    def state_width(self, spec: Block) -> int:
         """H (dk dv + dk + 1): each head's memory, normalizer and stabilizer."""
         m = self.sizes(spec)
         dk, dv = m.qk_width // m.heads, m.v_width // m.heads

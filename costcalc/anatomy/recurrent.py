@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
-    from costcalc.anatomy.tensor import Tensor
-    from costcalc.spec import ModelSpec
+    from costcalc.anatomy.tensor import Block, Tensor
 
 
 class MixerSizes(BaseModel):
@@ -49,31 +48,31 @@ class RecurrentMixer(Generic[S]):
     """The mixer in words, as tables name a kind of block."""
     sizes_model: ClassVar[type[MixerSizes]]
 
-    def sizes(self, spec: ModelSpec) -> S:
+    def sizes(self, spec: Block) -> S:
         sizes = getattr(spec, self.kind)
         assert sizes is not None  # the spec's rules require them
         return cast(S, sizes)
 
-    def tensors(self, spec: ModelSpec) -> list[Tensor]:
+    def tensors(self, spec: Block) -> list[Tensor]:
         """The mixer's parameter tensors in one block."""
         raise NotImplementedError
 
-    def conv(self, spec: ModelSpec) -> Conv:
+    def conv(self, spec: Block) -> Conv:
         """The mixer's depthwise conv (none by default)."""
         return Conv()
 
-    def conv_state_width(self, spec: ModelSpec) -> int:
+    def conv_state_width(self, spec: Block) -> int:
         """Cached conv inputs per sequence: C channels x k positions (transformers keeps the
         last k inputs of the depthwise conv)."""
         conv = self.conv(spec)
         return conv.channels * conv.kernel
 
-    def scan_macs(self, spec: ModelSpec, batch: int, length: int) -> int:
+    def scan_macs(self, spec: Block, batch: int, length: int) -> int:
         """Matrix products of one block's scan over B sequences of T tokens, beyond the
         per-token projections (0: an elementwise recurrence)."""
         return 0
 
-    def state_width(self, spec: ModelSpec) -> int:
+    def state_width(self, spec: Block) -> int:
         """The recurrent state one block keeps per sequence, besides its conv inputs."""
         return 0
 

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from costcalc.anatomy.recurrent import Conv, MixerSizes, RecurrentMixer
-from costcalc.anatomy.tensor import Tensor, conv, linear
+from costcalc.anatomy.tensor import Block, Tensor, conv, linear
 from costcalc.scalars import Size
-
-if TYPE_CHECKING:
-    from costcalc.spec import ModelSpec
 
 
 class RgLruSizes(MixerSizes):
@@ -28,7 +24,7 @@ class RgLru(RecurrentMixer[RgLruSizes]):
     words = "RG-LRU recurrence"
     sizes_model = RgLruSizes
 
-    def tensors(self, spec: ModelSpec) -> list[Tensor]:
+    def tensors(self, spec: Block) -> list[Tensor]:
         """``linear_y`` and ``linear_x`` D -> W, ``linear_out`` W -> D (with biases),
         ``conv_1d`` over W channels (with bias), and the RG-LRU's ``recurrent_param`` (W) and
         block-diagonal gates ``input_gate_weight``, ``recurrent_gate_weight`` (H, W / H, W / H;
@@ -55,17 +51,17 @@ class RgLru(RecurrentMixer[RgLruSizes]):
             *gates,
         ]
 
-    def conv(self, spec: ModelSpec) -> Conv:
+    def conv(self, spec: Block) -> Conv:
         """Over the recurrence's width: W channels."""
         g = self.sizes(spec)
         return Conv(g.width, g.conv_kernel)
 
-    def conv_state_width(self, spec: ModelSpec) -> int:
+    def conv_state_width(self, spec: Block) -> int:
         """RecurrentGemma's block keeps the last k - 1 conv inputs: W (k - 1)."""
         g = self.sizes(spec)
         return g.width * (g.conv_kernel - 1)
 
-    def state_width(self, spec: ModelSpec) -> int:
+    def state_width(self, spec: Block) -> int:
         """The RG-LRU's hidden state: W (an elementwise recurrence, no scan products)."""
         return self.sizes(spec).width
 

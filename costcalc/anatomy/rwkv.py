@@ -3,16 +3,11 @@ token-shifted input, a WKV recurrence with a learned decay per channel, an outpu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import Field
 
 from costcalc.anatomy.recurrent import MixerSizes, RecurrentMixer
-from costcalc.anatomy.tensor import Part, Tensor, linear
+from costcalc.anatomy.tensor import Block, Part, Tensor, linear
 from costcalc.scalars import Size
-
-if TYPE_CHECKING:
-    from costcalc.spec import ModelSpec
 
 
 class RwkvSizes(MixerSizes):
@@ -36,7 +31,7 @@ class Rwkv(RecurrentMixer[RwkvSizes]):
     words = "RWKV time mix"
     sizes_model = RwkvSizes
 
-    def tensors(self, spec: ModelSpec) -> list[Tensor]:
+    def tensors(self, spec: Block) -> list[Tensor]:
         """``time_decay`` and ``time_first`` (A each), ``time_mix_key``/``_value``/
         ``_receptance`` (1 x 1 x D each), ``key``, ``value`` and ``receptance`` D -> A,
         ``output`` A -> D; no biases, no conv; the WKV recurrence is elementwise."""
@@ -51,7 +46,7 @@ class Rwkv(RecurrentMixer[RwkvSizes]):
             *linear("attn.output", D, A, False, "mixer"),
         ]
 
-    def state_width(self, spec: ModelSpec) -> int:
+    def state_width(self, spec: Block) -> int:
         """2 D + 3 A: the previous token's input to the time mix and to the channel mix, and
         the WKV numerator, denominator and running maximum; D + 3 A without a channel mix."""
         shifts = 2 if spec.ffn == "channel_mix" else 1

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydantic import Field
 
 from costcalc.anatomy.recurrent import Conv, MixerSizes, RecurrentMixer
-from costcalc.anatomy.tensor import Tensor, conv, linear
+from costcalc.anatomy.tensor import Block, Tensor, conv, linear
 from costcalc.scalars import Flag, Size
-
-if TYPE_CHECKING:
-    from costcalc.spec import ModelSpec
 
 
 class ShortConvSizes(MixerSizes):
@@ -26,7 +21,7 @@ class ShortConv(RecurrentMixer[ShortConvSizes]):
     words = "short convolution"
     sizes_model = ShortConvSizes
 
-    def tensors(self, spec: ModelSpec) -> list[Tensor]:
+    def tensors(self, spec: Block) -> list[Tensor]:
         """``in_proj`` D -> 3D (B, C, x), ``conv`` over D channels, ``out_proj`` D -> D;
         biases on all three when ``bias``."""
         c = self.sizes(spec)
@@ -37,7 +32,7 @@ class ShortConv(RecurrentMixer[ShortConvSizes]):
             *linear("conv.out_proj", D, D, c.bias, "mixer"),
         ]
 
-    def conv(self, spec: ModelSpec) -> Conv:
+    def conv(self, spec: Block) -> Conv:
         """Over the width: D channels; the conv state is all the mixer keeps (no scan)."""
         return Conv(spec.d_model, self.sizes(spec).conv_kernel)
 

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
-from typing import TYPE_CHECKING, Literal
-
-if TYPE_CHECKING:
-    from costcalc.spec import ModelSpec
+from typing import Literal, Protocol
 
 Shape = tuple[int, ...]
 Part = Literal["mixer", "ffn", "norms", "model"]
@@ -23,6 +20,20 @@ Scope = Literal["layer", "set", "use"]
 """Who holds a block tensor: each ``layer`` its own; a weight ``set``, one of those the layers
 of a kind reuse in turn (``shared_weight_sets``); a shared block's part for each ``use`` (an
 adapter), held with the set but one per layer. Every layer multiplies by all three."""
+
+
+class Block(Protocol):
+    """What a part reads of the block it is in (one stack of :class:`costcalc.spec.ModelSpec`),
+    besides its own sizes (the block key of its name)."""
+
+    @property
+    def d_model(self) -> int: ...
+
+    @property
+    def ffn(self) -> str: ...
+
+    @property
+    def has_norm_bias(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -68,7 +79,7 @@ def linear(name: str, out: int, inp: int, bias: bool, part: Part) -> list[Tensor
     return [weight, Tensor(f"{name}.bias", (out,), part)] if bias else [weight]
 
 
-def norm(spec: ModelSpec, name: str, width: int, part: Part, copies: int = 1) -> list[Tensor]:
+def norm(spec: Block, name: str, width: int, part: Part, copies: int = 1) -> list[Tensor]:
     """One norm over ``width``: a weight, plus a bias for LayerNorm with bias."""
     shapes = [("weight", (width,))] + ([("bias", (width,))] if spec.has_norm_bias else [])
     return [Tensor(f"{name}.{kind}", shape, part, copies=copies) for kind, shape in shapes]

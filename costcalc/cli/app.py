@@ -143,6 +143,11 @@ def main() -> None:
     collector walking them once more."""
     from costcalc.errors import OutputError
 
+    if sys.stderr is None:  # standard error closed: messages have nowhere to go
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (the process's own, until it ends)
+    if sys.stdout is None:  # standard output closed (`costcalc ... >&-`): nothing can be written
+        sys.stderr.write(f"error: {OutputError('standard output is closed')}\n")
+        sys.exit(OutputError.exit_code)
     sys.stdout = _Output(sys.stdout)
     try:
         try:

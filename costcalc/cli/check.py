@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import stat
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
@@ -42,13 +44,14 @@ def check(
         ),
     ] = None,
     dtype: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--dtype",
             help="The dtype or quantized format --max-weight-bytes is measured in (bf16, "
-            "nf4, gptq-int4:g128, gguf:Q4_K_M, ...; int4 is raw, no scales).",
+            "nf4, gptq-int4:g128, gguf:Q4_K_M, ...; int4 is raw, no scales). Default: as each "
+            "checkpoint stores its weights (its quantization_config), else bf16.",
         ),
-    ] = "bf16",
+    ] = None,
     length: Annotated[
         int | None,
         count_option("--length", "-T", help="A sequence length every model must accept."),
@@ -86,7 +89,7 @@ def check(
         budget = Budget(
             max_params=max_params,
             max_weight_bytes=max_weight_bytes,
-            dtype=check_weight_dtype(dtype),
+            dtype=None if dtype is None else check_weight_dtype(dtype),
         )
         if length is not None:
             check_count("length", length)
@@ -103,7 +106,8 @@ def check(
     elif fmt is CheckFormat.github:
         typer.echo(github_annotations(reports))
         if os.environ.get("GITHUB_STEP_SUMMARY"):
-            write_job_summary(os.environ["GITHUB_STEP_SUMMARY"], reports)
+            with user_errors():
+                write_job_summary(os.environ["GITHUB_STEP_SUMMARY"], reports)
     else:
         print_report(reports)
     if not all(report.ok for report in reports):
@@ -126,12 +130,12 @@ def summary(reports: list[FileReport]) -> str:
     """'3 files, 1 failed' (', 2 skipped' when any file is no model config)."""
     failed = sum(not report.ok for report in reports)
     skipped = sum(report.skipped is not None for report in reports)
-    text = f"{_counted(len(reports), 'file')}, {failed} failed"
-    return text + (f", {skipped} skipped" if skipped else "")
+    text = f"{_counted(len(reports), 'file')}, {failed:,} failed"
+    return text + (f", {skipped:,} skipped" if skipped else "")
 
 
 def _counted(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def print_report(reports: list[FileReport]) -> None:
@@ -173,27 +177,38 @@ MAX_ANNOTATIONS = 10
 def github_annotations(reports: list[FileReport]) -> str:
     """GitHub Actions workflow commands: an ``::error`` per finding (file, line and column where
     known), at most MAX_ANNOTATIONS of them, the last counting the findings left as plain log
-    lines; a line per skipped file; then the summary."""
+    lines; a line per skipped file; then the summary. Plain lines are never read as commands:
+    when one could be (a file named ``::warning::x.yaml``), they are printed between
+    ``::stop-commands::`` and its end, as GitHub's documentation asks for untrusted text."""
     from costcalc.errors import shown
 
     findings = [(report, finding) for report in reports for finding in report.findings]
     shown_count = len(findings) if len(findings) <= MAX_ANNOTATIONS else MAX_ANNOTATIONS - 1
-    lines = [_annotation(report.path, finding) for report, finding in findings[:shown_count]]
+    commands = [_annotation(report.path, finding) for report, finding in findings[:shown_count]]
     rest = findings[shown_count:]
     if rest:
         files = len({report.path for report, _ in rest})
-        lines.append(
+        commands.append(
             f"::error title=costcalc check::{_counted(len(rest), 'more finding')} in "
             f"{_counted(files, 'file')}, listed in the log below"
         )
-        lines += [_log_line(report.path, finding) for report, finding in rest]
+    lines = [_log_line(report.path, finding) for report, finding in rest]
     lines += [
         f"skipped {shown(report.path)}: {report.skipped}"
         for report in reports
         if report.skipped is not None
     ]
     lines.append(summary(reports))
-    return "\n".join(lines)
+    if any(_read_as_command(line) for line in lines):
+        token = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+        lines = [f"::stop-commands::{token}", *lines, f"::{token}::"]
+    return "\n".join([*commands, *lines])
+
+
+def _read_as_command(line: str) -> bool:
+    """Whether a runner could take a log line for a workflow command: ``::name::`` at its start
+    (after blanks), or the old ``##[name]`` form anywhere in it."""
+    return line.lstrip().startswith("::") or "##[" in line
 
 
 def _annotation(path: str, finding: Problem) -> str:
@@ -218,38 +233,78 @@ def _log_line(path: str, finding: Problem) -> str:
 
 
 def write_job_summary(path: str, reports: list[FileReport]) -> None:
-    """Append a markdown table of the run to ``path`` (GitHub's ``$GITHUB_STEP_SUMMARY``)."""
+    """Append a markdown table of the run to ``path`` (GitHub's ``$GITHUB_STEP_SUMMARY``),
+    within MAX_SUMMARY_BYTES. The file is opened without blocking and must be a regular file
+    (a FIFO with no reader, a device or a directory is refused, never waited on); any OS error
+    is a FileReadError naming it."""
     from costcalc.errors import FileReadError
     from costcalc.files import os_reason
 
+    text = job_summary(reports).encode("utf-8")
     try:
-        with open(path, "a", encoding="utf-8") as out:
-            out.write(job_summary(reports))
+        fd = os.open(
+            path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644
+        )
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise FileReadError(path, "cannot write the job summary: not a regular file")
+            while text:
+                text = text[os.write(fd, text) :]
+        finally:
+            os.close(fd)
+    except FileReadError:
+        raise
     except OSError as exc:
         raise FileReadError(path, f"cannot write the job summary: {os_reason(exc)}") from None
+    except ValueError:  # a NUL in the path
+        raise FileReadError(path, "cannot write the job summary: not a valid path") from None
 
 
-def job_summary(reports: list[FileReport]) -> str:
+_SUMMARY_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
+
+MAX_SUMMARY_BYTES = 1024 * 1024 - 64 * 1024
+"""GitHub keeps at most 1 MiB of a step's summary: costcalc's stays under it, with room for
+the summary of another tool in the same step."""
+
+
+def job_summary(reports: list[FileReport], limit: int = MAX_SUMMARY_BYTES) -> str:
     """The run as markdown: the summary, then a row per finding (file, line, field, message)
-    and the parameters of every file that passed."""
-    rows = ["## costcalc check", "", f"**{summary(reports)}**", ""]
-    findings = [(report, f) for report in reports for f in report.findings]
-    if findings:
-        rows += ["| file | line | field | finding |", "|---|---|---|---|"]
-        rows += [
-            f"| {_cell(report.path)} | {f.line or ''} | {_cell(f.field)} | {_cell(f.message)} |"
-            for report, f in findings
-        ]
-        rows.append("")
-    passed = [r for r in reports if r.ok and r.skipped is None and r.model is not None]
-    if passed:
-        rows += ["| passed | model | parameters |", "|---|---|---:|"]
-        rows += [
-            f"| {_cell(r.path)} | {_cell(r.model.name)} ({r.model.format}) | {r.parameters:,} |"
-            for r in passed
-            if r.model is not None
-        ]
-        rows.append("")
+    and the parameters of every file that passed; rows that would take it past ``limit`` bytes
+    are left out and counted in a last line."""
+    head = ["## costcalc check", "", f"**{summary(reports)}**", ""]
+    findings = [
+        f"| {_cell(report.path)} | {f.line or ''} | {_cell(f.field)} | {_cell(f.message)} |"
+        for report in reports
+        for f in report.findings
+    ]
+    passed = [
+        f"| {_cell(r.path)} | {_cell(r.model.name)} ({r.model.format}) | {r.parameters:,} |"
+        for r in reports
+        if r.ok and r.skipped is None and r.model is not None
+    ]
+    tables = [
+        (["| file | line | field | finding |", "|---|---|---|---|"], findings, "finding"),
+        (["| passed | model | parameters |", "|---|---|---:|"], passed, "passed file"),
+    ]
+    room = limit - len("\n".join(head).encode()) - 200  # the line counting what is left out
+    rows: list[str] = head
+    left: list[str] = []
+    for header, body, noun in tables:
+        cost = sum(len(row.encode()) + 1 for row in header) + 1  # and the blank line after
+        kept: list[str] = []
+        for row in body:
+            size = len(row.encode()) + 1
+            if cost + size > room:
+                break
+            kept.append(row)
+            cost += size
+        if kept:
+            rows += [*header, *kept, ""]
+            room -= cost
+        if len(kept) < len(body):
+            left.append(_counted(len(body) - len(kept), noun))
+    if left:
+        rows.append(f"{' and '.join(left)} left out: the summary is kept under 1 MiB (see the log)")
     return "\n".join(rows) + "\n"
 
 

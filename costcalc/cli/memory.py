@@ -61,14 +61,15 @@ ATTENTION_HELP = (
 def memory(
     models: ModelSelection,
     dtype: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--dtype",
             help="Weights: fp32, bf16, fp16, or a quantized format with its scales (nf4, "
-            "llm-int8, gptq-int4:g128, awq-int4, fp8-block, gguf:Q4_K_M, ...; "
-            "docs/quantization.md); fp8, int8, int4 are raw, no scales.",
+            "llm-int8, gptq-int4:g128, awq-int4, fp8-block, mxfp4, nvfp4, gguf:Q4_K_M, ...; "
+            "docs/quantization.md); fp8, int8, int4 are raw, no scales. Default: as the "
+            "checkpoint stores them (its quantization_config), else bf16.",
         ),
-    ] = "bf16",
+    ] = None,
     train: Annotated[
         bool, typer.Option("--train", help="Training: gradients, optimizer state, activations.")
     ] = False,
@@ -455,11 +456,12 @@ def _notes(result: MemoryResult) -> list[str]:
 
 def _component_notes(result: MemoryResult) -> list[str]:
     report, setup = result.report, result.report.setup
+    weights = [note for note in (result.weights_note, result.stored_sentence) if note]
     if report.engine is not None:
-        return report.engine.notes()
+        return [*weights, *report.engine.notes()]
     if not setup.train:
-        return [_kv_note(result)]
-    notes = training_notes(
+        return [*weights, _kv_note(result)]
+    notes = weights + training_notes(
         result.model.spec, setup.batch, report.length, setup.recompute, setup.attention, setup.dtype
     )
     if result.plan is not None:

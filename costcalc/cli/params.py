@@ -195,22 +195,29 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
                 Grid(f"How {result.model.name} is counted", ["", "formula"], explain_rows_)
             )
     byte_rows = []
-    for dtype in results[0].weight_bytes:
+    for dtype in dict.fromkeys(key for result in results for key in result.weight_bytes):
         for result in results:
+            if dtype not in result.weight_bytes:
+                continue
             n = result.weight_bytes[dtype]
             name = weight_label(dtype)
+            if dtype == result.model.weight_format:
+                name += " (stored)"
             label = name if len(results) == 1 else f"{name} {result.model.name}"
             byte_rows.append([label, f"{n:,}", format_bytes(n, "si"), format_bytes(n, "iec")])
+    byte_notes = [
+        "fp8, int8 and int4 are raw: values only (int4 two per byte), no scales. "
+        "Quantized checkpoints with their scales and unquantized tensors: "
+        "--dtype nf4, gptq-int4, gguf:Q4_K_M, ... (docs/quantization.md)."
+    ]
+    for result in results:
+        byte_notes += result.stored_notes()
     grids.append(
         Grid(
             "Weight bytes (parameters only; no gradients, optimizer state or activations)",
             ["dtype", "bytes", "SI (10^3)", "binary (2^10)"],
             byte_rows,
-            [
-                "fp8, int8 and int4 are raw: values only (int4 two per byte), no scales. "
-                "Quantized checkpoints with their scales and unquantized tensors: "
-                "--dtype nf4, gptq-int4, gguf:Q4_K_M, ... (docs/quantization.md)."
-            ],
+            byte_notes,
         )
     )
     computed = [result.compute for result in results if result.compute is not None]

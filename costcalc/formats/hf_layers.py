@@ -178,11 +178,47 @@ def listed_or_rule(
 def attention_layers(r: Reader, fields: dict[str, Any], window: Any, rule: Rule) -> None:
     """Which layers attend within ``window``: those ``layer_types`` marks
     ``sliding_attention``, else those the family's ``rule`` does. No window (null): every
-    layer attends fully."""
+    layer attends fully, and ``layer_types``, unused then, is still checked as transformers
+    checks it (``PreTrainedConfig.validate_layer_type``): one of its attention layer types per
+    layer, so a config it refuses is refused here too."""
     if window is None:
         r.forget("sliding_window")
+        n = count_of(fields["n_layers"])
+        listed = None if n is None else layer_types(r, n)
+        unknown = sorted({kind for kind in listed or () if kind not in ATTENTION_LAYER_TYPES})
+        if unknown:
+            r.fail(
+                "layer_types",
+                f"unknown layer type {unknown[0]!r}; transformers takes "
+                f"{', '.join(ATTENTION_LAYER_TYPES)}",
+            )
         return
     listed_or_rule(r, fields, attention_windows(window), rule)
+
+
+ATTENTION_LAYER_TYPES = (
+    "full_attention",
+    "sliding_attention",
+    "chunked_attention",
+    "window_attention",
+    "indexed_attention",
+    "compressed_sparse_attention",
+    "heavily_compressed_attention",
+    "minimax_m3_sparse",
+    "conv",
+    "moe",
+    "hybrid",
+    "hybrid_sliding",
+    "reference_sliding_attention",
+    "linear_attention",
+    "mamba",
+    "attention",
+    "deepseek_sparse_attention",
+    "qwen_sparse_attention",
+)
+"""The layer types transformers 5.24 takes (``ALLOWED_ATTN_LAYER_TYPES``, with the legacy names
+it maps onto them: ``mamba``, ``attention``, ``deepseek_sparse_attention``,
+``qwen_sparse_attention``; transformers/configuration_utils.py)."""
 
 
 def every_nth(every: int, nth: str, other: str) -> Layout:

@@ -9,7 +9,9 @@ real tensors, on the CPU, and records the shape, dtype and bytes of every tensor
     python tests/reference/make_quant_reference.py [--skip gptq] [--only compressed_tensors]
 
 - bitsandbytes (CPU backend): ``functional.quantize_4bit`` (nf4, fp4; with and without
-  ``compress_statistics``) and ``functional.int8_vectorwise_quant`` (LLM.int8).
+  ``compress_statistics``): the packed weight and every tensor of its ``QuantState`` (absmax,
+  code tables, nested absmax and offset), and what ``as_dict(packed=True)`` saves (the
+  quant-state JSON included); ``functional.int8_vectorwise_quant`` (LLM.int8).
 - AutoAWQ: ``WQLinear_GEMM.from_linear`` packs a real linear layer (its ``datasets`` import, for
   calibration only, is stubbed).
 - AutoGPTQ: ``QuantLinear.pack`` of ``qlinear_cuda_old`` (the CPU path), when it installs.
@@ -73,10 +75,17 @@ def bitsandbytes_cases() -> dict:
                 packed, state = bnb_functional.quantize_4bit(
                     w, blocksize=64, compress_statistics=dq, quant_type=quant_type
                 )
-                parts = {"packed": describe(packed), "absmax": describe(state.absmax)}
+                parts = {
+                    "packed": describe(packed),
+                    "absmax": describe(state.absmax),
+                    "quant_map": describe(state.code),
+                }
                 if dq:
                     parts["nested_absmax"] = describe(state.state2.absmax)
+                    parts["nested_quant_map"] = describe(state.state2.code)
                     parts["offset"] = describe(torch.as_tensor(state.offset))
+                saved = state.as_dict(packed=True)
+                blob = next(v for k, v in saved.items() if k.startswith("quant_state."))
                 cases.append(
                     {
                         "format": quant_type,
@@ -84,6 +93,8 @@ def bitsandbytes_cases() -> dict:
                         "shape": [out, inp],
                         "tensors": parts,
                         "bytes": sum(p["bytes"] for p in parts.values()),
+                        "saved": {k: describe(v) for k, v in saved.items()},
+                        "quant_state_json": bytes(blob.tolist()).decode(),
                     }
                 )
         values, row_scales, _ = bnb_functional.int8_vectorwise_quant(w.half())
@@ -291,11 +302,17 @@ def compressed_tensors_cases() -> dict:
     )
 
     cases = []
-    for name in CT_SCHEMES:
+    for name in (*CT_SCHEMES, "W8A16_CHANNEL_ASYM"):
         for out, inp in CT_SHAPES:
             torch.manual_seed(0)
             model = torch.nn.Sequential(torch.nn.Linear(inp, out, bias=False)).to(torch.bfloat16)
-            scheme = preset_name_to_scheme(name, ["Linear"])
+            if name == "W8A16_CHANNEL_ASYM":
+                scheme = preset_name_to_scheme("W8A16", ["Linear"])
+                scheme.weights.strategy = "channel"
+                scheme.weights.group_size = None
+                scheme.weights.symmetric = False
+            else:
+                scheme = preset_name_to_scheme(name, ["Linear"])
             apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": scheme}))
             _calibrate(model[0], scheme.weights)
             compressor = ModelCompressor.from_pretrained_model(model)
@@ -321,6 +338,56 @@ def compressed_tensors_cases() -> dict:
             f"compressed-tensors {version('compressed-tensors')} apply_quantization_config, "
             "ModelCompressor.compress_model (CPU), bf16 nn.Linear weights"
         ),
+        "cases": cases,
+    }
+
+
+def compressed_tensors_actorder_cases() -> dict:
+    """Group activation order (``actorder: group``, a ``weight_g_idx`` per input column), which
+    compressed-tensors removed after 0.12: run with 0.12.2 first on the path, e.g.
+    ``pip download compressed-tensors==0.12.2 --no-deps`` unpacked into DIR and
+    ``PYTHONPATH=DIR python tests/reference/make_quant_reference.py --only
+    compressed_tensors_actorder``."""
+    import compressed_tensors
+    from compressed_tensors.compressors.model_compressors.model_compressor import (
+        ModelCompressor,
+    )
+    from compressed_tensors.quantization import (
+        QuantizationArgs,
+        QuantizationConfig,
+        QuantizationScheme,
+        apply_quantization_config,
+    )
+
+    cases = []
+    for out, inp in CT_SHAPES:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(inp, out, bias=False)).to(torch.bfloat16)
+        weights = QuantizationArgs(
+            num_bits=4, type="int", symmetric=True, strategy="group", group_size=128,
+            actorder="group",
+        )  # fmt: skip
+        scheme = QuantizationScheme(targets=["Linear"], weights=weights)
+        apply_quantization_config(model, QuantizationConfig(config_groups={"group_0": scheme}))
+        linear = model[0]
+        groups = -(-inp // 128)
+        w = linear.weight.data.unflatten(1, (groups, 128)).abs().amax(-1)
+        linear.weight_scale.data = (w / 7).to(linear.weight_scale.dtype)
+        linear.weight_g_idx.data = torch.arange(inp, dtype=torch.int32) // 128
+        compressor = ModelCompressor.from_pretrained_model(model)
+        compressor.compress_model(model)
+        parts = {k.removeprefix("0."): describe(v) for k, v in model.state_dict().items()}
+        cases.append(
+            {
+                "scheme": "W4A16, actorder group",
+                "format": str(compressor.quantization_config.format),
+                "shape": [out, inp],
+                "tensors": parts,
+                "bytes": sum(p["bytes"] for p in parts.values()),
+            }
+        )
+    return {
+        "source": f"compressed-tensors {compressed_tensors.__version__} (actorder group)",
         "cases": cases,
     }
 
@@ -384,11 +451,16 @@ def gpt_oss_mxfp4_cases() -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    names = ["bitsandbytes", "awq", "gptq", "gguf", "compressed_tensors", "gpt_oss_mxfp4"]
+    names = [
+        "bitsandbytes", "awq", "gptq", "gguf", "compressed_tensors", "compressed_tensors_actorder",
+        "gpt_oss_mxfp4",
+    ]  # fmt: skip
     parser.add_argument("--skip", nargs="*", default=[], choices=names)
     parser.add_argument("--only", nargs="*", default=None, choices=names)
     args = parser.parse_args()
     skip = set(args.skip) | (set(names) - set(args.only) if args.only is not None else set())
+    if args.only is None:
+        skip.add("compressed_tensors_actorder")  # needs compressed-tensors 0.12
     data: dict = json.loads(OUTPUT.read_text()) if OUTPUT.exists() else {}
     data["generator"] = "tests/reference/make_quant_reference.py"
     data["date"] = datetime.date.today().isoformat()
@@ -399,6 +471,7 @@ def main() -> None:
         "gptq": gptq_cases,
         "gguf": gguf_cases,
         "compressed_tensors": compressed_tensors_cases,
+        "compressed_tensors_actorder": compressed_tensors_actorder_cases,
         "gpt_oss_mxfp4": gpt_oss_mxfp4_cases,
     }
     for name, step in steps.items():
