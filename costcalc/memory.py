@@ -36,8 +36,7 @@ from costcalc.tensors import (
 from costcalc.units import DTYPES, check_weight_dtype, dtype_bytes
 
 if TYPE_CHECKING:
-    from costcalc.engines.llamacpp import LlamaCppMemory
-    from costcalc.engines.vllm import VllmMemory
+    from costcalc.engines import EngineMemory
 
 OPTIMIZERS: tuple[str, ...] = ("adamw", "sgd", "sgd-momentum", "adafactor")
 TRAINING_DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16")
@@ -521,8 +520,9 @@ class MemoryReport:
     None: ``params_total``."""
     bytes_output: int = 0
     """An engine's output buffer (llama.cpp's logits); 0 otherwise."""
-    engine: LlamaCppMemory | VllmMemory | None = None
-    """What the engine of the setup allocates, when it is not transformers."""
+    engine: EngineMemory | None = None
+    """What the engine of the setup allocates, when it is not transformers
+    (:func:`costcalc.engines.dispatch.engine_report`)."""
 
     @property
     def elements_weights(self) -> int:
@@ -586,26 +586,26 @@ class MemoryReport:
         return self.bytes_held + max(self.bytes_backward, self.bytes_step_buffer)
 
 
-def memory_report(spec: ModelSpec, setup: MemorySetup) -> MemoryReport:
-    """Weights plus, for training, gradients, masters, optimizer state, activations and logits;
-    for inference, the KV cache of ``batch`` sequences of ``length`` tokens. Training without a
-    length is a UsageError naming the model's context (:func:`training_length`)."""
+def report_length(spec: ModelSpec, setup: MemorySetup) -> int:
+    """T of ``setup``: training's length (required: :func:`training_length`), inference's or
+    the model's context, checked against its positions."""
     if setup.train:
-        T = training_length(spec, setup.length)
-    else:
-        T = spec.context_length if setup.length is None else setup.length
-        check_positions(spec, "length", T, T)
+        return training_length(spec, setup.length)
+    T = spec.context_length if setup.length is None else setup.length
+    check_positions(spec, "length", T, T)
+    return T
+
+
+def memory_report(spec: ModelSpec, setup: MemorySetup) -> MemoryReport:
+    """The formula, transformers' allocations: weights plus, for training, gradients, masters,
+    optimizer state, activations and logits; for inference, the KV cache of ``batch`` sequences
+    of ``length`` tokens. Training without a length is a UsageError naming the model's context
+    (:func:`training_length`). The engine of ``setup`` is not read here: an engine's own
+    allocations are :func:`costcalc.engines.dispatch.engine_report`'s."""
+    T = report_length(spec, setup)
     kv_dtype = setup.kv_dtype or (setup.dtype if setup.dtype in TRAINING_DTYPES else "bf16")
     train, optimizer, B = setup.train, setup.optimizer, setup.batch
     recompute, attention = setup.recompute, setup.attention
-    if setup.engine.name == "llamacpp":
-        from costcalc.engines.llamacpp import llamacpp_report
-
-        return llamacpp_report(spec, setup, T)
-    if setup.engine.name == "vllm":
-        from costcalc.engines.vllm import vllm_report
-
-        return vllm_report(spec, setup, T)
     return MemoryReport(
         setup=setup,
         length=T,

@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 from costcalc.activations import activation_formula, activation_source, exact, terms_dict
+from costcalc.engines.dispatch import engine_report
 from costcalc.gpus import Capacity
 from costcalc.loaders import LoadedModel
 from costcalc.memory import (
@@ -21,7 +22,6 @@ from costcalc.memory import (
     STEP_DTYPE,
     MemoryReport,
     MemorySetup,
-    memory_report,
 )
 from costcalc.parallel import (
     TENSOR_PARALLEL_SOURCE,
@@ -459,7 +459,7 @@ def memory_result(
         setup = replace(setup, dtype=model.weights_dtype())
     device = capacity if isinstance(capacity, Capacity) else None
     usable = capacity.bytes if isinstance(capacity, Capacity) else capacity
-    report = memory_report(model.spec, setup)
+    report = engine_report(model.spec, setup)
     if plan is None:
         return MemoryResult(model, report, usable, device=device)
     stages = tuple(stage_reports(model.spec, report, plan))

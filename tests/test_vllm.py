@@ -90,6 +90,7 @@ def test_memory_engine_vllm_cli() -> None:
         runner.invoke(app, [*args, "--kv-cache-memory", "10GiB", "-f", "json"]).stdout
     )
     engine = exact["engine"]
+    assert exact["setup"]["engine"] == "vllm"
     assert engine["kv_budget_bytes"] == 10 * 2**30 and engine["kv_budget_exact"]
     assert (engine["num_blocks"], engine["kv_cache_tokens"]) == (5120, 81920)
     assert engine["max_concurrency"]["numerator"] == 20

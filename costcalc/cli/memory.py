@@ -245,7 +245,7 @@ def memory(
     ESTIMATE (Korthikanti et al. 2022). With --fits, says whether the total fits and by how
     much; the exit code is 1 when it does not.
     """
-    from costcalc.engines import engine_setup
+    from costcalc.engines.dispatch import engine_setup
     from costcalc.errors import UsageError
     from costcalc.gpus import device_memory
     from costcalc.memory import memory_setup
@@ -438,8 +438,9 @@ def _stage_chart(result: MemoryResult, system: UnitSystem) -> Grid:
 def _mode(result: MemoryResult) -> str:
     setup, length = result.report.setup, result.report.length
     if not setup.train:
-        engines = {"llamacpp": "llama.cpp", "vllm": "vLLM"}
-        name = None if result.report.engine is None else engines[result.report.engine.name]
+        from costcalc.engines import ENGINE_WORDS
+
+        name = None if result.report.engine is None else ENGINE_WORDS[result.report.engine.name]
         engine = f", as {name} allocates it" if name else ""
         return f"inference, B={setup.batch}, T={length:,}{engine}"
     mode = f"training with {setup.optimizer}, {setup.attention} attention, B={setup.batch}, "

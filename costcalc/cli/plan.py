@@ -114,7 +114,7 @@ def plan(
     with --prompt, prefill time and decode tokens/s on one GPU (roofline ESTIMATES), the largest
     batch and context whose cache fits beside the weights, and decode tokens/s by batch."""
     from costcalc.compute import check_count
-    from costcalc.engines import engine_setup
+    from costcalc.engines.dispatch import engine_setup
     from costcalc.errors import UsageError, check_choice
     from costcalc.gpus import find_gpu
     from costcalc.plan import MAX_COUNT, parse_fraction

@@ -1,17 +1,25 @@
 """Serving engines' allocation rules, where they differ from the formula: what llama.cpp and vLLM
 actually allocate for the weights and the KV cache (:mod:`costcalc.engines.llamacpp`,
 :mod:`costcalc.engines.vllm`). ``transformers``, the default, is the formula itself: every
-tensor as PyTorch holds it, the cache as transformers' ``DynamicCache`` grows it."""
+tensor as PyTorch holds it, the cache as transformers' ``DynamicCache`` grows it.
+
+This module holds what the memory formulas need to know of an engine (its name and options, the
+shape of what it reports) and imports no engine: the engines count with the formulas
+(:mod:`costcalc.memory`), and :mod:`costcalc.engines.dispatch` picks one of them.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any, Protocol
 
-from costcalc.errors import UsageError, check_choice
+from costcalc.errors import check_choice
 
 ENGINES: tuple[str, ...] = ("transformers", "llamacpp", "vllm")
 DEFAULT_ENGINE = "transformers"
+ENGINE_WORDS = {"transformers": "transformers", "llamacpp": "llama.cpp", "vllm": "vLLM"}
+"""Each engine's name as its project writes it."""
 
 
 def check_engine(name: str | None) -> str:
@@ -40,58 +48,19 @@ class EngineSetup:
     device_memory: int | None = None
 
 
-def engine_setup(
-    name: str | None = None,
-    cache_type_k: str | None = None,
-    cache_type_v: str | None = None,
-    swa_full: bool = False,
-    block_size: int | None = None,
-    max_num_batched_tokens: int | None = None,
-    kv_cache_memory: int | None = None,
-    utilisation: Fraction | None = None,
-    device_memory: int | None = None,
-) -> EngineSetup:
-    """A checked :class:`EngineSetup`: an engine's options without that engine are errors."""
-    from costcalc.compute import check_count
+class EngineMemory(Protocol):
+    """What an engine reports beside the memory figures (``LlamaCppMemory``, ``VllmMemory``)."""
 
-    engine = check_engine(name)
-    options: dict[str, dict[str, object]] = {
-        "llamacpp": {
-            "--cache-type-k": cache_type_k,
-            "--cache-type-v": cache_type_v,
-            "--swa-full": swa_full or None,
-        },
-        "vllm": {
-            "--block-size": block_size,
-            "--max-num-batched-tokens": max_num_batched_tokens,
-            "--kv-cache-memory": kv_cache_memory,
-            "--gpu-memory-utilization": utilisation,
-        },
-    }
-    for owner, given in options.items():
-        named = [option for option, value in given.items() if value is not None]
-        if named and engine != owner:
-            words = {"llamacpp": "llama.cpp", "vllm": "vLLM"}[owner]
-            raise UsageError(f"{', '.join(named)} applies to {words}; add --engine {owner}")
-    if engine == "llamacpp":
-        from costcalc.engines.llamacpp import check_cache_type
+    @property
+    def name(self) -> str:
+        """The engine's key: ``llamacpp``, ``vllm``."""
 
-        cache_type_k = None if cache_type_k is None else check_cache_type(cache_type_k)
-        cache_type_v = None if cache_type_v is None else check_cache_type(cache_type_v)
-    for option, count in {
-        "block size": block_size,
-        "max_num_batched_tokens": max_num_batched_tokens,
-    }.items():
-        if count is not None:
-            check_count(option, count)
-    return EngineSetup(
-        engine,
-        cache_type_k,
-        cache_type_v,
-        swa_full,
-        block_size,
-        max_num_batched_tokens,
-        kv_cache_memory,
-        utilisation,
-        device_memory,
-    )
+    @property
+    def cache_words(self) -> str:
+        """The cache's size in the engine's own unit: ``8,192 cells``, ``2,048 blocks``."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The engine's figures in JSON."""
+
+    def notes(self) -> list[str]:
+        """How the figures were counted and what they leave out, in words."""

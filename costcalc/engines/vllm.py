@@ -359,7 +359,7 @@ def vllm_report(spec: ModelSpec, setup: MemorySetup, length: int) -> MemoryRepor
     from costcalc.memory import memory_report, weight_bytes
 
     engine = setup.engine
-    plain = memory_report(spec, replace(setup, engine=replace(engine, name="transformers")))
+    plain = memory_report(spec, setup)
     if plain.elements_state:
         raise UsageError("vLLM's recurrent-state cache (MambaSpec) is not modelled")
     weights = weight_bytes(spec, setup.dtype)
