@@ -134,8 +134,8 @@ def nemotron_h(r: Reader) -> dict[str, Any]:
     ``q_proj``/``k_proj``/``v_proj``/``o_proj`` without biases or positions (H
     ``num_attention_heads``, K ``num_key_value_heads`` (8), d ``head_dim`` (128)); MLP
     ``up_proj`` D -> h, ``down_proj`` h -> D (``intermediate_size``, relu2, bias ``mlp_bias``);
-    final ``norm_f``; ``lm_head`` untied by default. The layer count is the pattern's length.
-    MoE layers (E) are not read."""
+    MoE (:func:`_nemotron_moe`); final ``norm_f``; ``lm_head`` untied by default. The layer
+    count is the pattern's length."""
     kinds = _nemotron_kinds(r)
     sizes = _mamba2_sizes(r, ("mamba_num_heads", 128), ("mamba_head_dim", 64))
     sizes["proj_bias"] = r.value("mamba2", "mamba_proj_bias", "use_bias", default=False)
@@ -157,6 +157,8 @@ def nemotron_h(r: Reader) -> dict[str, Any]:
             "ffn_bias": mlp_bias,
         },
     }
+    if "moe" in kinds:
+        blocks["moe"] = _nemotron_moe(r, blocks["mlp"])
     fields: dict[str, Any] = {
         "vocab_size": r.size("vocab_size", "vocab_size"),
         "d_model": r.size("d_model", "hidden_size"),
@@ -170,11 +172,35 @@ def nemotron_h(r: Reader) -> dict[str, Any]:
         "fused_qkv": False,
         "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=False),
     }
-    if "moe" in kinds:
-        r.unsupported("hybrid_override_pattern", "NemotronH MoE layers (E) are not counted")
-        return fields
     hf_layers.apply(r, fields, hf_layers.runs(kinds), blocks, "hybrid_override_pattern")
     return fields
+
+
+def _nemotron_moe(r: Reader, mlp: dict[str, Any]) -> dict[str, Any]:
+    """NemotronHMoE: a router ``gate`` X x D, no bias (X ``n_routed_experts`` or
+    ``num_local_experts``, 8; its ``e_score_correction_bias`` is a buffer, not a parameter);
+    X experts, each ``up_proj`` h x E and ``down_proj`` E x h, relu2, no biases (h
+    ``moe_intermediate_size``, 7688), of which a token runs ``num_experts_per_tok`` (2); E =
+    D, or ``moe_latent_size`` L with ``fc1_latent_proj`` D -> L and ``fc2_latent_proj`` L -> D
+    around the experts (bias ``mlp_bias``); one shared expert, the MLP of
+    ``moe_shared_expert_intermediate_size`` (7688; 0: ``intermediate_size``, as
+    ``NemotronHMLP``'s ``intermediate_size or config.intermediate_size`` takes it), whatever
+    ``n_shared_experts`` says."""
+    shared = r.value("moe_shared_ffn_hidden", "moe_shared_expert_intermediate_size", default=7688)
+    if shared == 0 and not isinstance(shared, bool):
+        shared = mlp["ffn_hidden"]
+        r.key_names["moe_shared_ffn_hidden"] = r.key_names["ffn_hidden"]
+    if mlp["ffn_bias"] is True:
+        r.unsupported("mlp_bias", "NemotronH MoE layers with mlp_bias: the experts have no bias")
+    return {
+        **mlp,
+        "ffn_hidden": None,
+        "moe_experts": r.value("moe_experts", "num_local_experts", "n_routed_experts", default=8),
+        "moe_top_k": r.value("moe_top_k", "num_experts_per_tok", default=2),
+        "moe_ffn_hidden": r.value("moe_ffn_hidden", "moe_intermediate_size", default=7688),
+        "moe_shared_ffn_hidden": shared,
+        "moe_latent": r.nullable("moe_latent", "moe_latent_size", None),
+    }
 
 
 def _nemotron_kinds(r: Reader) -> list[str]:
