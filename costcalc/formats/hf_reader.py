@@ -28,6 +28,7 @@ class Reader:
             self.data = self.data[key]
         self.key_names: dict[str, str] = {}
         self.problems: list[Problem] = []
+        self.notes: list[str] = []
 
     def name(self, key: str) -> str:
         """``key`` as the file spells its path (``text_config.hidden_size``)."""
@@ -150,6 +151,10 @@ class Reader:
         path = (*self.prefix, *key.split("."))
         self.problems.append(Problem(".".join(path), message, self.doc.line_of(path)))
 
+    def note(self, text: str) -> None:
+        """Say something the output should carry (how the file was read)."""
+        self.notes.append(text)
+
     def unsupported(self, key: str, reason: str) -> None:
         """A setting the file uses that costcalc does not count."""
         self.fail(key, f"not supported: {reason}")
@@ -163,6 +168,7 @@ class Reader:
             {k: v for k, v in fields.items() if v is not None},
             self.key_names,
             name=name if isinstance(name, str) and name else None,
+            notes=tuple(self.notes),
         )
 
 
