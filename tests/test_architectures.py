@@ -22,6 +22,7 @@ from costcalc.formats.families import model_types
 from costcalc.loaders import load_document, load_file
 from costcalc.params import param_report
 from tests.conftest import FIXTURES, Invoke
+from tests.hf_helpers import config_data
 
 HF = FIXTURES / "hf"
 GOLDEN = Path(__file__).parent / "golden"
@@ -36,16 +37,6 @@ def family_record(name: str) -> dict[str, Any]:
     models = json.loads((GOLDEN / "hf_families.json").read_text(encoding="utf-8"))["models"]
     record: dict[str, Any] = models[name]
     return record
-
-
-def data_of(fixture: str, **changes: Any) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((HF / f"{fixture}.json").read_text(encoding="utf-8"))
-    for key, value in changes.items():
-        if value is ...:
-            data.pop(key, None)
-        else:
-            data[key] = value
-    return data
 
 
 def test_the_class_table_is_transformers_for_every_family_costcalc_reads() -> None:
@@ -65,12 +56,16 @@ def test_kimi_k2_is_read_as_deepseek_v3_with_a_note() -> None:
     assert model.family == "deepseek_v3"
     [note] = [n for n in model.notes if "kimi_k2" in n]
     assert "read as DeepseekV3ForCausalLM" in note and "deepseek_v3" in note
-    same = load_document(Document("x.json", data_of("kimi-k2-instruct", model_type="deepseek_v3")))
+    same = load_document(
+        Document("x.json", config_data("kimi-k2-instruct", model_type="deepseek_v3"))
+    )
     assert same.spec == model.spec
 
 
 def test_the_first_class_costcalc_reads_is_used() -> None:
-    data = data_of("kimi-k2-instruct", architectures=["KimiK2ForCausalLM", "DeepseekV3ForCausalLM"])
+    data = config_data(
+        "kimi-k2-instruct", architectures=["KimiK2ForCausalLM", "DeepseekV3ForCausalLM"]
+    )
     assert load_document(Document("x.json", data)).family == "deepseek_v3"
 
 
@@ -79,7 +74,7 @@ def test_a_model_type_transformers_knows_is_never_read_as_another_class(
 ) -> None:
     """transformers builds BERT from model_type bert, whatever architectures says."""
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(data_of("gpt2", model_type="bert")), encoding="utf-8")
+    path.write_text(json.dumps(config_data("gpt2", model_type="bert")), encoding="utf-8")
     result = cli("params", "--config", str(path))
     assert result.exit_code == 1
     assert "unsupported model_type 'bert'" in result.stderr
@@ -97,7 +92,7 @@ def test_nothing_matching_is_refused_naming_the_classes(
     cli: Invoke, tmp_path: Path, architectures: list[Any], shown: str
 ) -> None:
     path = tmp_path / "config.json"
-    data = data_of("kimi-k2-instruct", model_type="kimi_k3", architectures=architectures)
+    data = config_data("kimi-k2-instruct", model_type="kimi_k3", architectures=architectures)
     path.write_text(json.dumps(data), encoding="utf-8")
     result = cli("params", "--config", str(path))
     assert result.exit_code == 1 and "Traceback" not in result.stderr
@@ -108,7 +103,7 @@ def test_nothing_matching_is_refused_naming_the_classes(
 
 def test_no_architectures_or_a_strange_one_is_the_plain_refusal() -> None:
     for architectures in (..., "DeepseekV3ForCausalLM", {"a": 1}, None):
-        data = data_of("kimi-k2-instruct", architectures=architectures)
+        data = config_data("kimi-k2-instruct", architectures=architectures)
         with pytest.raises(UnsupportedModelError, match="unsupported model_type 'kimi_k2'"):
             load_document(Document("x.json", data))
 
@@ -134,14 +129,14 @@ def test_refined_web_files_count_as_falcon_s(fixture: str, same_as: str) -> None
 def test_refined_web_model_defaults_are_rwconfig_s() -> None:
     """RWConfig: multi_query and parallel_attn false unless given: H key/value heads and two
     norms a block."""
-    data = data_of("falcon-7b-refinedwebmodel", multi_query=..., parallel_attn=...)
+    data = config_data("falcon-7b-refinedwebmodel", multi_query=..., parallel_attn=...)
     spec = load_document(Document("config.json", data)).spec
     assert spec.kv_heads == spec.n_heads == 71
     assert spec.norms_per_block == 2
 
 
 def test_refined_web_needs_its_sizes() -> None:
-    data = data_of("falcon-40b-refinedweb", n_head=..., n_layer=...)
+    data = config_data("falcon-40b-refinedweb", n_head=..., n_layer=...)
     with pytest.raises(ConfigError) as caught:
         load_document(Document("config.json", data))
     assert {p.field for p in caught.value.problems} == {"n_head", "n_layer"}

@@ -21,6 +21,7 @@ from costcalc.macs import forward_macs
 from costcalc.params import param_report
 from costcalc.spec import ModelSpec
 from tests.conftest import FIXTURES
+from tests.hf_helpers import config_data
 
 HF = FIXTURES / "hf"
 GOLDEN = Path(__file__).parent / "golden" / "hf_families.json"
@@ -29,17 +30,6 @@ GOLDEN = Path(__file__).parent / "golden" / "hf_families.json"
 def golden(record: str) -> dict[str, Any]:
     models: dict[str, dict[str, Any]] = json.loads(GOLDEN.read_text(encoding="utf-8"))["models"]
     return models[record]
-
-
-def config(fixture: str, **changes: Any) -> dict[str, Any]:
-    """A fixture's data with keys set (``...`` drops one)."""
-    data: dict[str, Any] = json.loads((HF / f"{fixture}.json").read_text(encoding="utf-8"))
-    for key, value in changes.items():
-        if value is ...:
-            data.pop(key, None)
-        else:
-            data[key] = value
-    return data
 
 
 def spec(data: dict[str, Any]) -> ModelSpec:
@@ -68,14 +58,14 @@ def test_nemotron_3_counts_as_transformers(fixture: str, parameters: int, active
 
 def test_class_defaults_stand_for_absent_moe_keys() -> None:
     """NemotronHConfig: 8 routed experts of 7688, top 2, a shared expert of 7688."""
-    dropped = config(
+    dropped = config_data(
         "tiny-nemotron-3-nano",
         n_routed_experts=...,
         num_experts_per_tok=...,
         moe_intermediate_size=...,
         moe_shared_expert_intermediate_size=...,
     )
-    given = config(
+    given = config_data(
         "tiny-nemotron-3-nano",
         n_routed_experts=8,
         num_experts_per_tok=2,
@@ -89,16 +79,16 @@ def test_class_defaults_stand_for_absent_moe_keys() -> None:
 def test_num_local_experts_is_read_and_wins_over_n_routed_experts() -> None:
     """``attribute_map`` maps num_local_experts to n_routed_experts; given both, the alias is
     set last and wins."""
-    both = config("tiny-nemotron-3-nano", n_routed_experts=4, num_local_experts=6)
-    alias = config("tiny-nemotron-3-nano", n_routed_experts=..., num_local_experts=6)
+    both = config_data("tiny-nemotron-3-nano", n_routed_experts=4, num_local_experts=6)
+    alias = config_data("tiny-nemotron-3-nano", n_routed_experts=..., num_local_experts=6)
     assert spec(both) == spec(alias)
     assert total(both) > golden("tiny-nemotron-3-nano")["parameters_total"]
 
 
 def test_a_shared_expert_of_zero_is_the_mlp_width() -> None:
     """``NemotronHMLP(intermediate_size=0)`` takes ``config.intermediate_size``."""
-    zero = config("tiny-nemotron-3-nano", moe_shared_expert_intermediate_size=0)
-    wide = config("tiny-nemotron-3-nano", moe_shared_expert_intermediate_size=128)
+    zero = config_data("tiny-nemotron-3-nano", moe_shared_expert_intermediate_size=0)
+    wide = config_data("tiny-nemotron-3-nano", moe_shared_expert_intermediate_size=128)
     assert spec(zero) == spec(wide)
     assert total(zero) == total(wide)
 
@@ -106,8 +96,8 @@ def test_a_shared_expert_of_zero_is_the_mlp_width() -> None:
 def test_n_shared_experts_and_mtp_layers_change_nothing() -> None:
     """One shared expert is built whatever n_shared_experts says, and transformers builds no
     multi-token-prediction layers (their weights are ignored on load)."""
-    super_ = config("nemotron-3-super-120b-a12b")
-    fewer = config(
+    super_ = config_data("nemotron-3-super-120b-a12b")
+    fewer = config_data(
         "nemotron-3-super-120b-a12b",
         n_shared_experts=4,
         num_nextn_predict_layers=0,
@@ -119,8 +109,8 @@ def test_n_shared_experts_and_mtp_layers_change_nothing() -> None:
 def test_the_latent_changes_the_experts_not_the_router_or_shared_expert() -> None:
     """Dropping the latent (null, as the class default) widens each expert from L to D and
     removes the two projections: 2 X h (D - L) - 2 D L, when the block has no biases."""
-    latent = config("tiny-nemotron-h-latent-moe")
-    flat = config("tiny-nemotron-h-latent-moe", moe_latent_size=None)
+    latent = config_data("tiny-nemotron-h-latent-moe")
+    flat = config_data("tiny-nemotron-h-latent-moe", moe_latent_size=None)
     D, L, X, h = 64, 16, 8, 32
     moe_layers = latent["hybrid_override_pattern"].count("E")
     assert total(flat) - total(latent) == moe_layers * (2 * X * h * (D - L) - 2 * D * L)
@@ -130,8 +120,8 @@ def test_latent_macs_run_top_k_experts_in_the_latent() -> None:
     """Per token and MoE block: router X D, both projections 2 D L, k experts of 2 L h, the
     shared expert 2 D S; the difference the latent makes is k experts' 2 h (D - L) less the
     projections."""
-    latent = spec(config("tiny-nemotron-h-latent-moe"))
-    flat = spec(config("tiny-nemotron-h-latent-moe", moe_latent_size=None))
+    latent = spec(config_data("tiny-nemotron-h-latent-moe"))
+    flat = spec(config_data("tiny-nemotron-h-latent-moe", moe_latent_size=None))
     D, L, k, h, T = 64, 16, 2, 32, 128
     moe_layers = 2
     difference = forward_macs(flat, 1, T) - forward_macs(latent, 1, T)
@@ -140,6 +130,6 @@ def test_latent_macs_run_top_k_experts_in_the_latent() -> None:
 
 def test_mlp_bias_with_moe_layers_is_refused_by_name() -> None:
     with pytest.raises(ConfigError) as caught:
-        spec(config("tiny-nemotron-3-nano", mlp_bias=True))
+        spec(config_data("tiny-nemotron-3-nano", mlp_bias=True))
     [problem] = caught.value.problems
     assert problem.field == "mlp_bias" and "not supported" in problem.message
