@@ -34,18 +34,19 @@ def translate(doc: Document) -> Translation:
     model_type = doc.data.get("model_type")
     family = families.get(model_type) if isinstance(model_type, str) else None
     if family is not None:
-        reader = Reader(doc)
+        reader = Reader(doc, family=model_type)
         return replace(reader.finish(family(reader)), family=model_type)
     text = doc.data.get("text_config")
     text_type = text.get("model_type") if isinstance(text, dict) else None
     if isinstance(text, dict) and isinstance(text_type, str) and text_type in families:
-        return _text_decoder(Reader(doc, ("text_config",)), model_type, text_type, "text_config")
+        reader = Reader(doc, ("text_config",), text_type)
+        return _text_decoder(reader, model_type, text_type, "text_config")
     located = text_locations().get(model_type) if isinstance(model_type, str) else None
     if text is None and located is not None and located[1] in families:
         path, located_type = located
         if _mapping_at(doc.data, path):
             where = ".".join(path) or "the top-level keys"
-            return _text_decoder(Reader(doc, path), model_type, located_type, where)
+            return _text_decoder(Reader(doc, path, located_type), model_type, located_type, where)
     shown = text_type if model_type is None and isinstance(text_type, str) else model_type
     raise UnsupportedModelError(
         doc.path,
@@ -72,7 +73,7 @@ def _text_decoder(reader: Reader, model_type: Any, text_type: str, where: str) -
         translation.fields,
         translation.key_names,
         name=translation.name,
-        notes=(note,),
+        notes=(note, *translation.notes),
         family=text_type,
     )
 
