@@ -60,11 +60,7 @@ class Reader:
         """A value the model cannot be built without; recorded as the source of ``field``.
         When the file leaves it out, the class default if the class has one."""
         key = self._find(keys)
-        default = (
-            None
-            if key is not None or self.config_class is None
-            else (next((d for k in keys if (d := self.config_class.default(k)) is not None), None))
-        )
+        default = None if key is not None else self._class_default(keys)
         if default is not None:
             self.key_names[field] = self.name(keys[0])
             self.defaulted[self.name(keys[0])] = default
@@ -76,6 +72,14 @@ class Reader:
             return None
         self.key_names[field] = self.name(key)
         return self.data[key]
+
+    def _class_default(self, keys: tuple[str, ...]) -> Any:
+        """The class default of the first of ``keys`` that has one, when the file leaves every
+        spelling of each out (a ``null`` is kept: transformers builds nothing from it)."""
+        known = self.config_class
+        if known is None or any(name in self.data for k in keys for name in known.spellings(k)):
+            return None
+        return next((d for k in keys if (d := known.default(k)) is not None), None)
 
     def value(self, field: str | tuple[str, ...], *keys: str, default: Any) -> Any:
         """A value with the family's default (as its transformers config class sets it).
