@@ -3,12 +3,12 @@
 ``costcalc/data/hf_config_classes.json`` is written by tests/reference/make_hf_config_classes.py
 from transformers 5.24 (``CONFIG_MAPPING[model_type]``, a dataclass): per ``model_type`` the
 class's fields in declaration order, the default of each whose default is a plain value, and its
-``attribute_map`` (alias -> attribute). A config is built as ``cls(**file)``: the dataclass sets
-every field in declaration order, then ``PretrainedConfig.__post_init__`` sets each key that is
-no field, in the file's order, and ``__setattr__`` turns an alias into its attribute. So when a
-file gives one attribute under several spellings, the one set last wins: a key that is no field
-over a field, the later key in the file among keys that are no fields, the later field among
-fields.
+``attribute_map`` (alias -> attribute); and per multimodal class, how it decides tying. A
+config is built as ``cls(**file)``: the dataclass sets every field in declaration order, then
+``PretrainedConfig.__post_init__`` sets each key that is no field, in the file's order, and
+``__setattr__`` turns an alias into its attribute. So when a file gives one attribute under
+several spellings, the one set last wins: a key that is no field over a field, the later key in
+the file among keys that are no fields, the later field among fields.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ class ConfigClass:
     fields: tuple[str, ...]
     defaults: Mapping[str, Any]
     aliases: Mapping[str, str]
+    heads_divide_width: bool = False
+    """The class refuses a width its heads do not divide (else the modeling code floors D / H)."""
 
     def spellings(self, key: str) -> tuple[str, ...]:
         """``key`` and every other name of the attribute it sets (its alias or attribute)."""
@@ -65,12 +67,34 @@ def config_class(model_type: str | None) -> ConfigClass | None:
     if found is None:
         return None
     return ConfigClass(
-        found["class"], tuple(found["fields"]), found["defaults"], found["attribute_map"]
+        found["class"],
+        tuple(found["fields"]),
+        found["defaults"],
+        found["attribute_map"],
+        found.get("heads_divide_width", False),
     )
 
 
-@cache
+def wrapper_tie(model_type: str, wrapper: bool | None, text: bool | None) -> bool | None:
+    """Whether the multimodal class ``model_type`` ends with ``tie_word_embeddings`` true, given
+    the wrapper's key and its ``text_config``'s (None: absent); None when costcalc does not have
+    the class. Each class derives it its own way (Gemma 3 from the wrapper's key alone, LLaVA and
+    Qwen2-VL from either being true), so the data holds each outcome."""
+    ties = _data()["ties"].get(model_type)
+    if ties is None:
+        return None
+    shown = {None: "absent", True: "true", False: "false"}
+    tied: bool = ties[f"{shown[wrapper]}/{shown[text]}"]
+    return tied
+
+
 def _classes() -> dict[str, dict[str, Any]]:
-    text = files("costcalc").joinpath(CLASSES).read_text(encoding="utf-8")
-    classes: dict[str, dict[str, Any]] = json.loads(text)["classes"]
+    classes: dict[str, dict[str, Any]] = _data()["classes"]
     return classes
+
+
+@cache
+def _data() -> dict[str, Any]:
+    text = files("costcalc").joinpath(CLASSES).read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data

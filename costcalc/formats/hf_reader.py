@@ -38,6 +38,8 @@ class Reader:
         self.problems: list[Problem] = []
         self.defaulted: dict[str, Any] = {}
         """Sizes the file leaves out, read as the class default: key -> value."""
+        self.notes: list[str] = []
+        """What the reading decided that the file does not say, in words."""
 
     def name(self, key: str) -> str:
         """``key`` as the file spells its path (``text_config.hidden_size``)."""
@@ -55,6 +57,11 @@ class Reader:
             if present:
                 return present[0]
         return None
+
+    def spelling(self, key: str) -> str:
+        """The spelling of ``key`` the file gives, as transformers reads it (``key`` itself when
+        the file gives none)."""
+        return self._find((key,)) or key
 
     def size(self, field: str, *keys: str) -> Any:
         """A value the model cannot be built without; recorded as the source of ``field``.
@@ -180,6 +187,10 @@ class Reader:
             return value, name
         return default, None
 
+    def note(self, text: str) -> None:
+        """Say, beside the result, how a value was read (one transformers overrides)."""
+        self.notes.append(text)
+
     def fail(self, key: str, message: str) -> None:
         """Record a problem with ``key`` (its line is looked up)."""
         path = (*self.prefix, *key.split("."))
@@ -198,7 +209,7 @@ class Reader:
             {k: v for k, v in fields.items() if v is not None},
             self.key_names,
             name=name if isinstance(name, str) and name else None,
-            notes=self._default_notes(),
+            notes=(*self._default_notes(), *self.notes),
         )
 
     def _default_notes(self) -> tuple[str, ...]:
@@ -245,7 +256,9 @@ def linear_bias(r: Reader, fields: dict[str, Any], key: str, default: bool) -> N
 
 def rotary_dim(r: Reader, fields: dict[str, Any], keys: tuple[str, ...], default: float) -> Any:
     """Rotary dimensions per head, ``int(head_dim * factor)`` as transformers computes them;
-    ``None`` when the whole head rotates (or the sizes are invalid, reported elsewhere)."""
+    ``None`` when the whole head rotates (or the sizes are invalid, reported elsewhere). An odd
+    count is built (rotary positions hold no parameters) but cannot run, as rotation takes
+    pairs: None, with a note."""
     factor, key = r.factor(keys, default)
     head_dim = fields.get("head_dim")
     if head_dim is None:
@@ -255,9 +268,18 @@ def rotary_dim(r: Reader, fields: dict[str, Any], keys: tuple[str, ...], default
         head_dim = d // h
     if factor == 1 or not is_whole(head_dim, 1):
         return None
+    rotary = int(head_dim * factor)
+    if rotary % 2:
+        r.note(
+            f"{r.name(key or keys[0])} gives {rotary:,} rotary dimensions per head, an odd "
+            "count: transformers builds the model (rotary positions hold no parameters), but "
+            "its forward rotates dimensions in pairs and fails; counted as built, the "
+            "activation estimates as if the whole head rotated."
+        )
+        return None
     if key is not None:
         r.key_names["rotary_dim"] = r.name(key)
-    return int(head_dim * factor)
+    return rotary
 
 
 def is_whole(value: Any, minimum: int | None = None) -> TypeGuard[int]:

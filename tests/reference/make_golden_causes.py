@@ -13,7 +13,8 @@ multimodal wrapper. Each is built on the meta device from ``CONFIG_MAPPING[model
 .from_dict(config)`` (a wrapper's text decoder with the wrapper's LM head, as
 make_golden_families.py builds it) and recorded: parameters (``sum(p.numel())``, tied tensors
 once) and the tied output matrix; with ``kv``, the cache elements after a B=1 forward of
-``seq_len`` tokens; with ``macs``, FlopCounterMode's forward MACs (B=1, ``seq_len`` tokens,
+``seq_len`` tokens and each cache layer's window (``DynamicSlidingWindowLayer.sliding_window``,
+null for a full layer); with ``macs``, FlopCounterMode's forward MACs (B=1, ``seq_len`` tokens,
 eager attention, experts ``batched_mm``: only the routed experts run). Nothing is downloaded.
 """
 
@@ -229,6 +230,7 @@ CASES: dict[str, dict] = {
             **SMALL,
             "intermediate_size": 128,
             "num_attention_heads": 4,
+            "num_key_value_heads": 4,
             "partial_rotary_factor": 0.3125,
         },
     },
@@ -241,6 +243,7 @@ CASES: dict[str, dict] = {
             "num_hidden_layers": 2,
             "intermediate_size": 128,
             "num_attention_heads": 4,
+            "num_key_value_heads": 2,
         },
     },
     "glm4_moe-class-defaults": {
@@ -352,6 +355,10 @@ def run_case(name: str, case: dict) -> dict:
     if "kv" in case.get("steps", ()):
         kv = kv_record(model, config.get_text_config(), 1, seq, "meta")
         record["kv_cache"] = {k: kv[k] for k in ("batch", "seq_len", "kv_cache_elements")}
+        windows: dict[int, int | None] = {}
+        for kind in kv["cache_layer_kinds"]:
+            windows.update(dict.fromkeys(kind["layers"], kind.get("sliding_window")))
+        record["kv_cache"]["layer_windows"] = [windows[i] for i in sorted(windows)]
     if "macs" in case.get("steps", ()):
         macs = macs_record(model, config.get_text_config(), 1, seq, "meta")
         record["macs_forward"] = {k: macs[k] for k in ("batch", "seq_len", "macs_total")}
