@@ -10,14 +10,17 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from costcalc.cli.app import app
-from tests.conftest import ROOT, unprivileged
-from tests.hostile_cases import CASES, Case, build, parses, stream
+from tests.conftest import ROOT, Invoke, unprivileged
+from tests.hostile_cases import CASES, GPT2, Case, build, parses, stream
 
 
 @pytest.fixture(scope="module")
@@ -110,3 +113,91 @@ def test_the_set_ends_within_its_limits(folder: Path) -> None:
     assert list(results) == [case.name for case in CASES]
     wrong = [r for case in CASES if (r := results[case.name])["failure"] or r["code"] != case.code]
     assert not wrong, wrong
+
+
+ZERO_ALLOWED = {"ffn_act_params", "norms_per_block", "position_offset"}
+"""Fields where 0 means none (no activation parameters, no block norms, no position offset)."""
+
+
+def _number_fields() -> list[str]:
+    from costcalc.config import config_schema
+
+    fields = []
+    for name, prop in config_schema()["properties"].items():
+        kinds = {prop.get("type"), *(branch.get("type") for branch in prop.get("anyOf", []))}
+        if kinds & {"integer", "number"}:
+            fields.append(name)
+    return fields
+
+
+def test_every_number_field_refuses_zero_negative_nan_and_infinity(
+    cli: Invoke, tmp_path: Path
+) -> None:
+    """Each number field of costcalc's YAML, given 0, -1, .nan, .inf and 2^31 in turn: one
+    finding naming that field and line, in one check run; 0 passes only where it means none."""
+    fields = _number_fields()
+    assert len(fields) > 40
+    values = {"zero": "0", "negative": "-1", "nan": ".nan", "inf": ".inf", "big": str(2**31)}
+    lines = [line for line in GPT2.splitlines() if line]
+    for field in fields:
+        kept = [line for line in lines if not line.startswith(f"{field}:")]
+        for tag, value in values.items():
+            text = "\n".join([*kept, f"{field}: {value}"]) + "\n"
+            (tmp_path / f"{field}.{tag}.yaml").write_text(text)
+    result = cli("check", str(tmp_path), "-f", "json")
+    assert result.exit_code == 1
+    records = json.loads(result.stdout)
+    assert len(records) == len(fields) * len(values)
+    for record in records:
+        field, tag, _ = Path(record["path"]).name.split(".")
+        if tag == "zero" and field in ZERO_ALLOWED:
+            assert record["ok"], record
+            continue
+        assert not record["ok"], record
+        assert any(f["field"] == field or field in f["message"] for f in record["findings"]), record
+        assert all("costcalc itself" not in f["message"] for f in record["findings"])
+
+
+API_MISUSE: list[tuple[str, tuple[Any, ...], dict[str, Any], str]] = [
+    ("count", (b"gpt2",), {}, "UsageError"),
+    ("count", ({"a": {1, 2}},), {}, "FileReadError"),
+    ("count", ({"a": float("nan")},), {}, "FileReadError"),
+    ("count", ({1: 2},), {}, "FileReadError"),
+    ("count_macs", ("gpt2",), {"length": Decimal(3)}, "UsageError"),
+    ("count_macs", ("gpt2",), {"length": Fraction(3)}, "UsageError"),
+    ("count_macs", ("gpt2",), {"batch": True}, "UsageError"),
+    ("count_macs", ("gpt2",), {"length": -1}, "RangeError"),
+    ("count_memory", ("gpt2",), {"fits": b"24GiB"}, "UsageError"),
+    ("count_memory", ("gpt2",), {"fits": float("inf")}, "UsageError"),
+    ("count_memory", ("gpt2",), {"gpus": 2.0, "train": True, "length": 8}, "UsageError"),
+    ("count_memory", ("gpt2",), {"zero": "3", "train": True, "length": 8}, "UsageError"),
+    ("count_memory", ("gpt2",), {"batch": 10**101}, "RangeError"),
+    ("count_lora", ("gpt2",), {"targets": "all-linear"}, "UsageError"),
+    ("count_lora", ("gpt2",), {"targets": [None]}, "UsageError"),
+    (
+        "count_lora",
+        ("gpt2",),
+        {"targets": ["all-linear"], "modules_to_save": "lm_head"},
+        "UsageError",
+    ),
+    ("count_lora", ("gpt2",), {"targets": ["all-linear"], "rank": 2**40}, "RangeError"),
+    ("load", ("gpt2",), {"revision": 3}, "UsageError"),
+    ("load", ("gpt2",), {"d_model": 10**40}, "ConfigError"),
+    ("load", ("gpt2",), {"sliding_window": None, "n_layers": "12"}, "ConfigError"),
+]
+
+
+@pytest.mark.parametrize(
+    ("function", "args", "kwargs", "error"),
+    API_MISUSE,
+    ids=[f"{c[0]}-{i}" for i, c in enumerate(API_MISUSE)],
+)
+def test_api_misuse_is_one_of_costcalcs_errors(
+    function: str, args: tuple[Any, ...], kwargs: dict[str, Any], error: str
+) -> None:
+    import costcalc
+    from costcalc.errors import CostcalcError
+
+    with pytest.raises(CostcalcError) as raised:
+        getattr(costcalc, function)(*args, **kwargs)
+    assert type(raised.value).__name__ == error, raised.value
