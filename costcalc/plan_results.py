@@ -78,7 +78,8 @@ def plan_setup(
     from costcalc.errors import UsageError, check_choice
     from costcalc.gpus import find_gpu
     from costcalc.plan import MAX_COUNT, parse_fraction
-    from costcalc.units import DTYPES, check_weight_dtype
+    from costcalc.units import DTYPES
+    from costcalc.weight_format import check_weight_dtype
 
     device = find_gpu(gpu)
     dtype = None if dtype is None else check_weight_dtype(dtype)
@@ -94,7 +95,7 @@ def plan_setup(
             "a prompt (--prompt)"
         )
     if tp > 1 and prompt is None:
-        raise UsageError("tensor parallelism (--tp) shards the inference rooflines: give a prompt")
+        raise UsageError("tensor parallelism (--tp) shards the inference rooflines: give a prompt (--prompt)")
     serving = engine_setup(
         engine,
         cache_type_k,
@@ -191,8 +192,8 @@ class InferencePlan:
         return k if k == v else f"{k} / {v}"
 
     def to_dict(self) -> dict[str, Any]:
-        from costcalc.quant import describe_format
         from costcalc.render import ratio_dict
+        from costcalc.weight_format import describe_format
 
         r, fit = self.roofline, self.fit
         fit_data: dict[str, Any] = {
