@@ -95,7 +95,9 @@ def plan_setup(
             "a prompt (--prompt)"
         )
     if tp > 1 and prompt is None:
-        raise UsageError("tensor parallelism (--tp) shards the inference rooflines: give a prompt (--prompt)")
+        raise UsageError(
+            "tensor parallelism (--tp) shards the inference rooflines: give a prompt (--prompt)"
+        )
     serving = engine_setup(
         engine,
         cache_type_k,
