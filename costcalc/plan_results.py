@@ -259,6 +259,17 @@ class PlanResult:
 
         return None if self.budget is None else compute_optimal(self.budget)
 
+    @property
+    def budget_share(self) -> tuple[int, int] | None:
+        """The model's own parameters N and the tokens C / (6 N) the budget trains it on
+        (rounded down)."""
+        from costcalc.params import total_params
+
+        if self.budget is None:
+            return None
+        n = total_params(self.model.spec)
+        return n, self.budget // (6 * n)
+
     def to_dict(self) -> dict[str, Any]:
         from costcalc.plan import CHINCHILLA_RULE
         from costcalc.results import model_header
@@ -269,14 +280,15 @@ class PlanResult:
             data["training"] = self.training.to_dict()
         if self.inference is not None:
             data["inference"] = self.inference.to_dict()
-        optimal = self.compute_optimal
-        if optimal is not None:
-            n, d = optimal
+        optimal, share = self.compute_optimal, self.budget_share
+        if optimal is not None and share is not None:
             data["compute_optimal"] = {
                 "budget_flops": self.budget,
-                "parameters": n,
-                "tokens": d,
+                "parameters": optimal[0],
+                "tokens": optimal[1],
                 "rule": CHINCHILLA_RULE,
+                "model_parameters": share[0],
+                "model_tokens": share[1],
             }
         return data
 

@@ -141,7 +141,7 @@ def plan(
     data = [r.to_dict() for r in results]
     grids = [g for r in results for g in plan_grids(r)]
     if budget is not None:
-        grids.append(_chinchilla(budget))
+        grids.append(_chinchilla(budget, results))
     emit(fmt, data[0] if len(data) == 1 else data, grids)
 
 
@@ -383,17 +383,27 @@ def _decode_grids(name: str, devices: str, context: int, steps: list[DecodeStep]
     return [Grid(title, columns, rows, notes), chart]
 
 
-def _chinchilla(budget: int) -> Grid:
+def _chinchilla(budget: int, results: list[PlanResult]) -> Grid:
+    """The compute-optimal size for ``budget`` and, beside it, each model named: its own
+    parameters N and the tokens C / (6 N) the budget trains it on by the same rule (the
+    compute-optimal size does not depend on the model, so the table says where each stands)."""
     from costcalc.plan import CHINCHILLA_RULE, compute_optimal
     from costcalc.render import Grid
 
     n, d = compute_optimal(budget)
-    rows = [["parameters N_opt", f"{n:,}"], ["tokens D_opt", f"{d:,}"]]
+    own = [result.budget_share for result in results]
+    rows = [
+        ["parameters", f"{n:,}", *(f"{share[0]:,}" for share in own if share)],
+        ["tokens", f"{d:,}", *(f"{share[1]:,}" for share in own if share)],
+    ]
     return Grid(
         f"Compute-optimal for {budget:,} FLOPs",
-        ["", "rule of thumb"],
+        ["", "N_opt, D_opt", *(result.model.name for result in results)],
         rows,
-        [f"{CHINCHILLA_RULE}: N = sqrt(C / 120)."],
+        [
+            f"{CHINCHILLA_RULE}: N = sqrt(C / 120). A model's column: its own N, and the "
+            "tokens C / (6 N) the budget trains it on (rounded down)."
+        ],
     )
 
 
