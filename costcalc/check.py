@@ -22,7 +22,8 @@ from costcalc.compute import position_limit
 from costcalc.config import Budget
 from costcalc.errors import ConfigError, CostcalcError, FileReadError, Problem, UsageError
 from costcalc.files import Document, KeyPath, os_reason, read_document
-from costcalc.loaders import DEFAULT_WEIGHTS, LoadedModel, load_document
+from costcalc.header_check import HeaderCount, judge_headers
+from costcalc.loaders import DEFAULT_WEIGHTS, LoadedModel, load_document, with_checkpoint
 from costcalc.memory import weight_bytes
 from costcalc.params import total_params
 from costcalc.quant import weight_label
@@ -294,9 +295,7 @@ def check_file(path: str | Path, limits: Limits, reading: Reading | None = None)
         doc = nested_document(read_document(config), reading.key)
         model = load_document(doc)
         if folder:  # its headers must read too
-            from costcalc.checkpoint import find_checkpoint
-
-            model = model._replace(checkpoint=find_checkpoint(path))
+            model = with_checkpoint(model, Path(path))
     except FileReadError as exc:
         return FileReport(name, [Problem("", exc.reason, exc.line, exc.column)])
     except ConfigError as exc:
@@ -310,7 +309,8 @@ def check_file(path: str | Path, limits: Limits, reading: Reading | None = None)
     count: int | None = None
     try:
         count = total_params(model.spec)
-        findings = limit_problems(model, count, doc, limits)
+        findings, headers = judge_headers(model)
+        findings += limit_problems(model, count, doc, limits, headers)
     except (MemoryError, RecursionError):
         return FileReport(name, [Problem("", _EXHAUSTING)], model, count)
     except Exception as exc:
@@ -360,8 +360,15 @@ def _located(problems: list[Problem], doc: Document | None) -> list[Problem]:
 _EXHAUSTING = "the model is too large to check (it exhausted memory or the stack)"
 
 
-def limit_problems(model: LoadedModel, count: int, doc: Document, limits: Limits) -> list[Problem]:
-    """The limits ``model`` (of ``count`` parameters) breaks: its own budget, then the command
+def limit_problems(
+    model: LoadedModel,
+    count: int,
+    doc: Document,
+    limits: Limits,
+    headers: HeaderCount | None = None,
+) -> list[Problem]:
+    """The limits ``model`` (of ``count`` parameters by its formula; ``headers``, what its
+    safetensors hold, judged instead where given) breaks: its own budget, then the command
     line's, then the required length."""
     problems: list[Problem] = []
     if model.budget is not None:
@@ -371,9 +378,15 @@ def limit_problems(model: LoadedModel, count: int, doc: Document, limits: Limits
             model.budget,
             lambda key: (f"budget.{key}", doc.line_of(("budget", key))),
             model.weight_format,
+            headers,
         )
     problems += budget_problems(
-        model.spec, count, limits.budget, lambda key: (_option(key), None), model.weight_format
+        model.spec,
+        count,
+        limits.budget,
+        lambda key: (_option(key), None),
+        model.weight_format,
+        headers,
     )
     beyond = None if limits.length is None else position_limit(model.spec, limits.length)
     if beyond is not None:
@@ -383,29 +396,45 @@ def limit_problems(model: LoadedModel, count: int, doc: Document, limits: Limits
 
 
 def budget_problems(
-    spec: ModelSpec, count: int, budget: Budget, where: Locator, stored: str | None = None
+    spec: ModelSpec,
+    count: int,
+    budget: Budget,
+    where: Locator,
+    stored: str | None = None,
+    headers: HeaderCount | None = None,
 ) -> list[Problem]:
     """The limits of ``budget`` that ``spec`` (of ``count`` parameters) breaks; ``where(key)``
     gives the (field, line) each finding is reported at. Weight bytes are those of
     ``budget.dtype`` (raw: P x its bytes, or a quantized format with its metadata), by default
-    ``stored``, the format the checkpoint stores, else bf16."""
-    dtype = budget.dtype or stored or DEFAULT_WEIGHTS
+    ``stored``, the format the checkpoint stores, else bf16. Given ``headers`` (a model folder's
+    safetensors), their parameters and, in the format they store, their bytes are judged, and
+    the finding says so (and their one float dtype is the default)."""
+    dtype = budget.dtype or stored or (headers.dtype if headers else None) or DEFAULT_WEIGHTS
     problems = []
-    if budget.max_params is not None and count > budget.max_params:
-        field_name, line = where("max_params")
-        message = f"{count:,} parameters exceed the limit of {budget.max_params:,}"
-        problems.append(Problem(field_name, message, line))
+    if budget.max_params is not None:
+        counted, whence = count, ""
+        if headers is not None and headers.parameters is not None:
+            counted, whence = headers.parameters, f" (counted from {headers.source})"
+        if counted > budget.max_params:
+            field_name, line = where("max_params")
+            message = f"{counted:,} parameters{whence} exceed the limit of {budget.max_params:,}"
+            problems.append(Problem(field_name, message, line))
     if budget.max_weight_bytes is not None:
-        try:
-            size = weight_bytes(spec, dtype)
-        except UsageError as exc:  # the budget's format cannot store this model's tensors
-            field_name, line = where("dtype")
-            problems.append(Problem(field_name, f"cannot size the weights as {dtype}: {exc}", line))
-            return problems
+        whence = ""
+        if headers is not None and headers.dtype == dtype:
+            size, whence = headers.bytes, f" (the tensor bytes of {headers.source})"
+        else:
+            try:
+                size = weight_bytes(spec, dtype)
+            except UsageError as exc:  # the budget's format cannot store this model's tensors
+                field_name, line = where("dtype")
+                message = f"cannot size the weights as {dtype}: {exc}"
+                problems.append(Problem(field_name, message, line))
+                return problems
         if size > budget.max_weight_bytes:
             field_name, line = where("max_weight_bytes")
             message = (
-                f"{weight_label(dtype)} weights take {_bytes(size)}, over the limit of "
+                f"{weight_label(dtype)} weights take {_bytes(size)}{whence}, over the limit of "
                 f"{_bytes(budget.max_weight_bytes)}"
             )
             problems.append(Problem(field_name, message, line))

@@ -106,7 +106,6 @@ def load_file(path: str | Path, overrides: Mapping[str, Any] | None = None) -> L
 def load_folder(folder: Path, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
     """A model folder as ``from_pretrained`` takes it: ``config.json`` plus safetensors headers
     (or, when the folder holds an index but none of its shards, the index's ``total_size``)."""
-    from costcalc.checkpoint import find_checkpoint, index_without_shards
     from costcalc.files import read_document
 
     if not os.path.isfile(folder / "config.json"):
@@ -116,8 +115,14 @@ def load_folder(folder: Path, overrides: Mapping[str, Any] | None = None) -> Loa
             "and its safetensors files)",
         )
     model = load_document(read_document(folder / "config.json"), overrides)
-    if overrides:
-        return model
+    return model if overrides else with_checkpoint(model, folder)
+
+
+def with_checkpoint(model: LoadedModel, folder: Path) -> LoadedModel:
+    """``model`` with its folder's safetensors headers (or, when the folder holds an index but
+    none of its shards, the index)."""
+    from costcalc.checkpoint import find_checkpoint, index_without_shards
+
     index = index_without_shards(folder)
     if index is not None:
         return model._replace(checkpoint_index=index)

@@ -89,6 +89,10 @@ def sandbox(root: Path) -> Path:
     model.mkdir()
     shutil.copy(FIXTURES / "hf" / "book-gpt-fairytale.json", model / "config.json")
     gpt2_checkpoint(model, json.loads((model / "config.json").read_text()))
+    edited = root / "edited-model"  # its config says a layer fewer than its headers hold
+    shutil.copytree(model, edited)
+    config = json.loads((edited / "config.json").read_text())
+    (edited / "config.json").write_text(json.dumps({**config, "n_layer": config["n_layer"] - 1}))
     shutil.copytree(FIXTURES / "repo" / "configs" / "good", root / "configs")
     nsmc = {"n_embd": 192, "n_layer": 4, "n_head": 4, "block_size": 1024, "vocab_size": 50257}
     (root / "configs" / "nsmc.json").write_text(json.dumps({**nsmc, "bias": True}))
