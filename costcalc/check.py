@@ -11,7 +11,6 @@ the mapping under that key of a larger file (a Hydra or Lightning config's ``mod
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -46,6 +45,8 @@ class Limits:
     budget: Budget = field(default_factory=Budget)
     length: int | None = None
     """A sequence length every model must accept (within a learned position table)."""
+    strict: bool = False
+    """Warnings (a key that looks misspelled) are findings too."""
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,8 @@ class Reading:
     """The path of keys to the model's mapping in a larger file (``model`` or ``model.net``)."""
 
 
-HYDRA_KEY = re.compile(r"_[a-z]+_")
-"""Hydra's instantiation keys (``_target_``, ``_partial_``): no part of the model's sizes."""
+HYDRA_KEYS = frozenset({"_target_", "_recursive_", "_convert_", "_partial_", "_args_"})
+"""Hydra's instantiation keys (``hydra.utils.instantiate``): no part of the model's sizes."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class FileReport:
     parameters: int | None = None
     skipped: str | None = None
     """Why the file was not checked (it is no model config)."""
+    warnings: list[Problem] = field(default_factory=list)
+    """What looks wrong but does not fail the file (a key that looks misspelled)."""
 
     @property
     def ok(self) -> bool:
@@ -86,11 +89,13 @@ class FileReport:
             "name": self.model.name if self.model else None,
             "parameters": self.parameters,
             "skipped": self.skipped,
-            "findings": [
-                {"field": p.field or None, "line": p.line, "message": p.message}
-                for p in self.findings
-            ],
+            "findings": [_record(p) for p in self.findings],
+            "warnings": [_record(p) for p in self.warnings],
         }
+
+
+def _record(problem: Problem) -> dict[str, Any]:
+    return {"field": problem.field or None, "line": problem.line, "message": problem.message}
 
 
 def check_paths(
@@ -315,7 +320,10 @@ def check_file(path: str | Path, limits: Limits, reading: Reading | None = None)
         return FileReport(name, [Problem("", _EXHAUSTING)], model, count)
     except Exception as exc:
         return FileReport(name, [Problem("", fault_message(exc))], model, count)
-    return FileReport(name, findings, model, count)
+    warnings = list(model.warnings)
+    if limits.strict:
+        return FileReport(name, sorted(warnings, key=_by_line) + findings, model, count)
+    return FileReport(name, findings, model, count, warnings=warnings)
 
 
 FAULT = "costcalc could not check this file (an error in costcalc itself)"
@@ -328,11 +336,13 @@ def fault_message(exc: Exception) -> str:
 
 
 def nested_document(doc: Document, key: KeyPath) -> Document:
-    """The mapping under ``key`` of ``doc`` as a document of its own, its lines still those of
-    the file (the mapping itself at the line of its key); Hydra's ``_target_``-style keys are
-    left out. A missing key or one that holds no mapping is a :class:`FileReadError`."""
+    """The mapping under ``key`` of ``doc`` (all of it without ``key``) as a document of its
+    own, its lines still those of the file (the mapping itself at the line of its key), with
+    Hydra's instantiation keys (HYDRA_KEYS) left out at any level: a config-group file
+    (``conf/model/gpt.yaml``: ``_target_`` beside the model's keys) is a model config. A
+    missing key or one that holds no mapping is a :class:`FileReadError`."""
     if not key:
-        return doc
+        return Document(doc.path, _without_hydra_keys(doc.data), doc.lines)
     data: object = doc.data
     for end, part in enumerate(key, 1):
         if not isinstance(data, dict) or part not in data:
@@ -344,8 +354,21 @@ def nested_document(doc: Document, key: KeyPath) -> Document:
             doc.path, f"'{where}' holds no mapping of keys (--key)", doc.line_of(key)
         )
     lines = {path[len(key) :]: line for path, line in doc.lines.items() if path[: len(key)] == key}
-    model = {k: v for k, v in data.items() if not HYDRA_KEY.fullmatch(str(k))}
-    return Document(doc.path, model, lines)
+    return Document(doc.path, _without_hydra_keys(data), lines)
+
+
+def _without_hydra_keys(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without HYDRA_KEYS, in it and in every mapping it holds (lists included)."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in HYDRA_KEYS}
+        if isinstance(value, list):
+            return [strip(item) for item in value]
+        return value
+
+    stripped: dict[str, Any] = strip(data)
+    return stripped
 
 
 def _located(problems: list[Problem], doc: Document | None) -> list[Problem]:

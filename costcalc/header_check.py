@@ -13,17 +13,13 @@ agree:
   saved checkpoint holds beside the tensors a model loads (bitsandbytes' quant-state JSON).
 
 Budgets then judge the headers: their count of loaded elements (unquantized) and their bytes.
-The patterns per family are transformers 5.24's (``costcalc/data/transformers_model_types.json``,
-written by ``tests/reference/make_model_types.py``).
+The patterns per family are transformers 5.24's (:mod:`costcalc.transformers_types`).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import TYPE_CHECKING
 
 from costcalc.errors import Problem
@@ -51,19 +47,11 @@ class HeaderCount:
     source: str
 
 
-@cache
-def model_types() -> dict[str, object]:
-    """transformers' facts about model types (encoders, keys ignored on load)."""
-    text = resources.files("costcalc").joinpath("data/transformers_model_types.json").read_text()
-    data: dict[str, object] = json.loads(text)
-    return data
-
-
 def ignored_on_load(family: str | None) -> re.Pattern[str]:
     """The keys transformers' class for ``family`` drops on load without a warning."""
-    table = model_types()["ignored_on_load"]
-    assert isinstance(table, dict)
-    patterns = [*ALWAYS_IGNORED, *(table.get(family, ()) if family else ())]
+    from costcalc.transformers_types import ignored_on_load as patterns_of
+
+    patterns = [*ALWAYS_IGNORED, *(patterns_of(family) if family else ())]
     return re.compile("|".join(f"({pattern})" for pattern in patterns))
 
 

@@ -14,9 +14,10 @@ from typing import Any
 
 from costcalc.checkpoint import Checkpoint, TensorInfo
 from costcalc.files import Document
-from costcalc.header_check import judge_headers, model_types
+from costcalc.header_check import judge_headers
 from costcalc.loaders import load_document
 from costcalc.memory import weight_bytes
+from costcalc.transformers_types import ignored_on_load
 from tests.conftest import FIXTURES, Invoke
 from tests.test_checkpoint_cli import elements, gpt2_folder
 
@@ -88,8 +89,7 @@ def test_buffers_transformers_drops_on_load_are_no_contradiction(
     assert elements(folder) == 1_872 + 2 * 16
     code, record = report(cli, str(folder), "--max-params", "1872")
     assert code == 0, record
-    ignored = model_types()["ignored_on_load"]
-    assert isinstance(ignored, dict) and ignored["gpt2"] == ["attn.bias", "crossattention.bias"]
+    assert ignored_on_load("gpt2") == ("attn.bias", "crossattention.bias")
     # under another family's name the masks are unexplained tensors
     code, record = report(cli, str(edited(folder, model_type="gpt2", n_layer=2, n_head=4)))
     assert code == 0

@@ -100,6 +100,10 @@ def sandbox(root: Path) -> Path:
         (root / folder).mkdir()
         shutil.copy(FIXTURES / "hf" / f"{fixture}.json", root / folder / "config.json")
     shutil.copytree(FIXTURES / "index-only" / "gpt-oss-20b", root / "gpt-oss-20b")
+    typo = json.loads((FIXTURES / "hf" / "llama-3.2-1b.json").read_text())
+    typo["num_key_value_head"] = typo.pop("num_key_value_heads")
+    (root / "typo").mkdir()
+    (root / "typo" / "config.json").write_text(json.dumps(typo, indent=2))
     (root / "models" / "llama").mkdir(parents=True)
     shutil.copy(FIXTURES / "hf" / "llama-3.2-1b.json", root / "models" / "llama" / "config.json")
     for repo, fixture in (

@@ -72,13 +72,7 @@ def _text_decoder(
         f"{model_type} is multimodal: counted is its text decoder ({text_type}, {where}); "
         "the vision tower and projector are not counted, nor its audio or speech parts if any."
     )
-    return Translation(
-        translation.fields,
-        translation.key_names,
-        name=translation.name,
-        notes=(note,),
-        family=text_type,
-    )
+    return replace(translation, notes=(note,), family=text_type)
 
 
 def _mapping_at(data: Any, path: tuple[str, ...]) -> bool:

@@ -1,4 +1,4 @@
-"""Generate costcalc/data/transformers_model_types.json: what transformers says about model types.
+"""Generate costcalc/data/transformers_model_types.json (costcalc.transformers_types).
 
 Run by hand (pytest does not collect this file; costcalc reads the JSON, never transformers):
 
