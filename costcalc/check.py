@@ -21,7 +21,7 @@ from costcalc.compute import position_limit
 from costcalc.config import Budget
 from costcalc.errors import ConfigError, CostcalcError, FileReadError, Problem, UsageError
 from costcalc.files import Document, KeyPath, os_reason, read_document
-from costcalc.header_check import HeaderCount, judge_headers
+from costcalc.header_check import UNJUDGED, HeaderCount, judge_headers
 from costcalc.loaders import DEFAULT_WEIGHTS, LoadedModel, load_document, with_checkpoint
 from costcalc.memory import weight_bytes
 from costcalc.params import total_params
@@ -311,16 +311,22 @@ def check_file(path: str | Path, limits: Limits, reading: Reading | None = None)
         return FileReport(name, [Problem("", _EXHAUSTING)])
     except Exception as exc:  # a fault of costcalc's own fails this file alone, named
         return FileReport(name, [Problem("", fault_message(exc))])
+    from costcalc.formats.hf_quant import find_quantization_config
+
     count: int | None = None
+    found = None
     try:
         count = total_params(model.spec)
-        findings, headers = judge_headers(model)
+        found = find_quantization_config(doc) if model.checkpoint is not None else None
+        findings, headers = judge_headers(model, found is not None)
         findings += limit_problems(model, count, doc, limits, headers)
     except (MemoryError, RecursionError):
         return FileReport(name, [Problem("", _EXHAUSTING)], model, count)
     except Exception as exc:
         return FileReport(name, [Problem("", fault_message(exc))], model, count)
     warnings = list(model.warnings)
+    if found is not None and model.weight_format is None:
+        warnings.append(Problem(".".join(found[0]), UNJUDGED, doc.line_of(found[0])))
     if limits.strict:
         return FileReport(name, sorted(warnings, key=_by_line) + findings, model, count)
     return FileReport(name, findings, model, count, warnings=warnings)

@@ -55,14 +55,26 @@ def ignored_on_load(family: str | None) -> re.Pattern[str]:
     return re.compile("|".join(f"({pattern})" for pattern in patterns))
 
 
-def judge_headers(model: LoadedModel) -> tuple[list[Problem], HeaderCount | None]:
-    """The findings of a model whose folder holds safetensors, and what the headers count."""
+UNJUDGED = (
+    "its headers are not judged against the config: costcalc does not size the layout of its "
+    "quantization_config, so neither their elements nor their bytes are the formula's"
+)
+
+
+def judge_headers(
+    model: LoadedModel, quantized: bool = False
+) -> tuple[list[Problem], HeaderCount | None]:
+    """The findings of a model whose folder holds safetensors, and what the headers count;
+    ``quantized``: its config has a ``quantization_config`` (which, without a
+    ``model.weight_format``, is one costcalc does not size: a warning, no judgement)."""
     checkpoint = model.checkpoint
     if checkpoint is None:
         return [], None
     source = f"the safetensors headers of {checkpoint.source}"
     if model.weight_format is not None:
         return _quantized(model, checkpoint, source)
+    if quantized:
+        return [], None
     from costcalc.checkpoint_report import formula_comparison
 
     comparison = formula_comparison(checkpoint.tensors, model.spec)

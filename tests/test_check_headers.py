@@ -137,3 +137,17 @@ def _checkpoint(tensors: list[TensorInfo]) -> Checkpoint:
     elements = sum(t.numel for t in tensors)
     size = sum(t.nbytes for t in tensors)
     return Checkpoint("ckpt", tuple(tensors), (), elements, size, size, {}, {})
+
+
+def test_headers_of_a_layout_costcalc_does_not_size_are_not_judged(
+    cli: Invoke, tmp_path: Path
+) -> None:
+    """A quantization_config costcalc does not size (its elements and bytes are no formula's):
+    a warning says the headers are not judged, never a false contradiction."""
+    folder = edited(gpt2_folder(tmp_path), n_layer=1, quantization_config={"quant_method": "hqq"})
+    code, record = report(cli, str(folder), "--max-params", "1.5k")
+    assert code == 0, record
+    (warning,) = record["warnings"]
+    assert warning["field"] == "quantization_config"
+    assert warning["message"].startswith("its headers are not judged against the config")
+    assert report(cli, str(folder), "--strict")[0] == 1
