@@ -62,16 +62,15 @@ def afmoe(r: Reader) -> dict[str, Any]:
     """AfmoeForCausalLM (Arcee Trinity): the shared layout (key/value heads default to the
     heads, ``head_dim`` 128) with RMSNorm ``q_norm``/``k_norm`` of head_dim, a sigmoid output
     gate ``gate_proj`` (D -> H d, no bias: costcalc's ``attention_gate_proj``), four RMSNorms per
-    block (before and after attention and the FFN), no biases (``attention_bias`` true is
-    refused: the gate has none); after ``num_dense_layers`` (1) dense layers the sparse block:
+    block (before and after attention and the FFN), q/k/v/o bias when ``attention_bias`` (the
+    gate has none); after ``num_dense_layers`` (1) dense layers the sparse block:
     ``router.gate`` (X x D, no bias), ``expert_bias`` (a parameter of X, not used in a product),
     X = ``num_experts`` (64) experts of ``moe_intermediate_size`` (1,408), top 6, and
     ``shared_experts`` (SwiGLU of ``moe_intermediate_size`` x ``num_shared_experts`` (2));
     untied by default. Layers attend within ``sliding_window`` (1,024) but every
     ``global_attn_every_n_layers``-th (4), unless ``layer_types`` lists them."""
     fields = llama_layout(r, head_dim=128)
-    if r.flag("attention_bias", False):
-        r.unsupported("attention_bias", "biases on q/k/v/o beside a bias-free output gate")
+    attention_bias(r, fields)
     fields.update(qk_norm="head", attention_gate=True, attention_gate_proj=True, norms_per_block=4)
     moe = routed_experts(
         r, ("num_experts",), ("num_experts_per_tok",), (64, 6), (("moe_intermediate_size",), 1408)

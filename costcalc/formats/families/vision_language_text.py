@@ -150,9 +150,13 @@ def cosmos3_edge_text(r: Reader) -> dict[str, Any]:
     attention, q/k/v/o bias when ``attention_bias``; a plain MLP ``fc1`` (D x h) and ``fc2``
     (h x D), bias when ``mlp_bias``, activation ``hidden_act``, default relu2) with
     Cosmos3EdgeTextConfig's defaults (28 layers, hidden 2,048, 16 heads / 8 key-value of 128,
-    intermediate 9,216, vocabulary 131,072; untied). Its multimodal rotary sections change no
-    count."""
-    return arcee(r, kv_heads=8, head_dim=128, sizes=COSMOS3_EDGE_SIZES)
+    intermediate 9,216, vocabulary 131,072). Cosmos3EdgeForConditionalGeneration declares no
+    tied weights (``_tied_weights_keys = {}``): its ``lm_head`` is never tied, whatever
+    ``tie_word_embeddings`` says. Its multimodal rotary sections change no count."""
+    fields = arcee(r, kv_heads=8, head_dim=128, sizes=COSMOS3_EDGE_SIZES)
+    fields["tie_embeddings"] = False
+    r.forget("tie_embeddings")
+    return fields
 
 
 COSMOS3_EDGE_SIZES: dict[str, Any] = {
@@ -222,7 +226,7 @@ def _full_last_every_4th(n_layers: int) -> hf_layers.Layout:
 def muse_glimmer_text(r: Reader) -> dict[str, Any]:
     """The text decoder of MuseGlimmerForConditionalGeneration: AFMoE's attention block without
     its experts, with MuseGlimmerTextConfig's defaults (2 key/value heads of 128): q/k/v/o
-    without biases (``attention_bias`` true is refused: the gate has none), a sigmoid output
+    bias when ``attention_bias`` (the gate has none), a sigmoid output
     gate ``self_attn.gate_proj`` (D -> H d, no bias: costcalc's ``attention_gate_proj``), a
     query/key norm WITHOUT weights, four RMSNorms of D per
     block (``input_layernorm``, ``post_attention_layernorm``, ``pre_feedforward_layernorm``,
@@ -234,8 +238,7 @@ def muse_glimmer_text(r: Reader) -> dict[str, Any]:
     fields = llama_layout(
         r, kv_heads=2, head_dim=128, act_key="hidden_activation", sizes=MUSE_GLIMMER_SIZES
     )
-    if r.flag("attention_bias", False):
-        r.unsupported("attention_bias", "biases on q/k/v/o beside a bias-free output gate")
+    attention_bias(r, fields)
     fields.update(attention_gate=True, attention_gate_proj=True, norms_per_block=4)
     window = sliding_window(r, default=2048)
     hf_layers.attention_layers(r, fields, window, _full_last_every_4th)

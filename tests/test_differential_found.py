@@ -1,0 +1,80 @@
+"""Minimal configs of the causes the differential test (tests/test_differential.py) found.
+
+Each figure is ``sum(p.numel())`` of the model transformers 5.24 builds from the fixture with the
+keys shown changed (on the meta device, as tests/reference/make_differential.py builds).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from costcalc.api import load
+from costcalc.params import param_report
+from tests.conftest import FIXTURES
+from tests.hf_helpers import spec_of
+
+
+def total(tmp_path: Path, fixture: str, **changes: Any) -> int:
+    return param_report(spec_of(tmp_path, fixture, **changes)).total
+
+
+@pytest.mark.parametrize(
+    ("fixture", "expected"),
+    [("beam-defaults", 501_268_292_032), ("afmoe-defaults", 19_232_862_144)],
+)
+def test_an_output_gate_of_its_own_has_no_bias(tmp_path: Path, fixture: str, expected: int) -> None:
+    # modeling_beam.py, modeling_afmoe.py: q/k/v/o take bias=config.attention_bias, the gate's
+    # gate_proj bias=False.
+    assert total(tmp_path, fixture, attention_bias=True) == expected
+
+
+def test_muse_glimmer_biases_q_k_v_o_but_not_its_gate() -> None:
+    data = json.loads((FIXTURES / "hf" / "muse-glimmer-defaults.json").read_text())
+    data["text_config"]["attention_bias"] = True
+    assert param_report(load(data).spec).total == 27_855_366_656
+
+
+def test_bailing_hybrid_reads_the_linear_keys_to_dict_writes(tmp_path: Path) -> None:
+    # BailingHybridConfig.__post_init__ copies head_dim, num_attention_heads and
+    # short_conv_kernel_size into linear_head_dim, linear_num_heads and linear_conv_kernel_dim
+    # (which the Kimi Delta layers read), then sets head_dim to qk_rope_head_dim (64):
+    # to_dict() writes head_dim 64 beside linear_head_dim 128, and a file's own linear_* win.
+    published = 124_414_191_072
+    assert total(tmp_path, "ling-3.0-flash") == published
+    assert total(tmp_path, "ling-3.0-flash", head_dim=64, linear_head_dim=128) == published
+    assert (
+        total(tmp_path, "ling-3.0-flash", linear_conv_kernel_dim=8, linear_num_heads=16)
+        == 123_311_680_432
+    )
+
+
+@pytest.mark.parametrize(
+    ("fixture", "text", "expected"),
+    [
+        ("ling-3.0-flash", False, 124_414_191_072),
+        ("kimi-linear-48b-a3b", False, 49_122_675_072),
+        ("cosmos3-edge-defaults", True, 1_946_273_792),
+    ],
+)
+def test_families_that_declare_no_tied_weights_never_tie(
+    fixture: str, text: bool, expected: int
+) -> None:
+    # BailingHybridForCausalLM, KimiLinearForCausalLM, Cosmos3EdgeForConditionalGeneration:
+    # _tied_weights_keys = {}, so tie_word_embeddings true leaves lm_head its own matrix.
+    data = json.loads((FIXTURES / "hf" / f"{fixture}.json").read_text())
+    for holder in (data, data["text_config"]) if text else (data,):
+        holder["tie_word_embeddings"] = True
+    report = param_report(load(data).spec)
+    assert (report.total, report.untied_total) == (expected, expected)
+
+
+def test_dbrx_reads_its_attribute_map_aliases(tmp_path: Path) -> None:
+    # DbrxConfig.attribute_map: num_attention_heads -> n_heads, num_hidden_layers -> n_layers,
+    # ...; an alias is set after the fields, so it wins beside its field (d = D / H moves Wqkv).
+    assert total(tmp_path, "dbrx", n_heads=..., num_attention_heads=48) == 131_596_523_520
+    assert total(tmp_path, "dbrx", num_attention_heads=24) == 132_099_840_000
+    assert total(tmp_path, "dbrx", num_hidden_layers=2) == 7_751_301_120
