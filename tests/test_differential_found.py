@@ -24,11 +24,15 @@ def total(tmp_path: Path, fixture: str, **changes: Any) -> int:
 
 @pytest.mark.parametrize(
     ("fixture", "expected"),
-    [("beam-defaults", 501_268_292_032), ("afmoe-defaults", 19_232_862_144)],
+    [
+        ("beam-defaults", 501_268_292_032),
+        ("afmoe-defaults", 19_232_862_144),
+        ("dory-defaults", 3_975_542_784),
+    ],
 )
 def test_an_output_gate_of_its_own_has_no_bias(tmp_path: Path, fixture: str, expected: int) -> None:
-    # modeling_beam.py, modeling_afmoe.py: q/k/v/o take bias=config.attention_bias, the gate's
-    # gate_proj bias=False.
+    # modeling_beam.py, modeling_afmoe.py, modeling_dory.py: q/k/v/o take
+    # bias=config.attention_bias, the gate's gate_proj bias=False.
     assert total(tmp_path, fixture, attention_bias=True) == expected
 
 
@@ -78,3 +82,18 @@ def test_dbrx_reads_its_attribute_map_aliases(tmp_path: Path) -> None:
     assert total(tmp_path, "dbrx", n_heads=..., num_attention_heads=48) == 131_596_523_520
     assert total(tmp_path, "dbrx", num_attention_heads=24) == 132_099_840_000
     assert total(tmp_path, "dbrx", num_hidden_layers=2) == 7_751_301_120
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "text", "expected"),
+    [(True, False, 28_624_635_776), (False, True, 28_889_401_216), (..., False, 28_624_635_776)],
+)
+def test_ernie_4_5_vl_ties_as_its_wrapper_says(wrapper: Any, text: bool, expected: int) -> None:
+    # Ernie4_5_VLMoeConfig.tie_word_embeddings (default true) decides; text_config's is unread.
+    data = json.loads((FIXTURES / "hf" / "ernie-4.5-vl-28b-a3b.json").read_text())
+    data["text_config"]["tie_word_embeddings"] = text
+    if wrapper is ...:
+        del data["tie_word_embeddings"]
+    else:
+        data["tie_word_embeddings"] = wrapper
+    assert param_report(load(data).spec).total == expected

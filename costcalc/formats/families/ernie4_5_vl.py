@@ -28,8 +28,13 @@ EXPERT_WIDTHS = (1536, 512)
 def ernie4_5_vl_moe_text(r: Reader) -> dict[str, Any]:
     """Ernie4_5_VLMoeForConditionalGeneration's text decoder: the layout above with
     Ernie4_5_VLMoeTextConfig's defaults (X 64, top 6, 2 shared experts, widths 1,536 and 512,
-    the first layer dense and the others sparse); tied by default."""
+    the first layer dense and the others sparse); tied by default. Inside the multimodal file
+    the wrapper's ``tie_word_embeddings`` (Ernie4_5_VLMoeConfig's, default true) decides, not
+    the ``text_config``'s."""
     fields, moe = ernie_sparse_block(r, None)
+    if r.prefix:
+        fields["tie_embeddings"] = r.doc.data.get("tie_word_embeddings", True)
+        r.key_names["tie_embeddings"] = "tie_word_embeddings"
     widths = r.value("moe_ffn_hidden", "moe_intermediate_size", default=list(EXPERT_WIDTHS))
     if not (isinstance(widths, list) and len(widths) == 2 and all(is_whole(w, 1) for w in widths)):
         r.fail("moe_intermediate_size", "expected two expert widths, text and vision")
