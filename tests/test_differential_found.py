@@ -85,12 +85,23 @@ def test_dbrx_reads_its_attribute_map_aliases(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("wrapper", "text", "expected"),
-    [(True, False, 28_624_635_776), (False, True, 28_889_401_216), (..., False, 28_624_635_776)],
+    ("fixture", "wrapper", "text", "expected"),
+    [
+        # Ernie4_5_VLMoeConfig.tie_word_embeddings, default true
+        ("ernie-4.5-vl-28b-a3b", True, False, 28_624_635_776),
+        ("ernie-4.5-vl-28b-a3b", False, True, 28_889_401_216),
+        ("ernie-4.5-vl-28b-a3b", ..., False, 28_624_635_776),
+        # HYV4VLConfig.tie_word_embeddings, default false
+        ("hy-v4-vl-defaults", True, False, 769_164_997_277),
+        ("hy-v4-vl-defaults", False, True, 769_907_389_085),
+        ("hy-v4-vl-defaults", ..., True, 769_907_389_085),
+    ],
 )
-def test_ernie_4_5_vl_ties_as_its_wrapper_says(wrapper: Any, text: bool, expected: int) -> None:
-    # Ernie4_5_VLMoeConfig.tie_word_embeddings (default true) decides; text_config's is unread.
-    data = json.loads((FIXTURES / "hf" / "ernie-4.5-vl-28b-a3b.json").read_text())
+def test_the_wrapper_ties_the_head_not_the_text_config(
+    fixture: str, wrapper: Any, text: bool, expected: int
+) -> None:
+    # The conditional-generation model ties by its own config's key; text_config's is unread.
+    data = json.loads((FIXTURES / "hf" / f"{fixture}.json").read_text())
     data["text_config"]["tie_word_embeddings"] = text
     if wrapper is ...:
         del data["tie_word_embeddings"]

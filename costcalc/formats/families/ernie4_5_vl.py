@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
+from costcalc.formats.families.glm4v import wrapper_tie
 from costcalc.formats.families.moe import ernie_sparse_block, shared_experts
 from costcalc.formats.hf_reader import Reader, is_whole
 
@@ -32,9 +33,7 @@ def ernie4_5_vl_moe_text(r: Reader) -> dict[str, Any]:
     the wrapper's ``tie_word_embeddings`` (Ernie4_5_VLMoeConfig's, default true) decides, not
     the ``text_config``'s."""
     fields, moe = ernie_sparse_block(r, None)
-    if r.prefix:
-        fields["tie_embeddings"] = r.doc.data.get("tie_word_embeddings", True)
-        r.key_names["tie_embeddings"] = "tie_word_embeddings"
+    wrapper_tie(r, fields, frozenset(), default=True)
     widths = r.value("moe_ffn_hidden", "moe_intermediate_size", default=list(EXPERT_WIDTHS))
     if not (isinstance(widths, list) and len(widths) == 2 and all(is_whole(w, 1) for w in widths)):
         r.fail("moe_intermediate_size", "expected two expert widths, text and vision")
