@@ -79,9 +79,8 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
     """Q, K, V (fused into one (H + 2K) d x D matrix, or three; no V when the values reuse the
     keys; no K, V or k norm when the block reads an earlier block's keys and values), the output
     D x H d, q/k norms, sinks and differential attention's 4 lambda vectors of d. An output gate
-    doubles the query projection (2 H d), or is its own ``gate_proj`` H d x D (never biased, in
-    every transformers family that has one) with ``attention_gate_proj``, with a bias of H when
-    ``attention_gate_bias``; a
+    doubles the query projection (2 H d), or is its own ``gate_proj`` H d x D (biased as the
+    queries are) with ``attention_gate_proj``, with a bias of H when ``attention_gate_bias``; a
     gate per head is its own H x D projection. Values of another width dv (``v_head_dim``) make V
     K dv x D and the output D x H dv. With ``attention_experts`` the query and output
     projections are experts (:func:`head_expert_tensors`) and K and V stay (one ``kv_proj``
@@ -114,8 +113,8 @@ def attention_tensors(spec: ModelSpec) -> list[Tensor]:
             tensors += norm(spec, "attn.k_norm", k_width, "mixer")
     if spec.attention_sinks:
         tensors.append(Tensor("attn.sinks", (H,), "mixer"))
-    if own_gate:
-        tensors += linear("attn.gate_proj", H * d, D, False, "mixer")
+    if own_gate:  # biased as the queries are
+        tensors += linear("attn.gate_proj", H * d, D, bias, "mixer")
     if spec.attention_gate_bias:
         tensors.append(Tensor("attn.gate_bias", (H,), "mixer"))
     if spec.attention_head_gate:

@@ -22,7 +22,7 @@ from costcalc.formats.families.fairseq_lm import fairseq_layout, refuse_cross_at
 from costcalc.formats.families.llama import llama, llama_layout, sliding_window
 from costcalc.formats.families.llama_variants import arcee
 from costcalc.formats.families.moe import listed_sparse, routed_experts, shared_experts
-from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.hf_reader import Reader, attention_bias, gate_without_bias, is_whole
 from costcalc.formats.peft_names import DEEPSEEK_NAMES, LLAMA, OPT_RENAMES, llama_names
 
 MOLMO2_SIZES: dict[str, Any] = {
@@ -227,7 +227,7 @@ def _full_last_every_4th(n_layers: int) -> hf_layers.Layout:
 def muse_glimmer_text(r: Reader) -> dict[str, Any]:
     """The text decoder of MuseGlimmerForConditionalGeneration: AFMoE's attention block without
     its experts, with MuseGlimmerTextConfig's defaults (2 key/value heads of 128): q/k/v/o
-    bias when ``attention_bias`` (the gate has none), a sigmoid output
+    without biases (``attention_bias`` true is refused: the gate has none), a sigmoid output
     gate ``self_attn.gate_proj`` (D -> H d, no bias: costcalc's ``attention_gate_proj``), a
     query/key norm WITHOUT weights, four RMSNorms of D per
     block (``input_layernorm``, ``post_attention_layernorm``, ``pre_feedforward_layernorm``,
@@ -239,7 +239,7 @@ def muse_glimmer_text(r: Reader) -> dict[str, Any]:
     fields = llama_layout(
         r, kv_heads=2, head_dim=128, act_key="hidden_activation", sizes=MUSE_GLIMMER_SIZES
     )
-    attention_bias(r, fields)
+    gate_without_bias(r)
     fields.update(attention_gate=True, attention_gate_proj=True, norms_per_block=4)
     window = sliding_window(r, default=2048)
     hf_layers.attention_layers(r, fields, window, _full_last_every_4th)
