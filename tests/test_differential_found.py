@@ -23,14 +23,23 @@ def total(tmp_path: Path, fixture: str, **changes: Any) -> int:
     return param_report(spec_of(tmp_path, fixture, **changes)).total
 
 
-def test_beam_refuses_q_k_v_o_biases_beside_its_bias_free_gate(tmp_path: Path) -> None:
-    # modeling_beam.py: q/k/v/o take bias=config.attention_bias, the gate's gate_proj
-    # bias=False (transformers builds 501,268,292,032); costcalc's own gate projection is
-    # biased as the queries are, so the count would be H d per layer too high: refused, as
-    # AFMoE's and Muse Glimmer's are.
+@pytest.mark.parametrize(
+    ("fixture", "changes"),
+    [
+        ("beam-defaults", {"attention_bias": True}),  # transformers: 501,268,292,032
+        ("laguna-xs-2.1", {"attention_bias": True, "gating": False}),  # 34,067,318,528
+    ],
+)
+def test_q_k_v_o_biases_beside_a_bias_free_gate_are_refused(
+    tmp_path: Path, fixture: str, changes: dict[str, Any]
+) -> None:
+    # modeling_beam.py, modeling_laguna.py: q/k/v/o take bias=config.attention_bias, the gate's
+    # own projection (gate_proj; g_proj of H d when gating is false) bias=False. costcalc's own
+    # gate projection is biased as the queries are, so the count would be H d per layer too
+    # high: refused, as AFMoE's and Muse Glimmer's are.
     refusal = r"attention_bias \(line \d+\): not supported: biases on q/k/v/o"
     with pytest.raises(ConfigError, match=refusal):
-        spec_of(tmp_path, "beam-defaults", attention_bias=True)
+        spec_of(tmp_path, fixture, **changes)
 
 
 def test_bailing_hybrid_reads_the_linear_keys_to_dict_writes(tmp_path: Path) -> None:
@@ -86,6 +95,9 @@ def test_dbrx_reads_its_attribute_map_aliases(tmp_path: Path) -> None:
         ("hy-v4-vl-defaults", True, False, 769_164_997_277),
         ("hy-v4-vl-defaults", False, True, 769_907_389_085),
         ("hy-v4-vl-defaults", ..., True, 769_907_389_085),
+        # MuseGlimmerConfig (no tie_word_embeddings of its own: false)
+        ("muse-glimmer-defaults", True, False, 26_509_949_440),
+        ("muse-glimmer-defaults", ..., True, 27_854_780_928),
     ],
 )
 def test_the_wrapper_ties_the_head_not_the_text_config(
@@ -95,7 +107,7 @@ def test_the_wrapper_ties_the_head_not_the_text_config(
     data = json.loads((FIXTURES / "hf" / f"{fixture}.json").read_text())
     data["text_config"]["tie_word_embeddings"] = text
     if wrapper is ...:
-        del data["tie_word_embeddings"]
+        data.pop("tie_word_embeddings", None)
     else:
         data["tie_word_embeddings"] = wrapper
     assert param_report(load(data).spec).total == expected

@@ -19,6 +19,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.fairseq_lm import fairseq_layout, refuse_cross_attention
+from costcalc.formats.families.glm4v import wrapper_tie
 from costcalc.formats.families.llama import llama, llama_layout, sliding_window
 from costcalc.formats.families.llama_variants import arcee
 from costcalc.formats.families.moe import listed_sparse, routed_experts, shared_experts
@@ -232,7 +233,9 @@ def muse_glimmer_text(r: Reader) -> dict[str, Any]:
     query/key norm WITHOUT weights, four RMSNorms of D per
     block (``input_layernorm``, ``post_attention_layernorm``, ``pre_feedforward_layernorm``,
     ``post_feedforward_layernorm``), a SwiGLU ``mlp`` (activation ``hidden_activation``);
-    ``embed_tokens`` with a weightless norm, a final ``norm`` of D; untied by default. Layers
+    ``embed_tokens`` with a weightless norm, a final ``norm`` of D; untied by default (inside
+    the multimodal file the wrapper's ``tie_word_embeddings`` decides, not the
+    ``text_config``'s). Layers
     attend within ``sliding_window`` (2,048; null: none) but every 4th counted back from the
     last, unless ``layer_types`` lists them; ``layer_rope_theta`` (rotary or none per layer),
     the logit scale and softcap hold no parameters."""
@@ -241,6 +244,7 @@ def muse_glimmer_text(r: Reader) -> dict[str, Any]:
     )
     gate_without_bias(r)
     fields.update(attention_gate=True, attention_gate_proj=True, norms_per_block=4)
+    wrapper_tie(r, fields, frozenset())
     window = sliding_window(r, default=2048)
     hf_layers.attention_layers(r, fields, window, _full_last_every_4th)
     return fields
