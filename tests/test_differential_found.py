@@ -95,6 +95,11 @@ def test_dbrx_reads_its_attribute_map_aliases(tmp_path: Path) -> None:
         ("hy-v4-vl-defaults", True, False, 769_164_997_277),
         ("hy-v4-vl-defaults", False, True, 769_907_389_085),
         ("hy-v4-vl-defaults", ..., True, 769_907_389_085),
+        # Granite4VisionConfig, default false; GraniteDoclingConfig, default true
+        ("granite4-vision-defaults", True, False, 5_802_037_248),
+        ("granite4-vision-defaults", ..., True, 5_933_109_248),
+        ("granite-docling-defaults", False, True, 523_641_856),
+        ("granite-docling-defaults", ..., False, 386_630_656),
         # MuseGlimmerConfig (no tie_word_embeddings of its own: false)
         ("muse-glimmer-defaults", True, False, 26_509_949_440),
         ("muse-glimmer-defaults", ..., True, 27_854_780_928),
@@ -111,3 +116,11 @@ def test_the_wrapper_ties_the_head_not_the_text_config(
     else:
         data["tie_word_embeddings"] = wrapper
     assert param_report(load(data).spec).total == expected
+
+
+@pytest.mark.parametrize("fixture", ["gpt2", "gpt-sw3-356m"])
+def test_gpt2_refuses_cross_attention_blocks(tmp_path: Path, fixture: str) -> None:
+    # modeling_gpt2.py: add_cross_attention builds a crossattention block and ln_cross_attn in
+    # every layer (transformers: 152,806,656 for gpt2), which costcalc does not count.
+    with pytest.raises(ConfigError, match=r"add_cross_attention.*cross-attention blocks"):
+        spec_of(tmp_path, fixture, add_cross_attention=True)

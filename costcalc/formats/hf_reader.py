@@ -188,6 +188,12 @@ def attention_bias(r: Reader, fields: dict[str, Any], default: bool = False) -> 
     )
 
 
+def refuse_cross_attention(r: Reader) -> None:
+    """``add_cross_attention`` (blocks attending to an encoder's states) is not supported."""
+    if r.flag("add_cross_attention", False):
+        r.unsupported("add_cross_attention", "cross-attention blocks")
+
+
 def gate_without_bias(r: Reader) -> None:
     """``attention_bias`` true is refused where q/k/v/o would carry biases beside an output gate
     of its own without one (costcalc's own gate projection is biased as the queries are)."""

@@ -18,12 +18,18 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.fairseq_lm import fairseq_layout, refuse_cross_attention
+from costcalc.formats.families.fairseq_lm import fairseq_layout
 from costcalc.formats.families.glm4v import wrapper_tie
 from costcalc.formats.families.llama import llama, llama_layout, sliding_window
 from costcalc.formats.families.llama_variants import arcee
 from costcalc.formats.families.moe import listed_sparse, routed_experts, shared_experts
-from costcalc.formats.hf_reader import Reader, attention_bias, gate_without_bias, is_whole
+from costcalc.formats.hf_reader import (
+    Reader,
+    attention_bias,
+    gate_without_bias,
+    is_whole,
+    refuse_cross_attention,
+)
 from costcalc.formats.peft_names import DEEPSEEK_NAMES, LLAMA, OPT_RENAMES, llama_names
 
 MOLMO2_SIZES: dict[str, Any] = {
@@ -83,9 +89,12 @@ def granite4_vision_text(r: Reader) -> dict[str, Any]:
     """The text decoder of Granite4VisionForConditionalGeneration: Granite's block (Llama's
     tensors: q/k/v/o bias when ``attention_bias``, gate/up/down bias when ``mlp_bias``; the
     multipliers hold no parameters) with Granite4VisionTextConfig's defaults (key/value heads =
-    heads, untied). The deepstack features the vision tower adds to some layers' hidden states
+    heads, untied; inside the multimodal file the wrapper's ``tie_word_embeddings``, default
+    false, decides). The deepstack features the vision tower adds to some layers' hidden states
     hold no text-decoder parameters."""
-    return llama(r, sizes=GRANITE4_VISION_SIZES)
+    fields = llama(r, sizes=GRANITE4_VISION_SIZES)
+    wrapper_tie(r, fields, frozenset())
+    return fields
 
 
 GRANITE_DOCLING_SIZES: dict[str, Any] = {
@@ -101,8 +110,11 @@ GRANITE_DOCLING_SIZES: dict[str, Any] = {
 
 def granite_docling_text(r: Reader) -> dict[str, Any]:
     """The text decoder of GraniteDoclingForConditionalGeneration: Granite's block as above with
-    GraniteDoclingTextConfig's defaults (4 key/value heads, tied embeddings)."""
-    return llama(r, kv_heads=4, tie=True, sizes=GRANITE_DOCLING_SIZES)
+    GraniteDoclingTextConfig's defaults (4 key/value heads, tied embeddings; inside the
+    multimodal file the wrapper's ``tie_word_embeddings``, default true, decides)."""
+    fields = llama(r, kv_heads=4, tie=True, sizes=GRANITE_DOCLING_SIZES)
+    wrapper_tie(r, fields, frozenset(), default=True)
+    return fields
 
 
 DEEPSEEK_OCR2_SIZES: dict[str, Any] = {
