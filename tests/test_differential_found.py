@@ -100,6 +100,9 @@ def test_dbrx_reads_its_attribute_map_aliases(tmp_path: Path) -> None:
         ("granite4-vision-defaults", ..., True, 5_933_109_248),
         ("granite-docling-defaults", False, True, 523_641_856),
         ("granite-docling-defaults", ..., False, 386_630_656),
+        # HunYuanVLConfig, default true, and tied as well when the text_config ties
+        ("hunyuanocr", False, True, 539_010_048),
+        ("hunyuanocr", False, False, 662_727_680),
         # MuseGlimmerConfig (no tie_word_embeddings of its own: false)
         ("muse-glimmer-defaults", True, False, 26_509_949_440),
         ("muse-glimmer-defaults", ..., True, 27_854_780_928),
@@ -124,3 +127,11 @@ def test_gpt2_refuses_cross_attention_blocks(tmp_path: Path, fixture: str) -> No
     # every layer (transformers: 152,806,656 for gpt2), which costcalc does not count.
     with pytest.raises(ConfigError, match=r"add_cross_attention.*cross-attention blocks"):
         spec_of(tmp_path, fixture, add_cross_attention=True)
+
+
+def test_hunyuan_vl_reads_attention_head_dim() -> None:
+    # HunYuanVLTextConfig.attribute_map: attention_head_dim -> head_dim (transformers builds
+    # 539,010,048 either way; without it, d = D / H would be read).
+    data = json.loads((FIXTURES / "hf" / "hunyuanocr.json").read_text())
+    data["text_config"]["attention_head_dim"] = data["text_config"].pop("head_dim")
+    assert param_report(load(data).spec).total == 539_010_048
