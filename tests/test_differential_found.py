@@ -135,3 +135,8 @@ def test_hunyuan_vl_reads_attention_head_dim() -> None:
     data = json.loads((FIXTURES / "hf" / "hunyuanocr.json").read_text())
     data["text_config"]["attention_head_dim"] = data["text_config"].pop("head_dim")
     assert param_report(load(data).spec).total == 539_010_048
+
+
+def test_solar_open_biases_q_k_v_but_never_o_proj(tmp_path: Path) -> None:
+    # modeling_solar_open.py: q/k/v take bias=config.attention_bias, o_proj bias=False.
+    assert total(tmp_path, "solar-open-100b", attention_bias=True) == 102_652_284_928
