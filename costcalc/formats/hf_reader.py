@@ -292,6 +292,19 @@ def attention_bias(r: Reader, fields: dict[str, Any], default: bool = False) -> 
     )
 
 
+def refuse_cross_attention(r: Reader) -> None:
+    """``add_cross_attention`` (blocks attending to an encoder's states) is not supported."""
+    if r.flag("add_cross_attention", False):
+        r.unsupported("add_cross_attention", "cross-attention blocks")
+
+
+def gate_without_bias(r: Reader) -> None:
+    """``attention_bias`` true is refused where q/k/v/o would carry biases beside an output gate
+    of its own without one (costcalc's own gate projection is biased as the queries are)."""
+    if r.flag("attention_bias", False):
+        r.unsupported("attention_bias", "biases on q/k/v/o beside a bias-free output gate")
+
+
 def linear_bias(r: Reader, fields: dict[str, Any], key: str, default: bool) -> None:
     """Every linear layer of the blocks (q/k/v/o and the FFN's) carries a bias when ``key``."""
     bias = r.value(("qkv_bias", "attn_out_bias", "ffn_bias"), key, default=default)
