@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
-from costcalc.errors import ConfigError, FileReadError
+from costcalc.errors import ConfigError, FileReadError, Problem
 from costcalc.frozen import FrozenMap
 from costcalc.spec import ModelSpec
 
@@ -55,6 +55,8 @@ class LoadedModel(NamedTuple):
     checkpoint_index: IndexOnly | None = None
     """The model folder's index when the folder holds none of its shards (with the shards,
     ``checkpoint`` has their headers)."""
+    warnings: tuple[Problem, ...] = ()
+    """Keys of the file that are most likely misspelled (also among ``notes``)."""
 
     def weights_dtype(self, given: str | None = None) -> str:
         """The dtype or format to count the weights in: ``given`` (``--dtype``) when there is
@@ -106,7 +108,6 @@ def load_file(path: str | Path, overrides: Mapping[str, Any] | None = None) -> L
 def load_folder(folder: Path, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
     """A model folder as ``from_pretrained`` takes it: ``config.json`` plus safetensors headers
     (or, when the folder holds an index but none of its shards, the index's ``total_size``)."""
-    from costcalc.checkpoint import find_checkpoint
     from costcalc.files import read_document
 
     if not os.path.isfile(folder / "config.json"):
@@ -117,15 +118,21 @@ def load_folder(folder: Path, overrides: Mapping[str, Any] | None = None) -> Loa
         )
     doc = read_document(folder / "config.json")
     model = load_document(doc, overrides)
-    if overrides:
-        return model
+    return model if overrides else with_checkpoint(model, folder, doc)
+
+
+def with_checkpoint(model: LoadedModel, folder: Path, doc: Document | None = None) -> LoadedModel:
+    """``model`` with its folder's safetensors headers (or, when the folder holds an index but
+    none of its shards, the index, with the dtype its config ``doc`` declares)."""
+    from costcalc.checkpoint import find_checkpoint
+
     index = _index_only(doc, folder)
     if index is not None:
         return model._replace(checkpoint_index=index)
     return model._replace(checkpoint=find_checkpoint(folder))
 
 
-def _index_only(doc: Document, folder: Path, cache: Path | None = None) -> IndexOnly | None:
+def _index_only(doc: Document | None, folder: Path, cache: Path | None = None) -> IndexOnly | None:
     """The folder's index without its shards (:func:`~costcalc.checkpoint.index_without_shards`;
     in a Hub ``cache``, one missing any shard), with the dtype ``doc`` declares."""
     from dataclasses import replace
@@ -134,7 +141,9 @@ def _index_only(doc: Document, folder: Path, cache: Path | None = None) -> Index
     from costcalc.formats.hf_quant import declared_dtype
 
     index = index_without_shards(folder, cache, partial=cache is not None)
-    return None if index is None else replace(index, dtype=declared_dtype(doc))
+    if index is None or doc is None:
+        return index
+    return replace(index, dtype=declared_dtype(doc))
 
 
 def load_hub(
@@ -201,7 +210,10 @@ def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> 
         format=kind,
         description=translation.description,
         key_names=translation.key_names,
-        notes=translation.notes + (stored.notes if stored else ()),
+        notes=translation.notes
+        + tuple(f"{w.field}: {w.message}." for w in translation.warnings)
+        + (stored.notes if stored else ()),
+        warnings=translation.warnings,
         family=translation.family,
         weight_format=stored.label if stored else None,
         weight_format_source=(
@@ -245,7 +257,6 @@ def _check_overrides_apply(
     said it did. Changing a layered model's blocks is done in its file, group by group."""
     if spec.layers is None or not overrides:
         return
-    from costcalc.errors import Problem
     from costcalc.overrides import OVERRIDE_OPTIONS
     from costcalc.spec import layer_runs
 

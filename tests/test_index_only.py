@@ -10,6 +10,7 @@ fake one laid out here (no network); tests/test_hub_server.py serves one.
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 from pathlib import Path
@@ -90,6 +91,9 @@ def cache_snapshot(hub: Path, repo_id: str, shards: tuple[str, ...] = ()) -> Pat
 
 @pytest.fixture
 def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """An empty Hub cache, offline. huggingface_hub is imported here, not first inside the CLI
+    runner: its logger would keep the runner's stderr, closed once the command ends."""
+    importlib.import_module("huggingface_hub")
     for name in ("HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))

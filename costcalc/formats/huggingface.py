@@ -89,13 +89,7 @@ def _text_decoder(
         f"{model_type} is multimodal: counted is its text decoder ({text_type}, {where}); "
         "the vision tower and projector are not counted, nor its audio or speech parts if any."
     )
-    return Translation(
-        translation.fields,
-        translation.key_names,
-        name=translation.name,
-        notes=(note, *translation.notes),
-        family=text_type,
-    )
+    return replace(translation, notes=(note, *translation.notes), family=text_type)
 
 
 def _by_class(doc: Document, model_type: Any) -> Translation | None:
