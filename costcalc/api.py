@@ -209,6 +209,7 @@ def count_memory(
     micro_batches: int | None = None,
     ep: int | None = None,
     cp: int | None = None,
+    dp_attention: int | None = None,
 ) -> MemoryResult:
     """Bytes of weights, and of gradients, optimizer state and activations (``train=True``) or
     the KV cache, as ``costcalc memory`` counts them: weights in ``dtype``, by default as the
@@ -218,12 +219,13 @@ def count_memory(
     ``"1GiB"``, by default the GPU's) is the capacity ``.fits`` and ``.headroom`` are judged
     against. ``gpus``, ``zero``, ``fsdp``, ``node_gpus``, ``tp``,
     ``pp``, ``sp``, ``micro_batches``, ``ep`` and ``cp`` are the parallel plan of
-    ``memory --train``: then every figure is one GPU's (docs/memory.md)."""
+    ``memory --train``; without ``train``, ``gpus``, ``tp``, ``pp``, ``ep`` and
+    ``dp_attention`` lay the model out as vLLM shards it for serving: then every figure is one
+    GPU's (docs/memory.md)."""
     from costcalc.errors import UsageError
     from costcalc.gpus import device_memory, parse_reserve
     from costcalc.memory import memory_setup
-    from costcalc.memory_results import memory_result
-    from costcalc.parallel import optional_plan
+    from costcalc.memory_results import memory_result, parallel_plans
     from costcalc.units import parse_bytes
 
     setup = memory_setup(
@@ -241,8 +243,10 @@ def count_memory(
         raise UsageError("give the device memory once: fits= or gpu=, not both")
     kept = parse_reserve(reserve) if isinstance(reserve, str) else reserve
     capacity = device_memory(parse_bytes(fits) if isinstance(fits, str) else fits, gpu, kept)
-    plan = optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
-    return memory_result(load(model), setup, capacity, plan)
+    plan, serving = parallel_plans(
+        train, gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp, dp_attention
+    )
+    return memory_result(load(model), setup, capacity, plan, serving)
 
 
 @_checked

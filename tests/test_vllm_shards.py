@@ -1,0 +1,156 @@
+"""Serving on many GPUs as vLLM shards a model: costcalc's per-GPU weights and KV cache against
+tests/golden/vllm_shards.json (tests/reference/vllm_shards.py, vLLM 0.34.0's shape rules from its
+source), and the rules worked by hand."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import costcalc
+from costcalc.cli.app import app
+from costcalc.engines.vllm_shards import (
+    ServingPlan,
+    pp_partitions,
+    rank_stacks,
+    rank_tensors,
+    serving_plan,
+)
+from costcalc.errors import UsageError
+from costcalc.loaders import load_file, load_preset
+from costcalc.memory import kv_cache_elements, memory_setup
+from costcalc.memory_results import memory_result
+from tests.conftest import ROOT
+
+GOLDEN = json.loads((ROOT / "tests/golden/vllm_shards.json").read_text())
+CASES = [
+    (name, case) for name, model in sorted(GOLDEN["models"].items()) for case in model["plans"]
+]
+runner = CliRunner()
+
+
+def _plan(case: dict[str, Any]) -> ServingPlan:
+    tp, dp = case["tp"], case["dp_attention"]
+    ep = tp * dp if case["expert_parallel"] else None
+    return serving_plan(None, tp, case["pp"], ep, dp)
+
+
+@pytest.mark.parametrize(
+    ("name", "case"),
+    CASES,
+    ids=[
+        f"{n}-tp{c['tp']}-pp{c['pp']}-dp{c['dp_attention']}-ep{c['expert_parallel']}"
+        for n, c in CASES
+    ],
+)
+def test_per_gpu_elements_and_cache_equal_vllm(name: str, case: dict[str, Any]) -> None:
+    spec = load_file(ROOT / f"tests/fixtures/hf/{name}.json").spec
+    plan = _plan(case)
+    for stage in case["stages"]:
+        tensors = rank_tensors(spec, plan, stage["stage"])
+        assert sum(t.elements for t in tensors) == stage["elements"]
+        width = stage["kv_width"]
+        cached = sum(
+            kv_cache_elements(s, 1, 32768) for s in rank_stacks(spec, plan, stage["stage"])
+        )
+        assert cached == stage["kv_layers"] * 32768 * width
+        experts = {t.name: t.shape for t in tensors if t.name.startswith("mlp.experts.")}
+        golden = {k.rpartition(".")[2]: v["shape"] for k, v in stage["params"].items()}
+        if experts:
+            assert list(experts["mlp.experts.gate_up_proj"]) == golden["w13_weight"]
+            assert list(experts["mlp.experts.down_proj"]) == golden["w2_weight"]
+
+
+def test_pipeline_split_as_get_pp_indices() -> None:
+    assert pp_partitions(32, 3) == [11, 11, 10]
+    assert pp_partitions(61, 4) == [15, 15, 16, 15]  # the remainder goes before the last
+    assert pp_partitions(61, 2) == [31, 30]
+    assert pp_partitions(8, 8) == [1] * 8
+
+
+def test_rules_by_hand() -> None:
+    spec = load_preset("qwen3-30b-a3b").spec
+    shapes = {t.name: t.shape for t in rank_tensors(spec, serving_plan(tp=8), 0)}
+    # 4 KV heads over 8 GPUs: one each, held by 2; 32 query heads, 4 each
+    assert shapes["attn.k_proj.weight"] == (128, 2048)
+    assert shapes["attn.q_proj.weight"] == (512, 2048)
+    assert shapes["attn.o_proj.weight"] == (2048, 512)
+    assert shapes["embed_tokens.weight"] == (151936 // 8, 2048)  # 151,936 is 64 x 2,374
+    assert shapes["mlp.router.weight"] == (128, 2048)
+    assert shapes["mlp.experts.gate_up_proj"] == (128, 2 * 96, 2048)
+    ep = {t.name: t.shape for t in rank_tensors(spec, serving_plan(tp=8, ep=8), 0)}
+    assert ep["mlp.experts.gate_up_proj"] == (16, 1536, 2048)
+    deepseek = load_preset("deepseek-v3").spec
+    mla = {t.name: t.shape for t in rank_tensors(deepseek, serving_plan(tp=8), 0)}
+    assert mla["attn.q_a_proj.weight"] == (1536, 7168)  # replicated
+    assert mla["attn.kv_a_proj_with_mqa.weight"] == (576, 7168)
+    assert mla["attn.q_b_proj.weight"] == (24576 // 8, 1536)
+    assert mla["attn.kv_b_proj.weight"] == (32768 // 8, 512)
+    # DP attention 2 x TP 4 with EP: the MoE runs sequence parallel, shared experts whole
+    sp = {
+        t.name: t.shape for t in rank_tensors(deepseek, serving_plan(tp=4, ep=8, dp_attention=2), 0)
+    }
+    assert sp["mlp.shared_expert.gate_proj.weight"] == (2048, 7168)
+    assert sp["mlp.experts.gate_up_proj"] == (32, 4096, 7168)
+
+
+def test_uneven_experts_and_refusals() -> None:
+    spec = load_preset("qwen3-30b-a3b").spec
+    # 128 experts over EP 3 x ... : vLLM gives the first 128 mod 6 = 2 GPUs one more
+    plan = serving_plan(tp=2, ep=6, dp_attention=3)
+    held = {t.name: t.shape for t in rank_tensors(spec, plan, 0)}
+    assert held["mlp.experts.down_proj"][0] == 22
+    with pytest.raises(UsageError, match="product is 4, or --ep 8"):
+        serving_plan(tp=8, ep=4)
+    with pytest.raises(UsageError, match="DP-attention 1 x PP 2 x TP 4 = 8"):
+        serving_plan(gpus=4, tp=4, pp=2)
+    with pytest.raises(UsageError, match="divide"):
+        rank_tensors(spec, serving_plan(tp=3), 0)
+    with pytest.raises(UsageError, match="no mixture-of-experts"):
+        rank_tensors(load_preset("llama-3.1-8b").spec, serving_plan(tp=2, ep=2), 0)
+
+
+def test_memory_answers_per_gpu_with_the_latent_replicated() -> None:
+    args = ["memory", "-p", "deepseek-v3", "-T", "32768", "--tp", "8", "--gpu", "h200"]
+    result = runner.invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 1, result.output  # bf16 does not fit: 169.6 GB per GPU
+    data = json.loads(result.stdout.split("\ndoes not fit")[0])
+    assert data["parallel"]["tensor_parallel"] == 8 and data["parallel"]["per_gpu"]
+    assert data["weights"]["elements"] == 84_780_342_272
+    assert data["kv_cache"]["bytes"] == 61 * 32768 * 576 * 2
+    table = runner.invoke(app, [*args, "--dtype", "fp8-block"])
+    assert table.exit_code == 0, table.output
+    words = " ".join(table.output.split())
+    assert "whole on each of the 8 GPUs of a TP group, replicated, not split" in words
+    assert "Memory per GPU of deepseek-v3" in words
+
+
+def test_api_takes_the_serving_options() -> None:
+    result = costcalc.count_memory("qwen3-30b-a3b", length=4096, tp=2, dp_attention=4, ep=8)
+    assert result.serving is not None and result.serving.gpus == 8
+    assert (
+        result.report.params_total
+        == GOLDEN["models"]["qwen3-30b-a3b"]["plans"][8]["stages"][0]["elements"]
+    )
+    with pytest.raises(UsageError, match="--zero applies to training; add --train"):
+        costcalc.count_memory("gpt2-small", gpus=2, zero=1)
+    with pytest.raises(UsageError, match="--dp-attention lays out serving replicas"):
+        costcalc.count_memory("gpt2-small", train=True, length=64, dp_attention=2)
+
+
+def test_vllm_engine_blocks_per_gpu() -> None:
+    spec = load_preset("llama-3.1-8b")
+    setup = memory_setup(length=4096, engine=costcalc_engine())
+    result = memory_result(spec, setup, None, None, serving_plan(tp=8))
+    # a block: 32 layers x 16 tokens x 1 local KV head x 256 x 2 bytes
+    assert result.report.engine is not None
+    assert result.report.bytes_kv_cache == 256 * 32 * 16 * 256 * 2
+
+
+def costcalc_engine() -> Any:
+    from costcalc.engines.dispatch import engine_setup
+
+    return engine_setup("vllm")
