@@ -320,7 +320,8 @@ def rank_weight_bytes(tensors: list[Tensor], dtype: str) -> int:
     a quantized format stores it, scales of the shard included (:mod:`costcalc.quant`)."""
     if dtype in DTYPES:
         return dtype_bytes(sum(t.elements for t in tensors), dtype)
-    from costcalc.quant import parse_format, tensors_bytes
+    from costcalc.quant import tensors_bytes
+    from costcalc.weight_format import parse_format
 
     fmt = parse_format(dtype)
     if fmt.name == "gguf" or fmt.by_layer:
