@@ -5,6 +5,7 @@ source), and the rules worked by hand."""
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from typing import Any
 
 import pytest
@@ -154,3 +155,51 @@ def costcalc_engine() -> Any:
     from costcalc.engines.dispatch import engine_setup
 
     return engine_setup("vllm")
+
+
+def test_plan_serves_mla_under_tp_ep_and_dp_attention() -> None:
+    from costcalc.gpus import find_gpu
+    from costcalc.plan import cache_fit, collective_bytes, decode_step
+
+    spec = load_preset("deepseek-v3").spec
+    h200 = find_gpu("h200")
+    tp8 = serving_plan(tp=8)
+    # 61 layers x 2 all-reduces over 8 GPUs of B x 7,168 x 2 bytes: 2 x 7 / 8 each
+    assert collective_bytes(spec, tp8, 0, 4, 2) == 61 * 2 * 2 * 7 * 4 * 7168 * 2 // 8
+    dp = serving_plan(tp=2, ep=8, dp_attention=4)
+    # attention over TP 2; the 58 MoE layers gather 4 replicas' tokens over 8 GPUs; 3 dense
+    per_moe = 2 * 1 * 4 * 7168 * 2 // 2 + 2 * 7 * 4 * 4 * 7168 * 2 // 8
+    per_dense = 2 * (2 * 1 * 4 * 7168 * 2 // 2)
+    assert collective_bytes(spec, dp, 0, 4, 2) == 58 * per_moe + 3 * per_dense
+    step = decode_step(spec, h200, "fp8-block", "bf16", 4, 2048, dp)
+    assert step.replicas == 4 and step.tokens_per_second == 16 / step.seconds
+    # the cache of a DP replica's GPU: its own 4 sequences' latents, whole
+    assert step.cache_bytes == 4 * 61 * 2048 * 576 * 2
+    fit = cache_fit(spec, h200, Fraction(9, 10), "fp8-block", "bf16", 1, 4096, tp8)
+    assert fit.weights == 85_140_071_456 and fit.largest_batch is not None
+
+
+def test_plan_pipeline_takes_the_tightest_stage() -> None:
+    from costcalc.gpus import find_gpu
+    from costcalc.plan import cache_fit, decode_step
+
+    spec = load_preset("llama-3.1-8b").spec
+    l4 = find_gpu("l4")
+    pp = serving_plan(tp=2, pp=2)
+    fit = cache_fit(spec, l4, Fraction(9, 10), "bf16", "bf16", 1, 1024, pp)
+    stage = GOLDEN["models"]["llama-3.1-8b"]["plans"][4]["stages"][fit.stage]
+    assert fit.weights == 2 * stage["elements"]
+    step = decode_step(spec, l4, "bf16", "bf16", 1, 1024, pp)
+    assert step.pipeline == 2 and step.seconds > 2 * step.memory_seconds
+
+
+def test_plan_cli_serves_deepseek_on_eight_gpus() -> None:
+    args = ["plan", "-p", "deepseek-v3", "--gpu", "h200", "--prompt", "1000", "--tp", "8"]
+    result = runner.invoke(app, [*args, "--dtype", "fp8-block", "--engine", "vllm", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    inference = json.loads(result.stdout)["inference"]
+    assert inference["parallel"]["tensor_parallel"] == 8
+    assert inference["fit"]["weight_bytes"] == 85_140_071_456
+    assert inference["fit"]["vllm"]["bytes_per_block"] == 61 * 16 * 576 * 2
+    refused = runner.invoke(app, [*args, "--engine", "llamacpp"])
+    assert refused.exit_code == 2 and "sizes inference on one GPU" in refused.output

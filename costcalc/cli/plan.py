@@ -32,6 +32,7 @@ TRAINING_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8")
 if TYPE_CHECKING:
     from costcalc.engines import EngineSetup
     from costcalc.engines.vllm import VllmMemory
+    from costcalc.engines.vllm_shards import ServingPlan
     from costcalc.gpus import Gpu
     from costcalc.loaders import LoadedModel
     from costcalc.plan import CacheFit, DecodeStep
@@ -89,8 +90,36 @@ def plan(
         count_option(
             "--tp",
             metavar="T",
-            help="Inference tensor parallel over T GPUs: each holds and reads its shard of the "
-            "weights and 1 / T of the cache (Megatron-LM's layout).",
+            help="Inference tensor parallel over T GPUs, as vLLM shards the model: each holds "
+            "and reads its shards of the weights and its key/value heads of the cache (MLA's "
+            "latent whole), and all-reduces over the interconnect.",
+        ),
+    ] = 1,
+    pp: Annotated[
+        int,
+        count_option(
+            "--pp",
+            metavar="P",
+            help="Inference pipeline parallel over P stages (vLLM's get_pp_indices split); "
+            "a token passes them in turn.",
+        ),
+    ] = 1,
+    ep: Annotated[
+        int | None,
+        count_option(
+            "--ep",
+            metavar="E",
+            help="Inference expert parallel (vLLM's --enable-expert-parallel): whole experts "
+            "dealt over E = TP x DP-attention GPUs.",
+        ),
+    ] = None,
+    dp_attention: Annotated[
+        int,
+        count_option(
+            "--dp-attention",
+            metavar="D",
+            help="Inference data-parallel attention (vLLM's --data-parallel-size): D replicas, "
+            "each decoding --batch sequences, the experts over all D x TP GPUs.",
         ),
     ] = 1,
     kv_dtype: Annotated[
@@ -115,6 +144,7 @@ def plan(
     batch and context whose cache fits beside the weights, and decode tokens/s by batch."""
     from costcalc.compute import check_count
     from costcalc.engines.dispatch import engine_setup
+    from costcalc.engines.vllm_shards import serving_plan
     from costcalc.errors import UsageError, check_choice
     from costcalc.gpus import find_gpu
     from costcalc.plan import MAX_COUNT, parse_fraction
@@ -125,6 +155,7 @@ def plan(
         device = find_gpu(gpu)
         dtype = check_weight_dtype(dtype)
         counts = {"gpus": gpus, "length": length, "batch": batch, "generate": generate, "tp": tp}
+        counts |= {"pp": pp, "dp_attention": dp_attention}
         for name, value in {**counts, "prompt": prompt, "tokens": tokens, "budget": budget}.items():
             if value is not None:
                 check_count(name, value, MAX_COUNT)
@@ -132,8 +163,11 @@ def plan(
         memory_share = parse_fraction(utilisation, "memory utilisation")
         if tokens is None and budget is None and prompt is None:
             raise UsageError("nothing to plan: give --tokens, --budget or --prompt")
-        if tp > 1 and prompt is None:
-            raise UsageError("--tp shards the inference rooflines: add --prompt")
+        layout = serving_plan(None, tp, pp, ep, dp_attention)
+        if layout.gpus > 1 and prompt is None:
+            raise UsageError(
+                "--tp, --pp, --ep and --dp-attention shard the inference rooflines: add --prompt"
+            )
         serving = engine_setup(
             engine,
             cache_type_k,
@@ -143,9 +177,12 @@ def plan(
             max_num_batched_tokens,
             device_memory=device.memory_bytes,
         )
-        if serving.name != "transformers" and (prompt is None or tp > 1):
+        if serving.name != "transformers" and (
+            prompt is None or (layout.gpus > 1 and serving.name == "llamacpp")
+        ):
             raise UsageError(
-                f"--engine {serving.name} sizes inference on one GPU: give --prompt, not --tp"
+                f"--engine {serving.name} sizes inference on one GPU: give --prompt, not --tp, "
+                "--pp, --ep or --dp-attention"
             )
         if kv_dtype is not None:
             check_choice(kv_dtype, ("fp32", "bf16", "fp16", "fp8"), "KV-cache dtype")
@@ -168,7 +205,7 @@ def plan(
                 generate,
                 batch,
                 memory_share,
-                tp,
+                layout,
                 reserve,
                 serving,
                 kv_dtype,
@@ -197,7 +234,7 @@ def _plan(
     generate: int,
     batch: int,
     utilisation: Fraction,
-    tp: int,
+    layout: ServingPlan,
     reserve: int | None,
     serving: EngineSetup,
     kv_dtype: str | None,
@@ -244,7 +281,17 @@ def _plan(
         grids.append(Grid(title, ["", "value"], rows, notes))
     if prompt is not None:
         inference, inference_grids = _inference(
-            model, gpu, dtype, prompt, generate, batch, utilisation, tp, reserve, serving, kv_dtype
+            model,
+            gpu,
+            dtype,
+            prompt,
+            generate,
+            batch,
+            utilisation,
+            layout,
+            reserve,
+            serving,
+            kv_dtype,
         )
         data["inference"] = inference
         grids += inference_grids
@@ -259,7 +306,7 @@ def _inference(
     generate: int,
     batch: int,
     utilisation: Fraction,
-    tp: int,
+    layout: ServingPlan,
     reserve: int | None,
     serving: EngineSetup,
     kv_dtype: str | None,
@@ -275,11 +322,13 @@ def _inference(
     check_positions(spec, "length", context, context)
     kv_dtype = kv_dtype or (dtype if dtype in ("fp32", "bf16", "fp16") else "bf16")
     kernels = compute(dtype, gpu)
-    r = roofline(spec, gpu, dtype, kv_dtype, batch, prompt, context, tp, serving)
-    fit = cache_fit(spec, gpu, utilisation, dtype, kv_dtype, batch, context, tp, reserve, serving)
+    r = roofline(spec, gpu, dtype, kv_dtype, batch, prompt, context, layout, serving)
+    fit = cache_fit(
+        spec, gpu, utilisation, dtype, kv_dtype, batch, context, layout, reserve, serving
+    )
     top = batch if fit.largest_batch is None else fit.largest_batch
     steps = [
-        decode_step(spec, gpu, dtype, kv_dtype, b, context, tp, serving)
+        decode_step(spec, gpu, dtype, kv_dtype, b, context, layout, serving)
         for b in decode_batches(top)
     ]
     fit_data: dict[str, Any] = {
@@ -299,7 +348,8 @@ def _inference(
     data = {
         "estimate": True,
         "engine": serving.name,
-        "tensor_parallel": tp,
+        "tensor_parallel": layout.tp,
+        "parallel": _layout_dict(layout, fit.stage) if layout.gpus > 1 else None,
         "batch": batch,
         "prompt": prompt,
         "context": context,
@@ -315,6 +365,8 @@ def _inference(
         "decode_step_bytes": r.decode.step_bytes,
         "decode_all_experts_step_bytes": r.decode.all_experts_bytes,
         "decode_bound": r.decode.bound,
+        "decode_collective_bytes_per_gpu": r.decode.collective_bytes,
+        "decode_collective_seconds": float(r.decode.collective_seconds),
         "decode_tokens_per_second_per_sequence": float(r.decode.tokens_per_second_per_sequence),
         "decode_tokens_per_second": float(r.decode.tokens_per_second),
         "experts_read": [_experts_dict(e) for e in r.decode.experts],
@@ -325,6 +377,7 @@ def _inference(
     vllm = None
     if serving.name == "vllm":
         from costcalc.engines.vllm import BLOCK_SIZE, default_batched_tokens, vllm_memory
+        from costcalc.plan import Serving
 
         vllm = vllm_memory(
             spec,
@@ -335,6 +388,7 @@ def _inference(
             serving.block_size or BLOCK_SIZE,
             serving.max_num_batched_tokens or default_batched_tokens(gpu.memory_bytes),
             fit.free,
+            stacks=Serving(spec, dtype, kv_dtype, serving, layout, fit.stage).stacks,
         )
         fit_data["vllm"] = vllm.to_dict()
     rows = [
@@ -347,6 +401,10 @@ def _inference(
             what = "experts read per layer" + ("" if read.exact_count else " (expected)")
             rows.append([f"{what}, {read.layers} layers", _experts_cell(read)])
         rows.append(["bytes read per decode step, all experts", f"{r.decode.all_experts_bytes:,}"])
+    if r.decode.collective_bytes:
+        rows.append(["bytes each GPU sends per decode step", f"{r.decode.collective_bytes:,}"])
+        if r.decode.link is not None:
+            rows.append(["their time over the link", _duration(r.decode.collective_seconds)])
     rows += [
         [
             f"decode tokens/s per sequence ({r.decode.bound}-bound)",
@@ -354,7 +412,11 @@ def _inference(
         ],
         [f"decode tokens/s, batch {batch}", f"{float(r.decode.tokens_per_second):,.1f}"],
     ]
-    where = "one GPU holding the whole model" if tp == 1 else f"one of {tp} tensor-parallel GPUs"
+    where = (
+        "one GPU holding the whole model"
+        if layout.gpus == 1
+        else f"one GPU of {layout.label}, laid out as vLLM shards the model"
+    )
     notes = [
         f"Roofline ESTIMATES on {where}: prefill = forward FLOPs / dense peak; a decode step "
         f"reads the weights and the cache at {context:,} tokens once over the memory "
@@ -365,21 +427,68 @@ def _inference(
     ]
     if moe:
         notes.append(_experts_note(r.decode.experts))
-    if tp > 1:
-        notes.append(
-            f"Each GPU holds its Megatron-LM shard of the weights (vocab padded to a multiple of "
-            f"128 x {tp}) and 1 / {tp} of the cache, and does 1 / {tp} of the FLOPs; the "
-            "all-reduces between the GPUs are not counted."
-        )
-    devices = gpu.key if tp == 1 else f"{tp} x {gpu.key}"
+    if layout.gpus > 1:
+        notes.append(_layout_note(gpu, layout))
+    devices = gpu.key if layout.gpus == 1 else f"{layout.gpus} x {gpu.key}"
     title = f"Inference of {model.name} on {devices} ({dtype}), B={batch}, prompt {prompt:,}"
     grids = [
         Grid(title, ["", "ESTIMATE"], rows, notes),
-        _fit_grid(model.name, gpu, fit, utilisation, tp, serving, vllm),
+        _fit_grid(model.name, gpu, fit, utilisation, layout, serving, vllm),
     ]
     if steps:
         grids += _decode_grids(model.name, devices, context, steps)
     return data, grids
+
+
+def _layout_dict(layout: ServingPlan, stage: int) -> dict[str, Any]:
+    from costcalc.engines.vllm_shards import VERSION
+
+    return {
+        "gpus": layout.gpus,
+        "layout": VERSION,
+        "tensor_parallel": layout.tp,
+        "pipeline_parallel": layout.pp,
+        "data_parallel_attention": layout.dp,
+        "expert_parallel": layout.moe_ranks if layout.ep else 1,
+        "fit_pipeline_stage": stage,
+        "collectives_estimate": True,
+    }
+
+
+def _layout_note(gpu: Gpu, layout: ServingPlan) -> str:
+    """How one GPU of many was counted: the shards, the FLOPs, the collectives."""
+    from costcalc.engines.vllm_shards import VERSION
+
+    if gpu.interconnect_bandwidth is None:
+        link = f"not timed: the catalogue gives no interconnect for {gpu.key}"
+    else:
+        link = (
+            f"timed over {gpu.interconnect or 'the link'} at "
+            f"{gpu.interconnect_bandwidth // 2:,} bytes/s one way (half the catalogue's "
+            f"{gpu.interconnect_bandwidth:,} both ways), latency not counted, not overlapped"
+        )
+    pipeline = (
+        f" A token passes the {layout.pp} stages in turn: the step is {layout.pp} x the "
+        "slowest stage's (vLLM overlaps P batches; not counted)."
+        if layout.pp > 1
+        else ""
+    )
+    replicas = (
+        f" Each of the {layout.dp} data-parallel attention replicas decodes --batch sequences; "
+        "tokens/s counts all of them."
+        if layout.dp > 1
+        else ""
+    )
+    return (
+        f"Each GPU holds and reads its {VERSION} shards of the weights (docs/memory.md) and "
+        "the cache of its layers and key/value heads (MLA's latent whole on every TP GPU), and "
+        f"does 1 / (TP x PP) of its replica's FLOPs. Collectives per decode step, an ESTIMATE "
+        "of NCCL's ring algorithms (2 (N - 1) / N x the bytes per GPU): each layer's attention "
+        "and FFN outputs all-reduced over the TP GPUs, an MoE layer's tokens all-gathered and "
+        f"reduce-scattered over TP x DP-attention with data-parallel attention; {link}."
+        + pipeline
+        + replicas
+    )
 
 
 def _cache_dtype(serving: EngineSetup, kv_dtype: str) -> str:
@@ -453,6 +562,8 @@ def _step_dict(step: DecodeStep) -> dict[str, Any]:
         "memory_seconds": float(step.memory_seconds),
         "compute_seconds": None if compute is None else float(compute),
         "bound": step.bound,
+        "collective_bytes_per_gpu": step.collective_bytes,
+        "collective_seconds": float(step.collective_seconds),
         "tokens_per_second_per_sequence": float(step.tokens_per_second_per_sequence),
         "tokens_per_second": float(step.tokens_per_second),
     }
@@ -463,7 +574,7 @@ def _fit_grid(
     gpu: Gpu,
     fit: CacheFit,
     utilisation: Fraction,
-    tp: int,
+    layout: ServingPlan,
     serving: EngineSetup,
     vllm: VllmMemory | None = None,
 ) -> Grid:
@@ -526,7 +637,9 @@ def _fit_grid(
         ]
     if fit.free < 0:
         notes.append("The weights alone do not fit: nothing is left for the cache.")
-    where = gpu.key if tp == 1 else f"each of {tp} x {gpu.key} (its shard)"
+    where = gpu.key if layout.gpus == 1 else f"each of {layout.gpus} x {gpu.key} (its shards)"
+    if layout.pp > 1:
+        where += f", pipeline stage {fit.stage + 1} of {layout.pp} (the fewest sequences)"
     return Grid(f"What fits on {where} beside {name}'s weights (bytes)", ["", "value"], rows, notes)
 
 

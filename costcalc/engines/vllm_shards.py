@@ -280,23 +280,39 @@ def check_experts(spec: ModelSpec, plan: ServingPlan) -> None:
         raise UsageError("--ep: the model has no mixture-of-experts layers to deal out")
 
 
-def rank_tensors(spec: ModelSpec, plan: ServingPlan, stage: int) -> list[Tensor]:
-    """The tensors the first GPU of pipeline stage ``stage`` holds, with their shard shapes
-    (``copies`` the layers of the stage that hold each)."""
+def rank_pairs(spec: ModelSpec, plan: ServingPlan, stage: int) -> list[tuple[Tensor, Tensor]]:
+    """Each tensor the first GPU of pipeline stage ``stage`` holds, whole and as its shard
+    (``copies`` the layers of the stage that hold it)."""
     check_mixers(spec, plan)
     check_experts(spec, plan)
     modules = stage_modules(spec, plan.pp, stage)  # as llama.py:378-395, :502-510 place them
     held = [
-        replace(t, shape=shard_shape(t, None, plan))
+        (t, replace(t, shape=shard_shape(t, None, plan)))
         for t in model_tensors(spec)
         if t.name.rpartition(".")[0] in modules
     ]
     for stack, count in stage_blocks(spec, plan.pp, stage):
-        held += [
-            replace(t, shape=shard_shape(t, stack, plan), copies=t.copies * count)
-            for t in block_tensors(stack)
-        ]
+        for t in block_tensors(stack):
+            whole = replace(t, copies=t.copies * count)
+            held.append((whole, replace(whole, shape=shard_shape(t, stack, plan))))
     return held
+
+
+def rank_tensors(spec: ModelSpec, plan: ServingPlan, stage: int) -> list[Tensor]:
+    """The tensors the first GPU of pipeline stage ``stage`` holds, with their shard shapes."""
+    return [shard for _, shard in rank_pairs(spec, plan, stage)]
+
+
+def rank_rows(
+    spec: ModelSpec, plan: ServingPlan, stage: int, dtype: str
+) -> list[tuple[str, Shape, int]]:
+    """(name, whole shape, bytes of the GPU's shards of all copies) of each tensor one GPU of
+    stage ``stage`` holds: the rows :func:`costcalc.routing.expert_reads` reads (an expert's
+    share of the bytes is the same whole or sharded)."""
+    return [
+        (whole.name, whole.shape, rank_weight_bytes([shard], dtype))
+        for whole, shard in rank_pairs(spec, plan, stage)
+    ]
 
 
 def rank_stacks(spec: ModelSpec, plan: ServingPlan, stage: int) -> tuple[ModelSpec, ...]:
