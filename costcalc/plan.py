@@ -317,11 +317,12 @@ def collective_bytes(
 ) -> int:
     """Bytes one GPU of stage ``stage`` sends per decode step, an ESTIMATE of NCCL's ring
     collectives (2 (N - 1) / N x S per GPU for an all-reduce of S bytes over N GPUs, the same
-    for an all-gather plus a reduce-scatter): each layer's attention output and dense FFN
-    output all-reduced over the T GPUs of its TP group (S = B x D x ``activation`` bytes,
-    after vLLM's row-parallel o_proj and down_proj); an MoE layer's over T as well, or with
-    data-parallel attention (vLLM's ``use_all2all``) the D replicas' tokens all-gathered and
-    reduce-scattered over the T x D GPUs (S = D x B x D x bytes). Rounded up."""
+    for an all-gather plus a reduce-scatter): each layer's attention (or recurrent mixer's)
+    output and dense FFN output all-reduced over the T GPUs of its TP group (S = B x D x
+    ``activation`` bytes, after vLLM's row-parallel o_proj, out_proj and down_proj); an MoE
+    layer's over T as well, or with data-parallel attention (vLLM's ``use_all2all``) the D
+    replicas' tokens all-gathered and reduce-scattered over the T x D GPUs (S = D x B x D x
+    bytes). Rounded up."""
     from costcalc.engines.vllm_shards import stage_blocks
 
     def ring(ranks: int, size: int) -> Fraction:
@@ -331,7 +332,8 @@ def collective_bytes(
     total = Fraction(0)
     for stack, count in stage_blocks(spec, layout.pp, stage):
         hidden = batch * stack.d_model * activation
-        per_layer = ring(t, hidden) if stack.has_attention else Fraction(0)
+        mixes = stack.has_attention or stack.recurrent
+        per_layer = ring(t, hidden) if mixes else Fraction(0)
         if stack.moe_experts and d > 1:
             per_layer += ring(t * d, d * hidden)
         elif stack.ffn != "none" or stack.moe_experts:

@@ -203,3 +203,33 @@ def test_plan_cli_serves_deepseek_on_eight_gpus() -> None:
     assert inference["fit"]["vllm"]["bytes_per_block"] == 61 * 16 * 576 * 2
     refused = runner.invoke(app, [*args, "--engine", "llamacpp"])
     assert refused.exit_code == 2 and "sizes inference on one GPU" in refused.output
+
+
+def test_recurrent_mixers_split_by_heads() -> None:
+    from costcalc.engines.vllm_shards import local_recurrent
+    from costcalc.memory import state_elements
+    from costcalc.tensors import block_tensors
+
+    spec = load_file(ROOT / "tests/fixtures/hf/nemotron-h-56b.json").spec
+    mamba = next(s for s in spec.stacks if s.recurrent_mixer == "mamba2")
+    # 256 heads of 64 (I = 16,384), 8 groups of state 256: vLLM's MergedColumnParallelLinear
+    # [I, I, G N, G N, H] and conv [I, G N, G N] each split 4 ways
+    local = {t.name: t.shape for t in block_tensors(local_recurrent(mamba, 4))}
+    assert local["mixer.in_proj.weight"] == ((2 * 16384 + 2 * 8 * 256 + 256) // 4, 8192)
+    assert local["mixer.conv1d.weight"] == ((16384 + 2 * 8 * 256) // 4, 1, 4)
+    assert local["mixer.out_proj.weight"] == (8192, 16384 // 4)
+    # one group: replicated on every GPU (extra_groups_for_head_shards), the heads split
+    one = mamba.model_copy(update={"mamba2": mamba.mamba2.model_copy(update={"groups": 1})})
+    held = {t.name: t.shape for t in block_tensors(local_recurrent(one, 4))}
+    assert held["mixer.in_proj.weight"] == (2 * 16384 // 4 + 2 * 256 + 256 // 4, 8192)
+    assert held["mixer.conv1d.weight"] == (16384 // 4 + 2 * 256, 1, 4)
+    # the state per GPU: its heads' SSM state and its conv channels
+    assert state_elements(local_recurrent(mamba, 8), 1) * 8 == state_elements(mamba, 1)
+    with pytest.raises(UsageError, match="groups"):
+        local_recurrent(mamba, 16 * 3)
+    whole = rank_tensors(spec, serving_plan(tp=8), 0)
+    assert sum(t.elements for t in whole) == 7_041_396_800
+    result = runner.invoke(
+        app, ["memory", "-c", str(ROOT / "tests/fixtures/hf/tiny-qwen3-next.json"), "--tp", "2"]
+    )
+    assert result.exit_code == 0, result.output

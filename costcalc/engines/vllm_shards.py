@@ -25,6 +25,12 @@ parallelism. Read from vLLM 0.34.0's parallel layers; each rule names its file a
   the first X mod (T x D) GPUs one more (expert_map_manager.py:66-69). Shapes as
   ``UnquantizedFusedMoEMethod.create_weights`` allocates them (w13: experts x 2I x D, w2:
   experts x D x I), with the default Triton backend (no rounding up).
+- Recurrent mixers, as a block with 1 / T of its heads: Mamba-2 (layers/mamba/mamba_mixer2.py)
+  splits in_proj, conv1d, A, D, dt_bias and the gated norm by heads and groups (:347-372,
+  :482-489; the groups G / T, or the one group of G = 1 replicated on every GPU, :318-343,
+  mamba_utils.py:269-277) and out_proj by columns; Gated DeltaNet
+  (layers/mamba/gdn/qwen_gdn_linear_attn.py:740-830) its projections, conv1d, A_log and dt_bias by
+  key and value heads, its norm (one head's width) whole. Their state per GPU follows.
 - Shared experts (DeepSeek's ``DeepseekV2MLP``, deepseek_v2.py:359-370) split like a dense
   FFN over the T GPUs, whole when the MoE runs sequence parallel (expert parallel with T > 1
   and D > 1 under the default all2all backend, config/parallel.py:859-877).
@@ -64,6 +70,9 @@ VOCAB_PADDING = 64
 """``DEFAULT_VOCAB_PADDING_SIZE`` (vocab_parallel_embedding.py:39)."""
 SHARDED_MIXERS: tuple[str, ...] = ("attention", "mla", "none")
 """Token mixers whose vLLM tensor-parallel layout is modelled."""
+SHARDED_RECURRENT: tuple[str, ...] = ("mamba2", "gated_deltanet")
+"""Recurrent mixers whose vLLM tensor-parallel layout is modelled: Mamba-2 (``MambaMixer2``)
+and Gated DeltaNet (Qwen3-Next's ``Qwen3NextGatedDeltaNet``)."""
 COLUMN: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "qkv_proj", "q_b_proj", "kv_b_proj")
 FFN_COLUMN: tuple[str, ...] = ("gate_proj", "up_proj", "gate_up_proj")
 ROW: tuple[str, ...] = ("o_proj", "down_proj")
@@ -258,10 +267,12 @@ def check_mixers(spec: ModelSpec, plan: ServingPlan) -> None:
         return
     for stack in spec.stacks:
         mixer = stack.recurrent_mixer or stack.mixer
-        if stack.recurrent or stack.mixer not in SHARDED_MIXERS:
+        if stack.recurrent_mixer in SHARDED_RECURRENT:
+            local_recurrent(stack, plan.tp)
+        elif stack.recurrent or stack.mixer not in SHARDED_MIXERS:
             raise UsageError(
                 f"--tp: vLLM's tensor-parallel layout of {mixer} blocks is not modelled "
-                "(attention, MLA and FFN blocks are)"
+                "(attention, MLA, Mamba-2, Gated DeltaNet and FFN blocks are)"
             )
         if stack.attention_experts is not None:
             raise UsageError(
@@ -272,6 +283,33 @@ def check_mixers(spec: ModelSpec, plan: ServingPlan) -> None:
             local_kv_heads(stack, plan.tp)
         if stack.mixer == "mla":
             divide(stack.n_heads or 0, plan.tp, "the attention heads")
+
+
+def local_recurrent(stack: ModelSpec, tp: int) -> ModelSpec:
+    """A recurrent block as one of T GPUs holds it: Mamba-2 with H / T heads and G / T groups
+    (G = 1 stays one, replicated; vLLM asserts G % T == 0 or G == 1, mamba_mixer2.py:318);
+    Gated DeltaNet with K / T key and V / T value heads; the block unchanged at T = 1."""
+    kind = stack.recurrent_mixer
+    if tp == 1 or kind is None:
+        return stack
+    sizes = getattr(stack, kind)
+    if kind == "mamba2":
+        groups = sizes.groups
+        if groups % tp and groups != 1:
+            raise UsageError(
+                f"--tp {tp}: vLLM shards Mamba-2's {groups} groups over the GPUs, or replicates "
+                f"one group; they do not divide by {tp} (mamba_mixer2.py asserts it)"
+            )
+        update = {
+            "heads": divide(sizes.heads, tp, "the Mamba-2 heads"),
+            "groups": groups // tp if groups % tp == 0 else 1,
+        }
+    else:
+        update = {
+            "key_heads": divide(sizes.key_heads, tp, "the Gated DeltaNet key heads"),
+            "value_heads": divide(sizes.value_heads, tp, "the Gated DeltaNet value heads"),
+        }
+    return stack.model_copy(update={kind: sizes.model_copy(update=update)})
 
 
 def check_experts(spec: ModelSpec, plan: ServingPlan) -> None:
@@ -292,9 +330,11 @@ def rank_pairs(spec: ModelSpec, plan: ServingPlan, stage: int) -> list[tuple[Ten
         if t.name.rpartition(".")[0] in modules
     ]
     for stack, count in stage_blocks(spec, plan.pp, stage):
+        local = {t.name: t.shape for t in block_tensors(local_recurrent(stack, plan.tp))}
         for t in block_tensors(stack):
             whole = replace(t, copies=t.copies * count)
-            held.append((whole, replace(whole, shape=shard_shape(t, stack, plan))))
+            shape = local[t.name] if local[t.name] != t.shape else shard_shape(t, stack, plan)
+            held.append((whole, replace(whole, shape=shape)))
     return held
 
 
@@ -320,7 +360,8 @@ def rank_stacks(spec: ModelSpec, plan: ServingPlan, stage: int) -> tuple[ModelSp
     key/value heads (:func:`local_kv_heads`); an MLA latent is whole on every GPU."""
     check_mixers(spec, plan)
     stacks = []
-    for stack, count in stage_blocks(spec, plan.pp, stage):
+    for block, count in stage_blocks(spec, plan.pp, stage):
+        stack = local_recurrent(block, plan.tp)
         update: dict[str, object] = {"n_layers": count}
         if stack.mixer == "attention" and stack.has_attention and plan.tp > 1:
             update["n_kv_heads"] = local_kv_heads(stack, plan.tp)
