@@ -662,4 +662,5 @@ class Serving:
             self.engine.block_size or BLOCK_SIZE,
             batched,
             stacks=self.stacks,
+            concurrent_batches=self.layout.pp + 1,
         )

@@ -233,3 +233,18 @@ def test_recurrent_mixers_split_by_heads() -> None:
         app, ["memory", "-c", str(ROOT / "tests/fixtures/hf/tiny-qwen3-next.json"), "--tp", "2"]
     )
     assert result.exit_code == 0, result.output
+
+
+def test_vllm_blocks_under_pipeline_keep_p_plus_one_batches_in_flight() -> None:
+    from costcalc.engines.dispatch import engine_setup
+    from costcalc.engines.vllm import VllmMemory
+
+    setup = memory_setup(length=32768, engine=engine_setup("vllm", max_num_batched_tokens=2048))
+    result = memory_result(load_preset("gemma-3-1b"), setup, None, None, serving_plan(pp=2))
+    engine = result.report.engine
+    assert isinstance(engine, VllmMemory) and engine.concurrent_batches == 3
+    # a sliding group's request: cdiv(512 - 1 + 3 x 2,048, 16) + 1 blocks (vLLM 0.34.0:
+    # max_concurrent_batches = P + 1 with async scheduling)
+    sliding = [g for g in engine.groups if g.kind.kind == "sliding"]
+    full = [g for g in engine.groups if g.kind.kind == "full"]
+    assert engine.blocks_per_request == len(sliding) * 417 + len(full) * 2048

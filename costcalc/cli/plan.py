@@ -389,6 +389,7 @@ def _inference(
             serving.max_num_batched_tokens or default_batched_tokens(gpu.memory_bytes),
             fit.free,
             stacks=Serving(spec, dtype, kv_dtype, serving, layout, fit.stage).stacks,
+            concurrent_batches=layout.pp + 1,
         )
         fit_data["vllm"] = vllm.to_dict()
     rows = [

@@ -418,7 +418,7 @@ def serving_report(
     if setup.engine.name == "vllm":
         from costcalc.engines.vllm import vllm_report
 
-        report = vllm_report(spec, setup, report_length(spec, setup), stacks, held)
+        report = vllm_report(spec, setup, report_length(spec, setup), stacks, held, plan.pp)
     else:
         report = memory_report(spec, setup)
         B, T = setup.batch, report.length
