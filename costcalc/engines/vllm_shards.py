@@ -409,8 +409,9 @@ def serving_report(
 
     if setup.engine.name == "llamacpp":
         raise UsageError(
-            "--engine llamacpp: the parallel options lay the model out as vLLM shards it; "
-            "use --engine vllm (its blocks) or the default (the formula's cache)"
+            "--engine llamacpp: it serves on one device; the parallel options lay the model "
+            "out as vLLM shards it: use --engine vllm (its blocks) or the default (the "
+            "formula's cache)"
         )
     tensors = rank_tensors(spec, plan, stage)
     stacks = rank_stacks(spec, plan, stage)
