@@ -519,7 +519,9 @@ def _cache_note(spec: ModelSpec, plan: ServingPlan) -> str:
             )
     cache = "; ".join(dict.fromkeys(parts)) or "no split of the cache"
     replicas = (
-        f"; each of the {plan.dp} data-parallel attention replicas caches its own --batch sequences"
+        f"; each of the {plan.dp} data-parallel attention replicas (vLLM's "
+        "--data-parallel-size, followed here; SGLang's --dp-size counts them inside its TP "
+        "size) caches its own --batch sequences"
         if plan.dp > 1
         else ""
     )
