@@ -46,7 +46,10 @@ parallelism. Read from vLLM 0.34.0's parallel layers; each rule names its file a
 
 Left out: DeepSeek's ``e_score_correction_bias`` (an fp32 parameter of X per MoE layer in vLLM,
 deepseek_v2.py:328; a buffer in transformers, which costcalc does not count), the redundant
-experts of EPLB, model files that build their table or norm on every stage (qwen3_moe.py does).
+experts of EPLB, model files that build their table or norm on every stage (qwen3_moe.py does),
+and the rounding up of quantized experts' widths some kernels ask for (a block-FP8 shard not a
+multiple of the block, fused_moe/oracle/fp8.py:330-358; MXFP4 backends to 128 or 256,
+oracle/mxfp4.py:825-900; the unquantized default rounds nothing).
 """
 
 from __future__ import annotations
