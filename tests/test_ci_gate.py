@@ -50,7 +50,9 @@ def test_non_model_files_are_skipped_with_a_note(
     assert line.startswith(f"skip  {path}  not a model config (")
     assert reason in line
     assert total == "1 file, 0 failed, 1 skipped"
-    assert cli("check", path).exit_code == 1  # without --models-only, every file is a config
+    # Without --models-only every file is a config: {"model_type": "gpt2"} is GPT2Config's
+    # defaults, as transformers builds it; the others fail.
+    assert cli("check", path).exit_code == (0 if text == '{"model_type": "gpt2"}' else 1)
 
 
 @pytest.mark.parametrize(

@@ -102,12 +102,14 @@ def lfm2_parts(
     r: Reader, ffn_width: Callable[[Reader], Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """What LFM2 and LFM2-MoE share: the model's fields with the attention layers' keys (K
-    ``num_key_value_heads`` (8), per-head q/k norms, no biases, rotary), a SwiGLU FFN of
-    ``ffn_width``, tied by default; and the short-convolution block (kernel ``conv_L_cache``
-    (3), biases when ``conv_bias``)."""
+    ``num_key_value_heads`` (8), d ``head_dim`` when given (else D / H), per-head q/k norms, no
+    biases, rotary), a SwiGLU FFN of ``ffn_width``, tied by default (``tie_embedding``, when given,
+    over ``tie_word_embeddings``, as ``__post_init__`` reads them); and the short-convolution block
+    (kernel ``conv_L_cache`` (3), biases when ``conv_bias``)."""
     fields = standard_sizes(r)
     fields.update(
         n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=8),
+        head_dim=r.value("head_dim", "head_dim", default=None),
         position="rotary",
         norm="rmsnorm",
         qk_norm="head",
@@ -117,7 +119,9 @@ def lfm2_parts(
         ffn="swiglu",
         ffn_bias=False,
         ffn_hidden=ffn_width(r),
-        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
+        tie_embeddings=r.value(
+            "tie_embeddings", "tie_embedding", "tie_word_embeddings", default=True
+        ),
     )
     conv = {
         "mixer": "short_conv",
