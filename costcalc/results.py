@@ -67,14 +67,15 @@ class ParamsResult(NamedTuple):
     def to_dict(self, full_model: bool = False) -> dict[str, Any]:
         """The JSON record (docs/json.md): ``model`` as :func:`model_header` gives it, and the
         parameters without the parts this model does not have (:data:`OPTIONAL_PARTS`, a
-        stack's ``shared`` blocks)."""
+        stacks' ``shared`` blocks where no stack has them)."""
         parameters: dict[str, Any] = {
             key: value
             for key, value in self.parameters._asdict().items()
             if key not in OPTIONAL_PARTS or value
         }
+        shared = any(stack.shared for stack in self.parameters.stacks)
         parameters["stacks"] = [
-            {key: value for key, value in stack._asdict().items() if key != "shared" or value}
+            {key: value for key, value in stack._asdict().items() if key != "shared" or shared}
             for stack in self.parameters.stacks
         ]
         parameters["tying_saving"] = self.parameters.tying_saving
