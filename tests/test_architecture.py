@@ -44,7 +44,11 @@ def floor_of(module: str, table: dict[str, int]) -> int | None:
 
 def downward(graph: Graph, table: dict[str, int]) -> list[str]:
     """Every module without a floor, and every import that points up a floor, in words."""
-    problems = [f"{m} is on no floor" for m in sorted(graph) if floor_of(m, table) is None]
+    problems = [
+        f"{m} is on no floor (add it to the table)"
+        for m in sorted(graph)
+        if floor_of(m, table) is None
+    ]
     for module, targets in sorted(graph.items()):
         here = floor_of(module, table)
         for target, line in sorted(targets.items()):
@@ -73,7 +77,7 @@ def test_an_upward_import_and_a_module_without_floor_are_named() -> None:
         "costcalc.stray": {},
     }
     assert downward(graph, table) == [
-        "costcalc.stray is on no floor",
+        "costcalc.stray is on no floor (add it to the table)",
         "costcalc.low (floor 1, line 7) imports costcalc.high (floor 3)",
     ]
 
