@@ -131,7 +131,8 @@ def nemotron_h(r: Reader) -> dict[str, Any]:
     ONE mixer, by ``hybrid_override_pattern`` (M Mamba-2, * attention, - MLP; or
     ``layers_block_type``/``layer_types``): Mamba-2 as mamba2 with I = ``mamba_num_heads`` x
     ``mamba_head_dim`` (128 x 64), ``n_groups`` (8), ``ssm_state_size`` (128), ``conv_kernel``
-    (4), ``chunk_size`` (128), ``mamba_proj_bias``/``use_bias`` (false); attention
+    (4), ``chunk_size`` (128), ``use_bias`` (false; ``in_proj`` and ``out_proj`` read it, never
+    ``mamba_proj_bias``); attention
     ``q_proj``/``k_proj``/``v_proj``/``o_proj`` without biases or positions (H
     ``num_attention_heads``, K ``num_key_value_heads`` (8), d ``head_dim`` (128)); MLP
     ``up_proj`` D -> h, ``down_proj`` h -> D (``intermediate_size``, relu2, bias ``mlp_bias``);
@@ -140,7 +141,7 @@ def nemotron_h(r: Reader) -> dict[str, Any]:
     layer count is the pattern's length."""
     kinds = _nemotron_kinds(r)
     sizes = _mamba2_sizes(r, ("mamba_num_heads", 128), ("mamba_head_dim", 64))
-    sizes["proj_bias"] = r.value("mamba2", "mamba_proj_bias", "use_bias", default=False)
+    sizes["proj_bias"] = r.value("mamba2", "use_bias", default=False)  # not mamba_proj_bias
     r.forget("mamba2")
     mlp_bias = r.value("ffn_bias", "mlp_bias", default=False)
     blocks: dict[str, dict[str, Any]] = {
