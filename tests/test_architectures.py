@@ -108,6 +108,18 @@ def test_no_architectures_or_a_strange_one_is_the_plain_refusal() -> None:
             load_document(Document("x.json", data))
 
 
+def test_a_model_type_nothing_builds_is_refused_whatever_its_classes() -> None:
+    """Without auto_map no code of the model's own builds an unknown model_type (a typo, say):
+    transformers refuses it, and so does costcalc, without naming the classes."""
+    data = config_data("kimi-k2-instruct", auto_map=...)
+    with pytest.raises(UnsupportedModelError) as caught:
+        load_document(Document("x.json", data))
+    assert "architectures names" not in str(caught.value)
+    typo = config_data("gpt2", model_type="gpt\u0662")
+    with pytest.raises(UnsupportedModelError):
+        load_document(Document("x.json", typo))
+
+
 @pytest.mark.parametrize(
     ("fixture", "same_as"),
     [("falcon-7b-refinedwebmodel", "falcon-7b"), ("falcon-40b-refinedweb", "falcon-40b")],

@@ -96,11 +96,10 @@ def _by_class(doc: Document, model_type: Any) -> Translation | None:
     """A config whose ``model_type`` transformers does not know (its own code builds it), read
     as the first class its ``architectures`` names whose family costcalc reads (Kimi-K2's
     ``kimi_k2`` files name ``DeepseekV3ForCausalLM``), with a note; None when it names none.
-    A ``model_type`` transformers knows is built as that type, whatever ``architectures`` says."""
+    A ``model_type`` transformers knows is built as that type, whatever ``architectures`` says;
+    one without ``auto_map`` (no code of its own) is built by nothing."""
     listed = doc.data.get("architectures")
-    if not (isinstance(listed, list) and isinstance(model_type, str)):
-        return None
-    if model_type in transformers_model_types():
+    if not isinstance(listed, list) or not _remote(doc, model_type):
         return None
     for name in listed:
         if not isinstance(name, str):
@@ -123,12 +122,22 @@ def _by_class(doc: Document, model_type: Any) -> Translation | None:
     return None
 
 
+def _remote(doc: Document, model_type: Any) -> bool:
+    """The config is of a ``model_type`` transformers does not know, built by the model's own
+    code (its ``auto_map``, which ``trust_remote_code`` runs)."""
+    return (
+        isinstance(model_type, str)
+        and model_type not in transformers_model_types()
+        and isinstance(doc.data.get("auto_map"), dict)
+    )
+
+
 def _classes_named(doc: Document, model_type: Any) -> str:
     """For an error: the classes the ``architectures`` of a model_type transformers does not
     know names, none of them one costcalc reads."""
     listed = doc.data.get("architectures")
     names = [name for name in listed if isinstance(name, str)] if isinstance(listed, list) else []
-    if not names or not isinstance(model_type, str) or model_type in transformers_model_types():
+    if not names or not _remote(doc, model_type):
         return ""
     shown = ", ".join(repr(name[:60]) for name in names[:4])
     return f" (its architectures names {shown}, none of them a class costcalc reads)"
