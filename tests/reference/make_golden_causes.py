@@ -290,6 +290,32 @@ CASES: dict[str, dict] = {
             "n_shared_experts": 1,
         },
     },
+    "qwen2_moe-no-shared-expert": {
+        "cause": "Qwen2-MoE with a shared expert 0 wide: built empty, its gate kept",
+        "config": {
+            "model_type": "qwen2_moe",
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "moe_intermediate_size": 32,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "shared_expert_intermediate_size": 0,
+        },
+    },
+    "qwen2-nulled-heads": {
+        "cause": "num_key_value_heads null: Qwen2Config's __post_init__ takes the heads (not "
+        "the class default, 32)",
+        "config": {
+            "model_type": "qwen2",
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": None,
+            "max_position_embeddings": 512,
+        },
+    },
     "nemotron_h-old-layer-names": {
         "cause": "NemotronH's layer kinds under their old names (mamba, attention, mlp)",
         "fixture": "tiny-nemotron-h",
