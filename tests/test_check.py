@@ -479,6 +479,7 @@ def test_glob_matching_nothing_is_a_finding(cli: Invoke, tmp_path: Path) -> None
         "parameters": None,
         "skipped": None,
         "findings": [{"field": None, "line": None, "message": "no file matches this pattern"}],
+        "warnings": [],
     }
     assert records[1]["ok"]
 
@@ -498,6 +499,7 @@ def test_json_record_of_a_passing_file(cli: Invoke) -> None:
             "parameters": 124_439_808,  # transformers' count (tests/golden/hf_reference.json)
             "skipped": None,
             "findings": [],
+            "warnings": [],
         }
     ]
 

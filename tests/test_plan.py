@@ -331,7 +331,7 @@ def test_a_model_without_a_cache_has_no_batch_bound(tmp_path: Path) -> None:
     training = ["plan", "-p", "gpt2-small", "--gpu", "l4", "--tokens", "1B", "-T", "64"]
     assert runner.invoke(app, training).exit_code == 0
     tp = runner.invoke(app, [*training, "--tp", "2"])
-    assert tp.exit_code == 2 and "add --prompt" in tp.output
+    assert tp.exit_code == 2 and "give a prompt (--prompt)" in tp.output
 
 
 def test_a_budget_shows_each_model_beside_the_rule(cli: Invoke) -> None:

@@ -30,9 +30,10 @@ class Reader:
         configuration class of ``family`` (a ``model_type``) reads it, when costcalc has it."""
         self.doc = doc
         self.prefix = prefix
-        self.data: dict[str, Any] = doc.data
+        data: dict[str, Any] = doc.data
         for key in prefix:
-            self.data = self.data[key]
+            data = data[key]
+        self.data: dict[str, Any] = AskedKeys(data)
         self.config_class = config_class(family)
         self.key_names: dict[str, str] = {}
         self.problems: list[Problem] = []
@@ -202,13 +203,14 @@ class Reader:
 
     def finish(self, fields: dict[str, Any]) -> Translation:
         """The translation, or one error listing every problem found."""
-        if self.problems:
-            raise ConfigError(self.doc.path, self.problems)
+        if self.problems:  # a misspelled key may be why one is missing: said beside them
+            raise ConfigError(self.doc.path, [*self.problems, *self.near_misses()])
         name = self.doc.data.get("_name_or_path")
         return Translation(
             {k: v for k, v in fields.items() if v is not None},
             self.key_names,
             name=name if isinstance(name, str) and name else None,
+            warnings=self.near_misses(),
             notes=(*self._default_notes(), *self.notes),
         )
 
@@ -224,6 +226,48 @@ class Reader:
             f"not in the file, read as {self.config_class.name}'s defaults (as transformers "
             f"builds it): {shown}.",
         )
+
+    def near_misses(self) -> tuple[Problem, ...]:
+        """A warning for each key the family does not read that is near one it reads and the
+        file does not give (:mod:`costcalc.near_keys`): most likely a misspelling, which
+        transformers ignores too, leaving that key at its default."""
+        if not isinstance(self.data, AskedKeys):
+            return ()
+        from costcalc.near_keys import near_keys
+
+        given = [key for key in dict.keys(self.data) if isinstance(key, str)]
+        warnings = []
+        for key, near in near_keys(given, self.data.asked):
+            meant = " or ".join(near)
+            message = (
+                "not a key this family reads, and transformers ignores it too: did you mean "
+                f"{meant}, which the file does not give?"
+            )
+            path = (*self.prefix, key)
+            warnings.append(Problem(".".join(path), message, self.doc.line_of(path)))
+        return tuple(warnings)
+
+
+class AskedKeys(dict[str, Any]):
+    """A config's mapping that remembers every key a family asked for, given or not (the keys
+    it reads), for :meth:`Reader.near_misses`."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__(data)
+        self.asked: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.asked.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        self.asked.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.asked.add(key)
+        return super().__contains__(key)
 
 
 STANDARD_KEYS: dict[str, tuple[str, ...]] = {
@@ -246,6 +290,19 @@ def attention_bias(r: Reader, fields: dict[str, Any], default: bool = False) -> 
     fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
         ("qkv_bias", "attn_out_bias"), "attention_bias", default=default
     )
+
+
+def refuse_cross_attention(r: Reader) -> None:
+    """``add_cross_attention`` (blocks attending to an encoder's states) is not supported."""
+    if r.flag("add_cross_attention", False):
+        r.unsupported("add_cross_attention", "cross-attention blocks")
+
+
+def gate_without_bias(r: Reader) -> None:
+    """``attention_bias`` true is refused where q/k/v/o would carry biases beside an output gate
+    of its own without one (costcalc's own gate projection is biased as the queries are)."""
+    if r.flag("attention_bias", False):
+        r.unsupported("attention_bias", "biases on q/k/v/o beside a bias-free output gate")
 
 
 def linear_bias(r: Reader, fields: dict[str, Any], key: str, default: bool) -> None:

@@ -78,13 +78,7 @@ def _text_decoder(
         f"{model_type} is multimodal: counted is its text decoder ({text_type}, {where}); "
         "the vision tower and projector are not counted, nor its audio or speech parts if any."
     )
-    return Translation(
-        translation.fields,
-        translation.key_names,
-        name=translation.name,
-        notes=(note, *translation.notes),
-        family=text_type,
-    )
+    return replace(translation, notes=(note, *translation.notes), family=text_type)
 
 
 def _wrapper_tying(reader: Reader, fields: dict[str, Any], model_type: str) -> None:
