@@ -52,6 +52,12 @@ REFUSED = {
 run (its modules do not fit together), or a layout costcalc has no fields for."""
 
 
+@pytest.mark.parametrize("name", sorted(n for n in cases() if "build_error" in cases()[n]))
+def test_refused_where_transformers_refuses(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ConfigError, match="transformers refuses the file"):
+        load(tmp_path, name)
+
+
 def names(step: str = "parameters_total") -> list[str]:
     """The cases with ``step`` recorded that costcalc counts."""
     return [name for name in sorted(cases()) if step in cases()[name] and name not in REFUSED]
