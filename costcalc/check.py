@@ -491,18 +491,20 @@ def budget_problems(
             field_name, line = where("max_params")
             message = f"{counted:,} parameters{whence} exceed the limit of {budget.max_params:,}"
             problems.append(Problem(field_name, message, line))
-    if budget.max_weight_bytes is not None:
+    if budget.max_weight_bytes is None:
+        # a dtype given without a byte limit is still held to the model: a selection naming no
+        # tensor of it is a finding, not a silent pass
+        if budget.dtype is not None and _unsized(spec, dtype, where, problems) is None:
+            return problems
+    else:
         whence = ""
         if headers is not None and headers.dtype == dtype:
             size, whence = headers.bytes, f" (the tensor bytes of {headers.source})"
         else:
-            try:
-                size = weight_bytes(spec, dtype)
-            except UsageError as exc:  # the budget's format cannot store this model's tensors
-                field_name, line = where("dtype")
-                message = f"cannot size the weights as {dtype}: {exc}"
-                problems.append(Problem(field_name, message, line))
+            sized = _unsized(spec, dtype, where, problems)
+            if sized is None:
                 return problems
+            size = sized
         if size > budget.max_weight_bytes:
             field_name, line = where("max_weight_bytes")
             message = (
@@ -511,6 +513,17 @@ def budget_problems(
             )
             problems.append(Problem(field_name, message, line))
     return problems
+
+
+def _unsized(spec: ModelSpec, dtype: str, where: Locator, problems: list[Problem]) -> int | None:
+    """The weight bytes of ``spec`` in ``dtype``, or None with a finding at the dtype when its
+    format cannot store this model's tensors."""
+    try:
+        return weight_bytes(spec, dtype)
+    except UsageError as exc:
+        field_name, line = where("dtype")
+        problems.append(Problem(field_name, f"cannot size the weights as {dtype}: {exc}", line))
+        return None
 
 
 def _by_line(problem: Problem) -> tuple[bool, int]:

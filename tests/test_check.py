@@ -403,6 +403,26 @@ def test_a_budget_format_that_cannot_store_the_model_is_a_finding(cli: Invoke, w
     assert record["parameters"] == 124_439_808
 
 
+@pytest.mark.parametrize("where", ["--dtype", "budget"])
+def test_a_dtype_given_without_a_byte_limit_still_applies_to_the_model(
+    cli: Invoke, write: Any, where: str
+) -> None:
+    """No --max-weight-bytes, so nothing is measured in the dtype; a selection naming no tensor
+    of the model still fails, never passes unread."""
+    if where == "--dtype":
+        result = cli("check", str(GPT2_SMALL), "--dtype", "gguf:Q4_K_M,+nosuch", "-f", "json")
+    else:
+        path = write(GPT2_SMALL.read_text() + "budget: {dtype: 'gguf:Q4_K_M,+nosuch'}\n")
+        result = cli("check", str(path), "-f", "json")
+    assert result.exit_code == 1
+    [record] = json.loads(result.stdout)
+    [finding] = record["findings"]
+    assert finding["field"] == ("--dtype" if where == "--dtype" else "budget.dtype")
+    assert "'nosuch' names no matrix of this model" in finding["message"]
+    good = cli("check", str(GPT2_SMALL), "--dtype", "gguf:Q4_K_M")
+    assert good.exit_code == 0, good.stdout
+
+
 def test_budget_must_be_a_mapping(cli: Invoke, write: Any) -> None:
     path = write(GPT2_SMALL.read_text() + "budget: 30M\n")
     assert messages(cli, str(path)) == [
