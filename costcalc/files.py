@@ -63,11 +63,21 @@ class Document:
         return None
 
 
+PYTHON_REFUSED = (
+    "a Python file: costcalc never executes Python; write its values as YAML (n_layer: 12 for "
+    "nanoGPT's n_layer = 12) or JSON, and pass that file (docs/config.md)"
+)
+"""Why a ``.py`` config (nanoGPT's ``config/train_*.py``) is refused."""
+
+
 def read_document(path: str | Path) -> Document:
-    """Read ``path`` as JSON (``.json``) or YAML (anything else) into a :class:`Document`."""
-    return parse_document(
-        read_text(path), str(path), json_text=Path(path).suffix.lower() == ".json"
-    )
+    """Read ``path`` as JSON (``.json``) or YAML (anything else but Python, refused) into a
+    :class:`Document`."""
+    suffix = Path(path).suffix.lower()
+    text = read_text(path)
+    if suffix == ".py":
+        raise FileReadError(str(path), PYTHON_REFUSED)
+    return parse_document(text, str(path), json_text=suffix == ".json")
 
 
 def parse_document(text: str, name: str, json_text: bool = False) -> Document:

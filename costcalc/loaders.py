@@ -221,6 +221,7 @@ def _check_overrides_apply(
     if spec.layers is None or not overrides:
         return
     from costcalc.errors import Problem
+    from costcalc.option_names import in_api
     from costcalc.overrides import OVERRIDE_OPTIONS
     from costcalc.spec import layer_runs
 
@@ -235,8 +236,12 @@ def _check_overrides_apply(
                 "model's, so the override would not reach its layers; set it group by group in "
                 "a config file"
             )
-            option = OVERRIDE_OPTIONS.get(field, field)
-            problems.append(Problem(f"{option} (command line)", message))
+            where = (
+                f"{field} (override)"
+                if in_api()
+                else f"{OVERRIDE_OPTIONS.get(field, field)} (command line)"
+            )
+            problems.append(Problem(where, message))
     if problems:
         raise ConfigError(source, problems)
 

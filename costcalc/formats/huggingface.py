@@ -52,12 +52,26 @@ def translate(doc: Document) -> Translation:
         [
             Problem(
                 "model_type",
-                f"unsupported model_type {shown!r}; {UNSUPPORTED_HELP}; supported: "
-                + ", ".join(sorted(families)),
+                f"unsupported model_type {shown!r}{_did_you_mean(shown, families)}; "
+                f"{UNSUPPORTED_HELP}; costcalc reads {len(families)} families, listed in "
+                "docs/huggingface.md",
                 doc.line_of(("model_type",)),
             )
         ],
     )
+
+
+def _did_you_mean(model_type: Any, families: dict[str, Any]) -> str:
+    """`` (did you mean 'llama'?)`` for a ``model_type`` close to up to three families read."""
+    if not isinstance(model_type, str):
+        return ""
+    import difflib
+
+    lowered = model_type.strip().lower().replace("-", "_")
+    close = [lowered] if lowered in families else []
+    close += difflib.get_close_matches(lowered, list(families), n=3, cutoff=0.75)
+    close = list(dict.fromkeys(close))[:3]
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
 def _text_decoder(reader: Reader, model_type: Any, text_type: str, where: str) -> Translation:
