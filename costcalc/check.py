@@ -25,9 +25,9 @@ from costcalc.files import Document, KeyPath, os_reason, read_document
 from costcalc.loaders import DEFAULT_WEIGHTS, LoadedModel, load_document
 from costcalc.memory import weight_bytes
 from costcalc.params import total_params
-from costcalc.quant import weight_label
 from costcalc.spec import ModelSpec
 from costcalc.units import format_bytes
+from costcalc.weight_format import weight_label
 
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
 """What a directory is searched for."""

@@ -31,11 +31,11 @@ from costcalc.units import (
     BYTE_UNITS,
     COUNT_SUFFIXES,
     DTYPES,
-    check_weight_dtype,
     parse_bytes,
     parse_count,
     quantity_pattern,
 )
+from costcalc.weight_format import check_weight_dtype
 
 METADATA_KEYS = ("name", "description", "source")
 

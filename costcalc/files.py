@@ -2,8 +2,12 @@
 
 Whatever is wrong with a file (missing, a directory, too large, binary, not UTF-8, malformed,
 several documents, duplicate keys, tags that would build Python objects, a tagged value its tag
-cannot read, integers not in plain decimal, NaN, too many values, nesting too deep, keys too long)
-becomes one :class:`FileReadError` naming the file and, where known, the line. JSON and YAML
+cannot read, integers not in plain decimal, too many values, nesting too deep, keys too long)
+becomes one :class:`FileReadError` naming the file and, where known, the line. JSON may hold
+``NaN``, ``Infinity`` and ``-Infinity`` (as Python's ``json`` writes them) and transformers 5's
+``{"__float__": "Infinity"}``, read as the float they name, as transformers reads them: a Hugging
+Face config holds them in keys that size nothing (``time_step_limit``), and whatever reads a key
+refuses one that is not finite (:func:`check_finite` for costcalc's own formats). JSON and YAML
 share one set of caps, and the work done is linear in the size of the file. Booleans are YAML
 1.2's: ``true`` and ``false``; ``yes``, ``no``, ``on`` and ``off`` are text.
 """
@@ -89,8 +93,16 @@ def parse_document(text: str, name: str, json_text: bool = False) -> Document:
         raise FileReadError(
             name, f"expected a mapping of keys to values at the top, found {_type_name(data)}"
         )
-    _check_values(data, name, lines, ())
-    return Document(name, data, lines)
+    doc = Document(name, data, lines)
+    if not json_text:
+        check_finite(doc)
+    return doc
+
+
+def check_finite(doc: Document) -> None:
+    """Refuse a document holding NaN or an infinity anywhere (YAML's .nan, .inf; JSON's
+    Infinity, 1e999): in costcalc's own formats every number is a size or a setting."""
+    _check_values(doc.data, doc.path, doc.lines, ())
 
 
 def read_text(path: str | Path) -> str:
@@ -370,9 +382,6 @@ def _parse_json(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
     def first_line(token: str) -> int | None:
         return _line_at(text, text.find(token))
 
-    def refuse_constant(constant: str) -> None:
-        raise _RefusedError(f"{constant} is not a number a config can hold", first_line(constant))
-
     def checked_int(digits: str) -> int:
         if len(digits) > MAX_DIGITS:
             raise _RefusedError(_too_long(len(digits)), first_line(digits))
@@ -393,7 +402,7 @@ def _parse_json(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
     try:
         data = json.loads(
             text,
-            parse_constant=refuse_constant,
+            parse_constant=NON_FINITE.__getitem__,
             parse_int=checked_int,
             object_pairs_hook=no_duplicates,
         )
@@ -405,13 +414,36 @@ def _parse_json(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
     except RecursionError:
         raise FileReadError(name, "JSON nested too deeply to be a config") from None
     _check_json_size(data, name)
-    return data, _json_key_lines(text, data)
+    lines = _json_key_lines(text, data)
+    return _float_tags(data), lines
+
+
+NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+"""The numbers Python's ``json`` writes beyond JSON, as it reads them back."""
+
+FLOAT_TAG = "__float__"
+"""transformers 5 writes a float that is not finite as ``{"__float__": "Infinity"}``
+(``PreTrainedConfig._encode_special_floats``) and reads it back as the float."""
+
+
+def _float_tags(value: Any) -> Any:
+    """``value`` with every ``{"__float__": NAME}`` (that key alone, NAME one of NON_FINITE's)
+    read as the float it names, as transformers' ``_decode_special_floats`` reads it; nesting is
+    bounded by MAX_DEPTH already."""
+    if isinstance(value, dict):
+        tag = value.get(FLOAT_TAG)
+        if len(value) == 1 and isinstance(tag, str) and tag in NON_FINITE:
+            return NON_FINITE[tag]
+        return {key: _float_tags(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_float_tags(item) for item in value]
+    return value
 
 
 def plain_mapping(data: Mapping[Any, Any], name: str) -> dict[str, Any]:
     """A mapping given in Python (``costcalc.load({...})``) as a file's data: the same caps as a
     file's (values, depth, key length, integer digits) and plain values only (mappings with text
-    keys, lists or tuples, text, numbers, booleans, None; no NaN); walked without recursion, so
+    keys, lists or tuples, text, numbers, booleans, None); walked without recursion, so
     a mapping that holds itself is refused by its depth."""
     root: dict[str, Any] = {}
     stack: list[tuple[Any, Any, KeyPath]] = [(data, root, ())]
@@ -443,9 +475,9 @@ def plain_mapping(data: Mapping[Any, Any], name: str) -> dict[str, Any]:
 
 
 def _plain(value: Any, name: str, path: KeyPath) -> bool:
-    """Whether ``value`` is a plain scalar a config holds; a FileReadError for one refused."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise FileReadError(name, f"{'.'.join(path)}: {value} is not a number a config can hold")
+    """Whether ``value`` is a plain scalar a config holds; a FileReadError for one refused. A
+    float that is not finite is plain (a Hugging Face config holds them, as a file does);
+    whatever reads it as a size refuses it."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**MAX_DIGITS:
         where = ".".join(path)
         raise FileReadError(name, f"{where}: an integer of over {MAX_DIGITS} digits is too long")

@@ -55,9 +55,9 @@ from costcalc.gguf_types import (
     type_bytes,
 )
 from costcalc.layer_order import layer_stacks
-from costcalc.quant import TensorBytes, WeightFormat, override
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Tensor, block_tensors, model_tensors
+from costcalc.weight_format import TensorBytes, WeightFormat, override
 
 __all__ = ["GGML_QUANT_SIZES", "gguf_tensors", "type_bytes", "use_more_bits"]
 

@@ -147,7 +147,11 @@ def hub_checkpoint(hub_id: str, revision: str | None = None) -> Checkpoint | Non
 
 def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
     """A parsed config in any supported format, with overrides applied."""
+    from costcalc.files import check_finite
+
     kind = detect_format(doc.data)
+    if kind != "huggingface":
+        check_finite(doc)
     if kind == "costcalc":
         return _load_native(doc, file_model_name(doc.path), overrides or {})
     from costcalc.formats import huggingface, nanogpt

@@ -34,7 +34,8 @@ from costcalc.tensors import (
     value_width,
     weight_sets,
 )
-from costcalc.units import DTYPES, check_weight_dtype, dtype_bytes
+from costcalc.units import DTYPES, dtype_bytes
+from costcalc.weight_format import check_weight_dtype
 
 if TYPE_CHECKING:
     from costcalc.engines import EngineMemory
@@ -79,8 +80,8 @@ def weight_bytes(spec: ModelSpec, dtype: str) -> int:
     a quantized format with its metadata (:mod:`costcalc.quant`)."""
     if dtype in DTYPES:
         return dtype_bytes(total_params(spec), dtype)
-    from costcalc.quant import parse_format
     from costcalc.quant import weight_bytes as format_weight_bytes
+    from costcalc.weight_format import parse_format
 
     return format_weight_bytes(spec, parse_format(dtype))
 

@@ -163,7 +163,8 @@ def _weights_row(spec: ModelSpec, report: MemoryReport) -> str:
     dtype = report.setup.dtype
     if dtype in DTYPE_BITS:
         return _row("P", _n(report.params_total), dtype, report.bytes_weights)
-    from costcalc.quant import format_bytes, parse_format
+    from costcalc.quant import format_bytes
+    from costcalc.weight_format import parse_format
 
     stored = format_bytes(spec, parse_format(dtype))
     numbers = f"{_n(stored.bytes_quantized)} + {_n(stored.bytes_unquantized)}"

@@ -31,10 +31,10 @@ from costcalc.parallel import (
     rank_tensors,
     stage_reports,
 )
-from costcalc.quant import describe_format, weight_label
 from costcalc.results import model_header
 from costcalc.spec import ModelSpec
 from costcalc.stored_weights import StoredBytes
+from costcalc.weight_format import describe_format, weight_label
 from costcalc.zero import ESTIMATOR_SOURCE, ZERO_SOURCE, deepspeed_estimate
 
 

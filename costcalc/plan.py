@@ -154,7 +154,7 @@ def compute(dtype: str, gpu: Gpu) -> Compute:
     tensor cores); int8 and LLM.int8 W8A8 at the int8 peak (bitsandbytes' int8 matmul);
     every other format weight-only: dequantized to 16 bits, activations in 16 bits (W4A16,
     W8A16). A peak the catalogue does not give is a UsageError naming it and why."""
-    from costcalc.quant import parse_format
+    from costcalc.weight_format import parse_format
 
     fmt = parse_format(dtype)
     fp8 = fmt.name in ("fp8", "fp8-tensor", "fp8-channel", "fp8-block")
@@ -274,7 +274,8 @@ def weight_rows(spec: ModelSpec, dtype: str, tp: int = 1) -> list[tuple[str, Sha
     if dtype in DTYPES:
         tensors = parameter_tensors(spec) if tp == 1 else _tp_tensors(spec, tp)
         return [(t.name, t.shape, dtype_bytes(t.elements, dtype)) for t in tensors]
-    from costcalc.quant import format_bytes, parse_format
+    from costcalc.quant import format_bytes
+    from costcalc.weight_format import parse_format
 
     return [(t.name, t.shape, t.bytes) for t in format_bytes(spec, parse_format(dtype)).tensors]
 

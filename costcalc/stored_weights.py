@@ -104,7 +104,7 @@ def _extras(checkpoint: Checkpoint) -> tuple[tuple[str, int], ...]:
 
 def weights_note(model: LoadedModel, dtype: str) -> str | None:
     """Where the weights' format comes from, when the checkpoint names one."""
-    from costcalc.quant import describe_format
+    from costcalc.weight_format import describe_format
 
     stored, source = model.weight_format, model.weight_format_source
     if stored is None:

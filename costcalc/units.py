@@ -80,16 +80,6 @@ def check_dtype(dtype: str) -> str:
     return check_choice(dtype, DTYPES, "dtype")
 
 
-def check_weight_dtype(text: str) -> str:
-    """A weight dtype, or a quantized weight format (:func:`costcalc.quant.parse_format`) as
-    costcalc writes it (``gptq-int4`` -> ``gptq-int4:g128``); else a UsageError listing both."""
-    if text in DTYPE_BITS:
-        return text
-    from costcalc.quant import parse_format
-
-    return parse_format(text).label
-
-
 def format_bytes(n: int, system: UnitSystem = "si") -> str:
     """``n`` bytes in the largest unit of ``system`` that keeps the value >= 1, two decimals
     rounded half up, in integer arithmetic (exact at any size)."""

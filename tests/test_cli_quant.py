@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from costcalc.loaders import load_file, load_preset
-from costcalc.quant import format_bytes, parse_format
+from costcalc.quant import format_bytes
+from costcalc.weight_format import parse_format
 from tests.conftest import FIXTURES, ROOT, Invoke
 
 PRESETS = ROOT / "presets"

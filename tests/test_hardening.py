@@ -177,13 +177,26 @@ CASES: list[tuple[str, str, str | bytes, int | None, str]] = [
         1,
         "d_model: -inf is not a number a config can hold",
     ),
-    ("JSON NaN", "nan.json", '{\n"vocab_size": NaN}', 2, "NaN is not a number a config can hold"),
+    (
+        "JSON NaN",
+        "nan.json",
+        '{\n"vocab_size": NaN}',
+        2,
+        "vocab_size: nan is not a number a config can hold",
+    ),
     (
         "JSON Infinity",
         "inf.json",
         '{"vocab_size": Infinity}',
         1,
-        "Infinity is not a number a config can hold",
+        "vocab_size: inf is not a number a config can hold",
+    ),
+    (
+        "JSON tagged infinity in a costcalc config",
+        "tagged.json",
+        '{"vocab_size": 64,\n "d_model": {"__float__": "-Infinity"}}',
+        2,
+        "d_model: -inf is not a number a config can hold",
     ),
     (
         "JSON float overflowing to infinity",

@@ -14,7 +14,8 @@ from costcalc.errors import UsageError
 from costcalc.files import Document
 from costcalc.gguf_types import FILE_TYPES, GGML_QUANT_SIZES
 from costcalc.loaders import load_document
-from costcalc.quant import format_bytes, parse_format
+from costcalc.quant import format_bytes
+from costcalc.weight_format import parse_format
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "llama_quantize.json").read_text())
 CASES = [

@@ -20,10 +20,10 @@ from costcalc.quant import (
     mxfp4_bytes,
     nf4_bytes,
     nvfp4_bytes,
-    parse_format,
 )
 from costcalc.quant_layouts import nf4_code_bytes
 from costcalc.units import dtype_bytes
+from costcalc.weight_format import parse_format
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "quant_reference.json").read_text())
 LLAMA = load_preset("llama-3.1-8b").spec

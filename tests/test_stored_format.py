@@ -18,8 +18,9 @@ from costcalc.errors import ConfigError, UsageError
 from costcalc.files import Document
 from costcalc.formats.hf_quant import compressed_tensors_format
 from costcalc.loaders import LoadedModel, load_document, load_file
-from costcalc.quant import format_bytes, matrix_bytes, parse_format, weight_bytes
+from costcalc.quant import format_bytes, matrix_bytes, weight_bytes
 from costcalc.stored_weights import stored_bytes
+from costcalc.weight_format import parse_format
 from tests.conftest import FIXTURES
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "quant_reference.json").read_text())

@@ -83,7 +83,7 @@ def check(
     from costcalc.check import Limits, Reading, check_paths
     from costcalc.compute import check_count
     from costcalc.config import Budget
-    from costcalc.units import check_weight_dtype
+    from costcalc.weight_format import check_weight_dtype
 
     with user_errors():
         budget = Budget(

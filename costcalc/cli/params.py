@@ -83,7 +83,8 @@ def params(
     KV cache.
     """
     from costcalc.results import header_only_record, params_result
-    from costcalc.units import DTYPES, check_weight_dtype
+    from costcalc.units import DTYPES
+    from costcalc.weight_format import check_weight_dtype
 
     with user_errors():
         formats = tuple(dict.fromkeys(check_weight_dtype(d) for d in dtypes or ()))
@@ -124,9 +125,9 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
     """The parameter table (a column per model), the weight-bytes table and the MAC tables."""
     from costcalc.compute import compute_grids
     from costcalc.explain import explain as explain_rows
-    from costcalc.quant import weight_label
     from costcalc.render import Grid
     from costcalc.units import format_bytes, format_count
+    from costcalc.weight_format import weight_label
 
     names = [result.model.name for result in results]
     counts = [result.parameters for result in results]

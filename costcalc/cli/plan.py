@@ -118,7 +118,8 @@ def plan(
     from costcalc.errors import UsageError, check_choice
     from costcalc.gpus import find_gpu
     from costcalc.plan import MAX_COUNT, parse_fraction
-    from costcalc.units import DTYPES, check_weight_dtype
+    from costcalc.units import DTYPES
+    from costcalc.weight_format import check_weight_dtype
 
     with user_errors():
         device = find_gpu(gpu)
@@ -266,8 +267,8 @@ def _inference(
     """The roofline at --batch, what fits at the memory utilisation, and decode by batch."""
     from costcalc.compute import check_positions
     from costcalc.plan import cache_fit, compute, decode_batches, decode_step, roofline
-    from costcalc.quant import describe_format
     from costcalc.render import Grid, ratio_dict
+    from costcalc.weight_format import describe_format
 
     spec = model.spec
     context = prompt + generate

@@ -247,7 +247,8 @@ def model_buffer(spec: ModelSpec, dtype: str) -> int:
     padded to the file's 32-byte alignment but the last, the final norm (``output_norm``,
     ``model.norm.weight`` being the last of the checkpoint's names, as convert_hf_to_gguf.py
     writes them sorted)."""
-    from costcalc.quant import format_bytes, parse_format
+    from costcalc.quant import format_bytes
+    from costcalc.weight_format import parse_format
 
     fmt = parse_format(DTYPE_FILES.get(dtype, dtype))
     if fmt.name != "gguf":

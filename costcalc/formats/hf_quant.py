@@ -44,9 +44,10 @@ from typing import Any
 
 from costcalc.errors import ConfigError, Problem, UsageError
 from costcalc.files import Document
-from costcalc.quant import WeightFormat, default_quantized, parse_format
+from costcalc.quant import default_quantized
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Tensor, block_tensors, model_tensors
+from costcalc.weight_format import WeightFormat, parse_format
 
 MAX_PATTERNS = 100_000
 """Most module patterns read from one config."""

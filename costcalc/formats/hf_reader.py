@@ -46,7 +46,7 @@ class Reader:
             self.problems.append(Problem(names, "required key is missing (or null)", line))
             return None
         self.key_names[field] = self.name(key)
-        return self.data[key]
+        return self._read(key, None)
 
     def value(self, field: str | tuple[str, ...], *keys: str, default: Any) -> Any:
         """A value with the family's default (as its transformers config class sets it).
@@ -57,7 +57,21 @@ class Reader:
         key = self._find(keys)
         for name in (field,) if isinstance(field, str) else field:
             self.key_names[name] = self.name(key or keys[0])
-        return default if key is None else self.data[key]
+        return default if key is None else self._read(key, default)
+
+    def _read(self, key: str, instead: Any) -> Any:
+        """The value of ``key``; when it holds a number that is not finite (``Infinity``,
+        ``NaN``), a problem, and ``instead`` so reading goes on: a key the count reads sizes
+        the model, and no size is infinite (keys nothing reads may hold them)."""
+        value = self.data[key]
+        if not_finite(value):
+            self.fail(
+                key,
+                f"{_shown(value)} is not a finite number, and the count reads this key (only "
+                "keys that size nothing, such as time_step_limit, may hold one)",
+            )
+            return instead
+        return value
 
     def nullable(self, field: str, key: str, default: Any) -> Any:
         """A value whose ``null`` means "none" (not the default): the default only when ``key``
@@ -214,3 +228,24 @@ def is_positive(value: Any) -> TypeGuard[int | float]:
         and math.isfinite(value)
         and value > 0
     )
+
+
+def not_finite(value: Any) -> bool:
+    """``value`` is, or holds (in a list or mapping, at any depth), a float that is not finite."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def _shown(value: Any) -> str:
+    """A value that is or holds a float that is not finite, as JSON writes it (``Infinity``)."""
+    if isinstance(value, float):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    return f"{type(value).__name__} holding NaN or an infinity"

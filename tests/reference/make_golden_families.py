@@ -24,7 +24,6 @@ Results are merged into the existing output file. See tests/reference/README.md 
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import traceback
@@ -119,6 +118,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("qwen3-next-80b-a3b", ("qwen3-next-80b-a3b", False, "meta")),
         ("qwen3.5-35b-a3b-text", ("qwen3.5-35b-a3b", True, "meta")),
         ("nemotron-h-8b", ("nemotron-h-8b", False, "meta")),
+        ("nemotron-h-56b", ("nemotron-h-56b", False, "meta")),
         ("jamba-v0.1", ("jamba-v0.1", False, "meta")),
         ("lfm2-1.2b", ("lfm2-1.2b", False, "meta")),
         ("mamba2-130m", ("mamba2-130m", False, "meta")),
@@ -297,8 +297,10 @@ LAYER_INDEX = re.compile(r"\.(\d+)\.")
 
 
 def load_config(fixture: str, text: bool):
-    """Fixture config.json -> transformers config; the text decoder's config if `text`."""
-    data = json.loads(fixture_path(fixture).read_text())
+    """Fixture config.json -> transformers config; the text decoder's config if `text`. The file
+    is read as ``from_pretrained`` reads it (``_dict_from_json_file``: ``Infinity`` and
+    ``{"__float__": "Infinity"}`` are floats)."""
+    data = PretrainedConfig._dict_from_json_file(fixture_path(fixture))
     config = CONFIG_MAPPING[data["model_type"]].from_dict(data)
     return config.get_text_config() if text else config
 
