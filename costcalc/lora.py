@@ -34,11 +34,13 @@ once per set.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Literal
 
 from costcalc.errors import RangeError, UsageError, check_choice
+from costcalc.formats.families import model_types, peft_names
+from costcalc.formats.peft_names import DOWN, GATE_UP, LLAMA, ROUTER, FamilyNames
 from costcalc.option_names import option
 from costcalc.params import total_params
 from costcalc.render import ratio_dict
@@ -57,477 +59,11 @@ BIAS_MODES: tuple[str, ...] = ("none", "all", "lora_only")
 ALL_LINEAR = "all-linear"
 PEFT_VERSION = "0.21"
 
-MAMBA_MODEL_TYPES = ("falcon_h1", "falcon_mamba", "mamba", "mamba2", "nemotron_h")
-MAMBA_REFUSED = ("out_proj", "conv1d")
-"""peft refuses LoRA on a module named ``out_proj`` or ``conv1d`` in these model types
-(``_check_lora_target_modules_mamba``), ``all-linear`` included."""
-
-# --------------------------------------------------------------------------- family names
-
-LLAMA_PREFIXES = {"attn": "self_attn"}
-
-
-@dataclass(frozen=True)
-class FamilyNames:
-    """How a family names the modules costcalc's generic tensor names stand for.
-
-    ``prefixes`` renames a generic module's first part (``attn`` -> ``self_attn``); ``renames``
-    gives whole generic module paths their family path (``attn.qkv_proj`` -> ``attn.c_attn``);
-    ``router_linear`` says whether the MoE router is an ``nn.Linear`` (else a bare weight);
-    ``converted`` names peft's transformers 4 expert and router targets (see the module
-    docstring): old name -> (generic tensor, names that must be targeted together).
-    """
-
-    prefixes: dict[str, str] = field(default_factory=lambda: dict(LLAMA_PREFIXES))
-    renames: dict[str, str] = field(default_factory=dict)
-    router_linear: bool = False
-    converted: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
-    stacked_experts: bool = True
-    """False where the experts are not stacked as costcalc's tensors are (DBRX's w1, v1, w2)."""
-    loose_biases: frozenset[str] = frozenset()
-    """Generic modules whose bias is a parameter beside the linear layer, not its ``bias``
-    (GPT-NeoX-Japanese's ``dense_bias``, AFMoE's ``expert_bias``): no bias mode trains it (its
-    name does not end in ``.bias``)."""
-    module_per_set: bool = False
-    """A block reused at several depths is one module per weight set, run at each use
-    (HRM-Text's stacks, Dory's recurrent layers), not a module per use (Zamba)."""
-
-    def path(self, generic: str) -> str:
-        """The family's module path for a generic one."""
-        if generic in self.renames:
-            return self.renames[generic]
-        first, _, rest = generic.partition(".")
-        first = self.prefixes.get(first, first)
-        return f"{first}.{rest}" if rest and first else (rest or first)
-
-
-def _names(
-    prefixes: dict[str, str] | None = None,
-    renames: dict[str, str] | None = None,
-    router_linear: bool = False,
-    converted: dict[str, tuple[str, tuple[str, ...]]] | None = None,
-    stacked_experts: bool = True,
-    loose_biases: Iterable[str] = (),
-    module_per_set: bool = False,
-) -> FamilyNames:
-    """A family's names: Llama's, with other ``prefixes`` and ``renames``."""
-    return FamilyNames(
-        {**LLAMA_PREFIXES, **(prefixes or {})},
-        renames or {},
-        router_linear,
-        converted or {},
-        stacked_experts,
-        frozenset(loose_biases),
-        module_per_set,
-    )
-
-
-GATE_UP, DOWN, ROUTER = "mlp.experts.gate_up_proj", "mlp.experts.down_proj", "mlp.router.weight"
-MIXTRAL_CONVERTED = {
-    "gate": (ROUTER, ("gate",)),
-    "w1": (GATE_UP, ("w1", "w3")),
-    "w3": (GATE_UP, ("w1", "w3")),
-    "w2": (DOWN, ("w2",)),
-}
-QWEN2_MOE_CONVERTED = {
-    "gate": (ROUTER, ("gate",)),
-    "gate_proj": (GATE_UP, ("gate_proj", "up_proj")),
-    "up_proj": (GATE_UP, ("gate_proj", "up_proj")),
-    "down_proj": (DOWN, ("down_proj",)),
-}
-"""peft's ``_MOE_TARGET_MODULE_MAPPING`` and ``_MOE_FUSED_TARGETS`` (peft 0.21)."""
 PEFT_PARAMETERS = {GATE_UP: "gate_up_proj", DOWN: "down_proj", ROUTER: "gate.weight"}
-"""The ``target_parameters`` peft converts those names to: any weight whose path ends in one
-(a linear router named ``gate`` too; none where the router is ``gate.wg``)."""
+"""The ``target_parameters`` peft converts transformers 4 MoE names to (the family's
+``converted``): any weight whose path ends in one (a linear router named ``gate`` too; none
+where the router is ``gate.wg``)."""
 
-ROUTER_GATE = {"mlp.router": "mlp.gate"}
-GPT2_MLP = {"mlp.up_proj": "mlp.c_fc", "mlp.down_proj": "mlp.c_proj"}
-GPT2 = _names(
-    {"attn": "attn"},
-    {
-        "attn.qkv_proj": "attn.c_attn",
-        "attn.o_proj": "attn.c_proj",
-        **GPT2_MLP,
-        "embed_tokens": "wte",
-        "embed_positions": "wpe",
-    },
-)
-NEOX_MLP = {"mlp.up_proj": "mlp.dense_h_to_4h", "mlp.down_proj": "mlp.dense_4h_to_h"}
-NEOX_RENAMES = {
-    "attn.qkv_proj": "attention.query_key_value",
-    "attn.o_proj": "attention.dense",
-    "embed_tokens": "embed_in",
-    **NEOX_MLP,
-}
-GRANITE_SHARED_MLP = {
-    "mlp.shared_expert.gate_up_proj": "shared_mlp.input_linear",
-    "mlp.shared_expert.down_proj": "shared_mlp.output_linear",
-}
-OPT_RENAMES = {"attn.o_proj": "self_attn.out_proj", "mlp.up_proj": "fc1", "mlp.down_proj": "fc2"}
-LLAMA = _names(renames=ROUTER_GATE)
-QWEN2_MOE = _names(renames=ROUTER_GATE, converted=QWEN2_MOE_CONVERTED)
-"""Families transformers converts as Qwen2-MoE (``_MODEL_TO_CONVERSION_PATTERN``); peft converts
-their targets, but not Qwen2-MoE's own, which it does not list."""
-SHARED_EXPERTS = {
-    f"mlp.shared_expert.{p}": f"mlp.shared_experts.{p}"
-    for p in ("gate_proj", "up_proj", "down_proj", "gate_up_proj")
-}
-DEEPSEEK = _names(renames={**ROUTER_GATE, **SHARED_EXPERTS}, converted=QWEN2_MOE_CONVERTED)
-DEEPSEEK_NAMES = _names(renames=DEEPSEEK.renames)
-"""DeepSeek's module names in a family transformers has no checkpoint conversion for
-(``conversion_mapping._MODEL_TO_CONVERSION_PATTERN``): peft rewrites no old expert names."""
-AXK2_NAMES = _names(
-    renames={
-        **DEEPSEEK.renames,
-        "attn.q_b_proj": "self_attn.q_gate_proj",
-        **{
-            f"{generic}_norm_gate.{fc}": f"{norm}.mlp.{fc}"
-            for generic, norm in (("attn", "input_layernorm"), ("mlp", "post_attention_layernorm"))
-            for fc in ("fc1", "fc2")
-        },
-    }
-)
-"""A.X K2's: DeepSeek's, the query projection ``q_gate_proj`` and the gated norms' ``mlp.fc1``
-and ``mlp.fc2``."""
-FEED_FORWARD = {"mlp": "feed_forward"}
-LFM2_RENAMES = {
-    "attn.o_proj": "self_attn.out_proj",
-    "mlp.gate_proj": "feed_forward.w1",
-    "mlp.up_proj": "feed_forward.w3",
-    "mlp.down_proj": "feed_forward.w2",
-}
-ERNIE_VL_RENAMES = {
-    "mlp.router": "mlp.text_moe.gate",
-    "mlp.experts.gate_up_proj": "mlp.text_moe.experts.gate_up_proj",
-    "mlp.experts.down_proj": "mlp.text_moe.experts.down_proj",
-    "mlp.vision_moe.router": "mlp.vision_moe.gate",
-    **SHARED_EXPERTS,
-}
-"""ERNIE 4.5 VL's sparse block: the text experts under ``text_moe``, the vision ones under
-``vision_moe``, each routed by its own ``gate``."""
-LLAMA_FAMILIES = (
-    "apertus arcee cohere cohere2 ernie4_5 exaone4 gemma gemma2 gemma3_text glm4 granite helium "
-    "llama ministral mistral mllama_text_model nemotron olmo2 olmo3 paddleocr_vl_text phi3 qwen2 "
-    "qwen2_moe qwen3 qwen3_5_text qwen3_5_moe_text seed_oss smollm3 stablelm"
-)
-
-DENSE_LLAMA_FAMILIES = (
-    "apertus1p5_text cwm exaone gemma3n_text glm glm4v_text glm_image_text glm_ocr_text "
-    "granite_swa hunyuan_v1_dense hunyuan_vl_text hyperclovax internlm3 iquestcoder jais2 "
-    "ministral3 olmo qwen2_5_omni_text qwen2_5_vl_text qwen2_vl_text qwen3_vl_text vaultgemma "
-    "youtu molmo2_text granite4_vision_text granite_docling_text muse_glimmer_text phi4_multimodal"
-)
-"""More families named as Llama (``self_attn.q_proj`` ... ``mlp.down_proj``)."""
-
-FAMILY_NAMES: dict[str, FamilyNames] = {
-    "qwen4_exp_text": _names(
-        {"attn_hc": "attn_hyper_connection", "ffn_hc": "mlp_hyper_connection"},
-        {
-            **ROUTER_GATE,
-            "attn.indexer.qk_proj": "self_attn.indexer.index_qk_proj",
-            "attn.indexer.q_norm": "self_attn.indexer.q_layernorm",
-            "attn.indexer.k_norm": "self_attn.indexer.k_layernorm",
-        },
-    ),
-    "ernie4_5_vl_moe_text": _names(renames=ERNIE_VL_RENAMES),
-    **dict.fromkeys(LLAMA_FAMILIES.split(), LLAMA),
-    **dict.fromkeys(DENSE_LLAMA_FAMILIES.split(), LLAMA),
-    **dict.fromkeys(
-        ("nanochat", "cosmos3_edge_text"),
-        _names(renames={"mlp.up_proj": "mlp.fc1", "mlp.down_proj": "mlp.fc2"}),
-    ),
-    **dict.fromkeys(
-        ("gemma4_text", "gemma4_unified_text"),
-        _names(
-            renames={
-                "mlp.router": "router.proj",
-                GATE_UP: "experts.gate_up_proj",
-                DOWN: "experts.down_proj",
-                **{
-                    f"mlp.shared_expert.{p}": f"mlp.{p}"
-                    for p in ("gate_proj", "up_proj", "down_proj")
-                },
-            },
-            router_linear=True,
-        ),
-    ),
-    "solar_open": DEEPSEEK,
-    **dict.fromkeys(
-        ("mixtral", "minimax_m2", "minimax"),
-        _names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED),
-    ),
-    **dict.fromkeys(
-        ("qwen3_moe", "olmoe", "qwen3_next", "flex_olmo", "mellum", "qwen3_omni_moe_text"),
-        QWEN2_MOE,
-    ),
-    "mimo_v2_flash": LLAMA,
-    "qwen3_vl_moe_text": LLAMA,
-    "flint": _names(renames=ROUTER_GATE),
-    "beam": QWEN2_MOE,
-    "lara_mini": LLAMA,
-    "cohere_compass_text": LLAMA,
-    **dict.fromkeys(
-        (
-            "deepseek_v2",
-            "deepseek_v3",
-            "deepseek_v32",
-            "dots1",
-            "glm4_moe",
-            "glm4_moe_lite",
-            "glm4v_moe_text",
-            "glm_moe_dsa",
-            "ernie4_5_moe",
-            "sarvam_mla",
-        ),
-        DEEPSEEK,
-    ),
-    **dict.fromkeys(
-        (
-            "sarvam_moe",
-            "axk1",
-            "hy_v3",
-            "kolibri1",
-            "step3p5",
-            "dots3_note_text",
-            "minimax_m3_vl_text",
-            "deepseek_ocr2_text",
-            "hy_v4",
-            "hy_v4_vl_text",
-            "mistral_large4_text",
-        ),
-        DEEPSEEK_NAMES,
-    ),
-    "laguna": _names(renames={**DEEPSEEK_NAMES.renames, "attn.gate_proj": "self_attn.g_proj"}),
-    "exaone_moe": DEEPSEEK,
-    "axk2": AXK2_NAMES,
-    "deepseek_v4": _names(
-        renames={
-            **DEEPSEEK.renames,
-            "attn.k_proj": "self_attn.kv_proj",
-            "attn.compressor.indexer.weights_proj": (
-                "self_attn.compressor.indexer.scorer.weights_proj"
-            ),
-        },
-    ),
-    "afmoe": _names(
-        renames={
-            "mlp.router": "mlp.router.gate",
-            **{
-                f"mlp.shared_expert.{p}": f"mlp.shared_experts.{p}"
-                for p in ("gate_proj", "up_proj", "down_proj")
-            },
-        },
-        router_linear=True,
-        converted=QWEN2_MOE_CONVERTED,
-        loose_biases=("mlp.router",),
-    ),
-    "cohere2_moe": DEEPSEEK,
-    "doge": _names(
-        renames={
-            f"mlp.shared_expert.{p}": f"mlp.{p}" for p in ("gate_proj", "up_proj", "down_proj")
-        },
-        router_linear=True,
-    ),
-    **dict.fromkeys(("dory", "hrm_text"), _names(module_per_set=True)),
-    "jetmoe": _names(
-        {"attn": "self_attention"},
-        {
-            "mlp.router": "mlp.router.layer",
-            GATE_UP: "mlp.input_linear.weight",
-            DOWN: "mlp.output_linear.weight",
-        },
-        router_linear=True,
-    ),
-    "hunyuan_v1_moe": _names(
-        renames={
-            "mlp.router": "mlp.gate.wg",
-            **{
-                f"mlp.shared_expert.{p}": f"mlp.shared_mlp.{p}"
-                for p in ("gate_proj", "up_proj", "down_proj")
-            },
-        },
-        router_linear=True,
-        converted=QWEN2_MOE_CONVERTED,
-    ),
-    "gpt2": GPT2,
-    "gpt-sw3": GPT2,
-    "minicpm3": LLAMA,
-    "emu3_text_model": LLAMA,
-    "bitnet": LLAMA,
-    "diffllama": LLAMA,
-    "aria_text": _names(renames=SHARED_EXPERTS),
-    "granitemoe_swa": _names({"mlp": "block_sparse_moe"}, GRANITE_SHARED_MLP),
-    "gpt_bigcode": GPT2,
-    "openai-gpt": _names(
-        {"attn": "attn"},
-        {
-            "attn.qkv_proj": "attn.c_attn",
-            "attn.o_proj": "attn.c_proj",
-            **GPT2_MLP,
-            "embed_tokens": "tokens_embed",
-            "embed_positions": "positions_embed",
-        },
-    ),
-    "gpt_neox": _names({"attn": "attention"}, NEOX_RENAMES),
-    "gpt_neox_japanese": _names(
-        {"attn": "attention"},
-        {**NEOX_RENAMES, "lm_head": "embed_out"},
-        loose_biases=("attn.o_proj",),
-    ),
-    **dict.fromkeys(
-        ("bloom", "falcon"),
-        _names(
-            {"attn": "self_attention"},
-            {
-                "attn.qkv_proj": "self_attention.query_key_value",
-                "attn.o_proj": "self_attention.dense",
-                "embed_tokens": "word_embeddings",
-                **NEOX_MLP,
-            },
-        ),
-    ),
-    "persimmon": _names(
-        renames={
-            "attn.qkv_proj": "self_attn.query_key_value",
-            "attn.o_proj": "self_attn.dense",
-            **NEOX_MLP,
-        }
-    ),
-    "phi": _names(
-        renames={
-            "attn.o_proj": "self_attn.dense",
-            "mlp.up_proj": "mlp.fc1",
-            "mlp.down_proj": "mlp.fc2",
-        }
-    ),
-    **dict.fromkeys(("opt", "xglm"), _names(renames=OPT_RENAMES)),
-    "kosmos_2_text_model": _names(
-        renames={**OPT_RENAMES, "mlp.up_proj": "ffn.fc1", "mlp.down_proj": "ffn.fc2"}
-    ),
-    "biogpt": _names(renames={**OPT_RENAMES, "lm_head": "output_projection"}),
-    "gpt_neo": _names(
-        {"attn": "attn.attention"},
-        {
-            "attn.o_proj": "attn.attention.out_proj",
-            **GPT2_MLP,
-            "embed_tokens": "wte",
-            "embed_positions": "wpe",
-        },
-    ),
-    **dict.fromkeys(
-        ("gptj", "codegen"),
-        _names(
-            {"attn": "attn"},
-            {
-                "attn.o_proj": "attn.out_proj",
-                "mlp.up_proj": "mlp.fc_in",
-                "mlp.down_proj": "mlp.fc_out",
-                "embed_tokens": "wte",
-            },
-        ),
-    ),
-    "ctrl": _names(
-        {"attn": "multi_head_attention", "mlp": "ffn"},
-        {
-            **{f"attn.{p}_proj": f"multi_head_attention.W{p}" for p in "qkv"},
-            "attn.o_proj": "multi_head_attention.dense",
-            "mlp.up_proj": "ffn.0",
-            "mlp.down_proj": "ffn.2",
-            "embed_tokens": "w",
-        },
-    ),
-    "mpt": _names(
-        {"attn": "attn", "mlp": "ffn"},
-        {"attn.qkv_proj": "attn.Wqkv", "attn.o_proj": "attn.out_proj", "embed_tokens": "wte"},
-    ),
-    "dbrx": _names(
-        {"attn": "norm_attn_norm.attn", "mlp": "ffn"},
-        {
-            "attn.qkv_proj": "norm_attn_norm.attn.Wqkv",
-            "attn.o_proj": "norm_attn_norm.attn.out_proj",
-            "mlp.router": "ffn.router.layer",
-            "embed_tokens": "wte",
-        },
-        router_linear=True,
-        stacked_experts=False,
-    ),
-    "starcoder2": _names(renames=GPT2_MLP),
-    "gpt_oss": _names(),
-    "phimoe": _names(router_linear=True),
-    "granitemoe": _names({"mlp": "block_sparse_moe"}),
-    "granitemoeshared": _names({"mlp": "block_sparse_moe"}, GRANITE_SHARED_MLP),
-    "llama4_text": _names(FEED_FORWARD, router_linear=True),
-    "jamba": _names({**FEED_FORWARD, "mixer": "mamba"}),
-    **dict.fromkeys(
-        ("mamba", "mamba2", "falcon_mamba"), _names(renames={"embed_tokens": "embeddings"})
-    ),
-    "rwkv": _names(
-        {"attn": "attention", "mlp": "feed_forward"},
-        {"embed_tokens": "embeddings", "lm_head": "head"},
-    ),
-    "xlstm": _names(
-        {"attn": "mlstm_layer", "mlp": "ffn"},
-        {
-            "embed_tokens": "embeddings",
-            "mlp.gate_proj": "ffn.proj_up_gate",
-            "mlp.up_proj": "ffn.proj_up",
-            "mlp.gate_up_proj": "ffn.proj_up_gate_z",
-            "mlp.down_proj": "ffn.proj_down",
-        },
-    ),
-    "olmo_hybrid": _names(
-        renames={
-            "linear_attn.in_proj_a": "linear_attn.a_proj",
-            "linear_attn.in_proj_b": "linear_attn.b_proj",
-            "linear_attn.in_proj_z": "linear_attn.g_proj",
-            "linear_attn.out_proj": "linear_attn.o_proj",
-        }
-    ),
-    "recurrent_gemma": _names(
-        {"attn": "temporal_block", "mlp": "mlp_block", "mixer": "temporal_block"}
-    ),
-    **dict.fromkeys(
-        ("kimi_linear", "bailing_hybrid", "glm5_next_text"),
-        _names({"linear_attn": "self_attn"}, {**ROUTER_GATE, **SHARED_EXPERTS}),
-    ),
-    **dict.fromkeys(("bamba", "falcon_h1"), _names({**FEED_FORWARD, "mixer": "mamba"})),
-    "granitemoehybrid": _names(
-        {"mlp": "block_sparse_moe", "mixer": "mamba"},
-        {
-            **GRANITE_SHARED_MLP,
-            "mlp.gate_up_proj": "shared_mlp.input_linear",
-            "mlp.down_proj": "shared_mlp.output_linear",
-        },
-    ),
-    "nemotron_h": _names({"attn": "mixer", "mlp": "mixer"}, {"embed_tokens": "embeddings"}),
-    "lfm2": _names(FEED_FORWARD, LFM2_RENAMES),
-    "lfm2_moe": _names(FEED_FORWARD, {**LFM2_RENAMES, "mlp.router": "feed_forward.gate"}),
-    "lfm3": _names(FEED_FORWARD, {k: v for k, v in LFM2_RENAMES.items() if k != "attn.o_proj"}),
-    "zamba": _names(
-        {"attn": "shared_transf.self_attn", "mlp": "shared_transf.feed_forward", "mixer": "mamba"}
-    ),
-    "zamba2": _names(
-        {
-            "attn": "shared_transformer.self_attn",
-            "mlp": "shared_transformer.feed_forward",
-            "mixer": "mamba",
-        },
-        {
-            **{
-                f"attn.{x}_adapter.{i}": f"shared_transformer.self_attn.linear_{x}_adapter_list.{i}"
-                for x in "qkv"
-                for i in "01"
-            },
-            **{
-                f"mlp.gate_up_proj_adapter.{i}": (
-                    f"shared_transformer.feed_forward.gate_up_proj_adapter_list.{i}"
-                )
-                for i in "01"
-            },
-        },
-    ),
-}
-"""Families by ``model_type``; costcalc's own YAML models (no family) use Llama's names."""
 
 # --------------------------------------------------------------------------- sites
 
@@ -755,15 +291,17 @@ def lora_config(
 
 
 def family_names(family: str | None) -> FamilyNames:
-    """The names of ``family`` (Llama's for costcalc's own models), or an error."""
+    """The names of ``family`` (Llama's for costcalc's own models), as its family module
+    declares them (:mod:`costcalc.formats.families`), or an error."""
     if family is None:
         return LLAMA
-    if family not in FAMILY_NAMES:
+    names = peft_names(family)
+    if names is None:
         raise UsageError(
             f"costcalc does not know the module names of the {family} family, so cannot match "
-            "LoRA targets; known: " + ", ".join(sorted(FAMILY_NAMES))
+            "LoRA targets; known: " + ", ".join(model_types())
         )
-    return FAMILY_NAMES[family]
+    return names
 
 
 def _resolve(
@@ -863,7 +401,7 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
     for i, rank in ranks.items():
         name = _param_key(_weight_path(found[i])) if i in by_weight else found[i].name
         chosen.setdefault(name, []).append((found[i], rank))
-    _check_mamba(family, chosen)
+    _check_refused(family, names, chosen)
     modules = tuple(_adapted(name, hits, config.dora) for name, hits in sorted(chosen.items()))
     adapted = {s.generic for hits in chosen.values() for s, _ in hits}
     tensors = parameter_tensors(spec)
@@ -906,18 +444,21 @@ def lora_report(spec: ModelSpec, family: str | None, config: LoraConfig) -> Lora
     )
 
 
-def _check_mamba(family: str | None, chosen: dict[str, list[tuple[Site, int]]]) -> None:
-    """peft's refusal of ``out_proj`` and ``conv1d`` in Mamba-based model types."""
+def _check_refused(
+    family: str | None, names: FamilyNames, chosen: dict[str, list[tuple[Site, int]]]
+) -> None:
+    """peft's refusal of some module names in some model types (``out_proj`` and ``conv1d`` in
+    the Mamba-based ones)."""
     refused = sorted(
         s.path
         for hits in chosen.values()
         for s, _ in hits
-        if s.path.split(".")[-1] in MAMBA_REFUSED
+        if s.path.split(".")[-1] in names.refused
     )
-    if family in MAMBA_MODEL_TYPES and refused:
+    if refused:
         raise UsageError(
             f"peft {PEFT_VERSION} refuses LoRA on {', '.join(refused)} in {family} models (no "
-            f"module named {' or '.join(MAMBA_REFUSED)} in Mamba-based models); name the other "
+            f"module named {' or '.join(names.refused)} in Mamba-based models); name the other "
             "layers (all-linear includes them)"
         )
 

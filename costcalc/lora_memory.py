@@ -36,7 +36,8 @@ from typing import Any
 from costcalc.activations import activation_formula, activation_source
 from costcalc.compute import check_count
 from costcalc.errors import UsageError, check_choice
-from costcalc.lora import FamilyNames, LoraReport, sites
+from costcalc.formats.peft_names import FamilyNames
+from costcalc.lora import LoraReport, sites
 from costcalc.macs import check_attention, check_recompute
 from costcalc.memory import (
     DEFAULT_ATTENTION,

@@ -34,7 +34,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from costcalc.errors import UsageError
-from costcalc.lora import FamilyNames, LoraReport, Site, sites
+from costcalc.formats.peft_names import FamilyNames
+from costcalc.lora import LoraReport, Site, sites
 from costcalc.lora_memory import FLOAT_DTYPES, LORA_OPTIMIZERS, LoraMemory, LoraTraining
 from costcalc.memory import MASTER_DTYPE, STEP_DTYPE
 from costcalc.option_names import option

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from costcalc.formats.families import registry
+from costcalc.formats.families import model_types
 from tests.conftest import ROOT, Invoke
 from tests.hf_helpers import write_config
 
@@ -57,12 +57,12 @@ def test_kv_heads_that_do_not_divide_the_heads(cli: Invoke, tmp_path: Path) -> N
 def test_unknown_model_type_points_to_the_supported_ones(cli: Invoke, tmp_path: Path) -> None:
     stderr = fails(cli, write_config(tmp_path, "gpt2", model_type="bert"))
     assert "unsupported model_type 'bert'" in stderr
-    assert f"costcalc reads {len(registry())} families, listed in docs/huggingface.md" in stderr
+    assert f"costcalc reads {len(model_types())} families, listed in docs/huggingface.md" in stderr
     assert "safetensors headers" in stderr and "costcalc YAML" in stderr
     listed = set(
         re.findall(r"^\| ([\w.-]+) \|", (ROOT / "docs" / "huggingface.md").read_text(), re.M)
     )
-    assert set(registry()) <= listed  # the docs' table of keys read has a row for every one
+    assert set(model_types()) <= listed  # the docs' table of keys read has a row for every one
 
 
 def test_wrong_types_name_the_keys(cli: Invoke, tmp_path: Path) -> None:

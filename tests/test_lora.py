@@ -11,7 +11,7 @@ import pytest
 
 from costcalc.errors import UsageError
 from costcalc.loaders import load_file, load_preset
-from costcalc.lora import ALL_LINEAR, FAMILY_NAMES, family_names, lora_config, lora_report, sites
+from costcalc.lora import ALL_LINEAR, family_names, lora_config, lora_report, sites
 from costcalc.lora_memory import LoraMemory, lora_memory, lora_training, nf4_bytes
 from costcalc.memory import (
     MemoryReport,
@@ -209,12 +209,6 @@ def test_family_names_name_the_tables(fixture: str) -> None:
     for s in found:
         if s.kind == "embedding":
             assert any(_tail_of(n, s.path) and shape == sorted(s.shape) for n, shape in theirs)
-
-
-def test_every_family_has_names() -> None:
-    from costcalc.formats.families import registry
-
-    assert set(registry()) == set(FAMILY_NAMES)
 
 
 # --------------------------------------------------------------------------- refusals

@@ -6,7 +6,7 @@ code builds. Keys the count does not depend on are ignored; a missing key the co
 error naming it. A multimodal config whose language model sits under ``text_config`` is read for
 that text decoder, and says that the rest (the vision tower) is not counted; so is one without a
 ``text_config`` whose family declares where its text keys sit
-(:func:`~costcalc.formats.families.text_locations`): at the top level (Qwen2-VL's published
+(:func:`~costcalc.formats.families.text_location`): at the top level (Qwen2-VL's published
 files) or deeper (Qwen2.5-Omni's ``thinker_config.text_config``).
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 from costcalc.errors import Problem, UnsupportedModelError
 from costcalc.files import Document
-from costcalc.formats.families import registry, text_locations
+from costcalc.formats.families import Translator, model_types, text_location, translator
 from costcalc.formats.hf_reader import Reader
 from costcalc.formats.translation import Translation
 
@@ -30,54 +30,58 @@ UNSUPPORTED_HELP = (
 
 def translate(doc: Document) -> Translation:
     """ModelSpec fields for a Hugging Face config, by its ``model_type``."""
-    families = registry()
     model_type = doc.data.get("model_type")
-    family = families.get(model_type) if isinstance(model_type, str) else None
+    family = translator(model_type) if isinstance(model_type, str) else None
     if family is not None:
         reader = Reader(doc)
         return replace(reader.finish(family(reader)), family=model_type)
     text = doc.data.get("text_config")
     text_type = text.get("model_type") if isinstance(text, dict) else None
-    if isinstance(text, dict) and isinstance(text_type, str) and text_type in families:
-        return _text_decoder(Reader(doc, ("text_config",)), model_type, text_type, "text_config")
-    located = text_locations().get(model_type) if isinstance(model_type, str) else None
-    if text is None and located is not None and located[1] in families:
+    decoder = translator(text_type) if isinstance(text_type, str) else None
+    if isinstance(text, dict) and isinstance(text_type, str) and decoder is not None:
+        reader = Reader(doc, ("text_config",))
+        return _text_decoder(reader, decoder, model_type, text_type, "text_config")
+    located = text_location(model_type) if isinstance(model_type, str) else None
+    decoder = translator(located[1]) if located is not None else None
+    if text is None and located is not None and decoder is not None:
         path, located_type = located
         if _mapping_at(doc.data, path):
             where = ".".join(path) or "the top-level keys"
-            return _text_decoder(Reader(doc, path), model_type, located_type, where)
+            return _text_decoder(Reader(doc, path), decoder, model_type, located_type, where)
     shown = text_type if model_type is None and isinstance(text_type, str) else model_type
     raise UnsupportedModelError(
         doc.path,
         [
             Problem(
                 "model_type",
-                f"unsupported model_type {shown!r}{_did_you_mean(shown, families)}; "
-                f"{UNSUPPORTED_HELP}; costcalc reads {len(families)} families, listed in "
-                "docs/huggingface.md",
+                f"unsupported model_type {shown!r}{_did_you_mean(shown)}; {UNSUPPORTED_HELP}; "
+                f"costcalc reads {len(model_types())} families, listed in docs/huggingface.md",
                 doc.line_of(("model_type",)),
             )
         ],
     )
 
 
-def _did_you_mean(model_type: Any, families: dict[str, Any]) -> str:
+def _did_you_mean(model_type: Any) -> str:
     """`` (did you mean 'llama'?)`` for a ``model_type`` close to up to three families read."""
     if not isinstance(model_type, str):
         return ""
     import difflib
 
+    known = model_types()
     lowered = model_type.strip().lower().replace("-", "_")
-    close = [lowered] if lowered in families else []
-    close += difflib.get_close_matches(lowered, list(families), n=3, cutoff=0.75)
+    close = [lowered] if lowered in known else []
+    close += difflib.get_close_matches(lowered, known, n=3, cutoff=0.75)
     close = list(dict.fromkeys(close))[:3]
     return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
-def _text_decoder(reader: Reader, model_type: Any, text_type: str, where: str) -> Translation:
-    """The text decoder of a multimodal config, read by ``reader`` (at ``where`` in the file),
-    with a note that the rest is not counted."""
-    translation = reader.finish(registry()[text_type](reader))
+def _text_decoder(
+    reader: Reader, decoder: Translator, model_type: Any, text_type: str, where: str
+) -> Translation:
+    """The text decoder of a multimodal config, read by ``reader`` (at ``where`` in the file)
+    with its family's translator ``decoder``, with a note that the rest is not counted."""
+    translation = reader.finish(decoder(reader))
     note = (
         f"{model_type} is multimodal: counted is its text decoder ({text_type}, {where}); "
         "the vision tower and projector are not counted, nor its audio or speech parts if any."

@@ -17,6 +17,7 @@ from typing import Any
 
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.peft_names import LLAMA
 
 BITNET_SIZES: dict[str, Any] = {
     "vocab_size": 128_256,
@@ -39,3 +40,9 @@ def bitnet(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"bitnet": bitnet}
+
+
+PEFT_NAMES = {
+    "bitnet": LLAMA,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

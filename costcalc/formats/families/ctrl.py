@@ -15,6 +15,7 @@ from typing import Any
 
 from costcalc.formats.families.layernorm import GPT_KEYS
 from costcalc.formats.hf_reader import Reader
+from costcalc.formats.peft_names import llama_names
 
 CTRL_DEFAULTS: dict[str, int] = {
     "vocab_size": 246534,
@@ -45,3 +46,18 @@ def ctrl(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"ctrl": ctrl}
+
+
+PEFT_NAMES = {
+    "ctrl": llama_names(
+        {"attn": "multi_head_attention", "mlp": "ffn"},
+        {
+            **{f"attn.{p}_proj": f"multi_head_attention.W{p}" for p in "qkv"},
+            "attn.o_proj": "multi_head_attention.dense",
+            "mlp.up_proj": "ffn.0",
+            "mlp.down_proj": "ffn.2",
+            "embed_tokens": "w",
+        },
+    ),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader
+from costcalc.formats.peft_names import llama_names
 
 DBRX_KEYS: dict[str, tuple[str, ...]] = {
     "vocab_size": ("vocab_size",),
@@ -68,3 +69,19 @@ def dbrx(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"dbrx": dbrx}
+
+
+PEFT_NAMES = {
+    "dbrx": llama_names(
+        {"attn": "norm_attn_norm.attn", "mlp": "ffn"},
+        {
+            "attn.qkv_proj": "norm_attn_norm.attn.Wqkv",
+            "attn.o_proj": "norm_attn_norm.attn.out_proj",
+            "mlp.router": "ffn.router.layer",
+            "embed_tokens": "wte",
+        },
+        router_linear=True,
+        stacked_experts=False,
+    ),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

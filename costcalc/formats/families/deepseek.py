@@ -25,6 +25,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import first_dense, listed_sparse, routed_experts, shared_experts
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.peft_names import DEEPSEEK, DEEPSEEK_NAMES, LLAMA, llama_names
 
 MLA_DEFAULTS: dict[str, int | None] = {
     "q_lora_rank": 1536,
@@ -356,3 +357,35 @@ FAMILIES = {
     "axk1": axk1,
     "axk2": axk2,
 }
+
+
+AXK2_NAMES = llama_names(
+    renames={
+        **DEEPSEEK.renames,
+        "attn.q_b_proj": "self_attn.q_gate_proj",
+        **{
+            f"{generic}_norm_gate.{fc}": f"{norm}.mlp.{fc}"
+            for generic, norm in (("attn", "input_layernorm"), ("mlp", "post_attention_layernorm"))
+            for fc in ("fc1", "fc2")
+        },
+    }
+)
+"""A.X K2's: DeepSeek's, the query projection ``q_gate_proj`` and the gated norms' ``mlp.fc1``
+and ``mlp.fc2``."""
+PEFT_NAMES = {
+    **dict.fromkeys(
+        (
+            "deepseek_v2",
+            "deepseek_v3",
+            "deepseek_v32",
+            "glm4_moe_lite",
+            "glm_moe_dsa",
+            "sarvam_mla",
+        ),
+        DEEPSEEK,
+    ),
+    **dict.fromkeys(("minicpm3", "youtu"), LLAMA),
+    "axk1": DEEPSEEK_NAMES,
+    "axk2": AXK2_NAMES,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -29,6 +29,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.formats.peft_names import DEEPSEEK, llama_names
 
 SIZES: dict[str, int] = {
     "vocab_size": 129280,
@@ -167,3 +168,17 @@ def _hash_layers(r: Reader, n_layers: Any) -> None:
 
 
 FAMILIES = {"deepseek_v4": deepseek_v4}
+
+
+PEFT_NAMES = {
+    "deepseek_v4": llama_names(
+        renames={
+            **DEEPSEEK.renames,
+            "attn.k_proj": "self_attn.kv_proj",
+            "attn.compressor.indexer.weights_proj": (
+                "self_attn.compressor.indexer.scorer.weights_proj"
+            ),
+        },
+    ),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.peft_names import LLAMA
 
 DIFFLLAMA_SIZES: dict[str, Any] = {
     "vocab_size": 32_000,
@@ -39,3 +40,9 @@ def diffllama(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"diffllama": diffllama}
+
+
+PEFT_NAMES = {
+    "diffllama": LLAMA,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -13,6 +13,7 @@ from typing import Any
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.peft_names import llama_names
 
 SIZES = {
     "vocab_size": 32768,
@@ -64,3 +65,14 @@ def doge(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"doge": doge}
+
+
+PEFT_NAMES = {
+    "doge": llama_names(
+        renames={
+            f"mlp.shared_expert.{p}": f"mlp.{p}" for p in ("gate_proj", "up_proj", "down_proj")
+        },
+        router_linear=True,
+    ),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

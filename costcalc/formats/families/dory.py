@@ -16,6 +16,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
 from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.formats.peft_names import llama_names
 
 SIZES = {
     "vocab_size": 131072,
@@ -150,3 +151,9 @@ def dory(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"dory": dory}
+
+
+PEFT_NAMES = {
+    "dory": llama_names(module_per_set=True),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

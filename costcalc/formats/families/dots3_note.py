@@ -13,6 +13,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.deepseek import mla_layout
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader
+from costcalc.formats.peft_names import DEEPSEEK_NAMES
 
 DOTS3_MLA: dict[str, int | None] = {
     "q_lora_rank": 1024,
@@ -244,3 +245,9 @@ def dots3_note_text(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"dots3_note_text": dots3_note_text}
+
+
+PEFT_NAMES = {
+    "dots3_note_text": DEEPSEEK_NAMES,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -20,6 +20,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.moe import ernie_sparse_block, shared_experts
 from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.formats.peft_names import SHARED_EXPERTS, llama_names
 
 EXPERT_WIDTHS = (1536, 512)
 """Ernie4_5_VLMoeTextConfig's ``moe_intermediate_size`` when absent: text, vision."""
@@ -47,3 +48,18 @@ def ernie4_5_vl_moe_text(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"ernie4_5_vl_moe_text": ernie4_5_vl_moe_text}
+
+
+ERNIE_VL_RENAMES = {
+    "mlp.router": "mlp.text_moe.gate",
+    "mlp.experts.gate_up_proj": "mlp.text_moe.experts.gate_up_proj",
+    "mlp.experts.down_proj": "mlp.text_moe.experts.down_proj",
+    "mlp.vision_moe.router": "mlp.vision_moe.gate",
+    **SHARED_EXPERTS,
+}
+"""ERNIE 4.5 VL's sparse block: the text experts under ``text_moe``, the vision ones under
+``vision_moe``, each routed by its own ``gate``."""
+PEFT_NAMES = {
+    "ernie4_5_vl_moe_text": llama_names(renames=ERNIE_VL_RENAMES),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

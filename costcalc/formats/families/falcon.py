@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats.hf_reader import Reader, linear_bias
+from costcalc.formats.peft_names import NEOX_MLP, llama_names
 
 FALCON_SIZES: dict[str, tuple[tuple[str, ...], int]] = {
     "vocab_size": (("vocab_size",), 65024),
@@ -73,3 +74,17 @@ def _norms(r: Reader, new: bool, parallel: bool) -> int:
 
 
 FAMILIES = {"falcon": falcon}
+
+
+PEFT_NAMES = {
+    "falcon": llama_names(
+        {"attn": "self_attention"},
+        {
+            "attn.qkv_proj": "self_attention.query_key_value",
+            "attn.o_proj": "self_attention.dense",
+            "embed_tokens": "word_embeddings",
+            **NEOX_MLP,
+        },
+    ),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -19,6 +19,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.peft_names import ROUTER_GATE, llama_names
 
 FLINT_SIZES: dict[str, Any] = {
     "vocab_size": 150144,
@@ -97,3 +98,9 @@ def flint(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"flint": flint}
+
+
+PEFT_NAMES = {
+    "flint": llama_names(renames=ROUTER_GATE),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

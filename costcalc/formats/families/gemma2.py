@@ -13,6 +13,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
 from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.peft_names import LLAMA
 
 
 def _gemma_sandwich(r: Reader, sizes: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -80,3 +81,7 @@ def vaultgemma(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"gemma2": gemma2, "gemma3_text": gemma3_text, "vaultgemma": vaultgemma}
+
+
+PEFT_NAMES = dict.fromkeys(FAMILIES, LLAMA)
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -35,6 +35,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.gemma4 import per_layer_inputs
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.peft_names import LLAMA
 
 GEMMA3N_SIZES: dict[str, Any] = {
     "vocab_size": 262_400,
@@ -131,3 +132,9 @@ def _ffn_widths(r: Reader, fields: dict[str, Any], n: int) -> list[int] | None:
 
 
 FAMILIES = {"gemma3n_text": gemma3n_text}
+
+
+PEFT_NAMES = {
+    "gemma3n_text": LLAMA,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

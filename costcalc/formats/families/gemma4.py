@@ -32,6 +32,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.peft_names import DOWN, GATE_UP, llama_names
 
 GEMMA4_SIZES: dict[str, Any] = {
     "vocab_size": 262_144,
@@ -254,3 +255,18 @@ def _refuse_unsupported(r: Reader) -> None:
 
 
 FAMILIES = {"gemma4_text": gemma4_text, "gemma4_unified_text": gemma4_unified_text}
+
+
+PEFT_NAMES = dict.fromkeys(
+    FAMILIES,
+    llama_names(
+        renames={
+            "mlp.router": "router.proj",
+            GATE_UP: "experts.gate_up_proj",
+            DOWN: "experts.down_proj",
+            **{f"mlp.shared_expert.{p}": f"mlp.{p}" for p in ("gate_proj", "up_proj", "down_proj")},
+        },
+        router_linear=True,
+    ),
+)
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

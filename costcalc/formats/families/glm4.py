@@ -11,6 +11,7 @@ from typing import Any
 
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.hf_reader import Reader, rotary_dim
+from costcalc.formats.peft_names import LLAMA
 
 
 def glm(
@@ -40,3 +41,7 @@ def glm4(r: Reader, **defaults: Any) -> dict[str, Any]:
 
 
 FAMILIES = {"glm": glm, "glm4": glm4}
+
+
+PEFT_NAMES = dict.fromkeys(FAMILIES, LLAMA)
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

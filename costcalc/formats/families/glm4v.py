@@ -21,6 +21,7 @@ from typing import Any
 from costcalc.formats.families.glm4 import glm4
 from costcalc.formats.families.moe import glm4_moe_layout
 from costcalc.formats.hf_reader import Reader
+from costcalc.formats.peft_names import DEEPSEEK, LLAMA
 
 GLM4V_SIZES: dict[str, Any] = {
     "vocab_size": 151_552,
@@ -142,3 +143,10 @@ FAMILIES = {
     "glm_image_text": glm_image_text,
     "glm_ocr_text": glm_ocr_text,
 }
+
+
+PEFT_NAMES = {
+    **dict.fromkeys(("glm4v_text", "glm_image_text", "glm_ocr_text"), LLAMA),
+    "glm4v_moe_text": DEEPSEEK,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

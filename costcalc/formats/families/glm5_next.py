@@ -32,6 +32,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.deepseek import deepseek_layout, indexer_kinds
 from costcalc.formats.families.linear_attention import kimi_delta_block
 from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.formats.peft_names import ROUTER_GATE, SHARED_EXPERTS, llama_names
 from costcalc.spec import MLA_FIELDS
 
 SIZES: dict[str, Any] = {
@@ -155,3 +156,9 @@ def _expanded(r: Reader, n: int, layout: hf_layers.Layout) -> list[tuple[str, in
 
 
 FAMILIES = {"glm5_next_text": glm5_next_text}
+
+
+PEFT_NAMES = {
+    "glm5_next_text": llama_names({"linear_attn": "self_attn"}, {**ROUTER_GATE, **SHARED_EXPERTS}),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

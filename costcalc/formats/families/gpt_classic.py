@@ -14,6 +14,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.layernorm import GPT_KEYS
 from costcalc.formats.hf_reader import Reader, standard_sizes
+from costcalc.formats.peft_names import GPT2, GPT2_MLP, NEOX_MLP, llama_names
 
 
 def gptj(r: Reader) -> dict[str, Any]:
@@ -214,3 +215,43 @@ FAMILIES = {
     "gptj": gptj,
     "mpt": mpt,
 }
+
+
+PEFT_NAMES = {
+    "bloom": llama_names(
+        {"attn": "self_attention"},
+        {
+            "attn.qkv_proj": "self_attention.query_key_value",
+            "attn.o_proj": "self_attention.dense",
+            "embed_tokens": "word_embeddings",
+            **NEOX_MLP,
+        },
+    ),
+    **dict.fromkeys(
+        ("codegen", "gptj"),
+        llama_names(
+            {"attn": "attn"},
+            {
+                "attn.o_proj": "attn.out_proj",
+                "mlp.up_proj": "mlp.fc_in",
+                "mlp.down_proj": "mlp.fc_out",
+                "embed_tokens": "wte",
+            },
+        ),
+    ),
+    "gpt_bigcode": GPT2,
+    "gpt_neo": llama_names(
+        {"attn": "attn.attention"},
+        {
+            "attn.o_proj": "attn.attention.out_proj",
+            **GPT2_MLP,
+            "embed_tokens": "wte",
+            "embed_positions": "wpe",
+        },
+    ),
+    "mpt": llama_names(
+        {"attn": "attn", "mlp": "ffn"},
+        {"attn.qkv_proj": "attn.Wqkv", "attn.o_proj": "attn.out_proj", "embed_tokens": "wte"},
+    ),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -19,6 +19,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.peft_names import llama_names
 
 
 def gpt_oss(r: Reader) -> dict[str, Any]:
@@ -38,3 +39,9 @@ def gpt_oss(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"gpt_oss": gpt_oss}
+
+
+PEFT_NAMES = {
+    "gpt_oss": llama_names(),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

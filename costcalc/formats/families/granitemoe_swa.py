@@ -18,6 +18,7 @@ from typing import Any
 from costcalc.formats.families.llama_built import every_fourth_full_windows
 from costcalc.formats.families.moe import granitemoeshared
 from costcalc.formats.hf_reader import Reader
+from costcalc.formats.peft_names import GRANITE_SHARED_MLP, llama_names
 
 
 def granitemoe_swa(r: Reader) -> dict[str, Any]:
@@ -32,3 +33,9 @@ def granitemoe_swa(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"granitemoe_swa": granitemoe_swa}
+
+
+PEFT_NAMES = {
+    "granitemoe_swa": llama_names({"mlp": "block_sparse_moe"}, GRANITE_SHARED_MLP),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

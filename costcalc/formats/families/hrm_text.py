@@ -15,6 +15,7 @@ from typing import Any
 
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.peft_names import llama_names
 
 SIZES = {
     "vocab_size": 151808,
@@ -89,3 +90,9 @@ def hrm_text(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"hrm_text": hrm_text}
+
+
+PEFT_NAMES = {
+    "hrm_text": llama_names(module_per_set=True),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

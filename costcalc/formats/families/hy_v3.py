@@ -11,6 +11,7 @@ from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import routed_experts, shared_experts
 from costcalc.formats.families.moe_windows import _ffn_runs
 from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.peft_names import DEEPSEEK_NAMES
 
 
 def hy_v3(r: Reader) -> dict[str, Any]:
@@ -42,3 +43,9 @@ def hy_v3(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"hy_v3": hy_v3}
+
+
+PEFT_NAMES = {
+    "hy_v3": DEEPSEEK_NAMES,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -31,6 +31,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.deepseek import mla_layout
 from costcalc.formats.families.moe import routed_experts, shared_experts
 from costcalc.formats.hf_reader import Reader
+from costcalc.formats.peft_names import DEEPSEEK_NAMES
 
 Defaults = dict[str, Any]
 
@@ -143,3 +144,7 @@ def _layers(r: Reader, fields: dict[str, Any], moe: dict[str, Any], indexer: Any
 
 
 FAMILIES = {"hy_v4": hy_v4, "hy_v4_vl_text": hy_v4_vl_text}
+
+
+PEFT_NAMES = dict.fromkeys(FAMILIES, DEEPSEEK_NAMES)
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

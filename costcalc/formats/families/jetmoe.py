@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats.hf_reader import STANDARD_KEYS, Reader, is_whole
+from costcalc.formats.peft_names import DOWN, GATE_UP, llama_names
 
 JETMOE_DEFAULTS = {
     "vocab_size": 32000,
@@ -63,3 +64,17 @@ def jetmoe(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"jetmoe": jetmoe}
+
+
+PEFT_NAMES = {
+    "jetmoe": llama_names(
+        {"attn": "self_attention"},
+        {
+            "mlp.router": "mlp.router.layer",
+            GATE_UP: "mlp.input_linear.weight",
+            DOWN: "mlp.output_linear.weight",
+        },
+        router_linear=True,
+    ),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

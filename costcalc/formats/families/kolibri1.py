@@ -11,6 +11,7 @@ from costcalc.formats.families.llama import sliding_window
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.families.moe_windows import _windows_and_experts
 from costcalc.formats.hf_reader import Reader, standard_sizes
+from costcalc.formats.peft_names import DEEPSEEK_NAMES
 
 
 def kolibri1(r: Reader) -> dict[str, Any]:
@@ -54,3 +55,9 @@ def kolibri1(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"kolibri1": kolibri1}
+
+
+PEFT_NAMES = {
+    "kolibri1": DEEPSEEK_NAMES,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -12,6 +12,7 @@ from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.families.moe_windows import _ffn_runs
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.peft_names import DEEPSEEK_NAMES, llama_names
 
 
 def _heads(r: Reader, n: int, heads: Any) -> list[tuple[str, int]] | None:
@@ -81,3 +82,9 @@ def laguna(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"laguna": laguna}
+
+
+PEFT_NAMES = {
+    "laguna": llama_names(renames={**DEEPSEEK_NAMES.renames, "attn.gate_proj": "self_attn.g_proj"}),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

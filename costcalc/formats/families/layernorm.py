@@ -20,6 +20,7 @@ from costcalc.formats.hf_reader import (
     rotary_dim,
     standard_sizes,
 )
+from costcalc.formats.peft_names import GPT2, GPT2_MLP, NEOX_MLP, OPT_RENAMES, llama_names
 
 GPT_KEYS: dict[str, tuple[str, ...]] = {
     "vocab_size": ("vocab_size",),
@@ -137,3 +138,32 @@ FAMILIES = {
     "openai-gpt": openai_gpt,
     "opt": opt,
 }
+
+
+NEOX_RENAMES = {
+    "attn.qkv_proj": "attention.query_key_value",
+    "attn.o_proj": "attention.dense",
+    "embed_tokens": "embed_in",
+    **NEOX_MLP,
+}
+PEFT_NAMES = {
+    **dict.fromkeys(("gpt2", "gpt-sw3"), GPT2),
+    "gpt_neox": llama_names({"attn": "attention"}, NEOX_RENAMES),
+    "gpt_neox_japanese": llama_names(
+        {"attn": "attention"},
+        {**NEOX_RENAMES, "lm_head": "embed_out"},
+        loose_biases=("attn.o_proj",),
+    ),
+    "openai-gpt": llama_names(
+        {"attn": "attn"},
+        {
+            "attn.qkv_proj": "attn.c_attn",
+            "attn.o_proj": "attn.c_proj",
+            **GPT2_MLP,
+            "embed_tokens": "tokens_embed",
+            "embed_positions": "positions_embed",
+        },
+    ),
+    "opt": llama_names(renames=OPT_RENAMES),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -20,6 +20,7 @@ from costcalc.formats.hf_reader import (
     rotary_dim,
     standard_sizes,
 )
+from costcalc.formats.peft_names import GPT2_MLP, LLAMA, NEOX_MLP, llama_names
 
 
 def _rotary_layernorm(
@@ -141,3 +142,24 @@ FAMILIES = {
     "stablelm": stablelm,
     "starcoder2": starcoder2,
 }
+
+
+PEFT_NAMES = {
+    **dict.fromkeys(("jais2", "nemotron", "stablelm"), LLAMA),
+    "persimmon": llama_names(
+        renames={
+            "attn.qkv_proj": "self_attn.query_key_value",
+            "attn.o_proj": "self_attn.dense",
+            **NEOX_MLP,
+        }
+    ),
+    "phi": llama_names(
+        renames={
+            "attn.o_proj": "self_attn.dense",
+            "mlp.up_proj": "mlp.fc1",
+            "mlp.down_proj": "mlp.fc2",
+        }
+    ),
+    "starcoder2": llama_names(renames=GPT2_MLP),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -9,6 +9,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.linear_attention import ATTENTION_KEYS, lfm2_parts
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader
+from costcalc.formats.peft_names import FEED_FORWARD, LFM2_RENAMES, llama_names
 
 
 def lfm2_moe(r: Reader) -> dict[str, Any]:
@@ -47,3 +48,9 @@ def lfm2_moe(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"lfm2_moe": lfm2_moe}
+
+
+PEFT_NAMES = {
+    "lfm2_moe": llama_names(FEED_FORWARD, {**LFM2_RENAMES, "mlp.router": "feed_forward.gate"}),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -25,6 +25,15 @@ from costcalc.formats.hf_reader import (
     rotary_dim,
     standard_sizes,
 )
+from costcalc.formats.peft_names import (
+    FEED_FORWARD,
+    LFM2_RENAMES,
+    LLAMA,
+    QWEN2_MOE,
+    ROUTER_GATE,
+    SHARED_EXPERTS,
+    llama_names,
+)
 from costcalc.scalars import MAX_SIZE
 
 ATTENTION_KEYS = (
@@ -767,3 +776,38 @@ FAMILIES = {
     "qwen3_next": qwen3_next,
     "qwen4_exp_text": qwen4_exp_text,
 }
+
+
+PEFT_NAMES = {
+    **dict.fromkeys(("lara_mini", "qwen3_5_moe_text", "qwen3_5_text"), LLAMA),
+    "recurrent_gemma": llama_names(
+        {"attn": "temporal_block", "mlp": "mlp_block", "mixer": "temporal_block"}
+    ),
+    **dict.fromkeys(
+        ("bailing_hybrid", "kimi_linear"),
+        llama_names({"linear_attn": "self_attn"}, {**ROUTER_GATE, **SHARED_EXPERTS}),
+    ),
+    "lfm2": llama_names(FEED_FORWARD, LFM2_RENAMES),
+    "lfm3": llama_names(
+        FEED_FORWARD, {k: v for k, v in LFM2_RENAMES.items() if k != "attn.o_proj"}
+    ),
+    "olmo_hybrid": llama_names(
+        renames={
+            "linear_attn.in_proj_a": "linear_attn.a_proj",
+            "linear_attn.in_proj_b": "linear_attn.b_proj",
+            "linear_attn.in_proj_z": "linear_attn.g_proj",
+            "linear_attn.out_proj": "linear_attn.o_proj",
+        }
+    ),
+    "qwen3_next": QWEN2_MOE,
+    "qwen4_exp_text": llama_names(
+        {"attn_hc": "attn_hyper_connection", "ffn_hc": "mlp_hyper_connection"},
+        {
+            **ROUTER_GATE,
+            "attn.indexer.qk_proj": "self_attn.indexer.index_qk_proj",
+            "attn.indexer.q_norm": "self_attn.indexer.q_layernorm",
+            "attn.indexer.k_norm": "self_attn.indexer.k_layernorm",
+        },
+    ),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

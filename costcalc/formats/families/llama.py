@@ -19,6 +19,7 @@ from costcalc.formats.hf_reader import (
     rotary_dim,
     standard_sizes,
 )
+from costcalc.formats.peft_names import LLAMA, MIXTRAL_CONVERTED, ROUTER_GATE, llama_names
 
 
 def llama_layout(
@@ -193,3 +194,10 @@ FAMILIES = {
     "qwen2": qwen2,
     "qwen3": qwen3,
 }
+
+
+PEFT_NAMES = {
+    **dict.fromkeys(("gemma", "llama", "mistral", "phi3", "qwen2", "qwen3"), LLAMA),
+    "mixtral": llama_names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -28,6 +28,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.peft_names import FEED_FORWARD, llama_names
 
 TEXT_SIZES: dict[str, Any] = {
     "vocab_size": 202048,
@@ -130,3 +131,9 @@ def _apply_per_layer(
 
 
 FAMILIES = {"llama4_text": llama4_text}
+
+
+PEFT_NAMES = {
+    "llama4_text": llama_names(FEED_FORWARD, router_linear=True),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -14,6 +14,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama, llama_layout
 from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.peft_names import LLAMA
 
 
 def granite(r: Reader) -> dict[str, Any]:
@@ -157,3 +158,7 @@ FAMILIES = {
     "hyperclovax": hyperclovax,
     "seed_oss": seed_oss,
 }
+
+
+PEFT_NAMES = dict.fromkeys(FAMILIES, LLAMA)
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

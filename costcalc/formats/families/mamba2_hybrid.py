@@ -15,6 +15,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, standard_sizes
+from costcalc.formats.peft_names import FEED_FORWARD, GRANITE_SHARED_MLP, MAMBA_REFUSED, llama_names
 
 MAMBA_KINDS = ("linear_attention", "mamba")
 ATTENTION_KINDS = ("full_attention", "attention")
@@ -190,3 +191,18 @@ def falcon_h1(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"bamba": bamba, "falcon_h1": falcon_h1, "granitemoehybrid": granitemoehybrid}
+
+
+PEFT_NAMES = {
+    "bamba": llama_names({**FEED_FORWARD, "mixer": "mamba"}),
+    "falcon_h1": llama_names({**FEED_FORWARD, "mixer": "mamba"}, refused=MAMBA_REFUSED),
+    "granitemoehybrid": llama_names(
+        {"mlp": "block_sparse_moe", "mixer": "mamba"},
+        {
+            **GRANITE_SHARED_MLP,
+            "mlp.gate_up_proj": "shared_mlp.input_linear",
+            "mlp.down_proj": "shared_mlp.output_linear",
+        },
+    ),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

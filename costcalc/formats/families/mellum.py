@@ -16,6 +16,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.peft_names import QWEN2_MOE
 
 
 def mellum(r: Reader) -> dict[str, Any]:
@@ -54,3 +55,9 @@ def _listed_runs(r: Reader, n: int, key: str, default: str) -> list[tuple[str, i
 
 
 FAMILIES = {"mellum": mellum}
+
+
+PEFT_NAMES = {
+    "mellum": QWEN2_MOE,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

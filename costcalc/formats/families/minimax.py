@@ -23,6 +23,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.formats.peft_names import MIXTRAL_CONVERTED, ROUTER_GATE, llama_names
 
 MINIMAX_SIZES = {
     "vocab_size": 32000,
@@ -78,3 +79,9 @@ def minimax(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"minimax": minimax}
+
+
+PEFT_NAMES = {
+    "minimax": llama_names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -11,6 +11,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader
+from costcalc.formats.peft_names import DEEPSEEK_NAMES
 
 TEXT_SIZES: dict[str, Any] = {
     "vocab_size": 200064,
@@ -74,3 +75,9 @@ def minimax_m3_vl_text(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"minimax_m3_vl_text": minimax_m3_vl_text}
+
+
+PEFT_NAMES = {
+    "minimax_m3_vl_text": DEEPSEEK_NAMES,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -14,6 +14,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
 from costcalc.formats.hf_reader import Reader, attention_bias, linear_bias
+from costcalc.formats.peft_names import LLAMA
 
 
 def ministral(r: Reader) -> dict[str, Any]:
@@ -81,3 +82,7 @@ FAMILIES = {
     "paddleocr_vl_text": ernie4_5,
     "smollm3": smollm3,
 }
+
+
+PEFT_NAMES = dict.fromkeys(FAMILIES, LLAMA)
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -30,6 +30,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.deepseek import MLA_DEFAULTS, deepseek_layout, indexer_kinds
 from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.formats.peft_names import DEEPSEEK_NAMES
 
 SIZES: dict[str, Any] = {
     "vocab_size": 204800,
@@ -139,3 +140,9 @@ def _shared_caches(r: Reader, n_layers: Any) -> None:
 
 
 FAMILIES = {"mistral_large4_text": mistral_large4_text}
+
+
+PEFT_NAMES = {
+    "mistral_large4_text": DEEPSEEK_NAMES,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

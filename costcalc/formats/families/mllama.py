@@ -25,6 +25,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.hf_reader import Reader
+from costcalc.formats.peft_names import LLAMA
 
 MLLAMA_SIZES: dict[str, Any] = {
     "vocab_size": 128_256,
@@ -73,3 +74,9 @@ def mllama_text(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"mllama_text_model": mllama_text}
+
+
+PEFT_NAMES = {
+    "mllama_text_model": LLAMA,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -18,6 +18,17 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, qwen3_layout, sliding_window
 from costcalc.formats.families.olmo2 import olmo2
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, rotary_dim
+from costcalc.formats.peft_names import (
+    DEEPSEEK,
+    DEEPSEEK_NAMES,
+    GRANITE_SHARED_MLP,
+    LLAMA,
+    MIXTRAL_CONVERTED,
+    QWEN2_MOE,
+    QWEN2_MOE_CONVERTED,
+    ROUTER_GATE,
+    llama_names,
+)
 
 
 def routed_experts(
@@ -442,3 +453,27 @@ FAMILIES = {
     "qwen3_moe": qwen3_moe,
     "sarvam_moe": sarvam_moe,
 }
+
+
+PEFT_NAMES = {
+    **dict.fromkeys(("dots1", "glm4_moe", "ernie4_5_moe"), DEEPSEEK),
+    **dict.fromkeys(("flex_olmo", "olmoe", "qwen3_moe"), QWEN2_MOE),
+    "hunyuan_v1_moe": llama_names(
+        renames={
+            "mlp.router": "mlp.gate.wg",
+            **{
+                f"mlp.shared_expert.{p}": f"mlp.shared_mlp.{p}"
+                for p in ("gate_proj", "up_proj", "down_proj")
+            },
+        },
+        router_linear=True,
+        converted=QWEN2_MOE_CONVERTED,
+    ),
+    "granitemoe": llama_names({"mlp": "block_sparse_moe"}),
+    "granitemoeshared": llama_names({"mlp": "block_sparse_moe"}, GRANITE_SHARED_MLP),
+    "minimax_m2": llama_names(renames=ROUTER_GATE, converted=MIXTRAL_CONVERTED),
+    "phimoe": llama_names(router_linear=True),
+    "qwen2_moe": LLAMA,
+    "sarvam_moe": DEEPSEEK_NAMES,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -13,6 +13,7 @@ from costcalc.formats.families.llama import llama_layout, sliding_window
 from costcalc.formats.families.llama_variants import _cohere_layout
 from costcalc.formats.families.moe import routed_experts, shared_experts
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.peft_names import DEEPSEEK, LLAMA, QWEN2_MOE, QWEN2_MOE_CONVERTED, llama_names
 
 
 def _windows_and_experts(
@@ -289,3 +290,23 @@ FAMILIES = {
     "exaone_moe": exaone_moe,
     "mimo_v2_flash": mimo_v2_flash,
 }
+
+
+PEFT_NAMES = {
+    "beam": QWEN2_MOE,
+    "afmoe": llama_names(
+        renames={
+            "mlp.router": "mlp.router.gate",
+            **{
+                f"mlp.shared_expert.{p}": f"mlp.shared_experts.{p}"
+                for p in ("gate_proj", "up_proj", "down_proj")
+            },
+        },
+        router_linear=True,
+        converted=QWEN2_MOE_CONVERTED,
+        loose_biases=("mlp.router",),
+    ),
+    **dict.fromkeys(("cohere2_moe", "exaone_moe"), DEEPSEEK),
+    "mimo_v2_flash": LLAMA,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -20,6 +20,7 @@ from typing import Any
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import routed_experts, shared_experts
 from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.peft_names import LLAMA, SHARED_EXPERTS, llama_names
 
 ARIA_SIZES: dict[str, Any] = {
     "vocab_size": 32_000,
@@ -71,3 +72,10 @@ def emu3_text(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"aria_text": aria_text, "emu3_text_model": emu3_text}
+
+
+PEFT_NAMES = {
+    "aria_text": llama_names(renames=SHARED_EXPERTS),
+    "emu3_text_model": LLAMA,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -11,6 +11,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
 from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.peft_names import LLAMA
 
 
 def olmo2(r: Reader) -> dict[str, Any]:
@@ -47,3 +48,7 @@ def exaone4(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"exaone4": exaone4, "olmo2": olmo2, "olmo3": olmo3}
+
+
+PEFT_NAMES = dict.fromkeys(FAMILIES, LLAMA)
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from costcalc.formats.families.llama import phi3
 from costcalc.formats.hf_reader import Reader
+from costcalc.formats.peft_names import LLAMA
 
 PHI4_MULTIMODAL_SIZES: dict[str, Any] = {
     "vocab_size": 200_064,
@@ -34,3 +35,9 @@ def phi4_multimodal(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"phi4_multimodal": phi4_multimodal}
+
+
+PEFT_NAMES = {
+    "phi4_multimodal": LLAMA,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

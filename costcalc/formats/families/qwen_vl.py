@@ -28,6 +28,7 @@ from typing import Any
 from costcalc.formats.families.llama import qwen2, qwen3_layout
 from costcalc.formats.families.moe import qwen3_sparse
 from costcalc.formats.hf_reader import Reader
+from costcalc.formats.peft_names import LLAMA, QWEN2_MOE
 
 QWEN2_VL_SIZES: dict[str, Any] = {
     "vocab_size": 152_064,
@@ -150,6 +151,22 @@ FAMILIES = {
     "qwen2_5_omni_text": qwen2_5_omni_text,
     "qwen3_omni_moe_text": qwen3_omni_moe_text,
 }
+
+
+PEFT_NAMES = {
+    **dict.fromkeys(
+        (
+            "qwen2_vl_text",
+            "qwen2_5_vl_text",
+            "qwen3_vl_text",
+            "qwen3_vl_moe_text",
+            "qwen2_5_omni_text",
+        ),
+        LLAMA,
+    ),
+    "qwen3_omni_moe_text": QWEN2_MOE,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""
 
 THINKER_TEXT = ("thinker_config", "text_config")
 TEXT_LOCATIONS = {

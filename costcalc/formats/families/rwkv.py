@@ -21,6 +21,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.formats.peft_names import llama_names
 
 RWKV_DEFAULTS: dict[str, tuple[str, int]] = {
     "vocab_size": ("vocab_size", 50277),
@@ -61,3 +62,12 @@ def rwkv(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"rwkv": rwkv}
+
+
+PEFT_NAMES = {
+    "rwkv": llama_names(
+        {"attn": "attention", "mlp": "feed_forward"},
+        {"embed_tokens": "embeddings", "lm_head": "head"},
+    ),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -14,6 +14,7 @@ from typing import Any
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import routed_experts, shared_experts
 from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.peft_names import DEEPSEEK
 
 SOLAR_OPEN_SIZES: dict[str, Any] = {
     "vocab_size": 196_608,
@@ -48,3 +49,9 @@ def solar_open(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"solar_open": solar_open}
+
+
+PEFT_NAMES = {
+    "solar_open": DEEPSEEK,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -16,6 +16,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.formats.peft_names import FEED_FORWARD, MAMBA_REFUSED, llama_names
 from costcalc.scalars import MAX_SIZE
 
 NO_POSITION_LIMIT = MAX_SIZE
@@ -289,3 +290,16 @@ FAMILIES = {
     "mamba2": mamba2,
     "nemotron_h": nemotron_h,
 }
+
+
+PEFT_NAMES = {
+    **dict.fromkeys(
+        ("falcon_mamba", "mamba", "mamba2"),
+        llama_names(renames={"embed_tokens": "embeddings"}, refused=MAMBA_REFUSED),
+    ),
+    "jamba": llama_names({**FEED_FORWARD, "mixer": "mamba"}),
+    "nemotron_h": llama_names(
+        {"attn": "mixer", "mlp": "mixer"}, {"embed_tokens": "embeddings"}, refused=MAMBA_REFUSED
+    ),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

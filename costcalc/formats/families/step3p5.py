@@ -25,6 +25,7 @@ from costcalc.formats.families.glm4v import wrapper_tie
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.peft_names import DEEPSEEK_NAMES
 
 STEP3P5_SIZES: dict[str, Any] = {
     "vocab_size": 128_815,
@@ -185,3 +186,9 @@ def step3p5(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"step3p5": step3p5}
+
+
+PEFT_NAMES = {
+    "step3p5": DEEPSEEK_NAMES,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

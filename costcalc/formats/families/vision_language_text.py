@@ -23,6 +23,7 @@ from costcalc.formats.families.llama import llama, llama_layout, sliding_window
 from costcalc.formats.families.llama_variants import arcee
 from costcalc.formats.families.moe import listed_sparse, routed_experts, shared_experts
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.peft_names import DEEPSEEK_NAMES, LLAMA, OPT_RENAMES, llama_names
 
 MOLMO2_SIZES: dict[str, Any] = {
     "vocab_size": 151_936,
@@ -251,3 +252,18 @@ FAMILIES = {
     "granite_docling_text": granite_docling_text,
     "molmo2_text": molmo2_text,
 }
+
+
+PEFT_NAMES = {
+    "cosmos3_edge_text": llama_names(
+        renames={"mlp.up_proj": "mlp.fc1", "mlp.down_proj": "mlp.fc2"}
+    ),
+    **dict.fromkeys(
+        ("muse_glimmer_text", "granite4_vision_text", "granite_docling_text", "molmo2_text"), LLAMA
+    ),
+    "kosmos_2_text_model": llama_names(
+        renames={**OPT_RENAMES, "mlp.up_proj": "ffn.fc1", "mlp.down_proj": "ffn.fc2"}
+    ),
+    "deepseek_ocr2_text": DEEPSEEK_NAMES,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

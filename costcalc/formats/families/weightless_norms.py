@@ -9,6 +9,7 @@ from typing import Any
 
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.peft_names import LLAMA, llama_names
 
 NO_NORM_WEIGHTS = {"norms_per_block": 0, "final_norm": False}
 """The block and final norms normalise without parameters."""
@@ -39,3 +40,10 @@ def nanochat(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"nanochat": nanochat, "olmo": olmo}
+
+
+PEFT_NAMES = {
+    "nanochat": llama_names(renames={"mlp.up_proj": "mlp.fc1", "mlp.down_proj": "mlp.fc2"}),
+    "olmo": LLAMA,
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

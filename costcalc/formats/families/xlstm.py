@@ -25,6 +25,7 @@ from typing import Any
 
 from costcalc.formats.families.ssm import NO_POSITION_LIMIT
 from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.formats.peft_names import llama_names
 
 XLSTM_DEFAULTS: dict[str, tuple[tuple[str, ...], int]] = {
     "vocab_size": (("vocab_size",), 50304),
@@ -106,3 +107,18 @@ def xlstm(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"xlstm": xlstm}
+
+
+PEFT_NAMES = {
+    "xlstm": llama_names(
+        {"attn": "mlstm_layer", "mlp": "ffn"},
+        {
+            "embed_tokens": "embeddings",
+            "mlp.gate_proj": "ffn.proj_up_gate",
+            "mlp.up_proj": "ffn.proj_up",
+            "mlp.gate_up_proj": "ffn.proj_up_gate_z",
+            "mlp.down_proj": "ffn.proj_down",
+        },
+    ),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

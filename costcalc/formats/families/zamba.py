@@ -16,6 +16,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.formats.peft_names import llama_names
 
 MAMBA_KINDS = ("mamba", "linear_attention")
 """Names of a Mamba layer in ``layers_block_type`` (``mamba`` is the legacy name)."""
@@ -246,3 +247,31 @@ def zamba(r: Reader) -> dict[str, Any]:
 
 
 FAMILIES = {"zamba": zamba, "zamba2": zamba2}
+
+
+PEFT_NAMES = {
+    "zamba": llama_names(
+        {"attn": "shared_transf.self_attn", "mlp": "shared_transf.feed_forward", "mixer": "mamba"}
+    ),
+    "zamba2": llama_names(
+        {
+            "attn": "shared_transformer.self_attn",
+            "mlp": "shared_transformer.feed_forward",
+            "mixer": "mamba",
+        },
+        {
+            **{
+                f"attn.{x}_adapter.{i}": f"shared_transformer.self_attn.linear_{x}_adapter_list.{i}"
+                for x in "qkv"
+                for i in "01"
+            },
+            **{
+                f"mlp.gate_up_proj_adapter.{i}": (
+                    f"shared_transformer.feed_forward.gate_up_proj_adapter_list.{i}"
+                )
+                for i in "01"
+            },
+        },
+    ),
+}
+"""peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""
