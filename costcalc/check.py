@@ -147,10 +147,36 @@ def config_files(arguments: Sequence[str]) -> Iterator[tuple[str, Problem | None
             matches = list(_glob(argument))
             if not matches:
                 yield argument, Problem("", "no file matches this pattern")
+            searched: set[str] = set()
             for match, problem in sorted(matches, key=lambda pair: pair[0]):
-                yield from [(match, problem)] if problem else config_files([match])
+                if problem or not _searched_within(match, searched):
+                    yield from [(match, problem)] if problem else config_files([match])
         else:
             yield argument, None
+
+
+def _searched_within(path: str, searched: set[str]) -> bool:
+    """Whether ``path``, a directory a pattern matched, lies below one of the directories
+    ``searched`` already, through no hidden name, so that searching it again would find
+    nothing new (``**`` matches every directory of a tree: searching each would list a tree of
+    depth d d times). Judged on the path as matched, in steps linear in its length; a directory
+    also reached through a link is searched again, and its files checked once. Adds a directory
+    not searched yet."""
+    if not os.path.isdir(path) or is_model_folder(path):
+        return False
+    names: list[str] = []
+    head = path
+    while True:
+        head, name = os.path.split(head)
+        if not name:
+            break
+        names.append(name)
+        if (head or os.curdir) in searched:
+            if not any(part.startswith(".") for part in names):
+                return True
+            break
+    searched.add(path)
+    return False
 
 
 def is_model_folder(path: str) -> bool:
@@ -224,11 +250,20 @@ def _listing(directory: str, hidden: bool) -> tuple[list[str], list[str]]:
             (entry for entry in entries if hidden or not entry.name.startswith(".")),
             key=lambda entry: entry.name,
         )
-    is_directory = [entry.is_dir() for entry in shown]
+    is_directory = [_is_directory(entry) for entry in shown]
     return (
         [entry.name for entry, is_dir in zip(shown, is_directory, strict=True) if not is_dir],
         [entry.name for entry, is_dir in zip(shown, is_directory, strict=True) if is_dir],
     )
+
+
+def _is_directory(entry: os.DirEntry[str]) -> bool:
+    """Whether ``entry`` is a directory, or links to one; a link that cannot be followed (a
+    loop) is taken as a file, so it is judged on its own and never hides its neighbours."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _unlistable(exc: OSError) -> Problem:
@@ -261,7 +296,7 @@ def _glob(pattern: str) -> Iterator[tuple[str, Problem | None]]:
         try:
             files, subdirectories = _listing(path or os.curdir, hidden=part.startswith("."))
         except OSError as exc:
-            yield path, _unlistable(exc)
+            yield path or os.curdir, _unlistable(exc)
             continue
         if part == "**":
             root = top or path or os.curdir

@@ -205,10 +205,9 @@ def fetch_config(
     Hub can be reached and offline mode is off, else from the cache."""
     settings = hub_settings(env)
     label = repo_id if revision == "main" else f"{repo_id}@{revision}"
+    _import_library(label)
     if settings.offline:
-        return _from_cache(
-            repo_id, revision, settings, "HF_HUB_OFFLINE is set (unset it to download)"
-        )
+        return _from_cache(repo_id, revision, settings, _offline_reason(env))
     from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
 
     def fetch() -> tuple[str, str]:
@@ -236,7 +235,30 @@ def fetch_config(
             raise failed from None
         why = f"the Hub ({settings.endpoint or repr('')}) cannot be reached: {failed}"
         return _from_cache(repo_id, revision, settings, why)
-    return HubConfig(repo_id, revision, commit, Path(path), downloaded=True)
+    found = _inside_cache(Path(path), settings.cache, label)
+    return HubConfig(repo_id, revision, commit, found, downloaded=True)
+
+
+def _import_library(label: str) -> None:
+    """Import ``huggingface_hub``, which reads its settings from the environment as it loads:
+    a value it cannot take (an ``HF_ENDPOINT`` that is no URL, an ``HF_HUB_ETAG_TIMEOUT`` that
+    is no number) is a HubError naming it, not the library's own error."""
+    try:
+        import huggingface_hub.constants  # noqa: F401
+    except Exception as exc:
+        raise HubError(
+            label,
+            f"huggingface_hub cannot start from this environment ({type(exc).__name__}: "
+            f"{exc}); check the HF_* variables (HF_ENDPOINT is the Hub's address, like "
+            f"{DEFAULT_ENDPOINT}; HF_HUB_ETAG_TIMEOUT and HF_HUB_DOWNLOAD_TIMEOUT are seconds)",
+        ) from None
+
+
+def _offline_reason(env: Mapping[str, str] | None) -> str:
+    """Why nothing is downloaded: the variable that set offline mode, named."""
+    env = os.environ if env is None else env
+    name = "HF_HUB_OFFLINE" if env.get("HF_HUB_OFFLINE") else "TRANSFORMERS_OFFLINE"
+    return f"{name} is set (unset it to download)"
 
 
 T = TypeVar("T")
@@ -376,8 +398,7 @@ def _from_cache(repo_id: str, revision: str, settings: HubSettings, why: str) ->
             found = ""
         if not found:
             raise HubError(label, f"config.json is not in the cache ({cache}) and {why}")
-        path = Path(found)
-        inside = path.resolve().is_relative_to(cache.resolve())
+        path = _inside_cache(Path(found), cache, label)
     except HubError:
         raise
     except FileNotFoundError:
@@ -385,9 +406,20 @@ def _from_cache(repo_id: str, revision: str, settings: HubSettings, why: str) ->
     except (OSError, RuntimeError, ValueError) as exc:  # RuntimeError: a symbolic-link loop
         reason = os_reason(exc) if isinstance(exc, OSError) else str(exc)
         raise HubError(label, f"cannot read the cache ({cache}): {reason}") from None
+    return HubConfig(repo_id, revision, commit, path, downloaded=False)
+
+
+def _inside_cache(path: Path, cache: Path, label: str) -> Path:
+    """``path``, when it and every link on the way resolve inside ``cache``; else a HubError
+    (one that cannot be resolved too)."""
+    try:
+        inside = path.resolve(strict=True).is_relative_to(cache.resolve())
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symbolic-link loop
+        reason = os_reason(exc) if isinstance(exc, OSError) else str(exc)
+        raise HubError(label, f"cannot read the cache ({cache}): {reason}") from None
     if not inside:
         raise HubError(label, f"{path} resolves outside the cache ({cache}); refused")
-    return HubConfig(repo_id, revision, commit, path, downloaded=False)
+    return path
 
 
 def _ref(storage: Path, revision: str, label: str) -> str | None:
@@ -397,6 +429,7 @@ def _ref(storage: Path, revision: str, label: str) -> str | None:
     if not os.path.lexists(ref):
         os.stat(storage)  # an unreadable cache says so; a missing model is reported later
         return None
+    _inside_cache(ref, storage.parent, label)
     try:
         text = read_bytes(ref, MAX_REF_BYTES).decode("ascii").strip()
     except (FileReadError, UnicodeDecodeError):

@@ -234,7 +234,12 @@ def _check_overrides_apply(
     for field, value in overrides.items():
         keys = _SAME_KEY.get(field, (field,))
         setting = next((path for path, run in runs if run.keys() & set(keys)), None)
-        if value is not None and setting is not None:
+        # None clears a value (``sliding_window=None``), except the FFN width's other form,
+        # which giving one form clears alongside it
+        cleared_with = [overrides.get(key) for key in keys if key != field]
+        if value is None and any(other is not None for other in cleared_with):
+            continue
+        if setting is not None:
             message = (
                 f"{setting} sets {field} itself, and a layer group's own value wins over the "
                 "model's, so the override would not reach its layers; set it group by group in "

@@ -23,6 +23,7 @@ from costcalc.check import Limits, check_file, config_files
 from costcalc.errors import HubError
 from costcalc.files import parse_document
 from costcalc.formats.hf_layers import MAX_LISTED_LAYERS
+from costcalc.hub import fetch_config
 from costcalc.units import format_bytes
 from tests.conftest import ROOT, Invoke, unprivileged
 from tests.test_hf_hub import cached_config
@@ -411,6 +412,22 @@ def test_ref_must_be_a_commit_in_the_cache(tmp_path: Path, ref: bytes) -> None:
     expected = "not in the cache" if ref == b"b" * 40 else "refs/main does not hold a commit"
     with pytest.raises(HubError, match=expected):
         cached_config("org/model", {"HF_HUB_CACHE": str(hub)})
+
+
+def test_ref_resolving_outside_the_cache_is_not_read(tmp_path: Path) -> None:
+    hub = _cache(tmp_path)
+    ref = hub / "models--org--model" / "refs" / "main"
+    outside = tmp_path / "elsewhere"
+    ref.rename(outside)
+    ref.symlink_to(outside)
+    with pytest.raises(HubError, match=r"refs/main resolves outside the cache \(.*\); refused"):
+        cached_config("org/model", {"HF_HUB_CACHE": str(hub)})
+
+
+def test_offline_says_which_variable_set_it(tmp_path: Path) -> None:
+    env = {"HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "", "TRANSFORMERS_OFFLINE": "1"}
+    with pytest.raises(HubError, match=r"and TRANSFORMERS_OFFLINE is set \(unset it"):
+        fetch_config("org/model", env=env)
 
 
 def test_huge_ref_is_not_read(cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

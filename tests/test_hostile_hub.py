@@ -74,3 +74,26 @@ def test_settings_are_huggingface_hubs_own(tmp_path: Path) -> None:
             endpoint,
             offline,
         ), env
+
+
+def test_an_environment_huggingface_hub_cannot_start_from(tmp_path: Path) -> None:
+    """huggingface_hub reads its settings as it is imported, and raises its own error for one
+    it cannot take: costcalc says which, never a traceback (a fresh interpreter each, since the
+    library is imported once)."""
+    for env, expected in [
+        ({"HF_ENDPOINT": "http://[::1"}, "ValueError: Invalid IPv6 URL"),
+        ({"HF_HUB_ETAG_TIMEOUT": "ten"}, "invalid literal for int() with base 10: 'ten'"),
+        ({"HF_HUB_DOWNLOAD_TIMEOUT": "1e9", "HF_HUB_OFFLINE": "1"}, "base 10: '1e9'"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "costcalc", "params", "--hf", "org/model"],
+            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 1, env
+        assert done.stderr.startswith(
+            "error: org/model: huggingface_hub cannot start from this environment ("
+        ), done.stderr
+        assert expected in done.stderr and "Traceback" not in done.stderr, env

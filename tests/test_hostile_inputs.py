@@ -74,3 +74,16 @@ def test_an_override_no_group_sets_still_applies(cli: Invoke) -> None:
     data = json.loads(result.stdout)
     assert data["name"] == "gemma-2-2b (n_heads=4)"
     assert data["model"]["n_heads"] == 4
+
+
+def test_an_api_override_clearing_what_a_group_sets_is_refused() -> None:
+    """``sliding_window=None`` would clear the model's window while every group keeps its own:
+    refused as any other override the groups would ignore; the FFN width's other form, cleared
+    alongside the one given, is not."""
+    import costcalc
+    from costcalc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"sliding_window \(command line\): layers\.0"):
+        costcalc.load("gemma-2-2b", sliding_window=None)
+    cleared = costcalc.load("gemma-2-2b", ffn_hidden=4096, ffn_mult=None)
+    assert cleared.spec.ffn_hidden == 4096

@@ -189,3 +189,62 @@ def test_a_glob_never_names_the_empty_path(
     assert [r["path"] for r in json.loads(result.stdout)] == [
         os.path.join(".", "sub", "model.yaml")
     ]
+
+
+def test_a_link_loop_in_a_tree_hides_no_file(cli: Invoke, tmp_path: Path) -> None:
+    """A link that cannot be followed (a loop) is judged as the file it is named as: the
+    directory holding it is still listed, and its other files checked."""
+    (tmp_path / "model.yaml").write_text(GPT2_SMALL.read_text())
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    (tmp_path / "self.yaml").symlink_to("self.yaml")
+    for args in ([str(tmp_path)], [f"{tmp_path}/**"]):
+        result = cli("check", *args, "-f", "json")
+        assert result.exit_code == 1, result.stdout
+        records = {Path(r["path"]).name: r for r in json.loads(result.stdout)}
+        assert sorted(records) == ["model.yaml", "self.yaml"], args
+        assert records["model.yaml"]["ok"]
+        assert "too many levels of symbolic links" in records["self.yaml"]["findings"][0]["message"]
+
+
+def test_every_directory_a_glob_matches_is_searched_once(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``**`` matches every directory of a tree: a tree of depth d is listed about twice per
+    directory (once by the pattern, once searched), never d times."""
+    deep = tmp_path.joinpath(*["d"] * 60)
+    deep.mkdir(parents=True)
+    (deep / "model.yaml").write_text(GPT2_SMALL.read_text())
+    listed: list[str] = []
+    scandir = os.scandir
+
+    def counted(path: str) -> object:
+        listed.append(path)
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", counted)
+    monkeypatch.chdir(tmp_path)
+    result = cli("check", "**", "-f", "json")
+    assert result.exit_code == 0, result.stdout
+    assert [r["path"] for r in json.loads(result.stdout)] == [
+        os.path.join(".", *["d"] * 60, "model.yaml")
+    ]
+    assert len(listed) <= 3 * 61
+
+
+def test_a_glob_names_an_unlistable_directory_by_its_name(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.conftest import unprivileged
+
+    monkeypatch.chdir(tmp_path)
+    tmp_path.chmod(0o300)  # searchable, not listable
+    try:
+        with unprivileged():
+            result = cli("check", "**", "-f", "json")
+    finally:
+        tmp_path.chmod(0o755)
+    assert result.exit_code == 1
+    (record,) = json.loads(result.stdout)
+    assert record["path"] == "."
+    assert record["findings"][0]["message"].startswith("cannot list this directory")

@@ -449,3 +449,21 @@ def test_repository_ids_as_huggingface_hub_takes_them(cli: Invoke, hub: Hub) -> 
     assert result.exit_code == 2
     assert result.stderr.startswith("error: 'a/b/c' is a path, not a Hub id ORG/NAME")
     assert all("/org/nnn" in path for _, path, _ in hub.requests)  # the refused asked nothing
+
+
+def test_a_downloaded_config_resolving_outside_the_cache_is_refused(
+    cli: Invoke, hub: Hub, tmp_path: Path
+) -> None:
+    """huggingface_hub answers with the snapshot's file when it is there already: a link put in
+    its place that leads out of the cache is refused online as it is offline."""
+    params(cli, "--hf", "org/gpt2")
+    config = tmp_path / "hub" / "models--org--gpt2" / "snapshots" / MAIN / "config.json"
+    outside = tmp_path / "elsewhere.json"
+    outside.write_bytes(GPT2)
+    config.unlink()
+    config.symlink_to(outside)
+    result = cli("params", "--hf", "org/gpt2")
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"error: org/gpt2: {config} resolves outside the cache ({tmp_path / 'hub'}); refused\n"
+    )

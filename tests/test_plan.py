@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from costcalc.plan import (
 )
 from costcalc.spec import ModelSpec
 from costcalc.units import parse_count
-from tests.conftest import ROOT
+from tests.conftest import ROOT, Invoke
 
 GPT2 = load_preset("gpt2-small").spec
 P = 124_439_808
@@ -331,3 +332,19 @@ def test_a_model_without_a_cache_has_no_batch_bound(tmp_path: Path) -> None:
     assert runner.invoke(app, training).exit_code == 0
     tp = runner.invoke(app, [*training, "--tp", "2"])
     assert tp.exit_code == 2 and "add --prompt" in tp.output
+
+
+def test_a_budget_shows_each_model_beside_the_rule(cli: Invoke) -> None:
+    """The compute-optimal size does not depend on the model: each model named stands beside
+    it with its own N and the tokens C / (6 N) the budget trains it on (GPT-2 small: 124,439,808
+    parameters; 10^21 // (6 x 124,439,808) = 1,339,335,614,104 tokens)."""
+    args = ["plan", "-p", "gpt2-small", "-p", "qwen3-0.6b", "--gpu", "a10", "--budget", "1e21"]
+    table = cli(*args)
+    assert table.exit_code == 0, table.stderr
+    head = table.stdout.splitlines()[2]
+    assert "gpt2-small" in head and "qwen3-0.6b" in head
+    assert "1,339,335,614,104" in table.stdout
+    first, second = json.loads(cli(*args, "-f", "json").stdout)
+    assert first["compute_optimal"]["model_parameters"] == 124_439_808
+    assert first["compute_optimal"]["model_tokens"] == 1_339_335_614_104
+    assert second["compute_optimal"]["tokens"] == first["compute_optimal"]["tokens"]

@@ -178,9 +178,9 @@ def plan(
     data: list[dict[str, Any]] = [r for r, _ in results]
     grids = [g for _, gs in results for g in gs]
     if budget is not None:
-        data_budget, grid = _chinchilla(budget)
-        for record in data:
-            record["compute_optimal"] = data_budget
+        optimal, grid = _chinchilla(budget, models.load())
+        for record, own in zip(data, optimal, strict=True):
+            record["compute_optimal"] = own
         grids.append(grid)
     emit(fmt, data[0] if len(data) == 1 else data, grids)
 
@@ -575,20 +575,33 @@ def _decode_grids(name: str, devices: str, context: int, steps: list[DecodeStep]
     return [Grid(title, columns, rows, notes), chart]
 
 
-def _chinchilla(budget: int) -> tuple[dict[str, Any], Grid]:
+def _chinchilla(budget: int, models: list[LoadedModel]) -> tuple[list[dict[str, Any]], Grid]:
+    """The compute-optimal size for ``budget`` and, beside it, each model named: its own
+    parameters N and the tokens C / (6 N) the budget trains it on by the same rule (the
+    compute-optimal size does not depend on the model, so the table says where each stands).
+    One record per model."""
+    from costcalc.params import total_params
     from costcalc.plan import CHINCHILLA_RULE, compute_optimal
     from costcalc.render import Grid
 
     n, d = compute_optimal(budget)
     data = {"budget_flops": budget, "parameters": n, "tokens": d, "rule": CHINCHILLA_RULE}
-    rows = [["parameters N_opt", f"{n:,}"], ["tokens D_opt", f"{d:,}"]]
+    own = [total_params(model.spec) for model in models]
+    records = [{**data, "model_parameters": p, "model_tokens": budget // (6 * p)} for p in own]
+    rows = [
+        ["parameters", f"{n:,}", *(f"{p:,}" for p in own)],
+        ["tokens", f"{d:,}", *(f"{budget // (6 * p):,}" for p in own)],
+    ]
     grid = Grid(
         f"Compute-optimal for {budget:,} FLOPs",
-        ["", "rule of thumb"],
+        ["", "N_opt, D_opt", *(model.name for model in models)],
         rows,
-        [f"{CHINCHILLA_RULE}: N = sqrt(C / 120)."],
+        [
+            f"{CHINCHILLA_RULE}: N = sqrt(C / 120). A model's column: its own N, and the "
+            "tokens C / (6 N) the budget trains it on (rounded down)."
+        ],
     )
-    return data, grid
+    return records, grid
 
 
 def _duration(seconds: Fraction) -> str:
