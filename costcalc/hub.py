@@ -131,29 +131,13 @@ def _expanduser(path: str, env: Mapping[str, str]) -> str:
     return (home.rstrip("/") + path[end:]) or "/"
 
 
-CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".py", ".toml", ".txt", ".safetensors", ".gguf")
-"""Endings of file names, never of a Hub id."""
-
-
-def looks_like_path(text: str) -> bool:
-    """Whether ``text`` can only be a path: it starts ``./``, ``../``, ``/`` or ``~``, holds a
-    backslash or more than the one ``/`` of ``ORG/NAME``, or ends like a file
-    (:data:`CONFIG_SUFFIXES`). A Hub id is none of these (``hf://`` makes one explicit)."""
-    name = text.split("@", 1)[0]
-    return (
-        text.startswith(("./", "../", "/", "~"))
-        or "\\" in text
-        or name.count("/") > 1
-        or name.lower().endswith(CONFIG_SUFFIXES)
-    )
-
-
 def split_hub_id(text: str, revision: str | None = None) -> tuple[str, str]:
     """``ORG/NAME[@REVISION]`` as (repository id, revision); ``revision`` is used when the id
     names none, ``main`` when neither does. An id ``huggingface_hub`` would refuse (its
     ``validate_repo_id``: at most 96 characters a part, ``-``, ``_``, ``.`` and ASCII letters
     and digits, no ``--`` or ``..``, no ``.git`` at the end) or a malformed revision is a usage
     error."""
+    from costcalc.loaders import looks_like_path
     from costcalc.option_names import in_api
 
     repo_id, at, own = text.partition("@")

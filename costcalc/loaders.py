@@ -71,6 +71,23 @@ def detect_format(data: Mapping[str, Any]) -> FormatName:
     return "costcalc"
 
 
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".py", ".toml", ".txt", ".safetensors", ".gguf")
+"""Endings of file names, never of a Hub id."""
+
+
+def looks_like_path(text: str) -> bool:
+    """Whether ``text`` can only be a path: it starts ``./``, ``../``, ``/`` or ``~``, holds a
+    backslash or more than the one ``/`` of ``ORG/NAME``, or ends like a file
+    (:data:`CONFIG_SUFFIXES`). A Hub id is none of these (``hf://`` makes one explicit)."""
+    name = text.split("@", 1)[0]
+    return (
+        text.startswith(("./", "../", "/", "~"))
+        or "\\" in text
+        or name.count("/") > 1
+        or name.lower().endswith(CONFIG_SUFFIXES)
+    )
+
+
 def load_preset(name: str, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
     """A shipped preset, with overrides applied. Without overrides it is built as validation
     would build it, without validating: presets are valid (the test suite checks each)."""
@@ -190,9 +207,12 @@ def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> 
 
 
 def file_model_name(path: str) -> str:
-    """A model's name from its file: the stem, or the folder of a file named ``config.json``."""
+    """A model's name from its file: the stem, or the folder of a file named ``config.json``
+    (the current folder's name for ``./config.json``)."""
     p = Path(path)
-    return p.parent.name if p.stem == "config" and p.parent.name else p.stem
+    if p.stem != "config":
+        return p.stem
+    return p.parent.name or Path(os.path.abspath(p)).parent.name or p.stem
 
 
 def _load_native(doc: Document, default_name: str, overrides: Mapping[str, Any]) -> LoadedModel:

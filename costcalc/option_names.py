@@ -33,17 +33,20 @@ def in_api() -> bool:
     return _IN_API.get()
 
 
-def option(flag: str, value: object = None) -> str:
+def option(flag: str, value: object = None, metavar: str | None = None) -> str:
     """``flag`` as its caller writes it, with ``value`` when given: ``--tp 5`` on the command
-    line, ``tp=5`` from Python (``base_dtype=`` without a value; a switch is ``train=True``; a
-    list is ``--targets q,v`` and ``targets=['q', 'v']``)."""
+    line, ``tp=5`` from Python (``base_dtype=`` without a value, ``--node-gpus G`` with a
+    ``metavar``; a switch is ``train=True``; a list is ``--targets q,v`` and
+    ``targets=['q', 'v']``)."""
     if not _IN_API.get():
         if value is None:
-            return flag
+            return flag if metavar is None else f"{flag} {metavar}"
         if isinstance(value, list):
             return f"{flag} {','.join(map(str, value))}"
         return f"{flag} {value:,}" if isinstance(value, int) else f"{flag} {value}"
     name = flag.removeprefix("--").replace("-", "_")
     if flag in SWITCHES:
         return f"{name}=True"
+    if flag.startswith("--no-"):  # the off side of a switch: --no-mixed-precision
+        return f"{name.removeprefix('no_')}=False"
     return f"{name}=" if value is None else f"{name}={value!r}"

@@ -42,7 +42,12 @@ if TYPE_CHECKING:
 @takes_models
 def plan(
     models: ModelSelection,
-    gpu: Annotated[str, typer.Option("--gpu", metavar="NAME", help="A GPU of `costcalc gpus`.")],
+    gpu: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu", metavar="NAME", help="A GPU of `costcalc gpus` (for --tokens and --prompt)."
+        ),
+    ] = None,
     tokens: Annotated[
         int | None,
         count_option("--tokens", help="Training tokens, like 300B or 1T: FLOPs, time, GPU-hours."),
@@ -122,6 +127,21 @@ def plan(
     from costcalc.weight_format import check_weight_dtype
 
     with user_errors():
+        if tokens is None and budget is None and prompt is None:
+            raise UsageError("nothing to plan: give --tokens, --budget or --prompt")
+        if tokens is None and prompt is None:
+            assert budget is not None
+            check_count("budget", budget, MAX_COUNT)
+            if gpu is not None:
+                raise UsageError(
+                    "--budget sizes a model for a compute budget on no GPU in particular: --gpu "
+                    "applies with --tokens or --prompt"
+                )
+            named = models.presets or models.configs or models.hub_ids
+            _budget_alone(budget, models.load() if named else [], fmt)
+            return
+        if gpu is None:
+            raise UsageError("--tokens and --prompt run on a GPU: give --gpu NAME (costcalc gpus)")
         device = find_gpu(gpu)
         dtype = check_weight_dtype(dtype)
         counts = {"gpus": gpus, "length": length, "batch": batch, "generate": generate, "tp": tp}
@@ -130,8 +150,6 @@ def plan(
                 check_count(name, value, MAX_COUNT)
         share = parse_fraction(mfu, "MFU")
         memory_share = parse_fraction(utilisation, "memory utilisation")
-        if tokens is None and budget is None and prompt is None:
-            raise UsageError("nothing to plan: give --tokens, --budget or --prompt")
         if tp > 1 and prompt is None:
             raise UsageError("--tp shards the inference rooflines: add --prompt")
         serving = engine_setup(
@@ -347,13 +365,14 @@ def _inference(
             what = "experts read per layer" + ("" if read.exact_count else " (expected)")
             rows.append([f"{what}, {read.layers} layers", _experts_cell(read)])
         rows.append(["bytes read per decode step, all experts", f"{r.decode.all_experts_bytes:,}"])
-    rows += [
-        [
-            f"decode tokens/s per sequence ({r.decode.bound}-bound)",
-            f"{float(r.decode.tokens_per_second_per_sequence):,.1f}",
-        ],
-        [f"decode tokens/s, batch {batch}", f"{float(r.decode.tokens_per_second):,.1f}"],
-    ]
+    per_sequence = f"{float(r.decode.tokens_per_second_per_sequence):,.1f}"
+    if batch == 1:  # one sequence: its tokens/s are the batch's
+        rows.append([f"decode tokens/s, batch 1 ({r.decode.bound}-bound)", per_sequence])
+    else:
+        rows += [
+            [f"decode tokens/s per sequence ({r.decode.bound}-bound)", per_sequence],
+            [f"decode tokens/s, batch {batch}", f"{float(r.decode.tokens_per_second):,.1f}"],
+        ]
     where = "one GPU holding the whole model" if tp == 1 else f"one of {tp} tensor-parallel GPUs"
     notes = [
         f"Roofline ESTIMATES on {where}: prefill = forward FLOPs / dense peak; a decode step "
@@ -573,6 +592,25 @@ def _decode_grids(name: str, devices: str, context: int, steps: list[DecodeStep]
         f"Decode tokens/s of {name} by batch", ["", "tokens/s", ""], bars, legend, chart=True
     )
     return [Grid(title, columns, rows, notes), chart]
+
+
+def _budget_alone(budget: int, models: list[LoadedModel], fmt: OutputFormat) -> None:
+    """``plan --budget`` without --tokens or --prompt: the compute-optimal size, and each model
+    named beside it (no model is needed)."""
+    from costcalc.plan import CHINCHILLA_RULE, compute_optimal
+    from costcalc.results import model_header
+
+    optimal, grid = _chinchilla(budget, models)
+    if models:
+        data = [
+            {**model_header(m), "compute_optimal": own}
+            for m, own in zip(models, optimal, strict=True)
+        ]
+        emit(fmt, data[0] if len(data) == 1 else data, [grid])
+        return
+    n, d = compute_optimal(budget)
+    own = {"budget_flops": budget, "parameters": n, "tokens": d, "rule": CHINCHILLA_RULE}
+    emit(fmt, {"compute_optimal": own}, [grid])
 
 
 def _chinchilla(budget: int, models: list[LoadedModel]) -> tuple[list[dict[str, Any]], Grid]:
