@@ -251,9 +251,12 @@ def _tp_tensors(spec: ModelSpec, tp: int) -> list[Tensor]:
 
 def _check_tp_format(dtype: str, tp: int) -> None:
     if tp > 1 and dtype not in DTYPES:
+        from costcalc.option_names import option
+
         raise UsageError(
-            f"--tp shards raw dtypes only: a tensor-parallel shard of {dtype} weights (its "
-            "scales split with them) is not modelled; give --dtype bf16, fp16, fp8, int8 or int4"
+            f"{option('--tp')} shards raw dtypes only: a tensor-parallel shard of {dtype} weights "
+            f"(its scales split with them) is not modelled; give {option('--dtype', 'bf16')}, "
+            "fp16, fp8, int8 or int4"
         )
 
 

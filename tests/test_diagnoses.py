@@ -164,3 +164,51 @@ def test_the_api_names_its_parameters() -> None:
     with pytest.raises(ConfigError) as caught:
         costcalc.load("gpt2-small", n_heads=5)
     assert "--" not in str(caught.value) and "n_heads (override)" in str(caught.value)
+
+
+def test_an_unknown_model_type_in_a_github_annotation(cli: Invoke, tmp_path: Path) -> None:
+    """The annotation GitHub shows beside the line suggests the family, without 163 names."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "lama", "hidden_size": 64}))
+    result = cli("check", "--format", "github", str(path))
+    assert result.exit_code == 1
+    [annotation] = [line for line in result.stdout.splitlines() if line.startswith("::error")]
+    assert "unsupported model_type 'lama' (did you mean 'llama'?)" in annotation
+    assert "listed in docs/huggingface.md" in annotation and len(annotation) < 600
+
+
+def test_the_api_points_to_load_for_a_model_folder() -> None:
+    with pytest.raises(ConfigError) as caught:
+        costcalc.load({"model_type": "lama"})
+    assert "(load(MODEL_FOLDER))" in str(caught.value) and "--config" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda: costcalc.count_memory("gpt2-small", train=True, dtype="nf4", length=8),
+            "(frozen quantized weights: count_lora(base_dtype=...))",
+        ),
+        (
+            lambda: costcalc.count_memory("gpt2-small", train=True, recompute="flash", length=8),
+            "use attention='flash'",
+        ),
+        (lambda: costcalc.count_memory("gpt2-small", reserve="1GiB"), "add gpu= or fits="),
+        (
+            lambda: costcalc.count_lora("gpt2-small", targets=[]),
+            "name what to adapt: targets=['q_proj', 'v_proj']",
+        ),
+        (lambda: costcalc.count_lora("gpt2-small", targets=["q"], rank=0), "rank= must be"),
+        (
+            lambda: costcalc.count_memory(
+                "gpt2-small", train=True, length=8, gpus=2, fsdp="hybrid"
+            ),
+            "fsdp='hybrid' shards within a node: give node_gpus=",
+        ),
+    ],
+)
+def test_api_messages_name_parameters(call: object, message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        call()  # type: ignore[operator]
+    assert message in str(caught.value) and " --" not in str(caught.value)

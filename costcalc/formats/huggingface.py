@@ -21,11 +21,18 @@ from costcalc.formats.families import Translator, model_types, text_location, tr
 from costcalc.formats.hf_reader import Reader
 from costcalc.formats.translation import Translation
 
-UNSUPPORTED_HELP = (
-    "costcalc has no formula for this family; two ways forward: read the exact total from the "
-    "checkpoint's safetensors headers (--config MODEL_FOLDER), or describe the model in costcalc "
-    "YAML (docs/config.md, 'A family costcalc does not read')"
-)
+
+def unsupported_help() -> str:
+    """The two ways forward for a family costcalc does not read, the folder named as the caller
+    gives one (``--config MODEL_FOLDER``, ``load(MODEL_FOLDER)``)."""
+    from costcalc.option_names import in_api
+
+    folder = "load(MODEL_FOLDER)" if in_api() else "--config MODEL_FOLDER"
+    return (
+        "costcalc has no formula for this family; two ways forward: read the exact total from "
+        f"the checkpoint's safetensors headers ({folder}), or describe the model in costcalc "
+        "YAML (docs/config.md, 'A family costcalc does not read')"
+    )
 
 
 def translate(doc: Document) -> Translation:
@@ -54,7 +61,7 @@ def translate(doc: Document) -> Translation:
         [
             Problem(
                 "model_type",
-                f"unsupported model_type {shown!r}{_did_you_mean(shown)}; {UNSUPPORTED_HELP}; "
+                f"unsupported model_type {shown!r}{_did_you_mean(shown)}; {unsupported_help()}; "
                 f"costcalc reads {len(model_types())} families, listed in docs/huggingface.md",
                 doc.line_of(("model_type",)),
             )
