@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from costcalc.loaders import LoadedModel
     from costcalc.lora_results import LoraResult
     from costcalc.memory_results import MemoryResult
+    from costcalc.plan_results import PlanResult
     from costcalc.results import ParamsResult
 
 Source: TypeAlias = "str | os.PathLike[str] | Mapping[str, Any] | LoadedModel"
@@ -322,3 +323,64 @@ def count_lora(
     kept = parse_reserve(reserve) if isinstance(reserve, str) else reserve
     capacity = device_capacity(parse_bytes(fits) if isinstance(fits, str) else fits, gpu, kept)
     return lora_result(load(model), config, training, plan, capacity)
+
+
+@_checked
+def count_plan(
+    model: Source,
+    *,
+    gpu: str,
+    tokens: int | None = None,
+    length: int = 2048,
+    gpus: int = 1,
+    mfu: str = "0.4",
+    dtype: str | None = None,
+    budget: int | None = None,
+    prompt: int | None = None,
+    generate: int = 256,
+    batch: int = 1,
+    memory_utilisation: str = "0.9",
+    reserve: int | str | None = None,
+    tp: int = 1,
+    kv_dtype: str | None = None,
+    engine: str | None = None,
+    cache_type_k: str | None = None,
+    cache_type_v: str | None = None,
+    swa_full: bool = False,
+    block_size: int | None = None,
+    max_num_batched_tokens: int | None = None,
+) -> PlanResult:
+    """Time and throughput on ``gpu`` (``costcalc plan``): training FLOPs, wall time and
+    GPU-hours for ``tokens`` in sequences of ``length`` on ``gpus`` GPUs at ``mfu`` (``"0.4"``
+    or ``"40%"``); with ``budget`` (FLOPs) compute-optimal sizing; with ``prompt``, the
+    inference roofline of ``batch`` sequences generating ``generate`` tokens, what fits in
+    ``memory_utilisation`` of the GPU's memory less ``reserve``, and decode by batch, on ``tp``
+    tensor-parallel GPUs or under ``engine`` (``"llamacpp"``, ``"vllm"``) with its options.
+    ``dtype`` is the weights' dtype or format, by default as the checkpoint stores them, else
+    bf16 (docs/plan.md)."""
+    from costcalc.gpus import parse_reserve
+    from costcalc.plan_results import plan_result, plan_setup
+
+    setup = plan_setup(
+        gpu,
+        tokens=tokens,
+        length=length,
+        gpus=gpus,
+        mfu=mfu,
+        dtype=dtype,
+        budget=budget,
+        prompt=prompt,
+        generate=generate,
+        batch=batch,
+        utilisation=memory_utilisation,
+        reserve=parse_reserve(reserve) if isinstance(reserve, str) else reserve,
+        tp=tp,
+        kv_dtype=kv_dtype,
+        engine=engine,
+        cache_type_k=cache_type_k,
+        cache_type_v=cache_type_v,
+        swa_full=swa_full,
+        block_size=block_size,
+        max_num_batched_tokens=max_num_batched_tokens,
+    )
+    return plan_result(load(model), setup)

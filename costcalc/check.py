@@ -11,7 +11,6 @@ the mapping under that key of a larger file (a Hydra or Lightning config's ``mod
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -22,7 +21,8 @@ from costcalc.compute import position_limit
 from costcalc.config import Budget
 from costcalc.errors import ConfigError, CostcalcError, FileReadError, Problem, UsageError
 from costcalc.files import Document, KeyPath, os_reason, read_document
-from costcalc.loaders import DEFAULT_WEIGHTS, LoadedModel, load_document
+from costcalc.header_check import UNJUDGED, HeaderCount, judge_headers
+from costcalc.loaders import DEFAULT_WEIGHTS, LoadedModel, load_document, with_checkpoint
 from costcalc.memory import weight_bytes
 from costcalc.params import total_params
 from costcalc.spec import ModelSpec
@@ -45,6 +45,8 @@ class Limits:
     budget: Budget = field(default_factory=Budget)
     length: int | None = None
     """A sequence length every model must accept (within a learned position table)."""
+    strict: bool = False
+    """Warnings (a key that looks misspelled) are findings too."""
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,8 @@ class Reading:
     """The path of keys to the model's mapping in a larger file (``model`` or ``model.net``)."""
 
 
-HYDRA_KEY = re.compile(r"_[a-z]+_")
-"""Hydra's instantiation keys (``_target_``, ``_partial_``): no part of the model's sizes."""
+HYDRA_KEYS = frozenset({"_target_", "_recursive_", "_convert_", "_partial_", "_args_"})
+"""Hydra's instantiation keys (``hydra.utils.instantiate``): no part of the model's sizes."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class FileReport:
     parameters: int | None = None
     skipped: str | None = None
     """Why the file was not checked (it is no model config)."""
+    warnings: list[Problem] = field(default_factory=list)
+    """What looks wrong but does not fail the file (a key that looks misspelled)."""
 
     @property
     def ok(self) -> bool:
@@ -85,11 +89,13 @@ class FileReport:
             "name": self.model.name if self.model else None,
             "parameters": self.parameters,
             "skipped": self.skipped,
-            "findings": [
-                {"field": p.field or None, "line": p.line, "message": p.message}
-                for p in self.findings
-            ],
+            "findings": [_record(p) for p in self.findings],
+            "warnings": [_record(p) for p in self.warnings],
         }
+
+
+def _record(problem: Problem) -> dict[str, Any]:
+    return {"field": problem.field or None, "line": problem.line, "message": problem.message}
 
 
 def check_paths(
@@ -329,9 +335,7 @@ def check_file(path: str | Path, limits: Limits, reading: Reading | None = None)
         doc = nested_document(read_document(config), reading.key)
         model = load_document(doc)
         if folder:  # its headers must read too
-            from costcalc.checkpoint import find_checkpoint
-
-            model = model._replace(checkpoint=find_checkpoint(path))
+            model = with_checkpoint(model, Path(path))
     except FileReadError as exc:
         return FileReport(name, [Problem("", exc.reason, exc.line, exc.column)])
     except ConfigError as exc:
@@ -342,15 +346,25 @@ def check_file(path: str | Path, limits: Limits, reading: Reading | None = None)
         return FileReport(name, [Problem("", _EXHAUSTING)])
     except Exception as exc:  # a fault of costcalc's own fails this file alone, named
         return FileReport(name, [Problem("", fault_message(exc))])
+    from costcalc.formats.hf_quant import find_quantization_config
+
     count: int | None = None
+    found = None
     try:
         count = total_params(model.spec)
-        findings = limit_problems(model, count, doc, limits)
+        found = find_quantization_config(doc) if model.checkpoint is not None else None
+        findings, headers = judge_headers(model, found is not None)
+        findings += limit_problems(model, count, doc, limits, headers)
     except (MemoryError, RecursionError):
         return FileReport(name, [Problem("", _EXHAUSTING)], model, count)
     except Exception as exc:
         return FileReport(name, [Problem("", fault_message(exc))], model, count)
-    return FileReport(name, findings, model, count)
+    warnings = list(model.warnings)
+    if found is not None and model.weight_format is None:
+        warnings.append(Problem(".".join(found[0]), UNJUDGED, doc.line_of(found[0])))
+    if limits.strict:
+        return FileReport(name, sorted(warnings, key=_by_line) + findings, model, count)
+    return FileReport(name, findings, model, count, warnings=warnings)
 
 
 FAULT = "costcalc could not check this file (an error in costcalc itself)"
@@ -363,11 +377,13 @@ def fault_message(exc: Exception) -> str:
 
 
 def nested_document(doc: Document, key: KeyPath) -> Document:
-    """The mapping under ``key`` of ``doc`` as a document of its own, its lines still those of
-    the file (the mapping itself at the line of its key); Hydra's ``_target_``-style keys are
-    left out. A missing key or one that holds no mapping is a :class:`FileReadError`."""
+    """The mapping under ``key`` of ``doc`` (all of it without ``key``) as a document of its
+    own, its lines still those of the file (the mapping itself at the line of its key), with
+    Hydra's instantiation keys (HYDRA_KEYS) left out at any level: a config-group file
+    (``conf/model/gpt.yaml``: ``_target_`` beside the model's keys) is a model config. A
+    missing key or one that holds no mapping is a :class:`FileReadError`."""
     if not key:
-        return doc
+        return Document(doc.path, _without_hydra_keys(doc.data), doc.lines)
     data: object = doc.data
     for end, part in enumerate(key, 1):
         if not isinstance(data, dict) or part not in data:
@@ -379,8 +395,21 @@ def nested_document(doc: Document, key: KeyPath) -> Document:
             doc.path, f"'{where}' holds no mapping of keys (--key)", doc.line_of(key)
         )
     lines = {path[len(key) :]: line for path, line in doc.lines.items() if path[: len(key)] == key}
-    model = {k: v for k, v in data.items() if not HYDRA_KEY.fullmatch(str(k))}
-    return Document(doc.path, model, lines)
+    return Document(doc.path, _without_hydra_keys(data), lines)
+
+
+def _without_hydra_keys(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without HYDRA_KEYS, in it and in every mapping it holds (lists included)."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in HYDRA_KEYS}
+        if isinstance(value, list):
+            return [strip(item) for item in value]
+        return value
+
+    stripped: dict[str, Any] = strip(data)
+    return stripped
 
 
 def _located(problems: list[Problem], doc: Document | None) -> list[Problem]:
@@ -395,8 +424,15 @@ def _located(problems: list[Problem], doc: Document | None) -> list[Problem]:
 _EXHAUSTING = "the model is too large to check (it exhausted memory or the stack)"
 
 
-def limit_problems(model: LoadedModel, count: int, doc: Document, limits: Limits) -> list[Problem]:
-    """The limits ``model`` (of ``count`` parameters) breaks: its own budget, then the command
+def limit_problems(
+    model: LoadedModel,
+    count: int,
+    doc: Document,
+    limits: Limits,
+    headers: HeaderCount | None = None,
+) -> list[Problem]:
+    """The limits ``model`` (of ``count`` parameters by its formula; ``headers``, what its
+    safetensors hold, judged instead where given) breaks: its own budget, then the command
     line's, then the required length."""
     problems: list[Problem] = []
     if model.budget is not None:
@@ -406,9 +442,15 @@ def limit_problems(model: LoadedModel, count: int, doc: Document, limits: Limits
             model.budget,
             lambda key: (f"budget.{key}", doc.line_of(("budget", key))),
             model.weight_format,
+            headers,
         )
     problems += budget_problems(
-        model.spec, count, limits.budget, lambda key: (_option(key), None), model.weight_format
+        model.spec,
+        count,
+        limits.budget,
+        lambda key: (_option(key), None),
+        model.weight_format,
+        headers,
     )
     beyond = None if limits.length is None else position_limit(model.spec, limits.length)
     if beyond is not None:
@@ -418,29 +460,45 @@ def limit_problems(model: LoadedModel, count: int, doc: Document, limits: Limits
 
 
 def budget_problems(
-    spec: ModelSpec, count: int, budget: Budget, where: Locator, stored: str | None = None
+    spec: ModelSpec,
+    count: int,
+    budget: Budget,
+    where: Locator,
+    stored: str | None = None,
+    headers: HeaderCount | None = None,
 ) -> list[Problem]:
     """The limits of ``budget`` that ``spec`` (of ``count`` parameters) breaks; ``where(key)``
     gives the (field, line) each finding is reported at. Weight bytes are those of
     ``budget.dtype`` (raw: P x its bytes, or a quantized format with its metadata), by default
-    ``stored``, the format the checkpoint stores, else bf16."""
-    dtype = budget.dtype or stored or DEFAULT_WEIGHTS
+    ``stored``, the format the checkpoint stores, else bf16. Given ``headers`` (a model folder's
+    safetensors), their parameters and, in the format they store, their bytes are judged, and
+    the finding says so (and their one float dtype is the default)."""
+    dtype = budget.dtype or stored or (headers.dtype if headers else None) or DEFAULT_WEIGHTS
     problems = []
-    if budget.max_params is not None and count > budget.max_params:
-        field_name, line = where("max_params")
-        message = f"{count:,} parameters exceed the limit of {budget.max_params:,}"
-        problems.append(Problem(field_name, message, line))
+    if budget.max_params is not None:
+        counted, whence = count, ""
+        if headers is not None and headers.parameters is not None:
+            counted, whence = headers.parameters, f" (counted from {headers.source})"
+        if counted > budget.max_params:
+            field_name, line = where("max_params")
+            message = f"{counted:,} parameters{whence} exceed the limit of {budget.max_params:,}"
+            problems.append(Problem(field_name, message, line))
     if budget.max_weight_bytes is not None:
-        try:
-            size = weight_bytes(spec, dtype)
-        except UsageError as exc:  # the budget's format cannot store this model's tensors
-            field_name, line = where("dtype")
-            problems.append(Problem(field_name, f"cannot size the weights as {dtype}: {exc}", line))
-            return problems
+        whence = ""
+        if headers is not None and headers.dtype == dtype:
+            size, whence = headers.bytes, f" (the tensor bytes of {headers.source})"
+        else:
+            try:
+                size = weight_bytes(spec, dtype)
+            except UsageError as exc:  # the budget's format cannot store this model's tensors
+                field_name, line = where("dtype")
+                message = f"cannot size the weights as {dtype}: {exc}"
+                problems.append(Problem(field_name, message, line))
+                return problems
         if size > budget.max_weight_bytes:
             field_name, line = where("max_weight_bytes")
             message = (
-                f"{weight_label(dtype)} weights take {_bytes(size)}, over the limit of "
+                f"{weight_label(dtype)} weights take {_bytes(size)}{whence}, over the limit of "
                 f"{_bytes(budget.max_weight_bytes)}"
             )
             problems.append(Problem(field_name, message, line))

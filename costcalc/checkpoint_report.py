@@ -7,10 +7,11 @@ with the weights, a vision tower, quantization scales, a multi-token-prediction 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from costcalc.checkpoint import Checkpoint
+from costcalc.checkpoint import Checkpoint, TensorInfo
 from costcalc.checkpoint_compare import Comparison, compare_tensors
 from costcalc.tensors import parameter_tensors
 
@@ -58,10 +59,14 @@ def checkpoint_view(name: str, checkpoint: Checkpoint, spec: ModelSpec | None) -
     kind of tensor with its copies, however many (a formula may hold more than any checkpoint)."""
     if spec is None:
         return CheckpointView(name, checkpoint)
+    return CheckpointView(name, checkpoint, formula_comparison(checkpoint.tensors, spec))
+
+
+def formula_comparison(tensors: Iterable[TensorInfo], spec: ModelSpec) -> Comparison:
+    """Header ``tensors`` against ``spec``'s, each kind of tensor with its copies."""
     # GPT-2's Conv1D stores (in, out) where nn.Linear stores (out, in): shapes match as sorted.
     predicted = [(None, _sorted(t.shape), t.copies) for t in parameter_tensors(spec)]
-    comparison = compare_tensors(checkpoint.tensors, predicted, lambda t: _sorted(t.shape))
-    return CheckpointView(name, checkpoint, comparison)
+    return compare_tensors(tensors, predicted, lambda t: _sorted(t.shape))
 
 
 def _sorted(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -165,11 +165,28 @@ def config_schema() -> dict[str, Any]:
             "$schema": SCHEMA_DIALECT,
             **schema,
             "anyOf": [{"required": ["n_layers"]}, {"required": ["layers"]}],
+            "dependencies": {
+                first: {"anyOf": [_null(first), _given(second)]}
+                for first, second in BOTH_OR_NEITHER
+            },
             "title": "costcalc model config",
             "definitions": definitions,
         }
     )
     return converted
+
+
+BOTH_OR_NEITHER = (("moe_experts", "moe_top_k"), ("moe_top_k", "moe_experts"))
+"""Fields the schema asks for together, as draft 4 can (``dependencies``): a mixture of experts
+needs both its expert count and its top-k (``costcalc.spec``'s rule; null is not given)."""
+
+
+def _null(field: str) -> dict[str, Any]:
+    return {"properties": {field: {"type": "null"}}}
+
+
+def _given(field: str) -> dict[str, Any]:
+    return {"required": [field], "properties": {field: {"not": {"type": "null"}}}}
 
 
 def _draft4(node: Any) -> Any:

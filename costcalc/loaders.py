@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
-from costcalc.errors import ConfigError, FileReadError
+from costcalc.errors import ConfigError, FileReadError, Problem
 from costcalc.frozen import FrozenMap
 from costcalc.spec import ModelSpec
 
@@ -55,6 +55,8 @@ class LoadedModel(NamedTuple):
     checkpoint_index: IndexOnly | None = None
     """The model folder's index when the folder holds none of its shards (with the shards,
     ``checkpoint`` has their headers)."""
+    warnings: tuple[Problem, ...] = ()
+    """Keys of the file that are most likely misspelled (also among ``notes``)."""
 
     def weights_dtype(self, given: str | None = None) -> str:
         """The dtype or format to count the weights in: ``given`` (``--dtype``) when there is
@@ -123,7 +125,6 @@ def load_file(path: str | Path, overrides: Mapping[str, Any] | None = None) -> L
 def load_folder(folder: Path, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
     """A model folder as ``from_pretrained`` takes it: ``config.json`` plus safetensors headers
     (or, when the folder holds an index but none of its shards, the index's ``total_size``)."""
-    from costcalc.checkpoint import find_checkpoint, index_without_shards
     from costcalc.files import read_document
 
     if not os.path.isfile(folder / "config.json"):
@@ -133,8 +134,14 @@ def load_folder(folder: Path, overrides: Mapping[str, Any] | None = None) -> Loa
             "and its safetensors files)",
         )
     model = load_document(read_document(folder / "config.json"), overrides)
-    if overrides:
-        return model
+    return model if overrides else with_checkpoint(model, folder)
+
+
+def with_checkpoint(model: LoadedModel, folder: Path) -> LoadedModel:
+    """``model`` with its folder's safetensors headers (or, when the folder holds an index but
+    none of its shards, the index)."""
+    from costcalc.checkpoint import find_checkpoint, index_without_shards
+
     index = index_without_shards(folder)
     if index is not None:
         return model._replace(checkpoint_index=index)
@@ -197,7 +204,10 @@ def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> 
         format=kind,
         description=translation.description,
         key_names=translation.key_names,
-        notes=translation.notes + (stored.notes if stored else ()),
+        notes=translation.notes
+        + tuple(f"{w.field}: {w.message}." for w in translation.warnings)
+        + (stored.notes if stored else ()),
+        warnings=translation.warnings,
         family=translation.family,
         weight_format=stored.label if stored else None,
         weight_format_source=(
@@ -244,7 +254,6 @@ def _check_overrides_apply(
     said it did. Changing a layered model's blocks is done in its file, group by group."""
     if spec.layers is None or not overrides:
         return
-    from costcalc.errors import Problem
     from costcalc.option_names import in_api
     from costcalc.overrides import OVERRIDE_OPTIONS
     from costcalc.spec import layer_runs

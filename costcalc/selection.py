@@ -5,8 +5,12 @@ A file is a model config when, at the top (or under ``--key``), it is a mapping 
 - marks a Hugging Face model: a ``model_type`` or ``architectures`` key;
 - is a nanoGPT-style config: ``n_embd``, ``n_layer`` and ``n_head``;
 - is a costcalc config: a ``$schema`` naming costcalc's schema (or a ``yaml-language-server``
-  modeline doing so), or two or more of costcalc's model keys (``d_model``, ``vocab_size``,
-  ``n_layers``, ...).
+  modeline doing so), or ``d_model`` and another of costcalc's model keys (``vocab_size``,
+  ``n_layers``, ...): a data config's ``vocab_size`` and ``context_length`` are no model.
+
+A Hugging Face config of a type transformers builds as no decoder language model (an encoder
+such as ``bert``, an encoder-decoder such as ``t5``, a vision model) is skipped too, unless
+costcalc reads the type.
 
 Files ``save_pretrained`` writes beside a model's config (``generation_config.json``,
 ``tokenizer_config.json``, ...) never are. A file that cannot be parsed is judged by whether a
@@ -50,9 +54,7 @@ NANOGPT_KEYS = frozenset({"n_embd", "n_layer", "n_head"})
 MODEL_KEYS = frozenset(ModelSpec.model_fields)
 
 _MODELINE = re.compile(r"^#\s*yaml-language-server:\s*\$schema=\S*costcalc", re.MULTILINE)
-_MODEL_KEY_TEXT = re.compile(
-    r"""["']?\b(?:model_type|architectures|n_embd|d_model|vocab_size)\b["']?\s*:"""
-)
+_MODEL_KEY_TEXT = re.compile(r"""["']?\b(?:model_type|architectures|n_embd|d_model)\b["']?\s*:""")
 
 
 def skip_reason(path: str, key: KeyPath = ()) -> str | None:
@@ -79,9 +81,30 @@ def skip_reason(path: str, key: KeyPath = ()) -> str | None:
         data = data[part]
     if not isinstance(data, Mapping):
         return "not a model config (no mapping of keys at the top)"
+    encoder = _encoder(data)
+    if encoder is not None:
+        return encoder
     if _is_model(data) or (not key and _MODELINE.search(text)):
         return None
     return "not a model config (no model_type, architectures or model keys)"
+
+
+def _encoder(data: Mapping[Any, Any]) -> str | None:
+    """Why a Hugging Face config of a model type transformers builds as no decoder language
+    model (bert, t5, vit: :func:`costcalc.transformers_types.encoders`) is skipped; None for any
+    other file, and for a type costcalc reads."""
+    from costcalc.formats.families import LOCATED_IN, MODULE_OF
+    from costcalc.transformers_types import encoders
+
+    model_type = data.get("model_type")
+    if not isinstance(model_type, str) or model_type in MODULE_OF or model_type in LOCATED_IN:
+        return None
+    if "text_config" in data or model_type not in encoders():
+        return None
+    return (
+        f"not a decoder config (model_type {model_type}: transformers builds it as an encoder, "
+        "an encoder-decoder or no language model; costcalc counts decoders)"
+    )
 
 
 def _is_model(data: Mapping[Any, Any]) -> bool:
@@ -91,7 +114,7 @@ def _is_model(data: Mapping[Any, Any]) -> bool:
         any(marker in keys for marker in HF_MARKERS)
         or keys >= NANOGPT_KEYS
         or (isinstance(schema, str) and "costcalc" in schema)
-        or len(keys & MODEL_KEYS) >= 2
+        or ("d_model" in keys and len(keys & MODEL_KEYS) >= 2)
     )
 
 

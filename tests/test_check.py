@@ -244,12 +244,19 @@ def test_hugging_face_ignores_unrelated_keys_but_needs_required_ones(
 ) -> None:
     config = json.loads((FIXTURES / "hf" / "gpt2.json").read_text())
     assert messages(cli, str(write(json.dumps(config), "config.json"))) == []
-    del config["n_layer"], config["vocab_size"]
-    found = messages(cli, str(write(json.dumps(config), "config.json")))
-    assert [field.split(" or ")[0] for field, _ in found] == ["vocab_size", "n_layer"]
-    assert all(message.startswith("required key is missing") for _, message in found)
-    config.update(n_layer=12, vocab_size=50257, n_head=7)
+    del config["n_layer"], config["vocab_size"]  # GPT2Config's defaults: 12 and 50,257
+    assert messages(cli, str(write(json.dumps(config), "config.json"))) == []
+    config.update(n_head=7)
     assert messages(cli, str(write(json.dumps(config), "config.json")))[0][0] == "n_head"
+    # Dots1Config has no default expert count nor top-k: they are required.
+    dots = json.loads((FIXTURES / "hf" / "dots.llm1.base.json").read_text())
+    del dots["n_routed_experts"], dots["num_experts_per_tok"]
+    found = messages(cli, str(write(json.dumps(dots), "config.json")))
+    assert [field.split(" or ")[0] for field, _ in found] == [
+        "n_routed_experts",
+        "num_experts_per_tok",
+    ]
+    assert all(message.startswith("required key is missing") for _, message in found)
 
 
 def test_nanogpt_problems_come_together(cli: Invoke, write: Any) -> None:
@@ -472,6 +479,7 @@ def test_glob_matching_nothing_is_a_finding(cli: Invoke, tmp_path: Path) -> None
         "parameters": None,
         "skipped": None,
         "findings": [{"field": None, "line": None, "message": "no file matches this pattern"}],
+        "warnings": [],
     }
     assert records[1]["ok"]
 
@@ -491,6 +499,7 @@ def test_json_record_of_a_passing_file(cli: Invoke) -> None:
             "parameters": 124_439_808,  # transformers' count (tests/golden/hf_reference.json)
             "skipped": None,
             "findings": [],
+            "warnings": [],
         }
     ]
 

@@ -177,6 +177,7 @@ def test_the_whole_tree_in_one_run(cli: Invoke) -> None:
                 {"field": field, "line": line, "message": message}
                 for field, line, message in findings
             ],
+            "warnings": [],
         }
         for path, fmt, name, parameters, findings in EXPECTED
     ]

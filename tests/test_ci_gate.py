@@ -38,6 +38,9 @@ def write(top: Path, name: str, text: str) -> str:
         ("k8s.yaml", "a: 1\n---\nb: 2\n", "not plain JSON/YAML"),
         ("tagged.yaml", "x: !reference [a, b]\n", "no model_type"),
         ("list.json", "[1, 2]", "no mapping of keys at the top"),
+        # a data config: vocab_size and context_length, but no d_model
+        ("data.yaml", "vocab_size: 50257\ncontext_length: 1024\nbatch_size: 8\n", "no model_type"),
+        ("broken-data.yaml", "vocab_size: [50257\n", "not plain JSON/YAML"),
     ],
 )
 def test_non_model_files_are_skipped_with_a_note(
@@ -50,7 +53,9 @@ def test_non_model_files_are_skipped_with_a_note(
     assert line.startswith(f"skip  {path}  not a model config (")
     assert reason in line
     assert total == "1 file, 0 failed, 1 skipped"
-    assert cli("check", path).exit_code == 1  # without --models-only, every file is a config
+    # Without --models-only every file is a config: {"model_type": "gpt2"} is GPT2Config's
+    # defaults, as transformers builds it; the others fail.
+    assert cli("check", path).exit_code == (0 if text == '{"model_type": "gpt2"}' else 1)
 
 
 @pytest.mark.parametrize(
@@ -64,6 +69,8 @@ def test_non_model_files_are_skipped_with_a_note(
         ("marked.json", '{"$schema": "https://example.org/costcalc.schema.json"}'),
         ("broken.yaml", "d_model: [128\n"),
         ("broken.json", '{"model_type": "gpt2",}'),
+        ("two-keys.yaml", "d_model: 128\nvocab_size: 512\n"),
+        ("remote.json", '{"model_type": "my_remote_decoder", "hidden_size": 64}'),
     ],
 )
 def test_model_configs_are_checked(cli: Invoke, tmp_path: Path, name: str, text: str) -> None:
@@ -71,6 +78,40 @@ def test_model_configs_are_checked(cli: Invoke, tmp_path: Path, name: str, text:
     result = cli("check", "--models-only", path)
     assert result.exit_code == 1
     assert result.stdout.startswith(f"FAIL  {path}")
+
+
+@pytest.mark.parametrize(
+    ("model_type", "kind"),
+    [("bert", "an encoder"), ("roberta", "an encoder"), ("t5", "an encoder-decoder"), ("vit", "")],
+)
+def test_encoders_are_skipped_with_a_note(
+    cli: Invoke, tmp_path: Path, model_type: str, kind: str
+) -> None:
+    """Types transformers 5.24 builds as no decoder language model (a masked-LM class, or no
+    causal-LM one) are no config costcalc counts."""
+    config = {"architectures": ["BertForMaskedLM"], "model_type": model_type, "hidden_size": 768}
+    path = write(tmp_path, "config.json", json.dumps(config))
+    result = cli("check", "--models-only", path)
+    assert result.exit_code == 0, result.stdout
+    [line, total] = result.stdout.splitlines()
+    assert line.startswith(f"skip  {path}  not a decoder config (model_type {model_type}: ")
+    assert total == "1 file, 0 failed, 1 skipped"
+    assert cli("check", path).exit_code == 1  # without --models-only it is checked, and refused
+
+
+def test_a_type_costcalc_reads_is_never_skipped_as_an_encoder(tmp_path: Path) -> None:
+    """Text decoders transformers builds only inside their wrapper (qwen2_vl_text, step3p5)
+    have no causal-LM class of their own, yet costcalc reads them: they are checked."""
+    from costcalc.formats.families import LOCATED_IN, MODULE_OF
+    from costcalc.selection import skip_reason
+    from costcalc.transformers_types import encoders
+
+    assert "bert" in encoders() and "gpt2" not in encoders() and "llama" not in encoders()
+    read = sorted(encoders() & {*MODULE_OF, *LOCATED_IN})
+    assert "qwen2_vl_text" in read
+    for model_type in read:
+        path = write(tmp_path, "config.json", json.dumps({"model_type": model_type}))
+        assert skip_reason(path) is None, model_type
 
 
 def test_models_only_in_a_tree(cli: Invoke, tmp_path: Path) -> None:
@@ -122,6 +163,96 @@ def test_key_reads_a_nested_model_with_the_file_lines(cli: Invoke, tmp_path: Pat
     fixed = HYDRA.replace("${data.seq_len}", "256").replace("n_heads: 3", "n_heads: 4")
     result = cli("check", write(tmp_path, "fixed.yaml", fixed), "--key", "model")
     assert result.exit_code == 0, result.stdout
+
+
+GROUP = "_target_: lab.GPT\nn_embd: 768\nn_head: 7\nn_layer: 2\nblock_size: 64\nvocab_size: 100\n"
+"""A Hydra config-group file (conf/model/gpt.yaml): the model, with an instantiation key."""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        GROUP,
+        GROUP.replace("_target_: lab.GPT\n", "_target_: lab.GPT\n_recursive_: false\n"),
+        "_target_: lab.GPT\n_convert_: all\n_partial_: true\n_args_: [1]\n" + GROUP[17:],
+    ],
+)
+def test_a_hydra_config_group_file_is_checked(cli: Invoke, tmp_path: Path, text: str) -> None:
+    path = write(tmp_path, "conf/model/gpt.yaml", text)
+    result = cli("check", "--models-only", path, "-f", "json")
+    assert result.exit_code == 1
+    [record] = json.loads(result.stdout)
+    [finding] = record["findings"]
+    assert (finding["field"], finding["line"]) == (
+        "n_head",
+        text.splitlines().index("n_head: 7") + 1,
+    )
+    assert finding["message"].startswith("n_embd 768 does not split into 7 equal heads")
+    fixed = write(tmp_path, "conf/model/good.yaml", text.replace("n_head: 7", "n_head: 8"))
+    assert cli("check", "--models-only", fixed).exit_code == 0
+
+
+def test_instantiation_keys_are_dropped_at_any_level(cli: Invoke, tmp_path: Path) -> None:
+    text = (
+        "model:\n  _target_: lab.Lit\n  net:\n    _target_: lab.GPT\n    _partial_: true\n"
+        "    d_model: 128\n    n_layers: 2\n    n_heads: 4\n    vocab_size: 512\n"
+        "    context_length: 256\n    layers:\n      - {count: 2, _target_: lab.Block}\n"
+    )
+    path = write(tmp_path, "train.yaml", text)
+    result = cli("check", path, "--key", "model.net")
+    assert result.exit_code == 0, result.stdout
+    # anything else starting and ending with _ is no instantiation key: still a finding
+    path = write(tmp_path, "other.yaml", text.replace("_partial_", "_size_"))
+    assert "_size_" in cli("check", path, "--key", "model.net").stdout
+
+
+def test_the_documented_two_hook_recipe_checks_every_model(cli: Invoke, tmp_path: Path) -> None:
+    """docs/ci.md's Hydra hooks, applied to a Hydra tree as pre-commit applies them (``files``
+    and ``exclude`` searched in each path; the hook's types): every model is checked once, and
+    the config-group file with 768 % 7 heads fails."""
+    import re
+
+    import yaml
+
+    docs = (ROOT / "docs" / "ci.md").read_text()
+    section = docs[docs.index("### Hydra and Lightning configs") :]
+    block = section[section.index("```yaml\n") + 8 : section.index("```\n", 8)]
+    hooks = yaml.safe_load(block)
+    [base] = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    tree = {
+        "conf/config.yaml": "defaults:\n  - model: gpt\n  - _self_\ntrainer:\n  max_steps: 10\n",
+        "conf/train.yaml": "seed: 1\nmodel:\n  _target_: lab.GPT\n"
+        + "".join(f"  {line}\n" for line in TINY.splitlines()),
+        "conf/model/gpt.yaml": GROUP,
+        "conf/model/small.yaml": "_target_: lab.GPT\n" + TINY,
+        "configs/tiny.yaml": TINY,
+        "package.json": "{}",
+    }
+    for name, text in tree.items():
+        write(tmp_path, name, text)
+    checked: dict[str, list[str]] = {}
+    for hook in hooks:
+        files = [
+            name
+            for name in tree
+            if re.search(hook.get("files", ""), name)
+            and not re.search(hook.get("exclude", "^$"), name)
+        ]
+        args = base["entry"].split()[2:] + hook.get("args", [])
+        paths = [str(tmp_path / name) for name in files]
+        result = cli("check", *args, *paths, "-f", "json")
+        for record in json.loads(result.stdout):
+            name = Path(record["path"]).relative_to(tmp_path).as_posix()
+            verdict = "skipped" if record["skipped"] else "ok" if record["ok"] else "failed"
+            checked.setdefault(name, []).append(verdict)
+    assert checked == {
+        "conf/config.yaml": ["skipped"],  # its model comes from the group
+        "conf/train.yaml": ["ok"],
+        "conf/model/gpt.yaml": ["failed"],
+        "conf/model/small.yaml": ["ok"],
+        "configs/tiny.yaml": ["ok"],
+        "package.json": ["skipped"],
+    }
 
 
 def test_a_missing_key_points_at_the_mapping_that_lacks_it(cli: Invoke, tmp_path: Path) -> None:

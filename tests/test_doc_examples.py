@@ -89,6 +89,10 @@ def sandbox(root: Path) -> Path:
     model.mkdir()
     shutil.copy(FIXTURES / "hf" / "book-gpt-fairytale.json", model / "config.json")
     gpt2_checkpoint(model, json.loads((model / "config.json").read_text()))
+    edited = root / "edited-model"  # its config says a layer fewer than its headers hold
+    shutil.copytree(model, edited)
+    config = json.loads((edited / "config.json").read_text())
+    (edited / "config.json").write_text(json.dumps({**config, "n_layer": config["n_layer"] - 1}))
     shutil.copytree(FIXTURES / "repo" / "configs" / "good", root / "configs")
     nsmc = {"n_embd": 192, "n_layer": 4, "n_head": 4, "block_size": 1024, "vocab_size": 50257}
     (root / "configs" / "nsmc.json").write_text(json.dumps({**nsmc, "bias": True}))
@@ -96,6 +100,10 @@ def sandbox(root: Path) -> Path:
         (root / folder).mkdir()
         shutil.copy(FIXTURES / "hf" / f"{fixture}.json", root / folder / "config.json")
     shutil.copytree(FIXTURES / "index-only" / "gpt-oss-20b", root / "gpt-oss-20b")
+    typo = json.loads((FIXTURES / "hf" / "llama-3.2-1b.json").read_text())
+    typo["num_key_value_head"] = typo.pop("num_key_value_heads")
+    (root / "typo").mkdir()
+    (root / "typo" / "config.json").write_text(json.dumps(typo, indent=2))
     (root / "models" / "llama").mkdir(parents=True)
     shutil.copy(FIXTURES / "hf" / "llama-3.2-1b.json", root / "models" / "llama" / "config.json")
     for repo, fixture in (

@@ -23,19 +23,33 @@ def fails(cli: Invoke, path: Path) -> str:
     return result.stderr
 
 
+@pytest.mark.parametrize("key", ["n_routed_experts", "n_shared_experts", "num_experts_per_tok"])
+def test_missing_size_without_a_class_default_is_named(
+    cli: Invoke, tmp_path: Path, key: str
+) -> None:
+    # Dots1Config leaves these three None: transformers cannot build the model without them.
+    stderr = fails(cli, write_config(tmp_path, "dots.llm1.base", **{key: ...}))
+    assert f"{key}" in stderr and "required key is missing" in stderr
+
+
 @pytest.mark.parametrize(
-    ("fixture", "key"),
+    ("fixture", "key", "default"),
     [
-        ("qwen2.5-0.5b", "hidden_size"),
-        ("gpt2", "n_embd"),
-        ("opt-125m", "ffn_dim"),
-        ("pythia-160m", "intermediate_size"),
-        ("tiny-mixtral", "num_hidden_layers"),
+        ("gpt2", "n_embd", "GPT2Config's defaults (as transformers builds it): n_embd 768."),
+        ("opt-125m", "ffn_dim", "OPTConfig's defaults (as transformers builds it): ffn_dim 3,072."),
+        (
+            "tiny-mixtral",
+            "num_hidden_layers",
+            "MixtralConfig's defaults (as transformers builds it): num_hidden_layers 32.",
+        ),
     ],
 )
-def test_missing_size_is_named(cli: Invoke, tmp_path: Path, fixture: str, key: str) -> None:
-    stderr = fails(cli, write_config(tmp_path, fixture, **{key: ...}))
-    assert f"{key}" in stderr and "required key is missing" in stderr
+def test_missing_size_is_the_class_default_with_a_note(
+    cli: Invoke, tmp_path: Path, fixture: str, key: str, default: str
+) -> None:
+    result = cli("params", "--config", str(write_config(tmp_path, fixture, **{key: ...})))
+    assert result.exit_code == 0, result.stderr
+    assert f"not in the file, read as {default}" in " ".join(result.stdout.split())
 
 
 def test_heads_that_do_not_divide_the_width(cli: Invoke, tmp_path: Path) -> None:
@@ -95,6 +109,6 @@ def test_settings_costcalc_cannot_count_or_read_are_refused(
 
 
 def test_every_problem_is_reported_at_once(cli: Invoke, tmp_path: Path) -> None:
-    path = write_config(tmp_path, "mistral-7b-v0.1", hidden_size=..., vocab_size=...)
+    path = write_config(tmp_path, "dots.llm1.base", n_routed_experts=..., n_shared_experts=...)
     stderr = fails(cli, path)
-    assert "hidden_size: required" in stderr and "vocab_size: required" in stderr
+    assert "n_routed_experts" in stderr and "n_shared_experts: required" in stderr

@@ -78,8 +78,14 @@ def test_vllm_fit() -> None:
 def test_plan_engine_refusals() -> None:
     base = ["plan", "-p", "gpt2-small", "--gpu", "l4"]
     for extra, message in [
-        (["--tokens", "1B", "--engine", "vllm"], "give --prompt, not --tp"),
-        (["--prompt", "64", "--tp", "2", "--engine", "llamacpp"], "give --prompt, not --tp"),
+        (
+            ["--tokens", "1B", "--engine", "vllm"],
+            "give a prompt (--prompt) and no tensor parallelism (--tp)",
+        ),
+        (
+            ["--prompt", "64", "--tp", "2", "--engine", "llamacpp"],
+            "give a prompt (--prompt) and no tensor parallelism (--tp)",
+        ),
         (["--prompt", "64", "--block-size", "32"], "applies to vLLM"),
         (["--prompt", "64", "--kv-dtype", "int4"], "unknown KV-cache dtype 'int4'"),
     ]:

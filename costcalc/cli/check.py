@@ -73,6 +73,13 @@ def check(
             "(a Hydra or Lightning config).",
         ),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Fail on warnings too (a key that looks misspelled, such as num_key_value_head).",
+        ),
+    ] = False,
 ) -> None:
     """Check model configs: readable, valid, buildable, within budget. Exit 0 when every file
     passes, 1 when any has findings, 2 on wrong usage.
@@ -94,7 +101,7 @@ def check(
         if length is not None:
             check_count("length", length)
         reading = Reading(models_only, key_path(key))
-    reports = check_paths(paths, Limits(budget, length), reading)
+    reports = check_paths(paths, Limits(budget, length, strict), reading)
     if fmt is CheckFormat.json:
         from costcalc.render import to_json
 
@@ -127,11 +134,14 @@ def key_path(key: str | None) -> tuple[str, ...]:
 
 
 def summary(reports: list[FileReport]) -> str:
-    """'3 files, 1 failed' (', 2 skipped' when any file is no model config)."""
+    """'3 files, 1 failed' (', 2 skipped' when any file is no model config, ', 1 warning' when
+    any file has one)."""
     failed = sum(not report.ok for report in reports)
     skipped = sum(report.skipped is not None for report in reports)
+    warnings = sum(len(report.warnings) for report in reports)
     text = f"{_counted(len(reports), 'file')}, {failed:,} failed"
-    return text + (f", {skipped:,} skipped" if skipped else "")
+    text += f", {skipped:,} skipped" if skipped else ""
+    return text + (f", {_counted(warnings, 'warning')}" if warnings else "")
 
 
 def _counted(n: int, noun: str) -> str:
@@ -160,9 +170,11 @@ def print_report(reports: list[FileReport]) -> None:
             if report.parameters is not None:
                 out.append(f", {report.parameters:,} parameters")
         out.append("\n")
-        for finding in report.findings:
+        for finding in [*report.findings, *report.warnings]:
             where = f"line {finding.line}" if finding.line is not None else ""
             out.append(f"      {where:<10}", style="dim")
+            if finding in report.warnings:
+                out.append("warning: ", style="bold yellow")
             out.append(f"{shown(finding.field)}: " if finding.field else "", style="yellow")
             out.append(shown(finding.message) + "\n")
     failed = not all(report.ok for report in reports)
@@ -175,24 +187,29 @@ MAX_ANNOTATIONS = 10
 
 
 def github_annotations(reports: list[FileReport]) -> str:
-    """GitHub Actions workflow commands: an ``::error`` per finding (file, line and column where
-    known), at most MAX_ANNOTATIONS of them, the last counting the findings left as plain log
-    lines; a line per skipped file; then the summary. Plain lines are never read as commands:
-    when one could be (a file named ``::warning::x.yaml``), they are printed between
-    ``::stop-commands::`` and its end, as GitHub's documentation asks for untrusted text."""
+    """GitHub Actions workflow commands: an ``::error`` per finding and a ``::warning`` per
+    warning (file, line and column where known), at most MAX_ANNOTATIONS of each kind, the last
+    counting those left as plain log lines; a line per skipped file; then the summary. Plain
+    lines are never read as commands: when one could be (a file named ``::warning::x.yaml``),
+    they are printed between ``::stop-commands::`` and its end, as GitHub's documentation asks
+    for untrusted text."""
     from costcalc.errors import shown
 
-    findings = [(report, finding) for report in reports for finding in report.findings]
-    shown_count = len(findings) if len(findings) <= MAX_ANNOTATIONS else MAX_ANNOTATIONS - 1
-    commands = [_annotation(report.path, finding) for report, finding in findings[:shown_count]]
-    rest = findings[shown_count:]
-    if rest:
-        files = len({report.path for report, _ in rest})
-        commands.append(
-            f"::error title=costcalc check::{_counted(len(rest), 'more finding')} in "
-            f"{_counted(files, 'file')}, listed in the log below"
-        )
-    lines = [_log_line(report.path, finding) for report, finding in rest]
+    commands: list[str] = []
+    lines: list[str] = []
+    for kind, noun, of in (("error", "finding", _findings), ("warning", "warning", _warnings)):
+        items = [(report, item) for report in reports for item in of(report)]
+        shown_count = len(items) if len(items) <= MAX_ANNOTATIONS else MAX_ANNOTATIONS - 1
+        commands += [_annotation(report.path, item, kind) for report, item in items[:shown_count]]
+        rest = items[shown_count:]
+        if rest:
+            files = len({report.path for report, _ in rest})
+            commands.append(
+                f"::{kind} title=costcalc check::{_counted(len(rest), 'more ' + noun)} in "
+                f"{_counted(files, 'file')}, listed in the log below"
+            )
+        prefix = "" if kind == "error" else "warning: "
+        lines += [prefix + _log_line(report.path, item) for report, item in rest]
     lines += [
         f"skipped {shown(report.path)}: {report.skipped}"
         for report in reports
@@ -205,13 +222,21 @@ def github_annotations(reports: list[FileReport]) -> str:
     return "\n".join([*commands, *lines])
 
 
+def _findings(report: FileReport) -> list[Problem]:
+    return report.findings
+
+
+def _warnings(report: FileReport) -> list[Problem]:
+    return report.warnings
+
+
 def _read_as_command(line: str) -> bool:
     """Whether a runner could take a log line for a workflow command: ``::name::`` at its start
     (after blanks), or the old ``##[name]`` form anywhere in it."""
     return line.lstrip().startswith("::") or "##[" in line
 
 
-def _annotation(path: str, finding: Problem) -> str:
+def _annotation(path: str, finding: Problem, kind: str = "error") -> str:
     from costcalc.errors import shown
 
     props = f"file={_escape_property(shown(path))}"
@@ -220,7 +245,7 @@ def _annotation(path: str, finding: Problem) -> str:
         if finding.column is not None:
             props += f",col={finding.column}"
     message = f"{finding.field}: {finding.message}" if finding.field else finding.message
-    return f"::error {props},title=costcalc check::{_escape_data(shown(message))}"
+    return f"::{kind} {props},title=costcalc check::{_escape_data(shown(message))}"
 
 
 def _log_line(path: str, finding: Problem) -> str:
@@ -273,9 +298,12 @@ def job_summary(reports: list[FileReport], limit: int = MAX_SUMMARY_BYTES) -> st
     are left out and counted in a last line."""
     head = ["## costcalc check", "", f"**{summary(reports)}**", ""]
     findings = [
-        f"| {_cell(report.path)} | {f.line or ''} | {_cell(f.field)} | {_cell(f.message)} |"
+        f"| {_cell(report.path)} | {f.line or ''} | {_cell(f.field)} | {kind}{_cell(f.message)} |"
         for report in reports
-        for f in report.findings
+        for kind, f in [
+            *(("", f) for f in report.findings),
+            *(("warning: ", w) for w in report.warnings),
+        ]
     ]
     passed = [
         f"| {_cell(r.path)} | {_cell(r.model.name)} ({r.model.format}) | {r.parameters:,} |"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,15 +26,13 @@ from costcalc.cli.memory import RESERVE_HELP
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
 
-TRAINING_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8")
-"""The dtypes a training run's peak is taken for."""
-
 if TYPE_CHECKING:
     from costcalc.engines import EngineSetup
     from costcalc.engines.vllm import VllmMemory
     from costcalc.gpus import Gpu
     from costcalc.loaders import LoadedModel
     from costcalc.plan import CacheFit, DecodeStep
+    from costcalc.plan_results import InferencePlan, PlanResult
     from costcalc.render import Grid
     from costcalc.routing import ExpertRead
 
@@ -42,12 +40,7 @@ if TYPE_CHECKING:
 @takes_models
 def plan(
     models: ModelSelection,
-    gpu: Annotated[
-        str | None,
-        typer.Option(
-            "--gpu", metavar="NAME", help="A GPU of `costcalc gpus` (for --tokens and --prompt)."
-        ),
-    ] = None,
+    gpu: Annotated[str, typer.Option("--gpu", metavar="NAME", help="A GPU of `costcalc gpus`.")],
     tokens: Annotated[
         int | None,
         count_option("--tokens", help="Training tokens, like 300B or 1T: FLOPs, time, GPU-hours."),
@@ -60,14 +53,15 @@ def plan(
         str, typer.Option("--mfu", help="Model FLOPs utilisation assumed, like 0.4 or 40%.")
     ] = "0.4",
     dtype: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--dtype",
             help="Weights: fp32, bf16, fp16, fp8, int8, int4 or a quantized format (nf4, "
             "gptq-int4, awq-int4, fp8-block, gguf:Q4_K_M, ...; docs/quantization.md); the "
-            "peak is that of the dtype its kernels compute in.",
+            "peak is that of the dtype its kernels compute in. Default: bf16 for training; "
+            "for inference as the checkpoint stores them (its quantization_config), else bf16.",
         ),
-    ] = "bf16",
+    ] = None,
     budget: Annotated[
         int | None,
         count_option("--budget", help="A compute budget in FLOPs (5.76e23): Chinchilla sizing."),
@@ -118,141 +112,59 @@ def plan(
     GPU-hours at --mfu on --gpus GPUs; with --budget, compute-optimal sizing (rule of thumb);
     with --prompt, prefill time and decode tokens/s on one GPU (roofline ESTIMATES), the largest
     batch and context whose cache fits beside the weights, and decode tokens/s by batch."""
-    from costcalc.compute import check_count
-    from costcalc.engines.dispatch import engine_setup
-    from costcalc.errors import UsageError, check_choice
-    from costcalc.gpus import find_gpu
-    from costcalc.plan import MAX_COUNT, parse_fraction
-    from costcalc.units import DTYPES
-    from costcalc.weight_format import check_weight_dtype
+    from costcalc.plan_results import plan_result, plan_setup
 
     with user_errors():
-        if tokens is None and budget is None and prompt is None:
-            raise UsageError("nothing to plan: give --tokens, --budget or --prompt")
-        if tokens is None and prompt is None:
-            assert budget is not None
-            check_count("budget", budget, MAX_COUNT)
-            if gpu is not None:
-                raise UsageError(
-                    "--budget sizes a model for a compute budget on no GPU in particular: --gpu "
-                    "applies with --tokens or --prompt"
-                )
-            named = models.presets or models.configs or models.hub_ids
-            _budget_alone(budget, models.load() if named else [], fmt)
-            return
-        if gpu is None:
-            raise UsageError("--tokens and --prompt run on a GPU: give --gpu NAME (costcalc gpus)")
-        device = find_gpu(gpu)
-        dtype = check_weight_dtype(dtype)
-        counts = {"gpus": gpus, "length": length, "batch": batch, "generate": generate, "tp": tp}
-        for name, value in {**counts, "prompt": prompt, "tokens": tokens, "budget": budget}.items():
-            if value is not None:
-                check_count(name, value, MAX_COUNT)
-        share = parse_fraction(mfu, "MFU")
-        memory_share = parse_fraction(utilisation, "memory utilisation")
-        if tp > 1 and prompt is None:
-            raise UsageError("--tp shards the inference rooflines: add --prompt")
-        serving = engine_setup(
-            engine,
-            cache_type_k,
-            cache_type_v,
-            swa_full,
-            block_size,
-            max_num_batched_tokens,
-            device_memory=device.memory_bytes,
+        setup = plan_setup(
+            gpu,
+            tokens=tokens,
+            length=length,
+            gpus=gpus,
+            mfu=mfu,
+            dtype=dtype,
+            budget=budget,
+            prompt=prompt,
+            generate=generate,
+            batch=batch,
+            utilisation=utilisation,
+            reserve=reserve,
+            tp=tp,
+            kv_dtype=kv_dtype,
+            engine=engine,
+            cache_type_k=cache_type_k,
+            cache_type_v=cache_type_v,
+            swa_full=swa_full,
+            block_size=block_size,
+            max_num_batched_tokens=max_num_batched_tokens,
         )
-        if serving.name != "transformers" and (prompt is None or tp > 1):
-            raise UsageError(
-                f"--engine {serving.name} sizes inference on one GPU: give --prompt, not --tp"
-            )
-        if kv_dtype is not None:
-            check_choice(kv_dtype, ("fp32", "bf16", "fp16", "fp8"), "KV-cache dtype")
-        if tokens is not None and dtype not in TRAINING_DTYPES:
-            kind = "a storage dtype" if dtype in DTYPES else "a stored weight format"
-            raise UsageError(
-                f"--tokens: training computes at the peak of {', '.join(TRAINING_DTYPES)}, and "
-                f"{dtype} is {kind} (its decoding: --prompt)"
-            )
-        results = [
-            _plan(
-                m,
-                device,
-                dtype,
-                tokens,
-                length,
-                gpus,
-                share,
-                prompt,
-                generate,
-                batch,
-                memory_share,
-                tp,
-                reserve,
-                serving,
-                kv_dtype,
-            )
-            for m in models.load()
-        ]
-    data: list[dict[str, Any]] = [r for r, _ in results]
-    grids = [g for _, gs in results for g in gs]
+        results = [plan_result(m, setup) for m in models.load()]
+    data = [r.to_dict() for r in results]
+    grids = [g for r in results for g in plan_grids(r)]
     if budget is not None:
-        optimal, grid = _chinchilla(budget, models.load())
-        for record, own in zip(data, optimal, strict=True):
-            record["compute_optimal"] = own
-        grids.append(grid)
+        grids.append(_chinchilla(budget, results))
     emit(fmt, data[0] if len(data) == 1 else data, grids)
 
 
-def _plan(
-    model: LoadedModel,
-    gpu: Gpu,
-    dtype: str,
-    tokens: int | None,
-    length: int,
-    gpus: int,
-    mfu: Fraction,
-    prompt: int | None,
-    generate: int,
-    batch: int,
-    utilisation: Fraction,
-    tp: int,
-    reserve: int | None,
-    serving: EngineSetup,
-    kv_dtype: str | None,
-) -> tuple[dict[str, Any], list[Grid]]:
-    from costcalc.compute import check_positions
-    from costcalc.plan import KAPLAN_RULE, TrainingTime, kaplan_flops, training_flops
+def plan_grids(result: PlanResult) -> list[Grid]:
+    """The training table, then the inference roofline, what fits and decode by batch."""
+    from costcalc.plan import KAPLAN_RULE
     from costcalc.render import Grid
-    from costcalc.results import model_header
 
-    data: dict[str, Any] = {**model_header(model), "gpu": gpu.key, "dtype": dtype}
     grids: list[Grid] = []
-    spec = model.spec
-    if tokens is not None:
-        check_positions(spec, "length", length, length)
-        exact = training_flops(spec, tokens, length)
-        time = TrainingTime(exact, gpus, gpu.peak(dtype), mfu)
-        data["training"] = {
-            "tokens": tokens,
-            "length": length,
-            "flops": exact,
-            "flops_6n": kaplan_flops(spec, tokens),
-            "gpus": gpus,
-            "peak_flops_per_gpu": time.peak,
-            "mfu": float(mfu),
-            "seconds": float(time.seconds),
-            "gpu_hours": float(time.gpu_hours),
-        }
+    name, gpu, dtype = result.model.name, result.gpu, result.dtype
+    training = result.training
+    if training is not None:
+        time = training.time
         rows = [
-            ["training FLOPs (exact MACs x 2)", f"{exact:,}"],
-            [KAPLAN_RULE, f"{kaplan_flops(spec, tokens):,}"],
+            ["training FLOPs (exact MACs x 2)", f"{training.flops:,}"],
+            [KAPLAN_RULE, f"{training.flops_6n:,}"],
             [f"peak per GPU ({dtype}, dense), FLOP/s", f"{time.peak:,}"],
             ["wall time", _duration(time.seconds)],
             ["GPU-hours", f"{float(time.gpu_hours):,.0f}"],
         ]
         title = (
-            f"Training {model.name} on {tokens:,} tokens (T={length:,}): {gpus} x {gpu.key} "
-            f"at {float(mfu):.0%} MFU"
+            f"Training {name} on {training.tokens:,} tokens (T={training.length:,}): "
+            f"{time.gpus} x {gpu.key} at {float(time.mfu):.0%} MFU"
         )
         notes = [
             "FLOPs: forward + backward = 3 x forward MACs per sequence, plus the QK^T the sdpa "
@@ -260,101 +172,17 @@ def _plan(
             f"x MFU); the MFU is an assumption, not a measurement. Peak: {gpu.source}."
         ]
         grids.append(Grid(title, ["", "value"], rows, notes))
-    if prompt is not None:
-        inference, inference_grids = _inference(
-            model, gpu, dtype, prompt, generate, batch, utilisation, tp, reserve, serving, kv_dtype
-        )
-        data["inference"] = inference
-        grids += inference_grids
-    return data, grids
+    if result.inference is not None:
+        grids += _inference_grids(result.model, gpu, result.inference)
+    return grids
 
 
-def _inference(
-    model: LoadedModel,
-    gpu: Gpu,
-    dtype: str,
-    prompt: int,
-    generate: int,
-    batch: int,
-    utilisation: Fraction,
-    tp: int,
-    reserve: int | None,
-    serving: EngineSetup,
-    kv_dtype: str | None,
-) -> tuple[dict[str, Any], list[Grid]]:
-    """The roofline at --batch, what fits at the memory utilisation, and decode by batch."""
-    from costcalc.compute import check_positions
-    from costcalc.plan import cache_fit, compute, decode_batches, decode_step, roofline
-    from costcalc.render import Grid, ratio_dict
-    from costcalc.weight_format import describe_format
+def _inference_grids(model: LoadedModel, gpu: Gpu, plan: InferencePlan) -> list[Grid]:
+    from costcalc.render import Grid
+    from costcalc.stored_weights import weights_note
 
-    spec = model.spec
-    context = prompt + generate
-    check_positions(spec, "length", context, context)
-    kv_dtype = kv_dtype or (dtype if dtype in ("fp32", "bf16", "fp16") else "bf16")
-    kernels = compute(dtype, gpu)
-    r = roofline(spec, gpu, dtype, kv_dtype, batch, prompt, context, tp, serving)
-    fit = cache_fit(spec, gpu, utilisation, dtype, kv_dtype, batch, context, tp, reserve, serving)
-    top = batch if fit.largest_batch is None else fit.largest_batch
-    steps = [
-        decode_step(spec, gpu, dtype, kv_dtype, b, context, tp, serving)
-        for b in decode_batches(top)
-    ]
-    fit_data: dict[str, Any] = {
-        "memory_utilisation": ratio_dict(utilisation),
-        "memory_bytes": gpu.memory_bytes,
-        "reserve_bytes": fit.reserve,
-        "budget_bytes": fit.budget,
-        "weight_bytes": fit.weights,
-        "cache_bytes_free": fit.free,
-        "kv_dtype": _cache_dtype(serving, kv_dtype),
-        "context": context,
-        "largest_batch": fit.largest_batch,
-        "batch": batch,
-        "largest_context": fit.largest_context,
-        "positions": fit.positions,
-    }
-    data = {
-        "estimate": True,
-        "engine": serving.name,
-        "tensor_parallel": tp,
-        "batch": batch,
-        "prompt": prompt,
-        "context": context,
-        "weights": {
-            "dtype": dtype,
-            "description": describe_format(dtype),
-            "compute_dtype": kernels.dtype,
-            "peak_flops_per_gpu": kernels.peak,
-            "kernels": kernels.kernels,
-        },
-        "prefill_flops": r.prefill_flops,
-        "prefill_seconds": float(r.prefill_seconds),
-        "decode_step_bytes": r.decode.step_bytes,
-        "decode_all_experts_step_bytes": r.decode.all_experts_bytes,
-        "decode_bound": r.decode.bound,
-        "decode_tokens_per_second_per_sequence": float(r.decode.tokens_per_second_per_sequence),
-        "decode_tokens_per_second": float(r.decode.tokens_per_second),
-        "experts_read": [_experts_dict(e) for e in r.decode.experts],
-        "fit": fit_data,
-        "decode_by_batch": [_step_dict(step) for step in steps],
-    }
-
-    vllm = None
-    if serving.name == "vllm":
-        from costcalc.engines.vllm import BLOCK_SIZE, default_batched_tokens, vllm_memory
-
-        vllm = vllm_memory(
-            spec,
-            dtype,
-            context,
-            batch,
-            kv_dtype,
-            serving.block_size or BLOCK_SIZE,
-            serving.max_num_batched_tokens or default_batched_tokens(gpu.memory_bytes),
-            fit.free,
-        )
-        fit_data["vllm"] = vllm.to_dict()
+    name = model.name
+    r, tp, kernels, context = plan.roofline, plan.tp, plan.kernels, plan.context
     rows = [
         ["prefill time (compute-bound)", _duration(r.prefill_seconds)],
         ["bytes read per decode step", f"{r.decode.step_bytes:,}"],
@@ -366,12 +194,12 @@ def _inference(
             rows.append([f"{what}, {read.layers} layers", _experts_cell(read)])
         rows.append(["bytes read per decode step, all experts", f"{r.decode.all_experts_bytes:,}"])
     per_sequence = f"{float(r.decode.tokens_per_second_per_sequence):,.1f}"
-    if batch == 1:  # one sequence: its tokens/s are the batch's
+    if plan.batch == 1:  # one sequence: its tokens/s are the batch's
         rows.append([f"decode tokens/s, batch 1 ({r.decode.bound}-bound)", per_sequence])
     else:
         rows += [
             [f"decode tokens/s per sequence ({r.decode.bound}-bound)", per_sequence],
-            [f"decode tokens/s, batch {batch}", f"{float(r.decode.tokens_per_second):,.1f}"],
+            [f"decode tokens/s, batch {plan.batch}", f"{float(r.decode.tokens_per_second):,.1f}"],
         ]
     where = "one GPU holding the whole model" if tp == 1 else f"one of {tp} tensor-parallel GPUs"
     notes = [
@@ -382,6 +210,9 @@ def _inference(
         f"Compute: {kernels.kernels}; {gpu.key}'s dense {kernels.dtype} peak, "
         f"{kernels.peak:,} FLOP/s.",
     ]
+    stored = weights_note(model, plan.dtype)
+    if stored is not None:
+        notes.append(stored)
     if moe:
         notes.append(_experts_note(r.decode.experts))
     if tp > 1:
@@ -391,22 +222,16 @@ def _inference(
             "all-reduces between the GPUs are not counted."
         )
     devices = gpu.key if tp == 1 else f"{tp} x {gpu.key}"
-    title = f"Inference of {model.name} on {devices} ({dtype}), B={batch}, prompt {prompt:,}"
+    title = (
+        f"Inference of {name} on {devices} ({plan.dtype}), B={plan.batch}, prompt {plan.prompt:,}"
+    )
     grids = [
         Grid(title, ["", "ESTIMATE"], rows, notes),
-        _fit_grid(model.name, gpu, fit, utilisation, tp, serving, vllm),
+        _fit_grid(name, gpu, plan.fit, plan.utilisation, tp, plan.serving, plan.vllm),
     ]
-    if steps:
-        grids += _decode_grids(model.name, devices, context, steps)
-    return data, grids
-
-
-def _cache_dtype(serving: EngineSetup, kv_dtype: str) -> str:
-    """The cache's dtype: llama.cpp's K and V cache types (``q8_0 / f16`` when they differ)."""
-    if serving.name != "llamacpp":
-        return kv_dtype
-    k, v = serving.cache_type_k or "f16", serving.cache_type_v or "f16"
-    return k if k == v else f"{k} / {v}"
+    if plan.steps:
+        grids += _decode_grids(name, devices, context, list(plan.steps))
+    return grids
 
 
 def _experts_cell(read: ExpertRead) -> str:
@@ -440,41 +265,6 @@ def _experts_note(reads: tuple[ExpertRead, ...]) -> str:
         "expectations rounded, bytes read rounded up to a whole byte); shared experts, routers "
         "and every other tensor whole. The all-experts row reads every expert: the bound."
     )
-
-
-def _experts_dict(read: ExpertRead) -> dict[str, Any]:
-    from costcalc.routing import ROUTING_ASSUMPTION
-
-    return {
-        "layers": read.layers,
-        "experts": read.experts,
-        "routed_per_token": read.routed,
-        "batch": read.batch,
-        "expected_experts_per_layer": float(read.expected_experts),
-        "count": read.exact_count,
-        "expert_bytes": read.bytes,
-        "expert_bytes_read": read.bytes_read,
-        "estimate": not read.exact_count,
-        "assumption": ROUTING_ASSUMPTION,
-    }
-
-
-def _step_dict(step: DecodeStep) -> dict[str, Any]:
-    compute = step.compute_seconds
-    return {
-        "batch": step.batch,
-        "step_bytes": step.step_bytes,
-        "weight_bytes_read": step.weight_bytes,
-        "cache_bytes": step.cache_bytes,
-        "all_experts_step_bytes": step.all_experts_bytes,
-        "expected_experts_per_layer": [float(e.expected_experts) for e in step.experts],
-        "step_flops": step.step_flops,
-        "memory_seconds": float(step.memory_seconds),
-        "compute_seconds": None if compute is None else float(compute),
-        "bound": step.bound,
-        "tokens_per_second_per_sequence": float(step.tokens_per_second_per_sequence),
-        "tokens_per_second": float(step.tokens_per_second),
-    }
 
 
 def _fit_grid(
@@ -594,52 +384,28 @@ def _decode_grids(name: str, devices: str, context: int, steps: list[DecodeStep]
     return [Grid(title, columns, rows, notes), chart]
 
 
-def _budget_alone(budget: int, models: list[LoadedModel], fmt: OutputFormat) -> None:
-    """``plan --budget`` without --tokens or --prompt: the compute-optimal size, and each model
-    named beside it (no model is needed)."""
-    from costcalc.plan import CHINCHILLA_RULE, compute_optimal
-    from costcalc.results import model_header
-
-    optimal, grid = _chinchilla(budget, models)
-    if models:
-        data = [
-            {**model_header(m), "compute_optimal": own}
-            for m, own in zip(models, optimal, strict=True)
-        ]
-        emit(fmt, data[0] if len(data) == 1 else data, [grid])
-        return
-    n, d = compute_optimal(budget)
-    own = {"budget_flops": budget, "parameters": n, "tokens": d, "rule": CHINCHILLA_RULE}
-    emit(fmt, {"compute_optimal": own}, [grid])
-
-
-def _chinchilla(budget: int, models: list[LoadedModel]) -> tuple[list[dict[str, Any]], Grid]:
+def _chinchilla(budget: int, results: list[PlanResult]) -> Grid:
     """The compute-optimal size for ``budget`` and, beside it, each model named: its own
     parameters N and the tokens C / (6 N) the budget trains it on by the same rule (the
-    compute-optimal size does not depend on the model, so the table says where each stands).
-    One record per model."""
-    from costcalc.params import total_params
+    compute-optimal size does not depend on the model, so the table says where each stands)."""
     from costcalc.plan import CHINCHILLA_RULE, compute_optimal
     from costcalc.render import Grid
 
     n, d = compute_optimal(budget)
-    data = {"budget_flops": budget, "parameters": n, "tokens": d, "rule": CHINCHILLA_RULE}
-    own = [total_params(model.spec) for model in models]
-    records = [{**data, "model_parameters": p, "model_tokens": budget // (6 * p)} for p in own]
+    own = [result.budget_share for result in results]
     rows = [
-        ["parameters", f"{n:,}", *(f"{p:,}" for p in own)],
-        ["tokens", f"{d:,}", *(f"{budget // (6 * p):,}" for p in own)],
+        ["parameters", f"{n:,}", *(f"{share[0]:,}" for share in own if share)],
+        ["tokens", f"{d:,}", *(f"{share[1]:,}" for share in own if share)],
     ]
-    grid = Grid(
+    return Grid(
         f"Compute-optimal for {budget:,} FLOPs",
-        ["", "N_opt, D_opt", *(model.name for model in models)],
+        ["", "N_opt, D_opt", *(result.model.name for result in results)],
         rows,
         [
             f"{CHINCHILLA_RULE}: N = sqrt(C / 120). A model's column: its own N, and the "
             "tokens C / (6 N) the budget trains it on (rounded down)."
         ],
     )
-    return records, grid
 
 
 def _duration(seconds: Fraction) -> str:

@@ -62,7 +62,11 @@ def cycle(
 
 
 def layer_types(r: Reader, n_layers: Any, key: str = "layer_types") -> list[str] | None:
-    """The config's explicit per-layer list, checked: one string per layer; None when absent."""
+    """The config's explicit per-layer list (under any spelling of ``key``), checked: one
+    string per layer; None when absent. ``layer_types``' legacy names are read as transformers
+    renames them (``remap_legacy_layer_types``: ``mamba`` is ``linear_attention``,
+    ``attention`` ``full_attention``, ...)."""
+    key = r.spelling(key)
     listed = r.data.get(key)
     if listed is None:
         return None
@@ -73,7 +77,20 @@ def layer_types(r: Reader, n_layers: Any, key: str = "layer_types") -> list[str]
         r.fail(key, f"lists {len(listed):,} layers, but the model has {n_layers:,}")
         return None
     r.key_names["layers"] = r.name(key)
+    known = r.config_class
+    if "layer_types" in (known.spellings(key) if known is not None else (key,)):
+        return [LEGACY_LAYER_TYPES.get(kind) or kind for kind in listed]
     return listed
+
+
+LEGACY_LAYER_TYPES = {
+    "mamba": "linear_attention",
+    "attention": "full_attention",
+    "deepseek_sparse_attention": "indexed_attention",
+    "qwen_sparse_attention": "indexed_attention",
+}
+"""Old layer type names and the names transformers 5.24 reads them as
+(``configuration_utils._LEGACY_LAYER_TYPE_REMAP``)."""
 
 
 def by_rule(r: Reader, n_layers: Any, key: str) -> range | None:

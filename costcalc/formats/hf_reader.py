@@ -2,7 +2,10 @@
 
 A :class:`Reader` hands out values by the file's own key names, remembers which key each
 ModelSpec field came from (so later errors name the user's key) and collects every missing or
-mistyped key before failing once with all of them.
+mistyped key before failing once with all of them. Given the family's ``model_type``, it reads
+keys as transformers' configuration class does (:mod:`costcalc.formats.hf_classes`): a key under
+its alias too, the spelling transformers sets last when both are given, and a size the file
+leaves out as the class default (with a note saying so).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any, TypeGuard
 
 from costcalc.errors import ConfigError, Problem
 from costcalc.files import Document
+from costcalc.formats.hf_classes import config_class
 from costcalc.formats.translation import Translation
 from costcalc.scalars import MAX_SIZE
 
@@ -19,27 +23,56 @@ from costcalc.scalars import MAX_SIZE
 class Reader:
     """Reads keys of one config, collecting every problem before failing."""
 
-    def __init__(self, doc: Document, prefix: tuple[str, ...] = ()) -> None:
-        """Read ``doc``, or the mapping at key path ``prefix`` in it (``text_config``)."""
+    def __init__(
+        self, doc: Document, prefix: tuple[str, ...] = (), family: str | None = None
+    ) -> None:
+        """Read ``doc``, or the mapping at key path ``prefix`` in it (``text_config``), as the
+        configuration class of ``family`` (a ``model_type``) reads it, when costcalc has it."""
         self.doc = doc
         self.prefix = prefix
-        self.data: dict[str, Any] = doc.data
+        data: dict[str, Any] = doc.data
         for key in prefix:
-            self.data = self.data[key]
+            data = data[key]
+        self.data: dict[str, Any] = AskedKeys(data)
+        self.config_class = config_class(family)
         self.key_names: dict[str, str] = {}
         self.problems: list[Problem] = []
+        self.defaulted: dict[str, Any] = {}
+        """Sizes the file leaves out, read as the class default: key -> value."""
+        self.notes: list[str] = []
+        """What the reading decided that the file does not say, in words."""
 
     def name(self, key: str) -> str:
         """``key`` as the file spells its path (``text_config.hidden_size``)."""
         return ".".join((*self.prefix, key))
 
     def _find(self, keys: tuple[str, ...]) -> str | None:
-        """The first of ``keys`` present with a value (``null`` counts as absent)."""
-        return next((key for key in keys if self.data.get(key) is not None), None)
+        """The first of ``keys`` present with a value (``null`` counts as absent), each under any
+        of its spellings; of two spellings given, the one transformers sets last."""
+        known = self.config_class
+        for key in keys:
+            spellings = known.spellings(key) if known is not None else (key,)
+            present = [name for name in spellings if self.data.get(name) is not None]
+            if len(present) > 1 and known is not None:
+                return known.set_last(present, self.data)
+            if present:
+                return present[0]
+        return None
+
+    def spelling(self, key: str) -> str:
+        """The spelling of ``key`` the file gives, as transformers reads it (``key`` itself when
+        the file gives none)."""
+        return self._find((key,)) or key
 
     def size(self, field: str, *keys: str) -> Any:
-        """A value the model cannot be built without; recorded as the source of ``field``."""
+        """A value the model cannot be built without; recorded as the source of ``field``.
+        When the file leaves it out, the class default if the class has one."""
         key = self._find(keys)
+        default = None if key is not None else self._class_default(keys)
+        if default is not None:
+            self.key_names[field] = self.name(keys[0])
+            self.defaulted[self.name(keys[0])] = default
+            return default
         if key is None:
             names = " or ".join(self.name(key) for key in keys)
             line = self.doc.line_of(self.prefix) if self.prefix else None
@@ -47,6 +80,14 @@ class Reader:
             return None
         self.key_names[field] = self.name(key)
         return self._read(key, None)
+
+    def _class_default(self, keys: tuple[str, ...]) -> Any:
+        """The class default of the first of ``keys`` that has one, when the file leaves every
+        spelling of each out (a ``null`` is kept: transformers builds nothing from it)."""
+        known = self.config_class
+        if known is None or any(name in self.data for k in keys for name in known.spellings(k)):
+            return None
+        return next((d for k in keys if (d := known.default(k)) is not None), None)
 
     def value(self, field: str | tuple[str, ...], *keys: str, default: Any) -> Any:
         """A value with the family's default (as its transformers config class sets it).
@@ -75,8 +116,9 @@ class Reader:
 
     def nullable(self, field: str, key: str, default: Any) -> Any:
         """A value whose ``null`` means "none" (not the default): the default only when ``key``
-        is absent."""
-        if key not in self.data:
+        is absent (under each of its spellings)."""
+        spellings = self.config_class.spellings(key) if self.config_class else (key,)
+        if not any(name in self.data for name in spellings):
             return default
         return self.value(field, key, default=None)
 
@@ -116,8 +158,9 @@ class Reader:
 
     def flag(self, key: str, default: bool) -> bool:
         """A true/false switch the translation itself depends on."""
-        value = self.data.get(key)
-        if value is None:
+        found = self._find((key,))
+        value = None if found is None else self.data[found]
+        if found is None:
             return default
         if not isinstance(value, bool):
             self.fail(key, f"expected true or false (got {value!r})")
@@ -145,6 +188,10 @@ class Reader:
             return value, name
         return default, None
 
+    def note(self, text: str) -> None:
+        """Say, beside the result, how a value was read (one transformers overrides)."""
+        self.notes.append(text)
+
     def fail(self, key: str, message: str) -> None:
         """Record a problem with ``key`` (its line is looked up)."""
         path = (*self.prefix, *key.split("."))
@@ -156,14 +203,71 @@ class Reader:
 
     def finish(self, fields: dict[str, Any]) -> Translation:
         """The translation, or one error listing every problem found."""
-        if self.problems:
-            raise ConfigError(self.doc.path, self.problems)
+        if self.problems:  # a misspelled key may be why one is missing: said beside them
+            raise ConfigError(self.doc.path, [*self.problems, *self.near_misses()])
         name = self.doc.data.get("_name_or_path")
         return Translation(
             {k: v for k, v in fields.items() if v is not None},
             self.key_names,
             name=name if isinstance(name, str) and name else None,
+            warnings=self.near_misses(),
+            notes=(*self._default_notes(), *self.notes),
         )
+
+    def _default_notes(self) -> tuple[str, ...]:
+        """What the file leaves out and transformers' class default fills in, in words."""
+        if not self.defaulted or self.config_class is None:
+            return ()
+        shown = ", ".join(
+            f"{key} {value:,}" if is_whole(value) else f"{key} {value!r}"
+            for key, value in self.defaulted.items()
+        )
+        return (
+            f"not in the file, read as {self.config_class.name}'s defaults (as transformers "
+            f"builds it): {shown}.",
+        )
+
+    def near_misses(self) -> tuple[Problem, ...]:
+        """A warning for each key the family does not read that is near one it reads and the
+        file does not give (:mod:`costcalc.near_keys`): most likely a misspelling, which
+        transformers ignores too, leaving that key at its default."""
+        if not isinstance(self.data, AskedKeys):
+            return ()
+        from costcalc.near_keys import near_keys
+
+        given = [key for key in dict.keys(self.data) if isinstance(key, str)]
+        warnings = []
+        for key, near in near_keys(given, self.data.asked):
+            meant = " or ".join(near)
+            message = (
+                "not a key this family reads, and transformers ignores it too: did you mean "
+                f"{meant}, which the file does not give?"
+            )
+            path = (*self.prefix, key)
+            warnings.append(Problem(".".join(path), message, self.doc.line_of(path)))
+        return tuple(warnings)
+
+
+class AskedKeys(dict[str, Any]):
+    """A config's mapping that remembers every key a family asked for, given or not (the keys
+    it reads), for :meth:`Reader.near_misses`."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__(data)
+        self.asked: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.asked.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        self.asked.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.asked.add(key)
+        return super().__contains__(key)
 
 
 STANDARD_KEYS: dict[str, tuple[str, ...]] = {
@@ -188,6 +292,19 @@ def attention_bias(r: Reader, fields: dict[str, Any], default: bool = False) -> 
     )
 
 
+def refuse_cross_attention(r: Reader) -> None:
+    """``add_cross_attention`` (blocks attending to an encoder's states) is not supported."""
+    if r.flag("add_cross_attention", False):
+        r.unsupported("add_cross_attention", "cross-attention blocks")
+
+
+def gate_without_bias(r: Reader) -> None:
+    """``attention_bias`` true is refused where q/k/v/o would carry biases beside an output gate
+    of its own without one (costcalc's own gate projection is biased as the queries are)."""
+    if r.flag("attention_bias", False):
+        r.unsupported("attention_bias", "biases on q/k/v/o beside a bias-free output gate")
+
+
 def linear_bias(r: Reader, fields: dict[str, Any], key: str, default: bool) -> None:
     """Every linear layer of the blocks (q/k/v/o and the FFN's) carries a bias when ``key``."""
     bias = r.value(("qkv_bias", "attn_out_bias", "ffn_bias"), key, default=default)
@@ -196,7 +313,9 @@ def linear_bias(r: Reader, fields: dict[str, Any], key: str, default: bool) -> N
 
 def rotary_dim(r: Reader, fields: dict[str, Any], keys: tuple[str, ...], default: float) -> Any:
     """Rotary dimensions per head, ``int(head_dim * factor)`` as transformers computes them;
-    ``None`` when the whole head rotates (or the sizes are invalid, reported elsewhere)."""
+    ``None`` when the whole head rotates (or the sizes are invalid, reported elsewhere). An odd
+    count is built (rotary positions hold no parameters) but cannot run, as rotation takes
+    pairs: None, with a note."""
     factor, key = r.factor(keys, default)
     head_dim = fields.get("head_dim")
     if head_dim is None:
@@ -206,9 +325,18 @@ def rotary_dim(r: Reader, fields: dict[str, Any], keys: tuple[str, ...], default
         head_dim = d // h
     if factor == 1 or not is_whole(head_dim, 1):
         return None
+    rotary = int(head_dim * factor)
+    if rotary % 2:
+        r.note(
+            f"{r.name(key or keys[0])} gives {rotary:,} rotary dimensions per head, an odd "
+            "count: transformers builds the model (rotary positions hold no parameters), but "
+            "its forward rotates dimensions in pairs and fails; counted as built, the "
+            "activation estimates as if the whole head rotated."
+        )
+        return None
     if key is not None:
         r.key_names["rotary_dim"] = r.name(key)
-    return int(head_dim * factor)
+    return rotary
 
 
 def is_whole(value: Any, minimum: int | None = None) -> TypeGuard[int]:

@@ -18,6 +18,7 @@ from typing import Any
 from costcalc.errors import Problem, UnsupportedModelError
 from costcalc.files import Document
 from costcalc.formats.families import Translator, model_types, text_location, translator
+from costcalc.formats.hf_classes import wrapper_tie
 from costcalc.formats.hf_reader import Reader
 from costcalc.formats.translation import Translation
 
@@ -40,13 +41,13 @@ def translate(doc: Document) -> Translation:
     model_type = doc.data.get("model_type")
     family = translator(model_type) if isinstance(model_type, str) else None
     if family is not None:
-        reader = Reader(doc)
+        reader = Reader(doc, family=model_type)
         return replace(reader.finish(family(reader)), family=model_type)
     text = doc.data.get("text_config")
     text_type = text.get("model_type") if isinstance(text, dict) else None
     decoder = translator(text_type) if isinstance(text_type, str) else None
     if isinstance(text, dict) and isinstance(text_type, str) and decoder is not None:
-        reader = Reader(doc, ("text_config",))
+        reader = Reader(doc, ("text_config",), text_type)
         return _text_decoder(reader, decoder, model_type, text_type, "text_config")
     located = text_location(model_type) if isinstance(model_type, str) else None
     decoder = translator(located[1]) if located is not None else None
@@ -54,7 +55,9 @@ def translate(doc: Document) -> Translation:
         path, located_type = located
         if _mapping_at(doc.data, path):
             where = ".".join(path) or "the top-level keys"
-            return _text_decoder(Reader(doc, path), decoder, model_type, located_type, where)
+            return _text_decoder(
+                Reader(doc, path, located_type), decoder, model_type, located_type, where
+            )
     shown = text_type if model_type is None and isinstance(text_type, str) else model_type
     raise UnsupportedModelError(
         doc.path,
@@ -88,18 +91,30 @@ def _text_decoder(
 ) -> Translation:
     """The text decoder of a multimodal config, read by ``reader`` (at ``where`` in the file)
     with its family's translator ``decoder``, with a note that the rest is not counted."""
-    translation = reader.finish(decoder(reader))
+    fields = decoder(reader)
+    if reader.prefix and isinstance(model_type, str):
+        _wrapper_tying(reader, fields, model_type)
+    translation = reader.finish(fields)
     note = (
         f"{model_type} is multimodal: counted is its text decoder ({text_type}, {where}); "
         "the vision tower and projector are not counted, nor its audio or speech parts if any."
     )
-    return Translation(
-        translation.fields,
-        translation.key_names,
-        name=translation.name,
-        notes=(note,),
-        family=text_type,
-    )
+    return replace(translation, notes=(note, *translation.notes), family=text_type)
+
+
+def _wrapper_tying(reader: Reader, fields: dict[str, Any], model_type: str) -> None:
+    """Tying as the multimodal wrapper ``model_type`` decides it: its conditional-generation
+    model ties the LM head when the wrapper's built config says ``tie_word_embeddings``, which
+    its class derives from the wrapper's key and the text config's (:func:`wrapper_tie`)."""
+    key = "tie_word_embeddings"
+    outer, inner = reader.doc.data.get(key, ...), reader.data.get(key, ...)
+    if any(value is not ... and not isinstance(value, bool) for value in (outer, inner)):
+        return  # not a switch: the text decoder's reading reports it
+    tied = wrapper_tie(model_type, None if outer is ... else outer, None if inner is ... else inner)
+    if tied is not None:
+        fields["tie_embeddings"] = tied
+        if outer is not ...:
+            reader.key_names["tie_embeddings"] = key
 
 
 def _mapping_at(data: Any, path: tuple[str, ...]) -> bool:

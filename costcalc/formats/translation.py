@@ -27,3 +27,5 @@ class Translation:
     family: str | None = None
     """The Hugging Face family (``model_type``) whose modules the fields describe: the text
     decoder's for a multimodal config."""
+    warnings: tuple[Problem, ...] = ()
+    """Keys that are most likely misspelled (ignored, near a key the family reads)."""

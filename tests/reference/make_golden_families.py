@@ -380,13 +380,17 @@ def build_text_decoder(config, device: str, **kwargs) -> nn.Module:
 
 
 def build(fixture: str, text: bool, device: str):
-    """Build with an explicit experts implementation where the family accepts one. A text
-    config AutoModelForCausalLM has no class for is built inside its conditional-generation
-    model, whose language model and LM head are kept."""
-    config = load_config(fixture, text)
+    """The fixture's model, as ``build_from`` builds it."""
+    return build_from(load_config(fixture, False), text, device)
+
+
+def build_from(whole, text: bool, device: str):
+    """Build a config (its text decoder if `text`) with an explicit experts implementation
+    where the family accepts one. A text config AutoModelForCausalLM has no class for is built
+    inside its conditional-generation model, whose language model and LM head are kept."""
+    config = whole.get_text_config() if text else whole
     built, make = config, build_model
     if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING and causal_lm_class(config) is None:
-        whole = load_config(fixture, False)
         built, make = text_holder(whole, whole.get_text_config()), build_text_decoder
     torch.manual_seed(0)
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from costcalc.formats.hf_reader import Reader, standard_sizes
+from costcalc.formats.hf_reader import Reader, refuse_cross_attention, standard_sizes
 from costcalc.formats.peft_names import OPT_RENAMES, llama_names
 
 XGLM_KEYS: dict[str, tuple[str, ...]] = {
@@ -38,12 +38,6 @@ def fairseq_layout(
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
     )
     return fields
-
-
-def refuse_cross_attention(r: Reader) -> None:
-    """``add_cross_attention`` (blocks attending to an encoder's states) is not supported."""
-    if r.flag("add_cross_attention", False):
-        r.unsupported("add_cross_attention", "cross-attention blocks")
 
 
 def xglm(r: Reader) -> dict[str, Any]:

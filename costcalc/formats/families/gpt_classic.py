@@ -13,7 +13,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.layernorm import GPT_KEYS
-from costcalc.formats.hf_reader import Reader, standard_sizes
+from costcalc.formats.hf_reader import Reader, refuse_cross_attention, standard_sizes
 from costcalc.formats.peft_names import GPT2, GPT2_MLP, NEOX_MLP, llama_names
 
 
@@ -127,8 +127,7 @@ def gpt_bigcode(r: Reader) -> dict[str, Any]:
     queries and ONE key/value head: D x (D + 2 d) + (D + 2 d); tied by default.
     ``add_cross_attention`` is refused."""
     fields = standard_sizes(r, GPT_KEYS)
-    if r.flag("add_cross_attention", False):
-        r.unsupported("add_cross_attention", "cross-attention blocks")
+    refuse_cross_attention(r)
     multi_query = r.flag("multi_query", True)
     if multi_query:
         fields["n_kv_heads"] = 1

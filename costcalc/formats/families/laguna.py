@@ -11,7 +11,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.families.moe_windows import _ffn_runs
-from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.hf_reader import Reader, attention_bias, gate_without_bias, is_whole
 from costcalc.formats.peft_names import DEEPSEEK_NAMES, llama_names
 
 
@@ -37,19 +37,21 @@ def laguna(r: Reader) -> dict[str, Any]:
     may differ from D; q/k/v/o bias when ``attention_bias``) with RMSNorm ``q_norm``/``k_norm``
     of head_dim and a softplus output gate ``g_proj`` (no bias): D -> H per head when ``gating``
     is true or ``per-head`` (costcalc's ``attention_head_gate``), else D -> H d (its
-    ``attention_gate_proj``). A layer's H is its entry of ``num_attention_heads_per_layer`` (default
-    ``num_attention_heads``). Layers attend within ``sliding_window`` (512) where
-    ``layer_types`` says ``sliding_attention`` (default: none). Dense SwiGLU ``mlp``
-    (``intermediate_size``) where ``mlp_layer_types`` says ``dense`` (default: the first
-    layer), else the sparse block: ``mlp.gate.weight`` (X x D) and ``e_score_correction_bias``
-    (X, a parameter not used in a product), X = ``num_experts`` (256) SwiGLU experts of
-    ``moe_intermediate_size`` (512), top ``num_experts_per_tok`` (8), and ``shared_experts``
-    (SwiGLU of ``shared_expert_intermediate_size``, 512); untied by default. Rotary on part of
-    each head holds no parameters."""
+    ``attention_gate_proj``, beside which ``attention_bias`` true is refused). A layer's H is
+    its entry of ``num_attention_heads_per_layer`` (default ``num_attention_heads``). Layers
+    attend within ``sliding_window`` (512) where ``layer_types`` says ``sliding_attention``
+    (default: none). Dense SwiGLU ``mlp`` (``intermediate_size``) where ``mlp_layer_types`` says
+    ``dense`` (default: the first layer), else the sparse block: ``mlp.gate.weight`` (X x D) and
+    ``e_score_correction_bias`` (X, a parameter not used in a product), X = ``num_experts``
+    (256) SwiGLU experts of ``moe_intermediate_size`` (512), top ``num_experts_per_tok`` (8),
+    and ``shared_experts`` (SwiGLU of ``shared_expert_intermediate_size``, 512); untied by
+    default. Rotary on part of each head holds no parameters."""
     fields = llama_layout(r, kv_heads=8, head_dim=128)
     attention_bias(r, fields)
     gating = r.data.get("gating", True)
     per_head = gating is True or gating == "per-head"
+    if not per_head:
+        gate_without_bias(r)
     fields.update(
         qk_norm="head",
         attention_head_gate=per_head,

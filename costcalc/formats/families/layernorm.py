@@ -17,6 +17,7 @@ from costcalc.formats.hf_reader import (
     attention_bias,
     is_whole,
     linear_bias,
+    refuse_cross_attention,
     rotary_dim,
     standard_sizes,
 )
@@ -36,7 +37,10 @@ def gpt2(r: Reader) -> dict[str, Any]:
     """GPT2LMHeadModel: ``wte`` (V x D), ``wpe`` (n_positions x D); per block ``ln_1``,
     ``attn.c_attn`` (D x 3D + 3D, fused q/k/v), ``attn.c_proj`` (D x D + D), ``ln_2``,
     ``mlp.c_fc`` (D x h + h, h = ``n_inner`` or 4D), ``mlp.c_proj`` (h x D + D); final ``ln_f``;
-    ``lm_head`` without bias, tied to ``wte`` unless ``tie_word_embeddings`` is false."""
+    ``lm_head`` without bias, tied to ``wte`` unless ``tie_word_embeddings`` is false.
+    ``add_cross_attention`` (a ``crossattention`` block and ``ln_cross_attn`` per layer) is
+    refused."""
+    refuse_cross_attention(r)
     return {
         **standard_sizes(r, GPT_KEYS),
         "ffn_hidden": r.value("ffn_hidden", "n_inner", default=None),

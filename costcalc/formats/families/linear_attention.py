@@ -102,12 +102,14 @@ def lfm2_parts(
     r: Reader, ffn_width: Callable[[Reader], Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """What LFM2 and LFM2-MoE share: the model's fields with the attention layers' keys (K
-    ``num_key_value_heads`` (8), per-head q/k norms, no biases, rotary), a SwiGLU FFN of
-    ``ffn_width``, tied by default; and the short-convolution block (kernel ``conv_L_cache``
-    (3), biases when ``conv_bias``)."""
+    ``num_key_value_heads`` (8), d ``head_dim`` when given (else D / H), per-head q/k norms, no
+    biases, rotary), a SwiGLU FFN of ``ffn_width``, tied by default (``tie_embedding``, when given,
+    over ``tie_word_embeddings``, as ``__post_init__`` reads them); and the short-convolution block
+    (kernel ``conv_L_cache`` (3), biases when ``conv_bias``)."""
     fields = standard_sizes(r)
     fields.update(
         n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=8),
+        head_dim=r.value("head_dim", "head_dim", default=None),
         position="rotary",
         norm="rmsnorm",
         qk_norm="head",
@@ -117,7 +119,9 @@ def lfm2_parts(
         ffn="swiglu",
         ffn_bias=False,
         ffn_hidden=ffn_width(r),
-        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
+        tie_embeddings=r.value(
+            "tie_embeddings", "tie_embedding", "tie_word_embeddings", default=True
+        ),
     )
     conv = {
         "mixer": "short_conv",
@@ -489,8 +493,7 @@ def kimi_linear(r: Reader) -> dict[str, Any]:
     them, else ``linear_attn_config``'s 1-based ``full_attn_layers`` and ``kda_layers``, else
     attention where i > 0 and i % 4 == 0. The MLP is a SwiGLU of ``intermediate_size`` (9,216)
     on the first ``first_k_dense_replace`` (1) layers (or as ``mlp_layer_types`` says), else the
-    MoE of :func:`_moe` (256 experts of 1,024, top 8). Final ``norm``; ``lm_head`` untied by
-    default."""
+    MoE of :func:`_moe` (256 experts of 1,024, top 8). Final ``norm``; ``lm_head`` never tied."""
     lin = r.data.get("linear_attn_config")
     lin = lin if isinstance(lin, dict) else {}
     fields = _delta_fields(r, context=1048576, ffn_hidden=9216, rotary=False)
@@ -608,7 +611,10 @@ def bailing_hybrid(r: Reader) -> dict[str, Any]:
     """BailingHybridForCausalLM (Ling 2.5 hybrids): as kimi_linear, with rotary latent
     attention gated per head (``g_proj`` D -> H), and the Kimi Delta Attention's forget and
     output gates full rank (``forget_gate.f_proj`` and ``g_proj`` D -> H d) with H
-    ``num_attention_heads``, d ``head_dim`` (128), k ``short_conv_kernel_size`` (4). Layers as
+    ``num_attention_heads``, d ``head_dim`` (128), k ``short_conv_kernel_size`` (4), or
+    ``linear_num_heads``, ``linear_head_dim`` and ``linear_conv_kernel_dim`` where the file
+    gives them (``BailingHybridConfig.__post_init__`` copies the first three into these and sets
+    ``head_dim`` to ``qk_rope_head_dim``, so ``to_dict()`` writes both). Layers as
     ``layer_types`` lists them, else attention on every ``layer_group_size``-th (6); dense MLPs
     (``intermediate_size`` 6,144) on the first ``first_k_dense_replace`` (2) layers, else the
     MoE of :func:`_moe` (512 experts of 768, top 8). The multi-token-prediction layers
@@ -619,9 +625,11 @@ def bailing_hybrid(r: Reader) -> dict[str, Any]:
     delta = {
         "mixer": "kimi_delta",
         "kimi_delta": {
-            "heads": heads,
-            "head_dim": r.value("kimi_delta", "head_dim", default=128),
-            "conv_kernel": r.value("kimi_delta", "short_conv_kernel_size", default=4),
+            "heads": r.value("kimi_delta", "linear_num_heads", default=heads),
+            "head_dim": r.value("kimi_delta", "linear_head_dim", "head_dim", default=128),
+            "conv_kernel": r.value(
+                "kimi_delta", "linear_conv_kernel_dim", "short_conv_kernel_size", default=4
+            ),
             "low_rank_gates": False,
         },
     }
@@ -643,7 +651,8 @@ def bailing_hybrid(r: Reader) -> dict[str, Any]:
 
 
 def _delta_fields(r: Reader, *, context: int, ffn_hidden: int, rotary: bool) -> dict[str, Any]:
-    """The model keys of kimi_linear and bailing_hybrid (their standard sizes required)."""
+    """The model keys of kimi_linear and bailing_hybrid (their standard sizes required); the
+    LM head is never tied (``tie_word_embeddings`` is not read)."""
     return {
         "vocab_size": r.size("vocab_size", "vocab_size"),
         "d_model": r.size("d_model", "hidden_size"),
@@ -657,7 +666,9 @@ def _delta_fields(r: Reader, *, context: int, ffn_hidden: int, rotary: bool) -> 
         "ffn": "swiglu",
         "ffn_bias": False,
         "ffn_hidden": r.value("ffn_hidden", "intermediate_size", default=ffn_hidden),
-        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=False),
+        # KimiLinearForCausalLM and BailingHybridForCausalLM declare no tied weights
+        # (``_tied_weights_keys = {}``): the head is its own whatever tie_word_embeddings says.
+        "tie_embeddings": False,
     }
 
 

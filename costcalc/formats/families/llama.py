@@ -16,6 +16,7 @@ from costcalc.formats.hf_reader import (
     STANDARD_KEYS,
     Reader,
     attention_bias,
+    is_whole,
     rotary_dim,
     standard_sizes,
 )
@@ -60,7 +61,24 @@ def llama_layout(
         fused_qkv=False,
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=tie),
     )
+    floored_head_dim(r, fields)
     return fields
+
+
+def floored_head_dim(r: Reader, fields: dict[str, Any]) -> None:
+    """``head_dim`` D // H, with a note, when the heads H do not divide the width D and the
+    family's configuration class takes such a width: its attention takes ``getattr(config,
+    "head_dim", None) or hidden_size // num_attention_heads``, a floor (q_proj D -> H (D // H))."""
+    d, h, known = fields.get("d_model"), fields.get("n_heads"), r.config_class
+    if fields.get("head_dim") is not None or known is None or known.heads_divide_width:
+        return
+    if is_whole(d, 1) and is_whole(h, 1) and d % h and d >= h:
+        fields["head_dim"] = d // h
+        r.key_names["head_dim"] = r.name("num_attention_heads")
+        r.note(
+            f"hidden_size {d:,} does not split into {h:,} equal heads; {known.name} takes it and "
+            f"its attention floors head_dim to {d // h:,} (the heads span {h * (d // h):,})."
+        )
 
 
 def sliding_window(r: Reader, default: int | None) -> Any:

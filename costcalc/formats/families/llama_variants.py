@@ -112,10 +112,11 @@ def cohere(r: Reader) -> dict[str, Any]:
 
 
 def cohere2(r: Reader) -> dict[str, Any]:
-    """Cohere2ForCausalLM (Command R7B): Cohere's block without q/k norms; ``head_dim`` is
-    always D / H. Layers attend within ``sliding_window`` (default 4,096) where ``layer_types``
-    says ``sliding_attention``; without it, every ``sliding_window_pattern``-th layer (default
-    4) is full and the others slide."""
+    """Cohere2ForCausalLM (Command R7B): Cohere's block without q/k norms; ``head_dim`` D / H unless
+    the file gives one (``__post_init__`` sets D / H, then the file's keys that are no field of the
+    class, ``head_dim`` among them, are set over it). Layers attend within ``sliding_window``
+    (default 4,096) where ``layer_types`` says ``sliding_attention``; without it, every
+    ``sliding_window_pattern``-th layer (default 4) is full and the others slide."""
     return _cohere2(r, hf_layers.full_every(r, 4, "sliding_window_pattern"))
 
 
@@ -128,11 +129,9 @@ def cohere_compass_text(r: Reader) -> dict[str, Any]:
 
 
 def _cohere2(r: Reader, rule: hf_layers.Rule) -> dict[str, Any]:
-    """Cohere2's layout with ``head_dim`` D / H, the layers ``layer_types`` lists or the
-    family's ``rule`` says attending within ``sliding_window`` (4,096)."""
+    """Cohere2's layout (``head_dim`` D / H unless given), the layers ``layer_types`` lists or
+    the family's ``rule`` says attending within ``sliding_window`` (4,096)."""
     fields = _cohere_layout(r)
-    fields["head_dim"] = None
-    r.forget("head_dim")
     window = r.value("sliding_window", "sliding_window", default=4096)
     hf_layers.attention_layers(r, fields, window, rule)
     return fields

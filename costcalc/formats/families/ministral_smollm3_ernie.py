@@ -35,15 +35,16 @@ def smollm3(r: Reader) -> dict[str, Any]:
     """SmolLM3ForCausalLM: the shared layout, q/k/v/o bias when ``attention_bias``, gate/up/down
     when ``mlp_bias`` (both default false), 4 key/value heads when ``num_key_value_heads`` is
     absent, tied by default. Every ``no_rope_layer_interval``-th layer (default 4) or those
-    ``no_rope_layers`` marks 0 skip rotary positions (no parameters change). Windows only with
-    ``use_sliding_window`` and a ``sliding_window``: then on the layers ``layer_types`` marks, or
-    (without it) on the layers without rotary positions."""
+    ``no_rope_layers`` marks 0 skip rotary positions (no parameters change). Windows on the
+    layers ``layer_types`` marks ``sliding_attention`` when there is a ``sliding_window``
+    (transformers' cache windows them whatever ``use_sliding_window`` says); without
+    ``layer_types``, only with ``use_sliding_window``, on the layers without rotary positions."""
     fields = llama_layout(r, kv_heads=4, tie=True)
     fields["n_kv_heads"] = r.nullable("n_kv_heads", "num_key_value_heads", 4)
     attention_bias(r, fields)
     fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
     window = r.value("sliding_window", "sliding_window", default=None)
-    if not r.flag("use_sliding_window", False):
+    if not r.flag("use_sliding_window", False) and r.data.get("layer_types") is None:
         window = None
     hf_layers.attention_layers(r, fields, window, lambda n: _no_rope_layers(r, n))
     return fields

@@ -129,9 +129,10 @@ def qwen3_sparse(
 
 def qwen3_moe(r: Reader) -> dict[str, Any]:
     """Qwen3MoeForCausalLM: Qwen3's attention (:func:`qwen3_layout`, 4 key/value heads by
-    default) and :func:`qwen3_sparse` (128 experts of 768, top 8 by default); untied by default;
-    with ``use_sliding_window`` every layer attends within ``sliding_window``."""
-    fields = qwen3_layout(r, kv_heads=4)
+    default; Qwen3MoeConfig has no ``head_dim``, so D / H unless the file gives one) and
+    :func:`qwen3_sparse` (128 experts of 768, top 8 by default); untied by default; with
+    ``use_sliding_window`` every layer attends within ``sliding_window``."""
+    fields = qwen3_layout(r, kv_heads=4, head_dim=None)
     if r.flag("use_sliding_window", False):
         fields["sliding_window"] = sliding_window(r, default=4096)
     qwen3_sparse(r, fields, ("num_experts",), (128, 8, 768))
@@ -218,14 +219,24 @@ def phimoe(r: Reader) -> dict[str, Any]:
     """PhimoeForCausalLM: the shared layout but with LayerNorm (weight and bias) for both block
     norms and the final norm, q/k/v/o bias when ``attention_bias``, an LM head bias when
     ``lm_head_bias``, 8 key/value heads by default, and the sparse block in every layer
-    (``mlp.router`` X x D, no bias; 16 experts of ``intermediate_size``, top 2 by default);
-    untied by default; every layer attends within ``sliding_window`` when it is given."""
+    (``mlp.router`` X x D, no bias; 16 experts of ``intermediate_size``); each token runs 2
+    experts whatever ``num_experts_per_tok`` says (``sparsemixer`` picks the best expert, then
+    the best of the others); untied by default; every layer attends within ``sliding_window``
+    when it is given."""
     fields = llama_layout(r, kv_heads=8)
     attention_bias(r, fields)
     fields["norm"] = "layernorm"
     fields["lm_head_bias"] = r.value("lm_head_bias", "lm_head_bias", default=False)
     fields["sliding_window"] = r.value("sliding_window", "sliding_window", default=None)
-    return _every_layer_sparse(r, fields, ("num_local_experts",), (16, 2))
+    _every_layer_sparse(r, fields, ("num_local_experts",), (16, 2))
+    if fields["moe_top_k"] != 2:
+        r.note(
+            f"num_experts_per_tok is {fields['moe_top_k']!r}, but PhimoeForCausalLM routes "
+            "each token to 2 experts (its sparsemixer picks two, whatever the key says): "
+            "counted with 2."
+        )
+        fields["moe_top_k"] = 2
+    return fields
 
 
 def sparse_span(

@@ -12,7 +12,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
 from costcalc.formats.families.llama_variants import _cohere_layout
 from costcalc.formats.families.moe import routed_experts, shared_experts
-from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.hf_reader import Reader, gate_without_bias, is_whole
 from costcalc.formats.peft_names import DEEPSEEK, LLAMA, QWEN2_MOE, QWEN2_MOE_CONVERTED, llama_names
 
 
@@ -71,8 +71,7 @@ def afmoe(r: Reader) -> dict[str, Any]:
     untied by default. Layers attend within ``sliding_window`` (1,024) but every
     ``global_attn_every_n_layers``-th (4), unless ``layer_types`` lists them."""
     fields = llama_layout(r, head_dim=128)
-    if r.flag("attention_bias", False):
-        r.unsupported("attention_bias", "biases on q/k/v/o beside a bias-free output gate")
+    gate_without_bias(r)
     fields.update(qk_norm="head", attention_gate=True, attention_gate_proj=True, norms_per_block=4)
     moe = routed_experts(
         r, ("num_experts",), ("num_experts_per_tok",), (64, 6), (("moe_intermediate_size",), 1408)
@@ -241,8 +240,9 @@ BEAM_SIZES: dict[str, Any] = {
 
 
 def beam(r: Reader) -> dict[str, Any]:
-    """BeamForCausalLM (Beam 1.0): the shared layout (8 key/value heads, ``head_dim`` 128; q/k/v/o
-    bias when ``attention_bias``) with RMSNorm ``q_norm``/``k_norm`` of d, a sigmoid output gate
+    """BeamForCausalLM (Beam 1.0): the shared layout (8 key/value heads, ``head_dim`` 128; no
+    biases: ``attention_bias`` true is refused, the gate has none) with RMSNorm
+    ``q_norm``/``k_norm`` of d, a sigmoid output gate
     ``gate_proj`` (D -> H d, no bias; costcalc's ``attention_gate_proj``) plus ``gate_bias`` (one
     per head, H: ``attention_gate_bias``), four RMSNorms per block; dense SwiGLU of
     ``intermediate_size`` where ``mlp_layer_types`` says (default the first three layers), else
@@ -252,7 +252,7 @@ def beam(r: Reader) -> dict[str, Any]:
     ``layer_types`` lists them, else every 6th layer and the last attend fully. Full layers
     have no positions; the depth-scaled residuals and the logit soft cap hold no parameters."""
     fields = llama_layout(r, kv_heads=8, head_dim=128, sizes=BEAM_SIZES)
-    attention_bias(r, fields)
+    gate_without_bias(r)
     fields.update(
         qk_norm="head",
         attention_gate=True,

@@ -1,7 +1,7 @@
 """Solar Open (``SolarOpenForCausalLM``, transformers 5.24, ``models/solar_open``): Llama's
-attention (``q_proj`` D x H d, ``k_proj``/``v_proj`` D x K d, ``o_proj`` H d x D, biases when
-``attention_bias``) and in EVERY layer a mixture of experts: ``mlp.gate`` (router X x D, no
-bias; ``e_score_correction_bias`` is a buffer), ``mlp.experts`` (X SwiGLU experts of
+attention (``q_proj`` D x H d, ``k_proj``/``v_proj`` D x K d, biases when ``attention_bias``;
+``o_proj`` H d x D, never biased) and in EVERY layer a mixture of experts: ``mlp.gate`` (router
+X x D, no bias; ``e_score_correction_bias`` is a buffer), ``mlp.experts`` (X SwiGLU experts of
 ``moe_intermediate_size``, stacked) and ``mlp.shared_experts`` (one SwiGLU MLP of
 ``moe_intermediate_size`` x ``n_shared_experts``); RMSNorm x 2 per block, final ``norm``,
 ``lm_head`` untied by default. The configuration has no dense MLP width.
@@ -13,7 +13,7 @@ from typing import Any
 
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import routed_experts, shared_experts
-from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.hf_reader import Reader
 from costcalc.formats.peft_names import DEEPSEEK
 
 SOLAR_OPEN_SIZES: dict[str, Any] = {
@@ -35,7 +35,8 @@ def solar_open(r: Reader) -> dict[str, Any]:
     fields = llama_layout(r, kv_heads=8, head_dim=128, sizes=SOLAR_OPEN_SIZES)
     fields.pop("ffn_hidden")
     r.forget("ffn_hidden")
-    attention_bias(r, fields)
+    fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", default=False)
+    fields["attn_out_bias"] = False
     moe = routed_experts(
         r,
         ("n_routed_experts", "num_local_experts"),

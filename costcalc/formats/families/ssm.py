@@ -135,7 +135,8 @@ def nemotron_h(r: Reader) -> dict[str, Any]:
     ``q_proj``/``k_proj``/``v_proj``/``o_proj`` without biases or positions (H
     ``num_attention_heads``, K ``num_key_value_heads`` (8), d ``head_dim`` (128)); MLP
     ``up_proj`` D -> h, ``down_proj`` h -> D (``intermediate_size``, relu2, bias ``mlp_bias``);
-    final ``norm_f``; ``lm_head`` untied by default. The layer count is the pattern's length.
+    final ``norm_f``; ``lm_head`` never tied (NemotronHForCausalLM declares no tied weights,
+    whatever ``tie_word_embeddings`` says). The layer count is the pattern's length.
     MoE layers (E) are not read."""
     kinds = _nemotron_kinds(r)
     sizes = _mamba2_sizes(r, ("mamba_num_heads", 128), ("mamba_head_dim", 64))
@@ -169,7 +170,7 @@ def nemotron_h(r: Reader) -> dict[str, Any]:
         "qkv_bias": False,
         "attn_out_bias": False,
         "fused_qkv": False,
-        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=False),
+        "tie_embeddings": False,
     }
     if "moe" in kinds:
         r.unsupported("hybrid_override_pattern", "NemotronH MoE layers (E) are not counted")
@@ -200,17 +201,17 @@ def _nemotron_kinds(r: Reader) -> list[str]:
 def jamba(r: Reader) -> dict[str, Any]:
     """JambaForCausalLM: ``embed_tokens`` (V x D); per layer ``input_layernorm`` and
     ``pre_ff_layernorm`` (RMSNorm, D each), a mixer and an FFN. The mixer is attention
-    (``q_proj``/``k_proj``/``v_proj``/``o_proj``, no biases, no positions; K
-    ``num_key_value_heads`` (8)) on layers i with i % ``attn_layer_period`` (8) ==
-    ``attn_layer_offset`` (4), else Mamba v1: ``in_proj`` D -> 2I, ``conv1d`` (I, 1, k),
-    ``x_proj`` I -> R + 2N, ``dt_proj`` R -> I + bias, ``A_log`` (I x N), ``D`` (I),
-    ``out_proj`` I -> D, RMSNorms ``dt_layernorm`` (R), ``b_layernorm``, ``c_layernorm`` (N);
-    I = ``mamba_expand`` (2) x D, N ``mamba_d_state`` (16), R ``mamba_dt_rank`` ("auto":
-    ceil(D / 16)), k ``mamba_d_conv`` (4), biases ``mamba_conv_bias`` (true) and
-    ``mamba_proj_bias`` (false). The FFN is a SwiGLU MLP (``intermediate_size``), or on layers
-    i % ``expert_layer_period`` (2) == ``expert_layer_offset`` (1) a mixture of
-    ``num_experts`` (16) such experts with a router (X x D), ``num_experts_per_tok`` (2) active;
-    final ``final_layernorm``; ``lm_head`` untied by default."""
+    (``q_proj``/``k_proj``/``v_proj``/``o_proj``, no biases, no positions; K ``num_key_value_heads``
+    (8), d ``head_dim`` when the file gives one, else D / H) on layers i with i %
+    ``attn_layer_period`` (8) == ``attn_layer_offset`` (4), else Mamba v1: ``in_proj`` D -> 2I,
+    ``conv1d`` (I, 1, k), ``x_proj`` I -> R + 2N, ``dt_proj`` R -> I + bias, ``A_log`` (I x N),
+    ``D`` (I), ``out_proj`` I -> D, RMSNorms ``dt_layernorm`` (R), ``b_layernorm``, ``c_layernorm``
+    (N); I = ``mamba_expand`` (2) x D, N ``mamba_d_state`` (16), R ``mamba_dt_rank`` ("auto": ceil(D
+    / 16)), k ``mamba_d_conv`` (4), biases ``mamba_conv_bias`` (true) and ``mamba_proj_bias``
+    (false). The FFN is a SwiGLU MLP (``intermediate_size``), or on layers i %
+    ``expert_layer_period`` (2) == ``expert_layer_offset`` (1) a mixture of ``num_experts`` (16)
+    such experts with a router (X x D), ``num_experts_per_tok`` (2) active; final
+    ``final_layernorm``; ``lm_head`` untied by default."""
     d_model = r.size("d_model", "hidden_size")
     n_layers = r.size("n_layers", "num_hidden_layers")
     rank = r.value("mamba", "mamba_dt_rank", default="auto")
@@ -231,6 +232,7 @@ def jamba(r: Reader) -> dict[str, Any]:
         "mixer": "attention",
         "n_heads": r.size("n_heads", "num_attention_heads"),
         "n_kv_heads": r.value("n_kv_heads", "num_key_value_heads", default=8),
+        "head_dim": r.value("head_dim", "head_dim", default=None),
     }
     experts = routed_experts(r, ("num_experts",), ("num_experts_per_tok",), (16, 2))
     fields: dict[str, Any] = {

@@ -18,11 +18,18 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.fairseq_lm import fairseq_layout, refuse_cross_attention
+from costcalc.formats.families.fairseq_lm import fairseq_layout
+from costcalc.formats.families.glm4v import wrapper_tie
 from costcalc.formats.families.llama import llama, llama_layout, sliding_window
 from costcalc.formats.families.llama_variants import arcee
 from costcalc.formats.families.moe import listed_sparse, routed_experts, shared_experts
-from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.hf_reader import (
+    Reader,
+    attention_bias,
+    gate_without_bias,
+    is_whole,
+    refuse_cross_attention,
+)
 from costcalc.formats.peft_names import DEEPSEEK_NAMES, LLAMA, OPT_RENAMES, llama_names
 
 MOLMO2_SIZES: dict[str, Any] = {
@@ -82,9 +89,12 @@ def granite4_vision_text(r: Reader) -> dict[str, Any]:
     """The text decoder of Granite4VisionForConditionalGeneration: Granite's block (Llama's
     tensors: q/k/v/o bias when ``attention_bias``, gate/up/down bias when ``mlp_bias``; the
     multipliers hold no parameters) with Granite4VisionTextConfig's defaults (key/value heads =
-    heads, untied). The deepstack features the vision tower adds to some layers' hidden states
+    heads, untied; inside the multimodal file the wrapper's ``tie_word_embeddings``, default
+    false, decides). The deepstack features the vision tower adds to some layers' hidden states
     hold no text-decoder parameters."""
-    return llama(r, sizes=GRANITE4_VISION_SIZES)
+    fields = llama(r, sizes=GRANITE4_VISION_SIZES)
+    wrapper_tie(r, fields, frozenset())
+    return fields
 
 
 GRANITE_DOCLING_SIZES: dict[str, Any] = {
@@ -100,8 +110,11 @@ GRANITE_DOCLING_SIZES: dict[str, Any] = {
 
 def granite_docling_text(r: Reader) -> dict[str, Any]:
     """The text decoder of GraniteDoclingForConditionalGeneration: Granite's block as above with
-    GraniteDoclingTextConfig's defaults (4 key/value heads, tied embeddings)."""
-    return llama(r, kv_heads=4, tie=True, sizes=GRANITE_DOCLING_SIZES)
+    GraniteDoclingTextConfig's defaults (4 key/value heads, tied embeddings; inside the
+    multimodal file the wrapper's ``tie_word_embeddings``, default true, decides)."""
+    fields = llama(r, kv_heads=4, tie=True, sizes=GRANITE_DOCLING_SIZES)
+    wrapper_tie(r, fields, frozenset(), default=True)
+    return fields
 
 
 DEEPSEEK_OCR2_SIZES: dict[str, Any] = {
@@ -151,9 +164,13 @@ def cosmos3_edge_text(r: Reader) -> dict[str, Any]:
     attention, q/k/v/o bias when ``attention_bias``; a plain MLP ``fc1`` (D x h) and ``fc2``
     (h x D), bias when ``mlp_bias``, activation ``hidden_act``, default relu2) with
     Cosmos3EdgeTextConfig's defaults (28 layers, hidden 2,048, 16 heads / 8 key-value of 128,
-    intermediate 9,216, vocabulary 131,072; untied). Its multimodal rotary sections change no
-    count."""
-    return arcee(r, kv_heads=8, head_dim=128, sizes=COSMOS3_EDGE_SIZES)
+    intermediate 9,216, vocabulary 131,072). Cosmos3EdgeForConditionalGeneration declares no
+    tied weights (``_tied_weights_keys = {}``): its ``lm_head`` is never tied, whatever
+    ``tie_word_embeddings`` says. Its multimodal rotary sections change no count."""
+    fields = arcee(r, kv_heads=8, head_dim=128, sizes=COSMOS3_EDGE_SIZES)
+    fields["tie_embeddings"] = False
+    r.forget("tie_embeddings")
+    return fields
 
 
 COSMOS3_EDGE_SIZES: dict[str, Any] = {
@@ -228,16 +245,18 @@ def muse_glimmer_text(r: Reader) -> dict[str, Any]:
     query/key norm WITHOUT weights, four RMSNorms of D per
     block (``input_layernorm``, ``post_attention_layernorm``, ``pre_feedforward_layernorm``,
     ``post_feedforward_layernorm``), a SwiGLU ``mlp`` (activation ``hidden_activation``);
-    ``embed_tokens`` with a weightless norm, a final ``norm`` of D; untied by default. Layers
+    ``embed_tokens`` with a weightless norm, a final ``norm`` of D; untied by default (inside
+    the multimodal file the wrapper's ``tie_word_embeddings`` decides, not the
+    ``text_config``'s). Layers
     attend within ``sliding_window`` (2,048; null: none) but every 4th counted back from the
     last, unless ``layer_types`` lists them; ``layer_rope_theta`` (rotary or none per layer),
     the logit scale and softcap hold no parameters."""
     fields = llama_layout(
         r, kv_heads=2, head_dim=128, act_key="hidden_activation", sizes=MUSE_GLIMMER_SIZES
     )
-    if r.flag("attention_bias", False):
-        r.unsupported("attention_bias", "biases on q/k/v/o beside a bias-free output gate")
+    gate_without_bias(r)
     fields.update(attention_gate=True, attention_gate_proj=True, norms_per_block=4)
+    wrapper_tie(r, fields, frozenset())
     window = sliding_window(r, default=2048)
     hf_layers.attention_layers(r, fields, window, _full_last_every_4th)
     return fields

@@ -1,0 +1,100 @@
+"""transformers' configuration classes, as data: each field's default and each alias.
+
+``costcalc/data/hf_config_classes.json`` is written by tests/reference/make_hf_config_classes.py
+from transformers 5.24 (``CONFIG_MAPPING[model_type]``, a dataclass): per ``model_type`` the
+class's fields in declaration order, the default of each whose default is a plain value, and its
+``attribute_map`` (alias -> attribute); and per multimodal class, how it decides tying. A
+config is built as ``cls(**file)``: the dataclass sets every field in declaration order, then
+``PretrainedConfig.__post_init__`` sets each key that is no field, in the file's order, and
+``__setattr__`` turns an alias into its attribute. So when a file gives one attribute under
+several spellings, the one set last wins: a key that is no field over a field, the later key in
+the file among keys that are no fields, the later field among fields.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+CLASSES = "data/hf_config_classes.json"
+
+
+@dataclass(frozen=True)
+class ConfigClass:
+    """One configuration class: its name, fields (in order), plain defaults and aliases."""
+
+    name: str
+    fields: tuple[str, ...]
+    defaults: Mapping[str, Any]
+    aliases: Mapping[str, str]
+    heads_divide_width: bool = False
+    """The class refuses a width its heads do not divide (else the modeling code floors D / H)."""
+
+    def spellings(self, key: str) -> tuple[str, ...]:
+        """``key`` and every other name of the attribute it sets (its alias or attribute)."""
+        attribute = self.aliases.get(key, key)
+        others = (alias for alias, target in self.aliases.items() if target == attribute)
+        return tuple(dict.fromkeys((key, attribute, *others)))
+
+    def default(self, key: str) -> Any:
+        """The class default of the attribute ``key`` sets (None when it has none or it is not
+        a plain value)."""
+        for name in self.spellings(key):
+            if self.defaults.get(name) is not None:
+                return self.defaults[name]
+        return None
+
+    def set_last(self, keys: Iterable[str], order: Iterable[str]) -> str:
+        """Of ``keys`` (spellings of one attribute, all in the file), the one transformers sets
+        last: keys that are no field are set after every field, in the file's ``order``."""
+        keys = list(keys)
+        loose = [key for key in order if key in keys and key not in self.fields]
+        if loose:
+            return loose[-1]
+        return max(keys, key=self.fields.index)
+
+
+@cache
+def config_class(model_type: str | None) -> ConfigClass | None:
+    """The configuration class transformers builds ``model_type`` with, if costcalc has it."""
+    if model_type is None:
+        return None
+    found = _classes().get(model_type)
+    if found is None:
+        return None
+    return ConfigClass(
+        found["class"],
+        tuple(found["fields"]),
+        found["defaults"],
+        found["attribute_map"],
+        found.get("heads_divide_width", False),
+    )
+
+
+def wrapper_tie(model_type: str, wrapper: bool | None, text: bool | None) -> bool | None:
+    """Whether the multimodal class ``model_type`` ends with ``tie_word_embeddings`` true, given
+    the wrapper's key and its ``text_config``'s (None: absent); None when costcalc does not have
+    the class. Each class derives it its own way (Gemma 3 from the wrapper's key alone, LLaVA and
+    Qwen2-VL from either being true), so the data holds each outcome."""
+    ties = _data()["ties"].get(model_type)
+    if ties is None:
+        return None
+    shown = {None: "absent", True: "true", False: "false"}
+    tied: bool = ties[f"{shown[wrapper]}/{shown[text]}"]
+    return tied
+
+
+def _classes() -> dict[str, dict[str, Any]]:
+    classes: dict[str, dict[str, Any]] = _data()["classes"]
+    return classes
+
+
+@cache
+def _data() -> dict[str, Any]:
+    text = files("costcalc").joinpath(CLASSES).read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data

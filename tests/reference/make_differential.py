@@ -1,0 +1,220 @@
+"""Write tests/golden/differential.json.gz: random configs of each family, built by transformers.
+
+Run by hand (pytest does not collect this file), in chunks if the machine is shared:
+
+    nice python tests/reference/make_differential.py                      # every family
+    nice python tests/reference/make_differential.py --only qwen3_moe jamba
+
+For each family costcalc reads (``costcalc.formats.families.model_types()``), the fixture of
+its first record in make_golden.py's or make_golden_families.py's ``MODELS`` (a record on the
+meta device first; for a family that is a multimodal model's text decoder, the record built from
+the text decoder; and the Gemma 3 wrapper, ``WRAPPERS``) is varied by
+``tests/differential_configs.py``: it is given the fields of the family's configuration class
+with their defaults (``dataclasses.fields``, less ``PreTrainedConfig``'s own) and its
+``attribute_map``. A variant marked ``to_dict`` is rewritten as
+``CONFIG_MAPPING[model_type].from_dict(config).to_dict()`` writes it (what ``save_pretrained()``
+writes). Each variant is built as make_golden_families.py builds its fixtures (``build_from``,
+meta device, eager attention, ``batched_mm`` experts where the family takes them); a config
+transformers refuses (``from_dict`` or the model's constructor raises) is recorded with the
+exception. Recorded: ``sum(p.numel())``, the tied output matrix, and, where a forward pass runs
+on meta, the cache after a B=1, T=16 forward with ``use_cache=True`` and FlopCounterMode's MACs
+of the same pass. Results merge into the existing file by family.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import datetime
+import gzip
+import json
+import signal
+import sys
+import traceback
+from pathlib import Path
+
+import torch
+import transformers
+from make_golden import MODELS as LEGACY_MODELS
+from make_golden import ROOT, fixture_path, is_tied
+from make_golden_families import MODELS, build_from, error_text, kv_record
+from torch.utils.flop_counter import FlopCounterMode
+from transformers import CONFIG_MAPPING, PreTrainedConfig
+
+sys.path.insert(0, str(ROOT))
+from costcalc.formats.families import model_types, text_location
+from tests.differential_configs import family_variants, varied
+
+OUTPUT = ROOT / "tests" / "golden" / "differential.json.gz"
+GENERATOR = "tests/reference/make_differential.py"
+BATCH, SEQ = 1, 16
+SECONDS = 120  # per variant: a build or forward that takes longer is recorded as refused
+WRAPPERS = {"gemma3": ("gemma-3-4b", True)}
+"""Multimodal wrappers varied as well as their text decoder's own family (whose first record is
+a text-only file): name -> (fixture, built from its text decoder)."""
+BASE_FIELDS = {f.name for f in dataclasses.fields(PreTrainedConfig)}
+
+
+def fixture_family(data: dict) -> tuple[str, tuple[str, ...]]:
+    """(family costcalc reads the file as, key path of its text decoder's keys)."""
+    model_type = data.get("model_type")
+    if model_type in model_types():
+        return model_type, ()
+    located = text_location(model_type)
+    if located is not None:
+        path, text_type = located
+        return text_type, path
+    return data["text_config"]["model_type"], ("text_config",)
+
+
+def family_bases() -> dict[str, tuple[str, bool]]:
+    """Family -> (fixture, built from its text decoder): the first record of make_golden's and
+    make_golden_families' MODELS on the meta device, of the text decoder for a multimodal family
+    where one is recorded; plus ``WRAPPERS``."""
+    records = [(name, False, "meta") for name in LEGACY_MODELS] + list(MODELS.values())
+    bases: dict[str, tuple[str, bool, int]] = {}
+    for fixture, text, device in records:
+        data = json.loads(fixture_path(fixture).read_text())
+        family, _ = fixture_family(data)
+        if family not in model_types():
+            continue
+        rank = (device != "meta") + 2 * (data.get("model_type") != family and not text)
+        if family not in bases or rank < bases[family][2]:
+            bases[family] = (fixture, text, rank)
+    found = {family: (fixture, text) for family, (fixture, text, _) in bases.items()}
+    return {**found, **WRAPPERS}
+
+
+def class_fields(data: dict, text: bool) -> tuple[dict, dict]:
+    """The text configuration class's fields with JSON defaults, and its attribute_map."""
+    whole = CONFIG_MAPPING[data["model_type"]].from_dict(copy.deepcopy(data))
+    cls = type(whole.get_text_config() if text else whole)
+    fields = {}
+    for field in dataclasses.fields(cls):
+        if field.name in BASE_FIELDS or field.name.startswith("_"):
+            continue
+        default = field.default
+        if default is dataclasses.MISSING and field.default_factory is not dataclasses.MISSING:
+            default = field.default_factory()
+        try:
+            default = json.loads(json.dumps(default))
+        except (TypeError, ValueError):
+            default = None
+        kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", "")
+        fields[field.name] = {"default": default, "type": str(kind or field.type)}
+    return fields, dict(getattr(cls, "attribute_map", {}))
+
+
+def measured(data: dict, text: bool) -> dict:
+    """What transformers builds from ``data``: parameters and, on meta, cache and MACs."""
+    try:
+        whole = CONFIG_MAPPING[data["model_type"]].from_dict(data)
+        config, model, _ = build_from(whole, text, "meta")
+    except Exception as exc:  # transformers refuses the config: recorded, not raised
+        return {"refused": error_text(exc)}
+    model.requires_grad_(False)
+    tied = model.get_output_embeddings() is not None and is_tied(model)
+    out = {
+        "parameters_total": sum(p.numel() for p in model.parameters()),
+        "parameters_untied_extra": model.get_output_embeddings().weight.numel() if tied else 0,
+    }
+    try:
+        counter = FlopCounterMode(display=False)
+        with counter:
+            kv = kv_record(model, config, BATCH, SEQ, "meta")
+        kv.pop("cache_elements_per_layer", None)
+        out["kv_cache"] = kv
+        out["macs_forward"] = {
+            "batch": BATCH,
+            "seq_len": SEQ,
+            "macs_total": counter.get_total_flops() // 2,
+        }
+    except Exception as exc:
+        out["forward_error"] = error_text(exc)
+    return out
+
+
+def as_to_dict(data: dict) -> dict | None:
+    """``data`` as ``to_dict()`` writes it, or None where the class refuses it."""
+    try:
+        return CONFIG_MAPPING[data["model_type"]].from_dict(copy.deepcopy(data)).to_dict()
+    except Exception:
+        return None
+
+
+class SlowBuildError(Exception):
+    pass
+
+
+def alarm(_signum, _frame):
+    raise SlowBuildError(f"over {SECONDS} s")
+
+
+def run_family(family: str, fixture: str, text: bool) -> dict:
+    """The family's fixture, what its variants touch, and each variant's record."""
+    base = json.loads(fixture_path(fixture).read_text())
+    _, path = fixture_family(base)
+    fields, aliases = class_fields(base, text)
+    records = []
+    for variant in family_variants(family, base, path, fields, aliases):
+        config = variant["config"]
+        if variant["to_dict"]:
+            written = as_to_dict(copy.deepcopy(config))
+            variant["to_dict"] = written is not None
+            config = json.loads(json.dumps(written)) if written is not None else config
+        signal.alarm(SECONDS)
+        try:  # from_dict takes model_type out of a nested text_config: it gets a copy
+            result = measured(copy.deepcopy(config), text)
+        except SlowBuildError as exc:
+            result = {"refused": str(exc)}
+        finally:
+            signal.alarm(0)
+        records.append({**variant, "config": config, **result})
+    touched = [f"{kind} {key}" for kind, key in varied(base, path, fields, aliases)]
+    return {"fixture": fixture, "touched": touched, "variants": records}
+
+
+def load(output: Path) -> dict:
+    if output.exists():
+        return json.loads(gzip.decompress(output.read_bytes()))
+    return {"families": {}}
+
+
+def save(data: dict, output: Path) -> None:
+    data.update(
+        generator=GENERATOR,
+        torch=torch.__version__,
+        transformers=transformers.__version__,
+        date=datetime.date.today().isoformat(),
+        batch=BATCH,
+        seq_len=SEQ,
+    )
+    data["families"] = dict(sorted(data["families"].items()))
+    text = json.dumps(data, separators=(",", ":"), sort_keys=False)
+    output.write_bytes(gzip.compress(text.encode(), mtime=0))
+
+
+def main(argv: list[str]) -> int:
+    bases = family_bases()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", choices=sorted(bases), default=sorted(bases))
+    parser.add_argument("--output", type=Path, default=OUTPUT, help="merge into this file")
+    args = parser.parse_args(argv)
+    transformers.logging.set_verbosity_error()
+    signal.signal(signal.SIGALRM, alarm)
+    data = load(args.output)
+    for family in args.only:
+        fixture, text = bases[family]
+        print(f"{family}: {fixture}", flush=True)
+        try:
+            data["families"][family] = run_family(family, fixture, text)
+        except Exception:
+            traceback.print_exc()
+            continue
+        save(data, args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

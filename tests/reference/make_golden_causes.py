@@ -1,0 +1,392 @@
+"""Generate tests/golden/hf_causes.json: small configs off the golden path, built by transformers.
+
+Run by hand, like make_golden_families.py (it reuses that script's builders and records):
+
+    python tests/reference/make_golden_causes.py               # every case
+    python tests/reference/make_golden_causes.py --only qwen3_moe-no-head-dim
+
+Each case is a small config.json (kept whole in the output) that sets off one way of reading a
+file costcalc once got wrong or refused while transformers builds it: a key left to the class
+default, a key under its other spelling (``attribute_map``), both spellings with different
+values, a value ``__init__``/``__post_init__`` or the modeling code overrides, tying decided by a
+multimodal wrapper. Each is built on the meta device from ``CONFIG_MAPPING[model_type]
+.from_dict(config)`` (a wrapper's text decoder with the wrapper's LM head, as
+make_golden_families.py builds it) and recorded: parameters (``sum(p.numel())``, tied tensors
+once) and the tied output matrix; with ``kv``, the cache elements after a B=1 forward of
+``seq_len`` tokens and each cache layer's window (``DynamicSlidingWindowLayer.sliding_window``,
+null for a full layer); with ``macs``, FlopCounterMode's forward MACs (B=1, ``seq_len`` tokens,
+eager attention, experts ``batched_mm``: only the routed experts run). Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+
+import torch
+import transformers
+from make_golden import ROOT, build_model, causal_lm_class
+from make_golden_families import (
+    TextDecoder,
+    build_text_decoder,
+    error_text,
+    kv_record,
+    macs_record,
+    text_holder,
+)
+from transformers import CONFIG_MAPPING, MODEL_FOR_CAUSAL_LM_MAPPING
+
+OUTPUT = ROOT / "tests" / "golden" / "hf_causes.json"
+GENERATOR = "tests/reference/make_golden_causes.py"
+
+SMALL = {"vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2}
+"""Sizes every case shares unless it says otherwise."""
+
+QWEN3_MOE = {
+    "model_type": "qwen3_moe",
+    **SMALL,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "moe_intermediate_size": 32,
+    "num_experts_per_tok": 2,
+    "max_position_embeddings": 512,
+}
+
+CASES: dict[str, dict] = {
+    "qwen3_moe-no-head-dim": {
+        "cause": "Qwen3MoeConfig has no head_dim: the attention takes D / H",
+        "config": {**QWEN3_MOE, "num_experts": 4},
+    },
+    "qwen3_moe-num-local-experts": {
+        "cause": "the expert count under num_local_experts, as to_dict() writes it",
+        "config": {**QWEN3_MOE, "head_dim": 16, "num_local_experts": 4},
+    },
+    "qwen3_moe-both-expert-spellings": {
+        "cause": "num_experts and num_local_experts both given: the one set last wins",
+        "config": {**QWEN3_MOE, "head_dim": 16, "num_experts": 8, "num_local_experts": 4},
+    },
+    "gpt2-both-width-spellings": {
+        "cause": "n_embd and its alias hidden_size both given: the alias, set last, wins",
+        "fixture": "gpt2",
+        "changes": {"n_layer": 2, "n_embd": 64, "hidden_size": 128, "n_head": 4},
+    },
+    "cohere2-head-dim": {
+        "cause": "Cohere2's attention takes head_dim = D / H whatever the file says",
+        "fixture": "c4ai-command-r7b",
+        "changes": {
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 32,
+        },
+    },
+    "jamba-head-dim": {
+        "cause": "an explicit head_dim sizes Jamba's attention",
+        "fixture": "tiny-jamba",
+        "changes": {"head_dim": 32},
+    },
+    "jamba-num-local-experts": {
+        "cause": "Jamba's expert count under num_local_experts (its attribute_map)",
+        "fixture": "tiny-jamba",
+        "changes": {"num_experts": None, "num_local_experts": 3},
+    },
+    "lfm2-head-dim": {
+        "cause": "an explicit head_dim sizes LFM2's attention",
+        "fixture": "tiny-lfm2",
+        "changes": {"head_dim": 32},
+    },
+    "lfm2-tie-embedding": {
+        "cause": "LFM2's tie_embedding decides tying",
+        "fixture": "tiny-lfm2",
+        "changes": {"tie_embedding": False},
+    },
+    "granitemoehybrid-layers-block-type": {
+        "cause": "GraniteMoeHybrid's layer kinds under layers_block_type (its attribute_map)",
+        "fixture": "tiny-granite-4.0-h",
+        "changes": {
+            "layer_types": None,
+            "layers_block_type": ["attention", "mamba", "attention", "mamba"],
+        },
+    },
+    "smollm3-layer-types-no-sliding": {
+        "cause": "SmolLM3: layer_types marks layers sliding while use_sliding_window is false",
+        "fixture": "smollm3-3b",
+        "changes": {
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "use_sliding_window": False,
+            "sliding_window": 8,
+            "layer_types": ["sliding_attention", "full_attention"],
+            "no_rope_layers": [1, 1],
+            "pad_token_id": 0,
+        },
+        "steps": ["kv"],
+        "seq_len": 16,
+    },
+    "zamba2-untied": {
+        "cause": "Zamba2 with tie_word_embeddings false ties nothing: hybrid layers past "
+        "num_mem_blocks keep their own block copies",
+        "fixture": "tiny-zamba2",
+        "changes": {"tie_word_embeddings": False},
+    },
+    "zamba2-gqa-adapters": {
+        "cause": "Zamba2's key/value adapters with fewer key/value heads than query heads",
+        "fixture": "tiny-zamba2",
+        "changes": {"num_key_value_heads": 2},
+    },
+    "nemotron_h-tie-true": {
+        "cause": "NemotronH never ties its LM head, whatever tie_word_embeddings says",
+        "fixture": "tiny-nemotron-h",
+        "changes": {"tie_word_embeddings": True},
+    },
+    "helium-head-dim": {
+        "cause": "Helium's o_proj is D x D whatever head_dim",
+        "fixture": "helium-1-2b",
+        "changes": {
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 4,
+            "head_dim": 32,
+        },
+    },
+    "olmoe-head-dim": {
+        "cause": "OLMoE's q/k norms are sized from D (D and D / H x K), not head_dim",
+        "fixture": "olmoe-1b-7b",
+        "changes": {
+            **SMALL,
+            "intermediate_size": 32,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 32,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+        },
+    },
+    "phimoe-top-k": {
+        "cause": "PhiMoE's router picks exactly 2 experts whatever num_experts_per_tok says",
+        "fixture": "phi-3.5-moe",
+        "changes": {
+            **SMALL,
+            "intermediate_size": 32,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 3,
+        },
+        "steps": ["macs"],
+        "seq_len": 8,
+    },
+    "gemma3-wrapper-untied": {
+        "cause": "Gemma 3's wrapper tie_word_embeddings (false) decides, not text_config's",
+        "fixture": "gemma-3-4b",
+        "changes": {"tie_word_embeddings": False},
+        "text_changes": {
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "tie_word_embeddings": True,
+        },
+    },
+    "gemma3-wrapper-default-tied": {
+        "cause": "Gemma 3's wrapper ties by default even when text_config says false",
+        "fixture": "gemma-3-4b",
+        "changes": {"tie_word_embeddings": None},
+        "text_changes": {
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "tie_word_embeddings": False,
+        },
+    },
+    "llama-class-defaults": {
+        "cause": "intermediate_size and max_position_embeddings absent: LlamaConfig's defaults",
+        "config": {"model_type": "llama", **SMALL, "num_attention_heads": 4},
+    },
+    "qwen2-class-defaults": {
+        "cause": "only the width given: Qwen2Config's defaults for every other size",
+        "config": {
+            "model_type": "qwen2",
+            "hidden_size": 64,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "num_hidden_layers": 2,
+        },
+    },
+    "stablelm-odd-rotary": {
+        "cause": "a partial rotary factor giving an odd number of rotary dimensions",
+        "config": {
+            "model_type": "stablelm",
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 4,
+            "partial_rotary_factor": 0.3125,
+        },
+    },
+    "qwen2-width-not-divisible": {
+        "cause": "a width the heads do not divide: head_dim = D // H (floored)",
+        "config": {
+            "model_type": "qwen2",
+            "vocab_size": 1000,
+            "hidden_size": 66,
+            "num_hidden_layers": 2,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+        },
+    },
+    "glm4_moe-class-defaults": {
+        "cause": "GLM-4.5 MoE with only its sizes: Glm4MoeConfig's defaults for the rest",
+        "config": {
+            "model_type": "glm4_moe",
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "moe_intermediate_size": 32,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+        },
+    },
+    "deepseek_v2-class-defaults": {
+        "cause": "DeepSeek-V2 with only its sizes: DeepseekV2Config's defaults for the rest",
+        "config": {
+            "model_type": "deepseek_v2",
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "moe_intermediate_size": 32,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "kv_lora_rank": 16,
+            "q_lora_rank": 32,
+            "qk_nope_head_dim": 16,
+            "qk_rope_head_dim": 8,
+            "v_head_dim": 16,
+        },
+    },
+    "dots1-class-defaults": {
+        "cause": "dots.llm1 with only its sizes: Dots1Config's defaults for the rest",
+        "config": {
+            "model_type": "dots1",
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "moe_intermediate_size": 32,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "n_shared_experts": 1,
+        },
+    },
+    "nemotron_h-old-layer-names": {
+        "cause": "NemotronH's layer kinds under their old names (mamba, attention, mlp)",
+        "fixture": "tiny-nemotron-h",
+        "changes": {
+            "hybrid_override_pattern": None,
+            "layers_block_type": ["mamba", "mlp", "mamba", "attention", "mlp", "mamba"],
+        },
+    },
+}
+
+
+def case_config(case: dict) -> dict:
+    """The case's whole config: given, or a fixture with keys changed (None deletes one)."""
+    if "config" in case:
+        return case["config"]
+    data = json.loads((ROOT / "tests" / "fixtures" / "hf" / f"{case['fixture']}.json").read_text())
+    for where, changes in (
+        (data, case.get("changes", {})),
+        (data.get("text_config"), case.get("text_changes", {})),
+    ):
+        for key, value in changes.items():
+            if value is None:
+                where.pop(key, None)
+            else:
+                where[key] = value
+    return data
+
+
+def build(data: dict):
+    """The config and its model on meta: a wrapper's text decoder with the wrapper's head."""
+    config = CONFIG_MAPPING[data["model_type"]].from_dict(data)
+    text = config.get_text_config()
+    if text is not config:
+        return config, build_text_decoder(text_holder(config, text), "meta")
+    if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING and causal_lm_class(config) is None:
+        raise LookupError(f"no causal LM class for {type(config).__name__}")
+    try:
+        return config, build_model(config, "meta", experts_implementation="batched_mm")
+    except (ValueError, TypeError):
+        return config, build_model(config, "meta")
+
+
+def params(model) -> dict:
+    """Parameters (each tensor once) and the output matrix when it is the embedding's."""
+    total = sum(p.numel() for p in model.parameters())
+    out, emb = model.get_output_embeddings(), model.get_input_embeddings()
+    tied = out is not None and out.weight is emb.weight
+    return {
+        "model_class": type(model).__name__
+        if not isinstance(model, TextDecoder)
+        else f"{model.whole_class}: language model and lm_head",
+        "parameters_total": total,
+        "parameters_untied_extra": out.weight.numel() if tied else 0,
+    }
+
+
+def run_case(name: str, case: dict) -> dict:
+    record = {"cause": case["cause"], "config": case_config(case)}
+    config, model = build(record["config"])
+    model.requires_grad_(False)
+    record.update(params(model))
+    seq = case.get("seq_len", 16)
+    if "kv" in case.get("steps", ()):
+        kv = kv_record(model, config.get_text_config(), 1, seq, "meta")
+        record["kv_cache"] = {k: kv[k] for k in ("batch", "seq_len", "kv_cache_elements")}
+        windows: dict[int, int | None] = {}
+        for kind in kv["cache_layer_kinds"]:
+            windows.update(dict.fromkeys(kind["layers"], kind.get("sliding_window")))
+        record["kv_cache"]["layer_windows"] = [windows[i] for i in sorted(windows)]
+    if "macs" in case.get("steps", ()):
+        macs = macs_record(model, config.get_text_config(), 1, seq, "meta")
+        record["macs_forward"] = {k: macs[k] for k in ("batch", "seq_len", "macs_total")}
+    return record
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", choices=list(CASES), default=list(CASES))
+    args = parser.parse_args(argv)
+    data = json.loads(OUTPUT.read_text()) if OUTPUT.exists() else {"cases": {}}
+    for name in args.only:
+        try:
+            data["cases"][name] = run_case(name, CASES[name])
+        except Exception as exc:  # a case transformers cannot build is recorded as such
+            data["cases"][name] = {"cause": CASES[name]["cause"], "build_error": error_text(exc)}
+        print(name, data["cases"][name].get("parameters_total"), flush=True)
+    cases = {name: data["cases"][name] for name in CASES if name in data["cases"]}
+    output = {
+        "generator": GENERATOR,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "date": datetime.date.today().isoformat(),
+        "cases": cases,
+    }
+    OUTPUT.write_text(json.dumps(output, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

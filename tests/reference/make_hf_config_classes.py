@@ -1,0 +1,139 @@
+"""Generate costcalc/data/hf_config_classes.json: transformers' configuration classes as data.
+
+Run by hand (it needs transformers; costcalc never imports it):
+
+    python tests/reference/make_hf_config_classes.py
+
+For every ``model_type`` costcalc reads (its family registry) that transformers 5.24 has a
+configuration class for (``CONFIG_MAPPING``), the class's fields in declaration order, the
+default of each field whose default is a plain JSON value (a number, string, true/false or null;
+others, such as a tuple, are left out of ``defaults``), its ``attribute_map`` (alias ->
+attribute), and ``heads_divide_width`` when the class refuses a width its heads do not divide
+(66 over 4; elsewhere the modeling code floors D / H). ``PretrainedConfig``'s own fields
+(``architectures``, ``dtype``, labels) are left out.
+
+For every multimodal class (one with a ``text_config`` sub-config) whose auto mappings name one
+``*ForConditionalGeneration`` model, under ``ties``: whether that model ties its LM head to the
+text decoder's token table (the built config's ``tie_word_embeddings``, and never when the model
+declares no ``_tied_weights_keys``), for the wrapper's and the ``text_config``'s key each
+absent, true or false (``"wrapper/text"``, e.g. ``"absent/false"``).
+
+costcalc reads a file's keys through these (costcalc/formats/hf_classes.py): a key the file leaves
+out takes the class default, an alias is read as its attribute, and when a file gives an
+attribute under two spellings the one transformers sets last wins.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+from pathlib import Path
+
+import transformers
+from transformers import CONFIG_MAPPING, PretrainedConfig
+from transformers.models.auto import modeling_auto
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from costcalc.formats.families import registry  # noqa: E402
+
+OUTPUT = ROOT / "costcalc" / "data" / "hf_config_classes.json"
+BASE_FIELDS = {field.name for field in dataclasses.fields(PretrainedConfig)}
+
+
+def plain(value: object) -> bool:
+    """A default JSON writes as it is: not a tuple, list or sub-config, and finite."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or isinstance(value, bool | int | str)
+
+
+def builds(cls: type, width: int) -> bool:
+    """The class takes ``hidden_size`` ``width`` over 4 heads (2 key/value heads)."""
+    try:
+        cls(hidden_size=width, num_attention_heads=4, num_key_value_heads=2)
+    except Exception:
+        return False
+    return True
+
+
+def record(cls: type) -> dict:
+    fields = [f for f in dataclasses.fields(cls) if f.name not in BASE_FIELDS]
+    found = {
+        "class": cls.__name__,
+        "fields": [f.name for f in fields],
+        "defaults": {f.name: f.default for f in fields if plain(f.default)},
+        "attribute_map": dict(cls.attribute_map),
+    }
+    if builds(cls, 64) and not builds(cls, 66):
+        found["heads_divide_width"] = True
+    return found
+
+
+SETTINGS = {"absent": None, "true": True, "false": False}
+
+
+def generation_class(model_type: str) -> type | None:
+    """The ``*ForConditionalGeneration`` class the auto mappings give ``model_type``, if one."""
+    names = {
+        classes[model_type]
+        for mapping in dir(modeling_auto)
+        if mapping.endswith("_MAPPING_NAMES")
+        and isinstance(classes := getattr(modeling_auto, mapping), dict)
+        and isinstance(classes.get(model_type), str)
+        and classes[model_type].endswith("ForConditionalGeneration")
+    }
+    return getattr(transformers, names.pop(), None) if len(names) == 1 else None
+
+
+def wrapper_ties(model_type: str, cls: type) -> dict[str, bool] | None:
+    """The tying a multimodal class ends with for each wrapper/text setting (never, when its
+    conditional-generation model declares no tied weights); None if it has no such model or
+    cannot be built from its defaults."""
+    model = generation_class(model_type)
+    if model is None:
+        return None
+    ties = {}
+    for wrapper, outer in SETTINGS.items():
+        for text, inner in SETTINGS.items():
+            data: dict = {"text_config": {} if inner is None else {"tie_word_embeddings": inner}}
+            if outer is not None:
+                data["tie_word_embeddings"] = outer
+            try:
+                config = cls.from_dict(data)
+            except Exception:
+                return None
+            tied = bool(getattr(config, "tie_word_embeddings", False))
+            ties[f"{wrapper}/{text}"] = tied and bool(model._tied_weights_keys)
+    return ties
+
+
+def main() -> int:
+    classes = {
+        model_type: record(CONFIG_MAPPING[model_type])
+        for model_type in sorted(registry())
+        if model_type in CONFIG_MAPPING
+    }
+    ties = {
+        model_type: found
+        for model_type, cls in sorted(CONFIG_MAPPING.items())
+        if "text_config" in getattr(cls, "sub_configs", {})
+        and (found := wrapper_ties(model_type, cls)) is not None
+    }
+    head = {"generator": "tests/reference/make_hf_config_classes.py"}
+    head["transformers"] = transformers.__version__
+    lines = [f"{json.dumps(name)}: {json.dumps(data)}" for name, data in classes.items()]
+    tie_lines = [f"{json.dumps(name)}: {json.dumps(data)}" for name, data in ties.items()]
+    text = json.dumps(head)[:-1] + ', "classes": {\n' + ",\n".join(lines) + "\n},\n"
+    text += '"ties": {\n' + ",\n".join(tie_lines) + "\n}}\n"
+    json.loads(text)
+    OUTPUT.write_text(text)
+    print(len(classes), "classes,", OUTPUT.stat().st_size, "bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

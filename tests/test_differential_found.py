@@ -1,0 +1,142 @@
+"""Minimal configs of the causes the differential test (tests/test_differential.py) found.
+
+Each figure is ``sum(p.numel())`` of the model transformers 5.24 builds from the fixture with the
+keys shown changed (on the meta device, as tests/reference/make_differential.py builds).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from costcalc.api import load
+from costcalc.errors import ConfigError
+from costcalc.params import param_report
+from tests.conftest import FIXTURES
+from tests.hf_helpers import spec_of
+
+
+def total(tmp_path: Path, fixture: str, **changes: Any) -> int:
+    return param_report(spec_of(tmp_path, fixture, **changes)).total
+
+
+@pytest.mark.parametrize(
+    ("fixture", "changes"),
+    [
+        ("beam-defaults", {"attention_bias": True}),  # transformers: 501,268,292,032
+        ("laguna-xs-2.1", {"attention_bias": True, "gating": False}),  # 34,067,318,528
+    ],
+)
+def test_q_k_v_o_biases_beside_a_bias_free_gate_are_refused(
+    tmp_path: Path, fixture: str, changes: dict[str, Any]
+) -> None:
+    # modeling_beam.py, modeling_laguna.py: q/k/v/o take bias=config.attention_bias, the gate's
+    # own projection (gate_proj; g_proj of H d when gating is false) bias=False. costcalc's own
+    # gate projection is biased as the queries are, so the count would be H d per layer too
+    # high: refused, as AFMoE's and Muse Glimmer's are.
+    refusal = r"attention_bias \(line \d+\): not supported: biases on q/k/v/o"
+    with pytest.raises(ConfigError, match=refusal):
+        spec_of(tmp_path, fixture, **changes)
+
+
+def test_bailing_hybrid_reads_the_linear_keys_to_dict_writes(tmp_path: Path) -> None:
+    # BailingHybridConfig.__post_init__ copies head_dim, num_attention_heads and
+    # short_conv_kernel_size into linear_head_dim, linear_num_heads and linear_conv_kernel_dim
+    # (which the Kimi Delta layers read), then sets head_dim to qk_rope_head_dim (64):
+    # to_dict() writes head_dim 64 beside linear_head_dim 128, and a file's own linear_* win.
+    published = 124_414_191_072
+    assert total(tmp_path, "ling-3.0-flash") == published
+    assert total(tmp_path, "ling-3.0-flash", head_dim=64, linear_head_dim=128) == published
+    assert (
+        total(tmp_path, "ling-3.0-flash", linear_conv_kernel_dim=8, linear_num_heads=16)
+        == 123_311_680_432
+    )
+
+
+@pytest.mark.parametrize(
+    ("fixture", "text", "expected"),
+    [
+        ("ling-3.0-flash", False, 124_414_191_072),
+        ("kimi-linear-48b-a3b", False, 49_122_675_072),
+        ("cosmos3-edge-defaults", True, 1_946_273_792),
+    ],
+)
+def test_families_that_declare_no_tied_weights_never_tie(
+    fixture: str, text: bool, expected: int
+) -> None:
+    # BailingHybridForCausalLM, KimiLinearForCausalLM, Cosmos3EdgeForConditionalGeneration:
+    # _tied_weights_keys = {}, so tie_word_embeddings true leaves lm_head its own matrix.
+    data = json.loads((FIXTURES / "hf" / f"{fixture}.json").read_text())
+    for holder in (data, data["text_config"]) if text else (data,):
+        holder["tie_word_embeddings"] = True
+    report = param_report(load(data).spec)
+    assert (report.total, report.untied_total) == (expected, expected)
+
+
+def test_dbrx_reads_its_attribute_map_aliases(tmp_path: Path) -> None:
+    # DbrxConfig.attribute_map: num_attention_heads -> n_heads, num_hidden_layers -> n_layers,
+    # ...; an alias is set after the fields, so it wins beside its field (d = D / H moves Wqkv).
+    assert total(tmp_path, "dbrx", n_heads=..., num_attention_heads=48) == 131_596_523_520
+    assert total(tmp_path, "dbrx", num_attention_heads=24) == 132_099_840_000
+    assert total(tmp_path, "dbrx", num_hidden_layers=2) == 7_751_301_120
+
+
+@pytest.mark.parametrize(
+    ("fixture", "wrapper", "text", "expected"),
+    [
+        # Ernie4_5_VLMoeConfig.tie_word_embeddings, default true
+        ("ernie-4.5-vl-28b-a3b", True, False, 28_624_635_776),
+        ("ernie-4.5-vl-28b-a3b", False, True, 28_889_401_216),
+        ("ernie-4.5-vl-28b-a3b", ..., False, 28_624_635_776),
+        # HYV4VLConfig.tie_word_embeddings, default false
+        ("hy-v4-vl-defaults", True, False, 769_164_997_277),
+        ("hy-v4-vl-defaults", False, True, 769_907_389_085),
+        ("hy-v4-vl-defaults", ..., True, 769_907_389_085),
+        # Granite4VisionConfig, default false; GraniteDoclingConfig, default true
+        ("granite4-vision-defaults", True, False, 5_802_037_248),
+        ("granite4-vision-defaults", ..., True, 5_933_109_248),
+        ("granite-docling-defaults", False, True, 523_641_856),
+        ("granite-docling-defaults", ..., False, 386_630_656),
+        # HunYuanVLConfig, default true, and tied as well when the text_config ties
+        ("hunyuanocr", False, True, 539_010_048),
+        ("hunyuanocr", False, False, 662_727_680),
+        # MuseGlimmerConfig (no tie_word_embeddings of its own: false)
+        ("muse-glimmer-defaults", True, False, 26_509_949_440),
+        ("muse-glimmer-defaults", ..., True, 27_854_780_928),
+    ],
+)
+def test_the_wrapper_ties_the_head_not_the_text_config(
+    fixture: str, wrapper: Any, text: bool, expected: int
+) -> None:
+    # The conditional-generation model ties by its own config's key; text_config's is unread.
+    data = json.loads((FIXTURES / "hf" / f"{fixture}.json").read_text())
+    data["text_config"]["tie_word_embeddings"] = text
+    if wrapper is ...:
+        data.pop("tie_word_embeddings", None)
+    else:
+        data["tie_word_embeddings"] = wrapper
+    assert param_report(load(data).spec).total == expected
+
+
+@pytest.mark.parametrize("fixture", ["gpt2", "gpt-sw3-356m"])
+def test_gpt2_refuses_cross_attention_blocks(tmp_path: Path, fixture: str) -> None:
+    # modeling_gpt2.py: add_cross_attention builds a crossattention block and ln_cross_attn in
+    # every layer (transformers: 152,806,656 for gpt2), which costcalc does not count.
+    with pytest.raises(ConfigError, match=r"add_cross_attention.*cross-attention blocks"):
+        spec_of(tmp_path, fixture, add_cross_attention=True)
+
+
+def test_hunyuan_vl_reads_attention_head_dim() -> None:
+    # HunYuanVLTextConfig.attribute_map: attention_head_dim -> head_dim (transformers builds
+    # 539,010,048 either way; without it, d = D / H would be read).
+    data = json.loads((FIXTURES / "hf" / "hunyuanocr.json").read_text())
+    data["text_config"]["attention_head_dim"] = data["text_config"].pop("head_dim")
+    assert param_report(load(data).spec).total == 539_010_048
+
+
+def test_solar_open_biases_q_k_v_but_never_o_proj(tmp_path: Path) -> None:
+    # modeling_solar_open.py: q/k/v take bias=config.attention_bias, o_proj bias=False.
+    assert total(tmp_path, "solar-open-100b", attention_bias=True) == 102_652_284_928
