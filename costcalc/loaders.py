@@ -96,6 +96,10 @@ def load_preset(name: str, overrides: Mapping[str, Any] | None = None) -> Loaded
     from costcalc.presets import preset_data, preset_text, resolve_preset
     from costcalc.spec import trusted_spec
 
+    if looks_like_path(name):
+        from costcalc.errors import UsageError
+
+        raise UsageError(f"{name!r} is a path, not a preset name; a file is read with --config")
     key = resolve_preset(name)
     if not overrides:
         data = preset_data(key)

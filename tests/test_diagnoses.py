@@ -212,3 +212,13 @@ def test_api_messages_name_parameters(call: object, message: str) -> None:
     with pytest.raises(UsageError) as caught:
         call()  # type: ignore[operator]
     assert message in str(caught.value) and " --" not in str(caught.value)
+
+
+def test_a_path_given_as_a_preset_points_to_config(cli: Invoke) -> None:
+    message = fails(cli, "params", "-p", "configs/small.yaml", code=2)
+    assert message == (
+        "error: 'configs/small.yaml' is a path, not a preset name; a file is read with --config\n"
+    )
+    from costcalc.presets import aliases, preset_names
+
+    assert not [name for name in (*preset_names(), *aliases()) if looks_like_path(name)]
