@@ -123,6 +123,12 @@ class Skipped(Problem):
 
 
 LINK_OUT = "a link to a directory outside the tree being checked; not followed"
+LINK_OUT_FILE = "a link to a file outside the tree being checked; not read"
+
+
+def _link_out(path: str) -> Skipped:
+    """The note of a link that leads out of the tree being checked."""
+    return Skipped("", LINK_OUT if os.path.isdir(path) else LINK_OUT_FILE)
 
 
 def _identity(path: str) -> object:
@@ -222,19 +228,21 @@ def _directory_configs(top: str) -> Iterator[tuple[str, Problem | None]]:
         for name in files:
             if name.lower().endswith(CONFIG_SUFFIXES):
                 found = True
-                yield os.path.join(directory, name), None
+                path = os.path.join(directory, name)
+                yield path, (_link_out(path) if _outside(path, top) else None)
         stack += [os.path.join(directory, name) for name in reversed(subdirectories)]
     if not found:
         suffixes = ", ".join(f"*{suffix}" for suffix in CONFIG_SUFFIXES)
         yield top, Problem("", f"directory holds no config files ({suffixes})")
 
 
-def _outside(directory: str, top: str) -> bool:
-    """Whether ``directory``, reached below ``top`` through a symbolic link, resolves outside
-    ``top``'s tree (then it is not entered: a link to / would walk the whole file system)."""
-    if not os.path.islink(directory):
+def _outside(path: str, top: str) -> bool:
+    """Whether ``path``, reached below ``top`` through a symbolic link, resolves outside
+    ``top``'s tree (then it is not entered nor read: a link to / would walk the whole file
+    system, a link to a file elsewhere would show what it holds)."""
+    if not os.path.islink(path):
         return False
-    real, root = os.path.realpath(directory), os.path.realpath(top)
+    real, root = os.path.realpath(path), os.path.realpath(top)
     return os.path.commonpath([real, root]) != root
 
 
@@ -279,23 +287,24 @@ def _unlistable(exc: OSError) -> Problem:
 def _glob(pattern: str) -> Iterator[tuple[str, Problem | None]]:
     """The paths ``pattern`` matches (``*``, ``?`` and ``[...]`` within a name; ``**`` any
     depth of directories), without recursion; hidden names match only a part starting with
-    ``.``. Each directory is searched once per part of the pattern, so a link cycle ends; one
-    that cannot be listed is a finding."""
+    ``.``. The tree is the pattern's part before its first wildcard: a link met while matching
+    that leads out of it is noted, not followed. Each directory is searched once per part of
+    the pattern, so a link cycle ends; one that cannot be listed is a finding."""
     parts = [part for part in pattern.split(os.sep) if part]
-    stack = [(os.sep if pattern.startswith(os.sep) else "", 0, "")]
+    start = os.sep if pattern.startswith(os.sep) else ""
+    fixed = next((i for i, part in enumerate(parts) if _GLOB_CHARS & set(part)), len(parts))
+    tree = os.path.join(start, *parts[:fixed]) or os.curdir
+    stack = [(start, 0)]
     searched: set[object] = set()
     while stack:
-        path, index, top = stack.pop()  # top: where the ``**`` being expanded started
-        if top and path != top and _outside(path, top):
-            yield path, Skipped("", LINK_OUT)
-            continue
+        path, index = stack.pop()
         if index == len(parts):
             yield path or os.curdir, None  # ``**`` matching no directory: the one it is in
             continue
         part = parts[index]
         if not _GLOB_CHARS & set(part):
             if os.path.lexists(os.path.join(path, part)):
-                stack.append((os.path.join(path, part), index + 1, ""))
+                stack.append((os.path.join(path, part), index + 1))
             continue
         if _entered_before(path or os.curdir, searched, index):
             continue
@@ -305,17 +314,16 @@ def _glob(pattern: str) -> Iterator[tuple[str, Problem | None]]:
             yield path or os.curdir, _unlistable(exc)
             continue
         if part == "**":
-            root = top or path or os.curdir
-            stack.append((path, index + 1, ""))
-            stack += [(os.path.join(path, name), index, root) for name in subdirectories]
+            stack.append((path, index + 1))
+            found = [(os.path.join(path, name), index) for name in subdirectories]
         else:
-            last = index + 1 == len(parts)
-            names = [*files, *subdirectories] if last else subdirectories
-            stack += [
-                (os.path.join(path, name), index + 1, "")
-                for name in names
-                if fnmatchcase(name, part)
-            ]
+            names = [*files, *subdirectories] if index + 1 == len(parts) else subdirectories
+            found = [(os.path.join(path, n), index + 1) for n in names if fnmatchcase(n, part)]
+        for entry, at in found:
+            if _outside(entry, tree):
+                yield entry, _link_out(entry)
+            else:
+                stack.append((entry, at))
 
 
 def check_file(path: str | Path, limits: Limits, reading: Reading | None = None) -> FileReport:

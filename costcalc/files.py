@@ -14,6 +14,7 @@ share one set of caps, and the work done is linear in the size of the file. Bool
 
 from __future__ import annotations
 
+import codecs
 import errno
 import json
 import math
@@ -105,10 +106,27 @@ def check_finite(doc: Document) -> None:
     _check_values(doc.data, doc.path, doc.lines, ())
 
 
+_WIDE_MARKS = (
+    ("UTF-32", codecs.BOM_UTF32_LE),
+    ("UTF-32", codecs.BOM_UTF32_BE),
+    ("UTF-16", codecs.BOM_UTF16_LE),
+    ("UTF-16", codecs.BOM_UTF16_BE),
+)
+"""Byte-order marks of the encodings editors save besides UTF-8 (Windows' "Unicode" is
+UTF-16): UTF-32's first, since its little-endian mark begins with UTF-16's."""
+
+
 def read_text(path: str | Path) -> str:
     """The file's text, refusing what is missing, not a file, too large, binary or not UTF-8."""
     name = str(path)
     raw = read_bytes(path, MAX_FILE_BYTES)
+    wide = next((label for label, mark in _WIDE_MARKS if raw.startswith(mark)), None)
+    if wide is not None:
+        raise FileReadError(
+            name,
+            f"{wide} text (its byte-order mark says so); configs are read as UTF-8, as "
+            "transformers reads config.json: save the file as UTF-8",
+        )
     if b"\x00" in raw:
         raise FileReadError(name, "binary file (contains NUL bytes), not a text config")
     try:
@@ -235,10 +253,23 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
         return text == "true"
 
 
-# YAML 1.2's booleans: `yes`, `no`, `on` and `off` are text, as editors and validators read them.
+_NOT_PLAIN = {
+    f"tag:yaml.org,2002:{kind}" for kind in ("binary", "timestamp", "set", "omap", "pairs")
+}
+"""YAML 1.1's types that JSON has no value for (bytes, dates, sets, ordered pairs)."""
+
+# YAML 1.2's booleans: `yes`, `no`, `on` and `off` are text, as editors and validators read them;
+# so is a date (`2001-12-14`), which YAML 1.2 has no type for.
 _Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _BOOL_TAG]
+    first: [(tag, regexp) for tag, regexp in resolvers if tag not in (_BOOL_TAG, *_NOT_PLAIN)]
     for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
+# Plain data only, as a JSON file holds it: `!!binary`, `!!timestamp`, `!!set`, `!!omap` and
+# `!!pairs` are refused as any other tag is (bytes given as a name would be read as its text).
+_Loader.yaml_constructors = {
+    tag: construct
+    for tag, construct in _BaseLoader.yaml_constructors.items()
+    if tag not in _NOT_PLAIN
 }
 _Loader.add_implicit_resolver(
     _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
@@ -378,6 +409,10 @@ def _key_lines(node: yaml.Node, prefix: KeyPath, seen: set[int]) -> Iterator[tup
             yield from _key_lines(item, (*prefix, str(index)), seen)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""Half of a UTF-16 pair, which JSON's \\u escapes can write alone: no character at all."""
+
+
 def _parse_json(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
     def first_line(token: str) -> int | None:
         return _line_at(text, text.find(token))
@@ -390,6 +425,11 @@ def _parse_json(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for key, value in pairs:
+            if _SURROGATE.search(key):
+                line = _line_at(text, text.find(json.dumps(key)[1:-1]))
+                raise _RefusedError(
+                    f"key {json.dumps(key)} is no Unicode text (a lone surrogate)", line
+                )
             if key in result:
                 needle = json.dumps(key, ensure_ascii=False)
                 second = text.find(needle, text.find(needle) + 1)

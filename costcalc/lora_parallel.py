@@ -39,7 +39,7 @@ from costcalc.lora import LoraReport, Site, sites
 from costcalc.lora_memory import FLOAT_DTYPES, LORA_OPTIMIZERS, LoraMemory, LoraTraining
 from costcalc.memory import MASTER_DTYPE, STEP_DTYPE
 from costcalc.option_names import option
-from costcalc.parallel import ParallelPlan
+from costcalc.parallel import ParallelPlan, check_zero_tensors
 from costcalc.quant import nf4_bytes
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Shape, block_tensors, elements, model_tensors, parameter_tensors
@@ -267,6 +267,9 @@ def _zero(
     under stages 1-2, partitioned (and its small tensors whole) under stage 3."""
     t = memory.training
     trainable = trainable_shapes(report, spec)
+    base = parameter_tensors(spec)
+    frozen_count = sum(x.copies for x in base) if plan.stage == 3 else 0
+    check_zero_tensors(sum(c for _, c, _ in trainable) + frozen_count)
     sizes = tuple(elements(s) for s, c, _ in trainable for _ in range(c))
     group = ShardGroup(sizes, plan.shard_gpus)
     shares = zero_shares([group], plan.stage)
@@ -294,7 +297,6 @@ def _zero(
     )
     if plan.stage < 3:
         return common
-    base = parameter_tensors(spec)
     frozen = ShardGroup(
         tuple(elements(x.shape) for x in base for _ in range(x.copies)), plan.shard_gpus
     )

@@ -504,25 +504,49 @@ def _rank_shape(tensor: Tensor, plan: ParallelPlan, spec: ModelSpec) -> Tensor:
     return replace(held, shape=tensor_parallel_shape(held, plan.tp, vocab))
 
 
+MAX_ZERO_TENSORS = 1_000_000
+"""ZeRO partitions a rank's parameters one by one, in order: a rank holding more parameter
+tensors than this (a checkpoint's limit, :data:`costcalc.checkpoint.MAX_TENSORS`) is refused
+rather than listed (2^31 layers of GPT-2 would be 25 billion entries)."""
+
+
+def check_zero_tensors(count: int) -> None:
+    """A UsageError when one rank would hold ``count`` > :data:`MAX_ZERO_TENSORS` parameter
+    tensors for ZeRO to partition."""
+    if count > MAX_ZERO_TENSORS:
+        raise UsageError(
+            f"{option('--zero')} partitions parameter by parameter: one rank would hold "
+            f"{count:,} parameter tensors, and at most {MAX_ZERO_TENSORS:,} are listed (fewer "
+            f"layers, or {option('--fsdp')})"
+        )
+
+
 def ordered_sizes(spec: ModelSpec, plan: ParallelPlan, stage: int) -> list[Tensor]:
     """The tensors one rank of pipeline stage ``stage`` holds, one per ``model.parameters()``
     entry in the order transformers registers them: the stage's first-stage modules, each
     layer's mixer and FFN tensors then its norms, the rest of the model-level modules (a stack
-    whose blocks reuse weight sets keeps its tensors whole, in costcalc's order)."""
+    whose blocks reuse weight sets keeps its tensors whole, in costcalc's order). Each kind of
+    tensor is shaped once; a UsageError past :data:`MAX_ZERO_TENSORS`."""
     modules = stage_modules(spec, plan.pp, stage)
     held = [t for t in model_tensors(spec) if t.name.rpartition(".")[0] in modules]
     first = [t for t in held if t.name.rpartition(".")[0] in FIRST_STAGE]
-    layers: list[Tensor] = []
+    runs: list[tuple[list[Tensor], int]] = [(first, 1)]
     for stack in pipeline_stacks(spec, plan.pp):
         if stack.shared_weight_sets is not None:
-            layers += stack_tensors(stack)
+            runs.append((stack_tensors(stack), 1))
             continue
         block = block_tensors(stack)
         norms = len(block_norm_tensors(stack))
-        layer = block[norms:] + block[:norms]
-        layers += [t for _ in range(stack.n_layers // plan.pp) for t in layer]
-    ordered = first + layers + [t for t in held if t not in first]
-    return [replace(_rank_shape(t, plan, spec), copies=1) for t in ordered for _ in range(t.copies)]
+        runs.append((block[norms:] + block[:norms], stack.n_layers // plan.pp))
+    runs.append(([t for t in held if t not in first], 1))
+    check_zero_tensors(sum(times * sum(t.copies for t in tensors) for tensors, times in runs))
+    ordered: list[Tensor] = []
+    for tensors, times in runs:
+        shaped = [replace(_rank_shape(t, plan, spec), copies=1) for t in tensors]
+        ordered += [
+            t for t, kind in zip(shaped, tensors, strict=True) for _ in range(kind.copies)
+        ] * times
+    return ordered
 
 
 def zero_groups(spec: ModelSpec, plan: ParallelPlan, stage: int) -> list[ShardGroup]:

@@ -129,11 +129,13 @@ def compute_optimal(budget: int) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Compute:
-    """The dtype a format's kernels compute in on a GPU, its dense peak, and why, in words."""
+    """The dtype a format's kernels compute in on a GPU, its dense peak, and why, in words;
+    ``peak`` None where the catalogue gives none for that dtype, ``missing`` then says so."""
 
     dtype: str
-    peak: int
+    peak: int | None
     kernels: str
+    missing: str | None = None
 
 
 SIXTEEN_BIT_KERNELS: dict[str, str] = {
@@ -153,7 +155,8 @@ def compute(dtype: str, gpu: Gpu) -> Compute:
     else dequantized to 16 bits (W8A16, as vLLM's FP8 Marlin kernel runs on GPUs without fp8
     tensor cores); int8 and LLM.int8 W8A8 at the int8 peak (bitsandbytes' int8 matmul);
     every other format weight-only: dequantized to 16 bits, activations in 16 bits (W4A16,
-    W8A16). A peak the catalogue does not give is a UsageError naming it and why."""
+    W8A16). A peak the catalogue does not give leaves ``peak`` None, ``missing`` naming it and
+    why: the decode is then bounded by memory alone, and prefill has no time."""
     from costcalc.weight_format import parse_format
 
     fmt = parse_format(dtype)
@@ -175,10 +178,11 @@ def compute(dtype: str, gpu: Gpu) -> Compute:
         kernels = f"{words}: {stored}, dequantized to {chosen} for the matmuls{why}"
     if chosen not in gpu.peak_flops:
         given = ", ".join(gpu.peak_flops) or "none"
-        raise UsageError(
-            f"{kernels}: the step computes at {gpu.key}'s {chosen} peak, which the catalogue "
-            f"does not give ({gpu.source}); peaks given: {given}"
+        missing = (
+            f"the catalogue gives no {chosen} peak for {gpu.key} ({gpu.source}; peaks given: "
+            f"{given})"
         )
+        return Compute(chosen, None, kernels, missing)
     return Compute(chosen, gpu.peak_flops[chosen], kernels)
 
 
@@ -187,8 +191,9 @@ class DecodeStep:
     """One decode step of ``batch`` sequences, an ESTIMATE: it reads ``weight_bytes`` of the
     ``held_bytes`` weights (the experts its tokens are expected to run, :mod:`costcalc.routing`)
     and ``cache_bytes`` at the memory bandwidth, and does ``step_flops`` at the dense peak (None
-    where the decoding FLOPs are not modelled: recurrent mixers); the slower of the two bounds
-    it."""
+    where the decoding FLOPs are not modelled: recurrent mixers; ``peak`` None where the
+    catalogue gives none); the slower of the two bounds it, the memory time alone where the
+    compute time is not known."""
 
     batch: int
     weight_bytes: int
@@ -196,7 +201,7 @@ class DecodeStep:
     cache_bytes: int
     bandwidth: int
     step_flops: int | None
-    peak: int
+    peak: int | None
     experts: tuple[ExpertRead, ...] = ()
 
     @property
@@ -216,8 +221,10 @@ class DecodeStep:
 
     @property
     def compute_seconds(self) -> Fraction | None:
-        """FLOPs per step / dense peak."""
-        return None if self.step_flops is None else Fraction(self.step_flops, self.peak)
+        """FLOPs per step / dense peak; None where either is not known."""
+        if self.step_flops is None or self.peak is None:
+            return None
+        return Fraction(self.step_flops, self.peak)
 
     @property
     def bound(self) -> str:
@@ -327,13 +334,13 @@ class Roofline:
     step at the larger of its memory and compute times."""
 
     prefill_flops: int
-    peak: int
+    peak: int | None
     decode: DecodeStep
 
     @property
-    def prefill_seconds(self) -> Fraction:
-        """Forward FLOPs of the prompts / peak."""
-        return Fraction(self.prefill_flops, self.peak)
+    def prefill_seconds(self) -> Fraction | None:
+        """Forward FLOPs of the prompts / peak; None where the peak is not known."""
+        return None if self.peak is None else Fraction(self.prefill_flops, self.peak)
 
 
 def roofline(

@@ -197,7 +197,7 @@ class InferencePlan:
         from costcalc.render import ratio_dict
         from costcalc.weight_format import describe_format
 
-        r, fit = self.roofline, self.fit
+        r, fit, prefill = self.roofline, self.fit, self.roofline.prefill_seconds
         fit_data: dict[str, Any] = {
             "memory_utilisation": ratio_dict(self.utilisation),
             "memory_bytes": self.memory_bytes,
@@ -227,9 +227,10 @@ class InferencePlan:
                 "compute_dtype": self.kernels.dtype,
                 "peak_flops_per_gpu": self.kernels.peak,
                 "kernels": self.kernels.kernels,
+                "peak_missing": self.kernels.missing,
             },
             "prefill_flops": r.prefill_flops,
-            "prefill_seconds": float(r.prefill_seconds),
+            "prefill_seconds": None if prefill is None else float(prefill),
             "decode_step_bytes": r.decode.step_bytes,
             "decode_all_experts_step_bytes": r.decode.all_experts_bytes,
             "decode_bound": r.decode.bound,

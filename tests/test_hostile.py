@@ -75,8 +75,8 @@ def _config(tmp_path: Path, name: str, text: str) -> Path:
         ('!!int "-"', "'-' cannot be read as !!int"),
         ('!!float ""', "'' cannot be read as !!float"),
         ("!!bool maybe", "'maybe' cannot be read as !!bool"),
-        ("!!timestamp x", "'x' cannot be read as !!timestamp"),
-        ("!!set [1]", "a sequence cannot be read as !!set"),
+        ("!!timestamp x", "YAML tag '!!timestamp' refused: only plain data is read (column 10)"),
+        ("!!set [1]", "YAML tag '!!set' refused: only plain data is read (column 10)"),
         ("!!str [1]", "malformed YAML: expected a scalar node, but found sequence (column 10)"),
     ],
 )

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from costcalc.check import LINK_OUT, FileReport
+from costcalc.check import LINK_OUT, LINK_OUT_FILE, FileReport
 from costcalc.cli.app import app
 from costcalc.cli.check import MAX_SUMMARY_BYTES, job_summary
 from costcalc.errors import Problem
@@ -248,3 +248,47 @@ def test_a_glob_names_an_unlistable_directory_by_its_name(
     (record,) = json.loads(result.stdout)
     assert record["path"] == "."
     assert record["findings"][0]["message"].startswith("cannot list this directory")
+
+
+def test_check_reads_no_file_a_link_leads_out_of_its_tree_to(cli: Invoke, tmp_path: Path) -> None:
+    """A repository's link to a file elsewhere (a secret, /proc/self/environ) is noted, never
+    read, whether the tree is searched or matched by a pattern; named itself, it is read."""
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    secret = tmp_path / "secret.yaml"
+    secret.write_text("aws_secret_access_key: SECRET\n")
+    (tree / "sub" / "evil.yaml").symlink_to(secret)
+    (tree / "env.json").symlink_to("/proc/self/environ")
+    (tree / "model.yaml").write_text(GPT2_SMALL.read_text())
+    for args in ([str(tree)], [f"{tree}/**/*.yaml", f"{tree}/*.json"], [f"{tree}/*"]):
+        result = cli("check", *args, "-f", "json")
+        assert result.exit_code == 0, (args, result.stdout)
+        assert "SECRET" not in result.stdout and "aws_secret" not in result.stdout
+        records = {Path(r["path"]).name: r for r in json.loads(result.stdout)}
+        assert records["evil.yaml"]["skipped"] == LINK_OUT_FILE, args
+        assert records["env.json"]["skipped"] == LINK_OUT_FILE, args
+        assert records["model.yaml"]["ok"]
+    named = cli("check", str(tree / "sub" / "evil.yaml"))
+    assert named.exit_code == 1 and "aws_secret_access_key: unknown key" in named.stdout
+
+
+def test_a_pattern_follows_no_link_out_of_its_fixed_part(
+    cli: Invoke, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`*/model.yaml` matched through a link to a directory elsewhere leaves the tree, the
+    pattern's part before its first wildcard (here the current folder): noted, not entered."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "model.yaml").write_text("d_model: 0\n")
+    tree = tmp_path / "tree"
+    (tree / "a").mkdir(parents=True)
+    (tree / "a" / "model.yaml").write_text(GPT2_SMALL.read_text())
+    (tree / "out").symlink_to(outside)
+    monkeypatch.chdir(tree)
+    result = cli("check", "*/model.yaml", "-f", "json")
+    assert result.exit_code == 0, result.stdout
+    records = json.loads(result.stdout)
+    assert [(r["path"], r["skipped"]) for r in records] == [
+        (os.path.join("a", "model.yaml"), None),
+        ("out", LINK_OUT),
+    ]

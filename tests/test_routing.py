@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 
 from costcalc import routing
 from costcalc.cli.app import app
-from costcalc.errors import UsageError
 from costcalc.gpus import Gpu, catalogue, find_gpu
 from costcalc.loaders import load_preset
 from costcalc.memory import weight_bytes
@@ -150,19 +149,33 @@ def test_an_expectation_near_the_bound_shows_its_decimals() -> None:
 
 @pytest.mark.parametrize("dtype", ["gguf:Q4_K_M", "nf4"])
 def test_quantized_plans_on_every_gpu(dtype: str) -> None:
+    """Every GPU answers but one without a bandwidth; one without the peak its kernels compute
+    at gives the decode at its memory bound, prefill without a time, and says which peak."""
     runner = CliRunner()
     for key, gpu in catalogue().items():
         args = ["plan", "-p", "qwen3-8b", "--gpu", key, "--prompt", "8192", "--dtype", dtype]
         result = runner.invoke(app, [*args, "-f", "json"])
-        if result.exit_code == 0:
-            weights = json.loads(result.stdout)["inference"]["weights"]
-            assert weights["compute_dtype"] in ("bf16", "fp16")
-            assert weights["peak_flops_per_gpu"] == gpu.peak_flops[weights["compute_dtype"]]
+        if gpu.bandwidth is None:
+            message = " ".join(result.output.split())
+            assert result.exit_code == 2 and f"no memory bandwidth for {key}" in message
             continue
-        message = " ".join(result.output.split())
-        assert result.exit_code == 2, message
-        assert "peak, which the catalogue does not give" in message or "bandwidth" in message
-        assert key in message and " ".join(gpu.source.split())[:40] in message
+        assert result.exit_code == 0, result.output
+        inference = json.loads(result.stdout)["inference"]
+        weights = inference["weights"]
+        assert weights["compute_dtype"] in ("bf16", "fp16")
+        step = inference["decode_by_batch"][0]
+        if weights["compute_dtype"] in gpu.peak_flops:
+            assert weights["peak_flops_per_gpu"] == gpu.peak_flops[weights["compute_dtype"]]
+            assert weights["peak_missing"] is None and inference["prefill_seconds"] > 0
+            continue
+        assert weights["peak_flops_per_gpu"] is None and inference["prefill_seconds"] is None
+        missing = weights["peak_missing"]
+        assert f"no {weights['compute_dtype']} peak for {key}" in missing
+        assert " ".join(gpu.source.split())[:40] in missing
+        assert step["compute_seconds"] is None and step["bound"] == "memory"
+        assert step["memory_seconds"] == step["step_bytes"] / gpu.bandwidth
+        text = " ".join(runner.invoke(app, args).stdout.split())
+        assert "prefill has no time, and the decode rates are its memory bound alone" in text
 
 
 def test_compute_dtypes_by_format() -> None:
@@ -176,7 +189,7 @@ def test_compute_dtypes_by_format() -> None:
     assert compute("gptq-int4:g128", a100).dtype == "fp16"
     assert compute("nf4", t4).dtype == "fp16"  # T4 has no bf16 peak
     assert compute("llm-int8", t4).dtype == "int8"
-    with pytest.raises(
-        UsageError, match="rtx-6000-ada's int8 peak, which the catalogue does not give"
-    ):
-        compute("int8", find_gpu("rtx-6000-ada"))
+    missing = compute("int8", find_gpu("rtx-6000-ada"))
+    assert missing.peak is None and missing.dtype == "int8"
+    assert missing.missing is not None
+    assert missing.missing.startswith("the catalogue gives no int8 peak for rtx-6000-ada")

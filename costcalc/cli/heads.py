@@ -42,12 +42,12 @@ def heads(
     attention layout, with --d, --heads, --kv-heads or --head-dim changed as given. Nothing is
     ever corrected.
     """
-    from costcalc.cli.models import ModelSelection
+    from costcalc.cli.models import ModelSelection, config_paths
     from costcalc.errors import UsageError
     from costcalc.heads import check_heads, head_splits
 
     with user_errors():
-        selection = ModelSelection(preset or (), config or (), hf or (), revision, {})
+        selection = ModelSelection(preset or (), config_paths(config or ()), hf or (), revision, {})
         if selection.presets or selection.configs or selection.hub_ids:
             given = (d, h, kv_heads, head_dim)
             named = [(m.name, layout) for m in selection.load() for layout in _layouts(m, given)]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
-from costcalc.cli.common import count_option
+from costcalc.cli.common import count_option, user_errors
 from costcalc.overrides import OVERRIDE_OPTIONS, overridden_name, split_overrides, with_ffn_width
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ PresetOption = Annotated[
     ),
 ]
 ConfigOption = Annotated[
-    list[Path] | None,
+    list[str] | None,
     typer.Option(
         "--config",
         "-c",
@@ -128,7 +128,7 @@ class ModelSelection(NamedTuple):
         }
         return cls(
             presets=values.get("preset") or (),
-            configs=values.get("config") or (),
+            configs=config_paths(values.get("config") or ()),
             hub_ids=values.get("hf") or (),
             revision=values.get("revision"),
             overrides=with_ffn_width(chosen),
@@ -211,6 +211,16 @@ class ModelSelection(NamedTuple):
         return name, {**self.overrides, **own}
 
 
+def config_paths(given: Sequence[str]) -> tuple[Path, ...]:
+    """The --config paths as given; an empty one is a usage error (as a path it would name
+    the current folder, and a config.json there would be read unasked)."""
+    from costcalc.errors import UsageError
+
+    if any(not text for text in given):
+        raise UsageError("--config: an empty path names no file; give a config file or folder")
+    return tuple(map(Path, given))
+
+
 def _named(model: LoadedModel, overrides: dict[str, Any]) -> LoadedModel:
     """``model`` named with the overrides applied to it: ``gpt2-small (d_model=1536)``."""
     return model._replace(name=overridden_name(model.name, overrides))
@@ -224,7 +234,9 @@ def takes_models(command: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(command)
     def run(**kwargs: Any) -> None:
         picked = {p.name: kwargs.pop(p.name) for p in MODEL_PARAMETERS}
-        command(models=ModelSelection.from_options(picked), **kwargs)
+        with user_errors():
+            models = ModelSelection.from_options(picked)
+        command(models=models, **kwargs)
 
     parameters = [*own, *MODEL_PARAMETERS]
     setattr(run, "__signature__", signature.replace(parameters=parameters))  # noqa: B010

@@ -183,8 +183,12 @@ def _inference_grids(model: LoadedModel, gpu: Gpu, plan: InferencePlan) -> list[
 
     name = model.name
     r, tp, kernels, context = plan.roofline, plan.tp, plan.kernels, plan.context
+    prefill = r.prefill_seconds
     rows = [
-        ["prefill time (compute-bound)", _duration(r.prefill_seconds)],
+        [
+            "prefill time (compute-bound)",
+            "not known" if prefill is None else _duration(prefill),
+        ],
         ["bytes read per decode step", f"{r.decode.step_bytes:,}"],
     ]
     moe = bool(r.decode.experts)
@@ -207,8 +211,13 @@ def _inference_grids(model: LoadedModel, gpu: Gpu, plan: InferencePlan) -> list[
         f"reads the weights and the cache at {context:,} tokens once over the memory "
         "bandwidth, or does its FLOPs at the dense peak, whichever takes longer. Real kernels "
         "reach less of either peak.",
-        f"Compute: {kernels.kernels}; {gpu.key}'s dense {kernels.dtype} peak, "
-        f"{kernels.peak:,} FLOP/s.",
+        f"Compute: {kernels.kernels}; "
+        + (
+            f"{gpu.key}'s dense {kernels.dtype} peak, {kernels.peak:,} FLOP/s."
+            if kernels.peak is not None
+            else f"{kernels.missing}: prefill has no time, and the decode rates are its "
+            "memory bound alone (upper bounds: a step whose FLOPs take longer cannot be told)."
+        ),
     ]
     stored = weights_note(model, plan.dtype)
     if stored is not None:

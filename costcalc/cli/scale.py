@@ -6,7 +6,6 @@ import functools
 import inspect
 import re
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -80,7 +79,7 @@ PresetOption = Annotated[
     typer.Option("--preset", "-p", metavar="NAME", help="The base model: a shipped preset."),
 ]
 ConfigOption = Annotated[
-    list[Path] | None,
+    list[str] | None,
     typer.Option("--config", "-c", metavar="FILE", help="The base model: a config file."),
 ]
 BatchOption = Annotated[
