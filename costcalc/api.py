@@ -223,6 +223,7 @@ def count_memory(
     micro_batches: int | None = None,
     ep: int | None = None,
     cp: int | None = None,
+    dp_attention: int | None = None,
 ) -> MemoryResult:
     """Bytes of weights, and of gradients, optimizer state and activations (``train=True``) or
     the KV cache, as ``costcalc memory`` counts them: weights in ``dtype``, by default as the
@@ -232,12 +233,13 @@ def count_memory(
     ``"1GiB"``, by default the GPU's) is the capacity ``.fits`` and ``.headroom`` are judged
     against. ``gpus``, ``zero``, ``fsdp``, ``node_gpus``, ``tp``,
     ``pp``, ``sp``, ``micro_batches``, ``ep`` and ``cp`` are the parallel plan of
-    ``memory --train``: then every figure is one GPU's (docs/memory.md)."""
+    ``memory --train``; without ``train``, ``gpus``, ``tp``, ``pp``, ``ep`` and
+    ``dp_attention`` lay the model out as vLLM shards it for serving: then every figure is one
+    GPU's (docs/memory.md)."""
     from costcalc.errors import UsageError
     from costcalc.gpus import device_memory, parse_reserve
     from costcalc.memory import memory_setup
-    from costcalc.memory_results import memory_result
-    from costcalc.parallel import optional_plan
+    from costcalc.memory_results import memory_result, parallel_plans
     from costcalc.units import parse_bytes
 
     setup = memory_setup(
@@ -255,8 +257,10 @@ def count_memory(
         raise UsageError("give the device memory once: fits= or gpu=, not both")
     kept = parse_reserve(reserve) if isinstance(reserve, str) else reserve
     capacity = device_memory(parse_bytes(fits) if isinstance(fits, str) else fits, gpu, kept)
-    plan = optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
-    return memory_result(load(model), setup, capacity, plan)
+    plan, serving = parallel_plans(
+        train, gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp, dp_attention
+    )
+    return memory_result(load(model), setup, capacity, plan, serving)
 
 
 @_checked
@@ -342,6 +346,9 @@ def count_plan(
     memory_utilisation: str = "0.9",
     reserve: int | str | None = None,
     tp: int = 1,
+    pp: int = 1,
+    ep: int | None = None,
+    dp_attention: int = 1,
     kv_dtype: str | None = None,
     engine: str | None = None,
     cache_type_k: str | None = None,
@@ -354,8 +361,9 @@ def count_plan(
     GPU-hours for ``tokens`` in sequences of ``length`` on ``gpus`` GPUs at ``mfu`` (``"0.4"``
     or ``"40%"``); with ``budget`` (FLOPs) compute-optimal sizing; with ``prompt``, the
     inference roofline of ``batch`` sequences generating ``generate`` tokens, what fits in
-    ``memory_utilisation`` of the GPU's memory less ``reserve``, and decode by batch, on ``tp``
-    tensor-parallel GPUs or under ``engine`` (``"llamacpp"``, ``"vllm"``) with its options.
+    ``memory_utilisation`` of the GPU's memory less ``reserve``, and decode by batch, on the
+    GPUs of ``tp``, ``pp``, ``ep`` and ``dp_attention`` as vLLM shards the model, or under
+    ``engine`` (``"llamacpp"``, ``"vllm"``) with its options.
     ``dtype`` is the weights' dtype or format, by default as the checkpoint stores them, else
     bf16 (docs/plan.md)."""
     from costcalc.gpus import parse_reserve
@@ -375,6 +383,9 @@ def count_plan(
         utilisation=memory_utilisation,
         reserve=parse_reserve(reserve) if isinstance(reserve, str) else reserve,
         tp=tp,
+        pp=pp,
+        ep=ep,
+        dp_attention=dp_attention,
         kv_dtype=kv_dtype,
         engine=engine,
         cache_type_k=cache_type_k,

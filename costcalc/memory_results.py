@@ -12,6 +12,8 @@ from typing import Any
 
 from costcalc.activations import activation_formula, activation_source, exact, terms_dict
 from costcalc.engines.dispatch import engine_report
+from costcalc.engines.vllm_shards import ServingPlan, serving_plan, serving_reports
+from costcalc.errors import UsageError
 from costcalc.gpus import Capacity
 from costcalc.loaders import LoadedModel
 from costcalc.memory import (
@@ -23,10 +25,12 @@ from costcalc.memory import (
     MemoryReport,
     MemorySetup,
 )
+from costcalc.option_names import option
 from costcalc.parallel import (
     TENSOR_PARALLEL_SOURCE,
     ParallelPlan,
     largest_module,
+    optional_plan,
     parallel_activation_formula,
     rank_tensors,
     stage_reports,
@@ -64,6 +68,9 @@ class MemoryResult:
     """Under a plan, one GPU's report of every pipeline stage, first to last."""
     device: Capacity | None = None
     """Where ``capacity`` comes from: a GPU of the catalogue and its reserve, or a size given."""
+    serving: ServingPlan | None = None
+    """Inference on many GPUs as vLLM shards the model: then every figure is one GPU's, of
+    the pipeline stage ``stage``, and ``stages`` holds one GPU's report of each."""
 
     @property
     def weights_note(self) -> str | None:
@@ -78,7 +85,7 @@ class MemoryResult:
         model's figures only, not one GPU's)."""
         from costcalc.stored_weights import stored_bytes
 
-        if self.plan is not None:
+        if self.plan is not None or self.serving is not None:
             return None
         return stored_bytes(self.model, self.report.setup.dtype, self.report.bytes_weights)
 
@@ -328,6 +335,8 @@ class MemoryResult:
             "total": {"bytes": r.bytes_total, "includes_estimate": self.estimated_activations},
             "fits": None,
         }
+        if self.serving is not None:
+            data["parallel"] = serving_dict(self.serving, self.stage)
         if self.plan is not None:
             data["parallel"] = parallel_dict(spec, self.plan, self.stage, setup)
             if self.plan.tp > 1 or self.plan.pp > 1 or self.plan.cp > 1:
@@ -444,21 +453,82 @@ def parallel_dict(
     }
 
 
+def parallel_plans(
+    train: bool,
+    gpus: int | None,
+    zero: int | None,
+    fsdp: str | None,
+    node_gpus: int | None,
+    tp: int | None,
+    pp: int | None,
+    sp: bool,
+    micro_batches: int | None,
+    ep: int | None,
+    cp: int | None,
+    dp_attention: int | None,
+) -> tuple[ParallelPlan | None, ServingPlan | None]:
+    """The training plan the options give (with ``train``), or the serving plan (without),
+    or neither; an option of the other mode is a UsageError saying which mode it belongs to."""
+    if train:
+        if dp_attention is not None:
+            raise UsageError(
+                f"{option('--dp-attention')} lays out serving replicas: drop {option('--train')}"
+            )
+        return optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp), None
+    training = {
+        "--zero": zero,
+        "--fsdp": fsdp,
+        "--node-gpus": node_gpus,
+        "--sp": sp or None,
+        "--micro-batches": micro_batches,
+        "--cp": cp,
+    }
+    given = [option(name) for name, value in training.items() if value is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)} applies to training; add {option('--train')}")
+    if all(value is None for value in (gpus, tp, pp, ep, dp_attention)):
+        return None, None
+    return None, serving_plan(gpus, tp, pp, ep, dp_attention)
+
+
+def serving_dict(plan: ServingPlan, stage: int) -> dict[str, Any]:
+    """A serving plan in JSON: figures are one GPU's (of pipeline stage ``pipeline_stage``,
+    0-based, the largest), laid out as vLLM shards the model."""
+    from costcalc.engines.vllm_shards import VERSION
+
+    return {
+        "gpus": plan.gpus,
+        "layout": VERSION,
+        "data_parallel_attention": plan.dp,
+        "tensor_parallel": plan.tp,
+        "pipeline_parallel": plan.pp,
+        "expert_parallel": plan.moe_ranks if plan.ep else 1,
+        "pipeline_stage": stage,
+        "per_gpu": True,
+    }
+
+
 def memory_result(
     model: LoadedModel,
     setup: MemorySetup,
     capacity: int | Capacity | None = None,
     plan: ParallelPlan | None = None,
+    serving: ServingPlan | None = None,
 ) -> MemoryResult:
-    """The memory of ``model`` under ``setup`` (one GPU's share under ``plan``, of the largest
-    pipeline stage), judged against ``capacity`` bytes (or a device's usable memory) if
-    given. Without ``--dtype``, inference counts the weights as the checkpoint stores them
-    (but for llama.cpp, which loads GGUF files, not the safetensors checkpoint)."""
+    """The memory of ``model`` under ``setup`` (one GPU's share under ``plan``, or under
+    ``serving`` for inference, of the largest pipeline stage), judged against ``capacity``
+    bytes (or a device's usable memory) if given. Without ``--dtype``, inference counts the
+    weights as the checkpoint stores them (but for llama.cpp, which loads GGUF files, not the
+    safetensors checkpoint)."""
     stored = model.weight_format is not None and setup.engine.name != "llamacpp"
     if stored and not setup.dtype_given and not setup.train:
         setup = replace(setup, dtype=model.weights_dtype())
     device = capacity if isinstance(capacity, Capacity) else None
     usable = capacity.bytes if isinstance(capacity, Capacity) else capacity
+    if serving is not None:
+        served = tuple(serving_reports(model.spec, setup, serving))
+        top = max(range(serving.pp), key=lambda stage: served[stage].bytes_total)
+        return MemoryResult(model, served[top], usable, None, top, served, device, serving)
     report = engine_report(model.spec, setup)
     if plan is None:
         return MemoryResult(model, report, usable, device=device)

@@ -321,6 +321,19 @@ def stack_reports(spec: ModelSpec) -> tuple[StackReport, ...]:
     )
 
 
+OPTIONAL_PARTS = (
+    "embedding_projection",
+    "embedding_norm",
+    "per_layer_embedding",
+    "per_layer_projection",
+    "stream_collapse",
+    "altup_projections",
+    "initial_state",
+)
+"""Parts of :class:`ParamReport` only some families have: tables, the JSON and the CSV show one
+only where a model has it (not zero)."""
+
+
 class ParamReport(NamedTuple):
     """Every parameter quantity of one model; the parts add up to ``total``.
 

@@ -16,17 +16,21 @@ MLA latents included) and the recurrent state of each sequence. The largest batc
 and the largest context at a batch are found by bisection over exact byte counts (the cache only
 grows with either), so the work grows with the digits of the answer, not its size.
 
-Tensor parallel over T GPUs (``tp``): each GPU holds and reads its Megatron-LM shard of the
-weights (:func:`costcalc.parallel.rank_tensors`, vocab padded to 128 x T), 1 / T of the cache
-(the key/value heads divide over T), and does 1 / T of the FLOPs (rounded up; the norms it
-repeats on every GPU and the all-reduces between them are not counted).
+Serving on many GPUs (a :class:`~costcalc.engines.vllm_shards.ServingPlan`: TP, PP, EP,
+data-parallel attention) lays the model out as vLLM shards it: each GPU holds and reads its
+shards of the weights and the cache of its layers and key/value heads
+(:mod:`costcalc.engines.vllm_shards`; MLA's latent whole on every TP GPU), does 1 / (T x P) of
+its replica's FLOPs (rounded up; what it repeats on every GPU is not counted), and sends its
+all-reduces over the catalogue's interconnect (an ESTIMATE: :func:`collective_bytes`). Under
+P stages a token passes them in turn: a step takes P x the slowest stage's. Each GPU of a
+stage must fit; the fit shown is the stage that holds the fewest sequences.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -41,15 +45,22 @@ from costcalc.macs import (
     forward_macs,
     training_macs,
 )
-from costcalc.memory import kv_cache_bytes, kv_cache_elements, state_bytes, weight_bytes
+from costcalc.memory import (
+    kv_cache_bytes,
+    kv_cache_elements,
+    state_bytes,
+    state_elements,
+    weight_bytes,
+)
 from costcalc.params import total_params
 from costcalc.routing import ExpertRead, expert_reads
 from costcalc.spec import ModelSpec
-from costcalc.tensors import Shape, Tensor, parameter_tensors
+from costcalc.tensors import Shape, parameter_tensors
 from costcalc.units import DTYPES, MAX_DIGITS, dtype_bytes
 
 if TYPE_CHECKING:
     from costcalc.engines.vllm import VllmMemory
+    from costcalc.engines.vllm_shards import ServingPlan
 
 KAPLAN_RULE = "6 x parameters x tokens (Kaplan et al. 2020, rule of thumb)"
 CHINCHILLA_TOKENS_PER_PARAM = 20
@@ -203,6 +214,14 @@ class DecodeStep:
     step_flops: int | None
     peak: int | None
     experts: tuple[ExpertRead, ...] = ()
+    collective_bytes: int = 0
+    """Bytes one GPU sends per step in its all-reduces, all-gathers and reduce-scatters."""
+    link: int | None = None
+    """The interconnect's bandwidth in bytes/s one way (None: none in the catalogue)."""
+    pipeline: int = 1
+    """Pipeline stages a token passes in turn (the step is of the slowest)."""
+    replicas: int = 1
+    """Data-parallel attention replicas, each decoding ``batch`` sequences."""
 
     @property
     def step_bytes(self) -> int:
@@ -233,10 +252,19 @@ class DecodeStep:
         return "compute" if compute is not None and compute > self.memory_seconds else "memory"
 
     @property
+    def collective_seconds(self) -> Fraction:
+        """Collective bytes / the link's one-way bandwidth (0 on one GPU or without a link)."""
+        if not self.collective_bytes or self.link is None:
+            return Fraction(0)
+        return Fraction(self.collective_bytes, self.link)
+
+    @property
     def seconds(self) -> Fraction:
-        """max(memory time, compute time)."""
+        """P x (max(memory time, compute time) + collective time), the collectives not
+        overlapped."""
         compute = self.compute_seconds
-        return self.memory_seconds if compute is None else max(self.memory_seconds, compute)
+        stage = self.memory_seconds if compute is None else max(self.memory_seconds, compute)
+        return self.pipeline * (stage + self.collective_seconds)
 
     @property
     def tokens_per_second_per_sequence(self) -> Fraction:
@@ -244,50 +272,81 @@ class DecodeStep:
 
     @property
     def tokens_per_second(self) -> Fraction:
-        """All B sequences: B / step time."""
-        return self.batch / self.seconds
+        """All sequences: D replicas x B / step time."""
+        return self.replicas * self.batch / self.seconds
 
 
-def _tp_tensors(spec: ModelSpec, tp: int) -> list[Tensor]:
-    """The tensors one of T tensor-parallel GPUs holds (an error when the heads do not divide
-    over T)."""
-    from costcalc.parallel import parallel_plan, rank_tensors
+def _layout_default() -> ServingPlan:
+    """One GPU holding the whole model."""
+    from costcalc.engines.vllm_shards import ServingPlan
 
-    return rank_tensors(spec, parallel_plan(None, None, None, None, tp), 0)
-
-
-def _check_tp_format(dtype: str, tp: int) -> None:
-    if tp > 1 and dtype not in DTYPES:
-        from costcalc.option_names import option
-
-        raise UsageError(
-            f"{option('--tp')} shards raw dtypes only: a tensor-parallel shard of {dtype} weights "
-            f"(its scales split with them) is not modelled; give {option('--dtype', 'bf16')}, "
-            "fp16, fp8, int8 or int4"
-        )
+    return ServingPlan()
 
 
-def gpu_weight_bytes(spec: ModelSpec, dtype: str, tp: int = 1) -> int:
-    """The weights one of T tensor-parallel GPUs holds: all of them at T = 1 (in any format),
-    else its shard of a raw dtype."""
-    _check_tp_format(dtype, tp)
-    if tp == 1:
+def _layout(layout: ServingPlan | None) -> ServingPlan:
+    return _layout_default() if layout is None else layout
+
+
+def gpu_weight_bytes(
+    spec: ModelSpec, dtype: str, layout: ServingPlan | None = None, stage: int = 0
+) -> int:
+    """The weights one GPU of stage ``stage`` holds: all of them on one GPU (in any format),
+    else its vLLM shards (:func:`costcalc.engines.vllm_shards.rank_weight_bytes`)."""
+    plan = _layout(layout)
+    if plan.gpus == 1:
         return weight_bytes(spec, dtype)
-    return dtype_bytes(sum(t.elements for t in _tp_tensors(spec, tp)), dtype)
+    from costcalc.engines.vllm_shards import rank_tensors, rank_weight_bytes
+
+    return rank_weight_bytes(rank_tensors(spec, plan, stage), dtype)
 
 
-def weight_rows(spec: ModelSpec, dtype: str, tp: int = 1) -> list[tuple[str, Shape, int]]:
-    """(name, shape, bytes of all copies) of every tensor one of T GPUs holds: in a raw dtype
+def weight_rows(
+    spec: ModelSpec, dtype: str, layout: ServingPlan | None = None, stage: int = 0
+) -> list[tuple[str, Shape, int]]:
+    """(name, shape, bytes of all copies) of every tensor one GPU holds: in a raw dtype
     elements x bits / 8 each, rounded up; in a format as :func:`costcalc.quant.format_bytes`
-    stores it."""
-    _check_tp_format(dtype, tp)
+    stores it; on one GPU of many, its shards' bytes beside the whole shape."""
+    plan = _layout(layout)
+    if plan.gpus > 1:
+        from costcalc.engines.vllm_shards import rank_rows
+
+        return rank_rows(spec, plan, stage, dtype)
     if dtype in DTYPES:
-        tensors = parameter_tensors(spec) if tp == 1 else _tp_tensors(spec, tp)
-        return [(t.name, t.shape, dtype_bytes(t.elements, dtype)) for t in tensors]
+        return [(t.name, t.shape, dtype_bytes(t.elements, dtype)) for t in parameter_tensors(spec)]
     from costcalc.quant import format_bytes
     from costcalc.weight_format import parse_format
 
     return [(t.name, t.shape, t.bytes) for t in format_bytes(spec, parse_format(dtype)).tensors]
+
+
+def collective_bytes(
+    spec: ModelSpec, layout: ServingPlan, stage: int, batch: int, activation: int
+) -> int:
+    """Bytes one GPU of stage ``stage`` sends per decode step, an ESTIMATE of NCCL's ring
+    collectives (2 (N - 1) / N x S per GPU for an all-reduce of S bytes over N GPUs, the same
+    for an all-gather plus a reduce-scatter): each layer's attention (or recurrent mixer's)
+    output and dense FFN output all-reduced over the T GPUs of its TP group (S = B x D x
+    ``activation`` bytes, after vLLM's row-parallel o_proj, out_proj and down_proj); an MoE
+    layer's over T as well, or with data-parallel attention (vLLM's ``use_all2all``) the D
+    replicas' tokens all-gathered and reduce-scattered over the T x D GPUs (S = D x B x D x
+    bytes). Rounded up."""
+    from costcalc.engines.vllm_shards import stage_blocks
+
+    def ring(ranks: int, size: int) -> Fraction:
+        return Fraction(2 * (ranks - 1) * size, ranks)
+
+    t, d = layout.tp, layout.dp
+    total = Fraction(0)
+    for stack, count in stage_blocks(spec, layout.pp, stage):
+        hidden = batch * stack.d_model * activation
+        mixes = stack.has_attention or stack.recurrent
+        per_layer = ring(t, hidden) if mixes else Fraction(0)
+        if stack.moe_experts and d > 1:
+            per_layer += ring(t * d, d * hidden)
+        elif stack.ffn != "none" or stack.moe_experts:
+            per_layer += ring(t, hidden)
+        total += count * per_layer
+    return math.ceil(total)
 
 
 def decode_step(
@@ -297,29 +356,47 @@ def decode_step(
     kv_dtype: str,
     batch: int,
     context: int,
-    tp: int = 1,
+    layout: ServingPlan | None = None,
     engine: EngineSetup | None = None,
 ) -> DecodeStep:
-    """The step that decodes the token at position ``context`` - 1 of B sequences on one of T
-    GPUs: it reads the GPU's weights but the experts no token is expected to run
-    (:func:`costcalc.routing.expert_reads`) and its cache at ``context`` tokens (the tokens
-    each block attends to, in the engine's cache types), and does 2 x its decoding MACs / T at
-    the peak its kernels compute at (:func:`compute`)."""
-    serving = Serving(spec, dtype, kv_dtype, tp, engine or EngineSetup())
+    """The step that decodes the token at position ``context`` - 1 of B sequences (per
+    data-parallel replica) on one GPU of the slowest pipeline stage: it reads the GPU's weights
+    but the experts no token is expected to run (:func:`costcalc.routing.expert_reads`, over
+    the D x B tokens of the replicas) and its cache at ``context`` tokens (the tokens each
+    block attends to, in the engine's cache types), does 2 x its replica's decoding MACs /
+    (T x P) at the peak its kernels compute at (:func:`compute`), and sends its collectives
+    (:func:`collective_bytes`) over the link."""
+    plan = _layout(layout)
     recurrent = any(stack.recurrent for stack in spec.stacks)
     macs = None if recurrent else decode_token_macs(spec, context - 1, batch)
-    held = serving.weights()
-    unread, experts = expert_reads(spec, weight_rows(spec, dtype, tp), batch)
-    return DecodeStep(
-        batch=batch,
-        weight_bytes=held - unread,
-        held_bytes=held,
-        cache_bytes=serving.cache_read(batch, context),
-        bandwidth=gpu.memory_bandwidth(),
-        step_flops=None if macs is None else -(-flops(macs) // tp),
-        peak=compute(dtype, gpu).peak,
-        experts=experts,
-    )
+    kernels = compute(dtype, gpu)
+    activation = 4 if kernels.dtype == "fp32" else 2
+    link = None if gpu.interconnect_bandwidth is None else gpu.interconnect_bandwidth // 2
+    steps = []
+    for stage in range(plan.pp):
+        serving = Serving(spec, dtype, kv_dtype, engine or EngineSetup(), plan, stage)
+        held = serving.weights()
+        rows = weight_rows(spec, dtype, plan, stage)
+        unread, experts = expert_reads(spec, rows, batch * plan.dp)
+        steps.append(
+            DecodeStep(
+                batch=batch,
+                weight_bytes=held - unread,
+                held_bytes=held,
+                cache_bytes=serving.cache_read(batch, context),
+                bandwidth=gpu.memory_bandwidth(),
+                step_flops=None if macs is None else -(-flops(macs) // (plan.tp * plan.pp)),
+                peak=kernels.peak,
+                experts=experts,
+                collective_bytes=collective_bytes(spec, plan, stage, batch, activation)
+                if plan.gpus > 1
+                else 0,
+                link=link,
+                pipeline=plan.pp,
+                replicas=plan.dp,
+            )
+        )
+    return max(steps, key=lambda step: step.seconds)
 
 
 def decode_batches(largest: int) -> list[int]:
@@ -330,17 +407,22 @@ def decode_batches(largest: int) -> list[int]:
 
 @dataclass(frozen=True)
 class Roofline:
-    """Inference ESTIMATES on one GPU holding the whole model: prefill compute-bound, a decode
-    step at the larger of its memory and compute times."""
+    """Inference ESTIMATES on one GPU: prefill compute-bound (its ``prefill_flops``, through
+    ``pipeline`` stages in turn), a decode step at the larger of its memory and compute
+    times."""
 
     prefill_flops: int
     peak: int | None
     decode: DecodeStep
+    pipeline: int = 1
 
     @property
     def prefill_seconds(self) -> Fraction | None:
-        """Forward FLOPs of the prompts / peak; None where the peak is not known."""
-        return None if self.peak is None else Fraction(self.prefill_flops, self.peak)
+        """P x one GPU's forward FLOPs of the prompts / peak; None where the peak is not
+        known."""
+        if self.peak is None:
+            return None
+        return Fraction(self.pipeline * self.prefill_flops, self.peak)
 
 
 def roofline(
@@ -351,27 +433,39 @@ def roofline(
     batch: int,
     prompt: int,
     context: int,
-    tp: int = 1,
+    layout: ServingPlan | None = None,
     engine: EngineSetup | None = None,
 ) -> Roofline:
     """Prefill of B prompts of ``prompt`` tokens; decode steps at ``context`` cached tokens; on
-    one of T GPUs, 1 / T of the FLOPs."""
-    decode = decode_step(spec, gpu, dtype, kv_dtype, batch, context, tp, engine)
+    one GPU of T x P, 1 / (T x P) of the FLOPs (rounded up)."""
+    plan = _layout(layout)
+    decode = decode_step(spec, gpu, dtype, kv_dtype, batch, context, plan, engine)
     return Roofline(
-        prefill_flops=-(-flops(forward_macs(spec, batch, prompt)) // tp),
+        prefill_flops=-(-flops(forward_macs(spec, batch, prompt)) // (plan.tp * plan.pp)),
         peak=compute(dtype, gpu).peak,
         decode=decode,
+        pipeline=plan.pp,
     )
 
 
 # --------------------------------------------------------------------------- what fits
 
 
-def cache_bytes(spec: ModelSpec, batch: int, context: int, kv_dtype: str, tp: int = 1) -> int:
-    """What B sequences of ``context`` tokens keep beside the weights on one of T GPUs: the KV
-    cache and the recurrent state, both in ``kv_dtype``, / T (rounded up)."""
-    whole = kv_cache_bytes(spec, batch, context, kv_dtype) + state_bytes(spec, batch, kv_dtype)
-    return -(-whole // tp)
+def cache_bytes(
+    spec: ModelSpec,
+    batch: int,
+    context: int,
+    kv_dtype: str,
+    stacks: tuple[ModelSpec, ...] | None = None,
+) -> int:
+    """What B sequences of ``context`` tokens keep beside the weights: the KV cache and the
+    recurrent state, both in ``kv_dtype``; of one GPU's ``stacks`` (its layers and key/value
+    heads, :func:`costcalc.engines.vllm_shards.rank_stacks`) when given."""
+    if stacks is None:
+        return kv_cache_bytes(spec, batch, context, kv_dtype) + state_bytes(spec, batch, kv_dtype)
+    kv = sum(kv_cache_elements(stack, batch, context) for stack in stacks)
+    state = sum(state_elements(stack, batch) for stack in stacks)
+    return dtype_bytes(kv, kv_dtype) + dtype_bytes(state, kv_dtype)
 
 
 def _largest(fits: Callable[[int], bool], high: int) -> int:
@@ -402,6 +496,8 @@ class CacheFit:
     largest_context: int
     reserve: int = 0
     """Set aside before the utilisation share is taken (driver and CUDA context)."""
+    stage: int = 0
+    """The pipeline stage (0-based) whose GPUs hold the fewest sequences: the plan's bound."""
 
     @property
     def free(self) -> int:
@@ -417,17 +513,44 @@ def cache_fit(
     kv_dtype: str,
     batch: int,
     context: int,
-    tp: int = 1,
+    layout: ServingPlan | None = None,
     reserve: int | None = None,
     engine: EngineSetup | None = None,
 ) -> CacheFit:
     """Budget floor(u x (memory - reserve)), the GPU's default reserve unless given (vLLM:
     ceil(u x memory), its ``request_memory``); the largest B with cache(B, context) <= budget -
     weights, and the largest T <= the model's context length with cache(batch, T) <= budget -
-    weights (each one GPU's share of T; the cache as the engine allocates it)."""
+    weights (one GPU's weights and cache, as the engine allocates it; of the pipeline stage
+    that holds the fewest sequences)."""
+    plan = _layout(layout)
+    fits = [
+        _stage_fit(
+            Serving(spec, dtype, kv_dtype, engine or EngineSetup(), plan, stage),
+            gpu,
+            utilisation,
+            batch,
+            context,
+            reserve,
+        )
+        for stage in range(plan.pp)
+    ]
+    return min(
+        fits,
+        key=lambda f: (math.inf if f.largest_batch is None else f.largest_batch, f.largest_context),
+    )
+
+
+def _stage_fit(
+    serving: Serving,
+    gpu: Gpu,
+    utilisation: Fraction,
+    batch: int,
+    context: int,
+    reserve: int | None,
+) -> CacheFit:
+    """:func:`cache_fit` on one GPU of ``serving``'s stage."""
     from costcalc.gpus import usable_memory
 
-    serving = Serving(spec, dtype, kv_dtype, tp, engine or EngineSetup())
     kept = gpu.reserve if reserve is None else reserve
     if serving.engine.name == "vllm":
         budget = math.ceil(utilisation * gpu.memory_bytes)
@@ -435,20 +558,28 @@ def cache_fit(
         budget = math.floor(utilisation * usable_memory(gpu, kept))
     weights = serving.weights()
     free = budget - weights
-    positions = spec.context_length
+    positions = serving.spec.context_length
     per_sequence = serving.cache(1, context)
     largest_batch: int | None = None
     if free < 0:
         largest_batch = 0
-    elif per_sequence:  # each adds at least one bit / T: 8 x T x free + 1 do not fit
-        largest_batch = _largest(lambda b: serving.cache(b, context) <= free, 8 * tp * free + 1)
+    elif per_sequence:  # each adds at least one bit: 8 x free + 1 do not fit
+        largest_batch = _largest(lambda b: serving.cache(b, context) <= free, 8 * free + 1)
     largest_context = (
         _largest(lambda t: serving.cache(batch, t) <= free, positions)
         if free >= 0 and serving.cache(batch, 0) <= free
         else 0
     )
     return CacheFit(
-        budget, weights, context, batch, positions, largest_batch, largest_context, kept
+        budget,
+        weights,
+        context,
+        batch,
+        positions,
+        largest_batch,
+        largest_context,
+        kept,
+        serving.stage,
     )
 
 
@@ -461,8 +592,18 @@ class Serving:
     spec: ModelSpec
     dtype: str
     kv_dtype: str
-    tp: int
     engine: EngineSetup
+    layout: ServingPlan = field(default_factory=_layout_default)
+    stage: int = 0
+
+    @property
+    def stacks(self) -> tuple[ModelSpec, ...] | None:
+        """One GPU's layers and key/value heads on many GPUs, else None (the whole model)."""
+        if self.layout.gpus == 1:
+            return None
+        from costcalc.engines.vllm_shards import rank_stacks
+
+        return rank_stacks(self.spec, self.layout, self.stage)
 
     def weights(self) -> int:
         """The weights one GPU holds: llama.cpp's model buffer, else :func:`gpu_weight_bytes`."""
@@ -470,7 +611,7 @@ class Serving:
             from costcalc.engines.llamacpp import model_buffer
 
             return model_buffer(self.spec, self.dtype)
-        return gpu_weight_bytes(self.spec, self.dtype, self.tp)
+        return gpu_weight_bytes(self.spec, self.dtype, self.layout, self.stage)
 
     def cache(self, batch: int, context: int) -> int:
         """What B sequences of ``context`` tokens hold beside the weights."""
@@ -495,7 +636,7 @@ class Serving:
             return sum(c.bytes for c in caches) + output_buffer(self.spec, batch)
         if self.engine.name == "vllm":
             return self._vllm(batch, context).kv_bytes
-        return cache_bytes(self.spec, batch, context, self.kv_dtype, self.tp)
+        return cache_bytes(self.spec, batch, context, self.kv_dtype, self.stacks)
 
     def cache_read(self, batch: int, context: int) -> int:
         """What a decode step reads of the cache: the tokens each block attends to (the
@@ -508,8 +649,9 @@ class Serving:
             from costcalc.engines.vllm import check_kv_dtype
 
             _, size = check_kv_dtype(self.kv_dtype, self.dtype)
-            return size * kv_cache_elements(self.spec, batch, context)
-        return cache_bytes(self.spec, batch, context, self.kv_dtype, self.tp)
+            stacks = self.spec.stacks if self.stacks is None else self.stacks
+            return size * sum(kv_cache_elements(stack, batch, context) for stack in stacks)
+        return cache_bytes(self.spec, batch, context, self.kv_dtype, self.stacks)
 
     def _cache_types(self) -> tuple[str, str]:
         """llama.cpp's cache types: --cache-type-k / -v, else its f16."""
@@ -529,4 +671,6 @@ class Serving:
             self.kv_dtype,
             self.engine.block_size or BLOCK_SIZE,
             batched,
+            stacks=self.stacks,
+            concurrent_batches=self.layout.pp + 1,
         )

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from costcalc.engines import EngineSetup
     from costcalc.engines.vllm import VllmMemory
+    from costcalc.engines.vllm_shards import ServingPlan
     from costcalc.gpus import Gpu
     from costcalc.loaders import LoadedModel
     from costcalc.plan import CacheFit, Compute, DecodeStep, Roofline, TrainingTime
@@ -28,7 +29,8 @@ class PlanSetup:
     """What a plan is asked for, checked: the GPU, the weights' dtype or format, training
     (``tokens`` of ``length`` on ``gpus`` at ``mfu``), a compute ``budget``, and inference
     (``prompt`` + ``generate`` tokens, ``batch`` sequences, ``utilisation`` of the memory less
-    ``reserve``, ``tp`` GPUs, the cache's ``kv_dtype``, under the ``serving`` engine)."""
+    ``reserve``, on the GPUs of ``layout`` as vLLM shards the model, the cache's ``kv_dtype``,
+    under the ``serving`` engine)."""
 
     gpu: Gpu
     dtype: str | None
@@ -45,8 +47,14 @@ class PlanSetup:
     batch: int = 1
     utilisation: Fraction = Fraction(9, 10)
     reserve: int | None = None
-    tp: int = 1
+    layout: ServingPlan | None = None
+    """TP, PP, EP and data-parallel attention (:mod:`costcalc.engines.vllm_shards`); None: one
+    GPU."""
     kv_dtype: str | None = None
+
+    @property
+    def tp(self) -> int:
+        return 1 if self.layout is None else self.layout.tp
 
 
 def plan_setup(
@@ -64,6 +72,9 @@ def plan_setup(
     utilisation: str = "0.9",
     reserve: int | None = None,
     tp: int = 1,
+    pp: int = 1,
+    ep: int | None = None,
+    dp_attention: int = 1,
     kv_dtype: str | None = None,
     engine: str | None = None,
     cache_type_k: str | None = None,
@@ -75,6 +86,7 @@ def plan_setup(
     """A checked :class:`PlanSetup`; a UsageError or RangeError names what is wrong."""
     from costcalc.compute import check_count
     from costcalc.engines.dispatch import engine_setup
+    from costcalc.engines.vllm_shards import serving_plan
     from costcalc.errors import UsageError, check_choice
     from costcalc.gpus import find_gpu
     from costcalc.plan import MAX_COUNT, parse_fraction
@@ -84,6 +96,7 @@ def plan_setup(
     device = find_gpu(gpu)
     dtype = None if dtype is None else check_weight_dtype(dtype)
     counts = {"gpus": gpus, "length": length, "batch": batch, "generate": generate, "tp": tp}
+    counts |= {"pp": pp, "dp_attention": dp_attention}
     for name, value in {**counts, "prompt": prompt, "tokens": tokens, "budget": budget}.items():
         if value is not None:
             check_count(name, value, MAX_COUNT)
@@ -94,9 +107,11 @@ def plan_setup(
             "nothing to plan: give training tokens (--tokens), a compute budget (--budget) or "
             "a prompt (--prompt)"
         )
-    if tp > 1 and prompt is None:
+    layout = serving_plan(None, tp, pp, ep, dp_attention)
+    if layout.gpus > 1 and prompt is None:
         raise UsageError(
-            "tensor parallelism (--tp) shards the inference rooflines: give a prompt (--prompt)"
+            "tensor, pipeline, expert and data-parallel attention (--tp, --pp, --ep, "
+            "--dp-attention) shard the inference rooflines: give a prompt (--prompt)"
         )
     serving = engine_setup(
         engine,
@@ -107,11 +122,14 @@ def plan_setup(
         max_num_batched_tokens,
         device_memory=device.memory_bytes,
     )
-    if serving.name != "transformers" and (prompt is None or tp > 1):
+    if serving.name == "llamacpp" and (prompt is None or layout.gpus > 1):
         raise UsageError(
-            f"the {serving.name} engine sizes inference on one GPU: give a prompt (--prompt) "
-            "and no tensor parallelism (--tp)"
+            "the llamacpp engine sizes inference on one GPU: give a prompt (--prompt) and no "
+            "tensor parallelism (--tp), pipeline stages (--pp), expert parallelism (--ep) or "
+            "data-parallel attention (--dp-attention)"
         )
+    if serving.name == "vllm" and prompt is None:
+        raise UsageError("the vllm engine sizes inference: give a prompt (--prompt)")
     if kv_dtype is not None:
         check_choice(kv_dtype, KV_DTYPES, "KV-cache dtype")
     if tokens is not None and dtype is not None and dtype not in TRAINING_DTYPES:
@@ -134,7 +152,7 @@ def plan_setup(
         batch=batch,
         utilisation=memory_share,
         reserve=reserve,
-        tp=tp,
+        layout=layout,
         kv_dtype=kv_dtype,
     )
 
@@ -170,7 +188,7 @@ class InferencePlan:
     batch up to the largest that fits; ``vllm`` what vLLM would report, under --engine vllm."""
 
     serving: EngineSetup
-    tp: int
+    layout: ServingPlan
     batch: int
     prompt: int
     context: int
@@ -183,6 +201,10 @@ class InferencePlan:
     memory_bytes: int
     steps: tuple[DecodeStep, ...]
     vllm: VllmMemory | None = None
+
+    @property
+    def tp(self) -> int:
+        return self.layout.tp
 
     @property
     def cache_dtype(self) -> str:
@@ -218,6 +240,7 @@ class InferencePlan:
             "estimate": True,
             "engine": self.serving.name,
             "tensor_parallel": self.tp,
+            "parallel": layout_dict(self.layout, fit.stage) if self.layout.gpus > 1 else None,
             "batch": self.batch,
             "prompt": self.prompt,
             "context": self.context,
@@ -234,6 +257,8 @@ class InferencePlan:
             "decode_step_bytes": r.decode.step_bytes,
             "decode_all_experts_step_bytes": r.decode.all_experts_bytes,
             "decode_bound": r.decode.bound,
+            "decode_collective_bytes_per_gpu": r.decode.collective_bytes,
+            "decode_collective_seconds": float(r.decode.collective_seconds),
             "decode_tokens_per_second_per_sequence": float(r.decode.tokens_per_second_per_sequence),
             "decode_tokens_per_second": float(r.decode.tokens_per_second),
             "experts_read": [experts_dict(e) for e in r.decode.experts],
@@ -322,14 +347,16 @@ def _inference(model: LoadedModel, setup: PlanSetup, prompt: int, dtype: str) ->
     """The roofline at the batch, what fits at the memory utilisation, and decode by batch,
     with the weights in ``dtype``."""
     from costcalc.compute import check_positions
-    from costcalc.plan import cache_fit, compute, decode_batches, decode_step, roofline
+    from costcalc.engines.vllm_shards import ServingPlan
+    from costcalc.plan import Serving, cache_fit, compute, decode_batches, decode_step, roofline
 
-    spec, gpu, tp, serving = model.spec, setup.gpu, setup.tp, setup.serving
+    spec, gpu, serving = model.spec, setup.gpu, setup.serving
+    layout = ServingPlan() if setup.layout is None else setup.layout
     context = prompt + setup.generate
     check_positions(spec, "length", context, context)
     kv_dtype = setup.kv_dtype or (dtype if dtype in ("fp32", "bf16", "fp16") else "bf16")
     kernels = compute(dtype, gpu)
-    r = roofline(spec, gpu, dtype, kv_dtype, setup.batch, prompt, context, tp, serving)
+    r = roofline(spec, gpu, dtype, kv_dtype, setup.batch, prompt, context, layout, serving)
     fit = cache_fit(
         spec,
         gpu,
@@ -338,13 +365,13 @@ def _inference(model: LoadedModel, setup: PlanSetup, prompt: int, dtype: str) ->
         kv_dtype,
         setup.batch,
         context,
-        tp,
+        layout,
         setup.reserve,
         serving,
     )
     top = setup.batch if fit.largest_batch is None else fit.largest_batch
     steps = tuple(
-        decode_step(spec, gpu, dtype, kv_dtype, b, context, tp, serving)
+        decode_step(spec, gpu, dtype, kv_dtype, b, context, layout, serving)
         for b in decode_batches(top)
     )
     vllm = None
@@ -360,10 +387,12 @@ def _inference(model: LoadedModel, setup: PlanSetup, prompt: int, dtype: str) ->
             serving.block_size or BLOCK_SIZE,
             serving.max_num_batched_tokens or default_batched_tokens(gpu.memory_bytes),
             fit.free,
+            stacks=Serving(spec, dtype, kv_dtype, serving, layout, fit.stage).stacks,
+            concurrent_batches=layout.pp + 1,
         )
     return InferencePlan(
         serving=serving,
-        tp=tp,
+        layout=layout,
         batch=setup.batch,
         prompt=prompt,
         context=context,
@@ -377,6 +406,23 @@ def _inference(model: LoadedModel, setup: PlanSetup, prompt: int, dtype: str) ->
         steps=steps,
         vllm=vllm,
     )
+
+
+def layout_dict(layout: ServingPlan, stage: int) -> dict[str, Any]:
+    """A serving layout in JSON: figures are one GPU's; ``fit_pipeline_stage`` the stage
+    (0-based) whose GPUs hold the fewest sequences."""
+    from costcalc.engines.vllm_shards import VERSION
+
+    return {
+        "gpus": layout.gpus,
+        "layout": VERSION,
+        "tensor_parallel": layout.tp,
+        "pipeline_parallel": layout.pp,
+        "data_parallel_attention": layout.dp,
+        "expert_parallel": layout.moe_ranks if layout.ep else 1,
+        "fit_pipeline_stage": stage,
+        "collectives_estimate": True,
+    }
 
 
 def experts_dict(read: ExpertRead) -> dict[str, Any]:
@@ -409,6 +455,8 @@ def step_dict(step: DecodeStep) -> dict[str, Any]:
         "memory_seconds": float(step.memory_seconds),
         "compute_seconds": None if compute is None else float(compute),
         "bound": step.bound,
+        "collective_bytes_per_gpu": step.collective_bytes,
+        "collective_seconds": float(step.collective_seconds),
         "tokens_per_second_per_sequence": float(step.tokens_per_second_per_sequence),
         "tokens_per_second": float(step.tokens_per_second),
     }

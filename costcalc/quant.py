@@ -241,6 +241,12 @@ def format_bytes(spec: ModelSpec, fmt: WeightFormat) -> FormatBytes:
     return FormatBytes(fmt, tuple(_row(fmt, t, t.copies, override(fmt, t)) for t in tensors))
 
 
+def tensors_bytes(fmt: WeightFormat, tensors: Iterable[Tensor]) -> int:
+    """Bytes of ``tensors`` (a GPU's shards included, each quantized as its own matrix, its
+    scales with it) as ``fmt`` stores them, by the toolkit's defaults and the + / - options."""
+    return sum(_row(fmt, t, t.copies, override(fmt, t)).bytes for t in tensors)
+
+
 def weight_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:
     """All weight bytes of ``spec`` in ``fmt``."""
     return format_bytes(spec, fmt).bytes

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from costcalc.loaders import LoadedModel
-from costcalc.params import ParamReport, param_report
+from costcalc.params import OPTIONAL_PARTS, ParamReport, param_report
 from costcalc.render import ratio_dict
 from costcalc.units import DTYPES, dtype_bytes
 
@@ -19,14 +19,15 @@ if TYPE_CHECKING:
     from costcalc.stored_weights import StoredBytes
 
 
-def model_header(model: LoadedModel) -> dict[str, Any]:
-    """The part of every per-model JSON record that says which model it is."""
+def model_header(model: LoadedModel, full_model: bool = False) -> dict[str, Any]:
+    """The part of every per-model JSON record that says which model it is: ``model`` holds
+    the fields that differ from their defaults (every field, resolved, with ``full_model``)."""
     return {
         "name": model.name,
         "origin": model.origin,
         "format": model.format,
         "source": model.source,
-        "model": model.spec.resolved(),
+        "model": model.spec.resolved() if full_model else model.spec.differing(),
         "weight_format": model.weight_format,
         "notes": list(model.notes),
     }
@@ -63,9 +64,20 @@ class ParamsResult(NamedTuple):
             notes.append(stored.sentence())
         return [note for note in notes if note]
 
-    def to_dict(self) -> dict[str, Any]:
-        parameters: dict[str, Any] = self.parameters._asdict()
-        parameters["stacks"] = [stack._asdict() for stack in self.parameters.stacks]
+    def to_dict(self, full_model: bool = False) -> dict[str, Any]:
+        """The JSON record (docs/json.md): ``model`` as :func:`model_header` gives it, and the
+        parameters without the parts this model does not have (:data:`OPTIONAL_PARTS`, a
+        stacks' ``shared`` blocks where no stack has them)."""
+        parameters: dict[str, Any] = {
+            key: value
+            for key, value in self.parameters._asdict().items()
+            if key not in OPTIONAL_PARTS or value
+        }
+        shared = any(stack.shared for stack in self.parameters.stacks)
+        parameters["stacks"] = [
+            {key: value for key, value in stack._asdict().items() if key != "shared" or shared}
+            for stack in self.parameters.stacks
+        ]
         parameters["tying_saving"] = self.parameters.tying_saving
         parameters["untied_increase"] = ratio_dict(self.parameters.untied_increase)
         parameters["tying_share"] = ratio_dict(self.parameters.tying_share)
@@ -74,7 +86,7 @@ class ParamsResult(NamedTuple):
         parameters["active_non_embedding"] = self.parameters.active_non_embedding
         stored = self.stored()
         data = {
-            **model_header(self.model),
+            **model_header(self.model, full_model),
             "parameters": parameters,
             "bytes": self.weight_bytes,
             "checkpoint_bytes": None if stored is None else stored.to_dict(),

@@ -359,6 +359,21 @@ class ModelSpec(BlockFields, BaseModel):
             data.pop("layers")
         return data
 
+    def differing(self) -> dict[str, object]:
+        """The fields of :meth:`resolved` whose value differs from the field's default in the
+        config format: the sizes, the widths as built (a derived width's default is "derive
+        it", so its value is shown), every option set otherwise than its default; each layer
+        group and pattern run with the keys it sets."""
+        fields = type(self).model_fields
+        data = {
+            name: value
+            for name, value in self.resolved().items()
+            if not _is_default(value, fields[name].default)
+        }
+        if "layers" in data:
+            data["layers"] = [_set_keys(group) for group in cast("tuple[Any, ...]", data["layers"])]
+        return data
+
 
 def trusted_spec(data: Mapping[str, Any]) -> ModelSpec:
     """The spec ``ModelSpec.model_validate(data)`` builds, built without validating, for data
@@ -392,6 +407,19 @@ def _trusted_block(data: Mapping[str, Any], known: Collection[str]) -> dict[str,
         for name in recurrent:
             fields[name] = recurrent_mixer(name).sizes_model.model_construct(**fields[name])
     return fields
+
+
+def _is_default(value: object, default: object) -> bool:
+    """``value`` is ``default`` itself: equal and of its type (``1`` is no ``True``)."""
+    return type(value) is type(default) and value == default
+
+
+def _set_keys(group: Mapping[str, Any]) -> dict[str, Any]:
+    """A dumped layer group or run without the keys it leaves to the model (None)."""
+    kept = {key: value for key, value in group.items() if value is not None}
+    if "pattern" in kept:
+        kept["pattern"] = [_set_keys(run) for run in kept["pattern"]]
+    return kept
 
 
 def _dumped(value: object) -> object:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,7 +113,45 @@ def build(folder: Path) -> Path:
     unreadable = folder / "unreadable.yaml"
     unreadable.write_text(GPT2)
     unreadable.chmod(0)
+    _hub_cache(folder / "hub")
     return folder
+
+
+COMMIT = "0123456789abcdef" * 2 + "01234567"
+
+
+def _hub_cache(hub: Path) -> None:
+    """A Hugging Face cache whose snapshots hold what no download leaves: a config.json that is
+    a folder, a FIFO, 10 GB of holes or a link out of the cache; a ref that is a folder; a
+    snapshots entry that is a file; safetensors that are a FIFO, a folder or /dev/zero; an
+    index naming a shard outside its folder."""
+
+    def model(name: str, config: bool = True) -> Path:
+        repo = hub / f"models--org--{name}"
+        snapshot = repo / "snapshots" / COMMIT
+        snapshot.mkdir(parents=True)
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_text(COMMIT)
+        if config:
+            (snapshot / "config.json").write_text(HF_GPT2)
+        return snapshot
+
+    (model("config-folder", config=False) / "config.json").mkdir()
+    os.mkfifo(model("config-fifo", config=False) / "config.json")
+    with (model("config-holes", config=False) / "config.json").open("wb") as holes:
+        holes.truncate(10 * 2**30)
+    (model("config-out", config=False) / "config.json").symlink_to("/proc/self/environ")
+    ref = model("ref-folder").parent.parent / "refs" / "main"
+    ref.unlink()
+    ref.mkdir()
+    snapshots = model("snapshots-file").parent
+    shutil.rmtree(snapshots)
+    snapshots.write_text("")
+    os.mkfifo(model("weights-fifo") / "model.safetensors")
+    (model("weights-folder") / "model.safetensors").mkdir()
+    (model("weights-zero") / "model.safetensors").symlink_to("/dev/zero")
+    index = {"weight_map": {"wte.weight": "../../../../etc/passwd"}}
+    (model("index-out") / "model.safetensors.index.json").write_text(json.dumps(index))
 
 
 @dataclass(frozen=True)
@@ -130,6 +169,9 @@ class Case:
 
     def argv(self, folder: Path) -> list[str]:
         return [arg.replace("{d}", str(folder)) for arg in self.args]
+
+    def environ(self, folder: Path) -> dict[str, str]:
+        return {name: value.replace("{d}", str(folder)) for name, value in self.env.items()}
 
 
 def _params(name: str, code: int, says: str, *more: str) -> Case:
@@ -293,6 +335,27 @@ CASES: list[Case] = [
         ("params", "-c", HUGE, "--dtype", "gguf:Q4_K_M"),
         2,
         "GGUF mixes are assigned layer by layer: at most 100,000 layers",
+    ),
+    *(
+        Case(
+            f"hub:{name}",
+            ("params", "--hf", f"org/{name}"),
+            1,
+            says,
+            env={"HF_HUB_CACHE": "{d}/hub", "HF_HUB_OFFLINE": "1"},
+        )
+        for name, says in [
+            ("config-folder", "config.json: is a directory, not a config file"),
+            ("config-fifo", "config.json: not a regular file"),
+            ("config-holes", "a file over 1,048,576 is refused"),
+            ("config-out", "resolves outside the cache"),
+            ("ref-folder", "refs/main does not hold a commit hash; refused"),
+            ("snapshots-file", "a part of the path is not a directory"),
+            ("weights-fifo", "model.safetensors: not a regular file"),
+            ("weights-folder", "model.safetensors: is a directory"),
+            ("weights-zero", "resolves to /dev/zero, outside"),
+            ("index-out", "names '../../../../etc/passwd'; expected a file name inside"),
+        ]
     ),
     Case("params:columns-text", ("params", "-p", "gpt2"), 0, env={"COLUMNS": "abc"}),
     Case("params:columns-negative", ("params", "-p", "gpt2"), 0, env={"COLUMNS": "-5"}),

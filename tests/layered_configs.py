@@ -27,7 +27,7 @@ def group_kinds(kinds: int) -> dict[str, Any]:
     groups = [{"count": 1, "ffn_hidden": 16 + i} for i in range(kinds)]
     return {
         "vocab_size": 1000,
-        "context_length": 1024,
+        "context_length": 4096,  # the benchmark's longest -T
         "d_model": 64,
         "n_heads": 4,
         "layers": groups,

@@ -101,7 +101,7 @@ def test_the_command_names_where_the_stored_format_comes_from(cli: Invoke) -> No
         ({"prompt": "1k"}, UsageError, "prompt is str '1k'; expected a whole number"),
         ({"prompt": -1}, RangeError, "prompt -1"),
         ({"tokens": 10**9, "dtype": "nf4"}, UsageError, "nf4 is a stored weight format"),
-        ({"prompt": 10, "tp": 2, "engine": "vllm"}, UsageError, "the vllm engine sizes"),
+        ({"prompt": 10, "tp": 2, "engine": "llamacpp"}, UsageError, "the llamacpp engine sizes"),
         ({"prompt": 10, "mfu": 0.4}, UsageError, "mfu is float"),
         ({"prompt": 10, "kv_dtype": "int3"}, UsageError, "KV-cache dtype"),
     ],

@@ -140,9 +140,11 @@ def test_plans_that_do_not_divide(args: list[str], message: str) -> None:
     assert message in result.output and "Traceback" not in result.output
 
 
-def test_no_train_refuses_ep() -> None:
+def test_serving_ep_spans_tp_and_dp_attention() -> None:
     result = runner.invoke(app, ["memory", "-p", "mixtral-8x7b", "--ep", "2"])
-    assert result.exit_code == 2 and "add --train" in result.output
+    assert result.exit_code == 2 and "TP x DP-attention GPUs of a stage" in result.output
+    served = runner.invoke(app, ["memory", "-p", "mixtral-8x7b", "--ep", "2", "--tp", "2"])
+    assert served.exit_code == 0 and "experts over EP 2" in served.output
     with pytest.raises(UsageError):
         parallel_plan(4, None, None, None, ep=3)
 

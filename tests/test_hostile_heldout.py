@@ -35,9 +35,13 @@ def _invoke(case: Case, folder: Path) -> tuple[int, str, str]:
     if case.nobody:  # imports and first reads done as root: nobody only opens the file
         runner.invoke(app, ["params", "-p", "gpt2"])
         with unprivileged():
-            result = runner.invoke(app, case.argv(folder), env=case.env, catch_exceptions=False)
+            result = runner.invoke(
+                app, case.argv(folder), env=case.environ(folder), catch_exceptions=False
+            )
     else:
-        result = runner.invoke(app, case.argv(folder), env=case.env, catch_exceptions=False)
+        result = runner.invoke(
+            app, case.argv(folder), env=case.environ(folder), catch_exceptions=False
+        )
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -83,9 +87,9 @@ for case in CASES:
     try:
         if case.nobody:
             with unprivileged():
-                result = runner.invoke(app, case.argv(folder), env=case.env)
+                result = runner.invoke(app, case.argv(folder), env=case.environ(folder))
         else:
-            result = runner.invoke(app, case.argv(folder), env=case.env)
+            result = runner.invoke(app, case.argv(folder), env=case.environ(folder))
         code, failure = result.exit_code, result.exception
         failure = None if isinstance(failure, SystemExit) else failure
     except BaseException as exc:

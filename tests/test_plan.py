@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from costcalc.engines.vllm_shards import serving_plan
 from costcalc.errors import UsageError
 from costcalc.gpus import Gpu, find_gpu
 from costcalc.loaders import load_file, load_preset
@@ -264,27 +265,31 @@ def test_plan_inference_json_and_table() -> None:
 
 
 def test_tensor_parallel_roofline_by_hand() -> None:
-    """Llama-3.1-8B over 4 L4s: V = 128,256 pads to 128,512 (251 x 512), 32,128 rows a GPU; a
-    layer holds its two norms and a quarter of q, k, v, o and the FFN; 1 / 4 of the cache."""
+    """Llama-3.1-8B over 4 L4s as vLLM shards it: V = 128,256 is already a multiple of 64
+    (2,004 x 64), 32,064 rows a GPU; a layer holds its two norms and a quarter of q, o and the
+    FFN, 2 of the 8 key/value heads; 1 / 4 of the cache; two all-reduces a layer."""
     spec = load_preset("llama-3.1-8b").spec
     l4 = find_gpu("l4")
+    tp4 = serving_plan(tp=4)
     layer = 2 * 4096 + (2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 14336 * 4096) // 4
-    params = 32 * layer + 2 * 32_128 * 4096 + 4096
-    assert 2 * params == 4_016_578_560
-    fit = cache_fit(spec, l4, NINE_TENTHS, "bf16", "bf16", batch=1, context=1024, tp=4)
-    assert fit.weights == 4_016_578_560
+    params = 32 * layer + 2 * 32_064 * 4096 + 4096
+    assert 2 * params == 4_015_529_984
+    fit = cache_fit(spec, l4, NINE_TENTHS, "bf16", "bf16", batch=1, context=1024, layout=tp4)
+    assert fit.weights == 4_015_529_984
     # 0.9 x (24,152,899,584 - a reserve of 1,119,551,488), rounded down: 20,730,013,286
-    assert fit.free == 20_730_013_286 - 4_016_578_560 == 16_713_434_726
+    assert fit.free == 20_730_013_286 - 4_015_529_984 == 16_714_483_302
     per_sequence = 1024 * 131_072 // 4  # 33,554,432 bytes of each sequence's cache a GPU
-    assert fit.largest_batch == 16_713_434_726 // per_sequence == 498
-    step = decode_step(spec, l4, "bf16", "bf16", 1, 1024, tp=4)
-    assert step.step_bytes == 4_016_578_560 + per_sequence == 4_050_132_992
+    assert fit.largest_batch == 16_714_483_302 // per_sequence == 498
+    step = decode_step(spec, l4, "bf16", "bf16", 1, 1024, tp4)
+    assert step.step_bytes == 4_015_529_984 + per_sequence == 4_049_084_416
     assert step.step_flops == -(-2 * decode_token_macs(spec, 1023) // 4)
-    assert step.seconds == Fraction(4_050_132_992, 300 * 10**9)  # memory-bound at 300 GB/s
-    r = roofline(spec, l4, "bf16", "bf16", 1, 1000, 1024, tp=4)
+    # 32 layers x 2 all-reduces x 2 (4 - 1) / 4 x 4,096 x 2 bytes, over 32 GB/s one way
+    assert step.collective_bytes == 32 * 2 * 3 * 4096 * 2 * 2 // 4 == 786_432
+    assert step.seconds == Fraction(4_049_084_416, 300 * 10**9) + Fraction(786_432, 32 * 10**9)
+    r = roofline(spec, l4, "bf16", "bf16", 1, 1000, 1024, tp4)
     assert r.prefill_flops == -(-2 * forward_macs(spec, 1, 1000) // 4)
-    with pytest.raises(UsageError, match="32 attention heads do not divide over 3"):
-        cache_fit(spec, l4, NINE_TENTHS, "bf16", "bf16", 1, 1024, tp=3)
+    with pytest.raises(UsageError, match=r"attention heads \(32\) over 3 GPUs"):
+        cache_fit(spec, l4, NINE_TENTHS, "bf16", "bf16", 1, 1024, serving_plan(tp=3))
 
 
 def test_plan_tp_cli() -> None:
@@ -300,12 +305,14 @@ def test_plan_tp_cli() -> None:
     assert result.exit_code == 0, result.output
     inference = json.loads(result.stdout)["inference"]
     assert inference["tensor_parallel"] == 4
-    assert inference["decode_step_bytes"] == 4_050_132_992
+    assert inference["decode_step_bytes"] == 4_049_084_416
+    assert inference["decode_collective_bytes_per_gpu"] == 786_432
     assert inference["fit"]["largest_batch"] == 498
+    assert inference["parallel"]["layout"] == "vLLM 0.34.0"
     table = runner.invoke(app, [*args, "--tp", "4"], env={"COLUMNS": "120"}).stdout
-    assert "4 x l4" in table and "4,050,132,992" in table and "4,016,578,560" in table
+    assert "4 x l4" in table and "4,049,084,416" in table and "4,015,529,984" in table
     bad = runner.invoke(app, [*args, "--tp", "3"])
-    assert bad.exit_code == 2 and "do not divide over 3" in bad.output
+    assert bad.exit_code == 2 and "does not divide by 3" in bad.output
 
 
 def test_a_model_without_a_cache_has_no_batch_bound(tmp_path: Path) -> None:

@@ -78,10 +78,7 @@ def test_vllm_fit() -> None:
 def test_plan_engine_refusals() -> None:
     base = ["plan", "-p", "gpt2-small", "--gpu", "l4"]
     for extra, message in [
-        (
-            ["--tokens", "1B", "--engine", "vllm"],
-            "give a prompt (--prompt) and no tensor parallelism (--tp)",
-        ),
+        (["--tokens", "1B", "--engine", "vllm"], "the vllm engine sizes inference: give a prompt"),
         (
             ["--prompt", "64", "--tp", "2", "--engine", "llamacpp"],
             "give a prompt (--prompt) and no tensor parallelism (--tp)",

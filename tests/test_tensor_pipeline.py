@@ -228,8 +228,10 @@ def test_plans_that_do_not_divide_are_errors(args: list[str], message: str) -> N
     assert "Traceback" not in result.output
 
 
-def test_tp_without_train_is_an_error() -> None:
+def test_tp_without_train_serves_and_training_options_need_train() -> None:
     result = runner.invoke(app, ["memory", "-p", "gpt2-small", "--tp", "2"])
-    assert result.exit_code == 2 and "add --train" in result.output
+    assert result.exit_code == 0 and "as vLLM shards" in result.output
+    zero = runner.invoke(app, ["memory", "-p", "gpt2-small", "--tp", "2", "--sp"])
+    assert zero.exit_code == 2 and "--sp applies to training; add --train" in zero.output
     with pytest.raises(UsageError, match="--pp must be at least 1"):
         parallel_plan(None, None, None, None, 1, 0)

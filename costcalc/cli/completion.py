@@ -108,7 +108,8 @@ def _values(param: Any, path: str) -> tuple[str, ...]:
         return (GPUS,)
     annotation = param.type_descriptor.annotation
     inner = typing.get_args(annotation)[0] if typing.get_args(annotation) else annotation
-    if inner is Path:
+    metavar = (param.metavar or "").upper()
+    if inner is Path or any(word in metavar for word in ("FILE", "PATH", "FOLDER")):
         return (FILES,)
     if isinstance(inner, type) and issubclass(inner, enum.Enum):
         return tuple(str(member.value) for member in inner)

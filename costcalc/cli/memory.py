@@ -45,7 +45,7 @@ STACK_GLYPHS: dict[str, str] = {
     "activations": "░",
 }
 UNIT_HEADERS = {"si": "SI (10^3)", "iec": "binary (2^10)"}
-PARALLEL_PANEL = "Parallelism (with --train)"
+PARALLEL_PANEL = "Parallelism (training, or serving as vLLM shards)"
 RESERVE_HELP = (
     "Memory set aside for the driver and the CUDA context, like 1GiB or 0 (default with --gpu: "
     "its reported memory less the CUDA-visible total, + 512MiB; 1GiB where unknown; none with "
@@ -138,8 +138,8 @@ def memory(
         count_option(
             "--gpus",
             metavar="N",
-            help="Training on N GPUs in all (DP x TP x PP), each running --batch sequences "
-            "per micro-batch; figures per GPU.",
+            help="GPUs in all, figures per GPU: training's DP x TP x PP x CP, each running "
+            "--batch sequences per micro-batch; serving's DP-attention x PP x TP.",
             rich_help_panel=PARALLEL_PANEL,
         ),
     ] = None,
@@ -176,7 +176,9 @@ def memory(
         count_option(
             "--tp",
             metavar="T",
-            help="Tensor parallel over T GPUs, Megatron-LM's layout (vocab padded to 128 x T).",
+            help="Tensor parallel over T GPUs: training in Megatron-LM's layout (vocab padded "
+            "to 128 x T), serving in vLLM's (vocab padded to 64, KV heads replicated when "
+            "fewer than T, MLA's latent cache on every GPU).",
             rich_help_panel=PARALLEL_PANEL,
         ),
     ] = None,
@@ -185,8 +187,8 @@ def memory(
         count_option(
             "--pp",
             metavar="P",
-            help="Pipeline parallel over P stages of L / P layers, 1F1B; the largest stage "
-            "is shown.",
+            help="Pipeline parallel over P stages of L / P layers (training 1F1B; serving as "
+            "vLLM's get_pp_indices splits them); the largest stage is shown.",
             rich_help_panel=PARALLEL_PANEL,
         ),
     ] = None,
@@ -212,8 +214,9 @@ def memory(
         count_option(
             "--ep",
             metavar="E",
-            help="Expert parallel over E of the data-parallel ranks: X / E experts of each MoE "
-            "layer per GPU.",
+            help="Expert parallel over E GPUs: X / E experts of each MoE layer per GPU "
+            "(training: E of the data-parallel ranks; serving: vLLM's "
+            "--enable-expert-parallel, E = TP x DP-attention).",
             rich_help_panel=PARALLEL_PANEL,
         ),
     ] = None,
@@ -224,6 +227,17 @@ def memory(
             metavar="C",
             help="Context parallel over C GPUs, Megatron-Core's: T / C tokens of each sequence "
             "per GPU (T divisible by 2C), ring attention.",
+            rich_help_panel=PARALLEL_PANEL,
+        ),
+    ] = None,
+    dp_attention: Annotated[
+        int | None,
+        count_option(
+            "--dp-attention",
+            metavar="D",
+            help="Serving: D data-parallel replicas of attention (vLLM's "
+            "--data-parallel-size), each its own TP group and requests (--batch each); "
+            "the experts spread over all D x TP GPUs.",
             rich_help_panel=PARALLEL_PANEL,
         ),
     ] = None,
@@ -250,8 +264,7 @@ def memory(
     from costcalc.errors import UsageError
     from costcalc.gpus import device_memory
     from costcalc.memory import memory_setup
-    from costcalc.memory_results import memory_result
-    from costcalc.parallel import optional_plan
+    from costcalc.memory_results import memory_result, parallel_plans
     from costcalc.plan import parse_fraction
 
     with user_errors():
@@ -282,18 +295,20 @@ def memory(
             attention=attention,
             engine=serving,
         )
-        plan = optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp)
+        plan, shards = parallel_plans(
+            train, gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp, dp_attention
+        )
         if serving.name != "transformers" and (plan is not None or explain):
             what = "--explain shows the formula's rows" if explain else "it serves on one device"
             raise UsageError(f"--engine {serving.name}: {what}; drop the one or the other")
-        if plan is not None and explain:
+        if (plan is not None or shards is not None) and explain:
             raise UsageError(
                 "--explain shows the whole model's formulas, not one GPU's share: drop "
                 "--explain, or the parallel options"
             )
         loaded = models.load()
         warn_past_context(loaded, setup.length)
-        results = [memory_result(model, setup, capacity, plan) for model in loaded]
+        results = [memory_result(model, setup, capacity, plan, shards) for model in loaded]
     data = [result.to_dict() for result in results]
     emit(
         fmt,
@@ -372,6 +387,9 @@ def memory_grids(result: MemoryResult, system: UnitSystem, explain: bool = False
     title = f"Memory of {result.model.name}: {_mode(result)}"
     if result.plan is not None:
         title = f"Memory per GPU of {result.model.name}: {_mode(result)}; {result.plan.label}"
+    if result.serving is not None:
+        shards = f"{result.serving.label}, as vLLM shards"
+        title = f"Memory per GPU of {result.model.name}: {_mode(result)}; {shards}"
     table = Grid(title, columns, rows, _notes(result), emphasis)
     grids = [table]
     if explain:
@@ -469,10 +487,15 @@ INFERENCE_UNCOUNTED = (
 def _component_notes(result: MemoryResult) -> list[str]:
     report, setup = result.report, result.report.setup
     weights = [note for note in (result.weights_note, result.stored_sentence) if note]
+    shards: list[str] = []
+    if result.serving is not None:
+        from costcalc.engines.vllm_shards import shard_notes
+
+        shards = shard_notes(result.model.spec, result.serving, result.stage)
     if report.engine is not None:
-        return [*weights, *report.engine.notes()]
+        return [*weights, *shards, *report.engine.notes()]
     if not setup.train:
-        return [*weights, _kv_note(result), INFERENCE_UNCOUNTED]
+        return [*weights, *shards, _kv_note(result), INFERENCE_UNCOUNTED]
     notes = weights + training_notes(
         result.model.spec, setup.batch, report.length, setup.recompute, setup.attention, setup.dtype
     )
@@ -693,22 +716,28 @@ def _scores_note(
 
 def _kv_note(result: MemoryResult) -> str:
     """How the KV cache was counted: the classic formula for plain attention blocks alike, else
-    each kind of block's layers x batch x cached tokens x elements per token."""
+    each kind of block's layers x batch x cached tokens x elements per token; on one GPU of a
+    serving plan, of its layers and key/value heads."""
+    from costcalc.engines.vllm_shards import rank_stacks
     from costcalc.macs import SKIPPED_WORDS, skipped_layers
     from costcalc.memory import cached_heads
 
     report, setup, spec = result.report, result.report.setup, result.model.spec
-    stacks = [stack for stack in spec.stacks if stack.has_attention]
+    kinds = spec.stacks
+    if result.serving is not None:
+        kinds = rank_stacks(spec, result.serving, result.stage)
+    stacks = [stack for stack in kinds if stack.has_attention]
     if not stacks:
         return "No block caches keys and values; recurrent state, if any, does not grow with T."
-    plain = spec.v_head_dim is None and spec.kv_compress_rate is None
-    if spec.uniform and spec.mixer == "attention" and plain:
+    one = stacks[0]
+    plain = one.v_head_dim is None and one.kv_compress_rate is None
+    if len(kinds) == 1 and one.mixer == "attention" and plain:
         capped = report.kv_cache_tokens < report.length
-        window = f" (T capped by the sliding window of {spec.sliding_window:,})" if capped else ""
+        window = f" (T capped by the sliding window of {one.sliding_window:,})" if capped else ""
         return (
-            f"KV cache: 2 x L x B x T x KV-heads x head_dim = 2 x {spec.n_layers} x "
-            f"{setup.batch} x {report.kv_cache_tokens:,} x {cached_heads(spec)} x "
-            f"{spec.head_width} elements of {report.kv_dtype}{window}."
+            f"KV cache: 2 x L x B x T x KV-heads x head_dim = 2 x {one.n_layers} x "
+            f"{setup.batch} x {report.kv_cache_tokens:,} x {cached_heads(one)} x "
+            f"{one.head_width} elements of {report.kv_dtype}{window}."
         )
     terms = " + ".join(
         _kv_term(stack, setup.batch, report.length) for stack in stacks if stack.runs_on_text

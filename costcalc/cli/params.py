@@ -75,6 +75,14 @@ def params(
             "Repeatable.",
         ),
     ] = None,
+    full_model: Annotated[
+        bool,
+        typer.Option(
+            "--full-model",
+            help="JSON and JSONL: `model` holds every field of the resolved model, defaults "
+            "included (without it, only the fields that differ from their defaults).",
+        ),
+    ] = False,
 ) -> None:
     """Count a model's parameters exactly: tables, blocks, LM head, tying, weight bytes.
 
@@ -95,7 +103,8 @@ def params(
         warn_past_context(loaded, workload_tokens(workload))
         results = [params_result(model, workload, formats) for model in loaded]
         views = [_header_view(cp) for cp in headers]
-    data = [result.to_dict() for result in results] + [header_only_record(v) for v in views]
+    data = [result.to_dict(full_model) for result in results]
+    data += [header_only_record(v) for v in views]
     grids = _grids(results, views, explain) if fmt in TABLES else []
     emit(fmt, data[0] if len(data) == 1 else data, grids)
 
@@ -126,25 +135,17 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
     """The parameter table (a column per model), the weight-bytes table and the MAC tables."""
     from costcalc.compute import compute_grids
     from costcalc.explain import explain as explain_rows
+    from costcalc.params import OPTIONAL_PARTS
     from costcalc.render import Grid
     from costcalc.units import format_bytes, format_count
     from costcalc.weight_format import weight_label
 
     names = [result.model.name for result in results]
     counts = [result.parameters for result in results]
-    optional = (
-        "embedding_projection",
-        "embedding_norm",
-        "per_layer_embedding",
-        "per_layer_projection",
-        "stream_collapse",
-        "altup_projections",
-        "initial_state",
-    )
     shown = [
         (key, label)
         for key, label in ROWS
-        if key not in optional or any(getattr(c, key) for c in counts)
+        if key not in OPTIONAL_PARTS or any(getattr(c, key) for c in counts)
     ]
     rows = [[label, *(_cell(getattr(c, key)) for c in counts)] for key, label in shown]
     at = next(i for i, (k, _) in enumerate(shown) if k == "total") + 1

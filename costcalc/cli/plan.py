@@ -29,6 +29,7 @@ from costcalc.render import OutputFormat
 if TYPE_CHECKING:
     from costcalc.engines import EngineSetup
     from costcalc.engines.vllm import VllmMemory
+    from costcalc.engines.vllm_shards import ServingPlan
     from costcalc.gpus import Gpu
     from costcalc.loaders import LoadedModel
     from costcalc.plan import CacheFit, DecodeStep
@@ -88,8 +89,36 @@ def plan(
         count_option(
             "--tp",
             metavar="T",
-            help="Inference tensor parallel over T GPUs: each holds and reads its shard of the "
-            "weights and 1 / T of the cache (Megatron-LM's layout).",
+            help="Inference tensor parallel over T GPUs, as vLLM shards the model: each holds "
+            "and reads its shards of the weights and its key/value heads of the cache (MLA's "
+            "latent whole), and all-reduces over the interconnect.",
+        ),
+    ] = 1,
+    pp: Annotated[
+        int,
+        count_option(
+            "--pp",
+            metavar="P",
+            help="Inference pipeline parallel over P stages (vLLM's get_pp_indices split); "
+            "a token passes them in turn.",
+        ),
+    ] = 1,
+    ep: Annotated[
+        int | None,
+        count_option(
+            "--ep",
+            metavar="E",
+            help="Inference expert parallel (vLLM's --enable-expert-parallel): whole experts "
+            "dealt over E = TP x DP-attention GPUs.",
+        ),
+    ] = None,
+    dp_attention: Annotated[
+        int,
+        count_option(
+            "--dp-attention",
+            metavar="D",
+            help="Inference data-parallel attention (vLLM's --data-parallel-size): D replicas, "
+            "each decoding --batch sequences, the experts over all D x TP GPUs.",
         ),
     ] = 1,
     kv_dtype: Annotated[
@@ -129,6 +158,9 @@ def plan(
             utilisation=utilisation,
             reserve=reserve,
             tp=tp,
+            pp=pp,
+            ep=ep,
+            dp_attention=dp_attention,
             kv_dtype=kv_dtype,
             engine=engine,
             cache_type_k=cache_type_k,
@@ -182,7 +214,7 @@ def _inference_grids(model: LoadedModel, gpu: Gpu, plan: InferencePlan) -> list[
     from costcalc.stored_weights import weights_note
 
     name = model.name
-    r, tp, kernels, context = plan.roofline, plan.tp, plan.kernels, plan.context
+    r, layout, kernels, context = plan.roofline, plan.layout, plan.kernels, plan.context
     prefill = r.prefill_seconds
     rows = [
         [
@@ -197,6 +229,10 @@ def _inference_grids(model: LoadedModel, gpu: Gpu, plan: InferencePlan) -> list[
             what = "experts read per layer" + ("" if read.exact_count else " (expected)")
             rows.append([f"{what}, {read.layers} layers", _experts_cell(read)])
         rows.append(["bytes read per decode step, all experts", f"{r.decode.all_experts_bytes:,}"])
+    if r.decode.collective_bytes:
+        rows.append(["bytes each GPU sends per decode step", f"{r.decode.collective_bytes:,}"])
+        if r.decode.link is not None:
+            rows.append(["their time over the link", _duration(r.decode.collective_seconds)])
     per_sequence = f"{float(r.decode.tokens_per_second_per_sequence):,.1f}"
     if plan.batch == 1:  # one sequence: its tokens/s are the batch's
         rows.append([f"decode tokens/s, batch 1 ({r.decode.bound}-bound)", per_sequence])
@@ -205,7 +241,11 @@ def _inference_grids(model: LoadedModel, gpu: Gpu, plan: InferencePlan) -> list[
             [f"decode tokens/s per sequence ({r.decode.bound}-bound)", per_sequence],
             [f"decode tokens/s, batch {plan.batch}", f"{float(r.decode.tokens_per_second):,.1f}"],
         ]
-    where = "one GPU holding the whole model" if tp == 1 else f"one of {tp} tensor-parallel GPUs"
+    where = (
+        "one GPU holding the whole model"
+        if layout.gpus == 1
+        else f"one GPU of {layout.label}, laid out as vLLM shards the model"
+    )
     notes = [
         f"Roofline ESTIMATES on {where}: prefill = forward FLOPs / dense peak; a decode step "
         f"reads the weights and the cache at {context:,} tokens once over the memory "
@@ -224,23 +264,55 @@ def _inference_grids(model: LoadedModel, gpu: Gpu, plan: InferencePlan) -> list[
         notes.append(stored)
     if moe:
         notes.append(_experts_note(r.decode.experts))
-    if tp > 1:
-        notes.append(
-            f"Each GPU holds its Megatron-LM shard of the weights (vocab padded to a multiple of "
-            f"128 x {tp}) and 1 / {tp} of the cache, and does 1 / {tp} of the FLOPs; the "
-            "all-reduces between the GPUs are not counted."
-        )
-    devices = gpu.key if tp == 1 else f"{tp} x {gpu.key}"
+    if layout.gpus > 1:
+        notes.append(_layout_note(gpu, layout))
+    devices = gpu.key if layout.gpus == 1 else f"{layout.gpus} x {gpu.key}"
     title = (
         f"Inference of {name} on {devices} ({plan.dtype}), B={plan.batch}, prompt {plan.prompt:,}"
     )
     grids = [
         Grid(title, ["", "ESTIMATE"], rows, notes),
-        _fit_grid(name, gpu, plan.fit, plan.utilisation, tp, plan.serving, plan.vllm),
+        _fit_grid(name, gpu, plan.fit, plan.utilisation, layout, plan.serving, plan.vllm),
     ]
     if plan.steps:
         grids += _decode_grids(name, devices, context, list(plan.steps))
     return grids
+
+
+def _layout_note(gpu: Gpu, layout: ServingPlan) -> str:
+    """How one GPU of many was counted: the shards, the FLOPs, the collectives."""
+    from costcalc.engines.vllm_shards import VERSION
+
+    if gpu.interconnect_bandwidth is None:
+        link = f"not timed: the catalogue gives no interconnect for {gpu.key}"
+    else:
+        link = (
+            f"timed over {gpu.interconnect or 'the link'} at "
+            f"{gpu.interconnect_bandwidth // 2:,} bytes/s one way (half the catalogue's "
+            f"{gpu.interconnect_bandwidth:,} both ways), latency not counted, not overlapped"
+        )
+    pipeline = (
+        f" A token passes the {layout.pp} stages in turn: the step is {layout.pp} x the "
+        "slowest stage's (vLLM overlaps P batches; not counted)."
+        if layout.pp > 1
+        else ""
+    )
+    replicas = (
+        f" Each of the {layout.dp} data-parallel attention replicas decodes --batch sequences; "
+        "tokens/s counts all of them."
+        if layout.dp > 1
+        else ""
+    )
+    return (
+        f"Each GPU holds and reads its {VERSION} shards of the weights (docs/memory.md) and "
+        "the cache of its layers and key/value heads (MLA's latent whole on every TP GPU), and "
+        f"does 1 / (TP x PP) of its replica's FLOPs. Collectives per decode step, an ESTIMATE "
+        "of NCCL's ring algorithms (2 (N - 1) / N x the bytes per GPU): each layer's attention "
+        "and FFN outputs all-reduced over the TP GPUs, an MoE layer's tokens all-gathered and "
+        f"reduce-scattered over TP x DP-attention with data-parallel attention; {link}."
+        + pipeline
+        + replicas
+    )
 
 
 def _experts_cell(read: ExpertRead) -> str:
@@ -281,7 +353,7 @@ def _fit_grid(
     gpu: Gpu,
     fit: CacheFit,
     utilisation: Fraction,
-    tp: int,
+    layout: ServingPlan,
     serving: EngineSetup,
     vllm: VllmMemory | None = None,
 ) -> Grid:
@@ -344,7 +416,9 @@ def _fit_grid(
         ]
     if fit.free < 0:
         notes.append("The weights alone do not fit: nothing is left for the cache.")
-    where = gpu.key if tp == 1 else f"each of {tp} x {gpu.key} (its shard)"
+    where = gpu.key if layout.gpus == 1 else f"each of {layout.gpus} x {gpu.key} (its shards)"
+    if layout.pp > 1:
+        where += f", pipeline stage {fit.stage + 1} of {layout.pp} (the fewest sequences)"
     return Grid(f"What fits on {where} beside {name}'s weights (bytes)", ["", "value"], rows, notes)
 
 

@@ -33,7 +33,8 @@ BLOCK_SIZE = 16
 """``CacheConfig.DEFAULT_BLOCK_SIZE`` (vllm/config/cache.py)."""
 CONCURRENT_BATCHES = 2
 """``VllmConfig.max_concurrent_batches`` (vllm/config/vllm.py) with async scheduling, vLLM's
-default, and no pipeline parallelism."""
+default, and no pipeline parallelism; P + 1 with P pipeline stages (vLLM 0.34.0,
+config/vllm.py:560-566)."""
 KV_CACHE_DTYPES: dict[str, int | None] = {
     "auto": None,
     "bfloat16": 2,
@@ -97,12 +98,15 @@ class LayerKind:
         return -(-max_model_len // block_size)
 
 
-def layer_kinds(spec: ModelSpec, block_size: int, element_bytes: int) -> list[LayerKind]:
-    """The layers that keep a cache, by spec: page = block_size x K heads x (key + value width)
-    x bytes (``AttentionSpec.page_size_bytes``); MLA one head of its latent and rotary key, no
-    V. Layers reading another's cache (``shares_kv``) hold none."""
+def layer_kinds(
+    stacks: tuple[ModelSpec, ...], block_size: int, element_bytes: int
+) -> list[LayerKind]:
+    """The layers that keep a cache, by kind of block: page = block_size x K heads x (key +
+    value width) x bytes (``AttentionSpec.page_size_bytes``; K one GPU's heads under tensor
+    parallelism); MLA one head of its latent and rotary key, no V. Layers reading another's
+    cache (``shares_kv``) hold none."""
     kinds: dict[tuple[str, int | None, int], int] = {}
-    for stack in spec.stacks:
+    for stack in stacks:
         if stack.recurrent or stack.kv_compress_rate is not None or stack.indexer_heads:
             raise UsageError(
                 "vLLM's caches for recurrent state, compressed keys and sparse-attention "
@@ -190,6 +194,7 @@ class VllmMemory:
     blocks_per_request: int
     budget: int | None
     budget_exact: bool
+    concurrent_batches: int = CONCURRENT_BATCHES
     name: ClassVar[str] = "vllm"
 
     @property
@@ -280,8 +285,9 @@ class VllmMemory:
             f"byte{'s' if self.element_bytes > 1 else ''} an element ({self.kv_cache_dtype}); "
             f"KV cache groups: {kinds}; a block {self.block_bytes:,} bytes (the largest "
             f"group's pages); a request of {self.max_model_len:,} tokens holds "
-            f"{self.blocks_per_request:,} blocks (a sliding window's: W - 1 + 2 x "
-            f"max_num_batched_tokens {self.max_num_batched_tokens:,} in flight, + 1)."
+            f"{self.blocks_per_request:,} blocks (a sliding window's: W - 1 + "
+            f"{self.concurrent_batches} x max_num_batched_tokens "
+            f"{self.max_num_batched_tokens:,} in flight, + 1)."
         ]
         if self.budget is not None:
             bound = "" if self.budget_exact else "at most "
@@ -324,14 +330,18 @@ def vllm_memory(
     max_num_batched_tokens: int = 2048,
     budget: int | None = None,
     budget_exact: bool = False,
+    stacks: tuple[ModelSpec, ...] | None = None,
+    concurrent_batches: int = CONCURRENT_BATCHES,
 ) -> VllmMemory:
     """vLLM's KV cache for ``sequences`` requests of ``max_model_len`` tokens (None: the
-    model's context), and with ``budget`` bytes for it, the blocks and the concurrency."""
+    model's context), and with ``budget`` bytes for it, the blocks and the concurrency; of
+    the layers ``stacks`` hold (one GPU's, :func:`costcalc.engines.vllm_shards.rank_stacks`),
+    by default the model's; ``concurrent_batches`` of ``max_num_batched_tokens`` in flight."""
     name, element = check_kv_dtype(kv_cache_dtype, weights)
     length = max_model_len or spec.context_length
-    kinds = layer_kinds(spec, block_size, element)
+    kinds = layer_kinds(spec.stacks if stacks is None else stacks, block_size, element)
     groups = kv_groups(kinds)
-    in_flight = CONCURRENT_BATCHES * max_num_batched_tokens
+    in_flight = concurrent_batches * max_num_batched_tokens
     per_request = sum(g.kind.blocks_per_request(block_size, length, in_flight) for g in groups)
     return VllmMemory(
         block_size=block_size,
@@ -345,15 +355,24 @@ def vllm_memory(
         blocks_per_request=per_request,
         budget=budget,
         budget_exact=budget_exact,
+        concurrent_batches=concurrent_batches,
     )
 
 
-def vllm_report(spec: ModelSpec, setup: MemorySetup, length: int) -> MemoryReport:
+def vllm_report(
+    spec: ModelSpec,
+    setup: MemorySetup,
+    length: int,
+    stacks: tuple[ModelSpec, ...] | None = None,
+    held: int | None = None,
+    pipeline: int = 1,
+) -> MemoryReport:
     """The inference memory of ``setup`` as vLLM allocates it for B requests of T tokens
     (``--max-model-len T``): the weights as costcalc counts them, and the blocks B requests
     hold; with ``--kv-cache-memory`` (exact) or a device's memory (``gpu_memory_utilization``
     of it less the weights: an upper bound), the blocks, the concurrency and the tokens vLLM
-    reports for that budget."""
+    reports for that budget. On one GPU of a parallel plan: ``stacks`` its layers as it caches
+    them, ``held`` its weight bytes, ``pipeline`` the stages (P + 1 batches in flight)."""
     from dataclasses import replace
 
     from costcalc.memory import memory_report, weight_bytes
@@ -362,7 +381,7 @@ def vllm_report(spec: ModelSpec, setup: MemorySetup, length: int) -> MemoryRepor
     plain = memory_report(spec, setup)
     if plain.elements_state:
         raise UsageError("vLLM's recurrent-state cache (MambaSpec) is not modelled")
-    weights = weight_bytes(spec, setup.dtype)
+    weights = weight_bytes(spec, setup.dtype) if held is None else held
     budget: int | None = engine.kv_cache_memory
     exact = budget is not None
     if budget is None and engine.device_memory is not None:
@@ -379,6 +398,8 @@ def vllm_report(spec: ModelSpec, setup: MemorySetup, length: int) -> MemoryRepor
         batched,
         budget,
         exact,
+        stacks,
+        pipeline + 1,
     )
     stored = {1: "fp8", 2: "bf16" if setup.dtype != "fp16" else "fp16", 4: "fp32"}
     label = memory.kv_cache_dtype

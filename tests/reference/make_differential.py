@@ -14,7 +14,9 @@ with their defaults (``dataclasses.fields``, less ``PreTrainedConfig``'s own) an
 ``attribute_map``. A variant marked ``to_dict`` is rewritten as
 ``CONFIG_MAPPING[model_type].from_dict(config).to_dict()`` writes it (what ``save_pretrained()``
 writes). Each variant is built as make_golden_families.py builds its fixtures (``build_from``,
-meta device, eager attention, ``batched_mm`` experts where the family takes them); a config
+meta device, eager attention, ``batched_mm`` experts where the family takes them; a text decoder
+nested in a multimodal file always inside its conditional-generation model, which decides the
+tying, unless that model needs a package not installed: Gemma 3n's timm); a config
 transformers refuses (``from_dict`` or the model's constructor raises) is recorded with the
 exception. Recorded: ``sum(p.numel())``, the tied output matrix, and, where a forward pass runs
 on meta, the cache after a B=1, T=16 forward with ``use_cache=True`` and FlopCounterMode's MACs
@@ -110,7 +112,10 @@ def measured(data: dict, text: bool) -> dict:
     """What transformers builds from ``data``: parameters and, on meta, cache and MACs."""
     try:
         whole = CONFIG_MAPPING[data["model_type"]].from_dict(data)
-        config, model, _ = build_from(whole, text, "meta")
+        try:
+            config, model, _ = build_from(whole, text, "meta", inside=True)
+        except ImportError:  # the whole model needs a package not installed here (Gemma 3n: timm)
+            config, model, _ = build_from(whole, text, "meta")
     except Exception as exc:  # transformers refuses the config: recorded, not raised
         return {"refused": error_text(exc)}
     model.requires_grad_(False)

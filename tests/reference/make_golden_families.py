@@ -384,13 +384,17 @@ def build(fixture: str, text: bool, device: str):
     return build_from(load_config(fixture, False), text, device)
 
 
-def build_from(whole, text: bool, device: str):
+def build_from(whole, text: bool, device: str, inside: bool = False):
     """Build a config (its text decoder if `text`) with an explicit experts implementation
-    where the family accepts one. A text config AutoModelForCausalLM has no class for is built
-    inside its conditional-generation model, whose language model and LM head are kept."""
+    where the family accepts one. A text config AutoModelForCausalLM has no class for (or any
+    nested one, with `inside`) is built inside its conditional-generation model, whose language
+    model and LM head are kept."""
     config = whole.get_text_config() if text else whole
     built, make = config, build_model
-    if type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING and causal_lm_class(config) is None:
+    nested = text and config is not whole and text_holder(whole, config) is not None
+    if (inside and nested) or (
+        type(config) not in MODEL_FOR_CAUSAL_LM_MAPPING and causal_lm_class(config) is None
+    ):
         built, make = text_holder(whole, whole.get_text_config()), build_text_decoder
     torch.manual_seed(0)
     try:

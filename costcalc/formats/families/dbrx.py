@@ -20,13 +20,11 @@ from costcalc.formats.peft_names import llama_names
 
 DBRX_KEYS: dict[str, tuple[str, ...]] = {
     "vocab_size": ("vocab_size",),
-    "d_model": ("hidden_size", "d_model"),
-    "n_layers": ("num_hidden_layers", "n_layers"),
-    "n_heads": ("num_attention_heads", "n_heads"),
-    "context_length": ("max_position_embeddings", "max_seq_len"),
+    "d_model": ("d_model",),
+    "n_layers": ("n_layers",),
+    "n_heads": ("n_heads",),
+    "context_length": ("max_seq_len",),
 }
-"""DbrxConfig's keys, each after its ``attribute_map`` alias: transformers sets an alias the file
-gives after the fields, so the alias wins where both are given."""
 
 
 def _part(r: Reader, key: str) -> Reader:

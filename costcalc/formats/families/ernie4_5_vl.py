@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.glm4v import wrapper_tie
 from costcalc.formats.families.moe import ernie_sparse_block, shared_experts
 from costcalc.formats.hf_reader import Reader, is_whole
 from costcalc.formats.peft_names import SHARED_EXPERTS, llama_names
@@ -30,11 +29,8 @@ EXPERT_WIDTHS = (1536, 512)
 def ernie4_5_vl_moe_text(r: Reader) -> dict[str, Any]:
     """Ernie4_5_VLMoeForConditionalGeneration's text decoder: the layout above with
     Ernie4_5_VLMoeTextConfig's defaults (X 64, top 6, 2 shared experts, widths 1,536 and 512,
-    the first layer dense and the others sparse); tied by default. Inside the multimodal file
-    the wrapper's ``tie_word_embeddings`` (Ernie4_5_VLMoeConfig's, default true) decides, not
-    the ``text_config``'s."""
+    the first layer dense and the others sparse); tied by default."""
     fields, moe = ernie_sparse_block(r, None)
-    wrapper_tie(r, fields, frozenset(), default=True)
     widths = r.value("moe_ffn_hidden", "moe_intermediate_size", default=list(EXPERT_WIDTHS))
     if not (isinstance(widths, list) and len(widths) == 2 and all(is_whole(w, 1) for w in widths)):
         r.fail("moe_intermediate_size", "expected two expert widths, text and vision")

@@ -77,20 +77,17 @@ forwards the key of files saved before version 5); ``glm46v`` and ``glmga`` read
 
 
 def wrapper_tie(
-    r: Reader,
-    fields: dict[str, Any],
-    forwarded_by: frozenset[str] = TEXT_TIE_FORWARDED,
-    default: bool = False,
+    r: Reader, fields: dict[str, Any], forwarded_by: frozenset[str] = TEXT_TIE_FORWARDED
 ) -> None:
     """Under a wrapper, the LM head is tied when the wrapper's ``tie_word_embeddings`` is true
-    (``default`` when absent) or, for the wrappers in ``forwarded_by``, the ``text_config``'s."""
+    (default false) or, for the wrappers in ``forwarded_by``, the ``text_config``'s."""
     if not r.prefix:
         return
     wrapper, own = r.doc.data, fields["tie_embeddings"]
     if not isinstance(own, bool):
         return  # reported by the spec, under the text_config's key
     forwarded = own and wrapper.get("model_type") in forwarded_by
-    fields["tie_embeddings"] = wrapper.get("tie_word_embeddings", default) is True or forwarded
+    fields["tie_embeddings"] = wrapper.get("tie_word_embeddings") is True or forwarded
     if not forwarded:
         r.key_names["tie_embeddings"] = "tie_word_embeddings"
 

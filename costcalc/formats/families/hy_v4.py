@@ -29,7 +29,6 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.deepseek import mla_layout
-from costcalc.formats.families.glm4v import wrapper_tie
 from costcalc.formats.families.moe import routed_experts, shared_experts
 from costcalc.formats.hf_reader import Reader
 from costcalc.formats.peft_names import DEEPSEEK_NAMES
@@ -83,12 +82,8 @@ def hy_v4(r: Reader) -> dict[str, Any]:
 def hy_v4_vl_text(r: Reader) -> dict[str, Any]:
     """HY V4 VL's text decoder (``HYV4VLTextModel`` and the LM head): HY V4's layout with
     ``HYV4VLTextConfig``'s defaults (D 6,144, 78 layers, 64 heads, q rank 2,048, 256 experts of
-    2,048, an indexer of 32 heads of 128); ``mrope_section`` changes no parameter. Inside the
-    multimodal file the wrapper's ``tie_word_embeddings`` (HYV4VLConfig's, default false)
-    decides, not the ``text_config``'s."""
-    fields = _hy_v4(r, HY_V4_VL_TEXT)
-    wrapper_tie(r, fields, frozenset())
-    return fields
+    2,048, an indexer of 32 heads of 128); ``mrope_section`` changes no parameter."""
+    return _hy_v4(r, HY_V4_VL_TEXT)
 
 
 def _hy_v4(r: Reader, defaults: Defaults) -> dict[str, Any]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.glm4v import wrapper_tie
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.hf_reader import Reader, attention_bias
 from costcalc.formats.peft_names import LLAMA
@@ -132,14 +131,8 @@ def hunyuan_v1_dense(r: Reader, tie: bool = False) -> dict[str, Any]:
 def hunyuan_vl_text(r: Reader) -> dict[str, Any]:
     """The text decoder of HunYuanVLForConditionalGeneration (HunyuanOCR; ``HunYuanVLTextModel``,
     ``models/hunyuan_vl/modeling_hunyuan_vl.py``): Hunyuan dense's layers and defaults, tied by
-    default (HunYuanVLTextConfig; inside the multimodal file when the wrapper's
-    ``tie_word_embeddings``, default true, or the ``text_config``'s is true); ``head_dim`` also
-    read as its ``attribute_map`` alias ``attention_head_dim`` (which wins beside it); its
-    multimodal rotary positions hold no parameters."""
-    fields = hunyuan_v1_dense(r, tie=True)
-    fields["head_dim"] = r.value("head_dim", "attention_head_dim", "head_dim", default=None)
-    wrapper_tie(r, fields, frozenset({"hunyuan_vl"}), default=True)
-    return fields
+    default (HunYuanVLTextConfig); its multimodal rotary positions hold no parameters."""
+    return hunyuan_v1_dense(r, tie=True)
 
 
 FAMILIES = {

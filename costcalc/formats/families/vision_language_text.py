@@ -19,7 +19,6 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.fairseq_lm import fairseq_layout
-from costcalc.formats.families.glm4v import wrapper_tie
 from costcalc.formats.families.llama import llama, llama_layout, sliding_window
 from costcalc.formats.families.llama_variants import arcee
 from costcalc.formats.families.moe import listed_sparse, routed_experts, shared_experts
@@ -89,12 +88,9 @@ def granite4_vision_text(r: Reader) -> dict[str, Any]:
     """The text decoder of Granite4VisionForConditionalGeneration: Granite's block (Llama's
     tensors: q/k/v/o bias when ``attention_bias``, gate/up/down bias when ``mlp_bias``; the
     multipliers hold no parameters) with Granite4VisionTextConfig's defaults (key/value heads =
-    heads, untied; inside the multimodal file the wrapper's ``tie_word_embeddings``, default
-    false, decides). The deepstack features the vision tower adds to some layers' hidden states
+    heads, untied). The deepstack features the vision tower adds to some layers' hidden states
     hold no text-decoder parameters."""
-    fields = llama(r, sizes=GRANITE4_VISION_SIZES)
-    wrapper_tie(r, fields, frozenset())
-    return fields
+    return llama(r, sizes=GRANITE4_VISION_SIZES)
 
 
 GRANITE_DOCLING_SIZES: dict[str, Any] = {
@@ -110,11 +106,8 @@ GRANITE_DOCLING_SIZES: dict[str, Any] = {
 
 def granite_docling_text(r: Reader) -> dict[str, Any]:
     """The text decoder of GraniteDoclingForConditionalGeneration: Granite's block as above with
-    GraniteDoclingTextConfig's defaults (4 key/value heads, tied embeddings; inside the
-    multimodal file the wrapper's ``tie_word_embeddings``, default true, decides)."""
-    fields = llama(r, kv_heads=4, tie=True, sizes=GRANITE_DOCLING_SIZES)
-    wrapper_tie(r, fields, frozenset(), default=True)
-    return fields
+    GraniteDoclingTextConfig's defaults (4 key/value heads, tied embeddings)."""
+    return llama(r, kv_heads=4, tie=True, sizes=GRANITE_DOCLING_SIZES)
 
 
 DEEPSEEK_OCR2_SIZES: dict[str, Any] = {
@@ -245,9 +238,7 @@ def muse_glimmer_text(r: Reader) -> dict[str, Any]:
     query/key norm WITHOUT weights, four RMSNorms of D per
     block (``input_layernorm``, ``post_attention_layernorm``, ``pre_feedforward_layernorm``,
     ``post_feedforward_layernorm``), a SwiGLU ``mlp`` (activation ``hidden_activation``);
-    ``embed_tokens`` with a weightless norm, a final ``norm`` of D; untied by default (inside
-    the multimodal file the wrapper's ``tie_word_embeddings`` decides, not the
-    ``text_config``'s). Layers
+    ``embed_tokens`` with a weightless norm, a final ``norm`` of D; untied by default. Layers
     attend within ``sliding_window`` (2,048; null: none) but every 4th counted back from the
     last, unless ``layer_types`` lists them; ``layer_rope_theta`` (rotary or none per layer),
     the logit scale and softcap hold no parameters."""
@@ -256,7 +247,6 @@ def muse_glimmer_text(r: Reader) -> dict[str, Any]:
     )
     gate_without_bias(r)
     fields.update(attention_gate=True, attention_gate_proj=True, norms_per_block=4)
-    wrapper_tie(r, fields, frozenset())
     window = sliding_window(r, default=2048)
     hf_layers.attention_layers(r, fields, window, _full_last_every_4th)
     return fields
