@@ -32,12 +32,32 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 Invoke = Callable[..., Result]
 
 
+def hub_log_to_process_stderr() -> None:
+    """Point huggingface_hub's log handler (a ``StreamHandler`` bound to the ``sys.stderr`` of
+    the moment it was made, which may be an earlier run's captured stream, since closed) at the
+    process's own stderr: a line it logs late (a download given up at its deadline, still
+    retrying in its thread) then lands in no later run's output."""
+    import logging
+    import sys
+
+    if "huggingface_hub" in sys.modules:
+        for handler in logging.getLogger("huggingface_hub").handlers:
+            if isinstance(handler, logging.StreamHandler) and sys.__stderr__ is not None:
+                handler.stream = sys.__stderr__  # setStream would flush the closed one
+
+
+@pytest.fixture(autouse=True)
+def _hub_log() -> None:
+    hub_log_to_process_stderr()
+
+
 @pytest.fixture
 def cli() -> Invoke:
     """Run ``costcalc ARGS...`` in-process; stdout and stderr are kept apart."""
     runner = CliRunner()
 
     def invoke(*args: str) -> Result:
+        hub_log_to_process_stderr()
         return runner.invoke(app, list(args), catch_exceptions=False)
 
     return invoke

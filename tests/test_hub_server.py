@@ -221,6 +221,12 @@ def hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Hub]:
     monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     yield served
     served.stop()
+    # a read left past its deadline ends once the server is gone: wait for it here, so that
+    # nothing it logs as it fails lands in a later test's output
+    for worker in threading.enumerate():
+        if worker.name == "costcalc-hub":
+            worker.join(60)
+            assert not worker.is_alive(), "a Hub read outlived its server by 60 s"
 
 
 def params(cli: Invoke, *args: str) -> dict[str, Any]:

@@ -8,13 +8,14 @@ record a line, CSV of the tidy columns) with one record per model, and its total
 Python API's for the same model; a table or Markdown names every model. A model that loads
 always gets a count (``params`` and ``check`` exit 0 for it, whatever the format).
 
-Kept cheap (about 20 s on 2 cores): models are loaded once for the module (the loaders are
-memoised while it runs) and the command is built once; models go through a command a batch at
-a time (``-c A -c B ...``: one run, one table), and a batch that fails is rerun model by model so
-that each failure is judged alone. The options are sampled: each model takes one variant of a
-command's options (parallel plans, engines, lengths) in turn, so every variant meets every
-k-th model. ``COSTCALC_SWEEP=full`` runs every variant for every model (several times longer;
-.ci/run runs it after the suite).
+Kept cheap (24 s measured on 2 cores, 26 s of CPU): models are loaded once for the module (the
+loaders are memoised while it runs) and the command is built once; models go through a command a
+batch at a time (``-c A -c B ...``: one run, one table), and a batch that fails is rerun model
+by model so that each failure is judged alone. The options are sampled: each model takes one
+variant of a command's options (parallel plans, engines, lengths) in turn, so every variant
+meets every k-th model; Rich tables, the slow format, are drawn for a third of them (Markdown
+prints the same grids for all). ``COSTCALC_SWEEP=full`` runs every variant for every model
+(several times longer; .ci/run runs it after the suite).
 """
 
 from __future__ import annotations
