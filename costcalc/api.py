@@ -119,21 +119,14 @@ def load(source: Source, *, revision: str | None = None, **overrides: Any) -> Lo
     ``n_layers=24``) applied and the whole validated once.
 
     A string is read, in this order, as ``hf://ORG/NAME[@REVISION]``; a path (``~`` expanded)
-    that exists, or one that looks like a path (costcalc.loaders.looks_like_path), which is then no
+    that exists, or one that looks like a path (costcalc.files.looks_like_path), which is then no
     such file; a preset name; else a Hub id ``ORG/NAME[@REVISION]`` (``revision`` applies
     when it names none). A mapping is a parsed config in any format costcalc reads.
     """
 
     from costcalc.errors import UsageError
-    from costcalc.files import Document, plain_mapping
-    from costcalc.loaders import (
-        LoadedModel,
-        load_document,
-        load_file,
-        load_hub,
-        load_preset,
-        looks_like_path,
-    )
+    from costcalc.files import Document, looks_like_path, plain_mapping
+    from costcalc.loaders import LoadedModel, load_document, load_file, load_hub, load_preset
 
     if isinstance(source, LoadedModel):
         if overrides or revision is not None:

@@ -137,7 +137,7 @@ def split_hub_id(text: str, revision: str | None = None) -> tuple[str, str]:
     ``validate_repo_id``: at most 96 characters a part, ``-``, ``_``, ``.`` and ASCII letters
     and digits, no ``--`` or ``..``, no ``.git`` at the end) or a malformed revision is a usage
     error."""
-    from costcalc.loaders import looks_like_path
+    from costcalc.files import looks_like_path
     from costcalc.option_names import in_api
 
     repo_id, at, own = text.partition("@")

@@ -73,34 +73,23 @@ def detect_format(data: Mapping[str, Any]) -> FormatName:
     return "costcalc"
 
 
-CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".py", ".toml", ".txt", ".safetensors", ".gguf")
-"""Endings of file names, never of a Hub id."""
-
-
-def looks_like_path(text: str) -> bool:
-    """Whether ``text`` can only be a path: it starts ``./``, ``../``, ``/`` or ``~``, holds a
-    backslash or more than the one ``/`` of ``ORG/NAME``, or ends like a file
-    (:data:`CONFIG_SUFFIXES`). A Hub id is none of these (``hf://`` makes one explicit)."""
-    name = text.split("@", 1)[0]
-    return (
-        text.startswith(("./", "../", "/", "~"))
-        or "\\" in text
-        or name.count("/") > 1
-        or name.lower().endswith(CONFIG_SUFFIXES)
-    )
-
-
 def load_preset(name: str, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
     """A shipped preset, with overrides applied. Without overrides it is built as validation
     would build it, without validating: presets are valid (the test suite checks each)."""
+    from costcalc.errors import UnknownPresetError
     from costcalc.presets import preset_data, preset_text, resolve_preset
     from costcalc.spec import trusted_spec
 
-    if looks_like_path(name):
+    try:
+        key = resolve_preset(name)
+    except UnknownPresetError:
         from costcalc.errors import UsageError
+        from costcalc.files import looks_like_path
 
-        raise UsageError(f"{name!r} is a path, not a preset name; a file is read with --config")
-    key = resolve_preset(name)
+        if looks_like_path(name):
+            message = f"{name!r} is a path, not a preset name; a file is read with --config"
+            raise UsageError(message) from None
+        raise
     if not overrides:
         data = preset_data(key)
         return LoadedModel(

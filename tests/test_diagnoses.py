@@ -11,7 +11,7 @@ import pytest
 
 import costcalc
 from costcalc.errors import ConfigError, FileReadError, UsageError
-from costcalc.loaders import looks_like_path
+from costcalc.files import looks_like_path
 from tests.conftest import Invoke
 
 
