@@ -461,7 +461,8 @@ class BlockFields:
         default=False,
         description=(
             "Adapters of adapter_rank r on the shared attention's q, k and v too, each "
-            "input -> r -> the projection's width (Zamba 2's use_shared_attention_adapter)."
+            "input -> r -> input, whatever the key/value heads (Zamba 2's "
+            "use_shared_attention_adapter)."
         ),
     )
     use_projection: Flag = Field(
@@ -530,7 +531,11 @@ class BlockFields:
         description="Hidden width of the shared expert every token also runs; default: none.",
     )
     moe_shared_gate: Flag = Field(
-        default=False, description="A sigmoid gate D x 1 on the shared expert (Qwen2-MoE)."
+        default=False,
+        description=(
+            "A sigmoid gate D x 1 on the shared expert (Qwen2-MoE); built even when there is "
+            "no shared expert (Qwen2-MoE's shared_expert_intermediate_size 0)."
+        ),
     )
     moe_router_bias: Flag = Field(
         default=False, description="The router carries a bias of X (gpt-oss)."

@@ -1043,8 +1043,6 @@ def _expert_details(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         for name in MOE_DETAILS:
             if getattr(spec, name):
                 yield (name, "applies to a mixture of experts; give moe_experts and moe_top_k")
-    if spec.moe_shared_gate and spec.moe_shared_ffn_hidden is None:
-        yield ("moe_shared_gate", "gates a shared expert; give moe_shared_ffn_hidden")
 
 
 @_rule("mixer", "ffn")

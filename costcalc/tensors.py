@@ -179,15 +179,16 @@ def adapter_tensors(spec: ModelSpec, name: str, out: int, inp: int, part: Part) 
 
 
 def qkv_adapter_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Adapters on q, k and v (``qkv_adapters``): input -> r -> H d, K d, K dv."""
+    """Adapters on q, k and v (``qkv_adapters``): each input -> r -> input, whatever the
+    key/value heads (Zamba 2's ``linear_{q,k,v}_adapter_list``: ``attention_hidden_size`` both
+    ways)."""
     if not spec.qkv_adapters:
         return []
-    inp, d, K = attention_input(spec), spec.head_width, spec.kv_heads
-    widths = {"q": (spec.n_heads or 0) * d, "k": K * d, "v": K * value_width(spec)}
+    inp = attention_input(spec)
     return [
         tensor
-        for name, out in widths.items()
-        for tensor in adapter_tensors(spec, f"attn.{name}_adapter", out, inp, "mixer")
+        for name in ("q", "k", "v")
+        for tensor in adapter_tensors(spec, f"attn.{name}_adapter", inp, inp, "mixer")
     ]
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from costcalc.errors import ConfigError
 from tests.hf_helpers import spec_of
 
 
@@ -22,9 +25,10 @@ def test_gpt_neox_japanese_keeps_the_output_bias_in_its_last_layer(tmp_path: Pat
     assert spec.layers is None and spec.attn_out_bias
 
 
-def test_cwm_without_a_window_attends_fully_everywhere(tmp_path: Path) -> None:
-    spec = spec_of(tmp_path, "cwm", sliding_window=None)
-    assert spec.uniform and spec.sliding_window is None
+def test_cwm_with_a_null_window_is_refused_as_transformers_refuses_it(tmp_path: Path) -> None:
+    # CwmConfig types sliding_window as int: its strict dataclass refuses a null.
+    with pytest.raises(ConfigError, match=r"sliding_window .*null, but CwmConfig takes no null"):
+        spec_of(tmp_path, "cwm", sliding_window=None)
 
 
 def test_exaone_reads_its_own_key_names(tmp_path: Path) -> None:

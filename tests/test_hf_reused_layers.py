@@ -117,9 +117,8 @@ def test_hrm_text_heads_divide_the_width(tmp_path: Path) -> None:
         load(tmp_path, "hrm-text-defaults", num_attention_heads=7)
 
 
-def test_dory_null_sections_take_the_class_defaults(tmp_path: Path) -> None:
-    # DoryConfig halves the sections of a released file, its defaults (8) too: 4 input and 4
-    # output layers, the recurrent ones the 28 left.
-    nulls = {"n_input_layers": None, "n_recurrent_layers": None, "n_output_layers": None}
-    explicit = {"n_input_layers": 8, "n_recurrent_layers": 56, "n_output_layers": 8}
-    assert load(tmp_path, "dory-defaults", **nulls) == load(tmp_path, "dory-defaults", **explicit)
+def test_dory_null_sections_are_refused_as_transformers_refuses_them(tmp_path: Path) -> None:
+    # DoryConfig types its sections as int: its strict dataclass refuses a null.
+    for key in ("n_input_layers", "n_output_layers"):
+        with pytest.raises(ConfigError, match=rf"{key} .*null, but DoryConfig takes no null"):
+            load(tmp_path, "dory-defaults", **{key: None})

@@ -33,6 +33,8 @@ class ConfigClass:
     aliases: Mapping[str, str]
     heads_divide_width: bool = False
     """The class refuses a width its heads do not divide (else the modeling code floors D / H)."""
+    not_null: frozenset[str] = frozenset()
+    """Fields whose type admits no None: the class refuses a file that sets one to null."""
 
     def spellings(self, key: str) -> tuple[str, ...]:
         """``key`` and every other name of the attribute it sets (its alias or attribute)."""
@@ -72,6 +74,7 @@ def config_class(model_type: str | None) -> ConfigClass | None:
         found["defaults"],
         found["attribute_map"],
         found.get("heads_divide_width", False),
+        frozenset(found.get("not_null", ())),
     )
 
 

@@ -203,6 +203,7 @@ class Reader:
 
     def finish(self, fields: dict[str, Any]) -> Translation:
         """The translation, or one error listing every problem found."""
+        self._nulls_refused()
         if self.problems:  # a misspelled key may be why one is missing: said beside them
             raise ConfigError(self.doc.path, [*self.problems, *self.near_misses()])
         name = self.doc.data.get("_name_or_path")
@@ -213,6 +214,20 @@ class Reader:
             warnings=self.near_misses(),
             notes=(*self._default_notes(), *self.notes),
         )
+
+    def _nulls_refused(self) -> None:
+        """A null where the class types the field as never null: transformers refuses the file
+        (its strict dataclass validation), whether or not the count reads the key."""
+        known = self.config_class
+        if known is None:
+            return
+        for key, value in self.data.items():
+            if value is None and key in known.not_null:
+                self.fail(
+                    key,
+                    f"null, but {known.name} takes no null here: transformers refuses the file "
+                    "(give a value, or leave the key out for the class default)",
+                )
 
     def _default_notes(self) -> tuple[str, ...]:
         """What the file leaves out and transformers' class default fills in, in words."""

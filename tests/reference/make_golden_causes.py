@@ -290,6 +290,43 @@ CASES: dict[str, dict] = {
             "n_shared_experts": 1,
         },
     },
+    "qwen2_moe-no-shared-expert": {
+        "cause": "Qwen2-MoE with a shared expert 0 wide: built empty, its gate kept",
+        "config": {
+            "model_type": "qwen2_moe",
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "moe_intermediate_size": 32,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "shared_expert_intermediate_size": 0,
+        },
+    },
+    "qwen2-nulled-heads": {
+        "cause": "num_key_value_heads null: Qwen2Config's __post_init__ takes the heads (not "
+        "the class default, 32)",
+        "config": {
+            "model_type": "qwen2",
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": None,
+            "max_position_embeddings": 512,
+        },
+    },
+    "llama-null-typed-key": {
+        "cause": "hidden_act null: LlamaConfig types it as str, and its strict dataclass "
+        "refuses the file (costcalc read the default)",
+        "config": {
+            "model_type": "llama",
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "hidden_act": None,
+        },
+    },
     "nemotron_h-old-layer-names": {
         "cause": "NemotronH's layer kinds under their old names (mamba, attention, mlp)",
         "fixture": "tiny-nemotron-h",
@@ -374,7 +411,11 @@ def main(argv: list[str]) -> int:
         try:
             data["cases"][name] = run_case(name, CASES[name])
         except Exception as exc:  # a case transformers cannot build is recorded as such
-            data["cases"][name] = {"cause": CASES[name]["cause"], "build_error": error_text(exc)}
+            data["cases"][name] = {
+                "cause": CASES[name]["cause"],
+                "config": case_config(CASES[name]),
+                "build_error": error_text(exc),
+            }
         print(name, data["cases"][name].get("parameters_total"), flush=True)
     cases = {name: data["cases"][name] for name in CASES if name in data["cases"]}
     output = {

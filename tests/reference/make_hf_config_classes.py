@@ -9,7 +9,9 @@ configuration class for (``CONFIG_MAPPING``), the class's fields in declaration 
 default of each field whose default is a plain JSON value (a number, string, true/false or null;
 others, such as a tuple, are left out of ``defaults``), its ``attribute_map`` (alias ->
 attribute), and ``heads_divide_width`` when the class refuses a width its heads do not divide
-(66 over 4; elsewhere the modeling code floors D / H). ``PretrainedConfig``'s own fields
+(66 over 4; elsewhere the modeling code floors D / H), and ``not_null``: the fields whose type
+admits no None (a file setting one to null is refused by the class's strict validation).
+``PretrainedConfig``'s own fields
 (``architectures``, ``dtype``, labels) are left out.
 
 For every multimodal class (one with a ``text_config`` sub-config) whose auto mappings name one
@@ -70,7 +72,15 @@ def record(cls: type) -> dict:
     }
     if builds(cls, 64) and not builds(cls, 66):
         found["heads_divide_width"] = True
+    found["not_null"] = [f.name for f in fields if not nullable(f.type)]
     return found
+
+
+def nullable(kind: object) -> bool:
+    """A field annotation that admits None (``int | None``, ``Any``): transformers' strict
+    dataclass refuses a null for any other."""
+    shown = kind if isinstance(kind, str) else repr(kind)
+    return "None" in shown or "Optional" in shown or "Any" in shown or "object" in shown
 
 
 SETTINGS = {"absent": None, "true": True, "false": False}

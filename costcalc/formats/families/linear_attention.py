@@ -15,6 +15,7 @@ from itertools import pairwise
 from typing import Any
 
 from costcalc.formats import hf_layers
+from costcalc.formats.families.llama import floored_head_dim
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.families.ssm import NO_POSITION_LIMIT
 from costcalc.formats.hf_reader import (
@@ -123,6 +124,7 @@ def lfm2_parts(
             "tie_embeddings", "tie_embedding", "tie_word_embeddings", default=True
         ),
     )
+    floored_head_dim(r, fields)
     conv = {
         "mixer": "short_conv",
         "short_conv": {
@@ -449,6 +451,7 @@ def olmo_hybrid(r: Reader) -> dict[str, Any]:
         ffn_hidden=r.value("ffn_hidden", "intermediate_size", default=11008),
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
     )
+    floored_head_dim(r, fields)
     attention_bias(r, fields)
     key_heads = r.value("gated_deltanet", "linear_num_key_heads", default=heads)
     key_dim = None

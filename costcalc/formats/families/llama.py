@@ -38,10 +38,11 @@ def llama_layout(
     ``post_attention_layernorm`` (RMSNorm, D each), ``q_proj`` (D x H d), ``k_proj``/``v_proj``
     (D x K d), ``o_proj`` (H d x D), ``gate_proj``/``up_proj`` (D x h each), ``down_proj``
     (h x D); final ``norm``; ``lm_head`` (V x D, no bias). d is ``head_dim`` (default D / H),
-    K ``num_key_value_heads``; the defaults given here are the family's own (a gated FFN is
-    GeGLU when ``hidden_act`` (or the family's ``act_key``) is a GELU, else SwiGLU). ``sizes``:
-    the family's defaults for the standard sizes, for a family whose files leave them out
-    (a multimodal ``text_config``); without it they are required."""
+    K ``num_key_value_heads`` (null: the heads, as ``__post_init__`` sets them); the defaults
+    given here are the family's own (a gated FFN is GeGLU when ``hidden_act`` (or the family's
+    ``act_key``) is a GELU, else SwiGLU). ``sizes``: the family's defaults for the standard
+    sizes, for a family whose files leave them out (a multimodal ``text_config``); without it
+    they are the class defaults where the file leaves them out."""
     if sizes is None:
         fields = standard_sizes(r)
         fields["ffn_hidden"] = r.size("ffn_hidden", "intermediate_size")
@@ -50,7 +51,7 @@ def llama_layout(
         fields = {f: r.value(f, *names, default=sizes[f]) for f, names in keys.items()}
     act = r.value("ffn", act_key, default=act)
     fields.update(
-        n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=kv_heads),
+        n_kv_heads=r.nullable("n_kv_heads", "num_key_value_heads", kv_heads),
         head_dim=r.value("head_dim", "head_dim", default=head_dim),
         position="rotary",
         ffn="geglu" if isinstance(act, str) and act.startswith("gelu") else "swiglu",
@@ -63,6 +64,19 @@ def llama_layout(
     )
     floored_head_dim(r, fields)
     return fields
+
+
+def heads_span_width(r: Reader, fields: dict[str, Any], built: str) -> None:
+    """Refuse a ``head_dim`` whose heads do not span the width (H d other than D) in a family
+    that sizes a module from D where it takes H d (``built`` says which): transformers builds
+    it, but its forward cannot run."""
+    d, h, head_dim = fields.get("d_model"), fields.get("n_heads"), fields.get("head_dim")
+    if is_whole(d, 1) and is_whole(h, 1) and is_whole(head_dim, 1) and h * head_dim != d:
+        r.unsupported(
+            "head_dim",
+            f"{h:,} heads of {head_dim:,} span {h * head_dim:,}, not hidden_size {d:,}: "
+            f"{built}, so the model transformers builds cannot run",
+        )
 
 
 def floored_head_dim(r: Reader, fields: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.llama import llama, llama_layout
+from costcalc.formats.families.llama import heads_span_width, llama, llama_layout
 from costcalc.formats.hf_reader import Reader, attention_bias
 from costcalc.formats.peft_names import LLAMA
 
@@ -28,9 +28,10 @@ def granite(r: Reader) -> dict[str, Any]:
 def helium(r: Reader) -> dict[str, Any]:
     """HeliumForCausalLM: the shared layout with ``head_dim`` 128 and 20 key/value heads unless
     given, a bias on q/k/v when ``attention_bias`` (``o_proj`` never has one), gate/up/down bias
-    when ``mlp_bias``; untied by default. (``o_proj`` is built D x D: H d must equal D for the
-    model to run.)"""
+    when ``mlp_bias``; untied by default. ``o_proj`` is built D x D: a ``head_dim`` with H d
+    other than D is refused (transformers builds it, but its forward cannot run)."""
     fields = llama_layout(r, kv_heads=20, head_dim=128)
+    heads_span_width(r, fields, "HeliumAttention builds o_proj hidden_size x hidden_size")
     fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", default=False)
     fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
     return fields

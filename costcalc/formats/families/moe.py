@@ -15,7 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.llama import llama_layout, qwen3_layout, sliding_window
+from costcalc.formats.families.llama import (
+    heads_span_width,
+    llama_layout,
+    qwen3_layout,
+    sliding_window,
+)
 from costcalc.formats.families.olmo2 import olmo2
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, rotary_dim
 from costcalc.formats.peft_names import (
@@ -143,7 +148,8 @@ def qwen2_moe(r: Reader) -> dict[str, Any]:
     """Qwen2MoeForCausalLM: Qwen2's attention (bias on q/k/v when ``qkv_bias``, default true,
     none on ``o_proj``), the sparse block above (60 experts of 1,408, top 4 by default) plus
     ``mlp.shared_expert`` (a SwiGLU MLP of ``shared_expert_intermediate_size``) gated by
-    ``mlp.shared_expert_gate`` (D -> 1, no bias), in every ``decoder_sparse_step``-th layer not in
+    ``mlp.shared_expert_gate`` (D -> 1, no bias; built, and the shared expert empty, when the
+    width is 0), in every ``decoder_sparse_step``-th layer not in
     ``mlp_only_layers``; a dense MLP of ``intermediate_size`` elsewhere; untied by default. With
     ``use_sliding_window``, the layers ``layer_types`` marks slide (not supported here)."""
     fields = llama_layout(r, kv_heads=16)
@@ -154,9 +160,8 @@ def qwen2_moe(r: Reader) -> dict[str, Any]:
     moe = routed_experts(
         r, ("num_experts",), ("num_experts_per_tok",), (60, 4), (("moe_intermediate_size",), 1408)
     )
-    moe["moe_shared_ffn_hidden"] = r.value(
-        "moe_shared_ffn_hidden", "shared_expert_intermediate_size", default=5632
-    )
+    shared = r.value("moe_shared_ffn_hidden", "shared_expert_intermediate_size", default=5632)
+    moe["moe_shared_ffn_hidden"] = None if shared == 0 else shared
     moe["moe_shared_gate"] = True
     _qwen_moe(r, fields, moe)
     return fields
@@ -174,10 +179,13 @@ def olmoe(r: Reader) -> dict[str, Any]:
     """OlmoeForCausalLM: the shared layout with RMSNorm ``q_norm`` over the whole query
     projection (H d) and ``k_norm`` over the keys (K d), q/k/v/o bias when ``attention_bias``,
     and the sparse block in every layer (``mlp.gate`` X x D, experts of ``intermediate_size``;
-    64 experts, top 8 by default); untied by default."""
+    64 experts, top 8 by default); untied by default. The norms are built of D and
+    (D // H) K: a ``head_dim`` with H d other than D is refused (the norms would not fit the
+    projections)."""
     fields = llama_layout(r)
     attention_bias(r, fields)
     fields["qk_norm"] = "full"
+    heads_span_width(r, fields, "OlmoeAttention sizes q_norm and k_norm from hidden_size")
     return _every_layer_sparse(r, fields, ("num_experts", "num_local_experts"), (64, 8))
 
 

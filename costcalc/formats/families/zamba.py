@@ -130,7 +130,8 @@ def zamba2(r: Reader) -> dict[str, Any]:
     ``hidden_act``, biases when ``add_bias_linear``) with each use's adapter
     ``gate_up_proj_adapter_list`` (D -> r -> 2h, r ``adapter_rank`` 128) and, when
     ``use_shared_attention_adapter``, q/k/v adapters (2 D -> r -> 2 D); then their own
-    ``linear`` (D x D). Final ``final_layernorm``; ``lm_head`` tied by default."""
+    ``linear`` (D x D). Final ``final_layernorm``; ``lm_head`` tied by default (untied is
+    refused: transformers then unties the shared blocks too)."""
     d = r.value("d_model", "hidden_size", default=2560)
     heads = r.value("n_heads", "num_attention_heads", default=32)
     long = r.flag("use_long_context", False)
@@ -149,6 +150,13 @@ def zamba2(r: Reader) -> dict[str, Any]:
         "qkv_adapters": r.flag("use_shared_attention_adapter", False),
     }
     fields = _model(r, d, "rotary" if r.flag("use_mem_rope", False) else "none")
+    if fields["tie_embeddings"] is False:
+        r.unsupported(
+            "tie_word_embeddings",
+            "Zamba2 with untied embeddings: transformers then ties none of the shared "
+            "transformer blocks either, so each hybrid layer keeps its own copy of its block "
+            "with every adapter the block holds",
+        )
     fields["context_length"] = (
         16384 if long else r.value("context_length", "max_position_embeddings", default=4096)
     )
