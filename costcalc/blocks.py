@@ -544,6 +544,15 @@ class BlockFields:
         default=False,
         description="A bias of D added to the experts' combined output (JetMoE): D parameters.",
     )
+    moe_latent: Size | None = Field(
+        default=None,
+        description=(
+            "The routed experts run in a latent of width L: the block projects D -> L before "
+            "them and L -> D after (fc1_latent_proj, fc2_latent_proj, biases with ffn_bias), "
+            "and each expert is L -> h -> L (Nemotron 3 Super's latent mixture of experts); the "
+            "router and the shared expert read D. Default: none, the experts read D."
+        ),
+    )
     moe_router_scales: Flag = Field(
         default=False,
         description=(

@@ -343,7 +343,7 @@ def check_file(path: str | Path, limits: Limits, reading: Reading | None = None)
         doc = nested_document(read_document(config), reading.key)
         model = load_document(doc)
         if folder:  # its headers must read too
-            model = with_checkpoint(model, Path(path))
+            model = with_checkpoint(model, Path(path), doc)
     except FileReadError as exc:
         return FileReport(name, [Problem("", exc.reason, exc.line, exc.column)])
     except ConfigError as exc:

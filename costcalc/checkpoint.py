@@ -557,17 +557,25 @@ class IndexOnly:
     path: str
     total_size: int | None
     """Its ``metadata.total_size`` (None when it declares none)."""
+    dtype: str | None = None
+    """The dtype the model's config declares (``torch_dtype`` or ``dtype``), which an
+    unquantized checkpoint stores its weights in."""
 
 
-def index_without_shards(folder: str | os.PathLike[str]) -> IndexOnly | None:
-    """The folder's index when the folder holds none of the shards it lists; None when it has
-    no index or a shard is there (then its headers are read). A malformed index is a
-    CheckpointError, as :func:`read_index` finds it."""
+def index_without_shards(
+    folder: str | os.PathLike[str], inside: Path | None = None, partial: bool = False
+) -> IndexOnly | None:
+    """The folder's index when the folder holds none of the shards it lists (with ``partial``:
+    not all of them, as a Hub cache holds only what was downloaded, the index without its
+    shards after an online run); None when it has no index or the shards are there (then their
+    headers are read). With ``inside``, the index must resolve inside that folder (a cache). A
+    malformed index is a CheckpointError, as :func:`read_index` finds it."""
     index = Path(folder) / INDEX_NAME
     if not _exists(index):
         return None
-    weight_map, declared = _read_index(index)
-    if any(_exists(Path(folder) / shard) for shard in set(weight_map.values())):
+    weight_map, declared = _read_index(index, inside)
+    present = [_exists(Path(folder) / shard) for shard in set(weight_map.values())]
+    if all(present) if partial else any(present):
         return None
     return IndexOnly(str(index), declared)
 

@@ -244,7 +244,9 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
         rows["ffn"] = "channel-mix tensors: " + _tensor_sum(ffn_tensors(b), ffn)
     elif b.moe_experts is None:
         rows["ffn"] = f"{shape} + biases, h = {_n(h)} => {one_ffn} = {_n(ffn)}"
-    elif b.moe_shared_ffn_hidden is None and not (b.moe_router_bias or b.moe_router_scales):
+    elif b.moe_shared_ffn_hidden is None and not (
+        b.moe_router_bias or b.moe_router_scales or b.moe_latent
+    ):
         X = b.moe_experts
         rows["ffn"] = (
             f"X x ({shape} + biases) + D x X, X = {X}, h = {_n(h)} => "

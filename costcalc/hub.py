@@ -445,17 +445,22 @@ def fetch_checkpoint(config: HubConfig) -> Checkpoint | None:
 
     Online, each header is read from the Hub at the config's commit with two range requests
     (the 8-byte length, then the header); a sharded model's index is downloaded into the cache.
-    From the cache, the snapshot folder is read when it holds safetensors files."""
+    From the cache, the snapshot folder is read when it holds safetensors files (None when it
+    holds an index without all its shards)."""
     from costcalc.checkpoint import (
         INDEX_NAME,
         SINGLE_NAME,
         build_checkpoint,
         find_checkpoint,
+        index_without_shards,
         read_index,
     )
 
     if not config.downloaded:
-        return find_checkpoint(config.path.parent, hub_settings().cache)
+        cache = hub_settings().cache
+        if index_without_shards(config.path.parent, cache, partial=True) is not None:
+            return None  # the index alone was cached: no headers to read offline
+        return find_checkpoint(config.path.parent, cache)
     remote = _Remote(config, hub_settings())
     if remote.exists(SINGLE_NAME):
         return build_checkpoint(remote.source, [remote.header(SINGLE_NAME)], None, None)

@@ -126,33 +126,56 @@ def load_folder(folder: Path, overrides: Mapping[str, Any] | None = None) -> Loa
             "is a directory without a config.json (a model folder holds config.json "
             "and its safetensors files)",
         )
-    model = load_document(read_document(folder / "config.json"), overrides)
-    return model if overrides else with_checkpoint(model, folder)
+    doc = read_document(folder / "config.json")
+    model = load_document(doc, overrides)
+    return model if overrides else with_checkpoint(model, folder, doc)
 
 
-def with_checkpoint(model: LoadedModel, folder: Path) -> LoadedModel:
+def with_checkpoint(model: LoadedModel, folder: Path, doc: Document | None = None) -> LoadedModel:
     """``model`` with its folder's safetensors headers (or, when the folder holds an index but
-    none of its shards, the index)."""
-    from costcalc.checkpoint import find_checkpoint, index_without_shards
+    none of its shards, the index, with the dtype its config ``doc`` declares)."""
+    from costcalc.checkpoint import find_checkpoint
 
-    index = index_without_shards(folder)
+    index = _index_only(doc, folder)
     if index is not None:
         return model._replace(checkpoint_index=index)
     return model._replace(checkpoint=find_checkpoint(folder))
+
+
+def _index_only(doc: Document | None, folder: Path, cache: Path | None = None) -> IndexOnly | None:
+    """The folder's index without its shards (:func:`~costcalc.checkpoint.index_without_shards`;
+    in a Hub ``cache``, one missing any shard), with the dtype ``doc`` declares."""
+    from dataclasses import replace
+
+    from costcalc.checkpoint import index_without_shards
+    from costcalc.formats.hf_quant import declared_dtype
+
+    index = index_without_shards(folder, cache, partial=cache is not None)
+    if index is None or doc is None:
+        return index
+    return replace(index, dtype=declared_dtype(doc))
 
 
 def load_hub(
     hub_id: str, overrides: Mapping[str, Any] | None = None, revision: str | None = None
 ) -> LoadedModel:
     """``ORG/NAME[@REVISION]`` from the Hugging Face Hub or its local cache (costcalc.hub): its
-    ``config.json``, and its safetensors headers when no override changes the model."""
+    ``config.json``, and its safetensors headers when no override changes the model; from the
+    cache, the index's ``total_size`` when the shards are not all cached (an online run caches
+    the index alone)."""
     from costcalc.files import read_document
-    from costcalc.hub import fetch_checkpoint, fetch_config, split_hub_id
+    from costcalc.hub import fetch_checkpoint, fetch_config, hub_settings, split_hub_id
 
     found = fetch_config(*split_hub_id(hub_id, revision))
-    model = load_document(read_document(found.path), overrides)
-    checkpoint = None if overrides else fetch_checkpoint(found)
-    return model._replace(name=found.label, checkpoint=checkpoint)
+    doc = read_document(found.path)
+    model = load_document(doc, overrides)._replace(name=found.label)
+    if overrides:
+        return model
+    if not found.downloaded:
+        index = _index_only(doc, found.path.parent, hub_settings().cache)
+        if index is not None:
+            return model._replace(checkpoint_index=index)
+    return model._replace(checkpoint=fetch_checkpoint(found))
 
 
 def hub_checkpoint(hub_id: str, revision: str | None = None) -> Checkpoint | None:

@@ -94,12 +94,15 @@ def attention_params(spec: ModelSpec) -> int:
 
 def expert_ffn_params(spec: ModelSpec) -> int:
     """One routed expert (or the dense FFN): plain D*h + h*D; gated (first projection 2h wide)
-    2*D*h + h*D; plus biases; 2 D for a product-key expert (one row of each table)."""
+    2*D*h + h*D; plus biases; D is the latent width L for experts in a latent; 2 D for a
+    product-key expert (one row of each table)."""
     if spec.ffn == "none":
         return 0
     if spec.moe_product_keys and spec.moe_experts:
         return 2 * spec.d_model  # one row of down_embed and of up_embed
     D, h = spec.d_model, spec.expert_width if spec.moe_experts else spec.ffn_width
+    if spec.moe_experts and spec.moe_latent is not None:
+        D = spec.moe_latent
     first = 2 * h if spec.gated else h
     weights = D * first + h * D
     biases = first + D if spec.ffn_bias else 0

@@ -938,6 +938,7 @@ def _dynamic_mask(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "moe_router_bias",
     "moe_router_scales",
     "moe_modality_ffn_hidden",
+    "moe_latent",
 )
 def _product_keys(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     """Product-key experts are single neurons with a router of their own."""
@@ -950,6 +951,8 @@ def _product_keys(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             yield (name, "product-key experts are single neurons under a router without bias")
     if spec.moe_modality_ffn_hidden is not None:
         yield ("moe_modality_ffn_hidden", "product-key experts have no second modality's set")
+    if spec.moe_latent is not None:
+        yield ("moe_latent", "product-key experts are rows of D-wide tables, with no latent")
 
 
 @_rule("attention_gate", "attention_gate_bias", "attention_gate_proj")
@@ -1031,6 +1034,7 @@ MOE_DETAILS = (
     "moe_router_scales",
     "moe_output_bias",
     "moe_modality_ffn_hidden",
+    "moe_latent",
 )
 
 

@@ -76,7 +76,7 @@ def stored_bytes(model: LoadedModel, dtype: str, formula: int) -> StoredBytes | 
             return None
         source = f"the safetensors headers of {checkpoint.source}"
         return StoredBytes(source, checkpoint.tensor_bytes_total, formula, _extras(checkpoint))
-    if index is not None and index.total_size is not None and dtype == stored:
+    if index is not None and index.total_size is not None and dtype == (stored or index.dtype):
         return StoredBytes(f"metadata.total_size of {index.path}", index.total_size, formula)
     return None
 

@@ -565,10 +565,13 @@ def channel_mix_tensors(spec: ModelSpec, width: int, name: str) -> list[Tensor]:
 
 
 def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
-    """Router X x D (+ X bias; + a D scale and X per-expert scales), stacked experts X x 2h x D
-    (X x h x D plain) and X x D x h (+ their biases), a bias of D on their combined output with
-    ``moe_output_bias``, and the shared expert with its gate when there is one."""
+    """Router X x D (+ X bias; + a D scale and X per-expert scales), stacked experts X x 2h x E
+    (X x h x E plain) and X x E x h (+ their biases), E = D or the latent width L, with the
+    latent's projections D -> L and L -> D (+ biases with ``ffn_bias``); a bias of D on their
+    combined output with ``moe_output_bias``, and the shared expert with its gate when there is
+    one."""
     D, X, h = spec.d_model, experts, spec.expert_width
+    E = D if spec.moe_latent is None else spec.moe_latent
     first = 2 * h if spec.gated else h
     if spec.moe_product_keys:
         return product_key_tensors(spec, experts)
@@ -580,14 +583,19 @@ def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
             Tensor("mlp.router.scale", (D,), "ffn"),
             Tensor("mlp.router.per_expert_scale", (X,), "ffn"),
         ]
+    if spec.moe_latent is not None:
+        tensors += [
+            *linear("mlp.fc1_latent_proj", E, D, spec.ffn_bias, "ffn"),
+            *linear("mlp.fc2_latent_proj", D, E, spec.ffn_bias, "ffn"),
+        ]
     tensors += [
-        Tensor("mlp.experts.gate_up_proj", (X, first, D), "ffn", "experts"),
-        Tensor("mlp.experts.down_proj", (X, D, h), "ffn", "experts"),
+        Tensor("mlp.experts.gate_up_proj", (X, first, E), "ffn", "experts"),
+        Tensor("mlp.experts.down_proj", (X, E, h), "ffn", "experts"),
     ]
     if spec.ffn_bias:
         tensors += [
             Tensor("mlp.experts.gate_up_proj_bias", (X, first), "ffn"),
-            Tensor("mlp.experts.down_proj_bias", (X, D), "ffn"),
+            Tensor("mlp.experts.down_proj_bias", (X, E), "ffn"),
         ]
     if spec.moe_output_bias:
         tensors.append(Tensor("mlp.bias", (D,), "ffn"))

@@ -11,16 +11,21 @@ from costcalc.spec import ModelSpec
 from tests.conftest import FIXTURES
 
 
-def write_config(tmp_path: Path, fixture: str, **changes: Any) -> Path:
-    """A copy of ``tests/fixtures/hf/<fixture>.json`` with keys changed (``...`` deletes a key)."""
-    data = json.loads((FIXTURES / "hf" / f"{fixture}.json").read_text())
+def config_data(fixture: str, **changes: Any) -> dict[str, Any]:
+    """``tests/fixtures/hf/<fixture>.json``'s data with keys changed (``...`` deletes a key)."""
+    data: dict[str, Any] = json.loads((FIXTURES / "hf" / f"{fixture}.json").read_text())
     for key, value in changes.items():
         if value is ...:
             data.pop(key, None)
         else:
             data[key] = value
+    return data
+
+
+def write_config(tmp_path: Path, fixture: str, **changes: Any) -> Path:
+    """A copy of ``tests/fixtures/hf/<fixture>.json`` with keys changed (``...`` deletes a key)."""
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(data, indent=2))
+    path.write_text(json.dumps(config_data(fixture, **changes), indent=2))
     return path
 
 

@@ -33,6 +33,8 @@ def gpt2_folder(tmp_path: Path, model_type: str = "gpt2", mask: bool = False) ->
     the causal-mask buffers old GPT-2 checkpoints carry (``attn.bias``, 1 x 1 x 4 x 4)."""
     config = json.loads((ROOT / "tests/fixtures/hf/gpt2.json").read_text())
     config.update(GPT2, model_type=model_type)
+    if model_type != "gpt2":  # a class no family costcalc reads (GPT2LMHeadModel would be read)
+        config["architectures"] = ["SomeNewFamilyForCausalLM"]
     (tmp_path / "config.json").write_text(json.dumps(config))
     tensors = {"wte.weight": (10, 8), "wpe.weight": (4, 8), "ln_f.weight": (8,), "ln_f.bias": (8,)}
     for i in range(2):

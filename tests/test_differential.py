@@ -111,10 +111,6 @@ KNOWN: dict[str, list[str]] = {
     "costcalc refuses what transformers builds: not supported: LayerNorms without weights": [
         "opt/04"
     ],
-    "costcalc refuses what transformers builds: not supported: NemotronH MoE layers": [
-        "nemotron_h/01",
-        "nemotron_h/07",
-    ],
     ("costcalc refuses what transformers builds: not supported: Qwen2-MoE sliding-window layers"): [
         "qwen2_moe/04"
     ],

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from costcalc.errors import ConfigError
-from costcalc.formats.families import registry
+from costcalc.formats.architectures import CLASSES
+from costcalc.formats.families import PORTS, registry
 from costcalc.loaders import LoadedModel, load_file
 from costcalc.macs import forward_macs
 from costcalc.memory import kv_cache_elements
@@ -45,11 +46,17 @@ def text_config(name: str) -> dict[str, Any]:
 
 def family(name: str) -> str:
     """The family costcalc reads the record as: its model_type, or (multimodal) its
-    text_config's."""
+    text_config's, or that of the first class its ``architectures`` names (Kimi-K2), or of
+    that class's port (RWForCausalLM's, Falcon)."""
     record = golden()[name]
     if record["model_type"] in registry():
         return str(record["model_type"])
-    return str(text_config(name).get("model_type"))
+    data = text_config(name)
+    if data.get("model_type") in registry():
+        return str(data["model_type"])
+    listed = data.get("architectures") or ()
+    named = [PORTS.get(c) or CLASSES[c] for c in listed if c in PORTS or c in CLASSES]
+    return named[0] if named else str(data.get("model_type"))
 
 
 def supported(name: str) -> bool:

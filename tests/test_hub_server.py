@@ -457,6 +457,24 @@ def test_repository_ids_as_huggingface_hub_takes_them(cli: Invoke, hub: Hub) -> 
     assert all("/org/nnn" in path for _, path, _ in hub.requests)  # the refused asked nothing
 
 
+def test_offline_after_an_online_run_of_a_sharded_model(
+    cli: Invoke, hub: Hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The online run reads the shards' headers by range requests and caches the index alone;
+    offline (or with the Hub down), the cache answers from config.json and that index."""
+    online = params(cli, "--hf", "org/tiny@v1.0")
+    assert online["checkpoint"]["files"] == 2
+    hub.requests.clear()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    offline = params(cli, "--hf", "org/tiny@v1.0")
+    assert hub.requests == []
+    assert offline["parameters"] == online["parameters"]
+    assert "checkpoint" not in offline  # the shards are not in the cache: no headers
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    hub.stop()
+    assert params(cli, "--hf", "org/tiny@v1.0")["parameters"] == online["parameters"]
+
+
 def test_a_downloaded_config_resolving_outside_the_cache_is_refused(
     cli: Invoke, hub: Hub, tmp_path: Path
 ) -> None:

@@ -187,14 +187,14 @@ def stored_format(doc: Document, spec: ModelSpec) -> StoredFormat | None:
     if config.problems:
         raise ConfigError(doc.path, config.problems)
     if label is not None:
-        rest = _rest_dtype(doc)
+        rest = declared_dtype(doc)
         fmt = parse_format(label)
         if rest is not None and rest != fmt.rest_dtype and fmt.name != "gguf":
             label = parse_format(f"{label}{':' if ':' not in label else ','}rest={rest}").label
     return StoredFormat(label, str(method), config.key, tuple(config.notes))
 
 
-def _rest_dtype(doc: Document) -> str | None:
+def declared_dtype(doc: Document) -> str | None:
     """The model's own dtype (``torch_dtype`` or ``dtype``), as costcalc names it."""
     for data in (doc.data, doc.data.get("text_config")):
         if isinstance(data, Mapping):
@@ -594,7 +594,8 @@ def _compressed(config: _Config, spec: ModelSpec) -> Made:
         _not_modelled(config, "several weight schemes (config_groups) in one model")
         return None
     form, weights, activations, _ = schemes[0]
-    label = compressed_tensors_format(weights, activations, form, _rest_dtype(config.doc) or "bf16")
+    rest = declared_dtype(config.doc) or "bf16"
+    label = compressed_tensors_format(weights, activations, form, rest)
     if label is None:
         _not_modelled(config, f"the weight scheme {weights} ({form or 'no format'})")
         return None

@@ -17,7 +17,15 @@ from typing import Any
 
 from costcalc.errors import Problem, UnsupportedModelError
 from costcalc.files import Document
-from costcalc.formats.families import Translator, model_types, text_location, translator
+from costcalc.formats.architectures import CLASSES, transformers_model_types
+from costcalc.formats.families import (
+    PORTS,
+    Translator,
+    model_types,
+    ported,
+    text_location,
+    translator,
+)
 from costcalc.formats.hf_classes import wrapper_tie
 from costcalc.formats.hf_reader import Reader
 from costcalc.formats.translation import Translation
@@ -58,14 +66,18 @@ def translate(doc: Document) -> Translation:
             return _text_decoder(
                 Reader(doc, path, located_type), decoder, model_type, located_type, where
             )
+    by_class = _by_class(doc, model_type)
+    if by_class is not None:
+        return by_class
     shown = text_type if model_type is None and isinstance(text_type, str) else model_type
     raise UnsupportedModelError(
         doc.path,
         [
             Problem(
                 "model_type",
-                f"unsupported model_type {shown!r}{_did_you_mean(shown)}; {unsupported_help()}; "
-                f"costcalc reads {len(model_types())} families, listed in docs/huggingface.md",
+                f"unsupported model_type {shown!r}{_classes_named(doc, model_type)}"
+                f"{_did_you_mean(shown)}; {unsupported_help()}; costcalc reads "
+                f"{len(model_types())} families, listed in docs/huggingface.md",
                 doc.line_of(("model_type",)),
             )
         ],
@@ -100,6 +112,57 @@ def _text_decoder(
         "the vision tower and projector are not counted, nor its audio or speech parts if any."
     )
     return replace(translation, notes=(note, *translation.notes), family=text_type)
+
+
+def _by_class(doc: Document, model_type: Any) -> Translation | None:
+    """A config whose ``model_type`` transformers does not know (its own code builds it), read
+    as the first class its ``architectures`` names whose family costcalc reads (Kimi-K2's
+    ``kimi_k2`` files name ``DeepseekV3ForCausalLM``), with a note; None when it names none.
+    A ``model_type`` transformers knows is built as that type, whatever ``architectures`` says;
+    one without ``auto_map`` (no code of its own) is built by nothing."""
+    listed = doc.data.get("architectures")
+    if not isinstance(listed, list) or not _remote(doc, model_type):
+        return None
+    for name in listed:
+        if not isinstance(name, str):
+            continue
+        remote = ported(name)
+        if remote is not None:  # the note is the port's own
+            reader = Reader(doc, family=PORTS[name])
+            return replace(reader.finish(remote(reader)), family=PORTS[name])
+        family = CLASSES.get(name)
+        decoder = translator(family) if family is not None else None
+        if family is not None and decoder is not None:
+            reader = Reader(doc, family=family)
+            translation = reader.finish(decoder(reader))
+            note = (
+                f"model_type {model_type!r} is not one transformers knows (the model's own code "
+                f"builds it); read as {name}, the class its architectures names (model_type "
+                f"{family}), as transformers builds that class from these keys."
+            )
+            return replace(translation, notes=(*translation.notes, note), family=family)
+    return None
+
+
+def _remote(doc: Document, model_type: Any) -> bool:
+    """The config is of a ``model_type`` transformers does not know, built by the model's own
+    code (its ``auto_map``, which ``trust_remote_code`` runs)."""
+    return (
+        isinstance(model_type, str)
+        and model_type not in transformers_model_types()
+        and isinstance(doc.data.get("auto_map"), dict)
+    )
+
+
+def _classes_named(doc: Document, model_type: Any) -> str:
+    """For an error: the classes the ``architectures`` of a model_type transformers does not
+    know names, none of them one costcalc reads."""
+    listed = doc.data.get("architectures")
+    names = [name for name in listed if isinstance(name, str)] if isinstance(listed, list) else []
+    if not names or not _remote(doc, model_type):
+        return ""
+    shown = ", ".join(repr(name[:60]) for name in names[:4])
+    return f" (its architectures names {shown}, none of them a class costcalc reads)"
 
 
 def _wrapper_tying(reader: Reader, fields: dict[str, Any], model_type: str) -> None:

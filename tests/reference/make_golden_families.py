@@ -119,6 +119,11 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("qwen3.5-35b-a3b-text", ("qwen3.5-35b-a3b", True, "meta")),
         ("nemotron-h-8b", ("nemotron-h-8b", False, "meta")),
         ("nemotron-h-56b", ("nemotron-h-56b", False, "meta")),
+        ("kimi-k2-instruct", ("kimi-k2-instruct", False, "meta")),
+        ("falcon-7b-refinedwebmodel", ("falcon-7b-refinedwebmodel", False, "meta")),
+        ("falcon-40b-refinedweb", ("falcon-40b-refinedweb", False, "meta")),
+        ("nemotron-3-nano-30b-a3b", ("nemotron-3-nano-30b-a3b", False, "meta")),
+        ("nemotron-3-super-120b-a12b", ("nemotron-3-super-120b-a12b", False, "meta")),
         ("jamba-v0.1", ("jamba-v0.1", False, "meta")),
         ("lfm2-1.2b", ("lfm2-1.2b", False, "meta")),
         ("mamba2-130m", ("mamba2-130m", False, "meta")),
@@ -218,6 +223,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-qwen3-next", ("tiny-qwen3-next", False, "cpu")),
         ("tiny-qwen3.5-moe-text", ("tiny-qwen3.5-moe", True, "cpu")),
         ("tiny-nemotron-h", ("tiny-nemotron-h", False, "cpu")),
+        ("tiny-nemotron-3-nano", ("tiny-nemotron-3-nano", False, "cpu")),
+        ("tiny-nemotron-h-latent-moe", ("tiny-nemotron-h-latent-moe", False, "cpu")),
         ("tiny-jamba", ("tiny-jamba", False, "cpu")),
         ("tiny-lfm2", ("tiny-lfm2", False, "cpu")),
         ("tiny-mamba2", ("tiny-mamba2", False, "cpu")),
@@ -301,8 +308,44 @@ def load_config(fixture: str, text: bool):
     is read as ``from_pretrained`` reads it (``_dict_from_json_file``: ``Infinity`` and
     ``{"__float__": "Infinity"}`` are floats)."""
     data = PretrainedConfig._dict_from_json_file(fixture_path(fixture))
-    config = CONFIG_MAPPING[data["model_type"]].from_dict(data)
+    config = config_class(data).from_dict(ported(data))
     return config.get_text_config() if text else config
+
+
+REMOTE_PORTS = {"RWForCausalLM": "FalconForCausalLM"}
+"""Remote classes transformers has a port of: Falcon's first files (model_type RefinedWeb or
+RefinedWebModel) name RWForCausalLM, whose tensors FalconForCausalLM builds."""
+
+
+def config_class(data: dict) -> type:
+    """The configuration class transformers reads ``data`` with: its model_type's; for a
+    model_type transformers does not know, the config class of the first class its
+    ``architectures`` names (Kimi-K2's kimi_k2 names DeepseekV3ForCausalLM), or of that
+    class's port."""
+    if data["model_type"] in CONFIG_MAPPING:
+        return CONFIG_MAPPING[data["model_type"]]
+    for name in data.get("architectures") or ():
+        cls = getattr(transformers, REMOTE_PORTS.get(name, name), None)
+        if cls is not None:
+            return cls.config_class
+    raise KeyError(f"no transformers class for model_type {data['model_type']!r}")
+
+
+def ported(data: dict) -> dict:
+    """RWConfig's keys as FalconConfig names them (its attribute_map: n_head, n_layer; and
+    RefinedWeb's n_head_kv, its decoder the new architecture; RWConfig's switches false by
+    default); any other config as it is."""
+    if data["model_type"] not in ("RefinedWeb", "RefinedWebModel"):
+        return data
+    new = data["model_type"] == "RefinedWeb"
+    flags = {flag: data.get(flag, False) for flag in ("multi_query", "parallel_attn", "bias")}
+    renamed = {
+        "num_attention_heads": data["n_head"],
+        "num_hidden_layers": data["n_layer"],
+        "num_kv_heads": data.get("n_head_kv", data["n_head"]) if new else None,
+        "new_decoder_architecture": new,
+    }
+    return {**data, **flags, **renamed}
 
 
 class TextDecoder(PreTrainedModel):

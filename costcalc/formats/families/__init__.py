@@ -275,6 +275,21 @@ def translator(model_type: str) -> Translator | None:
     return None if name is None else cast(Translator, _module(name).FAMILIES[model_type])
 
 
+PORTS: dict[str, str] = {"RWForCausalLM": "falcon"}
+"""Remote classes (a model's own code) whose port is the transformers class of a family costcalc
+reads: class name -> that family's ``model_type``; its module's ``PORTED`` says how their files
+read."""
+
+
+def ported(class_name: str) -> Translator | None:
+    """The translator of files written for the remote class ``class_name``, read as its
+    transformers port; None if costcalc knows no port of it."""
+    family = PORTS.get(class_name)
+    if family is None:
+        return None
+    return cast(Translator, _module(MODULE_OF[family]).PORTED[class_name])
+
+
 def peft_names(model_type: str) -> FamilyNames | None:
     """peft's module names of ``model_type``'s family; None if costcalc has no such family."""
     name = MODULE_OF.get(model_type)

@@ -1,4 +1,5 @@
-"""Falcon (transformers 5.24, ``models/falcon/modeling_falcon.py``): ``falcon``.
+"""Falcon (transformers 5.24, ``models/falcon/modeling_falcon.py``): ``falcon``, and the
+RefinedWeb files it was ported from (:func:`refined_web`).
 
 ``word_embeddings`` (V x D); per block ``self_attention.query_key_value`` (fused, D x (H + 2K) d)
 and ``self_attention.dense`` (D x D), ``mlp.dense_h_to_4h`` (D x h) and ``mlp.dense_4h_to_h``
@@ -73,18 +74,62 @@ def _norms(r: Reader, new: bool, parallel: bool) -> int:
     return 2 if count == 2 else 1
 
 
+RW_FLAGS = ("multi_query", "parallel_attn", "bias", "alibi")
+"""RWConfig's switches, each false by default."""
+
+
+def refined_web(r: Reader) -> dict[str, Any]:
+    """Falcon's first files, ``model_type`` RefinedWebModel (Falcon-7B's) or RefinedWeb
+    (Falcon-40B's), written for the remote class ``RWForCausalLM``: read as transformers'
+    FalconForCausalLM, its port (the same tensors), from RWConfig's keys: ``vocab_size``,
+    ``hidden_size`` (or ``n_embed``), ``n_layer`` and ``n_head`` (its ``attribute_map``),
+    required (RWConfig's defaults are a toy's); ``multi_query``, ``parallel_attn``, ``bias``,
+    ``alibi`` false by default. RefinedWeb's decoder is the new architecture: ``n_head_kv``
+    key/value heads (default ``n_head``), ``ln_attn`` and ``ln_mlp``, the cache holding every
+    query head's keys and values."""
+    fields: dict[str, Any] = {
+        "vocab_size": r.size("vocab_size", "vocab_size"),
+        "d_model": r.size("d_model", "n_embed", "hidden_size"),
+        "n_layers": r.size("n_layers", "n_layer"),
+        "n_heads": r.size("n_heads", "n_head"),
+        "context_length": FALCON_SIZES["context_length"][1],
+        "ffn": "mlp",
+        "fused_qkv": True,
+        "norm": "layernorm",
+        "position": "none" if r.flag("alibi", False) else "rotary",
+        "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=True),
+    }
+    linear_bias(r, fields, "bias", default=False)
+    new = r.data.get("model_type") == "RefinedWeb"
+    if new:
+        fields["n_kv_heads"] = r.value("n_kv_heads", "n_head_kv", default=fields["n_heads"])
+        fields["kv_cache_heads"] = fields["n_heads"]
+        fields["norms_per_block"] = 2
+    else:
+        fields["n_kv_heads"] = 1 if r.flag("multi_query", False) else None
+        fields["norms_per_block"] = 1 if r.flag("parallel_attn", False) else 2
+    r.note(
+        f"model_type {r.data.get('model_type')} is Falcon's remote code (RWForCausalLM); read "
+        "as transformers' FalconForCausalLM, its port, with the remote config's key names "
+        "(n_head, n_layer" + (", n_head_kv; the new decoder architecture)" if new else ")")
+    )
+    return fields
+
+
 FAMILIES = {"falcon": falcon}
 
+PORTED = {"RWForCausalLM": refined_web}
+"""Remote classes this family's transformers class is the port of, and how their files read."""
 
-PEFT_NAMES = {
-    "falcon": llama_names(
-        {"attn": "self_attention"},
-        {
-            "attn.qkv_proj": "self_attention.query_key_value",
-            "attn.o_proj": "self_attention.dense",
-            "embed_tokens": "word_embeddings",
-            **NEOX_MLP,
-        },
-    ),
-}
+
+_FALCON_NAMES = llama_names(
+    {"attn": "self_attention"},
+    {
+        "attn.qkv_proj": "self_attention.query_key_value",
+        "attn.o_proj": "self_attention.dense",
+        "embed_tokens": "word_embeddings",
+        **NEOX_MLP,
+    },
+)
+PEFT_NAMES = {"falcon": _FALCON_NAMES}
 """peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -131,16 +131,17 @@ def nemotron_h(r: Reader) -> dict[str, Any]:
     ONE mixer, by ``hybrid_override_pattern`` (M Mamba-2, * attention, - MLP; or
     ``layers_block_type``/``layer_types``): Mamba-2 as mamba2 with I = ``mamba_num_heads`` x
     ``mamba_head_dim`` (128 x 64), ``n_groups`` (8), ``ssm_state_size`` (128), ``conv_kernel``
-    (4), ``chunk_size`` (128), ``mamba_proj_bias``/``use_bias`` (false); attention
+    (4), ``chunk_size`` (128), ``use_bias`` (false; ``in_proj`` and ``out_proj`` read it, never
+    ``mamba_proj_bias``); attention
     ``q_proj``/``k_proj``/``v_proj``/``o_proj`` without biases or positions (H
     ``num_attention_heads``, K ``num_key_value_heads`` (8), d ``head_dim`` (128)); MLP
     ``up_proj`` D -> h, ``down_proj`` h -> D (``intermediate_size``, relu2, bias ``mlp_bias``);
-    final ``norm_f``; ``lm_head`` never tied (NemotronHForCausalLM declares no tied weights,
-    whatever ``tie_word_embeddings`` says). The layer count is the pattern's length.
-    MoE layers (E) are not read."""
+    MoE (:func:`_nemotron_moe`); final ``norm_f``; ``lm_head`` never tied
+    (NemotronHForCausalLM declares no tied weights, whatever ``tie_word_embeddings`` says). The
+    layer count is the pattern's length."""
     kinds = _nemotron_kinds(r)
     sizes = _mamba2_sizes(r, ("mamba_num_heads", 128), ("mamba_head_dim", 64))
-    sizes["proj_bias"] = r.value("mamba2", "mamba_proj_bias", "use_bias", default=False)
+    sizes["proj_bias"] = r.value("mamba2", "use_bias", default=False)  # not mamba_proj_bias
     r.forget("mamba2")
     mlp_bias = r.value("ffn_bias", "mlp_bias", default=False)
     blocks: dict[str, dict[str, Any]] = {
@@ -159,6 +160,8 @@ def nemotron_h(r: Reader) -> dict[str, Any]:
             "ffn_bias": mlp_bias,
         },
     }
+    if "moe" in kinds:
+        blocks["moe"] = _nemotron_moe(r, blocks["mlp"])
     fields: dict[str, Any] = {
         "vocab_size": r.size("vocab_size", "vocab_size"),
         "d_model": r.size("d_model", "hidden_size"),
@@ -172,11 +175,35 @@ def nemotron_h(r: Reader) -> dict[str, Any]:
         "fused_qkv": False,
         "tie_embeddings": False,
     }
-    if "moe" in kinds:
-        r.unsupported("hybrid_override_pattern", "NemotronH MoE layers (E) are not counted")
-        return fields
     hf_layers.apply(r, fields, hf_layers.runs(kinds), blocks, "hybrid_override_pattern")
     return fields
+
+
+def _nemotron_moe(r: Reader, mlp: dict[str, Any]) -> dict[str, Any]:
+    """NemotronHMoE: a router ``gate`` X x D, no bias (X ``n_routed_experts`` or
+    ``num_local_experts``, 8; its ``e_score_correction_bias`` is a buffer, not a parameter);
+    X experts, each ``up_proj`` h x E and ``down_proj`` E x h, relu2, no biases (h
+    ``moe_intermediate_size``, 7688), of which a token runs ``num_experts_per_tok`` (2); E =
+    D, or ``moe_latent_size`` L with ``fc1_latent_proj`` D -> L and ``fc2_latent_proj`` L -> D
+    around the experts (bias ``mlp_bias``); one shared expert, the MLP of
+    ``moe_shared_expert_intermediate_size`` (7688; 0: ``intermediate_size``, as
+    ``NemotronHMLP``'s ``intermediate_size or config.intermediate_size`` takes it), whatever
+    ``n_shared_experts`` says."""
+    shared = r.value("moe_shared_ffn_hidden", "moe_shared_expert_intermediate_size", default=7688)
+    if shared == 0 and not isinstance(shared, bool):
+        shared = mlp["ffn_hidden"]
+        r.key_names["moe_shared_ffn_hidden"] = r.key_names["ffn_hidden"]
+    if mlp["ffn_bias"] is True:
+        r.unsupported("mlp_bias", "NemotronH MoE layers with mlp_bias: the experts have no bias")
+    return {
+        **mlp,
+        "ffn_hidden": None,
+        "moe_experts": r.value("moe_experts", "num_local_experts", "n_routed_experts", default=8),
+        "moe_top_k": r.value("moe_top_k", "num_experts_per_tok", default=2),
+        "moe_ffn_hidden": r.value("moe_ffn_hidden", "moe_intermediate_size", default=7688),
+        "moe_shared_ffn_hidden": shared,
+        "moe_latent": r.nullable("moe_latent", "moe_latent_size", None),
+    }
 
 
 def _nemotron_kinds(r: Reader) -> list[str]:
