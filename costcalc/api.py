@@ -36,7 +36,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _checked(function: F) -> F:
     """``function`` with its arguments checked against their annotations before any work: a
     value of another type is a UsageError, a whole number over MAX_COUNT (100 digits, as the
-    command line reads them) a RangeError; their ranges are checked where they are used."""
+    command line reads them) a RangeError; their ranges are checked where they are used, by
+    messages that name the API's parameters (costcalc.option_names)."""
+    from costcalc.option_names import api_call
+
     signature = inspect.signature(function)
 
     @functools.wraps(function)
@@ -47,7 +50,8 @@ def _checked(function: F) -> F:
             kinds = _KINDS.get(annotation) if isinstance(annotation, str) else None
             if kinds is not None:
                 _check_argument(function.__name__, name, value, kinds)
-        return function(*args, **kwargs)
+        with api_call():  # its errors name parameters, not options
+            return function(*args, **kwargs)
 
     return checked  # type: ignore[return-value]
 
@@ -114,13 +118,14 @@ def load(source: Source, *, revision: str | None = None, **overrides: Any) -> Lo
     """The model ``source`` names, with ``overrides`` (ModelSpec fields: ``d_model=512``,
     ``n_layers=24``) applied and the whole validated once.
 
-    A string is read, in this order, as ``hf://ORG/NAME[@REVISION]``; a path that exists; a
-    preset name; else a Hub id ``ORG/NAME[@REVISION]`` (``revision`` applies when it names
-    none). A mapping is a parsed config in any format costcalc reads.
+    A string is read, in this order, as ``hf://ORG/NAME[@REVISION]``; a path (``~`` expanded)
+    that exists, or one that looks like a path (costcalc.files.looks_like_path), which is then no
+    such file; a preset name; else a Hub id ``ORG/NAME[@REVISION]`` (``revision`` applies
+    when it names none). A mapping is a parsed config in any format costcalc reads.
     """
 
     from costcalc.errors import UsageError
-    from costcalc.files import Document, plain_mapping
+    from costcalc.files import Document, looks_like_path, plain_mapping
     from costcalc.loaders import LoadedModel, load_document, load_file, load_hub, load_preset
 
     if isinstance(source, LoadedModel):
@@ -134,8 +139,9 @@ def load(source: Source, *, revision: str | None = None, **overrides: Any) -> Lo
         return load_file(os.fspath(source), overrides)
     if source.startswith(HUB_PREFIX):
         return load_hub(source.removeprefix(HUB_PREFIX), overrides, revision)
-    if os.path.exists(source):
-        return load_file(source, overrides)
+    path = os.path.expanduser(source)
+    if os.path.exists(path) or looks_like_path(source):
+        return load_file(path, overrides)
     if "/" in source:  # no preset name holds one
         return load_hub(source, overrides, revision)
     return load_preset(source, overrides)

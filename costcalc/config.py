@@ -24,6 +24,7 @@ from pydantic import (
 
 from costcalc.errors import Problem, UsageError
 from costcalc.files import Document, KeyPath
+from costcalc.option_names import in_api
 from costcalc.overrides import OVERRIDE_OPTIONS
 from costcalc.spec import ModelSpec, StructureError, structural_problems
 from costcalc.units import (
@@ -269,10 +270,14 @@ def _problem(
     names: Mapping[str, str],
 ) -> Problem:
     if loc and loc[0] in overrides:
+        if in_api():  # load(..., n_heads=5): the override is a keyword argument
+            return Problem(f"{loc[0]} (override)", message)
         option = OVERRIDE_OPTIONS.get(loc[0], loc[0])
         return Problem(f"{option} (command line)", _in_option_terms(message))
     if overrides and doc is not None and doc.path.startswith("preset "):
         # A preset the user never opened, made invalid by an option they typed: speak of options.
+        if in_api():
+            return Problem(f"{loc[0] if loc else ''} (the preset's value)", message)
         option = OVERRIDE_OPTIONS.get(loc[0], loc[0]) if loc else ""
         return Problem(f"{option} (the preset's value)", _in_option_terms(message))
     file_loc = (*names.get(loc[0], loc[0]).split("."), *loc[1:]) if loc else loc
@@ -307,6 +312,8 @@ def _in_file_terms(message: str, names: Mapping[str, str]) -> str:
 def _message(error: Any, loc: KeyPath, known: tuple[str, ...], yaml_text: bool) -> str:
     kind = error["type"]
     if kind == "extra_forbidden":
+        if loc[0] == "layers":
+            return _unknown_group_key(loc[-1], known)
         return unknown_key_message(loc[-1], Budget.model_fields if loc[0] == "budget" else known)
     if kind == "missing":
         field = ConfigFile.model_fields.get(loc[0]) if loc else None
@@ -330,7 +337,21 @@ def _message(error: Any, loc: KeyPath, known: tuple[str, ...], yaml_text: bool) 
     return f"{error['msg']} (got {shown})"
 
 
+def _unknown_group_key(key: str, model_keys: tuple[str, ...]) -> str:
+    """A key a layer group may not set: a key of the whole model (``vocab_size``), said so, or
+    an unknown one, with the closest key a group takes."""
+    from costcalc.blocks import BLOCK_FIELDS
+
+    if key in model_keys:
+        return (
+            f"a key of the whole model, not of a layer group (a group sets count, pattern and "
+            f"block keys); give {key} at the top level"
+        )
+    return unknown_key_message(key, ("count", "pattern", *BLOCK_FIELDS))
+
+
 def unknown_key_message(key: str, known: Collection[str], what: str = "unknown key") -> str:
-    """``what``, with a "did you mean" hint naming the closest of the ``known`` keys."""
-    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    """``what``, with a "did you mean" hint naming the closest of the ``known`` keys (never
+    ``key`` itself)."""
+    close = difflib.get_close_matches(key, [k for k in known if k != key], n=1, cutoff=0.6)
     return f"{what}; did you mean '{close[0]}'?" if close else what

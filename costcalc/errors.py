@@ -113,15 +113,23 @@ def check_choice(value: str, known: tuple[str, ...], what: str) -> str:
     """``value`` if it is one of ``known``, else a UsageError worded the same for every choice,
     with the closest known value as a suggestion."""
     if value not in known:
-        import difflib
-
-        close = difflib.get_close_matches(value, known, n=1, cutoff=0.5)
-        close = close or [k for k in known if k.startswith(value)][:1]
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
         raise UsageError(
-            f"unknown {what} '{shown(value)}'{hint}; expected one of {', '.join(known)}"
+            f"unknown {what} '{shown(value)}'{did_you_mean(value, known)}; "
+            f"expected one of {', '.join(known)}"
         )
     return value
+
+
+def did_you_mean(value: str, known: tuple[str, ...]) -> str:
+    """`` (did you mean 'X'?)`` for the known value closest to ``value``: the same letters in
+    another case, else the closest spelling, else one it begins; empty when none is close."""
+    import difflib
+
+    folded = {k.casefold(): k for k in known}
+    close = [folded[value.casefold()]] if value.casefold() in folded else []
+    close = close or difflib.get_close_matches(value, known, n=1, cutoff=0.5)
+    close = close or [k for k in known if value and k.startswith(value)][:1]
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 class HubError(CostcalcError, OSError):

@@ -145,6 +145,13 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         f"{_n(report.position_embedding)} - {_n(report.per_layer_embedding)}"
         f" = {_n(report.non_embedding)}"
     )
+    head = " - LM head" if report.lm_head else " (tied: it is the LM head)"
+    rows["non_embedding_kaplan"] = (
+        f"non-embedding (nanoGPT) - token table{head} = {_n(report.non_embedding)} - "
+        f"{_n(report.token_embedding)}"
+        + (f" - {_n(report.lm_head)}" if report.lm_head else "")
+        + f" = {_n(report.non_embedding_kaplan)}"
+    )
     if report.active != report.total:
         idle = "; ".join(
             [
@@ -161,6 +168,11 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         rows["active"] = (
             f"total - routed experts a token skips (layers x (X - k of X): {idle}) => "
             f"{_n(report.total)} - {_n(report.total - report.active)} = {_n(report.active)}"
+        )
+        rows["active_non_embedding"] = (
+            f"active - looked-up tables = {_n(report.active)} - "
+            f"{_n(report.active - report.active_non_embedding)} = "
+            f"{_n(report.active_non_embedding)}"
         )
     rows["untied_total"] = (
         f"total + V x E = {_n(report.total)} + {_n(report.tying_saving)}"

@@ -68,11 +68,38 @@ class Document:
         return None
 
 
-def read_document(path: str | Path) -> Document:
-    """Read ``path`` as JSON (``.json``) or YAML (anything else) into a :class:`Document`."""
-    return parse_document(
-        read_text(path), str(path), json_text=Path(path).suffix.lower() == ".json"
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".py", ".toml", ".txt", ".safetensors", ".gguf")
+"""Endings of file names, never of a Hub id."""
+
+
+def looks_like_path(text: str) -> bool:
+    """Whether ``text`` can only be a path: it starts ``./``, ``../``, ``/`` or ``~``, holds a
+    backslash or more than the one ``/`` of ``ORG/NAME``, or ends like a file
+    (:data:`CONFIG_SUFFIXES`). A Hub id is none of these (``hf://`` makes one explicit)."""
+    name = text.split("@", 1)[0]
+    return (
+        text.startswith(("./", "../", "/", "~"))
+        or "\\" in text
+        or name.count("/") > 1
+        or name.lower().endswith(CONFIG_SUFFIXES)
     )
+
+
+PYTHON_REFUSED = (
+    "a Python file: costcalc never executes Python; write its values as YAML (n_layer: 12 for "
+    "nanoGPT's n_layer = 12) or JSON, and pass that file (docs/config.md)"
+)
+"""Why a ``.py`` config (nanoGPT's ``config/train_*.py``) is refused."""
+
+
+def read_document(path: str | Path) -> Document:
+    """Read ``path`` as JSON (``.json``) or YAML (anything else but Python, refused) into a
+    :class:`Document`."""
+    suffix = Path(path).suffix.lower()
+    text = read_text(path)
+    if suffix == ".py":
+        raise FileReadError(str(path), PYTHON_REFUSED)
+    return parse_document(text, str(path), json_text=suffix == ".json")
 
 
 def parse_document(text: str, name: str, json_text: bool = False) -> Document:

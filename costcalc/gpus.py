@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from costcalc.errors import CostcalcError, UsageError, shown
+from costcalc.option_names import option
 
 CATALOGUE = "data/gpus.yaml"
 PEAK_DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
@@ -340,14 +341,19 @@ def device_memory(fits: int | None, gpu: str | None, reserve: int | None = None)
     reserve (``reserve`` bytes; by default the GPU's :func:`default_reserve`, none with
     ``fits``); None when neither is given; both at once is an error."""
     if fits is not None and gpu is not None:
-        raise UsageError("give the device memory once: --fits SIZE or --gpu NAME, not both")
+        raise UsageError(
+            f"give the device memory once: {option('--fits')} or {option('--gpu')}, not both"
+        )
     if gpu is not None:
         device = find_gpu(gpu)
         kept = device.reserve if reserve is None else reserve
         return Capacity(usable_memory(device, kept), device.memory_bytes, kept, device)
     if fits is None:
         if reserve is not None:
-            raise UsageError("--reserve sets memory aside on a device: add --gpu or --fits")
+            raise UsageError(
+                f"{option('--reserve')} sets memory aside on a device: add {option('--gpu')} "
+                f"or {option('--fits')}"
+            )
         return None
     return Capacity(usable_memory_of(fits, reserve or 0, "the device"), fits, reserve or 0)
 
@@ -367,6 +373,7 @@ def usable_memory_of(capacity: int, reserve: int, what: str) -> int:
     """``capacity`` - ``reserve`` bytes, or a UsageError when the reserve takes it all."""
     if reserve >= capacity:
         raise UsageError(
-            f"--reserve {reserve:,} bytes leaves nothing of {shown(what)}'s {capacity:,} bytes"
+            f"{option('--reserve', reserve)} bytes leaves nothing of {shown(what)}'s "
+            f"{capacity:,} bytes"
         )
     return capacity - reserve

@@ -137,16 +137,23 @@ def split_hub_id(text: str, revision: str | None = None) -> tuple[str, str]:
     ``validate_repo_id``: at most 96 characters a part, ``-``, ``_``, ``.`` and ASCII letters
     and digits, no ``--`` or ``..``, no ``.git`` at the end) or a malformed revision is a usage
     error."""
+    from costcalc.files import looks_like_path
+    from costcalc.option_names import in_api
+
     repo_id, at, own = text.partition("@")
+    shown = repr(text) if len(text) <= 100 else f"{text[:60]!r}... ({len(text):,} characters)"
+    if looks_like_path(text):
+        where = "load() reads a file by its path" if in_api() else "a file is read with --config"
+        raise UsageError(f"{shown} is a path, not a Hub id ORG/NAME; {where}")
     if (
         not REPO_ID.fullmatch(repo_id)
         or "--" in repo_id
         or ".." in repo_id
         or repo_id.endswith(".git")
     ):
-        shown = repr(text) if len(text) <= 100 else f"{text[:60]!r}... ({len(text):,} characters)"
+        expects = "a Hub id is" if in_api() else "--hf expects"
         raise UsageError(
-            f"--hf expects a model id like ORG/NAME or ORG/NAME@REVISION, each part at most 96 "
+            f"{expects} a model id like ORG/NAME or ORG/NAME@REVISION, each part at most 96 "
             f"letters, digits, '-', '_' or '.' (got {shown})"
         )
     chosen = own if at else ("main" if revision is None else revision)

@@ -76,10 +76,20 @@ def detect_format(data: Mapping[str, Any]) -> FormatName:
 def load_preset(name: str, overrides: Mapping[str, Any] | None = None) -> LoadedModel:
     """A shipped preset, with overrides applied. Without overrides it is built as validation
     would build it, without validating: presets are valid (the test suite checks each)."""
+    from costcalc.errors import UnknownPresetError
     from costcalc.presets import preset_data, preset_text, resolve_preset
     from costcalc.spec import trusted_spec
 
-    key = resolve_preset(name)
+    try:
+        key = resolve_preset(name)
+    except UnknownPresetError:
+        from costcalc.errors import UsageError
+        from costcalc.files import looks_like_path
+
+        if looks_like_path(name):
+            message = f"{name!r} is a path, not a preset name; a file is read with --config"
+            raise UsageError(message) from None
+        raise
     if not overrides:
         data = preset_data(key)
         return LoadedModel(
@@ -223,9 +233,12 @@ def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> 
 
 
 def file_model_name(path: str) -> str:
-    """A model's name from its file: the stem, or the folder of a file named ``config.json``."""
+    """A model's name from its file: the stem, or the folder of a file named ``config.json``
+    (the current folder's name for ``./config.json``)."""
     p = Path(path)
-    return p.parent.name if p.stem == "config" and p.parent.name else p.stem
+    if p.stem != "config":
+        return p.stem
+    return p.parent.name or Path(os.path.abspath(p)).parent.name or p.stem
 
 
 def _load_native(doc: Document, default_name: str, overrides: Mapping[str, Any]) -> LoadedModel:
@@ -257,6 +270,7 @@ def _check_overrides_apply(
     said it did. Changing a layered model's blocks is done in its file, group by group."""
     if spec.layers is None or not overrides:
         return
+    from costcalc.option_names import in_api
     from costcalc.overrides import OVERRIDE_OPTIONS
     from costcalc.spec import layer_runs
 
@@ -276,8 +290,12 @@ def _check_overrides_apply(
                 "model's, so the override would not reach its layers; set it group by group in "
                 "a config file"
             )
-            option = OVERRIDE_OPTIONS.get(field, field)
-            problems.append(Problem(f"{option} (command line)", message))
+            where = (
+                f"{field} (override)"
+                if in_api()
+                else f"{OVERRIDE_OPTIONS.get(field, field)} (command line)"
+            )
+            problems.append(Problem(where, message))
     if problems:
         raise ConfigError(source, problems)
 

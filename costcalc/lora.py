@@ -41,6 +41,7 @@ from typing import Any, Literal
 from costcalc.errors import RangeError, UsageError, check_choice
 from costcalc.formats.families import model_types, peft_names
 from costcalc.formats.peft_names import DOWN, GATE_UP, LLAMA, ROUTER, FamilyNames
+from costcalc.option_names import option
 from costcalc.params import total_params
 from costcalc.render import ratio_dict
 from costcalc.scalars import MAX_SIZE
@@ -269,12 +270,13 @@ def lora_config(
 ) -> LoraConfig:
     """A checked :class:`LoraConfig`."""
     if rank < 1:
-        raise UsageError(f"--rank must be a positive whole number, not {rank}")
+        raise UsageError(f"{option('--rank')} must be a positive whole number, not {rank}")
     if rank > MAX_SIZE:
         raise RangeError("rank", rank, f"expected at most {MAX_SIZE:,} (a rank is a size)")
     check_choice(bias, BIAS_MODES, "bias mode")
     if not targets and not target_parameters:
-        raise UsageError("name what to adapt: --targets q_proj,v_proj (or all-linear)")
+        targets = option("--targets", ["q_proj", "v_proj"])
+        raise UsageError(f"name what to adapt: {targets} (or all-linear)")
     if ALL_LINEAR in targets and len(targets) > 1:
         raise UsageError("all-linear stands alone: it already names every linear layer")
     for name in (*targets, *target_parameters, *modules_to_save):
@@ -502,8 +504,8 @@ def _saved_tensors(name: str, found: list[Site], tensors: Iterable[Tensor]) -> l
     if site is None:
         known = sorted(s.path for s in found if s.kind in ("head", "embedding"))
         raise UsageError(
-            f"--modules-to-save {name}: costcalc counts saved copies of the token and position "
-            f"tables and the LM head; this model's: {', '.join(known)}"
+            f"{option('--modules-to-save', name)}: costcalc counts saved copies of the token "
+            f"and position tables and the LM head; this model's: {', '.join(known)}"
         )
     weight = Tensor(f"{site.generic}.weight", site.shape, "model")
     bias = [t for t in tensors if t.name == f"{site.generic}.bias"]
@@ -522,7 +524,8 @@ def _unmatched(target: str, found: list[Site], kind: str) -> str:
         return (
             f"target {target!r} matches no linear layer or table of this model; its: "
             + ", ".join(known)
-            + " (or all-linear; stacked experts and bare router weights go in --target-parameters)"
+            + " (or all-linear; stacked experts and bare router weights go in "
+            + f"{option('--target-parameters')})"
         )
     known = sorted({_param_key(s.path) for s in found if s.kind == "parameter"})
     return f"target parameter {target!r} matches no stacked or bare weight of this model" + (

@@ -38,6 +38,7 @@ from costcalc.formats.peft_names import FamilyNames
 from costcalc.lora import LoraReport, Site, sites
 from costcalc.lora_memory import FLOAT_DTYPES, LORA_OPTIMIZERS, LoraMemory, LoraTraining
 from costcalc.memory import MASTER_DTYPE, STEP_DTYPE
+from costcalc.option_names import option
 from costcalc.parallel import ParallelPlan, check_zero_tensors
 from costcalc.quant import nf4_bytes
 from costcalc.spec import ModelSpec
@@ -75,24 +76,29 @@ def check_lora_plan(plan: ParallelPlan, training: LoraTraining) -> None:
     under FSDP; no quantized base under ZeRO-3; DeepSpeed's 16-bit adapters."""
     if plan.pp > 1 or plan.ep > 1 or plan.cp > 1 or plan.tp > 1:
         raise UsageError(
-            "lora --train: --gpus with --zero or --fsdp shards data-parallel replicas; tensor, "
-            "pipeline, expert and context parallelism of LoRA are not modelled"
+            f"LoRA training: {option('--gpus')} with {option('--zero')} or {option('--fsdp')} "
+            "shards data-parallel replicas; tensor, pipeline, expert and context parallelism of "
+            "LoRA are not modelled"
         )
     base = training.base_dtype
     if plan.fsdp is not None and base == "int8":
         raise UsageError(
-            "--fsdp with --base-dtype int8: FSDP shards bitsandbytes' 4-bit weights stored as "
-            "bf16 (bnb_4bit_quant_storage), not LLM.int8's Int8Params: use nf4 or a float base"
+            f"{option('--fsdp')} with {option('--base-dtype', 'int8')}: FSDP shards "
+            "bitsandbytes' 4-bit weights stored as bf16 (bnb_4bit_quant_storage), not LLM.int8's "
+            "Int8Params: use nf4 or a float base"
         )
     if plan.fsdp is None and plan.stage == 3 and base not in FLOAT_DTYPES:
         raise UsageError(
-            f"--zero 3 with --base-dtype {base}: partitioning quantized weights under ZeRO-3 is "
-            "not modelled; use --zero 1 or 2, or --fsdp full"
+            f"{option('--zero', 3)} with {option('--base-dtype', base)}: partitioning quantized "
+            f"weights under ZeRO-3 is not modelled; use {option('--zero', 1)} or "
+            f"{option('--zero', 2)}, or "
+            f"{option('--fsdp', 'full')}"
         )
     if plan.fsdp is None and plan.stage and training.adapter_dtype != training.float_dtype:
         raise UsageError(
-            f"--zero: DeepSpeed casts every float parameter to {training.float_dtype}, the "
-            f"adapters too (with fp32 masters); drop --adapter-dtype {training.adapter_dtype}"
+            f"{option('--zero')}: DeepSpeed casts every float parameter to "
+            f"{training.float_dtype}, the adapters too (with fp32 masters); drop "
+            f"{option('--adapter-dtype', training.adapter_dtype)}"
         )
 
 
@@ -105,8 +111,9 @@ def trainable_shapes(report: LoraReport, spec: ModelSpec) -> list[tuple[Shape, i
     shapes += [(s, c, "saved") for s, c in report.saved_shapes]
     if report.config.bias == "lora_only" and report.bias_elements:
         raise UsageError(
-            "--bias lora_only with --zero or --fsdp: sharding the biases of the adapted modules "
-            "alone is not modelled; use --bias none or all"
+            f"{option('--bias', 'lora_only')} with {option('--zero')} or {option('--fsdp')}: "
+            "sharding the biases of the adapted modules alone is not modelled; use "
+            f"{option('--bias', 'none')} or {option('--bias', 'all')}"
         )
     if report.bias_elements:
         biases = [t for t in parameter_tensors(spec) if t.name.endswith(".bias")]

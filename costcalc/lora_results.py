@@ -19,6 +19,7 @@ from costcalc.lora_memory import (
 )
 from costcalc.lora_parallel import lora_rank_memory
 from costcalc.memory import DEFAULT_ATTENTION
+from costcalc.option_names import option
 from costcalc.parallel import ParallelPlan, optional_plan
 from costcalc.results import model_header
 
@@ -67,11 +68,12 @@ def lora_inputs(
     train: bool, given: dict[str, Any]
 ) -> tuple[LoraTraining | None, ParallelPlan | None]:
     """The checked training setup and parallel plan of ``given`` (option name -> value, the
-    CLI's names): any of them without ``train`` is a UsageError naming them."""
+    CLI's names): any of them without ``train`` is a UsageError naming them as the caller
+    writes them."""
     if not train:
-        named = ", ".join(name for name, value in given.items() if value is not None)
+        named = ", ".join(option(name) for name, value in given.items() if value is not None)
         if named:
-            raise UsageError(f"{named} applies to training memory; add --train")
+            raise UsageError(f"{named} applies to training memory; add {option('--train')}")
         return None, None
     g = given
     plan = optional_plan(

@@ -28,6 +28,7 @@ import math
 
 from costcalc.anatomy.recurrent import recurrent_mixer
 from costcalc.errors import UsageError, check_choice
+from costcalc.option_names import option
 from costcalc.spec import ModelSpec
 from costcalc.tensors import (
     altup_projection_tensors,
@@ -63,7 +64,8 @@ def check_recompute(mode: str) -> str:
     """``mode`` if it is a recompute mode; ``flash`` is named as the attention kernel it is."""
     if mode == "flash":
         raise UsageError(
-            "flash is an attention kernel, not a recompute mode: use --attention flash"
+            f"flash is an attention kernel, not a recompute mode: use "
+            f"{option('--attention', 'flash')}"
         )
     return check_choice(mode, RECOMPUTE_MODES, "recompute mode")
 

@@ -21,6 +21,7 @@ from costcalc.compute import check_count, check_positions
 from costcalc.engines import DEFAULT_ENGINE, EngineSetup
 from costcalc.errors import UsageError, check_choice
 from costcalc.macs import cached_keys, check_attention, check_recompute, stores_scores
+from costcalc.option_names import in_api, option
 from costcalc.params import total_params
 from costcalc.spec import ModelSpec
 from costcalc.tensors import (
@@ -67,6 +68,11 @@ OPTIMIZER_SOURCES: dict[str, str] = {
 
 
 # --------------------------------------------------------------------------- weights and training
+
+
+def _lora_base() -> str:
+    """Where frozen quantized weights are trained: LoRA's base dtype, as the caller names it."""
+    return "count_lora(base_dtype=...)" if in_api() else "costcalc lora --base-dtype"
 
 
 def weight_bytes(spec: ModelSpec, dtype: str) -> int:
@@ -428,9 +434,9 @@ def memory_setup(
         "--attention": attention,
     }
     if not train:
-        given = [name for name, value in training_only.items() if value is not None]
+        given = [option(name) for name, value in training_only.items() if value is not None]
         if given:
-            raise UsageError(f"{', '.join(given)} applies to training; add --train")
+            raise UsageError(f"{', '.join(given)} applies to training; add {option('--train')}")
         return MemorySetup(
             dtype=dtype,
             batch=batch,
@@ -440,15 +446,21 @@ def memory_setup(
             dtype_given=dtype_given,
         )
     if engine is not None and engine.name != DEFAULT_ENGINE:
-        raise UsageError(f"--engine {engine.name} counts what it allocates to serve: drop --train")
+        raise UsageError(
+            f"{option('--engine', engine.name)} counts what it allocates to serve: "
+            f"drop {option('--train')}"
+        )
     if dtype not in TRAINING_DTYPES:
         raise UsageError(
             f"training keeps weights and gradients in {', '.join(TRAINING_DTYPES)}, not {dtype}"
-            + ("" if dtype in DTYPES else " (frozen quantized weights: costcalc lora --base-dtype)")
+            + ("" if dtype in DTYPES else f" (frozen quantized weights: {_lora_base()})")
         )
     mixed = dtype != "fp32" if mixed_precision is None else mixed_precision
     if mixed and dtype == "fp32":
-        raise UsageError("mixed precision trains 16-bit weights: use --dtype bf16 or fp16")
+        raise UsageError(
+            f"mixed precision trains 16-bit weights: use {option('--dtype', 'bf16')} or "
+            f"{option('--dtype', 'fp16')}"
+        )
     return MemorySetup(
         dtype=dtype,
         dtype_given=dtype_given,

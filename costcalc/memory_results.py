@@ -25,6 +25,7 @@ from costcalc.memory import (
     MemoryReport,
     MemorySetup,
 )
+from costcalc.option_names import option
 from costcalc.parallel import (
     TENSOR_PARALLEL_SOURCE,
     ParallelPlan,
@@ -470,7 +471,9 @@ def parallel_plans(
     or neither; an option of the other mode is a UsageError saying which mode it belongs to."""
     if train:
         if dp_attention is not None:
-            raise UsageError("--dp-attention lays out serving replicas: drop --train")
+            raise UsageError(
+                f"{option('--dp-attention')} lays out serving replicas: drop {option('--train')}"
+            )
         return optional_plan(gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp), None
     training = {
         "--zero": zero,
@@ -480,9 +483,9 @@ def parallel_plans(
         "--micro-batches": micro_batches,
         "--cp": cp,
     }
-    given = [name for name, value in training.items() if value is not None]
+    given = [option(name) for name, value in training.items() if value is not None]
     if given:
-        raise UsageError(f"{', '.join(given)} applies to training; add --train")
+        raise UsageError(f"{', '.join(given)} applies to training; add {option('--train')}")
     if all(value is None for value in (gpus, tp, pp, ep, dp_attention)):
         return None, None
     return None, serving_plan(gpus, tp, pp, ep, dp_attention)

@@ -45,10 +45,38 @@ def field_of(key: str) -> str:
         *OVERRIDE_OPTIONS,
         *(o.split("/")[0].removeprefix("--") for o in OVERRIDE_OPTIONS.values()),
     ]
-    close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+    close = [SYNONYMS[key]] if key in SYNONYMS else []
+    close = close or difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else ""
     fields = ", ".join(OVERRIDE_OPTIONS)
-    raise UsageError(f"unknown field '{shown(key)}' after '{SEPARATOR}'{hint} Fields: {fields}")
+    raise UsageError(
+        f"unknown field '{shown(key)}' after '{SEPARATOR}'{hint or '.'} Fields: {fields}"
+    )
+
+
+SYNONYMS = {
+    "width": "d_model",
+    "hidden": "d_model",
+    "hidden_size": "d_model",
+    "n_embd": "d_model",
+    "dim": "d_model",
+    "depth": "n_layers",
+    "n_layer": "n_layers",
+    "num_layers": "n_layers",
+    "num_hidden_layers": "n_layers",
+    "n_head": "n_heads",
+    "num_heads": "n_heads",
+    "num_attention_heads": "n_heads",
+    "num_key_value_heads": "n_kv_heads",
+    "intermediate_size": "ffn_hidden",
+    "n_inner": "ffn_hidden",
+    "vocab": "vocab_size",
+    "block_size": "context_length",
+    "n_positions": "context_length",
+    "max_position_embeddings": "context_length",
+    "tie_word_embeddings": "tie_embeddings",
+}
+"""Other configs' words for a field, suggested when one is given after ``:``."""
 
 
 def _value(spec_field: str, text: str) -> object:

@@ -79,6 +79,7 @@ from costcalc.memory import (
     outside_activation_bytes,
     step_elements,
 )
+from costcalc.option_names import option
 from costcalc.spec import ModelSpec
 from costcalc.tensors import (
     Shape,
@@ -212,56 +213,73 @@ def parallel_plan(
     t, p, e = 1 if tp is None else tp, 1 if pp is None else pp, 1 if ep is None else ep
     c = 1 if cp is None else cp
     checks = (("--tp", t), ("--pp", p), ("--micro-batches", micro_batches), ("--ep", e))
-    for option, value in (*checks, ("--cp", c)):
+    for flag, value in (*checks, ("--cp", c)):
         if value is not None and value < 1:
-            raise UsageError(f"{option} must be at least 1, got {value}")
+            raise UsageError(f"{option(flag)} must be at least 1, got {value}")
     group = t * p  # the ranks that split one copy of the states; DP x CP copies of them
     n = group * c * e if gpus is None else gpus
     if n < 1:
-        raise UsageError(f"--gpus must be at least 1, got {n}")
+        raise UsageError(f"{option('--gpus')} must be at least 1, got {n}")
     if n % (group * c):
         cp_factor, cp_term = (f" x CP {c}", " x CP") if c > 1 else ("", "")
         raise UsageError(
-            f"--gpus {n} does not divide into groups of TP {t} x PP {p}{cp_factor} = "
-            f"{group * c} GPUs (--gpus is the total: data-parallel replicas x TP x PP{cp_term})"
+            f"{option('--gpus', n)} does not divide into groups of TP {t} x PP "
+            f"{p}{cp_factor} = {group * c} GPUs ({option('--gpus')} is the total: "
+            f"data-parallel replicas x TP x PP{cp_term})"
         )
     if sp and t == 1:
-        raise UsageError("--sp splits activations over the tensor-parallel ranks: add --tp")
+        raise UsageError(
+            f"{option('--sp')} splits activations over the tensor-parallel ranks: add "
+            f"{option('--tp')}"
+        )
     if micro_batches is not None and p == 1:
-        raise UsageError("--micro-batches sets the pipeline's micro-batches: add --pp")
+        raise UsageError(
+            f"{option('--micro-batches')} sets the pipeline's micro-batches: add {option('--pp')}"
+        )
     if zero is not None and fsdp is not None:
-        raise UsageError("--zero and --fsdp are two ways to shard the same states: give one")
+        raise UsageError(
+            f"{option('--zero')} and {option('--fsdp')} are two ways to shard the same "
+            "states: give one"
+        )
     if (n // group) % e:
         ranks = "data- and context-parallel ranks" if c > 1 else "data-parallel replicas"
         raise UsageError(
-            f"--ep {e}: the {n // group} {ranks} (--gpus {n} / TP {t} x PP {p}) "
+            f"{option('--ep', e)}: the {n // group} {ranks} ({option('--gpus', n)} / "
+            f"TP {t} x PP {p}) "
             f"do not divide into groups of {e} expert-parallel ranks"
         )
     if e > 1 and fsdp == "hybrid":
         raise UsageError(
-            "--ep with --fsdp hybrid: sharding expert states within a node is not modelled; "
-            "use --zero or --fsdp full or grad-op"
+            f"{option('--ep')} with {option('--fsdp', 'hybrid')}: sharding expert "
+            f"states within a node is not modelled; use {option('--zero')} or "
+            f"{option('--fsdp', 'full')} or 'grad-op'"
         )
     if zero is not None and zero not in ZERO_STAGES:
         raise UsageError(f"unknown ZeRO stage {zero}; expected 0, 1, 2 or 3")
     if fsdp is not None:
         check_choice(fsdp, FSDP_MODES, "FSDP sharding")
     if node_gpus is not None and fsdp != "hybrid":
-        raise UsageError("--node-gpus sets the shard group of --fsdp hybrid; add --fsdp hybrid")
+        hybrid = option("--fsdp", "hybrid")
+        raise UsageError(f"{option('--node-gpus')} sets the shard group of {hybrid}; add {hybrid}")
     grid = ParallelPlan(n, 0, None, n // group, t, p, sp, micro_batches, e, c)
     if fsdp == "hybrid":
         if node_gpus is None:
-            raise UsageError("--fsdp hybrid shards within a node: give --node-gpus G")
+            raise UsageError(
+                f"{option('--fsdp', 'hybrid')} shards within a node: give "
+                f"{option('--node-gpus', metavar='G')}"
+            )
         if node_gpus < 1:
-            raise UsageError(f"--node-gpus must be at least 1, got {node_gpus}")
+            raise UsageError(f"{option('--node-gpus')} must be at least 1, got {node_gpus}")
         if n % node_gpus:
             raise UsageError(
-                f"--fsdp hybrid: {n} GPUs do not divide into nodes of {node_gpus} "
+                f"{option('--fsdp', 'hybrid')}: {n} GPUs do not divide into nodes of "
+                f"{node_gpus} "
                 f"({n} = nodes x GPUs per node)"
             )
         if node_gpus % group:
             raise UsageError(
-                f"--fsdp hybrid: a node of {node_gpus} GPUs does not hold whole groups of "
+                f"{option('--fsdp', 'hybrid')}: a node of {node_gpus} GPUs does not hold "
+                "whole groups of "
                 f"TP {t} x PP {p} = {group} GPUs"
             )
         return replace(grid, stage=3, fsdp=fsdp, shard_gpus=node_gpus // group)
@@ -295,12 +313,14 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
     for stack in spec.stacks:
         if stack.mixer not in TP_MIXERS or stack.recurrent:
             raise UsageError(
-                f"--tp: tensor parallelism of {stack.recurrent_mixer or stack.mixer} blocks is not "
+                f"{option('--tp')}: tensor parallelism of "
+                f"{stack.recurrent_mixer or stack.mixer} blocks is not "
                 "modelled (Megatron's layout covers attention and FFN blocks)"
             )
         if stack.attention_experts is not None:
             raise UsageError(
-                "--tp: tensor parallelism of a mixture of attention heads (attention_experts) "
+                f"{option('--tp')}: tensor parallelism of a mixture of attention heads "
+                "(attention_experts) "
                 "is not modelled"
             )
         if not stack.has_attention:
@@ -311,7 +331,8 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
         ):
             if count % tp:
                 raise UsageError(
-                    f"--tp {tp}: the {count} {what} do not divide over {tp} tensor-parallel ranks"
+                    f"{option('--tp', tp)}: the {count} {what} do not divide over {tp} "
+                    "tensor-parallel ranks"
                 )
 
 
@@ -321,11 +342,14 @@ def check_expert_parallel(spec: ModelSpec, ep: int) -> None:
         return
     counts = {stack.moe_experts for stack in spec.stacks if stack.moe_experts is not None}
     if not counts:
-        raise UsageError(f"--ep {ep}: the model has no mixture-of-experts layers to split")
+        raise UsageError(
+            f"{option('--ep', ep)}: the model has no mixture-of-experts layers to split"
+        )
     for count in sorted(counts):
         if count % ep:
             raise UsageError(
-                f"--ep {ep}: the {count} experts of each MoE layer do not divide over {ep} "
+                f"{option('--ep', ep)}: the {count} experts of each MoE layer do not "
+                f"divide over {ep} "
                 "expert-parallel ranks"
             )
 
@@ -338,20 +362,23 @@ def check_context_parallel(spec: ModelSpec, cp: int, length: int, attention: str
         return
     if length % (2 * cp):
         raise UsageError(
-            f"--cp {cp}: the length {length:,} does not divide into 2 x CP = {2 * cp} chunks "
+            f"{option('--cp', cp)}: the length {length:,} does not divide into 2 x CP = "
+            f"{2 * cp} chunks "
             f"(Megatron-Core gives each context-parallel rank two chunks of T / {2 * cp} tokens, "
             "i and 2C - 1 - i, to balance causal attention)"
         )
     if attention == "eager":
         raise UsageError(
-            "--cp with --attention eager: context parallelism runs ring attention in fused "
-            "kernels (Megatron-Core refuses its unfused attention with CP), which keep no T x T "
-            "scores: use --attention sdpa or flash"
+            f"{option('--cp')} with {option('--attention', 'eager')}: context "
+            "parallelism runs ring attention in fused kernels (Megatron-Core refuses its unfused "
+            f"attention with CP), which keep no T x T scores: use "
+            f"{option('--attention', 'sdpa')} or 'flash'"
         )
     for stack in spec.stacks:
         if stack.recurrent:
             raise UsageError(
-                f"--cp: context parallelism of {stack.recurrent_mixer or stack.mixer} blocks is "
+                f"{option('--cp')}: context parallelism of "
+                f"{stack.recurrent_mixer or stack.mixer} blocks is "
                 "not modelled (ring attention splits attention blocks)"
             )
 
@@ -369,7 +396,8 @@ def _split(tensor: Tensor, dim: int, tp: int) -> Shape:
     size = tensor.shape[dim]
     if size % tp:
         raise UsageError(
-            f"--tp {tp}: {tensor.name} has {size:,} along a split dimension, which does not "
+            f"{option('--tp', tp)}: {tensor.name} has {size:,} along a split dimension, "
+            "which does not "
             f"divide over {tp} tensor-parallel ranks"
         )
     return (*tensor.shape[:dim], size // tp, *tensor.shape[dim + 1 :])
@@ -416,7 +444,8 @@ def pipeline_stacks(spec: ModelSpec, pp: int) -> tuple[ModelSpec, ...]:
         return spec.stacks
     if any(stack.shared_weight_sets is not None for stack in spec.stacks):
         raise UsageError(
-            "--pp: pipeline stages of a model whose blocks reuse weight sets are not modelled"
+            f"{option('--pp')}: pipeline stages of a model whose blocks reuse weight sets "
+            "are not modelled"
         )
     first = spec.stacks[0]
     for stack in spec.stacks[1:]:
@@ -425,12 +454,14 @@ def pipeline_stacks(spec: ModelSpec, pp: int) -> tuple[ModelSpec, ...]:
             first.n_heads,
         ):
             raise UsageError(
-                "--pp: pipeline stages of a model whose blocks hold different tensors are not "
+                f"{option('--pp')}: pipeline stages of a model whose blocks hold different "
+                "tensors are not "
                 "modelled"
             )
     if spec.n_layers % pp:
         raise UsageError(
-            f"--pp {pp}: the {spec.n_layers} layers do not divide over {pp} pipeline stages"
+            f"{option('--pp', pp)}: the {spec.n_layers} layers do not divide over {pp} "
+            "pipeline stages"
         )
     return (first.model_copy(update={"n_layers": spec.n_layers}),)
 
@@ -484,8 +515,9 @@ def check_zero_tensors(count: int) -> None:
     tensors for ZeRO to partition."""
     if count > MAX_ZERO_TENSORS:
         raise UsageError(
-            f"--zero partitions parameter by parameter: one rank would hold {count:,} parameter "
-            f"tensors, and at most {MAX_ZERO_TENSORS:,} are listed (fewer layers, or --fsdp)"
+            f"{option('--zero')} partitions parameter by parameter: one rank would hold "
+            f"{count:,} parameter tensors, and at most {MAX_ZERO_TENSORS:,} are listed (fewer "
+            f"layers, or {option('--fsdp')})"
         )
 
 
@@ -851,8 +883,9 @@ def stage_reports(spec: ModelSpec, report: MemoryReport, plan: ParallelPlan) -> 
     for, a factored optimizer under ZeRO, or a context-parallel split that does not hold."""
     setup = report.setup
     if not setup.train:
+        named = ", ".join(option(o) for o in ("--gpus", "--zero", "--fsdp", "--tp", "--pp"))
         raise UsageError(
-            "--gpus, --zero, --fsdp, --tp, --pp, --ep and --cp plan training: add --train"
+            f"{named}, {option('--ep')} and {option('--cp')} plan training: add {option('--train')}"
         )
     check_context_parallel(spec, plan.cp, report.length, setup.attention)
     if plan.stage and setup.optimizer not in SHARDABLE_OPTIMIZERS:
@@ -867,7 +900,7 @@ def stage_reports(spec: ModelSpec, report: MemoryReport, plan: ParallelPlan) -> 
         and not setup.mixed_precision
     ):
         raise UsageError(
-            "--zero: DeepSpeed's ZeRO optimizers train 16-bit weights with fp32 master "
-            "weights; drop --no-mixed-precision"
+            f"{option('--zero')}: DeepSpeed's ZeRO optimizers train 16-bit weights with "
+            f"fp32 master weights; drop {option('--no-mixed-precision')}"
         )
     return [rank_report(spec, report, plan, stage) for stage in range(plan.pp)]

@@ -386,6 +386,21 @@ class ParamReport(NamedTuple):
         ``num_parameters(exclude_embeddings=True)`` leaves it out too)."""
         return self.total - self.position_embedding - self.per_layer_embedding
 
+    @property
+    def non_embedding_kaplan(self) -> int:
+        """The non-embedding count of Kaplan et al. (2020) and of Qwen's reports (Qwen3-8B's
+        6.95B): the total less every table a token is looked up in (token, position, per-layer)
+        and the LM head (tied, it is the token table)."""
+        return self.non_embedding - self.token_embedding - self.lm_head
+
+    @property
+    def active_non_embedding(self) -> int:
+        """Parameters active per token less the tables a token is looked up in, as OpenAI's
+        gpt-oss card counts active parameters (3.61B for gpt-oss-20b): the LM head, untied,
+        stays in; a tied token table stays in as the LM head."""
+        looked_up = self.position_embedding + self.per_layer_embedding
+        return self.active - looked_up - (self.token_embedding if self.lm_head else 0)
+
     def parts(self) -> dict[str, int]:
         """The parts that add up to ``total``: tables, each part summed over all blocks, final
         norm, LM head."""

@@ -79,10 +79,18 @@ def to_markdown(grids: Sequence[Grid]) -> str:
         aligns = ["---"] + ["---:"] * (len(grid.columns) - 1)
         lines.append("| " + " | ".join(aligns) + " |")
         for row in grid.rows:
-            lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+            lines.append("| " + " | ".join(_markdown_cell(cell) for cell in row) + " |")
         lines += [""] + [f"{note}  " for note in grid.notes]
         parts.append("\n".join(lines).rstrip())
     return "\n\n".join(parts)
+
+
+def _markdown_cell(cell: str) -> str:
+    """A cell of a Markdown table: ``|`` escaped, and the indentation of a sub-row kept as
+    ``&nbsp;`` (GitHub trims ordinary spaces at a cell's edges)."""
+    text = cell.replace("|", "\\|")
+    indent = len(text) - len(text.lstrip(" "))
+    return "&nbsp;" * indent + text[indent:]
 
 
 def to_csv(records: Sequence[dict[str, Any]]) -> str:
@@ -190,8 +198,16 @@ def _print_table(
             table.add_column(name, justify="left", no_wrap=True, min_width=needs[index])
     for number, row in enumerate(grid.rows):
         style = "bold" if number in grid.emphasis else None
-        table.add_row(*(Text(row[index]) for index in columns), style=style)
+        table.add_row(*(_cell(row[index], index) for index in columns), style=style)
     console.print(table)
+
+
+def _cell(text: str, index: int) -> Any:
+    """A cell's text: a figure right-aligned, also in a column that holds words too."""
+    from rich.text import Text
+
+    figure = index > 0 and bool(text) and _numeric([text]) and " " not in text.strip()
+    return Text(text, justify="right" if figure else None)
 
 
 def _text_widths(needs: list[int], naturals: list[int], room: int) -> list[int]:

@@ -82,6 +82,8 @@ class ParamsResult(NamedTuple):
         parameters["untied_increase"] = ratio_dict(self.parameters.untied_increase)
         parameters["tying_share"] = ratio_dict(self.parameters.tying_share)
         parameters["non_embedding"] = self.parameters.non_embedding
+        parameters["non_embedding_kaplan"] = self.parameters.non_embedding_kaplan
+        parameters["active_non_embedding"] = self.parameters.active_non_embedding
         stored = self.stored()
         data = {
             **model_header(self.model, full_model),

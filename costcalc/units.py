@@ -95,6 +95,12 @@ def format_count(n: int) -> str:
     return f"{n:,}"
 
 
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """``1 expert``, ``2 experts``: ``count`` and ``word``, or ``words`` (default ``word`` + s)
+    when the count is not 1."""
+    return f"{count:,} {word if count == 1 else words or word + 's'}"
+
+
 def format_percent(ratio: Fraction) -> str:
     """A ratio as a percentage with one decimal, rounded half up: +24.5%."""
     tenths = (ratio * 1000 + Fraction(1, 2)).__floor__()

@@ -226,7 +226,14 @@ def parse_format(text: str) -> WeightFormat:
         return _options(text, WeightFormat("gguf", gguf_type=gguf_type), rest)
     if name in DTYPES:
         raise UsageError(f"'{text}': a raw dtype takes no options ({name} stores no scales)")
-    check_choice(name, (*DTYPES, *TOOLKITS), "dtype or format")
+    known = (*DTYPES, *TOOLKITS)
+    meant = {t.casefold(): t for t in GGUF_TYPES}.get(name.casefold())
+    if meant is not None and not rest and name.casefold() not in map(str.casefold, known):
+        raise UsageError(
+            f"unknown dtype or format '{shown(name)}' (did you mean 'gguf:{meant}'?); a "
+            "llama.cpp type is written gguf:TYPE"
+        )
+    check_choice(name, known, "dtype or format")
     if name in GROUPED:
         start = WeightFormat(name, group=DEFAULT_GROUP)
     elif name == "fp8-block":

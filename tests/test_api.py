@@ -106,7 +106,7 @@ def test_count_lora_is_the_cli_s(cli: Invoke) -> None:
     assert counted.memory is not None and counted.memory.plan is not None
     plain = costcalc.count_lora("qwen3-8b", targets=["q_proj"])
     assert plain.memory is None and plain.fits is None
-    with pytest.raises(UsageError, match="add --train"):
+    with pytest.raises(UsageError, match="add train=True"):
         costcalc.count_lora("qwen3-8b", targets=["q_proj"], gpus=2)
     with pytest.raises(UsageError, match="targets is str 'q_proj'; expected a list of strings"):
         costcalc.count_lora("qwen3-8b", targets="q_proj")

@@ -33,8 +33,13 @@ def test_expert_parallel_and_fsdp() -> None:
 
 
 def test_bad_plans_raise_the_cli_errors() -> None:
-    with pytest.raises(UsageError, match="add --train"):
+    """The CLI's errors, naming the API's parameters (``train=True`` for ``--train``)."""
+    with pytest.raises(UsageError, match="add train=True"):
         costcalc.count_memory("gpt2-small", gpus=2, zero=1)
+    with pytest.raises(UsageError, match=r"^tp=5: the 12 attention heads do not divide"):
+        costcalc.count_memory("gpt2-small", train=True, length=8, tp=5)
+    with pytest.raises(UsageError, match=r"^zero= and fsdp= are two ways"):
+        costcalc.count_memory("gpt2-small", train=True, length=8, gpus=2, zero=1, fsdp="full")
     with pytest.raises(UsageError, match="not both"):
         costcalc.count_memory("gpt2-small", fits=10**9, gpu="l4")
     with pytest.raises(UsageError, match="not both"):

@@ -125,7 +125,9 @@ def sandbox(root: Path) -> Path:
 
 @pytest.fixture
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    root = sandbox(tmp_path)
+    # A folder of a fixed name: a config.json read in it is named after it (``my-project``).
+    (tmp_path / "my-project").mkdir()
+    root = sandbox(tmp_path / "my-project")
     monkeypatch.chdir(root)
     monkeypatch.setenv("COLUMNS", "100")
     monkeypatch.setenv("HF_HUB_CACHE", "hub")  # relative: outputs do not name the sandbox

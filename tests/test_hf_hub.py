@@ -138,7 +138,10 @@ def test_malformed_model_id_is_a_usage_error(repo_id: str) -> None:
 def test_malformed_model_id_exits_2(cli: Invoke) -> None:
     result = cli("params", "--hf", "../secret")
     assert result.exit_code == 2
-    assert "expects a model id like ORG/NAME" in result.stderr
+    assert "is a path, not a Hub id ORG/NAME; a file is read with --config" in result.stderr
+    result = cli("params", "--hf", "a b/c")
+    assert result.exit_code == 2
+    assert "--hf expects a model id like ORG/NAME" in result.stderr
 
 
 def test_hf_with_overrides_and_side_by_side(

@@ -91,7 +91,10 @@ USAGE = [
     # --hf ids and revisions
     (["params", "--hf", ""], "--hf expects a model id like ORG/NAME"),
     (["params", "--hf", "@"], "--hf expects a model id like ORG/NAME"),
-    (["params", "--hf", "../x"], "--hf expects a model id like ORG/NAME"),
+    (
+        ["params", "--hf", "../x"],
+        "'../x' is a path, not a Hub id ORG/NAME; a file is read with --config",
+    ),
     (["params", "--hf", "a/b@"], "a revision is a branch, tag or commit"),
     (["params", "--hf", "a/b@../../x"], "a revision is a branch, tag or commit"),
     (["params", "--hf", "a/b", "--revision", ""], "a revision is a branch, tag or commit"),

@@ -83,7 +83,7 @@ def test_an_api_override_clearing_what_a_group_sets_is_refused() -> None:
     import costcalc
     from costcalc.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=r"sliding_window \(command line\): layers\.0"):
+    with pytest.raises(ConfigError, match=r"sliding_window \(override\): layers\.0"):
         costcalc.load("gemma-2-2b", sliding_window=None)
     cleared = costcalc.load("gemma-2-2b", ffn_hidden=4096, ffn_mult=None)
     assert cleared.spec.ffn_hidden == 4096

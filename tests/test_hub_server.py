@@ -447,10 +447,13 @@ def test_repository_ids_as_huggingface_hub_takes_them(cli: Invoke, hub: Hub) -> 
     """96 characters a part are read; 97, a '--' or a '.git' at the end are refused at once."""
     longest = cli("params", "--hf", "org/" + "n" * 96)
     assert "no such model, or a private one" in longest.stderr
-    for refused in ("org/" + "n" * 97, "org/a--b", "org/a.git", "a/b/c", "org/caf\u00e9"):
+    for refused in ("org/" + "n" * 97, "org/a--b", "org/a.git", "org/caf\u00e9"):
         result = cli("params", "--hf", refused)
         assert result.exit_code == 2, refused
         assert result.stderr.startswith("error: --hf expects a model id like ORG/NAME")
+    result = cli("params", "--hf", "a/b/c")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: 'a/b/c' is a path, not a Hub id ORG/NAME")
     assert all("/org/nnn" in path for _, path, _ in hub.requests)  # the refused asked nothing
 
 

@@ -61,13 +61,15 @@ def test_presets_list(cli: Invoke) -> None:
     assert result.exit_code == 0
     for name in REQUIRED:
         assert name in result.stdout
-    # The list shows each source's first clause; `presets show` prints it whole.
+    # The list names each model; `presets show` prints its description and source whole.
     flat = " ".join(result.stdout.split())
-    assert "A whole GPT" in flat and "seed" not in flat
+    assert "│ gpt2-small, gpt2 │ 124,439,808 │ GPT-2 small │" in flat
+    assert "A whole GPT" not in flat and "seed" not in flat
+    assert "`costcalc presets show NAME` prints a preset's file" in flat
     assert "lrn-gpt *" in flat and "* rests on assumed values" in flat
-    assert "Hugging Face Qwen/Qwen2.5-0.5B config.json" in result.stdout
     data = json.loads(cli("presets", "--format", "json").stdout)
     by_name = {entry["name"]: entry for entry in data}
+    assert "Hugging Face Qwen/Qwen2.5-0.5B config.json" in by_name["qwen2.5-0.5b"]["source"]
     assert by_name["lrn-gpt"]["assumed_values"] is True
     assert by_name["gpt2-small"]["assumed_values"] is False
     assert by_name["gpt2-small"]["aliases"] == ["gpt2"]

@@ -136,9 +136,9 @@ def test_api_takes_the_serving_options() -> None:
         result.report.params_total
         == GOLDEN["models"]["qwen3-30b-a3b"]["plans"][8]["stages"][0]["elements"]
     )
-    with pytest.raises(UsageError, match="--zero applies to training; add --train"):
+    with pytest.raises(UsageError, match="zero= applies to training; add train=True"):
         costcalc.count_memory("gpt2-small", gpus=2, zero=1)
-    with pytest.raises(UsageError, match="--dp-attention lays out serving replicas"):
+    with pytest.raises(UsageError, match="dp_attention= lays out serving replicas"):
         costcalc.count_memory("gpt2-small", train=True, length=64, dp_attention=2)
 
 

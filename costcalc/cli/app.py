@@ -33,6 +33,7 @@ COMMANDS = (
     "lora",
     "presets",
     "gpus",
+    "completion",
 )
 """The subcommands, in the order help lists them; each is the function of the same name in the
 module of the same name (``presets`` a Typer app of its own)."""
@@ -112,7 +113,8 @@ app = typer.Typer(
     name="costcalc",
     help="What a transformer language model costs: exact parameters, MACs, FLOPs and bytes.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=False,  # `costcalc completion SHELL` prints a static script instead
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
 )
 

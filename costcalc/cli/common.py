@@ -19,7 +19,12 @@ if TYPE_CHECKING:
     from costcalc.render import Grid
 
 # Options that several commands take, declared once.
-FORMAT = typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
+FORMAT = typer.Option(
+    "--format",
+    "-f",
+    help="Output format; jsonl has one shape for any number of models (docs/json.md).",
+    case_sensitive=False,
+)
 FormatOption = Annotated[OutputFormat, FORMAT]
 ExplainOption = Annotated[
     bool, typer.Option("--explain", help="Show each row's formula with the numbers put in.")

@@ -259,6 +259,7 @@ def memory(
     ESTIMATE (Korthikanti et al. 2022). With --fits, says whether the total fits and by how
     much; the exit code is 1 when it does not.
     """
+    from costcalc.cli.workload import warn_past_context
     from costcalc.engines.dispatch import engine_setup
     from costcalc.errors import UsageError
     from costcalc.gpus import device_memory
@@ -305,7 +306,9 @@ def memory(
                 "--explain shows the whole model's formulas, not one GPU's share: drop "
                 "--explain, or the parallel options"
             )
-        results = [memory_result(model, setup, capacity, plan, shards) for model in models.load()]
+        loaded = models.load()
+        warn_past_context(loaded, setup.length)
+        results = [memory_result(model, setup, capacity, plan, shards) for model in loaded]
     data = [result.to_dict() for result in results]
     emit(
         fmt,
@@ -473,6 +476,14 @@ def _notes(result: MemoryResult) -> list[str]:
     return _component_notes(result) + device
 
 
+INFERENCE_UNCOUNTED = (
+    "Not counted: the forward's activations and logits and the kernels' workspace, which grow "
+    "with B x T, nor the driver and CUDA context (--gpu sets a reserve aside for those); "
+    "`costcalc plan --prompt` weighs what fits beside the weights."
+)
+"""What inference memory leaves out (the headroom is before it)."""
+
+
 def _component_notes(result: MemoryResult) -> list[str]:
     report, setup = result.report, result.report.setup
     weights = [note for note in (result.weights_note, result.stored_sentence) if note]
@@ -484,7 +495,7 @@ def _component_notes(result: MemoryResult) -> list[str]:
     if report.engine is not None:
         return [*weights, *shards, *report.engine.notes()]
     if not setup.train:
-        return [*weights, *shards, _kv_note(result)]
+        return [*weights, *shards, _kv_note(result), INFERENCE_UNCOUNTED]
     notes = weights + training_notes(
         result.model.spec, setup.batch, report.length, setup.recompute, setup.attention, setup.dtype
     )
@@ -508,9 +519,13 @@ def _component_notes(result: MemoryResult) -> list[str]:
 
 
 def _experts_per_rank(spec: ModelSpec, ep: int) -> str:
-    """X / E for each MoE layer's expert count X ("2", or "2 or 4" when layers differ)."""
-    counts = sorted({s.moe_experts for s in spec.stacks if s.moe_experts is not None})
-    return " or ".join(f"{count // ep:,}" for count in counts)
+    """X / E experts for each MoE layer's expert count X ("1 expert", "2 or 4 experts" when
+    layers differ)."""
+    from costcalc.units import plural
+
+    counts = sorted({s.moe_experts // ep for s in spec.stacks if s.moe_experts is not None})
+    fewer = "".join(f"{count:,} or " for count in counts[:-1])
+    return fewer + plural(counts[-1], "expert")
 
 
 def _parallel_note(result: MemoryResult) -> str:
@@ -520,6 +535,7 @@ def _parallel_note(result: MemoryResult) -> str:
         padded_vocab,
         parallel_activation_formula,
     )
+    from costcalc.units import plural
 
     plan, setup = result.plan, result.report.setup
     assert plan is not None
@@ -531,10 +547,11 @@ def _parallel_note(result: MemoryResult) -> str:
             f"o_proj split; norms and row-parallel biases whole; vocab padded to "
             f"{padded_vocab(spec, plan.tp):,} = a multiple of 128 x {plan.tp}); pipeline stage "
             f"{result.stage + 1} of {plan.pp} (the largest; {spec.n_layers // plan.pp} layers "
-            f"each), {plan.in_flight(result.stage)} micro-batches in flight (1F1B, Narayanan "
+            f"each), {plural(plan.in_flight(result.stage), 'micro-batch', 'micro-batches')} in "
+            "flight (1F1B, Narayanan "
             "et al. 2021). "
             + (
-                f"Expert parallel over {plan.ep}: {_experts_per_rank(spec, plan.ep)} experts of "
+                f"Expert parallel over {plan.ep}: {_experts_per_rank(spec, plan.ep)} of "
                 "each MoE layer per GPU, each split as the TP ranks split a dense FFN; routers "
                 "and shared experts whole. "
                 if plan.ep > 1

@@ -19,6 +19,7 @@ from costcalc.cli.workload import (
     RecomputeOption,
     warn_past_context,
     workload_from,
+    workload_tokens,
 )
 from costcalc.render import OutputFormat
 
@@ -99,7 +100,7 @@ def params(
         formats = tuple(f for f in formats if f not in DTYPES)
         workload = workload_from(batch, length, causal, recompute, prompt, generate, attention)
         loaded, headers = models.load_with_checkpoints()
-        warn_past_context(loaded, workload)
+        warn_past_context(loaded, workload_tokens(workload))
         results = [params_result(model, workload, formats) for model in loaded]
         views = [_header_view(cp) for cp in headers]
     data = [result.to_dict(full_model) for result in results]
@@ -147,19 +148,26 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
         if key not in OPTIONAL_PARTS or any(getattr(c, key) for c in counts)
     ]
     rows = [[label, *(_cell(getattr(c, key)) for c in counts)] for key, label in shown]
-    rows.insert(
-        next(i for i, (k, _) in enumerate(shown) if k == "total") + 1,
+    at = next(i for i, (k, _) in enumerate(shown) if k == "total") + 1
+    rows[at:at] = [
         ["non-embedding (nanoGPT)", *(f"{c.non_embedding:,}" for c in counts)],
-    )
-    rows.append(["tying saves (V x E)", *(f"{c.tying_saving:,}" for c in counts)])
+        ["non-embedding (Kaplan, Qwen)", *(f"{c.non_embedding_kaplan:,}" for c in counts)],
+    ]
+    tied = [r.model.spec.tie_embeddings for r in results]
+    if any(tied):  # an untied model's note says what tying would save
+        saves = [f"{c.tying_saving:,}" if t else "-" for c, t in zip(counts, tied, strict=True)]
+        rows.append(["tying saves (V x E)", *saves])
     if any(c.active != c.total for c in counts):
         rows.append(["active per token", *(format_count(c.active) for c in counts)])
+        rows.append(
+            ["active, no token table (OpenAI)", *(f"{c.active_non_embedding:,}" for c in counts)]
+        )
     emphasis = frozenset(index for index, (key, _) in enumerate(shown) if key == "total")
     notes = [
         "Totals count tied weights once; the untied total gives the LM head a matrix of its own.",
-        "Non-embedding: the total minus the position table, as nanoGPT's "
-        "get_num_params(non_embedding=True) counts Kaplan et al.'s N (a tied token table stays "
-        "in, as the LM head's weights).",
+        "Non-embedding: nanoGPT's get_num_params(non_embedding=True) leaves out the position "
+        "table only (a tied token table stays, as the LM head); Kaplan et al. (2020) and Qwen's "
+        "reports leave out the token table and the LM head too.",
         *(_tying_note(r.model.name, r.parameters, r.model.spec.tie_embeddings) for r in results),
         *(f"{r.model.name}: {note}" for r in results for note in r.model.notes),
     ]
@@ -171,7 +179,9 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
     if any(c.active != c.total for c in counts):
         notes.append(
             "Active per token: the total less the routed experts a token is not sent to (all but "
-            "the top-k of each MoE block); shared experts and routers count in full."
+            "the top-k of each MoE block); shared experts, routers, the token table and the LM "
+            "head count in full, as Mistral and Qwen count it. Active, no token table: as "
+            "OpenAI's gpt-oss card counts it (gpt-oss-20b: 3.61B); the LM head stays in."
         )
         if any(s.moe_modality_ffn_hidden for r in results for s in r.model.spec.stacks):
             notes[-1] += (
@@ -190,7 +200,9 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
             labels = [
                 *shown,
                 ("non_embedding", "non-embedding (nanoGPT)"),
+                ("non_embedding_kaplan", "non-embedding (Kaplan, Qwen)"),
                 ("active", "active per token"),
+                ("active_non_embedding", "active, no token table (OpenAI)"),
             ]
             explain_rows_ = [[label, formulas[key]] for key, label in labels if key in formulas]
             grids.append(

@@ -233,13 +233,14 @@ def _inference_grids(model: LoadedModel, gpu: Gpu, plan: InferencePlan) -> list[
         rows.append(["bytes each GPU sends per decode step", f"{r.decode.collective_bytes:,}"])
         if r.decode.link is not None:
             rows.append(["their time over the link", _duration(r.decode.collective_seconds)])
-    rows += [
-        [
-            f"decode tokens/s per sequence ({r.decode.bound}-bound)",
-            f"{float(r.decode.tokens_per_second_per_sequence):,.1f}",
-        ],
-        [f"decode tokens/s, batch {plan.batch}", f"{float(r.decode.tokens_per_second):,.1f}"],
-    ]
+    per_sequence = f"{float(r.decode.tokens_per_second_per_sequence):,.1f}"
+    if plan.batch == 1:  # one sequence: its tokens/s are the batch's
+        rows.append([f"decode tokens/s, batch 1 ({r.decode.bound}-bound)", per_sequence])
+    else:
+        rows += [
+            [f"decode tokens/s per sequence ({r.decode.bound}-bound)", per_sequence],
+            [f"decode tokens/s, batch {plan.batch}", f"{float(r.decode.tokens_per_second):,.1f}"],
+        ]
     where = (
         "one GPU holding the whole model"
         if layout.gpus == 1

@@ -17,7 +17,8 @@ app = typer.Typer(
 
 @app.callback(invoke_without_command=True)
 def presets(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
-    """List the shipped presets: name, what it is, where its numbers come from."""
+    """List the shipped presets: name, parameters and what it is (`presets show NAME` gives its
+    whole description and where its numbers come from)."""
     if ctx.invoked_subcommand is not None:
         return
     from costcalc.loaders import load_preset
@@ -48,16 +49,16 @@ def presets(ctx: typer.Context, fmt: FormatOption = OutputFormat.table) -> None:
             ", ".join([m.name, *alias_of.get(m.name, [])])
             + (" *" if rests_on_assumptions(m.source) else ""),
             format_count(count),
-            m.description or "",
-            short_source(m.source or ""),
+            (m.description or "").split(" (", 1)[0],
         ]
         for m, count in zip(models, counts, strict=True)
     ]
     notes = [
-        "* rests on assumed values (the source does not give them all); "
-        "`costcalc presets show NAME` says which."
+        "`costcalc presets show NAME` prints a preset's file: its whole description and where "
+        "its numbers come from (JSON has both for every preset). * rests on assumed values (the "
+        "source does not give them all); `presets show NAME` says which."
     ]
-    emit(fmt, data, [Grid("Presets", ["name", "parameters", "model", "source"], rows, notes)])
+    emit(fmt, data, [Grid("Presets", ["name", "parameters", "model"], rows, notes)])
 
 
 class ShowFormat(StrEnum):
@@ -86,8 +87,3 @@ def show(
     else:
         data = yaml.safe_load(text)
         typer.echo(to_json(data) if fmt is ShowFormat.json else to_jsonl([data]))
-
-
-def short_source(source: str) -> str:
-    """The first clause of a preset's source, for the list (``presets show`` has it all)."""
-    return source.split(";")[0].split(" (")[0].rstrip(".")

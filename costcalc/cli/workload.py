@@ -130,14 +130,20 @@ def workload_from(
     )
 
 
-def warn_past_context(models: list[LoadedModel], workload: Workload | None) -> None:
+def workload_tokens(workload: Workload | None) -> int | None:
+    """The positions a workload reaches: its length, or prompt + generated tokens."""
+    if workload is None:
+        return None
+    return workload.length or (workload.prompt or 0) + (workload.generated or 0)
+
+
+def warn_past_context(models: list[LoadedModel], tokens: int | None) -> None:
     """A warning on stderr for each model without a position table asked about more tokens than
     its context: rotary (or no) positions run past it, but the model was not trained there."""
     import sys
 
-    if workload is None:
+    if tokens is None:
         return
-    tokens = workload.length or (workload.prompt or 0) + (workload.generated or 0)
     for model in models:
         spec = model.spec
         if spec.position != "learned" and tokens > spec.context_length:

@@ -30,11 +30,18 @@ from costcalc.formats.hf_classes import wrapper_tie
 from costcalc.formats.hf_reader import Reader
 from costcalc.formats.translation import Translation
 
-UNSUPPORTED_HELP = (
-    "costcalc has no formula for this family; two ways forward: read the exact total from the "
-    "checkpoint's safetensors headers (--config MODEL_FOLDER), or describe the model in costcalc "
-    "YAML (docs/config.md, 'A family costcalc does not read')"
-)
+
+def unsupported_help() -> str:
+    """The two ways forward for a family costcalc does not read, the folder named as the caller
+    gives one (``--config MODEL_FOLDER``, ``load(MODEL_FOLDER)``)."""
+    from costcalc.option_names import in_api
+
+    folder = "load(MODEL_FOLDER)" if in_api() else "--config MODEL_FOLDER"
+    return (
+        "costcalc has no formula for this family; two ways forward: read the exact total from "
+        f"the checkpoint's safetensors headers ({folder}), or describe the model in costcalc "
+        "YAML (docs/config.md, 'A family costcalc does not read')"
+    )
 
 
 def translate(doc: Document) -> Translation:
@@ -68,12 +75,27 @@ def translate(doc: Document) -> Translation:
         [
             Problem(
                 "model_type",
-                f"unsupported model_type {shown!r}{_classes_named(doc, model_type)}; "
-                f"{UNSUPPORTED_HELP}; supported: " + ", ".join(model_types()),
+                f"unsupported model_type {shown!r}{_classes_named(doc, model_type)}"
+                f"{_did_you_mean(shown)}; {unsupported_help()}; costcalc reads "
+                f"{len(model_types())} families, listed in docs/huggingface.md",
                 doc.line_of(("model_type",)),
             )
         ],
     )
+
+
+def _did_you_mean(model_type: Any) -> str:
+    """`` (did you mean 'llama'?)`` for a ``model_type`` close to up to three families read."""
+    if not isinstance(model_type, str):
+        return ""
+    import difflib
+
+    known = model_types()
+    lowered = model_type.strip().lower().replace("-", "_")
+    close = [lowered] if lowered in known else []
+    close += difflib.get_close_matches(lowered, known, n=3, cutoff=0.75)
+    close = list(dict.fromkeys(close))[:3]
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
 def _text_decoder(
