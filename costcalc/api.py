@@ -326,7 +326,7 @@ def count_lora(
 def count_plan(
     model: Source,
     *,
-    gpu: str,
+    gpu: str | None = None,
     tokens: int | None = None,
     length: int = 2048,
     gpus: int = 1,

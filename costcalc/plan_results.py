@@ -32,7 +32,8 @@ class PlanSetup:
     ``reserve``, on the GPUs of ``layout`` as vLLM shards the model, the cache's ``kv_dtype``,
     under the ``serving`` engine)."""
 
-    gpu: Gpu
+    gpu: Gpu | None
+    """None: no GPU given, which a compute budget alone needs none of."""
     dtype: str | None
     """The weights' dtype or format given; None: training in bf16, inference as the checkpoint
     stores them (:meth:`~costcalc.loaders.LoadedModel.weights_dtype`)."""
@@ -58,7 +59,7 @@ class PlanSetup:
 
 
 def plan_setup(
-    gpu: str,
+    gpu: str | None,
     *,
     tokens: int | None = None,
     length: int = 2048,
@@ -93,7 +94,7 @@ def plan_setup(
     from costcalc.units import DTYPES
     from costcalc.weight_format import check_weight_dtype
 
-    device = find_gpu(gpu)
+    device = None if gpu is None else find_gpu(gpu)
     dtype = None if dtype is None else check_weight_dtype(dtype)
     counts = {"gpus": gpus, "length": length, "batch": batch, "generate": generate, "tp": tp}
     counts |= {"pp": pp, "dp_attention": dp_attention}
@@ -106,6 +107,11 @@ def plan_setup(
         raise UsageError(
             "nothing to plan: give training tokens (--tokens), a compute budget (--budget) or "
             "a prompt (--prompt)"
+        )
+    if device is None and (tokens is not None or prompt is not None):
+        raise UsageError(
+            "training time and inference rooflines are a GPU's: give one of `costcalc gpus` "
+            "(--gpu NAME)"
         )
     layout = serving_plan(None, tp, pp, ep, dp_attention)
     if layout.gpus > 1 and prompt is None:
@@ -120,7 +126,7 @@ def plan_setup(
         swa_full,
         block_size,
         max_num_batched_tokens,
-        device_memory=device.memory_bytes,
+        device_memory=None if device is None else device.memory_bytes,
     )
     if serving.name == "llamacpp" and (prompt is None or layout.gpus > 1):
         raise UsageError(
@@ -273,7 +279,7 @@ class PlanResult:
     (N_opt, D_opt for the budget), each None where not asked for."""
 
     model: LoadedModel
-    gpu: Gpu
+    gpu: Gpu | None
     dtype: str
     training: TrainingPlan | None = None
     inference: InferencePlan | None = None
@@ -300,7 +306,8 @@ class PlanResult:
         from costcalc.plan import CHINCHILLA_RULE
         from costcalc.results import model_header
 
-        data: dict[str, Any] = {**model_header(self.model), "gpu": self.gpu.key}
+        gpu = None if self.gpu is None else self.gpu.key
+        data: dict[str, Any] = {**model_header(self.model), "gpu": gpu}
         data["dtype"] = self.dtype
         if self.training is not None:
             data["training"] = self.training.to_dict()
@@ -319,6 +326,15 @@ class PlanResult:
         return data
 
 
+def _device(setup: PlanSetup) -> Gpu:
+    """The GPU a training time or an inference roofline is taken on."""
+    from costcalc.errors import UsageError
+
+    if setup.gpu is None:
+        raise UsageError("training time and inference rooflines are a GPU's: give one (gpu=)")
+    return setup.gpu
+
+
 def plan_result(model: LoadedModel, setup: PlanSetup) -> PlanResult:
     """``model``'s plan as ``setup`` asks for it: training in the dtype given (bf16 by
     default), inference with the weights in the dtype given or as the checkpoint stores them."""
@@ -332,7 +348,7 @@ def plan_result(model: LoadedModel, setup: PlanSetup) -> PlanResult:
         spec = model.spec
         check_positions(spec, "length", setup.length, setup.length)
         exact = training_flops(spec, setup.tokens, setup.length)
-        time = TrainingTime(exact, setup.gpus, setup.gpu.peak(dtype), setup.mfu)
+        time = TrainingTime(exact, setup.gpus, _device(setup).peak(dtype), setup.mfu)
         training = TrainingPlan(
             setup.tokens, setup.length, exact, kaplan_flops(spec, setup.tokens), time
         )
@@ -350,7 +366,7 @@ def _inference(model: LoadedModel, setup: PlanSetup, prompt: int, dtype: str) ->
     from costcalc.engines.vllm_shards import ServingPlan
     from costcalc.plan import Serving, cache_fit, compute, decode_batches, decode_step, roofline
 
-    spec, gpu, serving = model.spec, setup.gpu, setup.serving
+    spec, gpu, serving = model.spec, _device(setup), setup.serving
     layout = ServingPlan() if setup.layout is None else setup.layout
     context = prompt + setup.generate
     check_positions(spec, "length", context, context)

@@ -115,6 +115,22 @@ def test_bad_arguments_are_costcalc_errors(
     assert type(raised.value) is error
 
 
-def test_a_gpu_is_required() -> None:
+def test_a_model_is_required() -> None:
     with pytest.raises(TypeError):
-        costcalc.count_plan("gpt2-small")  # type: ignore[call-arg]
+        costcalc.count_plan()  # type: ignore[call-arg]
+
+
+def test_a_budget_alone_needs_no_gpu(cli: Invoke) -> None:
+    """Compute-optimal sizing is the budget's and the model's, no GPU's: --gpu may be left out,
+    and training or inference without one is a clear error."""
+    shown = cli("plan", "-p", "gpt2-small", "--budget", "5.76e23", "-f", "json")
+    assert shown.exit_code == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    assert data["gpu"] is None and data["compute_optimal"]["model_parameters"] == 124_439_808
+    assert costcalc.count_plan("gpt2-small", budget=576 * 10**21).to_dict() == data
+    for asked in (["--tokens", "1B", "-T", "1k"], ["--prompt", "10"]):
+        refused = cli("plan", "-p", "gpt2-small", *asked)
+        assert refused.exit_code == 2
+        assert "inference rooflines are a GPU's: give one of `costcalc gpus`" in refused.stderr
+    with pytest.raises(UsageError, match="give one of `costcalc gpus`"):
+        costcalc.count_plan("gpt2-small", prompt=10)

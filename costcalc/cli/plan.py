@@ -41,7 +41,12 @@ if TYPE_CHECKING:
 @takes_models
 def plan(
     models: ModelSelection,
-    gpu: Annotated[str, typer.Option("--gpu", metavar="NAME", help="A GPU of `costcalc gpus`.")],
+    gpu: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu", metavar="NAME", help="A GPU of `costcalc gpus` (--budget alone needs none)."
+        ),
+    ] = None,
     tokens: Annotated[
         int | None,
         count_option("--tokens", help="Training tokens, like 300B or 1T: FLOPs, time, GPU-hours."),
@@ -185,6 +190,8 @@ def plan_grids(result: PlanResult) -> list[Grid]:
     grids: list[Grid] = []
     name, gpu, dtype = result.model.name, result.gpu, result.dtype
     training = result.training
+    if gpu is None:
+        return grids
     if training is not None:
         time = training.time
         rows = [
