@@ -236,8 +236,10 @@ def log_prob_bytes(spec: ModelSpec, batch: int, length: int) -> int:
 def kv_cache_tokens(spec: ModelSpec, length: int) -> int:
     """Tokens the cache of a block of ``spec`` keeps after T tokens: the keys the last one
     attends to, T capped by the sliding window (the convention of the decoding MACs); a
-    chunked block keeps one chunk; every token with ``kv_cache_all_tokens``."""
-    if spec.kv_cache_all_tokens:
+    chunked block keeps one chunk; every token with ``kv_cache_all_tokens``, and under a
+    window of 1, which transformers' ``DynamicSlidingWindowLayer`` slices as
+    ``states[:, :, -(W - 1):]``, that is ``[-0:]``: every token."""
+    if spec.kv_cache_all_tokens or spec.sliding_window == 1:
         return length
     if spec.attention_chunk is not None:
         return min(length, spec.attention_chunk)

@@ -190,10 +190,6 @@ KNOWN: dict[str, list[str]] = {
         "lfm2/11",
         "molmo2_text/03",
     ],
-    (
-        "sliding_window 1: transformers' DynamicSlidingWindowLayer keeps the last 0 tokens as"
-        " [-0:], that is every token; costcalc keeps 1"
-    ): ["gpt_oss/03"],
     "transformers' code fails on the value (AssertionError); costcalc counts it": [
         "glm4/03",
         "glm4_moe_lite/02",
@@ -331,9 +327,12 @@ def window_tokens_left_out(cache_record: dict[str, Any]) -> int:
     """A DynamicSlidingWindowLayer keeps the last W - 1 tokens between steps (the W-th is the
     next token's own); costcalc counts the W keys a token attends to (memory.kv_cache_tokens,
     the decoding MACs' convention): once T reaches W, one token of keys and values (B K d each)
-    per such layer more than transformers stores."""
+    per such layer more than transformers stores. A window of 1 keeps every token (its slice
+    ``[-0:]``), as costcalc counts it: nothing left out."""
     extra = 0
     for kind in short_windows(cache_record):
+        if kind["sliding_window"] == 1:
+            continue
         for name in ("keys", "values"):
             batch, heads, _, width = kind["tensors"][name]
             extra += len(kind["layers"]) * batch * heads * width
