@@ -236,20 +236,26 @@ def log_prob_bytes(spec: ModelSpec, batch: int, length: int) -> int:
 def kv_cache_tokens(spec: ModelSpec, length: int) -> int:
     """Tokens the cache of a block of ``spec`` keeps after T tokens: the keys the last one
     attends to, T capped by the sliding window (the convention of the decoding MACs); a
-    chunked block keeps one chunk; every token with ``kv_cache_all_tokens``, and under a
-    window of 1, which transformers' ``DynamicSlidingWindowLayer`` slices as
-    ``states[:, :, -(W - 1):]``, that is ``[-0:]``: every token."""
-    if spec.kv_cache_all_tokens or spec.sliding_window == 1:
+    chunked block keeps one chunk; every token with ``kv_cache_all_tokens``."""
+    if spec.kv_cache_all_tokens:
         return length
     if spec.attention_chunk is not None:
         return min(length, spec.attention_chunk)
     return cached_keys(spec, length - 1)
 
 
+def stored_tokens(spec: ModelSpec, length: int) -> int:
+    """Tokens transformers' cache of a block stores after T tokens: :func:`kv_cache_tokens`,
+    except under a window of 1, which ``DynamicSlidingWindowLayer`` slices as
+    ``states[:, :, -(W - 1):]``, that is ``[-0:]``: every token (a token still attends to one
+    key, so what a decode step reads stays :func:`kv_cache_tokens`)."""
+    return length if spec.sliding_window == 1 else kv_cache_tokens(spec, length)
+
+
 def longest_cache(spec: ModelSpec, length: int) -> int:
     """The most tokens any attention block keeps (0 when no block caches keys)."""
     return max(
-        (kv_cache_tokens(stack, length) for stack in spec.stacks if stack.has_attention),
+        (stored_tokens(stack, length) for stack in spec.stacks if stack.has_attention),
         default=0,
     )
 
@@ -305,7 +311,7 @@ def kv_cache_elements(spec: ModelSpec, batch: int, length: int) -> int:
     return batch * sum(
         cached_layers(stack)
         * (
-            kv_cache_tokens(stack, length) * kv_width(stack)
+            stored_tokens(stack, length) * kv_width(stack)
             + compressor_cache_elements(stack, length)
         )
         for stack in spec.stacks

@@ -18,9 +18,9 @@ from costcalc.memory import (
     cached_layers,
     compressor_cache_elements,
     conv_state_width,
-    kv_cache_tokens,
     kv_width,
     recurrent_state_width,
+    stored_tokens,
 )
 from costcalc.spec import ModelSpec
 from costcalc.units import DTYPE_BITS
@@ -137,7 +137,7 @@ def _kv_row(spec: ModelSpec, report: MemoryReport) -> str:
             width = f"2 x {cached_heads(stack)} x {_n(stack.head_width)}"
         else:
             continue
-        tokens = kv_cache_tokens(stack, T)
+        tokens = stored_tokens(stack, T)
         capped = capped or tokens < T
         kept = f"{_n(tokens)} x {width}" + (f" + {_n(compressor)}" if compressor else "")
         terms.append(f"{cached_layers(stack)} x {B} x " + (f"({kept})" if compressor else kept))

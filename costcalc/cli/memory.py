@@ -757,11 +757,11 @@ def _kv_term(stack: ModelSpec, batch: int, length: int) -> str:
     from costcalc.memory import (
         cached_layers,
         compressor_cache_elements,
-        kv_cache_tokens,
         kv_width,
+        stored_tokens,
     )
 
-    kept = f"{kv_cache_tokens(stack, length):,} x {kv_width(stack):,}"
+    kept = f"{stored_tokens(stack, length):,} x {kv_width(stack):,}"
     compressor = compressor_cache_elements(stack, length)
     if compressor:
         kept = f"({kept} + {compressor:,})"
