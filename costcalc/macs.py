@@ -222,7 +222,8 @@ def window_applies(spec: ModelSpec, length: int) -> bool:
 
 def pair_width(spec: ModelSpec) -> int:
     """MACs of one query-key pair over all heads of one block: H (d_qk + d_v); 2 H d for
-    attention (H (d + dv) with values of their own width), H (n + r + v) for MLA, plus for a
+    attention (H (d + dv) with values of their own width, d the key width: a head 1 wide
+    broadcasts to its rotary width, ``ModelSpec.key_width``), H (n + r + v) for MLA, plus for a
     sparse-attention indexer Hi (di + 1) on MLA (its scores q k over Hi heads of di, then their
     weighted sum over the heads; with pooled keys it scores those instead,
     :func:`compressed_pair_width`) or Hi di on attention (the scores, max-pooled per block of
@@ -243,7 +244,7 @@ def pair_width(spec: ModelSpec) -> int:
         return 0
     maps = 2 if spec.differential_attention else 1
     per_key = 0 if spec.indexer_block is not None else math.prod(key_indexer(spec))
-    return per_key + maps * H * (spec.head_width + value_width(spec))
+    return per_key + maps * H * (spec.key_width + value_width(spec))
 
 
 def block_indexer_width(spec: ModelSpec) -> int:

@@ -279,7 +279,7 @@ def kv_width(spec: ModelSpec) -> int:
     if spec.keys_as_values and spec.kv_compress_rate is not None:
         return cached_heads(spec) * spec.head_width  # the compressed cache's values are its keys
     _, indexer = key_indexer(spec)  # its one key head; a compressor's indexer caches elsewhere
-    return cached_heads(spec) * (spec.head_width + value_width(spec)) + indexer
+    return cached_heads(spec) * (spec.key_width + value_width(spec)) + indexer
 
 
 def mla_indexer_cache(spec: ModelSpec) -> int:

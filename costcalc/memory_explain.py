@@ -23,6 +23,7 @@ from costcalc.memory import (
     stored_tokens,
 )
 from costcalc.spec import ModelSpec
+from costcalc.tensors import value_width
 from costcalc.units import DTYPE_BITS
 
 
@@ -128,9 +129,11 @@ def _kv_row(spec: ModelSpec, report: MemoryReport) -> str:
         elif stack.mixer == "mla":
             widths.add("(kv rank + r)")
             width = f"({_n(stack.kv_lora_rank or 0)} + {_n(stack.qk_rope_head_dim or 0)})"
-        elif stack.mixer == "attention" and stack.v_head_dim is not None:
+        elif stack.mixer == "attention" and (
+            stack.v_head_dim is not None or stack.key_width != stack.head_width
+        ):
             widths.add("K x (d + dv)")
-            dv = f"{_n(stack.head_width)} + {_n(stack.v_head_dim)}"
+            dv = f"{_n(stack.key_width)} + {_n(value_width(stack))}"
             width = f"{cached_heads(stack)} x ({dv})"
         elif stack.mixer == "attention":
             widths.add("2 x K x d")

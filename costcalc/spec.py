@@ -325,6 +325,14 @@ class ModelSpec(BlockFields, BaseModel):
         return self.head_width if self.rotary_dim is None else self.rotary_dim
 
     @property
+    def key_width(self) -> int:
+        """Width of one query or key head as attention scores and caches it: the head width,
+        or the rotary width a head 1 wide broadcasts to (``q * cos`` with cos 2 wide in
+        transformers' apply_rotary_pos_emb; :func:`_rotary_dims`)."""
+        rotary = self.rotary_width if self.mixer == "attention" else None
+        return max(self.head_width, rotary or 0)
+
+    @property
     def position_rows(self) -> int:
         """Rows of the learned position table (context plus offset); 0 for other schemes."""
         return self.context_length + self.position_offset if self.position == "learned" else 0
@@ -1000,7 +1008,8 @@ def _offset_needs_table(spec: ModelSpec) -> Iterator[tuple[str, str]]:
 
 @_rule("mixer", "position", "rotary_dim", "head_dim", "d_model", "n_heads")
 def _rotary_dims(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    """Rotary positions rotate pairs of dimensions within one head."""
+    """Rotary positions rotate pairs of dimensions within one head; a head 1 wide broadcasts
+    against wider cos and sin (its queries and keys come out rotary_dim wide: ``key_width``)."""
     if spec.position != "rotary":
         if spec.rotary_dim is not None:
             yield ("rotary_dim", "rotary_dim is given but position is not rotary")
@@ -1011,7 +1020,7 @@ def _rotary_dims(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         return  # no head width until the equal split is fixed (reported above)
     head, rotary = spec.head_width, spec.rotary_width
     field = "rotary_dim" if spec.rotary_dim is not None else "head_dim"
-    if rotary is not None and rotary > head:
+    if rotary is not None and rotary > head and head != 1:
         yield (field, f"rotary_dim {rotary} exceeds head_dim {head}")
     elif rotary is not None and rotary % 2:
         yield (field, f"rotary positions rotate pairs of dimensions; {rotary} is odd")

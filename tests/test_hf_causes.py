@@ -113,6 +113,13 @@ NOTES = {
     "qwen2-width-not-divisible": "hidden_size 66 does not split into 4 equal heads; "
     "Qwen2Config takes it and its attention floors head_dim to 16 (the heads span 64).",
     "stablelm-odd-rotary": "partial_rotary_factor gives 5 rotary dimensions per head, an odd",
+    "minimax_m2-odd-partial-rotary": "takes 3 frequencies (torch.arange(0, 5, 2)), so its cos "
+    "and sin are 6 wide; counted as 6",
+    "llama-head-dim-1": "heads 1 wide, rotated whole: transformers' rotary cos and sin are 2 wide",
+    "llama-head-dim-3": "heads 3 wide, rotated whole: transformers builds the model",
+    "qwen2-odd-width": "but its rotary cos and sin are 6 wide and its forward fails",
+    "stablelm-no-rotary": "partial_rotary_factor gives 0 rotary dimensions per head (int(16 x "
+    "0.0)): transformers' rotary embedding rotates nothing; read as no positions.",
 }
 """What costcalc says beside a count when it reads a value the file does not state."""
 
@@ -120,3 +127,41 @@ NOTES = {
 @pytest.mark.parametrize("name", sorted(NOTES))
 def test_values_the_file_does_not_state_are_noted(tmp_path: Path, name: str) -> None:
     assert NOTES[name] in " ".join(load(tmp_path, name).notes)
+
+
+CLASS_REFUSALS = {
+    "qwen3-head-dim-7": (
+        "head_dim",
+        "7-wide heads rotated whole (partial_rotary_factor 1.0): transformers refuses the file "
+        "(Qwen3Config's validate_rope",
+    ),
+    "mistral-odd-width": ("num_attention_heads", "(MistralConfig's validate_rope"),
+    "llama-head-dim-width-not-divisible": (
+        "num_attention_heads",
+        "hidden_size 66 does not split into 4 equal heads: transformers refuses the file "
+        "(LlamaConfig's validate_architecture",
+    ),
+}
+"""Files a configuration class refuses, with the key and the validator named: an odd head
+rotated whole wider than 4 (transformers/modeling_rope_utils.py, validate_rope, lines 902-914),
+a width the heads do not divide whatever head_dim says (LlamaConfig.validate_architecture)."""
+
+
+@pytest.mark.parametrize("name", sorted(CLASS_REFUSALS))
+def test_class_validators_name_the_key(tmp_path: Path, name: str) -> None:
+    assert "build_error" in cases()[name]
+    with pytest.raises(ConfigError) as refused:
+        load(tmp_path, name)
+    key, reason = CLASS_REFUSALS[name]
+    assert f"{key} (line " in str(refused.value)
+    assert reason in " ".join(str(refused.value).split())
+
+
+def test_rotary_widths_as_the_rotary_embedding_builds_them(tmp_path: Path) -> None:
+    """cos and sin are 2 ceil(r / 2) wide (torch.arange(0, r, 2) frequencies, doubled): an odd
+    partial count rotates one more; a head 1 wide broadcasts its queries and keys to 2
+    (the cache and the MACs above check what that costs)."""
+    partial = load(tmp_path, "minimax_m2-odd-partial-rotary").spec
+    assert (partial.rotary_width, partial.key_width) == (6, 10)
+    one = load(tmp_path, "llama-head-dim-1").spec
+    assert (one.head_width, one.rotary_width, one.key_width) == (1, 2, 2)

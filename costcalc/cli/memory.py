@@ -730,7 +730,8 @@ def _kv_note(result: MemoryResult) -> str:
     if not stacks:
         return "No block caches keys and values; recurrent state, if any, does not grow with T."
     one = stacks[0]
-    plain = one.v_head_dim is None and one.kv_compress_rate is None
+    plain = one.v_head_dim is None and one.key_width == one.head_width
+    plain = plain and one.kv_compress_rate is None
     if len(kinds) == 1 and one.mixer == "attention" and plain:
         capped = report.kv_cache_tokens < report.length
         window = f" (T capped by the sliding window of {one.sliding_window:,})" if capped else ""

@@ -35,6 +35,10 @@ class ConfigClass:
     """The class refuses a width its heads do not divide (else the modeling code floors D / H)."""
     not_null: frozenset[str] = frozenset()
     """Fields whose type admits no None: the class refuses a file that sets one to null."""
+    odd_heads: frozenset[str] = frozenset()
+    """Which odd heads the class's ``validate_rope`` refuses when rotated whole
+    (:mod:`costcalc.formats.hf_rotary`): ``head_dim`` (the file's head_dim), ``width`` (D // H,
+    no head_dim given), ``defaults`` (either, with the class's own rotary settings)."""
 
     def spellings(self, key: str) -> tuple[str, ...]:
         """``key`` and every other name of the attribute it sets (its alias or attribute)."""
@@ -75,6 +79,7 @@ def config_class(model_type: str | None) -> ConfigClass | None:
         found["attribute_map"],
         found.get("heads_divide_width", False),
         frozenset(found.get("not_null", ())),
+        frozenset(found.get("odd_heads", ())),
     )
 
 

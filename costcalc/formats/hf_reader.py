@@ -15,7 +15,9 @@ from typing import Any, TypeGuard
 
 from costcalc.errors import ConfigError, Problem
 from costcalc.files import Document
+from costcalc.formats.architectures import transformers_model_types
 from costcalc.formats.hf_classes import config_class
+from costcalc.formats.hf_rotary import odd_heads_rotated, refused_odd_head
 from costcalc.formats.translation import Translation
 from costcalc.scalars import MAX_SIZE
 
@@ -168,7 +170,8 @@ class Reader:
         return value
 
     def factor(self, keys: tuple[str, ...], default: float) -> tuple[float, str | None]:
-        """A number in (0, 1] (such as a partial-rotary factor) and the key it came from.
+        """A number in [0, 1] (a partial-rotary factor; transformers takes 0, which rotates
+        nothing) and the key it came from.
 
         ``rope_parameters.<key>`` (transformers 5) is looked at before the top-level keys.
         """
@@ -182,8 +185,8 @@ class Reader:
             )
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-                self.fail(name, f"expected a number above 0 and at most 1 (got {value!r})")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+                self.fail(name, f"expected a number from 0 to 1 (got {value!r})")
                 return default, None
             return value, name
         return default, None
@@ -204,15 +207,23 @@ class Reader:
     def finish(self, fields: dict[str, Any]) -> Translation:
         """The translation, or one error listing every problem found."""
         self._nulls_refused()
+        model_type = self.doc.data.get("model_type")
+        if isinstance(model_type, str) and model_type in transformers_model_types():  # no remote
+            self._width_refused()
+            refused = refused_odd_head(dict(self.data), self.config_class)  # asks no keys
+            if refused is not None:
+                self.fail(*refused)
         if self.problems:  # a misspelled key may be why one is missing: said beside them
             raise ConfigError(self.doc.path, [*self.problems, *self.near_misses()])
+        fields = {k: v for k, v in fields.items() if v is not None}
+        rotated = odd_heads_rotated(fields)
         name = self.doc.data.get("_name_or_path")
         return Translation(
-            {k: v for k, v in fields.items() if v is not None},
+            fields,
             self.key_names,
             name=name if isinstance(name, str) and name else None,
             warnings=self.near_misses(),
-            notes=(*self._default_notes(), *self.notes),
+            notes=(*self._default_notes(), *self.notes, *([rotated] if rotated else [])),
         )
 
     def _nulls_refused(self) -> None:
@@ -228,6 +239,26 @@ class Reader:
                     f"null, but {known.name} takes no null here: transformers refuses the file "
                     "(give a value, or leave the key out for the class default)",
                 )
+
+    def _width_refused(self) -> None:
+        """A width its heads do not divide, in a class whose ``validate_architecture`` refuses
+        one whatever ``head_dim`` says (LlamaConfig's, Gemma2Config's, ...: "The hidden size
+        (66) is not a multiple of the number of attention heads (4)")."""
+        known = self.config_class
+        if known is None or not known.heads_divide_width:
+            return
+        d_key, h_key = self.spelling("hidden_size"), self.spelling("num_attention_heads")
+        d, h = (
+            self.data[key] if self.data.get(key) is not None else known.default(key)
+            for key in (d_key, h_key)
+        )
+        if is_whole(d, 1) and is_whole(h, 1) and d % h:
+            self.fail(
+                h_key,
+                f"hidden_size {d:,} does not split into {h:,} equal heads: transformers "
+                f"refuses the file ({known.name}'s validate_architecture: the hidden size must "
+                "be a multiple of the heads, whatever head_dim says)",
+            )
 
     def _default_notes(self) -> tuple[str, ...]:
         """What the file leaves out and transformers' class default fills in, in words."""
@@ -327,10 +358,11 @@ def linear_bias(r: Reader, fields: dict[str, Any], key: str, default: bool) -> N
 
 
 def rotary_dim(r: Reader, fields: dict[str, Any], keys: tuple[str, ...], default: float) -> Any:
-    """Rotary dimensions per head, ``int(head_dim * factor)`` as transformers computes them;
-    ``None`` when the whole head rotates (or the sizes are invalid, reported elsewhere). An odd
-    count is built (rotary positions hold no parameters) but cannot run, as rotation takes
-    pairs: None, with a note."""
+    """Rotary dimensions per head as transformers' rotary embedding builds them: ``int(head_dim
+    * factor)`` = r, then ``torch.arange(0, r, 2)`` frequencies, so cos and sin are 2 ceil(r / 2)
+    wide (an odd r rotates r + 1, with a note; :mod:`costcalc.formats.hf_rotary`; r = 0 rotates
+    nothing: no positions, with a note); ``None`` when the whole head rotates (or the sizes are
+    invalid, reported elsewhere)."""
     factor, key = r.factor(keys, default)
     head_dim = fields.get("head_dim")
     if head_dim is None:
@@ -341,14 +373,23 @@ def rotary_dim(r: Reader, fields: dict[str, Any], keys: tuple[str, ...], default
     if factor == 1 or not is_whole(head_dim, 1):
         return None
     rotary = int(head_dim * factor)
+    if rotary == 0:  # no frequencies: cos and sin 0 wide, nothing rotates, nothing is stored
+        r.note(
+            f"{r.name(key or keys[0])} gives 0 rotary dimensions per head (int({head_dim:,} x "
+            f"{factor!r})): transformers' rotary embedding rotates nothing; read as no positions."
+        )
+        fields["position"] = "none"
+        return None
     if rotary % 2:
         r.note(
             f"{r.name(key or keys[0])} gives {rotary:,} rotary dimensions per head, an odd "
-            "count: transformers builds the model (rotary positions hold no parameters), but "
-            "its forward rotates dimensions in pairs and fails; counted as built, the "
-            "activation estimates as if the whole head rotated."
+            f"count: transformers' rotary embedding takes {rotary // 2 + 1:,} frequencies "
+            f"(torch.arange(0, {rotary:,}, 2)), so its cos and sin are {rotary + 1:,} wide; "
+            f"counted as {rotary + 1:,} (an attention that rotates the cos width, as GLM's and "
+            f"MiniMax-M2's do, runs; one that first slices {rotary:,} dimensions, as "
+            "StableLM's, Phi's and Persimmon's do, fails in its forward)."
         )
-        return None
+        rotary += 1
     if key is not None:
         r.key_names["rotary_dim"] = r.name(key)
     return rotary

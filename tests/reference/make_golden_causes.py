@@ -55,6 +55,15 @@ QWEN3_MOE = {
     "max_position_embeddings": 512,
 }
 
+LLAMA = {
+    "model_type": "llama",
+    **SMALL,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 512,
+}
+
 CASES: dict[str, dict] = {
     "qwen3_moe-no-head-dim": {
         "cause": "Qwen3MoeConfig has no head_dim: the attention takes D / H",
@@ -245,6 +254,52 @@ CASES: dict[str, dict] = {
             "num_attention_heads": 4,
             "num_key_value_heads": 2,
         },
+    },
+    "llama-head-dim-1": {
+        "cause": "heads 1 wide rotated whole: queries and keys broadcast to the 2-wide cos",
+        "config": {**LLAMA, "head_dim": 1},
+        "steps": ("kv", "macs"),
+    },
+    "llama-head-dim-3": {
+        "cause": "an odd head of 3 rotated whole: LlamaConfig lets heads of at most 4 through",
+        "config": {**LLAMA, "head_dim": 3},
+    },
+    "qwen3-head-dim-7": {
+        "cause": "an odd head_dim of 7 rotated whole: Qwen3Config's validate_rope refuses it",
+        "config": {**LLAMA, "model_type": "qwen3", "head_dim": 7},
+    },
+    "mistral-odd-width": {
+        "cause": "D / H = 5 rotated whole: MistralConfig derives head_dim and refuses it",
+        "config": {**LLAMA, "model_type": "mistral", "hidden_size": 20},
+    },
+    "qwen2-odd-width": {
+        "cause": "D // H = 5 rotated whole: Qwen2Config holds no head_dim and builds it",
+        "config": {**LLAMA, "model_type": "qwen2", "hidden_size": 22},
+    },
+    "minimax_m2-odd-partial-rotary": {
+        "cause": "a partial rotary factor giving 5 of 10: the rotary embedding rotates 6",
+        "fixture": "minimax-m2",
+        "changes": {
+            **SMALL,
+            "hidden_size": 40,
+            "head_dim": 10,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "intermediate_size": 32,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "rotary_dim": None,
+        },
+        "steps": ("kv", "macs"),
+    },
+    "stablelm-no-rotary": {
+        "cause": "a partial rotary factor of 0: no frequencies, nothing rotated",
+        "config": {**LLAMA, "model_type": "stablelm", "partial_rotary_factor": 0.0},
+        "steps": ("kv", "macs"),
+    },
+    "llama-head-dim-width-not-divisible": {
+        "cause": "heads that do not divide D beside a head_dim: LlamaConfig refuses the width",
+        "config": {**LLAMA, "hidden_size": 66, "head_dim": 16},
     },
     "glm4_moe-class-defaults": {
         "cause": "GLM-4.5 MoE with only its sizes: Glm4MoeConfig's defaults for the rest",

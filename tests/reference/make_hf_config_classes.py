@@ -9,8 +9,13 @@ configuration class for (``CONFIG_MAPPING``), the class's fields in declaration 
 default of each field whose default is a plain JSON value (a number, string, true/false or null;
 others, such as a tuple, are left out of ``defaults``), its ``attribute_map`` (alias ->
 attribute), and ``heads_divide_width`` when the class refuses a width its heads do not divide
-(66 over 4; elsewhere the modeling code floors D / H), and ``not_null``: the fields whose type
-admits no None (a file setting one to null is refused by the class's strict validation).
+(66 over 4; elsewhere the modeling code floors D / H), ``not_null``: the fields whose type
+admits no None (a file setting one to null is refused by the class's strict validation), and
+``odd_heads``: where the class's ``validate_rope`` (transformers/modeling_rope_utils.py, lines
+902-914) finds an odd head it refuses when rotated whole: ``head_dim`` (a head_dim of 7 given),
+``width`` (no head_dim, 28 over 4 heads: the class derives D // H), each probed with the whole
+head rotated (``partial_rotary_factor`` 1), and ``defaults`` when either is refused with the
+class's own rotary settings (a file that states none).
 ``PretrainedConfig``'s own fields
 (``architectures``, ``dtype``, labels) are left out.
 
@@ -73,6 +78,49 @@ def record(cls: type) -> dict:
     if builds(cls, 64) and not builds(cls, 66):
         found["heads_divide_width"] = True
     found["not_null"] = [f.name for f in fields if not nullable(f.type)]
+    odd = odd_heads(cls)
+    if odd:
+        found["odd_heads"] = odd
+    return found
+
+
+ODD_HEAD = "RoPE requires an even rotary dimension"
+WHOLE = (
+    {
+        "rope_parameters": {
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "partial_rotary_factor": 1.0,
+        }
+    },
+    {"partial_rotary_factor": 1.0},
+)
+"""Two ways of asking a class to rotate the whole head: a flat ``rope_parameters`` (a class
+whose default nests one per layer type takes it for every layer), or the top-level key."""
+
+
+def refuses_odd(cls: type, **sizes: object) -> bool:
+    """The class refuses ``sizes`` over 4 heads (2 key/value heads) for an odd rotary head."""
+    try:
+        cls(num_attention_heads=4, num_key_value_heads=2, **sizes)
+    except Exception as exc:
+        return ODD_HEAD in str(exc)
+    return False
+
+
+def odd_heads(cls: type) -> list[str]:
+    """Which odd heads the class's validate_rope refuses (see the module docstring)."""
+    cases = {
+        "head_dim": {"hidden_size": 32, "head_dim": 7},
+        "width": {"hidden_size": 28},
+    }
+    found = [
+        name
+        for name, sizes in cases.items()
+        if any(refuses_odd(cls, **sizes, **whole) for whole in WHOLE)
+    ]
+    if any(refuses_odd(cls, **sizes) for sizes in cases.values()):
+        found.append("defaults")
     return found
 
 

@@ -107,7 +107,27 @@ GRANITE_DOCLING_SIZES: dict[str, Any] = {
 def granite_docling_text(r: Reader) -> dict[str, Any]:
     """The text decoder of GraniteDoclingForConditionalGeneration: Granite's block as above with
     GraniteDoclingTextConfig's defaults (4 key/value heads, tied embeddings)."""
-    return llama(r, kv_heads=4, tie=True, sizes=GRANITE_DOCLING_SIZES)
+    fields = llama(r, kv_heads=4, tie=True, sizes=GRANITE_DOCLING_SIZES)
+    vision_width_matches(r, fields)
+    return fields
+
+
+def vision_width_matches(r: Reader, fields: dict[str, Any]) -> None:
+    """Under GraniteDoclingConfig's ``text_config``: its ``validate_architecture``
+    (transformers/models/granite_docling/configuration_granite_docling.py, line 187) refuses a
+    text ``hidden_size`` other than the vision tower's ``out_hidden_size`` (default 1,024)."""
+    if not r.prefix:
+        return
+    vision = r.doc.data.get("vision_config")
+    width = vision.get("out_hidden_size") if isinstance(vision, dict) else None
+    width = 1024 if width is None else width
+    d = fields.get("d_model")
+    if is_whole(d) and is_whole(width) and d != width:
+        r.fail(
+            "hidden_size",
+            f"{d:,}, but vision_config.out_hidden_size is {width:,}: transformers refuses the "
+            "file (GraniteDoclingConfig's validate_architecture: the two must be equal)",
+        )
 
 
 DEEPSEEK_OCR2_SIZES: dict[str, Any] = {
