@@ -50,9 +50,6 @@ def records() -> dict[str, dict[str, Any]]:
 
 
 KNOWN: dict[str, list[str]] = {
-    "issue 21: a width not divisible by the heads, which transformers floors": [
-        "recurrent_gemma/04",
-    ],
     "issue 21: zamba2 untied keeps its block copies; its key/value adapters under GQA": [
         "zamba2/18"
     ],
@@ -255,7 +252,6 @@ KNOWN: dict[str, list[str]] = {
         "glm5_next_text/11",
         "glm5_next_text/16",
         "hy_v4_vl_text/07",
-        "internlm3/09",
         "mellum/07",
         "qwen4_exp_text/02",
         "qwen4_exp_text/04",

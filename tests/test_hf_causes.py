@@ -118,6 +118,8 @@ NOTES = {
     "llama-head-dim-1": "heads 1 wide, rotated whole: transformers' rotary cos and sin are 2 wide",
     "llama-head-dim-3": "heads 3 wide, rotated whole: transformers builds the model",
     "qwen2-odd-width": "but its rotary cos and sin are 6 wide and its forward fails",
+    "recurrent_gemma-width-not-divisible": "hidden_size 66 does not split into 4 equal heads; "
+    "RecurrentGemmaConfig takes it and its attention floors head_dim to 16",
     "stablelm-no-rotary": "partial_rotary_factor gives 0 rotary dimensions per head (int(16 x "
     "0.0)): transformers' rotary embedding rotates nothing; read as no positions.",
 }
@@ -136,6 +138,11 @@ CLASS_REFUSALS = {
         "(Qwen3Config's validate_rope",
     ),
     "mistral-odd-width": ("num_attention_heads", "(MistralConfig's validate_rope"),
+    "internlm3-biases-differ": (
+        "bias",
+        "false beside qkv_bias true: transformers refuses the file (InternLM3Config's "
+        "validate_architecture",
+    ),
     "llama-head-dim-width-not-divisible": (
         "num_attention_heads",
         "hidden_size 66 does not split into 4 equal heads: transformers refuses the file "
@@ -144,7 +151,8 @@ CLASS_REFUSALS = {
 }
 """Files a configuration class refuses, with the key and the validator named: an odd head
 rotated whole wider than 4 (transformers/modeling_rope_utils.py, validate_rope, lines 902-914),
-a width the heads do not divide whatever head_dim says (LlamaConfig.validate_architecture)."""
+a width the heads do not divide whatever head_dim says (LlamaConfig.validate_architecture),
+InternLM3's attention and MLP biases that differ (InternLM3Config.validate_architecture)."""
 
 
 @pytest.mark.parametrize("name", sorted(CLASS_REFUSALS))

@@ -255,6 +255,12 @@ CASES: dict[str, dict] = {
             "num_key_value_heads": 2,
         },
     },
+    "recurrent_gemma-width-not-divisible": {
+        "cause": "a width the heads do not divide: RecurrentGemmaConfig sets head_dim = D // H",
+        "fixture": "tiny-recurrentgemma",
+        "changes": {"hidden_size": 66},
+        "steps": ("macs",),
+    },
     "llama-head-dim-1": {
         "cause": "heads 1 wide rotated whole: queries and keys broadcast to the 2-wide cos",
         "config": {**LLAMA, "head_dim": 1},
@@ -296,6 +302,10 @@ CASES: dict[str, dict] = {
         "cause": "a partial rotary factor of 0: no frequencies, nothing rotated",
         "config": {**LLAMA, "model_type": "stablelm", "partial_rotary_factor": 0.0},
         "steps": ("kv", "macs"),
+    },
+    "internlm3-biases-differ": {
+        "cause": "qkv_bias and bias differ: InternLM3Config's validate_architecture refuses them",
+        "config": {**LLAMA, "model_type": "internlm3", "qkv_bias": True, "bias": False},
     },
     "llama-head-dim-width-not-divisible": {
         "cause": "heads that do not divide D beside a head_dim: LlamaConfig refuses the width",

@@ -546,7 +546,8 @@ def recurrent_gemma(r: Reader) -> dict[str, Any]:
     ``intermediate_size`` // 2, default 3 D // 2). The temporal block follows ``block_types``
     (recurrent, recurrent, attention), cycling: local attention (``q_proj`` D -> H d,
     ``k_proj``/``v_proj`` D -> K d, biases when ``attention_bias``, ``o_proj`` always with
-    bias; d = D / H, K ``num_key_value_heads`` (H), rotary on ``partial_rotary_factor`` (0.5),
+    bias; d = D // H (floored, with a note, when H does not divide D: RecurrentGemmaConfig sets
+    it), K ``num_key_value_heads`` (H), rotary on ``partial_rotary_factor`` (0.5),
     within ``attention_window_size`` (2,048)), or the recurrent block
     (:func:`costcalc.tensors.rg_lru_tensors`; W ``lru_width`` (D), H gate blocks, k
     ``conv1d_width`` (4)). Final ``final_norm``. No positions table and no length limit."""
@@ -578,9 +579,10 @@ def recurrent_gemma(r: Reader) -> dict[str, Any]:
     attention["sliding_window"] = r.value(
         "sliding_window", "attention_window_size", "sliding_window", default=2048
     )
-    fields["rotary_dim"] = rotary_dim(
-        r, {"d_model": d_model, "n_heads": heads}, ("partial_rotary_factor",), 0.5
-    )
+    sizes = {"d_model": d_model, "n_heads": heads}
+    floored_head_dim(r, sizes)  # the class sets head_dim = D // H whatever the file says
+    attention["head_dim"] = sizes.get("head_dim")
+    fields["rotary_dim"] = rotary_dim(r, sizes, ("partial_rotary_factor",), 0.5)
     width = r.value("rg_lru", "lru_width", default=None)
     recurrent = {
         "mixer": "rg_lru",

@@ -32,10 +32,20 @@ def _biases(
 def internlm3(r: Reader) -> dict[str, Any]:
     """InternLM3 (LlamaForCausalLM with InternLM3Config): 2 key/value heads and ``head_dim`` 128
     unless given (null: D / H); q/k/v/o bias when ``qkv_bias`` (``attention_bias``), gate/up/down
-    when ``bias`` (``mlp_bias``), both default false; untied by default."""
+    when ``bias`` (``mlp_bias``), both default false, and refused when they differ
+    (InternLM3Config's ``validate_architecture``, transformers/models/internlm3/
+    configuration_internlm3.py, line 99); untied by default."""
     fields = llama_layout(r, kv_heads=2)
     fields["head_dim"] = r.nullable("head_dim", "head_dim", 128)
     _biases(r, fields, "qkv_bias", "bias")
+    attention, mlp = fields["qkv_bias"], fields["ffn_bias"]
+    if isinstance(attention, bool) and isinstance(mlp, bool) and attention != mlp:
+        r.fail(
+            r.spelling("mlp_bias"),
+            f"{str(mlp).lower()} beside {r.spelling('attention_bias')} {str(attention).lower()}: "
+            "transformers refuses the file (InternLM3Config's validate_architecture: the "
+            "attention and MLP biases must agree)",
+        )
     return fields
 
 
