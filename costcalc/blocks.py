@@ -34,7 +34,7 @@ MixerKind = Literal[
     "mlstm",
     "none",
 ]
-QkNorm = Literal["none", "head", "full", "key"]
+QkNorm = Literal["none", "head", "full", "key", "per_head"]
 
 GATED_FFNS: frozenset[str] = frozenset({"swiglu", "geglu"})
 ATTENTION_MIXERS: frozenset[str] = frozenset({"attention", "mla"})
@@ -140,8 +140,10 @@ class BlockFields:
         default="none",
         description=(
             "Norms on queries and keys: head (one weight of head_dim for all heads: Qwen3, "
-            "Gemma 3), full (over the whole projection, H d and K d: OLMo 2) or key (one weight "
-            "of head_dim on the keys only: DeepSeek-V4's kv_norm)."
+            "Gemma 3), full (over the whole projection, H d and K d: OLMo 2), key (one weight "
+            "of head_dim on the keys only: DeepSeek-V4's kv_norm) or per_head (a weight of "
+            "head_dim of its own for each query and key/value head, no bias: StableLM 2's "
+            "LayerNormPerHead)."
         ),
     )
     attention_sinks: Flag = Field(
