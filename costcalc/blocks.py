@@ -116,6 +116,15 @@ class BlockFields:
     n_kv_heads: Size | None = Field(
         default=None, description="Key/value heads (GQA/MQA); default: n_heads."
     )
+    ungrouped_kv_heads: Flag = Field(
+        default=False,
+        description=(
+            "n_heads is not a multiple of n_kv_heads, as a Hugging Face config may set them: "
+            "transformers builds the projections (H d queries, K d keys and values), but its "
+            "attention (repeat_kv) cannot pair the heads and fails. The weights are counted as "
+            "built; the forward figures as if each query head read one key/value head."
+        ),
+    )
     head_dim: Size | None = Field(
         default=None,
         description="Width of one head; default d_model / n_heads, which must then divide exactly.",
@@ -373,7 +382,7 @@ class BlockFields:
         default=None,
         description=(
             "Gated DeltaNet sizes (mixer gated_deltanet): key_heads, value_heads, key_head_dim, "
-            "value_head_dim, conv_kernel, split_projections, separate_qkv."
+            "value_head_dim, conv_kernel, ungrouped, split_projections, separate_qkv."
         ),
     )
     kimi_delta: KimiDeltaSizes | None = Field(
