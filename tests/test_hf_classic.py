@@ -10,7 +10,9 @@ import pytest
 
 from costcalc.errors import ConfigError
 from costcalc.params import param_report
+from costcalc.tensors import mixer_tensors, tensor_count
 from tests.hf_helpers import spec_of, windows
+from tests.test_hf_families import golden, load
 
 
 def test_cohere2_every_nth_layer_is_full(tmp_path: Path) -> None:
@@ -48,6 +50,32 @@ def test_cohere_qk_norm_adds_a_weight_per_head(tmp_path: Path) -> None:
     assert normed - plain == 32 * (32 + 8) * 128  # L (H + K) d, weights only
 
 
+def test_phi_qk_layernorm_normalizes_each_head_of_queries_and_keys(tmp_path: Path) -> None:
+    plain = spec_of(tmp_path, "phi-2")
+    normed = spec_of(tmp_path, "phi-2", qk_layernorm=True)
+    norms = [t for t in mixer_tensors(normed) if t not in mixer_tensors(plain)]
+    d = 2560 // 32  # PhiAttention: nn.LayerNorm(hidden_size // num_attention_heads)
+    assert [(t.name, t.shape) for t in norms] == [
+        (f"attn.{qk}_norm.{kind}", (d,)) for qk in "qk" for kind in ("weight", "bias")
+    ]
+    assert param_report(normed).total - param_report(plain).total == 32 * 4 * d
+
+
+def test_stablelm_qk_layernorm_is_a_bias_free_norm_per_head() -> None:
+    name = "stablelm-2-1.6b-qk-layernorm"
+    record, spec = golden()[name], load(name).spec
+    built = record["parameters_by_tensor_layer0"]
+    norms = [shape for tensor, shape in built.items() if "_layernorm.norms." in tensor]
+    assert norms == [[64]] * (32 + 32)  # StableLmLayerNormPerHead: H and K LayerNorms of d
+    counted = [(t.name, t.shape, t.copies) for t in mixer_tensors(spec) if "norms" in t.name]
+    assert counted == [
+        ("attn.q_norm.norms.weight", (64,), 32),
+        ("attn.k_norm.norms.weight", (64,), 32),
+    ]
+    others = record["parameters_by_tensor_other"]
+    assert tensor_count(spec) == record["n_layers"] * len(built) + len(others)
+
+
 def test_apertus_without_xielu_learns_no_scalars(tmp_path: Path) -> None:
     xielu = param_report(spec_of(tmp_path, "apertus-8b")).total
     relu2 = param_report(spec_of(tmp_path, "apertus-8b", hidden_act="relu2")).total
@@ -64,7 +92,6 @@ def test_bigcode_without_multi_query_is_gpt2_attention(tmp_path: Path) -> None:
     [
         ("mpt-7b", {"expansion_ratio": 8}, "expansion_ratio"),
         ("mpt-7b", {"no_bias": False}, "no_bias"),
-        ("stablelm-2-1.6b", {"qk_layernorm": True}, "qk_layernorm"),
         ("starcoderbase-1b", {"add_cross_attention": True}, "add_cross_attention"),
     ],
 )
