@@ -229,7 +229,7 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
             f"{_n(norm_params(b))} = {_n(norms)}"
         )
     per_block = attention + ffn + norms
-    if is_gpt2_block(b):
+    if is_gpt2_block(b) and per_block == 12 * D * D + 13 * D:
         rows["per_block"] = (
             f"12D^2 + 13D, D = {_n(D)} => {_n(12 * D * D)} + {_n(13 * D)} = {_n(per_block)}"
         )

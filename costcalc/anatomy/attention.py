@@ -353,12 +353,14 @@ class Attention(TokenMixer):
 
     def formula(self, spec: Block, count: int) -> str | None:
         """Plain attention (q, k, v and output projections and their biases, nothing else):
-        D x (H + 2K) x d + H x d x D + biases."""
+        D x (H + 2K) x d + H x d x D + biases, when that gives ``count``."""
         if not _plain(spec):
             return None
         D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
         qkv = (H + 2 * K) * d
         bias = (qkv if spec.qkv_bias else 0) + (D if spec.attn_out_bias else 0)
+        if D * qkv + H * d * D + bias != count:  # more in the block's mixer row than these
+            return None
         return (
             f"D x (H + 2K) x d + H x d x D + biases, H = {H}, K = {K}, d = {d} => "
             f"{D:,} x ({H} + 2 x {K}) x {d:,} + {H} x {d:,} x {D:,} + {bias:,} = {count:,}"

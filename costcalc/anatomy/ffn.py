@@ -39,7 +39,8 @@ class Ffn:
 
     def formula(self, spec: Block, count: int) -> str | None:
         """The block's FFN parameters ``count`` as a formula with the numbers put in, when the
-        FFN has one; None: the sum of the tensors says it."""
+        FFN has one and it gives ``count`` (nothing else is in the block's FFN row); None: the
+        sum of the tensors says it."""
         return None
 
 
@@ -89,7 +90,9 @@ class Dense(Ffn):
 
     def formula(self, spec: Block, count: int) -> str | None:
         h = spec.ffn_width
-        shape, numbers, _ = _one_expert(spec, spec.d_model, h)
+        shape, numbers, params = _one_expert(spec, spec.d_model, h)
+        if params != count:
+            return None
         return f"{shape} + biases, h = {h:,} => {numbers} = {count:,}"
 
 
@@ -166,10 +169,8 @@ class Experts(Ffn):
     def formula(self, spec: Block, count: int) -> str | None:
         """X experts and the router alone: X x (one expert) + D x X."""
         D, X, h = spec.d_model, spec.experts, spec.expert_width
-        shape, numbers, _ = _one_expert(spec, D, h)
-        if spec.moe_shared_ffn_hidden is not None or spec.moe_router_bias:
-            return None
-        if spec.moe_router_scales or spec.moe_latent:
+        shape, numbers, params = _one_expert(spec, D, h)
+        if X * params + D * X != count:
             return None
         return (
             f"X x ({shape} + biases) + D x X, X = {X}, h = {h:,} => "
@@ -236,7 +237,7 @@ class NoFfn(Ffn):
         return 0
 
     def formula(self, spec: Block, count: int) -> str | None:
-        return "no FFN = 0"
+        return "no FFN = 0" if count == 0 else None
 
 
 DENSE, CHANNEL_MIX, EXPERTS, PRODUCT_KEYS, NO_FFN = (

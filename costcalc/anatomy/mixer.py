@@ -52,7 +52,8 @@ class TokenMixer:
 
     def formula(self, spec: Block, count: int) -> str | None:
         """The block's mixer parameters ``count`` as a formula with the numbers put in, when
-        the mixer has one; None: the sum of its tensors says it."""
+        the mixer has one and it gives ``count`` (nothing else is in the block's mixer row);
+        None: the sum of its tensors says it."""
         return None
 
 
