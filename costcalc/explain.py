@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from costcalc.anatomy.ffn import ffn_part
 from costcalc.anatomy.mixer import token_mixer
+from costcalc.anatomy.norms import block_norms_formula, norm_words
 from costcalc.compute import MacReport
 from costcalc.params import (
     ParamReport,
     attention_params,
     block_norm_params,
     ffn_params,
-    norm_params,
 )
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Tensor, block_norm_tensors, ffn_tensors, mixer_tensors
@@ -108,7 +108,7 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         rows["initial_state"] = f"D = {_n(report.initial_state)}"
     final_norm = report.final_norm
     rows["final_norm"] = (
-        f"{_norm_formula(spec)} = {_n(final_norm)}" if spec.final_norm else "no final norm = 0"
+        f"{norm_words(spec)} = {_n(final_norm)}" if spec.final_norm else "no final norm = 0"
     )
     Vh, head = spec.output_rows, "V" if spec.output_rows == V else "head rows"
     head_weights = (
@@ -185,15 +185,6 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
     return rows
 
 
-def _norm_formula(spec: ModelSpec) -> str:
-    """One norm's weights, in symbols then numbers: 2D for LayerNorm with bias (weight and bias),
-    D for RMSNorm or LayerNorm without bias (weight only)."""
-    D = _n(spec.d_model)
-    if spec.has_norm_bias:
-        return f"{spec.norm} weight and bias, 2D = 2 x {D}"
-    return f"{spec.norm} weight, D = {D}"
-
-
 def _tensor_sum(tensors: list[Tensor], total: int) -> str:
     """Each tensor's shape multiplied out, summed: '1,024 x 896 + 128 + ... = total'."""
     terms = [
@@ -221,13 +212,9 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
     else:
         part = ffn_part(b)
         rows["ffn"] = part.formula(b, ffn) or f"{part.label}: " + _tensor_sum(ffn_tensors(b), ffn)
-    if b.per_layer_input_width is not None:
-        rows["norms"] = "norms: " + _tensor_sum(block_norm_tensors(b), norms)
-    else:
-        rows["norms"] = (
-            f"{b.norms_per_block} norms, each {_norm_formula(b)} => {b.norms_per_block} x "
-            f"{_n(norm_params(b))} = {_n(norms)}"
-        )
+    rows["norms"] = block_norms_formula(b, norms) or "norms: " + _tensor_sum(
+        block_norm_tensors(b), norms
+    )
     per_block = attention + ffn + norms
     if is_gpt2_block(b) and per_block == 12 * D * D + 13 * D:
         rows["per_block"] = (

@@ -36,6 +36,7 @@ from functools import wraps
 from costcalc.anatomy.attention import attention_input
 from costcalc.anatomy.ffn import ffn_part
 from costcalc.anatomy.mixer import token_mixer
+from costcalc.anatomy.norms import block_norms, in_set
 from costcalc.anatomy.recurrent import recurrent_mixer
 from costcalc.anatomy.tensor import Part, Shape, Tensor, elements, linear, norm
 from costcalc.spec import ModelSpec, per_spec
@@ -83,13 +84,6 @@ def qkv_adapter_tensors(spec: ModelSpec) -> list[Tensor]:
         for name in ("q", "k", "v")
         for tensor in adapter_tensors(spec, f"attn.{name}_adapter", inp, inp, "mixer")
     ]
-
-
-def in_set(spec: ModelSpec, tensors: list[Tensor]) -> list[Tensor]:
-    """``tensors`` as one weight set's when the block is reused (``shared_weight_sets``)."""
-    if spec.shared_weight_sets is None:
-        return tensors
-    return [replace(t, scope="set") for t in tensors]
 
 
 def hyper_connection_tensors(spec: ModelSpec, name: str, part: Part) -> list[Tensor]:
@@ -279,30 +273,8 @@ def use_projection_tensors(spec: ModelSpec) -> list[Tensor]:
 
 @built_once
 def block_norm_tensors(spec: ModelSpec) -> list[Tensor]:
-    """The norms of one block: ``norms_per_block`` copies of a norm over D, the first over 2 D
-    when the attention reads the concatenated embeddings; the first two in the weight set when
-    the block is reused, the others each layer's own. Plus the per-layer input branch's
-    ``post_per_layer_input_norm`` (D) when the model has per-layer inputs, and AltUp's
-    ``router_norm`` and LAuReL's ``post_laurel_norm`` (D each) with those."""
-    n, D = spec.norms_per_block, spec.d_model
-    shared = min(n, 2) if spec.shared_weight_sets is not None else 0
-    wide = 1 if spec.concat_embeddings and n else 0
-    tensors = []
-    if wide:
-        tensors += norm(spec, "input_norm", 2 * D, "norms")
-    if shared > wide:
-        tensors += norm(spec, "norm", D, "norms", shared - wide)
-    tensors = in_set(spec, tensors)
-    if n > max(shared, wide):
-        name = "own_norm" if shared else "norm"
-        tensors += norm(spec, name, D, "norms", n - max(shared, wide))
-    if spec.per_layer_input_width is not None:
-        tensors += norm(spec, "post_per_layer_input_norm", spec.d_model, "norms")
-    if spec.altup_streams is not None:
-        tensors += norm(spec, "altup.router_norm", spec.d_model, "norms")
-    if spec.laurel_rank is not None:
-        tensors += norm(spec, "laurel.post_laurel_norm", spec.d_model, "norms")
-    return tensors
+    """The norms of one block, their part's (:func:`costcalc.anatomy.norms.block_norms`)."""
+    return block_norms(spec)
 
 
 @built_once

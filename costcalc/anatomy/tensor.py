@@ -211,6 +211,24 @@ class Block(Protocol):
     @property
     def moe_product_keys(self) -> bool: ...
 
+    @property
+    def norms_per_block(self) -> int: ...
+
+    @property
+    def per_layer_input_width(self) -> int | None: ...
+
+    @property
+    def altup_streams(self) -> int | None: ...
+
+    @property
+    def laurel_rank(self) -> int | None: ...
+
+    @property
+    def shared_weight_sets(self) -> int | None: ...
+
+    @property
+    def norm(self) -> str: ...
+
 
 @dataclass(frozen=True)
 class Tensor:
