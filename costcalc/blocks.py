@@ -465,6 +465,22 @@ class BlockFields:
             "use_shared_attention_adapter)."
         ),
     )
+    adapter_slots: Size | None = Field(
+        default=None,
+        description=(
+            "A reused block's adapters are built for this many uses, and each weight set "
+            "holds those of the uses i with i mod shared_weight_sets its own (Zamba 2 builds "
+            "one per entry of hybrid_layer_ids). Default: one per layer of the kind."
+        ),
+    )
+    weight_sets_untied: Flag = Field(
+        default=False,
+        description=(
+            "Each use builds the reused block anew and nothing ties the copies (Zamba 2 with "
+            "tie_word_embeddings false): every layer stores its weight set and all the "
+            "adapters that set holds. MACs and caches are unchanged."
+        ),
+    )
     use_projection: Flag = Field(
         default=False,
         description=(
