@@ -14,6 +14,7 @@ import pytest
 
 from costcalc.api import load
 from costcalc.errors import ConfigError
+from costcalc.memory import kv_cache_elements
 from costcalc.params import param_report
 from tests.conftest import FIXTURES
 from tests.hf_helpers import spec_of
@@ -140,3 +141,18 @@ def test_hunyuan_vl_reads_attention_head_dim() -> None:
 def test_solar_open_biases_q_k_v_but_never_o_proj(tmp_path: Path) -> None:
     # modeling_solar_open.py: q/k/v take bias=config.attention_bias, o_proj bias=False.
     assert total(tmp_path, "solar-open-100b", attention_bias=True) == 102_652_284_928
+
+
+def test_qwen3_omni_windows_its_cache_by_sliding_window() -> None:
+    # Qwen3OmniMoeThinkerTextAttention masks no window, but DynamicCache makes every layer of a
+    # config with a sliding_window and no layer_types a DynamicSlidingWindowLayer: with a
+    # window of 2, transformers keeps 1 token of each layer's keys and values, (1, 4, 1, 128)
+    # (tests/golden/differential.json.gz, qwen3_omni_moe_text/08), costcalc counts the 2 a
+    # decoding token attends to. Without the key, every token is kept.
+    data = json.loads((FIXTURES / "hf" / "qwen3-omni-30b-a3b-instruct.json").read_text())
+    text = data["thinker_config"]["text_config"]
+    assert kv_cache_elements(load(data).spec, 1, 16) == 48 * 2 * 4 * 16 * 128
+    text["sliding_window"] = 2
+    loaded = load(data)
+    assert kv_cache_elements(loaded.spec, 1, 16) == 48 * 2 * 4 * 2 * 128
+    assert any("DynamicCache" in note for note in loaded.notes)
