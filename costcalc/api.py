@@ -37,19 +37,41 @@ def _checked(function: F) -> F:
     """``function`` with its arguments checked against their annotations before any work: a
     value of another type is a UsageError, a whole number over MAX_COUNT (100 digits, as the
     command line reads them) a RangeError; their ranges are checked where they are used, by
-    messages that name the API's parameters (costcalc.option_names)."""
+    messages that name the API's parameters (costcalc.option_names). What each parameter takes
+    is read once, here; a call that does not fit the signature raises Python's TypeError, as
+    ``inspect.Signature.bind`` words it, before any value is checked."""
     from costcalc.option_names import api_call
 
     signature = inspect.signature(function)
+    parameters = signature.parameters.values()
+    positional = tuple(p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD)
+    required = frozenset(
+        p.name
+        for p in parameters
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    )
+    open_keywords = any(p.kind is p.VAR_KEYWORD for p in parameters)
+    known = frozenset(p.name for p in parameters)
+    checks = tuple(
+        (p.name, _KINDS[p.annotation])
+        for p in parameters
+        if isinstance(p.annotation, str) and p.annotation in _KINDS
+    )  # in the signature's order, so the first wrong argument is the one named
 
     @functools.wraps(function)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind(*args, **kwargs)
-        for name, value in bound.arguments.items():
-            annotation = signature.parameters[name].annotation
-            kinds = _KINDS.get(annotation) if isinstance(annotation, str) else None
-            if kinds is not None:
-                _check_argument(function.__name__, name, value, kinds)
+        given = dict(zip(positional, args, strict=False))  # more args: bind raises
+        if (
+            len(args) > len(positional)
+            or not given.keys().isdisjoint(kwargs)
+            or not (open_keywords or known.issuperset(kwargs))
+            or not required <= given.keys() | kwargs.keys()
+        ):
+            signature.bind(*args, **kwargs)  # raises the TypeError of the call
+        given |= kwargs
+        for name, kinds in checks:
+            if name in given:
+                _check_argument(function.__name__, name, given[name], kinds)
         with api_call():  # its errors name parameters, not options
             return function(*args, **kwargs)
 
@@ -82,8 +104,7 @@ _WORDS = {
 def _check_argument(function: str, name: str, value: Any, kinds: tuple[str, ...]) -> None:
     from costcalc.errors import RangeError, UsageError
     from costcalc.loaders import LoadedModel
-    from costcalc.plan import MAX_COUNT
-    from costcalc.units import MAX_DIGITS
+    from costcalc.units import MAX_COUNT, MAX_DIGITS
 
     if isinstance(value, bool):
         fits = "bool" in kinds
@@ -123,7 +144,13 @@ def load(source: Source, *, revision: str | None = None, **overrides: Any) -> Lo
     such file; a preset name; else a Hub id ``ORG/NAME[@REVISION]`` (``revision`` applies
     when it names none). A mapping is a parsed config in any format costcalc reads.
     """
+    return _load(source, revision, overrides)
 
+
+def _load(
+    source: Source, revision: str | None = None, overrides: Mapping[str, Any] | None = None
+) -> LoadedModel:
+    """:func:`load`'s work, for the functions below, whose arguments are checked already."""
     from costcalc.errors import UsageError
     from costcalc.files import Document, looks_like_path, plain_mapping
     from costcalc.loaders import LoadedModel, load_document, load_file, load_hub, load_preset
@@ -152,7 +179,7 @@ def count(model: Source) -> ParamsResult:
     """Exact parameter counts and weight bytes in every dtype (``costcalc params``)."""
     from costcalc.results import params_result
 
-    return params_result(load(model))
+    return params_result(_load(model))
 
 
 @_checked
@@ -187,7 +214,7 @@ def count_macs(
         prompt=prompt,
         generated=generate,
     )
-    return compute_result(load(model).spec, workload)
+    return compute_result(_load(model).spec, workload)
 
 
 @_checked
@@ -253,7 +280,7 @@ def count_memory(
     plan, serving = parallel_plans(
         train, gpus, zero, fsdp, node_gpus, tp, pp, sp, micro_batches, ep, cp, dp_attention
     )
-    return memory_result(load(model), setup, capacity, plan, serving)
+    return memory_result(_load(model), setup, capacity, plan, serving)
 
 
 @_checked
@@ -319,7 +346,7 @@ def count_lora(
         raise UsageError("give the device memory once: fits= or gpu=, not both")
     kept = parse_reserve(reserve) if isinstance(reserve, str) else reserve
     capacity = device_capacity(parse_bytes(fits) if isinstance(fits, str) else fits, gpu, kept)
-    return lora_result(load(model), config, training, plan, capacity)
+    return lora_result(_load(model), config, training, plan, capacity)
 
 
 @_checked
@@ -387,4 +414,4 @@ def count_plan(
         block_size=block_size,
         max_num_batched_tokens=max_num_batched_tokens,
     )
-    return plan_result(load(model), setup)
+    return plan_result(_load(model), setup)

@@ -8,6 +8,7 @@ can evaluate it and compare with the count the formulas give.
 
 from __future__ import annotations
 
+from costcalc.anatomy.mixer import token_mixer
 from costcalc.compute import MacReport
 from costcalc.params import (
     ParamReport,
@@ -201,30 +202,14 @@ def _tensor_sum(tensors: list[Tensor], total: int) -> str:
     return " + ".join(terms) + f" = {_n(total)}"
 
 
-def _plain_attention(b: ModelSpec) -> bool:
-    return (
-        b.mixer == "attention"
-        and b.v_head_dim is None
-        and not b.parallel_mamba2
-        and b.qk_norm == "none"
-        and not (b.attention_sinks or b.attention_gate or b.attention_head_gate or b.keys_as_values)
-        and not b.differential_attention
-    )
-
-
 def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
     """The per-block rows of a model whose blocks are all alike (``b`` is one of them)."""
-    D, H, K, d, h = b.d_model, b.n_heads or 0, b.kv_heads, b.head_width, b.expert_width
+    D, h = b.d_model, b.expert_width
     attention, ffn, norms = attention_params(b), ffn_params(b), block_norm_params(b)
     rows: dict[str, str] = {}
-    if _plain_attention(b):
-        qkv = (H + 2 * K) * d
-        attn_bias = (qkv if b.qkv_bias else 0) + (D if b.attn_out_bias else 0)
-        rows["attention"] = (
-            f"D x (H + 2K) x d + H x d x D + biases, H = {H}, K = {K}, d = {d} => "
-            f"{_n(D)} x ({H} + 2 x {K}) x {_n(d)} + {H} x {_n(d)} x {_n(D)} + {_n(attn_bias)}"
-            f" = {_n(attention)}"
-        )
+    formula = None if b.parallel_mamba2 else token_mixer(b.mixer).formula(b, attention)
+    if formula is not None:
+        rows["attention"] = formula
     else:
         mixers = f"{b.mixer} + mamba2" if b.parallel_mamba2 else b.mixer
         rows["attention"] = f"{mixers} tensors: " + _tensor_sum(mixer_tensors(b), attention)

@@ -28,8 +28,6 @@ from functools import cache
 from importlib.resources import files
 from typing import Any
 
-import yaml
-
 from costcalc.errors import CostcalcError, UsageError, shown
 from costcalc.option_names import option
 
@@ -218,6 +216,8 @@ def _gpu(key: str, entry: Any) -> Gpu:
 @cache
 def catalogue() -> dict[str, Gpu]:
     """Every device of the shipped catalogue, by key, in the file's order."""
+    import yaml  # only here: a run that names no GPU never reads YAML for it
+
     text = files("costcalc").joinpath(CATALOGUE).read_text(encoding="utf-8")
     loaded = yaml.safe_load(text) or {}
     return {str(key): _gpu(str(key), entry) for key, entry in loaded.items()}

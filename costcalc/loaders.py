@@ -194,11 +194,13 @@ def load_document(doc: Document, overrides: Mapping[str, Any] | None = None) -> 
         check_finite(doc)
     if kind == "costcalc":
         return _load_native(doc, file_model_name(doc.path), overrides or {})
-    from costcalc.formats import huggingface, nanogpt
     from costcalc.formats.hf_quant import stored_format
 
-    translator = huggingface.translate if kind == "huggingface" else nanogpt.translate
-    translation = translator(doc)
+    if kind == "huggingface":
+        from costcalc.formats.huggingface import translate
+    else:
+        from costcalc.formats.nanogpt import translate
+    translation = translate(doc)
     try:
         spec = _validate(
             ModelSpec,
@@ -309,11 +311,11 @@ def _validate(
 ) -> M:
     from pydantic import ValidationError
 
-    from costcalc.config import CONFIG_FIELDS, SPEC_FIELDS, ConfigFile, problems_from
-
     try:
         return model.model_validate(data)
     except ValidationError as exc:
+        from costcalc.config import CONFIG_FIELDS, SPEC_FIELDS, ConfigFile, problems_from
+
         known = CONFIG_FIELDS if model is ConfigFile else SPEC_FIELDS
         problems = problems_from(exc, doc, overrides or {}, known, key_names, data)
         raise ConfigError(doc.path, problems) from None

@@ -24,8 +24,7 @@ H query heads, K key/value heads, d head width, h FFN hidden width, X experts, k
 
 from __future__ import annotations
 
-import math
-
+from costcalc.anatomy.mixer import token_mixer
 from costcalc.anatomy.recurrent import recurrent_mixer
 from costcalc.errors import UsageError, check_choice
 from costcalc.option_names import option
@@ -33,11 +32,9 @@ from costcalc.spec import ModelSpec
 from costcalc.tensors import (
     altup_projection_tensors,
     ffn_tensors,
-    key_indexer,
     mixer_tensors,
     per_layer_model_tensors,
     stream_collapse_tensors,
-    value_width,
 )
 
 TRAINING_MULTIPLIER = 3
@@ -221,35 +218,19 @@ def window_applies(spec: ModelSpec, length: int) -> bool:
 
 
 def pair_width(spec: ModelSpec) -> int:
-    """MACs of one query-key pair over all heads of one block: H (d_qk + d_v); 2 H d for
-    attention (H (d + dv) with values of their own width), H (n + r + v) for MLA, plus for a
-    sparse-attention indexer Hi (di + 1) on MLA (its scores q k over Hi heads of di, then their
-    weighted sum over the heads; with pooled keys it scores those instead,
-    :func:`compressed_pair_width`) or Hi di on attention (the scores, max-pooled per block of
-    keys; with compressed keys the indexer scores those instead, with ``indexer_block`` pooled
-    blocks of keys: :func:`block_indexer_width`); transformers' eager indexers
-    score every pair before keeping their top k; twice 2 H d for differential attention (two
-    maps, each applied to the values); 0 without attention, and 0 for a gated cross-attention
-    block (text-only input skips it)."""
-    H = spec.n_heads or 0
-    if not spec.runs_on_text:
-        return 0
-    if spec.mixer == "mla":
-        indexer = 0 if spec.indexer_key_pool else mla_indexer_width(spec)
-        return indexer + H * (
-            (spec.qk_nope_head_dim or 0) + (spec.qk_rope_head_dim or 0) + (spec.v_head_dim or 0)
-        )
-    if spec.mixer != "attention":
-        return 0
-    maps = 2 if spec.differential_attention else 1
-    per_key = 0 if spec.indexer_block is not None else math.prod(key_indexer(spec))
-    return per_key + maps * H * (spec.head_width + value_width(spec))
+    """MACs of one query-key pair over all heads of one block, its token mixer's
+    (:meth:`costcalc.anatomy.mixer.TokenMixer.pair_width`): 2 H d for attention (H (d + dv)
+    with values of their own width, twice for differential attention, plus a sparse-attention
+    indexer's scores), H (n + r + v) for MLA (plus its indexer's Hi (di + 1)); transformers'
+    eager indexers score every pair before keeping their top k; 0 without attention, and 0 for a
+    gated cross-attention block (text-only input skips it)."""
+    return token_mixer(spec.mixer).pair_width(spec)
 
 
 def block_indexer_width(spec: ModelSpec) -> int:
     """MACs of one query and one pooled block of keys: Hi di for an indexer that scores blocks
     of ``indexer_block`` keys, else 0."""
-    return 0 if spec.indexer_block is None else math.prod(key_indexer(spec))
+    return token_mixer(spec.mixer).block_indexer_width(spec)
 
 
 def indexer_blocks(spec: ModelSpec, first: int, last: int) -> int:
@@ -262,15 +243,10 @@ def indexer_blocks(spec: ModelSpec, first: int, last: int) -> int:
     return compressed_keys_below(last + 1, m) - compressed_keys_below(first, m)
 
 
-def mla_indexer_width(spec: ModelSpec) -> int:
-    """MACs of an MLA block's indexer per query and key it scores: Hi (di + 1) (0 without)."""
-    return (spec.indexer_heads or 0) * ((spec.indexer_head_dim or 0) + 1)
-
-
 def key_rate(spec: ModelSpec) -> int | None:
     """Tokens pooled into one key besides the block's own keys: the key compressor's
     ``kv_compress_rate``, or the MLA indexer's ``indexer_key_pool`` (None: neither)."""
-    return spec.kv_compress_rate if spec.kv_compress_rate is not None else spec.indexer_key_pool
+    return token_mixer(spec.mixer).key_rate(spec)
 
 
 def skipped_layers(spec: ModelSpec) -> int:
@@ -309,9 +285,7 @@ def compressed_pair_width(spec: ModelSpec) -> int:
     the indexer's Hi di scores when the block has one (their weighted sum over the heads is no
     matrix product); with pooled indexer keys on MLA (``indexer_key_pool``) the indexer's
     Hi (di + 1) per query and pooled key; 0 without either."""
-    if spec.kv_compress_rate is None:
-        return mla_indexer_width(spec) if spec.indexer_key_pool else 0
-    return pair_width(spec) + (spec.indexer_heads or 0) * (spec.indexer_head_dim or 0)
+    return token_mixer(spec.mixer).compressed_pair_width(spec)
 
 
 def compressed_pairs(spec: ModelSpec, length: int, causal: bool = False) -> int:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from costcalc.activations import layer_terms, outside_terms
+from costcalc.anatomy.mixer import token_mixer
 from costcalc.anatomy.recurrent import recurrent_mixer
 from costcalc.compute import check_count, check_positions
 from costcalc.engines import DEFAULT_ENGINE, EngineSetup
@@ -28,10 +29,8 @@ from costcalc.tensors import (
     Shape,
     Tensor,
     elements,
-    key_indexer,
     parameter_tensors,
     tensor_count,
-    value_width,
     weight_sets,
 )
 from costcalc.units import DTYPES, dtype_bytes
@@ -261,41 +260,14 @@ def longest_cache(spec: ModelSpec, length: int) -> int:
 
 
 def kv_width(spec: ModelSpec) -> int:
-    """Cached elements per token in one block: keys and values 2 K d (K key/value heads, not
-    H, or ``kv_cache_heads`` when the cache holds other heads; K (d + dv) when values have a
-    width dv of their own); MLA as transformers caches it, the compressed latent before its
-    expansion per head: the normed key/value latent (kv rank) and the shared rotary key (r), one
-    head; either plus the indexer's key (di; 2 di + 1 with pooled keys) when the block has a
-    sparse-attention indexer; 0
-    without attention, 0 for a block that reads an earlier block's keys and values
-    (``shares_kv``: that block's cache serves it) and 0 for a gated cross-attention block,
-    which text-only input skips (it would cache the other modality's keys and values)."""
-    if not spec.runs_on_text:
-        return 0
-    if spec.mixer == "mla":
-        return (spec.kv_lora_rank or 0) + (spec.qk_rope_head_dim or 0) + mla_indexer_cache(spec)
-    if spec.mixer != "attention" or spec.shares_kv:
-        return 0
-    if spec.keys_as_values and spec.kv_compress_rate is not None:
-        return cached_heads(spec) * spec.head_width  # the compressed cache's values are its keys
-    _, indexer = key_indexer(spec)  # its one key head; a compressor's indexer caches elsewhere
-    return cached_heads(spec) * (spec.head_width + value_width(spec)) + indexer
-
-
-def mla_indexer_cache(spec: ModelSpec) -> int:
-    """What an MLA block's indexer caches per token: its key di, or with pooled keys
-    (``indexer_key_pool``) the key, the gate scores and a validity flag, 2 di + 1; 0 without
-    an indexer."""
-    di = spec.indexer_head_dim if spec.indexer_heads is not None else None
-    if di is None:
-        return 0
-    return 2 * di + 1 if spec.indexer_key_pool else di
-
-
-def cached_heads(spec: ModelSpec) -> int:
-    """Heads an attention block's cache holds: its key/value heads, or ``kv_cache_heads``
-    (Falcon's new architecture caches keys and values expanded to every query head)."""
-    return spec.kv_heads if spec.kv_cache_heads is None else spec.kv_cache_heads
+    """Cached elements per token in one block, its token mixer's
+    (:meth:`costcalc.anatomy.mixer.TokenMixer.cache_width`): keys and values 2 K d for
+    attention (K key/value heads, not H, or ``kv_cache_heads``; K (d + dv) when values have a
+    width dv of their own); MLA's compressed latent and shared rotary key; either plus a
+    sparse-attention indexer's key; 0 without attention, for a block that reads an earlier
+    block's keys and values and for a gated cross-attention block, which text-only input
+    skips."""
+    return token_mixer(spec.mixer).cache_width(spec)
 
 
 def cached_layers(spec: ModelSpec) -> int:

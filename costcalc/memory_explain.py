@@ -8,13 +8,13 @@ for int4, two values per byte), so a test can evaluate it and compare with the b
 from __future__ import annotations
 
 from costcalc.activations import layer_terms, outside_terms
+from costcalc.anatomy.attention import cached_heads
 from costcalc.memory import (
     LOSS_DTYPE,
     MASTER_DTYPE,
     STEP_DTYPE,
     MemoryReport,
     attention_score_bytes,
-    cached_heads,
     cached_layers,
     compressor_cache_elements,
     conv_state_width,

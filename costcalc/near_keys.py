@@ -25,8 +25,9 @@ def max_distance(key: str) -> int:
 def distance(a: str, b: str, limit: int) -> int:
     """The optimal string alignment distance of ``a`` and ``b`` (Levenshtein's edits plus the
     swap of two neighbouring characters), or ``limit + 1`` once it is known to exceed
-    ``limit``."""
-    if abs(len(a) - len(b)) > limit:
+    ``limit``. Each edit changes the length by at most one, and the set of characters by at most
+    one gone and one new, which bounds the distance cheaply first."""
+    if abs(len(a) - len(b)) > limit or len(set(a) ^ set(b)) > 2 * limit:
         return limit + 1
     before: list[int] | None = None
     row = list(range(len(b) + 1))

@@ -20,6 +20,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import NamedTuple
 
+from costcalc.anatomy.attention import head_expert_tensors
+from costcalc.anatomy.mixer import token_mixer
 from costcalc.blocks import BLOCK_FIELDS
 from costcalc.spec import ModelSpec
 from costcalc.tensors import (
@@ -27,7 +29,6 @@ from costcalc.tensors import (
     altup_projection_tensors,
     block_norm_tensors,
     ffn_tensors,
-    head_expert_tensors,
     mixer_tensors,
     modality_expert_tensors,
     per_layer_model_tensors,
@@ -88,7 +89,7 @@ def shared_params(spec: ModelSpec) -> int:
 
 def attention_params(spec: ModelSpec) -> int:
     """The token mixer of one block. Attention: D*H*d + 2*D*K*d + H*d*D, plus biases, q/k norms
-    (2 d or (H + K) d) and sinks (H); MLA: its low-rank paths (:func:`tensors.mla_tensors`)."""
+    (2 d or (H + K) d) and sinks (H); MLA: its low-rank paths (:mod:`costcalc.anatomy.mla`)."""
     return _sum(mixer_tensors(spec))
 
 
@@ -237,22 +238,6 @@ class StackReport(NamedTuple):
     blocks: int
 
 
-ATTENTION_WORDS = {
-    "attention": "attention",
-    "mla": "latent attention (MLA)",
-    "none": "no token mixer",
-}
-
-
-def mixer_words(kind: str) -> str:
-    """A block's token mixer in words: a recurrent mixer's are its part's own."""
-    if kind in ATTENTION_WORDS:
-        return ATTENTION_WORDS[kind]
-    from costcalc.anatomy.recurrent import recurrent_mixer
-
-    return recurrent_mixer(kind).words
-
-
 FFN_KEYS = frozenset(
     name for name in BLOCK_FIELDS if name.startswith(("ffn", "moe_")) or name == "fused_gate_up"
 )
@@ -276,7 +261,7 @@ def stack_kind(stack: ModelSpec, keys: frozenset[str]) -> str:
     differing = set(keys)
     words = []
     if "mixer" in differing:
-        words.append(mixer_words(stack.mixer))
+        words.append(token_mixer(stack.mixer).words)
         differing -= MIXER_KEYS
     if "moe_experts" in differing:
         experts = stack.moe_experts

@@ -67,10 +67,6 @@ CHINCHILLA_TOKENS_PER_PARAM = 20
 """Hoffmann et al. 2022: about 20 training tokens per parameter (rule of thumb)."""
 CHINCHILLA_RULE = "C = 6 N D with D = 20 N (Hoffmann et al. 2022, rule of thumb)"
 
-MAX_COUNT = 10**MAX_DIGITS - 1
-"""Most GPUs, tokens per sequence, sequences, prompt or generated tokens a plan takes (at most
-MAX_DIGITS digits, as a token count): every time and rate it prints then fits a float."""
-
 
 def _decimal(text: str) -> Decimal | None:
     """``text`` as a finite decimal between 10^-MAX_DIGITS and 10^MAX_DIGITS in size (so that

@@ -90,8 +90,8 @@ def plan_setup(
     from costcalc.engines.vllm_shards import serving_plan
     from costcalc.errors import UsageError, check_choice
     from costcalc.gpus import find_gpu
-    from costcalc.plan import MAX_COUNT, parse_fraction
-    from costcalc.units import DTYPES
+    from costcalc.plan import parse_fraction
+    from costcalc.units import DTYPES, MAX_COUNT
     from costcalc.weight_format import check_weight_dtype
 
     device = None if gpu is None else find_gpu(gpu)

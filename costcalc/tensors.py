@@ -7,32 +7,22 @@ listed once with its multiplicity, so nothing grows with the number of layers or
 
 Conventions, from the Hugging Face ``transformers`` modeling code (transformers 5.24):
 
-- Q, K and V are one tensor when ``fused_qkv`` (GPT-2's ``c_attn``, GPT-NeoX, Phi-3, nanoGPT),
-  three otherwise (Llama, Qwen2, Mistral, OPT, Phi); each bias likewise. q/k norms are RMSNorm
-  (or LayerNorm) weights of head_dim each (``qk_norm: head``) or of the whole projection width
-  (``full``). Attention sinks are one logit per query head.
-- Multi-head latent attention (DeepSeek-V2/V3, ``modeling_deepseek_v3.py``): ``q_a_proj`` (D ->
-  q rank), ``q_a_layernorm``, ``q_b_proj`` (q rank -> H (nope + rope)) or one ``q_proj`` without a
-  query rank; ``kv_a_proj_with_mqa`` (D -> kv rank + rope), ``kv_a_layernorm``, ``kv_b_proj``
-  (kv rank -> H (nope + v)); ``o_proj`` (H v -> D); DeepSeek-V3.2 adds a sparse-attention
-  indexer (``indexer.wq_b``, ``wk``, ``k_norm``, ``weights_proj``).
+- The token mixers are parts of their own (:mod:`costcalc.anatomy.mixer`): attention and its
+  sub-parts (:mod:`costcalc.anatomy.attention`), multi-head latent attention
+  (:mod:`costcalc.anatomy.mla`), and the recurrent mixers (Mamba-2, Mamba, Gated DeltaNet,
+  LFM2's short convolution, ...: :mod:`costcalc.anatomy.recurrent`).
 - A gated FFN keeps gate, up and down as three tensors (Llama, Qwen2, Gemma), or gate and up as
   one 2h x D tensor when ``fused_gate_up`` (Phi-3's ``gate_up_proj``).
 - Mixture-of-experts blocks stack their experts (transformers 5: ``experts.gate_up_proj`` of shape
   X x 2h x D and ``experts.down_proj`` of X x D x h, with X x 2h and X x D biases when the FFN has
   them) next to one router matrix X x D (plus X biases when ``moe_router_bias``); a shared expert
   is a dense FFN of its own width, optionally gated by a D -> 1 linear layer.
-- A gated cross-attention block (Llama 3.2 Vision's ``MllamaCrossAttentionDecoderLayer``) names
-  its attention ``cross_attn.*`` and keeps a scalar gate per residual branch
-  (``cross_attn_attn_gate``, ``cross_attn_mlp_gate``). Another modality's experts (ERNIE 4.5
-  VL's ``vision_moe``) are a second router and expert stack beside the text ones, marked as used
-  by no text token (``text``).
+- A gated cross-attention block (Llama 3.2 Vision's ``MllamaCrossAttentionDecoderLayer``) keeps
+  a scalar gate on its FFN branch (``cross_attn_mlp_gate``; its attention's are the attention
+  part's). Another modality's experts (ERNIE 4.5 VL's ``vision_moe``) are a second router and
+  expert stack beside the text ones, marked as used by no text token (``text``).
 - A learned activation keeps its scalars as one-element tensors (Apertus' xIELU: ``alpha_p``,
   ``alpha_n``), ``ffn_act_params`` of them per FFN.
-- Recurrent mixers (Mamba-2, Mamba, Gated DeltaNet, LFM2's short convolution, ...) hold a
-  depthwise causal ``nn.Conv1d`` of shape (C, 1, k) next to their projections and small per-head
-  vectors (``A_log``, ``D``, ``dt_bias``); each is a part of its own
-  (:mod:`costcalc.anatomy.recurrent`).
 - A block reused at several depths (Zamba's shared transformer, ``shared_weight_sets``) holds
   its attention, FFN and first two norms once per weight set, its adapters (``Sequential`` of two
   bias-free linears, down then up) once per use, and each layer's own parts once per layer.
@@ -50,6 +40,8 @@ from dataclasses import replace
 from functools import wraps
 from math import isqrt
 
+from costcalc.anatomy.attention import attention_input
+from costcalc.anatomy.mixer import token_mixer
 from costcalc.anatomy.recurrent import recurrent_mixer
 from costcalc.anatomy.tensor import Part, Shape, Tensor, elements, linear, norm
 from costcalc.spec import ModelSpec, per_spec
@@ -73,99 +65,6 @@ def built_once(function: Build) -> Build:
 
 
 # --------------------------------------------------------------------------- token mixers
-
-
-def attention_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Q, K, V (fused into one (H + 2K) d x D matrix, or three; no V when the values reuse the
-    keys; no K, V or k norm when the block reads an earlier block's keys and values), the output
-    D x H d, q/k norms, sinks and differential attention's 4 lambda vectors of d. An output gate
-    doubles the query projection (2 H d), or is its own ``gate_proj`` H d x D (biased as the
-    queries are) with ``attention_gate_proj``, with a bias of H when ``attention_gate_bias``; a
-    gate per head is its own H x D projection. Values of another width dv (``v_head_dim``) make V
-    K dv x D and the output D x H dv. With ``attention_experts`` the query and output
-    projections are experts (:func:`head_expert_tensors`) and K and V stay (one ``kv_proj``
-    when fused). A gated cross-attention block names them ``cross_attn.*`` and adds the scalar
-    gate of its attention branch (``cross_attn_attn_gate``)."""
-    D, H, K, d = attention_input(spec), spec.n_heads or 0, spec.kv_heads, spec.head_width
-    dv = value_width(spec)
-    fused_gate, own_gate = gate_kind(spec)
-    q = (2 if fused_gate else 1) * H * d
-    bias = spec.qkv_bias
-    kv = 0 if spec.shares_kv else K * d + (0 if spec.keys_as_values else K * dv)
-    experts = head_expert_tensors(spec)
-    if experts and spec.fused_qkv:
-        tensors = linear("attn.kv_proj", kv, D, bias, "mixer")
-    elif spec.fused_qkv:
-        tensors = linear("attn.qkv_proj", q + kv, D, bias, "mixer")
-    else:
-        tensors = [] if experts else query_tensors(spec, q)
-        if not spec.shares_kv:
-            tensors += linear("attn.k_proj", K * d, D, bias, "mixer")
-        if not (spec.keys_as_values or spec.shares_kv):
-            tensors += linear("attn.v_proj", K * dv, D, bias, "mixer")
-    tensors += experts or output_tensors(spec, H * dv)
-    if spec.qk_norm == "key":
-        tensors += norm(spec, "attn.k_norm", d, "mixer")
-    elif spec.qk_norm != "none":
-        q_width, k_width = (d, d) if spec.qk_norm == "head" else (H * d, K * d)
-        tensors += norm(spec, "attn.q_norm", q_width, "mixer")
-        if not spec.shares_kv:
-            tensors += norm(spec, "attn.k_norm", k_width, "mixer")
-    if spec.attention_sinks:
-        tensors.append(Tensor("attn.sinks", (H,), "mixer"))
-    if own_gate:  # biased as the queries are
-        tensors += linear("attn.gate_proj", H * d, D, bias, "mixer")
-    if spec.attention_gate_bias:
-        tensors.append(Tensor("attn.gate_bias", (H,), "mixer"))
-    if spec.attention_head_gate:
-        tensors += linear("attn.g_proj", H, D, False, "mixer")
-    if spec.differential_attention:
-        tensors.append(Tensor("attn.lambda", (d,), "mixer", copies=4))
-    if spec.ngpt_scales:
-        tensors += [Tensor(f"attn.{name}", (H * d,), "mixer") for name in ("sqk", "s_gate")]
-    if spec.dynamic_mask:
-        tensors.append(Tensor("attn.A", (K,), "mixer"))
-        tensors += linear("attn.dt_proj", K, K * dv, bias, "mixer")
-    if spec.residual_scales:
-        tensors.append(Tensor("attn_residual_scale", (spec.d_model,), "mixer"))
-    tensors += compressor_tensors(spec) + indexer_tensors(spec)
-    if spec.gated_cross_attention:  # transformers' cross_attn.q_proj, ...
-        cross = [replace(t, name=f"cross_{t.name}") for t in tensors]
-        return [*cross, Tensor("cross_attn_attn_gate", (1,), "mixer")]
-    return tensors
-
-
-def gate_kind(spec: ModelSpec) -> tuple[bool, bool]:
-    """Where the output gate (``attention_gate``) is: (in the query projection, its own
-    projection ``attention_gate_proj``); neither without a gate."""
-    return spec.attention_gate and not spec.attention_gate_proj, spec.attention_gate_proj
-
-
-def head_expert_tensors(spec: ModelSpec) -> list[Tensor]:
-    """A mixture of attention heads (``attention_experts`` X; JetMoE's ``JetMoeMoA``): the
-    query experts ``input_linear`` X x K d x D and output experts ``output_linear`` X x D x K dv,
-    each token running H / K of them, the router ``router.layer`` X x D and, with
-    ``attn_out_bias``, one ``bias`` of D; none without experts (the keys and values stay
-    shared: K heads, as in :func:`attention_tensors`)."""
-    X = spec.attention_experts
-    if X is None:
-        return []
-    D, K, active = spec.d_model, spec.kv_heads, (spec.n_heads or 0) // (spec.kv_heads or 1)
-    q, out = K * spec.head_width, K * value_width(spec)
-    tensors = [
-        Tensor("attn.experts.input_linear.weight", (X, q, D), "mixer", "experts", active=active),
-        Tensor("attn.experts.output_linear.weight", (X, D, out), "mixer", "experts", active=active),
-        Tensor("attn.experts.router.layer.weight", (X, D), "mixer", "router"),
-    ]
-    if spec.attn_out_bias:
-        tensors.append(Tensor("attn.experts.bias", (D,), "mixer"))
-    return tensors
-
-
-def attention_input(spec: ModelSpec) -> int:
-    """Width the attention's q, k and v read: D, or 2 D over the hidden state concatenated
-    with the token embeddings (``concat_embeddings``)."""
-    return 2 * spec.d_model if spec.concat_embeddings else spec.d_model
 
 
 def adapter_tensors(spec: ModelSpec, name: str, out: int, inp: int, part: Part) -> list[Tensor]:
@@ -197,68 +96,6 @@ def in_set(spec: ModelSpec, tensors: list[Tensor]) -> list[Tensor]:
     if spec.shared_weight_sets is None:
         return tensors
     return [replace(t, scope="set") for t in tensors]
-
-
-def query_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
-    """The query projection: D -> ``width`` directly, or through ``query_rank`` rq: D -> rq
-    (``q_a_proj``), an RMSNorm of rq, rq -> ``width`` (``q_b_proj``)."""
-    D, rq, bias = attention_input(spec), spec.query_rank, spec.qkv_bias
-    if rq is None:
-        return linear("attn.q_proj", width, D, bias, "mixer")
-    return [
-        *linear("attn.q_a_proj", rq, D, bias, "mixer"),
-        *norm(spec, "attn.q_a_norm", rq, "mixer"),
-        *linear("attn.q_b_proj", width, rq, bias, "mixer"),
-    ]
-
-
-def output_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
-    """The output projection of the heads' ``width`` (H dv): one D x H dv matrix, or grouped
-    (``out_groups`` g, ``out_rank`` r): ``o_a_proj`` g r x H dv / g (each group's slice of the
-    heads to r on its own: r H dv elements and MACs) and ``o_b_proj`` D x g r."""
-    g, r, D = spec.out_groups, spec.out_rank, spec.d_model
-    if g is None or r is None:
-        return linear("attn.o_proj", D, width, spec.attn_out_bias, "mixer")
-    return [
-        Tensor("attn.o_a_proj.weight", (g * r, width // g), "mixer", "matmul"),
-        *linear("attn.o_b_proj", D, g * r, spec.attn_out_bias, "mixer"),
-    ]
-
-
-def compressor_tensors(spec: ModelSpec) -> list[Tensor]:
-    """The key compressor of a block with ``kv_compress_rate`` m (DeepSeek-V4's
-    ``DeepseekV4HCACompressor`` / ``DeepseekV4CSACompressor``): ``kv_proj`` and ``gate_proj``
-    D -> c d, ``position_bias`` m x c d, ``kv_norm`` (d); c = 2 with ``kv_compress_overlap``
-    (two series), else 1. With ``indexer_heads`` Hi of ``indexer_head_dim`` di, its indexer
-    (``DeepseekV4Indexer``): a compressor of its own at di (``kv_proj``, ``gate_proj`` D -> c di,
-    ``position_bias`` m x c di, ``kv_norm`` di), ``q_b_proj`` (query rank -> Hi di) and
-    ``scorer.weights_proj`` (D -> Hi)."""
-    m = spec.kv_compress_rate
-    if m is None:
-        return []
-    c = 2 if spec.kv_compress_overlap else 1
-    tensors = _pooling_tensors(spec, "attn.compressor", spec.head_width, m, c)
-    Hi, di, rq = spec.indexer_heads, spec.indexer_head_dim, spec.query_rank
-    if Hi is not None and di is not None and rq is not None:
-        tensors += [
-            *_pooling_tensors(spec, "attn.compressor.indexer", di, m, c),
-            *linear("attn.compressor.indexer.q_b_proj", Hi * di, rq, False, "mixer"),
-            *linear("attn.compressor.indexer.weights_proj", Hi, spec.d_model, False, "mixer"),
-        ]
-    return tensors
-
-
-def _pooling_tensors(
-    spec: ModelSpec, name: str, width: int, rate: int, series: int
-) -> list[Tensor]:
-    """One compressor's tensors: kv and gate projections D -> series x width, a position bias
-    rate x series x width, a norm of width."""
-    return [
-        *linear(f"{name}.kv_proj", series * width, spec.d_model, False, "mixer"),
-        *linear(f"{name}.gate_proj", series * width, spec.d_model, False, "mixer"),
-        Tensor(f"{name}.position_bias", (rate, series * width), "mixer"),
-        *norm(spec, f"{name}.kv_norm", width, "mixer"),
-    ]
 
 
 def hyper_connection_tensors(spec: ModelSpec, name: str, part: Part) -> list[Tensor]:
@@ -332,156 +169,19 @@ def altup_projection_tensors(spec: ModelSpec) -> list[Tensor]:
     ]
 
 
-def value_width(spec: ModelSpec) -> int:
-    """Width of one attention head's values: ``v_head_dim``, or the head width."""
-    return spec.head_width if spec.v_head_dim is None else spec.v_head_dim
-
-
-def mla_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Multi-head latent attention (DeepSeek-V2/V3): low-rank query and key/value paths.
-
-    q: D x rq + rq x H (n + r) with a norm of rq (or D x H (n + r) directly; 2 rq inputs with
-    ``query_latent_both``); kv: D x (rkv + r), a norm of rkv (and one of r with
-    ``rope_key_norm``), rkv x H (n + v); output H v x D; a gate per head H x D with
-    ``attention_head_gate``; an output gate with ``attention_gate``, H v more outputs of the
-    last query projection (A.X K2), or its own ``gate_proj`` H v x D with
-    ``attention_gate_proj`` (HY V4); H sinks with ``attention_sinks``. n, r, v: no-rope, rope
-    and value head dims.
-    """
-    D, H = spec.d_model, spec.n_heads or 0
-    n, r, v = spec.qk_nope_head_dim or 0, spec.qk_rope_head_dim or 0, spec.v_head_dim or 0
-    rkv, rq = spec.kv_lora_rank or 0, spec.q_lora_rank
-    bias = spec.qkv_bias
-    fused_gate, own_gate = gate_kind(spec)
-    q = H * (n + r + (v if fused_gate else 0))
-    if rq is None:
-        tensors = linear("attn.q_proj", q, D, False, "mixer")
-    else:
-        tensors = [
-            *linear("attn.q_a_proj", rq, D, bias, "mixer"),
-            *norm(spec, "attn.q_a_layernorm", rq, "mixer"),
-            *linear("attn.q_b_proj", q, (2 if spec.query_latent_both else 1) * rq, False, "mixer"),
-        ]
-    return [
-        *tensors,
-        *linear("attn.kv_a_proj_with_mqa", rkv + r, D, bias, "mixer"),
-        *norm(spec, "attn.kv_a_layernorm", rkv, "mixer"),
-        *(norm(spec, "attn.k_rope_norm", r, "mixer") if spec.rope_key_norm else []),
-        *linear("attn.kv_b_proj", H * (n + v), rkv, False, "mixer"),
-        *linear("attn.o_proj", D, H * v, spec.attn_out_bias, "mixer"),
-        *(linear("attn.g_proj", H, D, False, "mixer") if spec.attention_head_gate else []),
-        *(linear("attn.gate_proj", H * v, D, False, "mixer") if own_gate else []),
-        *([Tensor("attn.sinks", (H,), "mixer")] if spec.attention_sinks else []),
-        *query_scale_tensors(spec, "attn.softmax_scaling", H),
-        *indexer_tensors(spec),
-    ]
-
-
-def query_scale_tensors(spec: ModelSpec, name: str, heads: int) -> list[Tensor]:
-    """With ``query_position_scale``, a scale and a bias per query head (``scale``, ``bias``:
-    heads each; Mistral Large 4's ``softmax_scaling``); none without."""
-    if not spec.query_position_scale:
-        return []
-    return [Tensor(f"{name}.{kind}", (heads,), "mixer") for kind in ("scale", "bias")]
-
-
-def key_indexer(spec: ModelSpec) -> tuple[int, int]:
-    """(Hi, di) of an attention block's own indexer over its keys (MiniMax M3's), else (0, 0):
-    none without ``indexer_heads``, and with compressed keys the indexer is the compressor's
-    (:func:`compressor_tensors`)."""
-    Hi, di = spec.indexer_heads, spec.indexer_head_dim
-    if spec.mixer != "attention" or spec.kv_compress_rate is not None or Hi is None or di is None:
-        return 0, 0
-    return Hi, di
-
-
-def indexer_tensors(spec: ModelSpec) -> list[Tensor]:
-    """A sparse-attention indexer; none without ``indexer_heads``. On an MLA block
-    DeepSeek-V3.2's (``DeepseekV32Indexer``): ``wq_b`` (q rank -> Hi di, from the query latent),
-    ``wk`` (D -> di, one key head), ``k_norm`` (a LayerNorm of di with weight and bias, whatever
-    the model's norms) and ``weights_proj`` (D -> Hi); Mistral Large 4's queries come from the
-    block input instead (``indexer_query_norm``: ``q_input_norm``, a LayerNorm of D with bias,
-    and ``wq_b`` D -> Hi di), with a query scale (``query_position_scale``), and GLM-5.3-Flash
-    pools the keys (``indexer_key_pool``). On an attention block MiniMax M3's
-    (``MiniMaxM3VLIndexer``): ``q_proj`` (D -> Hi di), ``k_proj`` (D -> di, one key head) and
-    a norm of di on each (the model's norm), the two projections one ``qk_proj``
-    (D -> (Hi + 1) di) when it scores pooled blocks of keys (``indexer_block``, Qwen4-Exp's
-    ``Qwen4ExpTextQSAIndexer``); with compressed keys the indexer is the compressor's
-    (:func:`compressor_tensors`)."""
-    Hi, di = spec.indexer_heads, spec.indexer_head_dim
-    if Hi is None or di is None:
-        return []
-    if spec.mixer == "attention":
-        if key_indexer(spec) == (0, 0):
-            return []
-        if spec.indexer_block is not None:  # Qwen4-Exp's index_qk_proj
-            return [
-                *linear("attn.indexer.qk_proj", (Hi + 1) * di, spec.d_model, False, "mixer"),
-                *norm(spec, "attn.indexer.q_norm", di, "mixer"),
-                *norm(spec, "attn.indexer.k_norm", di, "mixer"),
-            ]
-        return [
-            *linear("attn.indexer.q_proj", Hi * di, spec.d_model, False, "mixer"),
-            *linear("attn.indexer.k_proj", di, spec.d_model, False, "mixer"),
-            *norm(spec, "attn.indexer.q_norm", di, "mixer"),
-            *norm(spec, "attn.indexer.k_norm", di, "mixer"),
-        ]
-    if spec.indexer_query_norm:
-        D = spec.d_model
-        queries = [
-            Tensor("attn.indexer.q_input_norm.weight", (D,), "mixer"),
-            Tensor("attn.indexer.q_input_norm.bias", (D,), "mixer"),
-            *linear("attn.indexer.wq_b", Hi * di, D, False, "mixer"),
-        ]
-    elif spec.q_lora_rank is not None:
-        queries = linear("attn.indexer.wq_b", Hi * di, spec.q_lora_rank, False, "mixer")
-    else:
-        return []
-    return [
-        *queries,
-        *linear("attn.indexer.wk", di, spec.d_model, False, "mixer"),
-        Tensor("attn.indexer.k_norm.weight", (di,), "mixer"),
-        Tensor("attn.indexer.k_norm.bias", (di,), "mixer"),
-        *linear("attn.indexer.weights_proj", Hi, spec.d_model, False, "mixer"),
-        *query_scale_tensors(spec, "attn.indexer.softmax_scaling", Hi),
-        *key_pool_tensors(spec, di),
-    ]
-
-
-def key_pool_tensors(spec: ModelSpec, width: int) -> list[Tensor]:
-    """With ``indexer_key_pool`` m, GLM-5.3-Flash's pooling of the indexer's keys:
-    ``index_kpool_compress_ape`` m x di (added to the gate scores) and
-    ``index_kpool_compress_gate`` di x D (gate scores of each token); none without."""
-    m = spec.indexer_key_pool
-    if m is None:
-        return []
-    return [
-        Tensor("attn.indexer.index_kpool_compress_ape", (m, width), "mixer"),
-        Tensor("attn.indexer.index_kpool_compress_gate", (width, spec.d_model), "mixer", "matmul"),
-    ]
-
-
-ATTENTION_TENSORS = {"attention": attention_tensors, "mla": mla_tensors}
-"""The attention mixers' tensors; a recurrent mixer's come from its part
-(:mod:`costcalc.anatomy.recurrent`), and a block with mixer ``none`` has none."""
-
-
 @built_once
 def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
-    """The token mixer of one block, with the hyper-connection before it (several
+    """The token mixer of one block (its part, :mod:`costcalc.anatomy.mixer`), with the
+    hyper-connection before it (several
     ``residual_streams``) and q/k/v adapters; the Mamba (Zamba) or Mamba-2 (Falcon-H1) mixer
     beside its attention when ``parallel_mamba`` or ``parallel_mamba2`` (each layer's own in a
     reused block); the block's AltUp and LAuReL matrices (Gemma 3n); the gate of its input
     norm (``norm_gate_rank``)."""
-    build = ATTENTION_TENSORS.get(spec.mixer)
-    recurrent = spec.recurrent_mixer
-    if build is not None:
-        tensors = build(spec)
-    else:
-        tensors = [] if recurrent is None else recurrent_mixer(recurrent).tensors(spec)
+    tensors = token_mixer(spec.mixer).tensors(spec)
     tensors += hyper_connection_tensors(spec, "attn_hc", "mixer") if tensors else []
     tensors = in_set(spec, tensors + norm_gate_tensors(spec, "mixer")) + qkv_adapter_tensors(spec)
-    if build is not None and recurrent is not None:  # a Mamba mixer beside the attention
+    recurrent = spec.recurrent_mixer
+    if spec.has_attention and recurrent is not None:  # a Mamba mixer beside the attention
         tensors += recurrent_mixer(recurrent).tensors(spec)
     return tensors + altup_tensors(spec) + laurel_tensors(spec)
 

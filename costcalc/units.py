@@ -57,6 +57,10 @@ COUNT_SUFFIXES: Mapping[str, int] = {
 MAX_DIGITS = 100
 """Most digits a size may be written with, in a config or on the command line (Python refuses
 to convert a number past 4,300 digits anyway)."""
+MAX_COUNT = 10**MAX_DIGITS - 1
+"""Most GPUs, tokens per sequence, sequences, prompt or generated tokens a plan takes, and the
+largest whole number the Python API takes (at most MAX_DIGITS digits, as a token count): every
+time and rate a plan prints then fits a float."""
 IEC_DECIMALS = 4
 """Most decimals before a binary unit (``1.0625GiB``): a smaller unit writes more."""
 MAX_EXPONENT_DIGITS = 2

@@ -10,6 +10,7 @@ import pytest
 
 from costcalc.errors import ConfigError
 from costcalc.params import param_report
+from costcalc.tensors import mixer_tensors
 from tests.hf_helpers import spec_of, windows
 
 
@@ -46,6 +47,17 @@ def test_cohere_qk_norm_adds_a_weight_per_head(tmp_path: Path) -> None:
     plain = param_report(spec_of(tmp_path, "aya-23-8b")).total
     normed = param_report(spec_of(tmp_path, "aya-23-8b", use_qk_norm=True)).total
     assert normed - plain == 32 * (32 + 8) * 128  # L (H + K) d, weights only
+
+
+def test_phi_qk_layernorm_normalizes_each_head_of_queries_and_keys(tmp_path: Path) -> None:
+    plain = spec_of(tmp_path, "phi-2")
+    normed = spec_of(tmp_path, "phi-2", qk_layernorm=True)
+    norms = [t for t in mixer_tensors(normed) if t not in mixer_tensors(plain)]
+    d = 2560 // 32  # PhiAttention: nn.LayerNorm(hidden_size // num_attention_heads)
+    assert [(t.name, t.shape) for t in norms] == [
+        (f"attn.{qk}_norm.{kind}", (d,)) for qk in "qk" for kind in ("weight", "bias")
+    ]
+    assert param_report(normed).total - param_report(plain).total == 32 * 4 * d
 
 
 def test_apertus_without_xielu_learns_no_scalars(tmp_path: Path) -> None:

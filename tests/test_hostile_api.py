@@ -74,3 +74,33 @@ def test_good_calls_still_work() -> None:
     assert costcalc.count_macs("qwen2.5-0.5b", length=10**99).forward.total > 0
     lora = costcalc.count_lora(GPT2, targets=("qkv_proj",), rank=2**31 - 1)
     assert lora.to_dict()["trainable"] > 2**31
+
+
+@pytest.mark.parametrize(
+    ("function", "args", "kwargs", "message"),
+    [
+        ("count", (), {}, "missing a required argument: 'model'"),
+        ("count", (GPT2, 5), {}, "too many positional arguments"),
+        ("count_macs", (GPT2,), {"lenght": 8}, "got an unexpected keyword argument 'lenght'"),
+        ("load", (GPT2,), {"source": GPT2}, "multiple values for argument 'source'"),
+        ("count_lora", (GPT2,), {"rank": 8.0}, "missing a required argument: 'targets'"),
+    ],
+)
+def test_a_call_that_does_not_fit_the_signature_is_a_type_error(
+    function: str, args: tuple[Any, ...], kwargs: dict[str, Any], message: str
+) -> None:
+    """Python's own error for a call it could not make, before any value is checked."""
+    with pytest.raises(TypeError, match=message):
+        getattr(costcalc, function)(*args, **kwargs)
+
+
+def test_the_first_wrong_argument_is_named() -> None:
+    with pytest.raises(UsageError, match="batch is str"):
+        costcalc.count_macs(GPT2, length="8", batch="1")
+    with pytest.raises(UsageError, match="targets is str"):
+        costcalc.count_lora(GPT2, rank=8.0, targets="c_attn")
+
+
+def test_overrides_are_not_checked_as_arguments() -> None:
+    """``load``'s overrides are ModelSpec fields, checked by the spec: any name, any value."""
+    assert costcalc.load(GPT2, n_layers=2).spec.n_layers == 2

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from costcalc.api import count
 from costcalc.errors import ConfigError
@@ -118,6 +120,13 @@ def test_the_distance_rule() -> None:
     assert near_keys(["hiden_siz"], {"hidden_size"}) == [("hiden_siz", ["hidden_size"])]
     # a key the file gives is read; one near a key the file gives too is not reported
     assert near_keys(["hidden_size", "hidden_sizes"], {"hidden_size"}) == []
+
+
+@given(st.text("abcde_", max_size=8), st.text("abcde_", max_size=8), st.integers(0, 3))
+def test_a_limit_only_caps_the_distance(a: str, b: str, limit: int) -> None:
+    """The cheap bounds (lengths, sets of characters) and the early stop never give another
+    answer than the whole table would: with a limit past both lengths none of them applies."""
+    assert distance(a, b, limit) == min(distance(a, b, 16), limit + 1)
 
 
 def test_no_published_config_has_a_near_key() -> None:

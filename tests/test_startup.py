@@ -65,6 +65,25 @@ def test_params_json_imports_only_what_it_uses() -> None:
     assert not (others | unused) & modules
 
 
+def test_the_api_reads_a_config_mapping_with_only_its_own_reader() -> None:
+    """A Hugging Face ``config.json`` mapping counted, its MACs and its memory through the
+    Python API: neither the native format's models (costcalc.config), nor nanoGPT's reader,
+    nor the plan are imported."""
+    code = (
+        "import json, sys\n"
+        "import costcalc\n"
+        f"config = json.loads(open({str(FIXTURES / 'hf/llama-3.1-8b.json')!r}).read())\n"
+        "total = costcalc.count(config).parameters.total\n"
+        "costcalc.count_macs(config, length=8)\n"
+        "costcalc.count_memory(config, length=8)\n"
+        "print(total, ' '.join(sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    total, *modules = done.stdout.split()
+    assert int(total) == 8_030_261_248
+    assert not {"costcalc.config", "costcalc.formats.nanogpt", "costcalc.plan"} & set(modules)
+
+
 @pytest.mark.parametrize(("preset", "built"), [("gpt2-small", "0"), ("gemma-3-1b", "1")])
 def test_layer_group_models_are_built_only_for_layers(preset: str, built: str) -> None:
     """Copying the block fields into the layer-group models is paid by a model with layers."""

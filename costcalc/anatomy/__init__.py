@@ -1,11 +1,16 @@
 """The parts blocks are built of, each owning in one module what it holds and costs.
 
 A part gives its parameter tensors (the shapes PyTorch holds, :class:`~costcalc.anatomy.tensor.
-Tensor`), the multiply-accumulates that are not per-token matrix products (a scan over the
-sequence), the state it keeps between tokens, the rules its sizes obey and its name in words.
+Tensor`), the multiply-accumulates that are not per-token matrix products (query-key pairs, a
+scan over the sequence), the cache or state it keeps between tokens, the rules its sizes obey
+and its name in words.
 Every quantity of costcalc (parameters, MACs, memory, LoRA, quantized bytes) reads these.
 
-- :mod:`costcalc.anatomy.tensor`: the tensor record and the layer shapes (linear, norm, conv).
+- :mod:`costcalc.anatomy.tensor`: the tensor record, the layer shapes (linear, norm, conv) and
+  what a part reads of its block.
+- :mod:`costcalc.anatomy.mixer`: what a token mixer is, and the one that a block's ``mixer``
+  names: :mod:`costcalc.anatomy.attention` (with its sub-parts), :mod:`costcalc.anatomy.mla`
+  or a recurrent mixer.
 - :mod:`costcalc.anatomy.recurrent`: what a recurrent token mixer is, and the one that a block
   kind names, loaded on first use from the module of the same name (``mamba2``, ``mamba``,
   ``gated_deltanet``, ``kimi_delta``, ``rg_lru``, ``short_conv``, ``lightning``, ``rwkv``,

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict
 
+from costcalc.anatomy.mixer import TokenMixer
+
 if TYPE_CHECKING:
     from costcalc.anatomy.tensor import Block, Tensor
 
@@ -39,13 +41,10 @@ class Conv:
     kernel: int = 0
 
 
-class RecurrentMixer(Generic[S]):
-    """What one recurrent mixer holds and costs; the methods read its sizes from the block."""
+class RecurrentMixer(TokenMixer, Generic[S]):
+    """What one recurrent mixer holds and costs; the methods read its sizes from the block (its
+    ``kind`` is also the block key of its sizes)."""
 
-    kind: ClassVar[str]
-    """The mixer's name in ``mixer:`` and the block key of its sizes."""
-    words: ClassVar[str]
-    """The mixer in words, as tables name a kind of block."""
     sizes_model: ClassVar[type[MixerSizes]]
 
     def sizes(self, spec: Block) -> S:

@@ -718,9 +718,9 @@ def _kv_note(result: MemoryResult) -> str:
     """How the KV cache was counted: the classic formula for plain attention blocks alike, else
     each kind of block's layers x batch x cached tokens x elements per token; on one GPU of a
     serving plan, of its layers and key/value heads."""
+    from costcalc.anatomy.attention import cached_heads
     from costcalc.engines.vllm_shards import rank_stacks
     from costcalc.macs import SKIPPED_WORDS, skipped_layers
-    from costcalc.memory import cached_heads
 
     report, setup, spec = result.report, result.report.setup, result.model.spec
     kinds = spec.stacks

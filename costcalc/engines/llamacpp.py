@@ -22,10 +22,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from costcalc.anatomy.attention import cached_heads, value_width
 from costcalc.errors import UsageError, check_choice
-from costcalc.memory import cached_heads, cached_layers
+from costcalc.memory import cached_layers
 from costcalc.spec import ModelSpec
-from costcalc.tensors import value_width
 
 if TYPE_CHECKING:
     from costcalc.memory import MemoryReport, MemorySetup

@@ -1,15 +1,17 @@
 """100 model configs through costcalc's Python API against llm-analysis' API.
 
-Run: python tests/bench/bench_api.py [--runs N] [--llm-analysis-python PYTHON]. costcalc runs in
-this interpreter's environment, llm-analysis in PYTHON's (default: this one), since the two
-want different huggingface_hub releases: ``python -m venv /tmp/la && /tmp/la/bin/pip install
-llm-analysis``. Prints, for each tool, the median of N passes (default 9; the passes
-interleaved, so that machine load cancels out) of a whole process that imports the tool and
-answers for the 100 configs, of the 100 answers alone within it (imports done, the first pass
-a warm-up), and the ratios costcalc / llm-analysis. Goal: a whole process at most 1/3 of
-llm-analysis'. llm-analysis' answers are a handful of float products per config, which build
+Run: python tests/bench/bench_api.py [--runs N] [--llm-analysis-python PYTHON] [--source].
+costcalc runs in this interpreter's environment, llm-analysis in PYTHON's (default: this one),
+since the two want different huggingface_hub releases: ``python -m venv /tmp/la &&
+/tmp/la/bin/pip install llm-analysis``. Prints, for each tool, the median of N passes (default 9;
+the passes interleaved, so that machine load cancels out) of a whole process that imports the
+tool and answers for the 100 configs, of the 100 answers alone within it (imports done, the
+first pass a warm-up), and the ratios costcalc / llm-analysis. Goal: a whole process at most 1/3
+of llm-analysis'. llm-analysis' answers are a handful of float products per config, which build
 and check no model: within a process, costcalc's validated model and tensor list cannot come
-near that, and the second ratio shows how far it is.
+near that, and the second ratio shows how far it is. Both tools read compiled bytecode, as
+installed (installed.py; ``--source``: costcalc's modules compiled in every process, as from an
+editable install never written to).
 
 The same 100 Llama-style configurations (seeded, widths from 512 to 8,192, 2 to 80 layers,
 grouped key/value heads) go through both, each asked the same three things from scratch: the
@@ -31,6 +33,8 @@ import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+from installed import child_env
 
 CONFIGS = 100
 LENGTH = 2048
@@ -124,6 +128,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--llm-analysis-python", default=sys.executable)
+    parser.add_argument("--source", action="store_true")
     parser.add_argument("--child", nargs=2, metavar=("TOOL", "PASSES"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -135,16 +140,19 @@ def main() -> None:
         sys.exit(f"llm-analysis cannot be imported by {args.llm_analysis_python}")
     whole: dict[str, list[float]] = {tool: [] for tool in pythons}
     alone: dict[str, list[float]] = {tool: [] for tool in pythons}
-    for run in range(args.runs + 1):
-        for tool, python in pythons.items():
-            for passes, times in ((1, whole), (2, alone)):
-                argv = [python, __file__, "--child", tool, str(passes)]
-                start = time.perf_counter()
-                out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
-                if run and passes == 1:
-                    times[tool].append(time.perf_counter() - start)
-                elif run:
-                    times[tool].append(float(out))
+    with child_env(args.source) as env:
+        for run in range(args.runs + 1):  # the first fills the bytecode cache, uncounted
+            for tool, python in pythons.items():
+                for passes, times in ((1, whole), (2, alone)):
+                    argv = [python, __file__, "--child", tool, str(passes)]
+                    start = time.perf_counter()
+                    out = subprocess.run(
+                        argv, check=True, capture_output=True, text=True, env=env
+                    ).stdout
+                    if run and passes == 1:
+                        times[tool].append(time.perf_counter() - start)
+                    elif run:
+                        times[tool].append(float(out))
     print(f"{CONFIGS} configs, median of {args.runs} runs")
     for label, times in (("whole process", whole), ("the answers alone", alone)):
         found = {tool: statistics.median(values) for tool, values in times.items()}

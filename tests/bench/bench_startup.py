@@ -14,22 +14,20 @@ the collector does not walk them once more at shutdown, as it does for the basel
 command is also timed without that, through the same Typer app called directly: the work of
 start-up alone.
 
-Every process reads compiled bytecode, as an installed costcalc and its dependencies do (pip
-compiles them on install): the cache lives in a temporary directory (PYTHONPYCACHEPREFIX), filled
-by the warm-up runs, so PYTHONDONTWRITEBYTECODE in the environment does not make each run compile
-costcalc's source again. ``--source`` measures that case instead: every process compiles the
-modules it imports that have no cache beside them (an editable install never written to).
+Every process reads compiled bytecode, as an installed costcalc and its dependencies do
+(installed.py); ``--source`` measures the case of an editable install never written to instead:
+every process compiles the modules it imports that have no cache beside them.
 """
 
 from __future__ import annotations
 
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from installed import child_env
 
 BASELINE = [
     sys.executable,
@@ -78,11 +76,7 @@ def main() -> None:
     args = sys.argv[1:]
     source = "--source" in args
     runs = int(next((a for a in args if a != "--source"), 15))
-    with tempfile.TemporaryDirectory() as cache:
-        env = dict(os.environ)
-        if not source:
-            env.pop("PYTHONDONTWRITEBYTECODE", None)
-            env["PYTHONPYCACHEPREFIX"] = cache
+    with child_env(source) as env:
         commands = {
             "baseline": BASELINE,
             "json": JSON,

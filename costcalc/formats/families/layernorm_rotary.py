@@ -114,12 +114,32 @@ def phi(r: Reader) -> dict[str, Any]:
     (D x K d), ``dense`` (H d x D), all with bias, ``mlp.fc1`` (D x h + h), ``mlp.fc2``
     (h x D + D); ``final_layernorm``; ``lm_head`` (V x D) WITH a bias, untied by default; d is
     ``head_dim`` or D / H, K ``num_key_value_heads`` or H; rotary on ``partial_rotary_factor``
-    (default 0.5) of each head. ``qk_layernorm`` is refused."""
+    (default 0.5) of each head; with ``qk_layernorm`` (default false) a LayerNorm on queries and
+    on keys (``q_layernorm``, ``k_layernorm``, weight and bias) of D / H, refused where
+    ``head_dim`` gives the heads another width (transformers builds those norms, but its
+    forward cannot apply them)."""
     fields = _rotary_layernorm(r, kv_heads=None, head_dim=True, tie=False, factor=0.5)
     if r.flag("qk_layernorm", False):
-        r.unsupported("qk_layernorm", "LayerNorms on queries and keys")
+        _phi_qk_layernorm(r, fields)
     fields.update(norms_per_block=1, lm_head_bias=True)
     return fields
+
+
+def _phi_qk_layernorm(r: Reader, fields: dict[str, Any]) -> None:
+    """PhiAttention's ``q_layernorm`` and ``k_layernorm``, ``nn.LayerNorm(hidden_size //
+    num_attention_heads)`` each: the head norms of ``qk_norm: head`` when the heads are that
+    wide."""
+    D, H, d = fields["d_model"], fields["n_heads"], fields["head_dim"]
+    sizes = (D, H, d)  # head_dim None: D / H, which the spec checks
+    if all(type(n) is int and n > 0 for n in sizes) and d != D // H:
+        r.unsupported(
+            "qk_layernorm",
+            f"LayerNorms of hidden_size / num_attention_heads = {D // H:,} on heads of "
+            f"head_dim {d:,}",
+        )
+        return
+    fields["qk_norm"] = "head"
+    r.key_names["qk_norm"] = r.name("qk_layernorm")
 
 
 def jais2(r: Reader) -> dict[str, Any]:

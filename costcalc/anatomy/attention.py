@@ -1,0 +1,372 @@
+"""Attention (MHA, GQA, MQA) as transformers builds it, from its sub-parts.
+
+A block's attention is its projections (Q, K, V and the output, or a mixture of attention heads)
+followed by the sub-parts its fields add, each a function of the block giving its tensors, in
+the order :data:`SUB_PARTS` lists them: q/k norms, sinks, the output gates, differential
+attention's lambdas, nGPT's scales, Doge's dynamic mask, the residual scale, DeepSeek-V4's key
+compressor and a sparse-attention indexer. Conventions, from transformers 5.24's modeling code:
+
+- Q, K and V are one tensor when ``fused_qkv`` (GPT-2's ``c_attn``, GPT-NeoX, Phi-3, nanoGPT),
+  three otherwise (Llama, Qwen2, Mistral, OPT, Phi); each bias likewise. q/k norms are RMSNorm
+  (or LayerNorm) weights of head_dim each (``qk_norm: head``) or of the whole projection width
+  (``full``). Attention sinks are one logit per query head.
+- A gated cross-attention block (Llama 3.2 Vision's ``MllamaCrossAttentionDecoderLayer``) names
+  its attention ``cross_attn.*`` and keeps a scalar gate on its attention branch
+  (``cross_attn_attn_gate``); text-only input skips it: no pairs, no cache.
+
+A new attention feature is one sub-part here (its tensors, and its pairs or cache where it
+changes them) plus its field in :class:`costcalc.blocks.BlockFields`, which the block protocol
+(:class:`costcalc.anatomy.tensor.Block`) names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+
+from costcalc.anatomy.mixer import TokenMixer
+from costcalc.anatomy.tensor import Block, Tensor, linear, norm
+
+SubPart = Callable[[Block], list[Tensor]]
+
+
+def value_width(spec: Block) -> int:
+    """Width of one attention head's values: ``v_head_dim``, or the head width."""
+    return spec.head_width if spec.v_head_dim is None else spec.v_head_dim
+
+
+def attention_input(spec: Block) -> int:
+    """Width the attention's q, k and v read: D, or 2 D over the hidden state concatenated
+    with the token embeddings (``concat_embeddings``)."""
+    return 2 * spec.d_model if spec.concat_embeddings else spec.d_model
+
+
+def cached_heads(spec: Block) -> int:
+    """Heads an attention block's cache holds: its key/value heads, or ``kv_cache_heads``
+    (Falcon's new architecture caches keys and values expanded to every query head)."""
+    return spec.kv_heads if spec.kv_cache_heads is None else spec.kv_cache_heads
+
+
+# --------------------------------------------------------------------------- projections
+
+
+def gate_kind(spec: Block) -> tuple[bool, bool]:
+    """Where the output gate (``attention_gate``) is: (in the query projection, its own
+    projection ``attention_gate_proj``); neither without a gate."""
+    return spec.attention_gate and not spec.attention_gate_proj, spec.attention_gate_proj
+
+
+def projection_tensors(spec: Block) -> list[Tensor]:
+    """Q, K, V (fused into one (H + 2K) d x D matrix, or three; no V when the values reuse the
+    keys; no K or V when the block reads an earlier block's keys and values) and the output
+    D x H dv. An output gate in the query projection doubles it (2 H d). Values of another width
+    dv (``v_head_dim``) make V K dv x D. With ``attention_experts`` the query and output
+    projections are experts (:func:`head_expert_tensors`) and K and V stay (one ``kv_proj``
+    when fused)."""
+    D, H, K, d = attention_input(spec), spec.n_heads or 0, spec.kv_heads, spec.head_width
+    dv = value_width(spec)
+    fused_gate, _ = gate_kind(spec)
+    q = (2 if fused_gate else 1) * H * d
+    bias = spec.qkv_bias
+    kv = 0 if spec.shares_kv else K * d + (0 if spec.keys_as_values else K * dv)
+    experts = head_expert_tensors(spec)
+    if experts and spec.fused_qkv:
+        tensors = linear("attn.kv_proj", kv, D, bias, "mixer")
+    elif spec.fused_qkv:
+        tensors = linear("attn.qkv_proj", q + kv, D, bias, "mixer")
+    else:
+        tensors = [] if experts else query_tensors(spec, q)
+        if not spec.shares_kv:
+            tensors += linear("attn.k_proj", K * d, D, bias, "mixer")
+        if not (spec.keys_as_values or spec.shares_kv):
+            tensors += linear("attn.v_proj", K * dv, D, bias, "mixer")
+    return tensors + (experts or output_tensors(spec, H * dv))
+
+
+def head_expert_tensors(spec: Block) -> list[Tensor]:
+    """A mixture of attention heads (``attention_experts`` X; JetMoE's ``JetMoeMoA``): the
+    query experts ``input_linear`` X x K d x D and output experts ``output_linear`` X x D x K dv,
+    each token running H / K of them, the router ``router.layer`` X x D and, with
+    ``attn_out_bias``, one ``bias`` of D; none without experts (the keys and values stay
+    shared: K heads, as in :func:`projection_tensors`)."""
+    X = spec.attention_experts
+    if X is None:
+        return []
+    D, K, active = spec.d_model, spec.kv_heads, (spec.n_heads or 0) // (spec.kv_heads or 1)
+    q, out = K * spec.head_width, K * value_width(spec)
+    tensors = [
+        Tensor("attn.experts.input_linear.weight", (X, q, D), "mixer", "experts", active=active),
+        Tensor("attn.experts.output_linear.weight", (X, D, out), "mixer", "experts", active=active),
+        Tensor("attn.experts.router.layer.weight", (X, D), "mixer", "router"),
+    ]
+    if spec.attn_out_bias:
+        tensors.append(Tensor("attn.experts.bias", (D,), "mixer"))
+    return tensors
+
+
+def query_tensors(spec: Block, width: int) -> list[Tensor]:
+    """The query projection: D -> ``width`` directly, or through ``query_rank`` rq: D -> rq
+    (``q_a_proj``), an RMSNorm of rq, rq -> ``width`` (``q_b_proj``)."""
+    D, rq, bias = attention_input(spec), spec.query_rank, spec.qkv_bias
+    if rq is None:
+        return linear("attn.q_proj", width, D, bias, "mixer")
+    return [
+        *linear("attn.q_a_proj", rq, D, bias, "mixer"),
+        *norm(spec, "attn.q_a_norm", rq, "mixer"),
+        *linear("attn.q_b_proj", width, rq, bias, "mixer"),
+    ]
+
+
+def output_tensors(spec: Block, width: int) -> list[Tensor]:
+    """The output projection of the heads' ``width`` (H dv): one D x H dv matrix, or grouped
+    (``out_groups`` g, ``out_rank`` r): ``o_a_proj`` g r x H dv / g (each group's slice of the
+    heads to r on its own: r H dv elements and MACs) and ``o_b_proj`` D x g r."""
+    g, r, D = spec.out_groups, spec.out_rank, spec.d_model
+    if g is None or r is None:
+        return linear("attn.o_proj", D, width, spec.attn_out_bias, "mixer")
+    return [
+        Tensor("attn.o_a_proj.weight", (g * r, width // g), "mixer", "matmul"),
+        *linear("attn.o_b_proj", D, g * r, spec.attn_out_bias, "mixer"),
+    ]
+
+
+# --------------------------------------------------------------------------- sub-parts
+
+
+def qk_norm_tensors(spec: Block) -> list[Tensor]:
+    """Norms on queries and keys (``qk_norm``): of head_dim d each (``head``), over the whole
+    projections H d and K d (``full``), or of d on the keys only (``key``); no k norm when the
+    block reads an earlier block's keys."""
+    d, H, K = spec.head_width, spec.n_heads or 0, spec.kv_heads
+    if spec.qk_norm == "key":
+        return norm(spec, "attn.k_norm", d, "mixer")
+    if spec.qk_norm == "none":
+        return []
+    q_width, k_width = (d, d) if spec.qk_norm == "head" else (H * d, K * d)
+    tensors = norm(spec, "attn.q_norm", q_width, "mixer")
+    return tensors if spec.shares_kv else tensors + norm(spec, "attn.k_norm", k_width, "mixer")
+
+
+def sink_tensors(spec: Block) -> list[Tensor]:
+    """With ``attention_sinks``, one learned sink logit per query head (gpt-oss): H."""
+    return [Tensor("attn.sinks", (spec.n_heads or 0,), "mixer")] if spec.attention_sinks else []
+
+
+def gate_tensors(spec: Block) -> list[Tensor]:
+    """The output gates beside the query projection: its own ``gate_proj`` H d x D with
+    ``attention_gate_proj`` (biased as the queries are), a bias of H with
+    ``attention_gate_bias``, and a gate per head ``g_proj`` H x D (``attention_head_gate``)."""
+    H, D, d = spec.n_heads or 0, attention_input(spec), spec.head_width
+    own_gate = gate_kind(spec)[1]
+    tensors = linear("attn.gate_proj", H * d, D, spec.qkv_bias, "mixer") if own_gate else []
+    if spec.attention_gate_bias:
+        tensors.append(Tensor("attn.gate_bias", (H,), "mixer"))
+    if spec.attention_head_gate:
+        tensors += linear("attn.g_proj", H, D, False, "mixer")
+    return tensors
+
+
+def differential_tensors(spec: Block) -> list[Tensor]:
+    """Differential attention's lambdas (DiffLlama): 4 vectors of head_dim."""
+    if not spec.differential_attention:
+        return []
+    return [Tensor("attn.lambda", (spec.head_width,), "mixer", copies=4)]
+
+
+def ngpt_tensors(spec: Block) -> list[Tensor]:
+    """nGPT's scales on the queries and the output gate (``sqk``, ``s_gate``: H d each)."""
+    if not spec.ngpt_scales:
+        return []
+    width = (spec.n_heads or 0) * spec.head_width
+    return [Tensor(f"attn.{name}", (width,), "mixer") for name in ("sqk", "s_gate")]
+
+
+def dynamic_mask_tensors(spec: Block) -> list[Tensor]:
+    """Doge's dynamic mask: a learned ``A`` (K) and ``dt_proj`` K dv -> K (biased as the
+    queries are)."""
+    if not spec.dynamic_mask:
+        return []
+    K = spec.kv_heads
+    return [
+        Tensor("attn.A", (K,), "mixer"),
+        *linear("attn.dt_proj", K, K * value_width(spec), spec.qkv_bias, "mixer"),
+    ]
+
+
+def residual_scale_tensors(spec: Block) -> list[Tensor]:
+    """With ``residual_scales``, the learned scale of D on the attention's residual branch."""
+    return [Tensor("attn_residual_scale", (spec.d_model,), "mixer")] if spec.residual_scales else []
+
+
+def compressor_tensors(spec: Block) -> list[Tensor]:
+    """The key compressor of a block with ``kv_compress_rate`` m (DeepSeek-V4's
+    ``DeepseekV4HCACompressor`` / ``DeepseekV4CSACompressor``): ``kv_proj`` and ``gate_proj``
+    D -> c d, ``position_bias`` m x c d, ``kv_norm`` (d); c = 2 with ``kv_compress_overlap``
+    (two series), else 1. With ``indexer_heads`` Hi of ``indexer_head_dim`` di, its indexer
+    (``DeepseekV4Indexer``): a compressor of its own at di (``kv_proj``, ``gate_proj`` D -> c di,
+    ``position_bias`` m x c di, ``kv_norm`` di), ``q_b_proj`` (query rank -> Hi di) and
+    ``scorer.weights_proj`` (D -> Hi)."""
+    m = spec.kv_compress_rate
+    if m is None:
+        return []
+    c = 2 if spec.kv_compress_overlap else 1
+    tensors = _pooling_tensors(spec, "attn.compressor", spec.head_width, m, c)
+    Hi, di, rq = spec.indexer_heads, spec.indexer_head_dim, spec.query_rank
+    if Hi is not None and di is not None and rq is not None:
+        tensors += [
+            *_pooling_tensors(spec, "attn.compressor.indexer", di, m, c),
+            *linear("attn.compressor.indexer.q_b_proj", Hi * di, rq, False, "mixer"),
+            *linear("attn.compressor.indexer.weights_proj", Hi, spec.d_model, False, "mixer"),
+        ]
+    return tensors
+
+
+def _pooling_tensors(spec: Block, name: str, width: int, rate: int, series: int) -> list[Tensor]:
+    """One compressor's tensors: kv and gate projections D -> series x width, a position bias
+    rate x series x width, a norm of width."""
+    return [
+        *linear(f"{name}.kv_proj", series * width, spec.d_model, False, "mixer"),
+        *linear(f"{name}.gate_proj", series * width, spec.d_model, False, "mixer"),
+        Tensor(f"{name}.position_bias", (rate, series * width), "mixer"),
+        *norm(spec, f"{name}.kv_norm", width, "mixer"),
+    ]
+
+
+def key_indexer(spec: Block) -> tuple[int, int]:
+    """(Hi, di) of the block's own indexer over its keys (MiniMax M3's), else (0, 0): none
+    without ``indexer_heads``, and with compressed keys the indexer is the compressor's
+    (:func:`compressor_tensors`)."""
+    Hi, di = spec.indexer_heads, spec.indexer_head_dim
+    if spec.kv_compress_rate is not None or Hi is None or di is None:
+        return 0, 0
+    return Hi, di
+
+
+def indexer_tensors(spec: Block) -> list[Tensor]:
+    """MiniMax M3's sparse-attention indexer (``MiniMaxM3VLIndexer``): ``q_proj`` (D -> Hi di),
+    ``k_proj`` (D -> di, one key head) and a norm of di on each (the model's norm), the two
+    projections one ``qk_proj`` (D -> (Hi + 1) di) when it scores pooled blocks of keys
+    (``indexer_block``, Qwen4-Exp's ``Qwen4ExpTextQSAIndexer``); none without
+    ``indexer_heads``, and with compressed keys the indexer is the compressor's."""
+    Hi, di = key_indexer(spec)
+    if not Hi:
+        return []
+    D = spec.d_model
+    if spec.indexer_block is not None:  # Qwen4-Exp's index_qk_proj
+        projections = linear("attn.indexer.qk_proj", (Hi + 1) * di, D, False, "mixer")
+    else:
+        projections = [
+            *linear("attn.indexer.q_proj", Hi * di, D, False, "mixer"),
+            *linear("attn.indexer.k_proj", di, D, False, "mixer"),
+        ]
+    return [
+        *projections,
+        *norm(spec, "attn.indexer.q_norm", di, "mixer"),
+        *norm(spec, "attn.indexer.k_norm", di, "mixer"),
+    ]
+
+
+SUB_PARTS: tuple[SubPart, ...] = (
+    projection_tensors,
+    qk_norm_tensors,
+    sink_tensors,
+    gate_tensors,
+    differential_tensors,
+    ngpt_tensors,
+    dynamic_mask_tensors,
+    residual_scale_tensors,
+    compressor_tensors,
+    indexer_tensors,
+)
+"""The attention's sub-parts, in the order its tensors are listed."""
+
+
+class Attention(TokenMixer):
+    kind = "attention"
+    words = "attention"
+
+    def tensors(self, spec: Block) -> list[Tensor]:
+        """Every sub-part's tensors (:data:`SUB_PARTS`); a gated cross-attention block names
+        them ``cross_attn.*`` and adds the scalar gate of its attention branch
+        (``cross_attn_attn_gate``)."""
+        tensors = [t for sub_part in SUB_PARTS for t in sub_part(spec)]
+        if spec.gated_cross_attention:  # transformers' cross_attn.q_proj, ...
+            cross = [replace(t, name=f"cross_{t.name}") for t in tensors]
+            return [*cross, Tensor("cross_attn_attn_gate", (1,), "mixer")]
+        return tensors
+
+    def pair_width(self, spec: Block) -> int:
+        """H (d + dv): 2 H d, H (d + dv) with values of their own width; twice that for
+        differential attention (two maps, each applied to the values); plus the indexer's
+        Hi di per key it scores (max-pooled per block of keys; with ``indexer_block`` it
+        scores pooled blocks instead, :meth:`block_indexer_width`; transformers' eager indexer
+        scores every pair before keeping its top k); 0 for a gated cross-attention block
+        (text-only input skips it)."""
+        if not spec.runs_on_text:
+            return 0
+        maps = 2 if spec.differential_attention else 1
+        per_key = 0 if spec.indexer_block is not None else math.prod(key_indexer(spec))
+        return per_key + maps * (spec.n_heads or 0) * (spec.head_width + value_width(spec))
+
+    def compressed_pair_width(self, spec: Block) -> int:
+        """With a key compressor, the attention's pair width plus the compressor's indexer's
+        Hi di scores when the block has one (their weighted sum over the heads is no matrix
+        product); 0 without a compressor."""
+        if spec.kv_compress_rate is None:
+            return 0
+        return self.pair_width(spec) + (spec.indexer_heads or 0) * (spec.indexer_head_dim or 0)
+
+    def key_rate(self, spec: Block) -> int | None:
+        """The key compressor's ``kv_compress_rate``."""
+        return spec.kv_compress_rate
+
+    def block_indexer_width(self, spec: Block) -> int:
+        """Hi di for an indexer that scores blocks of ``indexer_block`` keys, else 0."""
+        return 0 if spec.indexer_block is None else math.prod(key_indexer(spec))
+
+    def cache_width(self, spec: Block) -> int:
+        """Keys and values 2 K d (K key/value heads, not H, or ``kv_cache_heads``,
+        :func:`cached_heads`; K (d + dv) with values of their own width), plus the indexer's
+        key di; the keys alone when a compressed cache's values are its keys; 0 for a block
+        that reads an earlier block's keys and values (``shares_kv``: that block's cache
+        serves it) and for a gated cross-attention block, which text-only input skips (it
+        would cache the other modality's keys and values)."""
+        if not spec.runs_on_text or spec.shares_kv:
+            return 0
+        if spec.keys_as_values and spec.kv_compress_rate is not None:
+            return cached_heads(spec) * spec.head_width
+        _, indexer = key_indexer(spec)  # its one key head; a compressor's indexer caches elsewhere
+        return cached_heads(spec) * (spec.head_width + value_width(spec)) + indexer
+
+    def formula(self, spec: Block, count: int) -> str | None:
+        """Plain attention (q, k, v and output projections and their biases, nothing else):
+        D x (H + 2K) x d + H x d x D + biases."""
+        if not _plain(spec):
+            return None
+        D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
+        qkv = (H + 2 * K) * d
+        bias = (qkv if spec.qkv_bias else 0) + (D if spec.attn_out_bias else 0)
+        return (
+            f"D x (H + 2K) x d + H x d x D + biases, H = {H}, K = {K}, d = {d} => "
+            f"{D:,} x ({H} + 2 x {K}) x {d:,} + {H} x {d:,} x {D:,} + {bias:,} = {count:,}"
+        )
+
+
+def _plain(spec: Block) -> bool:
+    """No sub-part that changes the projections' formula: values of the head width, no q/k
+    norms, sinks, gates, shared keys and values or differential maps."""
+    return (
+        spec.v_head_dim is None
+        and spec.qk_norm == "none"
+        and not (
+            spec.attention_sinks
+            or spec.attention_gate
+            or spec.attention_head_gate
+            or spec.keys_as_values
+            or spec.differential_attention
+        )
+    )
+
+
+PART = Attention()
