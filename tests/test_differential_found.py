@@ -156,3 +156,18 @@ def test_qwen3_omni_windows_its_cache_by_sliding_window() -> None:
     loaded = load(data)
     assert kv_cache_elements(loaded.spec, 1, 16) == 48 * 2 * 4 * 2 * 128
     assert any("DynamicCache" in note for note in loaded.notes)
+
+
+@pytest.mark.parametrize("changes", [{"d_model": ...}, {"d_model": 4096}])
+def test_dbrx_refuses_a_width_under_its_alias_alone(
+    tmp_path: Path, changes: dict[str, Any]
+) -> None:
+    # DbrxConfig.__post_init__ sets ffn_config.hidden_size = d_model (the key, else 2,048)
+    # before the alias hidden_size -> d_model is set: transformers builds experts of width
+    # 2,048 (ffn_config null: w1 (14,336, 2,048) for 4 experts of 3,584, router (4, 2,048))
+    # beside an attention of 6,144, and its forward fails (differential_fresh.json.gz,
+    # dbrx/fresh-04).
+    refusal = r"hidden_size \(line \d+\): not supported: 6144 under its alias"
+    with pytest.raises(ConfigError, match=refusal):
+        spec_of(tmp_path, "dbrx", hidden_size=6144, **changes)
+    assert total(tmp_path, "dbrx", hidden_size=6144, d_model=6144) == total(tmp_path, "dbrx")
