@@ -596,13 +596,23 @@ def _equal_head_split(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         )
 
 
-@_rule("mixer", "n_heads", "n_kv_heads")
+@_rule("mixer", "n_heads", "n_kv_heads", "ungrouped_kv_heads", "attention_experts")
 def _kv_grouping(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Each key/value head serves a whole group of query heads, unless the block says they do
+    not (``ungrouped_kv_heads``: built, but no attention runs over them)."""
     if spec.mixer != "attention" or spec.n_heads is None:
         return
     problem = grouping_problem(spec.n_heads, spec.kv_heads)
-    if problem is not None:
+    if problem is not None and not spec.ungrouped_kv_heads:
         yield ("n_kv_heads", problem)
+    elif problem is None and spec.ungrouped_kv_heads:
+        yield (
+            "ungrouped_kv_heads",
+            f"{spec.n_heads:,} query heads group over {spec.kv_heads:,} key/value heads; "
+            "ungrouped_kv_heads is for heads that do not",
+        )
+    elif problem is not None and spec.attention_experts is not None:
+        yield ("attention_experts", f"routes whole groups of query heads: {problem}")
 
 
 MLA_SIZES = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
@@ -738,6 +748,7 @@ def _compressed_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "head_dim",
     "kv_cache_heads",
     "kv_cache_all_tokens",
+    "ungrouped_kv_heads",
 )
 def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.mixer == "attention":
@@ -746,6 +757,7 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "n_kv_heads": spec.n_kv_heads is not None,
         "kv_cache_heads": spec.kv_cache_heads is not None,
         "kv_cache_all_tokens": spec.kv_cache_all_tokens,
+        "ungrouped_kv_heads": spec.ungrouped_kv_heads,
         "head_dim": spec.head_dim is not None,
         "qk_norm": spec.qk_norm != "none",
         "attention_sinks": spec.attention_sinks and spec.mixer != "mla",
