@@ -34,7 +34,7 @@ MixerKind = Literal[
     "mlstm",
     "none",
 ]
-QkNorm = Literal["none", "head", "full", "key"]
+QkNorm = Literal["none", "head", "full", "key", "per_head"]
 
 GATED_FFNS: frozenset[str] = frozenset({"swiglu", "geglu"})
 ATTENTION_MIXERS: frozenset[str] = frozenset({"attention", "mla"})
@@ -128,6 +128,15 @@ class BlockFields:
     n_kv_heads: Size | None = Field(
         default=None, description="Key/value heads (GQA/MQA); default: n_heads."
     )
+    ungrouped_kv_heads: Flag = Field(
+        default=False,
+        description=(
+            "n_heads is not a multiple of n_kv_heads, as a Hugging Face config may set them: "
+            "transformers builds the projections (H d queries, K d keys and values), but its "
+            "attention (repeat_kv) cannot pair the heads and fails. The weights are counted as "
+            "built; the forward figures as if each query head read one key/value head."
+        ),
+    )
     head_dim: Size | None = Field(
         default=None,
         description="Width of one head; default d_model / n_heads, which must then divide exactly.",
@@ -152,8 +161,10 @@ class BlockFields:
         default="none",
         description=(
             "Norms on queries and keys: head (one weight of head_dim for all heads: Qwen3, "
-            "Gemma 3), full (over the whole projection, H d and K d: OLMo 2) or key (one weight "
-            "of head_dim on the keys only: DeepSeek-V4's kv_norm)."
+            "Gemma 3), full (over the whole projection, H d and K d: OLMo 2), key (one weight "
+            "of head_dim on the keys only: DeepSeek-V4's kv_norm) or per_head (a weight of "
+            "head_dim of its own for each query and key/value head, no bias: StableLM 2's "
+            "LayerNormPerHead)."
         ),
     )
     attention_sinks: Flag = Field(
@@ -383,7 +394,7 @@ class BlockFields:
         default=None,
         description=(
             "Gated DeltaNet sizes (mixer gated_deltanet): key_heads, value_heads, key_head_dim, "
-            "value_head_dim, conv_kernel, split_projections, separate_qkv."
+            "value_head_dim, conv_kernel, ungrouped, split_projections, separate_qkv."
         ),
     )
     kimi_delta: KimiDeltaSizes | None = Field(
@@ -475,6 +486,22 @@ class BlockFields:
             "Adapters of adapter_rank r on the shared attention's q, k and v too, each "
             "input -> r -> input, whatever the key/value heads (Zamba 2's "
             "use_shared_attention_adapter)."
+        ),
+    )
+    adapter_slots: Size | None = Field(
+        default=None,
+        description=(
+            "A reused block's adapters are built for this many uses, and each weight set "
+            "holds those of the uses i with i mod shared_weight_sets its own (Zamba 2 builds "
+            "one per entry of hybrid_layer_ids). Default: one per layer of the kind."
+        ),
+    )
+    weight_sets_untied: Flag = Field(
+        default=False,
+        description=(
+            "Each use builds the reused block anew and nothing ties the copies (Zamba 2 with "
+            "tie_word_embeddings false): every layer stores its weight set and all the "
+            "adapters that set holds. MACs and caches are unchanged."
         ),
     )
     use_projection: Flag = Field(

@@ -596,13 +596,23 @@ def _equal_head_split(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         )
 
 
-@_rule("mixer", "n_heads", "n_kv_heads")
+@_rule("mixer", "n_heads", "n_kv_heads", "ungrouped_kv_heads", "attention_experts")
 def _kv_grouping(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Each key/value head serves a whole group of query heads, unless the block says they do
+    not (``ungrouped_kv_heads``: built, but no attention runs over them)."""
     if spec.mixer != "attention" or spec.n_heads is None:
         return
     problem = grouping_problem(spec.n_heads, spec.kv_heads)
-    if problem is not None:
+    if problem is not None and not spec.ungrouped_kv_heads:
         yield ("n_kv_heads", problem)
+    elif problem is None and spec.ungrouped_kv_heads:
+        yield (
+            "ungrouped_kv_heads",
+            f"{spec.n_heads:,} query heads group over {spec.kv_heads:,} key/value heads; "
+            "ungrouped_kv_heads is for heads that do not",
+        )
+    elif problem is not None and spec.attention_experts is not None:
+        yield ("attention_experts", f"routes whole groups of query heads: {problem}")
 
 
 MLA_SIZES = ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
@@ -738,6 +748,7 @@ def _compressed_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "head_dim",
     "kv_cache_heads",
     "kv_cache_all_tokens",
+    "ungrouped_kv_heads",
 )
 def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.mixer == "attention":
@@ -746,6 +757,7 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "n_kv_heads": spec.n_kv_heads is not None,
         "kv_cache_heads": spec.kv_cache_heads is not None,
         "kv_cache_all_tokens": spec.kv_cache_all_tokens,
+        "ungrouped_kv_heads": spec.ungrouped_kv_heads,
         "head_dim": spec.head_dim is not None,
         "qk_norm": spec.qk_norm != "none",
         "attention_sinks": spec.attention_sinks and spec.mixer != "mla",
@@ -797,7 +809,13 @@ def _parallel_mamba(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("parallel_mamba", "a block runs one Mamba mixer beside its attention, not two")
 
 
-SHARED_BLOCK_PARTS = ("adapter_rank", "qkv_adapters", "use_projection")
+SHARED_BLOCK_PARTS = (
+    "adapter_rank",
+    "qkv_adapters",
+    "use_projection",
+    "adapter_slots",
+    "weight_sets_untied",
+)
 
 
 @_rule("mixer", "ffn", "head_dim", "concat_embeddings", "shared_weight_sets", *SHARED_BLOCK_PARTS)
@@ -810,8 +828,9 @@ def _shared_blocks(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             yield (name, "belongs to a block reused at several depths; give shared_weight_sets")
     if spec.adapter_rank is not None and (spec.ffn == "none" or spec.moe_experts is not None):
         yield ("adapter_rank", "adapts a dense FFN's first projection; this block has none")
-    if spec.qkv_adapters and spec.adapter_rank is None:
-        yield ("qkv_adapters", "sized by adapter_rank; give adapter_rank")
+    for name in ("qkv_adapters", "adapter_slots"):
+        if getattr(spec, name) and spec.adapter_rank is None:
+            yield (name, "sized by adapter_rank; give adapter_rank")
     for name in ("qkv_adapters", "concat_embeddings"):
         if getattr(spec, name) and spec.mixer != "attention":
             yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")

@@ -20,6 +20,7 @@ from costcalc.loaders import LoadedModel, load_file
 from costcalc.macs import forward_macs
 from costcalc.memory import kv_cache_elements
 from costcalc.params import param_report
+from costcalc.spec import ModelSpec, structural_problems
 from tests.conftest import GOLDEN
 
 
@@ -41,11 +42,6 @@ REFUSED = {
         "head_dim",
         "4 heads of 32 span 128, not hidden_size 64: "
         "OlmoeAttention sizes q_norm and k_norm from hidden_size",
-    ),
-    "zamba2-untied": (
-        "tie_word_embeddings",
-        "Zamba2 with untied embeddings: transformers then "
-        "ties none of the shared transformer blocks either",
     ),
 }
 """Cases transformers builds but costcalc refuses, with the reason: a model whose forward cannot
@@ -113,6 +109,13 @@ NOTES = {
     "qwen2-width-not-divisible": "hidden_size 66 does not split into 4 equal heads; "
     "Qwen2Config takes it and its attention floors head_dim to 16 (the heads span 64).",
     "stablelm-odd-rotary": "partial_rotary_factor gives 5 rotary dimensions per head, an odd",
+    "llama-ungrouped-kv-heads": "3 query heads do not group over 2 key/value heads: "
+    "transformers builds their projections (H d and K d), but its attention copies each "
+    "key/value head H // K = 1 times,",
+    "llama-more-kv-heads-than-query-heads": "2 query heads do not group over 4 key/value heads",
+    "qwen3_next-ungrouped-value-heads": "3 value heads do not group over 2 key heads: "
+    "transformers builds the Gated DeltaNet's projections as sized, but its forward gives each "
+    "key head Hv // Hk = 1 value heads,",
 }
 """What costcalc says beside a count when it reads a value the file does not state."""
 
@@ -120,3 +123,59 @@ NOTES = {
 @pytest.mark.parametrize("name", sorted(NOTES))
 def test_values_the_file_does_not_state_are_noted(tmp_path: Path, name: str) -> None:
     assert NOTES[name] in " ".join(load(tmp_path, name).notes)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in cases() if cases()[n].get("forward_error")))
+def test_a_model_that_cannot_run_is_counted_as_built_and_says_so(tmp_path: Path, name: str) -> None:
+    """transformers builds the model and its forward fails (recorded on the CPU, real
+    weights): costcalc counts the weights it builds and says that the forward fails."""
+    loaded = load(tmp_path, name)
+    assert param_report(loaded.spec).total == cases()[name]["parameters_total"]
+    assert "fails" in " ".join(loaded.notes)
+
+
+GQA = {"vocab_size": 100, "d_model": 64, "n_layers": 1, "context_length": 32, "n_heads": 4}
+
+
+@pytest.mark.parametrize(
+    ("sizes", "problem"),
+    [
+        ({"n_kv_heads": 3}, "4 query heads cannot be grouped over 3 key/value heads"),
+        ({"n_kv_heads": 2, "ungrouped_kv_heads": True}, "4 query heads group over 2"),
+        ({"mixer": "mla", "ungrouped_kv_heads": True}, "applies to attention blocks"),
+        (
+            {"n_kv_heads": 3, "ungrouped_kv_heads": True, "attention_experts": 4},
+            "routes whole groups of query heads",
+        ),
+    ],
+)
+def test_heads_that_do_not_group_are_marked_as_such(sizes: dict[str, Any], problem: str) -> None:
+    """A costcalc config says that its heads do not group (``ungrouped_kv_heads``), as a
+    Hugging Face config is read; a mark where they do group is an error too."""
+    spec = ModelSpec.model_construct(**{**GQA, **sizes})
+    assert any(problem in message for _, message in structural_problems(spec))
+    marked = ModelSpec(**{**GQA, "n_kv_heads": 3, "ungrouped_kv_heads": True})
+    assert param_report(marked).total > 0
+
+
+@pytest.mark.parametrize(
+    ("value_heads", "ungrouped", "problem"),
+    [
+        (3, False, "3 value heads cannot be grouped over 2 key heads"),
+        (4, True, "4 value heads group over 2 key heads; ungrouped is for heads that do not"),
+    ],
+)
+def test_gated_deltanet_heads_that_do_not_group_are_marked(
+    value_heads: int, ungrouped: bool, problem: str
+) -> None:
+    from costcalc.anatomy.gated_deltanet import PART, GatedDeltaNetSizes
+
+    sizes = GatedDeltaNetSizes(
+        key_heads=2,
+        value_heads=value_heads,
+        key_head_dim=8,
+        value_head_dim=8,
+        ungrouped=ungrouped,
+    )
+    assert [message[: len(problem)] for message in PART.problems(sizes)] == [problem]
+    assert not list(PART.problems(sizes.model_copy(update={"ungrouped": not ungrouped})))

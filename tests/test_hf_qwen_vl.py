@@ -90,7 +90,7 @@ def test_qwen3_vl_ties_by_the_multimodal_config_only(tmp_path: Path) -> None:
 
 
 def test_a_bad_top_level_text_key_is_named_where_it_is(tmp_path: Path) -> None:
-    data = {**fixture("qwen2.5-vl-7b-instruct"), "num_key_value_heads": 5}
+    data = {**fixture("qwen2.5-vl-7b-instruct"), "num_key_value_heads": "5"}
     with pytest.raises(ConfigError) as raised:
         load(tmp_path, data)
     assert "num_key_value_heads" in {p.field for p in raised.value.problems}

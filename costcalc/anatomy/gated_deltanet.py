@@ -19,10 +19,18 @@ class GatedDeltaNetSizes(MixerSizes):
     """Gated DeltaNet linear attention sizes (Qwen3-Next, Qwen3.5)."""
 
     key_heads: Size = Field(description="Query/key heads Hk.")
-    value_heads: Size = Field(description="Value heads Hv (a multiple of Hk).")
+    value_heads: Size = Field(description="Value heads Hv (a multiple of Hk, unless ungrouped).")
     key_head_dim: Size = Field(description="Width dk of one query/key head.")
     value_head_dim: Size = Field(description="Width dv of one value head.")
     conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
+    ungrouped: Flag = Field(
+        default=False,
+        description=(
+            "Hv is not a multiple of Hk, as a Hugging Face config may set them: transformers "
+            "builds the projections, but its forward, which gives each key head Hv // Hk value "
+            "heads, fails. The weights are counted as built; the forward figures as sized."
+        ),
+    )
     split_projections: Flag = Field(
         default=False,
         description=(
@@ -104,10 +112,16 @@ class GatedDeltaNet(RecurrentMixer[GatedDeltaNetSizes]):
         return g.value_heads * g.key_head_dim * g.value_head_dim
 
     def problems(self, sizes: GatedDeltaNetSizes) -> Iterator[str]:
-        if sizes.value_heads % sizes.key_heads:
+        ungrouped = sizes.value_heads % sizes.key_heads != 0
+        if ungrouped and not sizes.ungrouped:
             yield (
                 f"{sizes.value_heads:,} value heads cannot be grouped over {sizes.key_heads:,} "
                 "key heads (value_heads must be a multiple of key_heads)"
+            )
+        elif sizes.ungrouped and not ungrouped:
+            yield (
+                f"{sizes.value_heads:,} value heads group over {sizes.key_heads:,} key heads; "
+                "ungrouped is for heads that do not"
             )
 
 

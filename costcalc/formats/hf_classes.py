@@ -33,6 +33,11 @@ class ConfigClass:
     aliases: Mapping[str, str]
     heads_divide_width: bool = False
     """The class refuses a width its heads do not divide (else the modeling code floors D / H)."""
+    heads_group: bool = False
+    """The class refuses query heads that are not a multiple of the key/value heads (else the
+    model is built, and its attention fails)."""
+    linear_heads_group: bool = False
+    """The class refuses Gated DeltaNet value heads that are not a multiple of its key heads."""
     not_null: frozenset[str] = frozenset()
     """Fields whose type admits no None: the class refuses a file that sets one to null."""
 
@@ -74,6 +79,8 @@ def config_class(model_type: str | None) -> ConfigClass | None:
         found["defaults"],
         found["attribute_map"],
         found.get("heads_divide_width", False),
+        found.get("heads_group", False),
+        found.get("linear_heads_group", False),
         frozenset(found.get("not_null", ())),
     )
 

@@ -204,6 +204,7 @@ class Reader:
     def finish(self, fields: dict[str, Any]) -> Translation:
         """The translation, or one error listing every problem found."""
         self._nulls_refused()
+        self._ungrouped_heads(fields)
         if self.problems:  # a misspelled key may be why one is missing: said beside them
             raise ConfigError(self.doc.path, [*self.problems, *self.near_misses()])
         name = self.doc.data.get("_name_or_path")
@@ -214,6 +215,56 @@ class Reader:
             warnings=self.near_misses(),
             notes=(*self._default_notes(), *self.notes),
         )
+
+    def _ungrouped_heads(self, fields: dict[str, Any]) -> None:
+        """Mark the blocks whose heads transformers builds but cannot pair
+        (``ungrouped_kv_heads``, Gated DeltaNet's ``ungrouped``), with a note for each such
+        pairing, or refuse them where the configuration class does (:mod:`hf_classes`). The
+        modules are sized as the file says (q_proj H d, k_proj and v_proj K d; the DeltaNet's
+        projections 2 Hk dk + 2 Hv dv), but the forward fails: ``repeat_kv`` copies each
+        key/value head H // K times, K (H // K) heads that do not pair with the H query heads
+        in the attention product; the Gated DeltaNet gives each key head Hv // Hk value heads
+        (``Qwen3NextGatedDeltaNet.fix_query_key_value_ordering`` views its projection so,
+        Qwen3.5's ``repeat_interleave`` copies the queries and keys so), which leaves value
+        heads unpaired."""
+        known = self.config_class
+        notes: dict[str, None] = {}
+        refused: dict[tuple[str, str], None] = {}
+        for own, block in blocks(fields):
+            mixer, h = block.get("mixer", "attention"), block.get("n_heads")
+            k = block.get("n_kv_heads") or h
+            if mixer == "attention" and is_whole(h, 1) and is_whole(k, 1) and (k > h or h % k):
+                if known is not None and known.heads_group:
+                    refused["num_key_value_heads", f"{h:,} query heads over {k:,} key/value"] = None
+                own["ungrouped_kv_heads"] = True
+                notes[
+                    f"{h:,} query heads do not group over {k:,} key/value heads: transformers "
+                    f"builds their projections (H d and K d), but its attention copies each "
+                    f"key/value head H // K = {h // k:,} times, which does not pair with the "
+                    "query heads, and fails; counted as built, the forward figures as if each "
+                    "query head read one key/value head."
+                ] = None
+            sizes = block.get("gated_deltanet")
+            if mixer != "gated_deltanet" or not isinstance(sizes, dict):
+                continue
+            hk, hv = sizes.get("key_heads"), sizes.get("value_heads")
+            if is_whole(hk, 1) and is_whole(hv, 1) and hv % hk:
+                if known is not None and known.linear_heads_group:
+                    refused["linear_num_value_heads", f"{hv:,} value heads over {hk:,} key"] = None
+                own["gated_deltanet"] = {**sizes, "ungrouped": True}
+                notes[
+                    f"{hv:,} value heads do not group over {hk:,} key heads: transformers "
+                    "builds the Gated DeltaNet's projections as sized, but its forward gives "
+                    f"each key head Hv // Hk = {hv // hk:,} value heads, which leaves value "
+                    "heads unpaired, and fails; counted as built, the forward figures as sized."
+                ] = None
+        self.notes.extend(notes)
+        for key, what in refused:
+            self.fail(
+                key,
+                f"{what} heads, but {known.name if known else ''} takes only heads that group "
+                "(its validate_architecture): transformers refuses the file",
+            )
 
     def _nulls_refused(self) -> None:
         """A null where the class types the field as never null: transformers refuses the file
@@ -261,6 +312,22 @@ class Reader:
             path = (*self.prefix, key)
             warnings.append(Problem(".".join(path), message, self.doc.line_of(path)))
         return tuple(warnings)
+
+
+def blocks(fields: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each kind of block ``fields`` describe (a run of a layer group's pattern, a group, or
+    the whole model): the mapping that holds its own keys, and its keys with those it inherits."""
+    groups = fields.get("layers")
+    if not isinstance(groups, list | tuple) or not groups:
+        return [(fields, fields)]
+    found = []
+    for group in (g for g in groups if isinstance(g, dict)):
+        pattern = group.get("pattern")
+        if not isinstance(pattern, list | tuple):
+            found.append((group, {**fields, **group}))
+            continue
+        found += [(run, {**fields, **group, **run}) for run in pattern if isinstance(run, dict)]
+    return found
 
 
 class AskedKeys(dict[str, Any]):

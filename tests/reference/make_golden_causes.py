@@ -27,7 +27,7 @@ import sys
 
 import torch
 import transformers
-from make_golden import ROOT, build_model, causal_lm_class
+from make_golden import ROOT, build_model, causal_lm_class, forward, token_ids
 from make_golden_families import (
     TextDecoder,
     build_text_decoder,
@@ -135,6 +135,23 @@ CASES: dict[str, dict] = {
         "fixture": "tiny-zamba2",
         "changes": {"tie_word_embeddings": False},
     },
+    "zamba2-untied-three-sets": {
+        "cause": "Zamba2 untied over 3 weight sets: each hybrid layer's copy holds every "
+        "adapter of its set",
+        "fixture": "tiny-zamba2",
+        "changes": {"tie_word_embeddings": False, "num_mem_blocks": 3},
+    },
+    "zamba2-hybrid-layer-ids": {
+        "cause": "Zamba2 keeps a file's hybrid_layer_ids over its own: one adapter slot per "
+        "entry in each shared block",
+        "fixture": "tiny-zamba2",
+        "changes": {"hybrid_layer_ids": [1, 3, 4, 7, 7, 7, 7]},
+    },
+    "zamba2-untied-hybrid-layer-ids": {
+        "cause": "Zamba2 untied with a hybrid_layer_ids of its own",
+        "fixture": "tiny-zamba2",
+        "changes": {"tie_word_embeddings": False, "hybrid_layer_ids": [1, 3, 4, 7, 7]},
+    },
     "zamba2-gqa-adapters": {
         "cause": "Zamba2's key/value adapters with fewer key/value heads than query heads",
         "fixture": "tiny-zamba2",
@@ -233,6 +250,62 @@ CASES: dict[str, dict] = {
             "num_key_value_heads": 4,
             "partial_rotary_factor": 0.3125,
         },
+    },
+    "llama-ungrouped-kv-heads": {
+        "cause": "3 query heads over 2 key/value heads: built, but repeat_kv cannot pair them",
+        "config": {
+            "model_type": "llama",
+            **SMALL,
+            "hidden_size": 48,
+            "intermediate_size": 128,
+            "num_attention_heads": 3,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+        },
+        "steps": ["run"],
+    },
+    "llama-more-kv-heads-than-query-heads": {
+        "cause": "2 query heads over 4 key/value heads: repeat_kv copies each 0 times",
+        "config": {
+            "model_type": "llama",
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 4,
+            "head_dim": 16,
+        },
+        "steps": ["run"],
+    },
+    "qwen3_next-ungrouped-value-heads": {
+        "cause": "Gated DeltaNet with 3 value heads over 2 key heads: built, but cannot run",
+        "config": {
+            "model_type": "qwen3_next",
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "linear_num_key_heads": 2,
+            "linear_num_value_heads": 3,
+            "linear_key_head_dim": 16,
+            "linear_value_head_dim": 16,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 32,
+            "layer_types": ["linear_attention", "full_attention"],
+        },
+        "steps": ["run"],
+    },
+    "beam-ungrouped-kv-heads": {
+        "cause": "BeamConfig refuses query heads that are not a multiple of the key/value heads",
+        "fixture": "beam-defaults",
+        "changes": {"num_attention_heads": 6, "num_key_value_heads": 4},
+    },
+    "lara_mini-ungrouped-value-heads": {
+        "cause": "LaraMiniConfig refuses Gated DeltaNet value heads not a multiple of key heads",
+        "fixture": "tiny-lara-mini",
+        "changes": {"linear_num_key_heads": 2, "linear_num_value_heads": 3},
     },
     "qwen2-width-not-divisible": {
         "cause": "a width the heads do not divide: head_dim = D // H (floored)",
@@ -399,7 +472,21 @@ def run_case(name: str, case: dict) -> dict:
     if "macs" in case.get("steps", ()):
         macs = macs_record(model, config.get_text_config(), 1, seq, "meta")
         record["macs_forward"] = {k: macs[k] for k in ("batch", "seq_len", "macs_total")}
+    if "run" in case.get("steps", ()):
+        record["forward_error"] = forward_error(record["config"], seq)
     return record
+
+
+def forward_error(data: dict, seq: int) -> str | None:
+    """What a forward of ``seq`` tokens raises (None when it runs), the model built on the CPU
+    with real weights: a model that builds may still fail to run, with no meta tensor to blame."""
+    config = CONFIG_MAPPING[data["model_type"]].from_dict(data)
+    model = build_model(config, "cpu")
+    try:
+        forward(model, token_ids(1, seq, "cpu", config.vocab_size), use_cache=False)
+    except Exception as exc:  # the error transformers raises is what is recorded
+        return error_text(exc)
+    return None
 
 
 def main(argv: list[str]) -> int:

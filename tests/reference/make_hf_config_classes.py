@@ -9,8 +9,11 @@ configuration class for (``CONFIG_MAPPING``), the class's fields in declaration 
 default of each field whose default is a plain JSON value (a number, string, true/false or null;
 others, such as a tuple, are left out of ``defaults``), its ``attribute_map`` (alias ->
 attribute), and ``heads_divide_width`` when the class refuses a width its heads do not divide
-(66 over 4; elsewhere the modeling code floors D / H), and ``not_null``: the fields whose type
-admits no None (a file setting one to null is refused by the class's strict validation).
+(66 over 4; elsewhere the modeling code floors D / H), ``heads_group`` when it refuses query
+heads that are not a multiple of the key/value heads (4 over 3), ``linear_heads_group`` when it
+refuses Gated DeltaNet value heads that are not a multiple of its key heads (3 over 2), and
+``not_null``: the fields whose type admits no None (a file setting one to null is refused by the
+class's strict validation).
 ``PretrainedConfig``'s own fields
 (``architectures``, ``dtype``, labels) are left out.
 
@@ -53,13 +56,18 @@ def plain(value: object) -> bool:
     return value is None or isinstance(value, bool | int | str)
 
 
-def builds(cls: type, width: int) -> bool:
-    """The class takes ``hidden_size`` ``width`` over 4 heads (2 key/value heads)."""
+def builds(cls: type, width: int, kv_heads: int = 2, **sizes: int) -> bool:
+    """The class takes ``hidden_size`` ``width`` over 4 heads (``kv_heads`` key/value heads)
+    and ``sizes``."""
     try:
-        cls(hidden_size=width, num_attention_heads=4, num_key_value_heads=2)
+        cls(hidden_size=width, num_attention_heads=4, num_key_value_heads=kv_heads, **sizes)
     except Exception:
         return False
     return True
+
+
+LINEAR = {"linear_num_key_heads": 2, "linear_num_value_heads": 4}
+"""Gated DeltaNet heads that group (4 value heads over 2 key heads)."""
 
 
 def record(cls: type) -> dict:
@@ -72,6 +80,11 @@ def record(cls: type) -> dict:
     }
     if builds(cls, 64) and not builds(cls, 66):
         found["heads_divide_width"] = True
+    if builds(cls, 64) and not builds(cls, 64, 3):
+        found["heads_group"] = True
+    linear = set(LINEAR) <= {f.name for f in fields} and builds(cls, 64, **LINEAR)
+    if linear and not builds(cls, 64, **{**LINEAR, "linear_num_value_heads": 3}):
+        found["linear_heads_group"] = True
     found["not_null"] = [f.name for f in fields if not nullable(f.type)]
     return found
 
