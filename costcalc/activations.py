@@ -7,11 +7,11 @@ once), the bytes are what transformers' modeling code saves, term by term: exact
 implementation in the training dtype, but the conventions below. A block is measured when its
 mixer is plain attention (sinks allowed; no MLA, output or per-head gate, low-rank queries,
 grouped output, key compressor, shared keys and values, per-layer inputs or residual streams),
-it has 2 norms (pre- or post-norm) or 4 (sandwich), its query/key norms (if any) are per head or
-over whole projections, and its values are as wide as the keys (no ``v_head_dim``, no
-``keys_as_values``); its FFN may be a plain MLP, a gated FFN or routed experts, with or without a
-shared expert (and its sigmoid gate). Other blocks keep the Korthikanti et al. 2022 estimate,
-and the output says so.
+it has 2 norms (pre- or post-norm) or 4 (sandwich), its query/key norms (if any) are one weight
+for all heads or over whole projections, and its values are as wide as the keys (no
+``v_head_dim``, no ``keys_as_values``); its FFN may be a plain MLP, a gated FFN or routed experts,
+with or without a shared expert (and its sigmoid gate). Other blocks keep the Korthikanti et al.
+2022 estimate, and the output says so.
 
 Symbols: N = B T tokens, e bytes per activation (the training dtype), D width, H query heads,
 K key/value heads, d head width, F FFN width, S shared expert width, E experts, k experts per
@@ -108,15 +108,20 @@ MEASURED_KEYS = frozenset(
 default (a new kind of block among them) makes the block unmeasured."""
 
 
+MEASURED_QK_NORMS = frozenset({"none", "head", "full"})
+"""The query/key norms the measured terms cover (:func:`qk_norm_terms`); any other kind makes
+the block unmeasured."""
+
+
 def measured(spec: ModelSpec) -> bool:
     """Whether a block of ``spec`` is of a measured kind (see the module docstring): attention
-    with 2 or 4 norms and no key-only norm, the other block keys at their defaults, one residual
-    stream, no AltUp and no per-layer inputs."""
+    with 2 or 4 norms and query/key norms of a measured kind, the other block keys at their
+    defaults, one residual stream, no AltUp and no per-layer inputs."""
     fields = type(spec).model_fields
     return (
         spec.mixer == "attention"
         and spec.norms_per_block in (2, 4)
-        and spec.qk_norm != "key"
+        and spec.qk_norm in MEASURED_QK_NORMS
         and all(
             getattr(spec, name) == fields[name].default
             for name in BLOCK_FIELDS

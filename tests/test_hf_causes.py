@@ -43,11 +43,6 @@ REFUSED = {
         "4 heads of 32 span 128, not hidden_size 64: "
         "OlmoeAttention sizes q_norm and k_norm from hidden_size",
     ),
-    "zamba2-untied": (
-        "tie_word_embeddings",
-        "Zamba2 with untied embeddings: transformers then "
-        "ties none of the shared transformer blocks either",
-    ),
 }
 """Cases transformers builds but costcalc refuses, with the reason: a model whose forward cannot
 run (its modules do not fit together), or a layout costcalc has no fields for."""

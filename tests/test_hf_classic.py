@@ -10,8 +10,9 @@ import pytest
 
 from costcalc.errors import ConfigError
 from costcalc.params import param_report
-from costcalc.tensors import mixer_tensors
+from costcalc.tensors import mixer_tensors, tensor_count
 from tests.hf_helpers import spec_of, windows
+from tests.test_hf_families import golden, load
 
 
 def test_cohere2_every_nth_layer_is_full(tmp_path: Path) -> None:
@@ -60,6 +61,21 @@ def test_phi_qk_layernorm_normalizes_each_head_of_queries_and_keys(tmp_path: Pat
     assert param_report(normed).total - param_report(plain).total == 32 * 4 * d
 
 
+def test_stablelm_qk_layernorm_is_a_bias_free_norm_per_head() -> None:
+    name = "stablelm-2-1.6b-qk-layernorm"
+    record, spec = golden()[name], load(name).spec
+    built = record["parameters_by_tensor_layer0"]
+    norms = [shape for tensor, shape in built.items() if "_layernorm.norms." in tensor]
+    assert norms == [[64]] * (32 + 32)  # StableLmLayerNormPerHead: H and K LayerNorms of d
+    counted = [(t.name, t.shape, t.copies) for t in mixer_tensors(spec) if "norms" in t.name]
+    assert counted == [
+        ("attn.q_norm.norms.weight", (64,), 32),
+        ("attn.k_norm.norms.weight", (64,), 32),
+    ]
+    others = record["parameters_by_tensor_other"]
+    assert tensor_count(spec) == record["n_layers"] * len(built) + len(others)
+
+
 def test_apertus_without_xielu_learns_no_scalars(tmp_path: Path) -> None:
     xielu = param_report(spec_of(tmp_path, "apertus-8b")).total
     relu2 = param_report(spec_of(tmp_path, "apertus-8b", hidden_act="relu2")).total
@@ -76,7 +92,6 @@ def test_bigcode_without_multi_query_is_gpt2_attention(tmp_path: Path) -> None:
     [
         ("mpt-7b", {"expansion_ratio": 8}, "expansion_ratio"),
         ("mpt-7b", {"no_bias": False}, "no_bias"),
-        ("stablelm-2-1.6b", {"qk_layernorm": True}, "qk_layernorm"),
         ("starcoderbase-1b", {"add_cross_attention": True}, "add_cross_attention"),
     ],
 )

@@ -136,16 +136,28 @@ def output_tensors(spec: Block, width: int) -> list[Tensor]:
 
 def qk_norm_tensors(spec: Block) -> list[Tensor]:
     """Norms on queries and keys (``qk_norm``): of head_dim d each (``head``), over the whole
-    projections H d and K d (``full``), or of d on the keys only (``key``); no k norm when the
-    block reads an earlier block's keys."""
+    projections H d and K d (``full``), of d on the keys only (``key``), or one of d for each
+    of the H query and K key heads (``per_head``, :func:`per_head_norm_tensors`); no k norm
+    when the block reads an earlier block's keys."""
     d, H, K = spec.head_width, spec.n_heads or 0, spec.kv_heads
     if spec.qk_norm == "key":
         return norm(spec, "attn.k_norm", d, "mixer")
     if spec.qk_norm == "none":
         return []
+    if spec.qk_norm == "per_head":
+        return per_head_norm_tensors(spec)
     q_width, k_width = (d, d) if spec.qk_norm == "head" else (H * d, K * d)
     tensors = norm(spec, "attn.q_norm", q_width, "mixer")
     return tensors if spec.shares_kv else tensors + norm(spec, "attn.k_norm", k_width, "mixer")
+
+
+def per_head_norm_tensors(spec: Block) -> list[Tensor]:
+    """StableLM 2's ``StableLmLayerNormPerHead`` on queries and on keys: ``norms``, a list of
+    ``nn.LayerNorm(d, bias=False)``, one per head: H weights of d (``q_layernorm``) and K
+    (``k_layernorm``), whatever the bias of the block's norms."""
+    d, H, K = spec.head_width, spec.n_heads or 0, spec.kv_heads
+    heads = [("q", H)] if spec.shares_kv else [("q", H), ("k", K)]
+    return [Tensor(f"attn.{qk}_norm.norms.weight", (d,), "mixer", copies=n) for qk, n in heads]
 
 
 def sink_tensors(spec: Block) -> list[Tensor]:

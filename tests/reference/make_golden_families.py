@@ -102,6 +102,7 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("starcoder2-3b", ("starcoder2-3b", False, "meta")),
         ("starcoder2-7b", ("starcoder2-7b", False, "meta")),
         ("stablelm-2-1.6b", ("stablelm-2-1.6b", False, "meta")),
+        ("stablelm-2-1.6b-qk-layernorm", ("stablelm-2-1.6b-qk-layernorm", False, "meta")),
         ("granite-3.1-2b", ("granite-3.1-2b", False, "meta")),
         ("granite-3.1-1b-a400m", ("granite-3.1-1b-a400m", False, "meta")),
         ("phi-3.5-moe", ("phi-3.5-moe", False, "meta")),

@@ -60,11 +60,13 @@ def stablelm(r: Reader) -> dict[str, Any]:
     SwiGLU MLP ``gate_proj``, ``up_proj`` (D x h), ``down_proj`` (h x D), no biases;
     ``input_layernorm`` and, unless ``use_parallel_residual``, ``post_attention_layernorm``;
     final ``norm``; d = D / H, 32 key/value heads unless given; rotary on
-    ``partial_rotary_factor`` (default 0.25); untied by default. ``qk_layernorm`` (a bias-free
-    LayerNorm per head beside the blocks' biased ones) is refused."""
+    ``partial_rotary_factor`` (default 0.25); untied by default. With ``qk_layernorm`` (default
+    false; StableLM 2 12B) ``q_layernorm`` and ``k_layernorm``, a bias-free LayerNorm of d for
+    each query and each key/value head (``StableLmLayerNormPerHead``)."""
     fields = _rotary_layernorm(r, kv_heads=32, head_dim=False, tie=False, factor=0.25)
     if r.flag("qk_layernorm", False):
-        r.unsupported("qk_layernorm", "bias-free LayerNorms per head on queries and keys")
+        fields["qk_norm"] = "per_head"
+        r.key_names["qk_norm"] = r.name("qk_layernorm")
     parallel = r.flag("use_parallel_residual", False)
     fields.update(
         qkv_bias=r.value("qkv_bias", "use_qkv_bias", default=False),
