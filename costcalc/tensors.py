@@ -350,15 +350,41 @@ def weight_sets(spec: ModelSpec) -> int:
     return min(spec.shared_weight_sets or spec.n_layers, spec.n_layers)
 
 
+def adapters_in_sets(spec: ModelSpec) -> int:
+    """Adapters the weight sets of a reused block hold in all: set b of s holds g_b, one per
+    use i < G (``adapter_slots``, L by default) with i mod s = b (Zamba 2's adapter lists:
+    ``nn.Sequential`` where ``i % num_mem_blocks == block_id``, ``nn.Identity`` elsewhere);
+    over the min(s, L) sets, k q + min(k, r) for k sets and (q, r) = divmod(G, s). L with
+    the default slots."""
+    n = spec.n_layers
+    s, g = spec.shared_weight_sets or n, spec.adapter_slots or n
+    k, (q, r) = min(s, n), divmod(g, s)
+    return k * q + min(k, r)
+
+
+def adapters_in_layers(spec: ModelSpec) -> int:
+    """Adapters the L layers hold when each builds its weight set's block anew: layer j holds
+    g_(j mod s) (:func:`adapters_in_sets`), so sum over b of u_b g_b, u_b the layers running set
+    b; closed form from (Q, R) = divmod(L, s) and (q, r) = divmod(G, s): s Q q + Q r + q R +
+    min(R, r). With the default slots, u_1^2 + ... + u_s^2."""
+    n = spec.n_layers
+    s, g = spec.shared_weight_sets or n, spec.adapter_slots or n
+    (big_q, big_r), (q, r) = divmod(n, s), divmod(g, s)
+    return s * big_q * q + big_q * r + q * big_r + min(big_r, r)
+
+
 @built_once
 def stack_tensors(spec: ModelSpec) -> list[Tensor]:
     """The block tensors of a stack with their multiplicity: a weight set's tensor once per
-    set (:func:`weight_sets`), every other once per layer."""
-    sets, layers = weight_sets(spec), spec.n_layers
-    return [
-        replace(t, copies=t.copies * (sets if t.scope == "set" else layers))
-        for t in block_tensors(spec)
-    ]
+    set (:func:`weight_sets`) and an adapter as the sets hold them (:func:`adapters_in_sets`);
+    with ``weight_sets_untied`` both once per layer's copy (:func:`adapters_in_layers`); every
+    other once per layer."""
+    layers = spec.n_layers
+    if spec.weight_sets_untied:
+        held = {"layer": layers, "set": layers, "use": adapters_in_layers(spec)}
+    else:
+        held = {"layer": layers, "set": weight_sets(spec), "use": adapters_in_sets(spec)}
+    return [replace(t, copies=t.copies * held[t.scope]) for t in block_tensors(spec)]
 
 
 def parameter_tensors(spec: ModelSpec) -> list[Tensor]:
