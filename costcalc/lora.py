@@ -49,6 +49,7 @@ from costcalc.spec import ModelSpec
 from costcalc.tensors import (
     Shape,
     Tensor,
+    adapters_in_layers,
     block_tensors,
     model_tensors,
     parameter_tensors,
@@ -138,15 +139,13 @@ def module_tensors(spec: ModelSpec, per_set: bool = False) -> list[Tensor]:
     """Every parameter tensor, repeated once per module that holds it, as peft wraps modules.
     transformers builds a reused block anew at each use with its weights tied (Zamba 2), so a
     weight set's tensor is in every layer's module, and each layer's module holds all the
-    adapters of its set: a use's adapter is held u_1^2 + ... + u_s^2 times over the kind, u_i
-    the layers running set i. With ``per_set`` the block is one module per weight set, run at
-    each use (HRM-Text): a set's tensor is held once per set."""
+    adapters of its set: over the kind, u_1^2 + ... + u_s^2 adapters, u_i the layers running set
+    i (:func:`~costcalc.tensors.adapters_in_layers`). With ``per_set`` the block is one module
+    per weight set, run at each use (HRM-Text): a set's tensor is held once per set."""
     tensors = model_tensors(spec)
     for stack in spec.stacks:
         n, sets = stack.n_layers, weight_sets(stack)
-        q, rem = divmod(n, sets)
-        uses = rem * (q + 1) ** 2 + (sets - rem) * q * q
-        held = {"layer": n, "set": sets if per_set else n, "use": uses}
+        held = {"layer": n, "set": sets if per_set else n, "use": adapters_in_layers(stack)}
         tensors += [replace(t, copies=t.copies * held[t.scope]) for t in block_tensors(stack)]
     return tensors
 

@@ -40,7 +40,7 @@ def distance(a: str, b: str, limit: int) -> int:
         if min(current) > limit:
             return limit + 1
         before, row = row, current
-    return row[-1]
+    return min(row[-1], limit + 1)
 
 
 def _plain(key: str) -> str:

@@ -817,7 +817,13 @@ def _parallel_mamba(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("parallel_mamba", "a block runs one Mamba mixer beside its attention, not two")
 
 
-SHARED_BLOCK_PARTS = ("adapter_rank", "qkv_adapters", "use_projection")
+SHARED_BLOCK_PARTS = (
+    "adapter_rank",
+    "qkv_adapters",
+    "use_projection",
+    "adapter_slots",
+    "weight_sets_untied",
+)
 
 
 @_rule("mixer", "ffn", "head_dim", "concat_embeddings", "shared_weight_sets", *SHARED_BLOCK_PARTS)
@@ -830,8 +836,9 @@ def _shared_blocks(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             yield (name, "belongs to a block reused at several depths; give shared_weight_sets")
     if spec.adapter_rank is not None and (spec.ffn == "none" or spec.moe_experts is not None):
         yield ("adapter_rank", "adapts a dense FFN's first projection; this block has none")
-    if spec.qkv_adapters and spec.adapter_rank is None:
-        yield ("qkv_adapters", "sized by adapter_rank; give adapter_rank")
+    for name in ("qkv_adapters", "adapter_slots"):
+        if getattr(spec, name) and spec.adapter_rank is None:
+            yield (name, "sized by adapter_rank; give adapter_rank")
     for name in ("qkv_adapters", "concat_embeddings"):
         if getattr(spec, name) and spec.mixer != "attention":
             yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")

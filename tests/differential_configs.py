@@ -38,6 +38,8 @@ numerical constants, bookkeeping)."""
 ACTIVATIONS = ("silu", "gelu", "relu", "gelu_pytorch_tanh", "relu2")
 
 MIN_VARIANTS, MAX_VARIANTS = 8, 20
+FRESH = 8
+"""Variants of a family in a salted set (``family_variants``' ``salt``)."""
 
 CAUSE_CASES: dict[str, list[tuple[str, dict[tuple[str, ...], Any]]]] = {
     "qwen3_moe": [
@@ -103,50 +105,86 @@ def family_variants(
     text_path: tuple[str, ...],
     fields: Mapping[str, Any],
     aliases: Mapping[str, str],
+    salt: str = "",
 ) -> list[dict[str, Any]]:
     """Variants of ``base`` (the family's fixture), its text decoder's keys at ``text_path``:
     each ``{"id", "config", "edits", "to_dict"}`` (and ``touched``: the ``varied`` items it
     edits, as "kind key"). ``fields`` maps the text configuration
     class's fields to ``{"default", "type"}`` (the annotation's text), ``aliases`` is its
-    ``attribute_map`` (alias -> name)."""
-    rng = random.Random(f"differential/{family}")
+    ``attribute_map`` (alias -> name). A ``salt`` seeds a further set of its own: ``FRESH``
+    variants of 2 to 4 drawn edits each (ids ``<family>/<salt>-NN``), without the fixture, the
+    defaults-only file, the cause cases or the guarantee that every key is touched."""
+    rng = random.Random(f"differential/{family}/{salt}" if salt else f"differential/{family}")
     text = dict(_at(base, text_path))
     work = varied(base, text_path, fields, aliases)
+    queue = _cycle(work, rng)
+    draw = _Draw(family, base, text, text_path, fields, aliases, queue, rng)
+    if salt:
+        fresh = [draw.variant(f"{salt}-{i:02d}", rng.choice((2, 3, 3, 4))) for i in range(FRESH)]
+        for index, variant in enumerate(fresh):
+            variant["to_dict"] = index % 4 == 3
+        return fresh
     count = max(MIN_VARIANTS, min(MAX_VARIANTS, math.ceil(len(work) / 2) + 2))
     variants: list[dict[str, Any]] = [
-        _variant(family, 0, base, {}, ["fixture as published"]),
-        _variant(family, 1, _defaults_only(base, text_path), {}, ["every key dropped"]),
+        _variant(family, "00", base, {}, ["fixture as published"]),
+        _variant(family, "01", _defaults_only(base, text_path), {}, ["every key dropped"]),
     ]
-    queue = _cycle(work, rng)
     least = math.ceil(len(work) / (MAX_VARIANTS - 2))
-    drawn = 0
-    while len(variants) < count or drawn < len(work):
-        edits: dict[tuple[str, ...], Any] = {}
-        notes: list[str] = []
-        touched: list[tuple[str, str]] = []
-        for _ in range(max(least, rng.choice((1, 2, 2, 3)))):
-            item = next(queue)
-            if all(key != item[1] for _, key in touched):
-                touched.append(item)
-            drawn += 1
-        for kind, key in touched:
-            _edit(kind, key, text, fields, aliases, text_path, rng, edits, notes)
-        variant = _variant(family, len(variants), base, edits, notes)
-        variant["touched"] = [f"{kind} {key}" for kind, key in touched]
-        variants.append(variant)
+    while len(variants) < count or draw.drawn < len(work):
+        size = max(least, rng.choice((1, 2, 2, 3)))
+        variants.append(draw.variant(f"{len(variants):02d}", size))
     for name, edits in CAUSE_CASES.get(family, []):
-        variants.append(_variant(family, len(variants), base, edits, [name]))
+        variants.append(_variant(family, f"{len(variants):02d}", base, edits, [name]))
     covered = {item for variant in variants for item in variant.get("touched", [])}
     for kind, key in work:  # one draw skipped beside its own key's other spelling
         if f"{kind} {key}" not in covered:
             edits, notes = {}, []
             _edit(kind, key, text, fields, aliases, text_path, rng, edits, notes)
-            variant = _variant(family, len(variants), base, edits, notes)
+            variant = _variant(family, f"{len(variants):02d}", base, edits, notes)
             variant["touched"] = [f"{kind} {key}"]
             variants.append(variant)
     for index, variant in enumerate(variants):
         variant["to_dict"] = index % 4 == 3
     return variants
+
+
+class _Draw:
+    """Variants of drawn edits: each takes the next items of ``queue`` (a key once), edits
+    them and counts the items drawn."""
+
+    def __init__(
+        self,
+        family: str,
+        base: Mapping[str, Any],
+        text: Mapping[str, Any],
+        text_path: tuple[str, ...],
+        fields: Mapping[str, Any],
+        aliases: Mapping[str, str],
+        queue: Iterator[tuple[str, str]],
+        rng: random.Random,
+    ) -> None:
+        self.family, self.base, self.text, self.text_path = family, base, text, text_path
+        self.fields, self.aliases, self.queue, self.rng = fields, aliases, queue, rng
+        self.drawn = 0
+
+    def variant(self, index: str, size: int) -> dict[str, Any]:
+        """The variant ``<family>/<index>`` of ``size`` drawn items."""
+        edits: dict[tuple[str, ...], Any] = {}
+        notes: list[str] = []
+        touched: list[tuple[str, str]] = []
+        for _ in range(size):
+            item = next(self.queue)
+            if all(key != item[1] for _, key in touched):
+                touched.append(item)
+            self.drawn += 1
+        for kind, key in touched:
+            _edit(
+                kind, key, self.text, self.fields, self.aliases, self.text_path, self.rng,
+                edits, notes,
+            )  # fmt: skip
+        variant = _variant(self.family, index, self.base, edits, notes)
+        variant["touched"] = [f"{kind} {key}" for kind, key in touched]
+        return variant
 
 
 def varied(
@@ -191,7 +229,7 @@ def _defaults_only(base: Mapping[str, Any], text_path: tuple[str, ...]) -> dict[
 
 def _variant(
     family: str,
-    index: int,
+    index: str,
     base: Mapping[str, Any],
     edits: Mapping[tuple[str, ...], Any],
     notes: list[str],
@@ -205,7 +243,7 @@ def _variant(
             holder.pop(path[-1], None)
         else:
             holder[path[-1]] = copy.deepcopy(value)
-    return {"id": f"{family}/{index:02d}", "config": data, "edits": notes}
+    return {"id": f"{family}/{index}", "config": data, "edits": notes}
 
 
 def _edit(

@@ -1,7 +1,8 @@
 """Random configs of every family, counted by costcalc against what transformers builds.
 
 Golden data: tests/golden/differential.json.gz, written by tests/reference/make_differential.py
-(torch 2.13.0 + transformers 5.24.0) from the variants tests/differential_configs.py makes of each
+(torch 2.13.0 + transformers 5.24.0; gemma3n_text with torch 2.14.1 and timm, which building the
+whole Gemma 3n model needs) from the variants tests/differential_configs.py makes of each
 family's fixture: keys dropped, nulled, changed, written under an alias, a quarter rewritten as
 ``config.to_dict()`` writes them. Each record holds its config beside transformers' figures
 (``sum(p.numel())``, the tied output matrix, and where a forward runs on meta the cache and
@@ -50,21 +51,6 @@ def records() -> dict[str, dict[str, Any]]:
 
 
 KNOWN: dict[str, list[str]] = {
-    "issue 21: zamba2 untied keeps its block copies; its key/value adapters under GQA": [
-        "zamba2/18"
-    ],
-    (
-        "Gemma 3n's whole model needs timm (not in the reference venv): measured as its text "
-        "decoder alone, which ties as its text_config says; costcalc follows the wrapper"
-    ): ["gemma3n_text/05", "gemma3n_text/10"],
-    (
-        "Qwen3-Omni's thinker text config windows the DynamicCache by its sliding_window "
-        "while its attention never windows (sliding_window None); costcalc reads no window"
-    ): ["qwen3_omni_moe_text/08"],
-    "costcalc refuses what transformers builds: cannot route to N of N experts": [
-        "bailing_hybrid/11",
-        "step3p5/03",
-    ],
     (
         "costcalc refuses what transformers builds: not supported: 'relu'; costcalc reads "
         "gelu, gelu_new, gelu_pytorch_tanh, silu, swish"
@@ -226,6 +212,10 @@ KNOWN: dict[str, list[str]] = {
     ],
     "transformers' code fails on the value (ZeroDivisionError); costcalc counts it": ["exaone4/07"],
     (
+        "transformers' validate_architecture refuses the sizes (Dots 3 Note: qk_rope_head_dim "
+        "above index_head_dim); costcalc counts them"
+    ): ["dots3_note_text/06"],
+    (
         "transformers' validate_architecture refuses the sizes (hidden_size not a multiple of"
         " the heads); costcalc counts them"
     ): [
@@ -246,7 +236,6 @@ KNOWN: dict[str, list[str]] = {
         "qwen4_exp_text/10",
         "qwen4_exp_text/12",
     ],
-    "zamba2: hybrid_layer_ids naming a layer twice": ["zamba2/02"],
 }
 """Causes still open, each with the records where costcalc's figure or refusal differs from
 transformers': those issue 21 lists (``issue 21: ...``, being fixed), and the others this test

@@ -14,6 +14,7 @@ import pytest
 
 from costcalc.api import load
 from costcalc.errors import ConfigError
+from costcalc.memory import kv_cache_elements
 from costcalc.params import param_report
 from tests.conftest import FIXTURES
 from tests.hf_helpers import spec_of
@@ -140,3 +141,33 @@ def test_hunyuan_vl_reads_attention_head_dim() -> None:
 def test_solar_open_biases_q_k_v_but_never_o_proj(tmp_path: Path) -> None:
     # modeling_solar_open.py: q/k/v take bias=config.attention_bias, o_proj bias=False.
     assert total(tmp_path, "solar-open-100b", attention_bias=True) == 102_652_284_928
+
+
+def test_qwen3_omni_windows_its_cache_by_sliding_window() -> None:
+    # Qwen3OmniMoeThinkerTextAttention masks no window, but DynamicCache makes every layer of a
+    # config with a sliding_window and no layer_types a DynamicSlidingWindowLayer: with a
+    # window of 2, transformers keeps 1 token of each layer's keys and values, (1, 4, 1, 128)
+    # (tests/golden/differential.json.gz, qwen3_omni_moe_text/08), costcalc counts the 2 a
+    # decoding token attends to. Without the key, every token is kept.
+    data = json.loads((FIXTURES / "hf" / "qwen3-omni-30b-a3b-instruct.json").read_text())
+    text = data["thinker_config"]["text_config"]
+    assert kv_cache_elements(load(data).spec, 1, 16) == 48 * 2 * 4 * 16 * 128
+    text["sliding_window"] = 2
+    loaded = load(data)
+    assert kv_cache_elements(loaded.spec, 1, 16) == 48 * 2 * 4 * 2 * 128
+    assert any("DynamicCache" in note for note in loaded.notes)
+
+
+@pytest.mark.parametrize("changes", [{"d_model": ...}, {"d_model": 4096}])
+def test_dbrx_refuses_a_width_under_its_alias_alone(
+    tmp_path: Path, changes: dict[str, Any]
+) -> None:
+    # DbrxConfig.__post_init__ sets ffn_config.hidden_size = d_model (the key, else 2,048)
+    # before the alias hidden_size -> d_model is set: transformers builds experts of width
+    # 2,048 (ffn_config null: w1 (14,336, 2,048) for 4 experts of 3,584, router (4, 2,048))
+    # beside an attention of 6,144, and its forward fails (differential_fresh.json.gz,
+    # dbrx/fresh-04).
+    refusal = r"hidden_size \(line \d+\): not supported: 6144 under its alias"
+    with pytest.raises(ConfigError, match=refusal):
+        spec_of(tmp_path, "dbrx", hidden_size=6144, **changes)
+    assert total(tmp_path, "dbrx", hidden_size=6144, d_model=6144) == total(tmp_path, "dbrx")

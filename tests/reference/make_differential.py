@@ -4,6 +4,7 @@ Run by hand (pytest does not collect this file), in chunks if the machine is sha
 
     nice python tests/reference/make_differential.py                      # every family
     nice python tests/reference/make_differential.py --only qwen3_moe jamba
+    nice python tests/reference/make_differential.py --salt fresh   # differential_fresh.json.gz
 
 For each family costcalc reads (``costcalc.formats.families.model_types()``), the fixture of
 its first record in make_golden.py's or make_golden_families.py's ``MODELS`` (a record on the
@@ -67,7 +68,10 @@ def fixture_family(data: dict) -> tuple[str, tuple[str, ...]]:
     if located is not None:
         path, text_type = located
         return text_type, path
-    return data["text_config"]["model_type"], ("text_config",)
+    text = data.get("text_config")
+    if not isinstance(text, dict):  # a model_type transformers does not know (kimi_k2)
+        return str(model_type), ()
+    return text["model_type"], ("text_config",)
 
 
 def family_bases() -> dict[str, tuple[str, bool]]:
@@ -156,13 +160,13 @@ def alarm(_signum, _frame):
     raise SlowBuildError(f"over {SECONDS} s")
 
 
-def run_family(family: str, fixture: str, text: bool) -> dict:
+def run_family(family: str, fixture: str, text: bool, salt: str) -> dict:
     """The family's fixture, what its variants touch, and each variant's record."""
     base = json.loads(fixture_path(fixture).read_text())
     _, path = fixture_family(base)
     fields, aliases = class_fields(base, text)
     records = []
-    for variant in family_variants(family, base, path, fields, aliases):
+    for variant in family_variants(family, base, path, fields, aliases, salt):
         config = variant["config"]
         if variant["to_dict"]:
             written = as_to_dict(copy.deepcopy(config))
@@ -186,9 +190,10 @@ def load(output: Path) -> dict:
     return {"families": {}}
 
 
-def save(data: dict, output: Path) -> None:
+def save(data: dict, output: Path, salt: str) -> None:
     data.update(
         generator=GENERATOR,
+        **({"salt": salt} if salt else {}),
         torch=torch.__version__,
         transformers=transformers.__version__,
         date=datetime.date.today().isoformat(),
@@ -204,8 +209,11 @@ def main(argv: list[str]) -> int:
     bases = family_bases()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", choices=sorted(bases), default=sorted(bases))
-    parser.add_argument("--output", type=Path, default=OUTPUT, help="merge into this file")
+    parser.add_argument("--salt", default="", help="a further set of variants, seeded by this")
+    parser.add_argument("--output", type=Path, help="merge into this file")
     args = parser.parse_args(argv)
+    if args.output is None:
+        args.output = OUTPUT.with_name(f"differential_{args.salt}.json.gz") if args.salt else OUTPUT
     transformers.logging.set_verbosity_error()
     signal.signal(signal.SIGALRM, alarm)
     data = load(args.output)
@@ -213,11 +221,11 @@ def main(argv: list[str]) -> int:
         fixture, text = bases[family]
         print(f"{family}: {fixture}", flush=True)
         try:
-            data["families"][family] = run_family(family, fixture, text)
+            data["families"][family] = run_family(family, fixture, text, args.salt)
         except Exception:
             traceback.print_exc()
             continue
-        save(data, args.output)
+        save(data, args.output, args.salt)
     return 0
 
 

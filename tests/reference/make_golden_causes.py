@@ -144,6 +144,23 @@ CASES: dict[str, dict] = {
         "fixture": "tiny-zamba2",
         "changes": {"tie_word_embeddings": False},
     },
+    "zamba2-untied-three-sets": {
+        "cause": "Zamba2 untied over 3 weight sets: each hybrid layer's copy holds every "
+        "adapter of its set",
+        "fixture": "tiny-zamba2",
+        "changes": {"tie_word_embeddings": False, "num_mem_blocks": 3},
+    },
+    "zamba2-hybrid-layer-ids": {
+        "cause": "Zamba2 keeps a file's hybrid_layer_ids over its own: one adapter slot per "
+        "entry in each shared block",
+        "fixture": "tiny-zamba2",
+        "changes": {"hybrid_layer_ids": [1, 3, 4, 7, 7, 7, 7]},
+    },
+    "zamba2-untied-hybrid-layer-ids": {
+        "cause": "Zamba2 untied with a hybrid_layer_ids of its own",
+        "fixture": "tiny-zamba2",
+        "changes": {"tie_word_embeddings": False, "hybrid_layer_ids": [1, 3, 4, 7, 7]},
+    },
     "zamba2-gqa-adapters": {
         "cause": "Zamba2's key/value adapters with fewer key/value heads than query heads",
         "fixture": "tiny-zamba2",
@@ -286,6 +303,19 @@ CASES: dict[str, dict] = {
             "moe_intermediate_size": 32,
             "shared_expert_intermediate_size": 32,
             "layer_types": ["linear_attention", "full_attention"],
+        },
+        "steps": ["run"],
+    },
+    "mixtral-top-k-above-experts": {
+        "cause": "3 experts per token of 2: built, but the router's top-k of 3 over 2 fails",
+        "config": {
+            "model_type": "mixtral",
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "num_local_experts": 2,
+            "num_experts_per_tok": 3,
         },
         "steps": ["run"],
     },

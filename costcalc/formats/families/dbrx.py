@@ -62,10 +62,27 @@ def dbrx(r: Reader) -> dict[str, Any]:
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
     )
     fields.update(routed_experts(ffn, ("moe_num_experts",), ("moe_top_k",), (4, 1)))
+    _experts_width(r, fields["d_model"])
     for part in (attn, ffn):
         r.key_names.update(part.key_names)
         r.problems.extend(part.problems)
     return fields
+
+
+def _experts_width(r: Reader, width: Any) -> None:
+    """``DbrxConfig.__post_init__`` sizes the experts and the router by ``d_model`` as the
+    file's ``d_model`` key (or its default, 2,048) gives it (``ffn_config.hidden_size =
+    self.d_model``), and only then sets the aliases (``hidden_size`` -> ``d_model``): a width
+    given as ``hidden_size`` alone, or beside another ``d_model``, leaves the experts at
+    the other width, and the forward pass fails on it. Refused."""
+    experts = r.data.get("d_model", 2048)
+    if "hidden_size" in r.data and experts != width:
+        r.unsupported(
+            "hidden_size",
+            f"{width!r} under its alias: DbrxConfig sizes the experts and the router by "
+            f"d_model {experts!r} before it reads hidden_size, so transformers builds experts "
+            "that do not fit the model's width (its forward pass fails)",
+        )
 
 
 FAMILIES = {"dbrx": dbrx}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from costcalc.formats.families.llama import qwen2, qwen3_layout
+from costcalc.formats.families.llama import qwen2, qwen3_layout, sliding_window
 from costcalc.formats.families.moe import qwen3_sparse
 from costcalc.formats.hf_reader import Reader
 from costcalc.formats.peft_names import LLAMA, QWEN2_MOE
@@ -135,9 +135,22 @@ def qwen3_vl_moe_text(r: Reader) -> dict[str, Any]:
 
 def qwen3_omni_moe_text(r: Reader) -> dict[str, Any]:
     """Qwen3-Omni's thinker text decoder: Qwen3's attention (4 key/value heads, ``head_dim``
-    D / H unless given) and Qwen3-MoE's FFNs (128 experts of 768, top 8 by default); no
-    windows; tied by the thinker config only."""
+    D / H unless given) and Qwen3-MoE's FFNs (128 experts of 768, top 8 by default); tied by
+    the thinker config only. Its attention masks no window (``self.sliding_window = None``),
+    but a ``sliding_window`` (none by default) windows every layer's cache: ``DynamicCache``
+    makes a ``DynamicSlidingWindowLayer`` of each layer of a config with a window and no
+    ``layer_types`` (``cache_utils.get_layer_types_and_kwargs``), so a decoding step attends
+    to the window's keys alone; costcalc reads it as a window on every layer (a prefill then
+    counts the windowed pairs, as under a window's mask)."""
     fields = qwen3_layout(r, kv_heads=4, head_dim=None, sizes=QWEN3_OMNI_SIZES)
+    window = sliding_window(r, default=None)
+    if window is not None:
+        fields["sliding_window"] = window
+        r.note(
+            "sliding_window: transformers' attention masks no window here, but its DynamicCache "
+            "keeps each layer's last tokens within it, so decoding attends within the window; "
+            "costcalc counts the window in the cache and in every attention."
+        )
     qwen3_sparse(r, fields, ("num_experts",), (128, 8, 768))
     fields["tie_embeddings"] = holder_tie(r, text_too=False)
     return fields

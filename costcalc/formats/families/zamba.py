@@ -60,27 +60,48 @@ def _hybrid(r: Reader, d: Any, heads: Any, kv_default: Any, head_dim: Any) -> di
     }
 
 
-def _set_layers(
-    r: Reader,
-    fields: dict[str, Any],
-    n: Any,
-    default: Sequence[tuple[str, int]] | None,
-    blocks: dict[str, dict[str, Any]],
-) -> None:
-    """``layers`` from ``layers_block_type`` (alias ``layer_types``), or the family's
-    ``default`` runs; n_layers is their count."""
-    key = "layer_types" if "layers_block_type" not in r.data else "layers_block_type"
+def _layer_runs(
+    r: Reader, n: Any, default: Sequence[tuple[str, int]] | None
+) -> list[tuple[str, int]] | None:
+    """The layers' runs from ``layers_block_type`` (alias ``layer_types``), or the family's
+    ``default`` runs (None: none read)."""
+    key = _layers_key(r)
     if r.data.get(key) is not None:
         kinds = hf_layers.layer_types(r, n, key)
         if kinds is None:
-            return
-        kind_runs = hf_layers.runs(["mamba" if k in MAMBA_KINDS else k for k in kinds])
-    elif default is None:
-        return
-    else:
-        kind_runs = list(default)
+            return None
+        return hf_layers.runs(["mamba" if k in MAMBA_KINDS else k for k in kinds])
+    return None if default is None else list(default)
+
+
+def _layers_key(r: Reader) -> str:
+    return "layer_types" if "layers_block_type" not in r.data else "layers_block_type"
+
+
+def _set_layers(
+    r: Reader,
+    fields: dict[str, Any],
+    kind_runs: Sequence[tuple[str, int]],
+    blocks: dict[str, dict[str, Any]],
+) -> None:
+    """``layers`` from the runs of :func:`_layer_runs`; n_layers is their count."""
     fields["n_layers"] = sum(count for _, count in kind_runs)
-    hf_layers.apply(r, fields, kind_runs, blocks, key)
+    hf_layers.apply(r, fields, list(kind_runs), blocks, _layers_key(r))
+
+
+def _adapter_slots(r: Reader, hybrid: dict[str, Any], runs: Sequence[tuple[str, int]]) -> None:
+    """A file's ``hybrid_layer_ids``: ``Zamba2Config.__post_init__`` derives the list from the
+    layer types, then sets the file's own over it (an extra key), and each shared block builds
+    one adapter slot per entry (``Zamba2MLP``, ``Zamba2Attention``: ``len(hybrid_layer_ids)``):
+    ``adapter_slots`` when that is not the count of hybrid layers."""
+    if "hybrid_layer_ids" not in r.data:
+        return
+    given = r.data["hybrid_layer_ids"]
+    if not isinstance(given, list):
+        r.fail("hybrid_layer_ids", f"expected a list of layer indices (got {given!r})")
+    elif len(given) != sum(count for kind, count in runs if kind == "hybrid"):
+        hybrid["adapter_slots"] = len(given)
+        r.key_names["adapter_slots"] = "hybrid_layer_ids"
 
 
 def _model(r: Reader, d: Any, position: str) -> dict[str, Any]:
@@ -130,8 +151,13 @@ def zamba2(r: Reader) -> dict[str, Any]:
     ``hidden_act``, biases when ``add_bias_linear``) with each use's adapter
     ``gate_up_proj_adapter_list`` (D -> r -> 2h, r ``adapter_rank`` 128) and, when
     ``use_shared_attention_adapter``, q/k/v adapters (2 D -> r -> 2 D); then their own
-    ``linear`` (D x D). Final ``final_layernorm``; ``lm_head`` tied by default (untied is
-    refused: transformers then unties the shared blocks too)."""
+    ``linear`` (D x D). Each block builds one adapter slot per hybrid layer (per entry of a
+    file's ``hybrid_layer_ids``), the slots of the other weight sets ``nn.Identity``
+    (:func:`_adapter_slots`). Final ``final_layernorm``; ``lm_head`` tied by default. Tying is
+    ``Zamba2Model._tied_weights_keys`` too (each hybrid layer's block to its weight set's
+    first), and transformers honours a model's tied keys only under ``tie_word_embeddings``:
+    untied, every hybrid layer keeps a copy of its own, with all its set's adapters
+    (``weight_sets_untied``)."""
     d = r.value("d_model", "hidden_size", default=2560)
     heads = r.value("n_heads", "num_attention_heads", default=32)
     long = r.flag("use_long_context", False)
@@ -151,19 +177,18 @@ def zamba2(r: Reader) -> dict[str, Any]:
     }
     fields = _model(r, d, "rotary" if r.flag("use_mem_rope", False) else "none")
     if fields["tie_embeddings"] is False:
-        r.unsupported(
-            "tie_word_embeddings",
-            "Zamba2 with untied embeddings: transformers then ties none of the shared "
-            "transformer blocks either, so each hybrid layer keeps its own copy of its block "
-            "with every adapter the block holds",
-        )
+        hybrid["weight_sets_untied"] = True
+        r.key_names["weight_sets_untied"] = "tie_word_embeddings"
     fields["context_length"] = (
         16384 if long else r.value("context_length", "max_position_embeddings", default=4096)
     )
     n = r.value("n_layers", "num_hidden_layers", default=54)
     if "layers_block_type" not in r.data and "layer_types" not in r.data and n != 54:
         r.fail("num_hidden_layers", "without layers_block_type the model has 54 layers")
-    _set_layers(r, fields, n, ZAMBA2_LAYERS, {"mamba": mamba, "hybrid": hybrid})
+    blocks = {"mamba": mamba, "hybrid": hybrid}
+    if (runs := _layer_runs(r, n, ZAMBA2_LAYERS)) is not None:
+        _adapter_slots(r, hybrid, runs)
+        _set_layers(r, fields, runs, blocks)
     return fields
 
 
@@ -248,7 +273,8 @@ def zamba(r: Reader) -> dict[str, Any]:
     n = r.value("n_layers", "num_hidden_layers", default=76)
     blocks = {"mamba": mamba, "hybrid": hybrid}
     if "layers_block_type" in r.data or "layer_types" in r.data:
-        _set_layers(r, fields, n, None, blocks)
+        if (runs := _layer_runs(r, n, None)) is not None:
+            _set_layers(r, fields, runs, blocks)
     elif (layers := _zamba_rule(r, n, blocks)) is not None:
         fields.update(n_layers=n, layers=layers)
     return fields
