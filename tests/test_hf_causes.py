@@ -23,6 +23,8 @@ from costcalc.params import param_report
 from costcalc.spec import ModelSpec, structural_problems
 from tests.conftest import GOLDEN
 
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hf"
+
 
 @cache
 def cases() -> dict[str, dict[str, Any]]:
@@ -149,6 +151,17 @@ CLASS_REFUSALS = {
         "false beside qkv_bias true: transformers refuses the file (InternLM3Config's "
         "validate_architecture",
     ),
+    "axk2-groups-half-set": ("n_group", "n_group 8 beside topk_group None"),
+    "mellum-two-mtp-layers": ("num_mtp_layers", "2: Mellum has a single MTP layer"),
+    "glm5_next-kv-heads": ("text_config.num_key_value_heads", "2 key/value heads beside 4"),
+    "glm5_next-index-pool": ("text_config.index_kpool", "pools of 5 do not divide index_topk"),
+    "qwen4_exp-output-gate": ("text_config.output_gate_type", "an output gate of 'tanh'"),
+    "qwen4_exp-qsa-in-part": ("text_config.indexer_budget", "the QSA indexer needs"),
+    "dots3_note-topk-group": ("text_config.topk_group", "2: expected 1 to n_group (1)"),
+    "hy_v4_vl-mrope-section": (
+        "text_config.qk_rope_head_dim",
+        "mrope_section [12, 10, 10] beside qk_rope_head_dim 48: three entries summing to 24",
+    ),
     "llama-head-dim-width-not-divisible": (
         "num_attention_heads",
         "hidden_size 66 does not split into 4 equal heads: transformers refuses the file "
@@ -158,7 +171,10 @@ CLASS_REFUSALS = {
 """Files a configuration class refuses, with the key and the validator named: an odd head
 rotated whole wider than 4 (transformers/modeling_rope_utils.py, validate_rope, lines 902-914),
 a width the heads do not divide whatever head_dim says (LlamaConfig.validate_architecture),
-InternLM3's attention and MLP biases that differ (InternLM3Config.validate_architecture)."""
+InternLM3's attention and MLP biases that differ (InternLM3Config.validate_architecture), and
+the rules of other classes' validate_architecture (A.X K2's, Mellum's, GLM-5.3-Flash's,
+Qwen4-Exp's, Dots 3 Note's and HY V4 VL's routing groups, MTP layers, heads, indexer keys and
+rotary sections)."""
 
 
 @pytest.mark.parametrize("name", sorted(CLASS_REFUSALS))
@@ -235,3 +251,27 @@ def test_gated_deltanet_heads_that_do_not_group_are_marked(
     )
     assert [message[: len(problem)] for message in PART.problems(sizes)] == [problem]
     assert not list(PART.problems(sizes.model_copy(update={"ungrouped": not ungrouped})))
+
+
+@pytest.mark.parametrize(
+    ("fixture", "key"),
+    [
+        ("tiny-bamba", "mamba_expand"),
+        ("tiny-bamba", "mamba_d_head"),
+        ("tiny-falcon-h1", "mamba_d_head"),
+    ],
+)
+def test_a_null_mamba_size_is_refused(tmp_path: Path, fixture: str, key: str) -> None:
+    """BambaConfig.validate_architecture multiplies ``mamba_expand * hidden_size`` and
+    ``mamba_d_head * mamba_n_heads`` (transformers/models/bamba/configuration_bamba.py, lines
+    105-109; FalconH1Config alike): a null fails there (the differential records bamba/12 and
+    falcon_h1/15 hold transformers' refusal)."""
+    data = json.loads((FIXTURES / f"{fixture}.json").read_text(encoding="utf-8"))
+    data[key] = None
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    with pytest.raises(ConfigError) as refused:
+        load_file(path)
+    assert f"{key} (line " in str(refused.value)
+    assert "null, which it multiplies" in str(refused.value)
+    assert "transformers refuses the file" in " ".join(str(refused.value).split())

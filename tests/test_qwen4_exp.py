@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from costcalc.errors import ConfigError
+from costcalc.formats.families.linear_attention import QSA_KEYS
 from costcalc.loaders import load_file
 from costcalc.macs import decode_macs, decode_token_macs, forward_macs
 from costcalc.macs import residual_stream_macs_per_token as stream_macs
@@ -174,10 +175,11 @@ def test_bad_files_are_refused(tmp_path: Path, changes: dict[str, Any], field: s
 
 
 def test_sizes_default_to_the_configuration_class(tmp_path: Path) -> None:
-    """A ``qwen4_exp`` file that gives only the indexer (which has no defaults) is the class's
+    """A ``qwen4_exp`` file that gives only the indexer (which has no defaults; its five QSA keys
+    go together, as Qwen4ExpTextConfig's validate_architecture requires) is the class's
     defaults: the same model as the defaults written out."""
     written = load_file(write_config(tmp_path, "qwen4-exp-defaults")).spec
-    keys = ("indexer_n_heads", "indexer_head_dim", "indexer_compress_ratio")
+    keys = QSA_KEYS
     text = json.loads(write_config(tmp_path, "qwen4-exp-defaults").read_text())["text_config"]
     path = tmp_path / "short.json"
     short = {"model_type": "qwen4_exp_text", **{k: text[k] for k in keys}}

@@ -191,6 +191,22 @@ class Reader:
             return value, name
         return default, None
 
+    def setting(self, key: str) -> Any:
+        """What transformers' class holds for ``key``: the file's value under any of its
+        spellings (a ``null`` kept), else the class default. Records nothing: for the checks
+        a class makes (:meth:`refused_by_class`)."""
+        known = self.config_class
+        for name in known.spellings(key) if known is not None else (key,):
+            if dict.__contains__(self.data, name):
+                return dict.get(self.data, name)
+        return known.default(key) if known is not None else None
+
+    def refused_by_class(self, key: str, detail: str) -> None:
+        """The family's configuration class refuses the file (its ``validate_architecture``):
+        ``detail`` says what the file holds and the rule it breaks."""
+        name = self.config_class.name if self.config_class is not None else "its class"
+        self.fail(key, f"{detail}: transformers refuses the file ({name}'s validate_architecture)")
+
     def note(self, text: str) -> None:
         """Say, beside the result, how a value was read (one transformers overrides)."""
         self.notes.append(text)

@@ -393,6 +393,46 @@ CASES: dict[str, dict] = {
         "cause": "qkv_bias and bias differ: InternLM3Config's validate_architecture refuses them",
         "config": {**LLAMA, "model_type": "internlm3", "qkv_bias": True, "bias": False},
     },
+    "axk2-groups-half-set": {
+        "cause": "n_group without topk_group: AXK2Config's validate_architecture refuses it",
+        "fixture": "axk2-defaults",
+        "changes": {"n_group": 8},
+    },
+    "mellum-two-mtp-layers": {
+        "cause": "two MTP layers: MellumConfig's validate_architecture takes one at most",
+        "fixture": "mellum2-12b-a2.5b",
+        "changes": {"num_mtp_layers": 2},
+    },
+    "glm5_next-kv-heads": {
+        "cause": "key/value heads other than the heads: Glm5NextTextConfig refuses them",
+        "fixture": "tiny-glm5-next",
+        "text_changes": {"num_key_value_heads": 2},
+    },
+    "glm5_next-index-pool": {
+        "cause": "index_topk not a multiple of index_kpool: Glm5NextTextConfig refuses it",
+        "fixture": "tiny-glm5-next",
+        "text_changes": {"index_kpool": 5},
+    },
+    "qwen4_exp-output-gate": {
+        "cause": "an output gate other than sigmoid or silu: Qwen4ExpTextConfig refuses it",
+        "fixture": "tiny-qwen4-exp",
+        "text_changes": {"output_gate_type": "tanh"},
+    },
+    "qwen4_exp-qsa-in-part": {
+        "cause": "QSA indexer keys given in part: Qwen4ExpTextConfig refuses them",
+        "fixture": "tiny-qwen4-exp",
+        "text_changes": {"indexer_budget": None},
+    },
+    "dots3_note-topk-group": {
+        "cause": "topk_group above n_group: Dots3NoteTextConfig's validate_architecture",
+        "fixture": "dots3-note-defaults",
+        "text_changes": {"topk_group": 2},
+    },
+    "hy_v4_vl-mrope-section": {
+        "cause": "mrope_section not summing to qk_rope_head_dim // 2: HYV4VLTextConfig refuses",
+        "fixture": "hy-v4-vl-defaults",
+        "text_changes": {"qk_rope_head_dim": 48},
+    },
     "llama-head-dim-width-not-divisible": {
         "cause": "heads that do not divide D beside a head_dim: LlamaConfig refuses the width",
         "config": {**LLAMA, "hidden_size": 66, "head_dim": 16},

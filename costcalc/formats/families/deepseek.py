@@ -294,9 +294,13 @@ def axk2(r: Reader) -> dict[str, Any]:
     ``index_head_dim`` (128) in every layer; ``input_layernorm`` gated (``AXK2GatedRMSNorm``:
     ``mlp.fc1`` D -> r, ``mlp.fc2`` r -> D, r = ``gated_norm_rank``, 16), and
     ``post_attention_layernorm`` gated alike in the sparse layers only. The queries always pass
-    through the latent (a null ``q_lora_rank`` is refused, as the class refuses it)."""
+    through the latent (a null ``q_lora_rank`` is refused, as the class refuses it). Grouped
+    routing as AXK2Config's ``validate_architecture`` takes it (configuration_axk2.py, lines
+    161-172): ``n_group`` and ``topk_group`` set together, the groups dividing the experts,
+    ``topk_group`` at most ``n_group``."""
     if "q_lora_rank" in r.data and r.data["q_lora_rank"] is None:
         r.unsupported("q_lora_rank", "A.X K2's attention always has a query latent")
+    _axk2_groups(r)
     if r.data.get("mlp_layer_types") is None and r.data.get("moe_layer_freq", 1) != 1:
         r.unsupported("moe_layer_freq", "sparse blocks on every n-th layer only")
     rank = r.value("norm_gate_rank", "gated_norm_rank", default=16)
@@ -312,6 +316,21 @@ def axk2(r: Reader) -> dict[str, Any]:
     fields["indexer_heads"] = r.value("indexer_heads", "index_n_heads", default=16)
     fields["indexer_head_dim"] = r.value("indexer_head_dim", "index_head_dim", default=128)
     return fields
+
+
+def _axk2_groups(r: Reader) -> None:
+    """AXK2Config's rules for grouped routing (see :func:`axk2`)."""
+    groups, top, experts = (r.setting(k) for k in ("n_group", "topk_group", "n_routed_experts"))
+    if (groups is None) != (top is None):
+        r.refused_by_class(
+            "n_group" if top is None else "topk_group",
+            f"n_group {groups!r} beside topk_group {top!r}: the two are set together (both "
+            "null for routing without groups)",
+        )
+    elif is_whole(groups, 1) and is_whole(experts) and experts % groups:
+        r.refused_by_class("n_group", f"{groups:,} groups do not divide {experts:,} experts")
+    elif is_whole(groups, 1) and is_whole(top) and top > groups:
+        r.refused_by_class("topk_group", f"{top:,} exceeds n_group {groups:,}")
 
 
 def youtu(r: Reader) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.deepseek import mla_layout
 from costcalc.formats.families.moe import routed_experts
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.hf_reader import Reader, is_whole
 from costcalc.formats.peft_names import DEEPSEEK_NAMES
 
 DOTS3_MLA: dict[str, int | None] = {
@@ -167,6 +167,37 @@ def _ffn_kinds(r: Reader, n: int) -> list[tuple[str, int]] | None:
     return hf_layers.split_at(r, n, "first_k_dense_replace", 1, "dense", "sparse")
 
 
+ADAPTERS = ("vision_config", "audio_config")
+"""Dots3NoteConfig's towers whose ``adapter_out_dim`` (default 5,120) must be the text width."""
+
+
+def _dots3_rules(r: Reader) -> None:
+    """Dots3NoteTextConfig's and Dots3NoteConfig's rules (see :func:`dots3_note_text`)."""
+    groups, top, experts = (r.setting(k) for k in ("n_group", "topk_group", "n_routed_experts"))
+    if is_whole(groups) and is_whole(experts) and (groups < 1 or experts % groups):
+        r.refused_by_class("n_group", f"{groups:,} groups do not split {experts:,} experts")
+    elif is_whole(groups, 1) and is_whole(experts) and experts // groups < 2:
+        r.refused_by_class("n_group", f"{groups:,} groups of {experts:,} experts: 2 or more each")
+    elif is_whole(groups) and is_whole(top) and not 1 <= top <= groups:
+        r.refused_by_class("topk_group", f"{top:,}: expected 1 to n_group ({groups:,})")
+    heads, kv = r.setting("num_attention_heads"), r.setting("num_key_value_heads")
+    if r.data.get("per_layer_config") is None and is_whole(heads) and is_whole(kv) and heads != kv:
+        r.refused_by_class(
+            "num_key_value_heads", f"{kv:,} beside {heads:,} heads: the two must be equal"
+        )
+    width = r.setting("hidden_size")
+    if r.doc.data.get("model_type") != "dots3_note" or not is_whole(width):
+        return
+    for tower in ADAPTERS:
+        config = r.doc.data.get(tower)
+        out = config.get("adapter_out_dim") if isinstance(config, dict) else None
+        out = 5120 if out is None else out
+        if is_whole(out) and out != width:
+            r.refused_by_class(
+                "hidden_size", f"{width:,}, but {tower}.adapter_out_dim is {out:,}: they must match"
+            )
+
+
 def dots3_note_text(r: Reader) -> dict[str, Any]:
     """Dots3NoteForCausalLM (text): DeepSeek's MLA layout (q rank 1,024, kv rank 512, r 64,
     n 128, v 128; H ``num_attention_heads`` 128; biases on ``q_a_proj``, ``kv_a_proj_with_mqa``,
@@ -184,7 +215,13 @@ def dots3_note_text(r: Reader) -> dict[str, Any]:
     ``shared_experts`` (SwiGLU of ``shared_experts_intermediate_size`` (1,536) x
     ``n_shared_experts`` (1)); untied by default. A file with ``per_layer_config`` (as
     transformers saves one) gives each layer's attention sizes there, by layer index (heads,
-    ranks, head dims; the ``swa_*`` keys then do not apply)."""
+    ranks, head dims; the ``swa_*`` keys then do not apply). Refused as the configuration
+    classes' ``validate_architecture`` refuses them (configuration_dots3_note.py, lines 365-378
+    and 411-414): expert groups that do not split the experts in groups of 2 or more,
+    ``topk_group`` outside [1, ``n_group``], key/value heads other than the heads, and under a
+    ``dots3_note`` file a width other than its vision and audio adapters' ``adapter_out_dim``
+    (5,120)."""
+    _dots3_rules(r)
     fields = mla_layout(r, mla=DOTS3_MLA)
     fields.update(attention_head_gate=True, rope_key_norm=True)
     moe = routed_experts(

@@ -60,6 +60,23 @@ MLA_BLOCK_KEYS = ("mixer", "n_heads", "qkv_bias", "attn_out_bias", *MLA_FIELDS)
 INDEXED, LINEAR = "indexed_attention", "linear_attention"
 
 
+def _glm5_next_rules(r: Reader) -> None:
+    """Glm5NextTextConfig's head and indexer rules (see :func:`glm5_next_text`)."""
+    heads, kv = r.setting("num_attention_heads"), r.setting("num_key_value_heads")
+    if is_whole(heads) and is_whole(kv) and heads != kv:
+        r.refused_by_class(
+            r.spelling("num_key_value_heads"),
+            f"{kv:,} key/value heads beside {heads:,} heads: the two must be equal",
+        )
+    top, pool = r.setting("index_topk"), r.setting("index_kpool")
+    if is_whole(pool) and pool < 1:
+        r.refused_by_class(r.spelling("index_kpool"), f"{pool:,}: the pools must be positive")
+    elif is_whole(top) and is_whole(pool) and top % pool:
+        r.refused_by_class(
+            r.spelling("index_kpool"), f"pools of {pool:,} do not divide index_topk {top:,}"
+        )
+
+
 def glm5_next_text(r: Reader) -> dict[str, Any]:
     """Glm5NextTextModel with an LM head: the tensors above with ``Glm5NextTextConfig``'s
     defaults (D 4,096, 45 layers, 64 heads, q rank 1,536, kv rank 512, n 256, v 256, r 0; 64
@@ -67,7 +84,10 @@ def glm5_next_text(r: Reader) -> dict[str, Any]:
     indexer of 32 heads of 128 over pools of 16). Layers as ``layer_types`` lists them
     (``full_attention`` read as ``indexed_attention``), else latent attention on every 4th;
     dense where ``mlp_layer_types`` says, else the first 3. A rotary part (``qk_rope_head_dim``
-    above 0) and a null ``q_lora_rank`` are refused by the class."""
+    above 0) and a null ``q_lora_rank`` are refused by the class, and so are key/value heads
+    other than the heads and an ``index_topk`` that ``index_kpool`` does not divide (its
+    ``validate_architecture``, configuration_glm5_next.py, lines 207-217)."""
+    _glm5_next_rules(r)
     if "q_lora_rank" in r.data and r.data["q_lora_rank"] is None:
         r.fail("q_lora_rank", "GLM-5.3-Flash's attention always has a query latent")
     if is_whole(r.data.get("qk_rope_head_dim"), 1):

@@ -30,7 +30,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.deepseek import mla_layout
 from costcalc.formats.families.moe import routed_experts, shared_experts
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.hf_reader import Reader, is_whole
 from costcalc.formats.peft_names import DEEPSEEK_NAMES
 
 Defaults = dict[str, Any]
@@ -82,8 +82,27 @@ def hy_v4(r: Reader) -> dict[str, Any]:
 def hy_v4_vl_text(r: Reader) -> dict[str, Any]:
     """HY V4 VL's text decoder (``HYV4VLTextModel`` and the LM head): HY V4's layout with
     ``HYV4VLTextConfig``'s defaults (D 6,144, 78 layers, 64 heads, q rank 2,048, 256 experts of
-    2,048, an indexer of 32 heads of 128); ``mrope_section`` changes no parameter."""
+    2,048, an indexer of 32 heads of 128); ``mrope_section`` changes no parameter, but
+    HYV4VLTextConfig's ``validate_architecture`` refuses one that is not three entries summing
+    to ``qk_rope_head_dim`` // 2 (configuration_hy_v4_vl.py, lines 206-211; default
+    [12, 10, 10])."""
+    rope = r.data.get("rope_parameters")
+    sections = rope.get("mrope_section", MROPE) if isinstance(rope, dict) else MROPE
+    rotary = r.setting("qk_rope_head_dim")
+    whole = isinstance(sections, list) and all(is_whole(n) for n in sections)
+    if whole and is_whole(rotary) and (len(sections) != 3 or sum(sections) != rotary // 2):
+        r.refused_by_class(
+            "rope_parameters.mrope_section"
+            if rope and "mrope_section" in rope
+            else "qk_rope_head_dim",
+            f"mrope_section {sections} beside qk_rope_head_dim {rotary:,}: three entries "
+            f"summing to {rotary // 2:,} expected",
+        )
     return _hy_v4(r, HY_V4_VL_TEXT)
+
+
+MROPE = [12, 10, 10]
+"""HYV4VLTextConfig's default ``mrope_section``."""
 
 
 def _hy_v4(r: Reader, defaults: Defaults) -> dict[str, Any]:

@@ -344,6 +344,49 @@ QWEN4_EXP_SIZES = {
 """``Qwen4ExpTextConfig``'s defaults for the standard sizes."""
 
 
+QSA_KEYS = (
+    "indexer_n_heads",
+    "indexer_kv_heads",
+    "indexer_head_dim",
+    "indexer_budget",
+    "indexer_compress_ratio",
+)
+"""Qwen4-Exp's QSA indexer keys: none given, or all."""
+
+
+def _qwen4_exp_rules(r: Reader) -> None:
+    """Qwen4ExpTextConfig's rules (see :func:`qwen4_exp_text`)."""
+    gate = r.setting("output_gate_type") or r.setting("hidden_act")
+    if isinstance(gate, str) and gate not in ("sigmoid", "silu"):
+        r.refused_by_class(
+            "output_gate_type", f"an output gate of {gate!r}: Qwen4-Exp takes sigmoid or silu"
+        )
+    qsa = {key: r.setting(key) for key in QSA_KEYS}
+    missing = [key for key, value in qsa.items() if value is None]
+    if missing and len(missing) < len(QSA_KEYS):
+        r.refused_by_class(missing[0], f"missing: the QSA indexer needs {', '.join(missing)} too")
+        return
+    budget, ratio, width = (
+        qsa[k] for k in ("indexer_budget", "indexer_compress_ratio", "indexer_head_dim")
+    )
+    if is_whole(budget) and is_whole(ratio, 1) and budget % ratio:
+        r.refused_by_class(
+            "indexer_budget", f"{budget:,} is not a multiple of indexer_compress_ratio {ratio:,}"
+        )
+    rope = r.data.get("rope_parameters")
+    factor = rope.get("partial_rotary_factor") if isinstance(rope, dict) else None
+    factor = r.data.get("partial_rotary_factor", 1.0) if factor is None else factor
+    head = r.setting("head_dim")  # the class has no rotary default: the whole head rotates
+    if isinstance(factor, int | float) and 0 <= factor <= 1 and is_whole(head) and is_whole(width):
+        rotary = int(head * factor)
+        if rotary > width:
+            r.refused_by_class(
+                "indexer_head_dim",
+                f"{width:,}, narrower than the {rotary:,} rotary dimensions of a head: the "
+                "attention's rotary part must fit the QSA index head",
+            )
+
+
 def qwen4_exp_text(r: Reader) -> dict[str, Any]:
     """Qwen4-Exp's text decoder (``Qwen4ExpForCausalLM``; ``qwen4_exp`` holds it under
     ``text_config``): qwen3_5_moe_text's mixers and MoE (512 experts, top 10) with no norm of
@@ -361,7 +404,11 @@ def qwen4_exp_text(r: Reader) -> dict[str, Any]:
     2,048, 40 layers, 16 heads, 32,768 positions). The indexer sizes have no defaults (the
     attention always builds it);
     ``indexer_kv_heads`` must be 1; ``indexer_budget`` selects tokens and holds no parameter.
-    Per-layer n-gram embeddings (a non-empty ``ple_layer_ids``) are not supported."""
+    Per-layer n-gram embeddings (a non-empty ``ple_layer_ids``) are not supported. Refused as
+    Qwen4ExpTextConfig's ``validate_architecture`` refuses them (configuration_qwen4_exp.py,
+    lines 191-229): an output gate other than sigmoid or silu, QSA keys given in part, a budget
+    its compression ratio does not divide, a rotary width beyond the indexer head."""
+    _qwen4_exp_rules(r)
     if r.data.get("ple_layer_ids"):
         r.unsupported("ple_layer_ids", "Qwen4-Exp's per-layer n-gram embeddings (PLE)")
     if r.data.get("indexer_kv_heads", 1) != 1:

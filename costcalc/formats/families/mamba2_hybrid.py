@@ -23,12 +23,26 @@ ATTENTION_KINDS = ("full_attention", "attention")
 transformers' legacy names, which it remaps)."""
 
 
+MAMBA_DEFAULTS = {"mamba_expand": "2", "mamba_d_head": '"auto": I // H'}
+"""The class defaults of the keys a null is refused for, as the error shows them."""
+
+
 def mamba2_mixer(r: Reader, d_model: Any, inner: Any = None) -> dict[str, Any]:
     """The Mamba-2 mixer as Bamba, Granite 4.0 and Falcon-H1 key it: I = ``inner`` when the
     family gives it, else int(``mamba_expand`` (2) x D), H ``mamba_n_heads`` (128), P
     ``mamba_d_head`` ("auto": I // H; H P must equal I), N ``mamba_d_state`` (256), G
     ``mamba_n_groups`` (1), k ``mamba_d_conv`` (4), biases ``mamba_conv_bias`` (true) and
-    ``mamba_proj_bias`` (false), chunks ``mamba_chunk_size`` (256)."""
+    ``mamba_proj_bias`` (false), chunks ``mamba_chunk_size`` (256). A null ``mamba_expand``
+    (where it sizes I) or ``mamba_d_head`` is refused: the classes' ``validate_architecture``
+    multiplies them (Bamba's, GraniteMoeHybrid's, Falcon-H1's: ``mamba_expand * hidden_size``,
+    ``mamba_d_head * mamba_n_heads``) and fails."""
+    nulls = ("mamba_d_head",) if inner is not None else ("mamba_expand", "mamba_d_head")
+    for key in nulls:
+        if key in r.data and r.data[key] is None:
+            default = MAMBA_DEFAULTS[key]
+            r.refused_by_class(
+                key, f"null, which it multiplies (leave the key out for its default, {default})"
+            )
     expand = r.number("mamba2", "mamba_expand", default=2) if inner is None else None
     heads = r.value("mamba2", "mamba_n_heads", default=128)
     head_dim = r.value("mamba2", "mamba_d_head", default="auto")

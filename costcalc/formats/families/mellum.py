@@ -15,7 +15,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import routed_experts
-from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
 from costcalc.formats.peft_names import QWEN2_MOE
 
 
@@ -24,7 +24,11 @@ def mellum(r: Reader) -> dict[str, Any]:
     (or ``num_local_experts``, 64) experts of ``moe_intermediate_size`` (896), top
     ``num_experts_per_tok`` (8); every layer sparse and attending fully unless
     ``mlp_layer_types`` (``sparse``/``dense``) and ``layer_types`` list them; windows of
-    ``sliding_window`` (default 1,024)."""
+    ``sliding_window`` (default 1,024). More than one MTP layer is refused, as MellumConfig's
+    ``validate_architecture`` refuses it (configuration_mellum.py, line 141)."""
+    mtp = r.setting("num_mtp_layers")
+    if is_whole(mtp) and mtp > 1:
+        r.refused_by_class("num_mtp_layers", f"{mtp:,}: Mellum has a single MTP layer")
     fields = llama_layout(r, kv_heads=4, head_dim=128)
     attention_bias(r, fields)
     fields["qk_norm"] = "head"
