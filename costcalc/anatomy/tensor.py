@@ -229,6 +229,24 @@ class Block(Protocol):
     @property
     def norm(self) -> str: ...
 
+    @property
+    def residual_streams(self) -> int: ...
+
+    @property
+    def stream_rank(self) -> int | None: ...
+
+    @property
+    def stream_mixing(self) -> bool: ...
+
+    @property
+    def stream_collapse(self) -> str: ...
+
+    @property
+    def norm_gate_rank(self) -> int | None: ...
+
+    @property
+    def ffn_norm_gate_rank(self) -> int | None: ...
+
 
 @dataclass(frozen=True)
 class Tensor:
