@@ -7,19 +7,17 @@ listed once with its multiplicity, so nothing grows with the number of layers or
 
 Conventions, from the Hugging Face ``transformers`` modeling code (transformers 5.24):
 
-- The token mixers are parts of their own (:mod:`costcalc.anatomy.mixer`): attention and its
-  sub-parts (:mod:`costcalc.anatomy.attention`), multi-head latent attention
-  (:mod:`costcalc.anatomy.mla`), and the recurrent mixers (Mamba-2, Mamba, Gated DeltaNet,
-  LFM2's short convolution, ...: :mod:`costcalc.anatomy.recurrent`).
-- The FFN is a part of its own (:mod:`costcalc.anatomy.ffn`): dense, a mixture of experts, or
-  none. A gated cross-attention block (Llama 3.2 Vision's ``MllamaCrossAttentionDecoderLayer``)
-  keeps a scalar gate on its FFN branch (``cross_attn_mlp_gate``; its attention's are the
-  attention part's).
+- A block is assembled from its parts (:mod:`costcalc.anatomy`): its token mixer
+  (:mod:`costcalc.anatomy.mixer`: attention and its sub-parts, multi-head latent attention, the
+  recurrent mixers), its FFN (:mod:`costcalc.anatomy.ffn`: dense, a mixture of experts, or
+  none), its norms (:mod:`costcalc.anatomy.norms`), what it adds to its residual path
+  (:mod:`costcalc.anatomy.residual`: hyper-connections, AltUp, LAuReL) and, when it is reused at
+  several depths, its weight sets and each use's adapters (:mod:`costcalc.anatomy.reuse`).
+- A gated cross-attention block (Llama 3.2 Vision's ``MllamaCrossAttentionDecoderLayer``) keeps
+  a scalar gate on its FFN branch (``cross_attn_mlp_gate``; its attention's are the attention
+  part's).
 - A learned activation keeps its scalars as one-element tensors (Apertus' xIELU: ``alpha_p``,
   ``alpha_n``), ``ffn_act_params`` of them per FFN.
-- A block reused at several depths (Zamba's shared transformer, ``shared_weight_sets``) holds
-  its attention, FFN and first two norms once per weight set, its adapters (``Sequential`` of two
-  bias-free linears, down then up) once per use, and each layer's own parts once per layer.
 - A tied LM head is the token table itself (no tensor of its own), as ``parameters()`` yields a
   shared tensor once.
 
@@ -33,10 +31,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import wraps
 
-from costcalc.anatomy.attention import attention_input
 from costcalc.anatomy.ffn import ffn_part
 from costcalc.anatomy.mixer import token_mixer
-from costcalc.anatomy.norms import block_norms, in_set, norm_gate_tensors
+from costcalc.anatomy.norms import block_norms, norm_gate_tensors
 from costcalc.anatomy.recurrent import recurrent_mixer
 from costcalc.anatomy.residual import (
     altup_projection_tensors,
@@ -45,7 +42,13 @@ from costcalc.anatomy.residual import (
     laurel_tensors,
     stream_collapse_tensors,
 )
-from costcalc.anatomy.tensor import Part, Shape, Tensor, elements, linear, norm
+from costcalc.anatomy.reuse import (
+    ffn_adapter_tensors,
+    in_set,
+    qkv_adapter_tensors,
+    use_projection_tensors,
+)
+from costcalc.anatomy.tensor import Shape, Tensor, elements, linear, norm
 from costcalc.spec import ModelSpec, per_spec
 
 __all__ = ["Shape", "Tensor", "elements"]  # the tensor record, read from here by every quantity
@@ -67,30 +70,6 @@ def built_once(function: Build) -> Build:
 
 
 # --------------------------------------------------------------------------- token mixers
-
-
-def adapter_tensors(spec: ModelSpec, name: str, out: int, inp: int, part: Part) -> list[Tensor]:
-    """One use's low-rank adapter of rank r (``adapter_rank``) beside a projection inp -> out:
-    ``name.0`` r x inp, then ``name.1`` out x r, no biases (added to the projection's output)."""
-    r = spec.adapter_rank or 0
-    return [
-        Tensor(f"{name}.0.weight", (r, inp), part, "matmul", scope="use"),
-        Tensor(f"{name}.1.weight", (out, r), part, "matmul", scope="use"),
-    ]
-
-
-def qkv_adapter_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Adapters on q, k and v (``qkv_adapters``): each input -> r -> input, whatever the
-    key/value heads (Zamba 2's ``linear_{q,k,v}_adapter_list``: ``attention_hidden_size`` both
-    ways)."""
-    if not spec.qkv_adapters:
-        return []
-    inp = attention_input(spec)
-    return [
-        tensor
-        for name in ("q", "k", "v")
-        for tensor in adapter_tensors(spec, f"attn.{name}_adapter", inp, inp, "mixer")
-    ]
 
 
 @built_once
@@ -145,21 +124,6 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors.append(Tensor("cross_attn_mlp_gate", (1,), "ffn"))
     tensors = in_set(spec, tensors + hyper_connection_tensors(spec, "ffn_hc", "ffn"))
     return tensors + ffn_adapter_tensors(spec) + use_projection_tensors(spec)
-
-
-def ffn_adapter_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Each use's adapter on the dense FFN's first projection (``adapter_rank`` r): D -> r ->
-    2h (gated) or h, Zamba 2's ``gate_up_proj_adapter_list``; none without a rank."""
-    if spec.adapter_rank is None:
-        return []
-    first = 2 * spec.ffn_width if spec.gated else spec.ffn_width
-    return adapter_tensors(spec, "mlp.gate_up_proj_adapter", first, spec.d_model, "ffn")
-
-
-def use_projection_tensors(spec: ModelSpec) -> list[Tensor]:
-    """A layer's own D x D projection of the shared block's output (``use_projection``,
-    Zamba's ``linear``)."""
-    return linear("linear", spec.d_model, spec.d_model, False, "ffn") if spec.use_projection else []
 
 
 # --------------------------------------------------------------------------- blocks and model

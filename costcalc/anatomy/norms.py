@@ -5,16 +5,8 @@ gates on the mixer's and the FFN's input norms (A.X K2)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+from costcalc.anatomy.reuse import in_set
 from costcalc.anatomy.tensor import Block, Part, Tensor, linear, norm
-
-
-def in_set(spec: Block, tensors: list[Tensor]) -> list[Tensor]:
-    """``tensors`` as one weight set's when the block is reused (``shared_weight_sets``)."""
-    if spec.shared_weight_sets is None:
-        return tensors
-    return [replace(t, scope="set") for t in tensors]
 
 
 def norm_words(spec: Block) -> str:

@@ -247,6 +247,15 @@ class Block(Protocol):
     @property
     def ffn_norm_gate_rank(self) -> int | None: ...
 
+    @property
+    def adapter_rank(self) -> int | None: ...
+
+    @property
+    def qkv_adapters(self) -> bool: ...
+
+    @property
+    def use_projection(self) -> bool: ...
+
 
 @dataclass(frozen=True)
 class Tensor:
