@@ -21,6 +21,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from costcalc.anatomy.attention import head_expert_tensors
+from costcalc.anatomy.ffn import ffn_part, modality_expert_tensors
 from costcalc.anatomy.mixer import token_mixer
 from costcalc.blocks import BLOCK_FIELDS
 from costcalc.spec import ModelSpec, per_spec
@@ -30,7 +31,6 @@ from costcalc.tensors import (
     block_norm_tensors,
     ffn_tensors,
     mixer_tensors,
-    modality_expert_tensors,
     per_layer_model_tensors,
     per_layer_table,
     rotary_scale_tensors,
@@ -98,18 +98,9 @@ def attention_params(spec: ModelSpec) -> int:
 def expert_ffn_params(spec: ModelSpec) -> int:
     """One routed expert (or the dense FFN): plain D*h + h*D; gated (first projection 2h wide)
     2*D*h + h*D; plus biases; D is the latent width L for experts in a latent; 2 D for a
-    product-key expert (one row of each table)."""
-    if spec.ffn == "none":
-        return 0
-    if spec.moe_product_keys and spec.moe_experts:
-        return 2 * spec.d_model  # one row of down_embed and of up_embed
-    D, h = spec.d_model, spec.expert_width if spec.moe_experts else spec.ffn_width
-    if spec.moe_experts and spec.moe_latent is not None:
-        D = spec.moe_latent
-    first = 2 * h if spec.gated else h
-    weights = D * first + h * D
-    biases = first + D if spec.ffn_bias else 0
-    return weights + biases
+    product-key expert (one row of each table); the FFN's part's
+    (:meth:`costcalc.anatomy.ffn.Ffn.expert_params`)."""
+    return ffn_part(spec).expert_params(spec)
 
 
 def ffn_params(spec: ModelSpec) -> int:
@@ -204,7 +195,7 @@ def idle_expert_params(spec: ModelSpec) -> int:
     which a text token never uses)."""
     return sum(
         stack.n_layers * (idle_ffn_expert_params(stack) + idle_attention_expert_params(stack))
-        + stack.n_layers * sum(t.elements for t in modality_expert_tensors(stack, stack.experts))
+        + stack.n_layers * sum(t.elements for t in modality_expert_tensors(stack))
         for stack in spec.stacks
     )
 

@@ -67,10 +67,6 @@ KNOWN: dict[str, list[str]] = {
     ("costcalc refuses what transformers builds: Input should be greater than or equal to N"): [
         "qwen3_5_text/06"
     ],
-    "costcalc refuses what transformers builds: cannot route to N of N experts": [
-        "bailing_hybrid/11",
-        "step3p5/03",
-    ],
     "costcalc refuses what transformers builds: expected a number above N and at most N": [
         "gpt_neox_japanese/05"
     ],
@@ -235,6 +231,10 @@ KNOWN: dict[str, list[str]] = {
         "zamba/03",
     ],
     "transformers' code fails on the value (ZeroDivisionError); costcalc counts it": ["exaone4/07"],
+    (
+        "transformers' validate_architecture refuses the sizes (Dots 3 Note: qk_rope_head_dim "
+        "above index_head_dim); costcalc counts them"
+    ): ["dots3_note_text/06"],
     (
         "transformers' validate_architecture refuses the sizes (hidden_size not a multiple of"
         " the heads); costcalc counts them"
