@@ -70,10 +70,6 @@ KNOWN: dict[str, list[str]] = {
     "costcalc refuses what transformers builds: expected a number above N and at most N": [
         "gpt_neox_japanese/05"
     ],
-    (
-        "costcalc refuses what transformers builds: not supported: 'relu'; costcalc reads "
-        "gelu, gelu_new, gelu_pytorch_tanh, silu, swish"
-    ): ["zamba/14", "zamba2/05"],
     "costcalc refuses what transformers builds: not supported: LayerNorms without weights": [
         "opt/04"
     ],
