@@ -23,11 +23,11 @@ from typing import NamedTuple
 from costcalc.anatomy.attention import head_expert_tensors
 from costcalc.anatomy.ffn import ffn_part, modality_expert_tensors
 from costcalc.anatomy.mixer import token_mixer
+from costcalc.anatomy.residual import altup_projection_tensors, stream_collapse_tensors
 from costcalc.blocks import BLOCK_FIELDS
-from costcalc.spec import ModelSpec
+from costcalc.spec import ModelSpec, per_spec
 from costcalc.tensors import (
     Tensor,
-    altup_projection_tensors,
     block_norm_tensors,
     ffn_tensors,
     mixer_tensors,
@@ -35,7 +35,6 @@ from costcalc.tensors import (
     per_layer_table,
     rotary_scale_tensors,
     stack_tensors,
-    stream_collapse_tensors,
 )
 
 
@@ -81,9 +80,11 @@ def _sum(tensors: list[Tensor]) -> int:
     return sum(t.elements for t in tensors if t.scope == "layer")
 
 
+@per_spec
 def shared_params(spec: ModelSpec) -> int:
     """A reused block's part of one stack, all its layers: min(s, L) weight sets + L uses'
-    adapters; 0 when every block has weights of its own."""
+    adapters; 0 when every block has weights of its own. Once per spec, as
+    :func:`block_params`."""
     return sum(t.elements for t in stack_tensors(spec) if t.scope != "layer")
 
 
@@ -112,8 +113,10 @@ def block_norm_params(spec: ModelSpec) -> int:
     return _sum(block_norm_tensors(spec))
 
 
+@per_spec
 def block_params(spec: ModelSpec) -> int:
-    """One block: attention + FFN + norms (12 D^2 + 13 D for a GPT-2 block)."""
+    """One block: attention + FFN + norms (12 D^2 + 13 D for a GPT-2 block). Computed once
+    per spec: every report of a stack reads it again."""
     return attention_params(spec) + ffn_params(spec) + block_norm_params(spec)
 
 
@@ -150,9 +153,12 @@ def lm_head_params(spec: ModelSpec) -> int:
     return weights + vectors * spec.output_rows
 
 
+@per_spec
 def total_params(spec: ModelSpec) -> int:
     """Every parameter once: tables + projections + embedding norm + per-layer inputs + blocks
-    + the residual streams' own tensors + final norm + a second stream's initial state + LM head."""
+    + the residual streams' own tensors + final norm + a second stream's initial state + LM head.
+    Computed once per spec: the untied and active totals, weight bytes, MACs and memory all
+    start from it."""
     return (
         token_embedding_params(spec)
         + position_embedding_params(spec)
@@ -236,7 +242,10 @@ MIXER_KEYS = frozenset(BLOCK_FIELDS) - FFN_KEYS - {"norms_per_block"}
 
 
 def differing_keys(stacks: tuple[ModelSpec, ...]) -> frozenset[str]:
-    """The block keys whose value is not the same in every stack: one pass over the stacks."""
+    """The block keys whose value is not the same in every stack: one pass over the stacks
+    (none for a model of one stack)."""
+    if len(stacks) == 1:
+        return frozenset()
     first = stacks[0]
     return frozenset(
         name

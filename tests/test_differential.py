@@ -51,10 +51,6 @@ def records() -> dict[str, dict[str, Any]]:
 
 
 KNOWN: dict[str, list[str]] = {
-    (
-        "costcalc refuses what transformers builds: not supported: 'relu'; costcalc reads "
-        "gelu, gelu_new, gelu_pytorch_tanh, silu, swish"
-    ): ["zamba/14", "zamba2/05"],
     "costcalc refuses what transformers builds: not supported: LayerNorms without weights": [
         "opt/04"
     ],
