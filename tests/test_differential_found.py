@@ -171,3 +171,10 @@ def test_dbrx_refuses_a_width_under_its_alias_alone(
     with pytest.raises(ConfigError, match=refusal):
         spec_of(tmp_path, "dbrx", hidden_size=6144, **changes)
     assert total(tmp_path, "dbrx", hidden_size=6144, d_model=6144) == total(tmp_path, "dbrx")
+
+
+def test_dbrx_refuses_tied_embeddings(tmp_path: Path) -> None:
+    # DbrxConfig.validate_architecture: "tie_word_embeddings is not supported for DBRX models"
+    # (differential_fresh.json.gz, dbrx/fresh-01).
+    with pytest.raises(ConfigError, match=r"tie_word_embeddings \(line \d+\): transformers refus"):
+        spec_of(tmp_path, "dbrx", tie_word_embeddings=True)
