@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, Field, GetCoreSchemaHandler
-from pydantic_core import CoreSchema
+from pydantic_core import CoreSchema, core_schema
 
 from costcalc.scalars import Count, Flag, Size
 
@@ -46,11 +46,18 @@ of its own name (a nested mapping of its sizes) and lives in the module of that 
 (:mod:`costcalc.anatomy.recurrent`)."""
 
 
+DEFERRED = "costcalc_deferred"
+"""The key, in a field's core-schema metadata, of the function that loads its nested model."""
+
+
 class Deferred:
-    """A field holding a nested model that is built on first use: pydantic asks for the model
-    (``load()``) only when it builds the validator or the JSON schema of the model holding the
-    field, which ``defer_build`` leaves to the first validation or schema. A model that is
-    neither validated nor holds such a value never builds it."""
+    """A field holding a nested model that is built on first use (``load()``): the field
+    validates a value with the model's own validator, so the model is built when the first
+    value comes, never with the validator of the model holding the field: validating a config
+    that gives no such value builds none (a flat model's layer groups, the sizes of the
+    recurrent mixers it does not use). The nested model's errors stand under the field's name,
+    as a nested model's do; the JSON schema writes the nested model's own
+    (:class:`costcalc.config.DeferredJsonSchema`)."""
 
     def __init__(self, load: Callable[[], type[BaseModel]]) -> None:
         self.load = load
@@ -58,7 +65,12 @@ class Deferred:
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
     ) -> CoreSchema:
-        return handler(self.load())
+        load = self.load
+
+        def validate(value: Any) -> BaseModel:
+            return load().model_validate(value)
+
+        return core_schema.no_info_plain_validator_function(validate, metadata={DEFERRED: load})
 
 
 def _mixer_sizes(mixer: str) -> Any:

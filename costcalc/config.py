@@ -21,7 +21,10 @@ from pydantic import (
     WithJsonSchema,
     field_validator,
 )
+from pydantic.json_schema import GenerateJsonSchema
+from pydantic_core import core_schema
 
+from costcalc.blocks import DEFERRED
 from costcalc.errors import Problem, UsageError
 from costcalc.files import Document, KeyPath
 from costcalc.option_names import in_api
@@ -154,9 +157,28 @@ SCHEMA_DIALECT = "http://json-schema.org/draft-04/schema#"
 is), read by every editor and validator."""
 
 
+class DeferredJsonSchema(GenerateJsonSchema):
+    """pydantic's JSON schema, with each field whose nested model is built on first use
+    (:class:`costcalc.blocks.Deferred`) written as pydantic writes a nested model's: the
+    model's own schema under ``$defs``, its ``$ref`` in the field, no title of the field's."""
+
+    def function_plain_schema(self, schema: core_schema.PlainValidatorFunctionSchema) -> Any:
+        load = schema.get("metadata", {}).get(DEFERRED)
+        if load is None:
+            return super().function_plain_schema(schema)
+        model = load()
+        model.model_rebuild()
+        return self.generate_inner(model.__pydantic_core_schema__)
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        if schema.get("type") == "function-plain" and DEFERRED in schema.get("metadata", {}):
+            return False  # a nested model has a title of its own
+        return super().field_title_should_be_set(schema)
+
+
 def config_schema() -> dict[str, Any]:
     """The JSON Schema (draft 4) of costcalc's config format."""
-    schema = ConfigFile.model_json_schema()
+    schema = ConfigFile.model_json_schema(schema_generator=DeferredJsonSchema)
     # n_layers may be left out when layers gives every layer.
     schema["required"] = [key for key in schema["required"] if key != "n_layers"]
     definitions = schema.pop("$defs", {})

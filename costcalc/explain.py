@@ -8,14 +8,15 @@ can evaluate it and compare with the count the formulas give.
 
 from __future__ import annotations
 
+from costcalc.anatomy.ffn import ffn_part
 from costcalc.anatomy.mixer import token_mixer
+from costcalc.anatomy.norms import block_norms_formula, norm_words
 from costcalc.compute import MacReport
 from costcalc.params import (
     ParamReport,
     attention_params,
     block_norm_params,
     ffn_params,
-    norm_params,
 )
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Tensor, block_norm_tensors, ffn_tensors, mixer_tensors
@@ -107,7 +108,7 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         rows["initial_state"] = f"D = {_n(report.initial_state)}"
     final_norm = report.final_norm
     rows["final_norm"] = (
-        f"{_norm_formula(spec)} = {_n(final_norm)}" if spec.final_norm else "no final norm = 0"
+        f"{norm_words(spec)} = {_n(final_norm)}" if spec.final_norm else "no final norm = 0"
     )
     Vh, head = spec.output_rows, "V" if spec.output_rows == V else "head rows"
     head_weights = (
@@ -184,15 +185,6 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
     return rows
 
 
-def _norm_formula(spec: ModelSpec) -> str:
-    """One norm's weights, in symbols then numbers: 2D for LayerNorm with bias (weight and bias),
-    D for RMSNorm or LayerNorm without bias (weight only)."""
-    D = _n(spec.d_model)
-    if spec.has_norm_bias:
-        return f"{spec.norm} weight and bias, 2D = 2 x {D}"
-    return f"{spec.norm} weight, D = {D}"
-
-
 def _tensor_sum(tensors: list[Tensor], total: int) -> str:
     """Each tensor's shape multiplied out, summed: '1,024 x 896 + 128 + ... = total'."""
     terms = [
@@ -204,7 +196,7 @@ def _tensor_sum(tensors: list[Tensor], total: int) -> str:
 
 def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
     """The per-block rows of a model whose blocks are all alike (``b`` is one of them)."""
-    D, h = b.d_model, b.expert_width
+    D = b.d_model
     attention, ffn, norms = attention_params(b), ffn_params(b), block_norm_params(b)
     rows: dict[str, str] = {}
     formula = None if b.parallel_mamba2 else token_mixer(b.mixer).formula(b, attention)
@@ -213,41 +205,18 @@ def block_rows(b: ModelSpec, L: int) -> dict[str, str]:
     else:
         mixers = f"{b.mixer} + mamba2" if b.parallel_mamba2 else b.mixer
         rows["attention"] = f"{mixers} tensors: " + _tensor_sum(mixer_tensors(b), attention)
-    first = 2 * h if b.gated else h
-    ffn_bias = first + D if b.ffn_bias else 0
-    one_ffn = f"{_n(D)} x {_n(first)} + {_n(h)} x {_n(D)}" + (
-        f" + {_n(ffn_bias)}" if ffn_bias else ""
-    )
-    shape = "D x 2h + h x D" if b.gated else "D x h + h x D"
     if b.per_layer_input_width is not None:
         rows["ffn"] = "FFN and per-layer input branch: " + _tensor_sum(ffn_tensors(b), ffn)
     elif b.ngpt_scales or b.residual_scales:
         rows["ffn"] = "FFN and its learned scales: " + _tensor_sum(ffn_tensors(b), ffn)
-    elif b.ffn == "none":
-        rows["ffn"] = "no FFN = 0"
-    elif b.ffn == "channel_mix":
-        rows["ffn"] = "channel-mix tensors: " + _tensor_sum(ffn_tensors(b), ffn)
-    elif b.moe_experts is None:
-        rows["ffn"] = f"{shape} + biases, h = {_n(h)} => {one_ffn} = {_n(ffn)}"
-    elif b.moe_shared_ffn_hidden is None and not (
-        b.moe_router_bias or b.moe_router_scales or b.moe_latent
-    ):
-        X = b.moe_experts
-        rows["ffn"] = (
-            f"X x ({shape} + biases) + D x X, X = {X}, h = {_n(h)} => "
-            f"{_n(X)} x ({one_ffn}) + {_n(D)} x {_n(X)} = {_n(ffn)}"
-        )
     else:
-        rows["ffn"] = "experts, router and shared expert: " + _tensor_sum(ffn_tensors(b), ffn)
-    if b.per_layer_input_width is not None:
-        rows["norms"] = "norms: " + _tensor_sum(block_norm_tensors(b), norms)
-    else:
-        rows["norms"] = (
-            f"{b.norms_per_block} norms, each {_norm_formula(b)} => {b.norms_per_block} x "
-            f"{_n(norm_params(b))} = {_n(norms)}"
-        )
+        part = ffn_part(b)
+        rows["ffn"] = part.formula(b, ffn) or f"{part.label}: " + _tensor_sum(ffn_tensors(b), ffn)
+    rows["norms"] = block_norms_formula(b, norms) or "norms: " + _tensor_sum(
+        block_norm_tensors(b), norms
+    )
     per_block = attention + ffn + norms
-    if is_gpt2_block(b):
+    if is_gpt2_block(b) and per_block == 12 * D * D + 13 * D:
         rows["per_block"] = (
             f"12D^2 + 13D, D = {_n(D)} => {_n(12 * D * D)} + {_n(13 * D)} = {_n(per_block)}"
         )

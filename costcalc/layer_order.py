@@ -3,11 +3,14 @@ layer (llama.cpp's GGUF mixes, a checkpoint's per-layer quantization exceptions)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from costcalc.blocks import BLOCK_FIELDS
 from costcalc.errors import UsageError
-from costcalc.spec import LayerGroup, ModelSpec
+from costcalc.spec import ModelSpec
+
+if TYPE_CHECKING:  # built on first use: importing it here would build it for every model
+    from costcalc.spec import LayerGroup
 
 MAX_LAYERS = 100_000
 """Rules applied layer by layer refuse deeper models."""

@@ -291,21 +291,10 @@ def kv_cache_elements(spec: ModelSpec, batch: int, length: int) -> int:
 
 
 def compressor_cache_elements(spec: ModelSpec, length: int) -> int:
-    """What a block's key compressor keeps in its cache layer after T tokens (one sequence), as
-    DeepSeek-V4's ``DeepseekV4HCACache`` / ``DeepseekV4CSACache`` hold it, with m =
-    ``kv_compress_rate``, c = 2 with ``kv_compress_overlap`` (else 1), w = d plus the indexer's
-    di when the block has one: the compressed keys floor(T / m) w; the tokens of the window not
-    yet closed, their projections and gates, 2 (T mod m) c w; with overlap, once a window has
-    closed, the last window's first series and its gates, 2 m w. 0 without a compressor."""
-    m = spec.kv_compress_rate
-    if m is None:
-        return 0
-    indexer = spec.indexer_head_dim if spec.indexer_heads is not None else None
-    width = spec.head_width + (indexer or 0)
-    series = 2 if spec.kv_compress_overlap else 1
-    windows, waiting = divmod(length, m)
-    overlap = 2 * m * width if spec.kv_compress_overlap and windows else 0
-    return windows * width + 2 * waiting * series * width + overlap
+    """What a block's key compressor keeps in its cache layer after T tokens (one sequence), its
+    token mixer's (:meth:`costcalc.anatomy.mixer.TokenMixer.pooled_cache`): DeepSeek-V4's
+    compressed keys and the window not yet closed; 0 without a compressor."""
+    return token_mixer(spec.mixer).pooled_cache(spec, length)
 
 
 def kv_cache_bytes(spec: ModelSpec, batch: int, length: int, kv_dtype: str) -> int:

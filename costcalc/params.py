@@ -21,16 +21,16 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from costcalc.anatomy.attention import head_expert_tensors
+from costcalc.anatomy.ffn import ffn_part, modality_expert_tensors
 from costcalc.anatomy.mixer import token_mixer
 from costcalc.blocks import BLOCK_FIELDS
-from costcalc.spec import ModelSpec
+from costcalc.spec import ModelSpec, per_spec
 from costcalc.tensors import (
     Tensor,
     altup_projection_tensors,
     block_norm_tensors,
     ffn_tensors,
     mixer_tensors,
-    modality_expert_tensors,
     per_layer_model_tensors,
     per_layer_table,
     rotary_scale_tensors,
@@ -81,9 +81,11 @@ def _sum(tensors: list[Tensor]) -> int:
     return sum(t.elements for t in tensors if t.scope == "layer")
 
 
+@per_spec
 def shared_params(spec: ModelSpec) -> int:
     """A reused block's part of one stack, all its layers: min(s, L) weight sets + L uses'
-    adapters; 0 when every block has weights of its own."""
+    adapters; 0 when every block has weights of its own. Once per spec, as
+    :func:`block_params`."""
     return sum(t.elements for t in stack_tensors(spec) if t.scope != "layer")
 
 
@@ -96,18 +98,9 @@ def attention_params(spec: ModelSpec) -> int:
 def expert_ffn_params(spec: ModelSpec) -> int:
     """One routed expert (or the dense FFN): plain D*h + h*D; gated (first projection 2h wide)
     2*D*h + h*D; plus biases; D is the latent width L for experts in a latent; 2 D for a
-    product-key expert (one row of each table)."""
-    if spec.ffn == "none":
-        return 0
-    if spec.moe_product_keys and spec.moe_experts:
-        return 2 * spec.d_model  # one row of down_embed and of up_embed
-    D, h = spec.d_model, spec.expert_width if spec.moe_experts else spec.ffn_width
-    if spec.moe_experts and spec.moe_latent is not None:
-        D = spec.moe_latent
-    first = 2 * h if spec.gated else h
-    weights = D * first + h * D
-    biases = first + D if spec.ffn_bias else 0
-    return weights + biases
+    product-key expert (one row of each table); the FFN's part's
+    (:meth:`costcalc.anatomy.ffn.Ffn.expert_params`)."""
+    return ffn_part(spec).expert_params(spec)
 
 
 def ffn_params(spec: ModelSpec) -> int:
@@ -121,8 +114,10 @@ def block_norm_params(spec: ModelSpec) -> int:
     return _sum(block_norm_tensors(spec))
 
 
+@per_spec
 def block_params(spec: ModelSpec) -> int:
-    """One block: attention + FFN + norms (12 D^2 + 13 D for a GPT-2 block)."""
+    """One block: attention + FFN + norms (12 D^2 + 13 D for a GPT-2 block). Computed once
+    per spec: every report of a stack reads it again."""
     return attention_params(spec) + ffn_params(spec) + block_norm_params(spec)
 
 
@@ -159,9 +154,12 @@ def lm_head_params(spec: ModelSpec) -> int:
     return weights + vectors * spec.output_rows
 
 
+@per_spec
 def total_params(spec: ModelSpec) -> int:
     """Every parameter once: tables + projections + embedding norm + per-layer inputs + blocks
-    + the residual streams' own tensors + final norm + a second stream's initial state + LM head."""
+    + the residual streams' own tensors + final norm + a second stream's initial state + LM head.
+    Computed once per spec: the untied and active totals, weight bytes, MACs and memory all
+    start from it."""
     return (
         token_embedding_params(spec)
         + position_embedding_params(spec)
@@ -197,7 +195,7 @@ def idle_expert_params(spec: ModelSpec) -> int:
     which a text token never uses)."""
     return sum(
         stack.n_layers * (idle_ffn_expert_params(stack) + idle_attention_expert_params(stack))
-        + stack.n_layers * sum(t.elements for t in modality_expert_tensors(stack, stack.experts))
+        + stack.n_layers * sum(t.elements for t in modality_expert_tensors(stack))
         for stack in spec.stacks
     )
 
@@ -245,7 +243,10 @@ MIXER_KEYS = frozenset(BLOCK_FIELDS) - FFN_KEYS - {"norms_per_block"}
 
 
 def differing_keys(stacks: tuple[ModelSpec, ...]) -> frozenset[str]:
-    """The block keys whose value is not the same in every stack: one pass over the stacks."""
+    """The block keys whose value is not the same in every stack: one pass over the stacks
+    (none for a model of one stack)."""
+    if len(stacks) == 1:
+        return frozenset()
     first = stacks[0]
     return frozenset(
         name

@@ -11,16 +11,10 @@ Conventions, from the Hugging Face ``transformers`` modeling code (transformers 
   sub-parts (:mod:`costcalc.anatomy.attention`), multi-head latent attention
   (:mod:`costcalc.anatomy.mla`), and the recurrent mixers (Mamba-2, Mamba, Gated DeltaNet,
   LFM2's short convolution, ...: :mod:`costcalc.anatomy.recurrent`).
-- A gated FFN keeps gate, up and down as three tensors (Llama, Qwen2, Gemma), or gate and up as
-  one 2h x D tensor when ``fused_gate_up`` (Phi-3's ``gate_up_proj``).
-- Mixture-of-experts blocks stack their experts (transformers 5: ``experts.gate_up_proj`` of shape
-  X x 2h x D and ``experts.down_proj`` of X x D x h, with X x 2h and X x D biases when the FFN has
-  them) next to one router matrix X x D (plus X biases when ``moe_router_bias``); a shared expert
-  is a dense FFN of its own width, optionally gated by a D -> 1 linear layer.
-- A gated cross-attention block (Llama 3.2 Vision's ``MllamaCrossAttentionDecoderLayer``) keeps
-  a scalar gate on its FFN branch (``cross_attn_mlp_gate``; its attention's are the attention
-  part's). Another modality's experts (ERNIE 4.5 VL's ``vision_moe``) are a second router and
-  expert stack beside the text ones, marked as used by no text token (``text``).
+- The FFN is a part of its own (:mod:`costcalc.anatomy.ffn`): dense, a mixture of experts, or
+  none. A gated cross-attention block (Llama 3.2 Vision's ``MllamaCrossAttentionDecoderLayer``)
+  keeps a scalar gate on its FFN branch (``cross_attn_mlp_gate``; its attention's are the
+  attention part's).
 - A learned activation keeps its scalars as one-element tensors (Apertus' xIELU: ``alpha_p``,
   ``alpha_n``), ``ffn_act_params`` of them per FFN.
 - A block reused at several depths (Zamba's shared transformer, ``shared_weight_sets``) holds
@@ -38,10 +32,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from functools import wraps
-from math import isqrt
 
 from costcalc.anatomy.attention import attention_input
+from costcalc.anatomy.ffn import ffn_part
 from costcalc.anatomy.mixer import token_mixer
+from costcalc.anatomy.norms import block_norms, in_set
 from costcalc.anatomy.recurrent import recurrent_mixer
 from costcalc.anatomy.tensor import Part, Shape, Tensor, elements, linear, norm
 from costcalc.spec import ModelSpec, per_spec
@@ -89,13 +84,6 @@ def qkv_adapter_tensors(spec: ModelSpec) -> list[Tensor]:
         for name in ("q", "k", "v")
         for tensor in adapter_tensors(spec, f"attn.{name}_adapter", inp, inp, "mixer")
     ]
-
-
-def in_set(spec: ModelSpec, tensors: list[Tensor]) -> list[Tensor]:
-    """``tensors`` as one weight set's when the block is reused (``shared_weight_sets``)."""
-    if spec.shared_weight_sets is None:
-        return tensors
-    return [replace(t, scope="set") for t in tensors]
 
 
 def hyper_connection_tensors(spec: ModelSpec, name: str, part: Part) -> list[Tensor]:
@@ -231,123 +219,6 @@ def laurel_tensors(spec: ModelSpec) -> list[Tensor]:
 # --------------------------------------------------------------------------- feed-forward
 
 
-def dense_ffn_tensors(spec: ModelSpec, width: int, name: str = "mlp") -> list[Tensor]:
-    """Up (or gate and up, fused or not) h x D and down D x h, with biases when the FFN has them;
-    RWKV's channel mix (:func:`channel_mix_tensors`)."""
-    D, bias = spec.d_model, spec.ffn_bias
-    if spec.ffn == "channel_mix":
-        return channel_mix_tensors(spec, width, name)
-    if spec.fused_gate_up:
-        firsts = linear(f"{name}.gate_up_proj", 2 * width, D, bias, "ffn")
-    elif spec.gated:
-        firsts = [
-            *linear(f"{name}.gate_proj", width, D, bias, "ffn"),
-            *linear(f"{name}.up_proj", width, D, bias, "ffn"),
-        ]
-    else:
-        firsts = linear(f"{name}.up_proj", width, D, bias, "ffn")
-    return [*firsts, *linear(f"{name}.down_proj", D, width, bias, "ffn")]
-
-
-def channel_mix_tensors(spec: ModelSpec, width: int, name: str) -> list[Tensor]:
-    """RWKV-4's channel mix (``RwkvFeedForward``): ``time_mix_key`` and
-    ``time_mix_receptance`` (1 x 1 x D each), ``key`` D -> h, ``receptance`` D -> D (a sigmoid
-    gate on the output), ``value`` h -> D; no biases."""
-    from costcalc.anatomy.rwkv import token_shift_mix
-
-    D = spec.d_model
-    return [
-        *token_shift_mix(name, ("key", "receptance"), D, "ffn"),
-        *linear(f"{name}.key", width, D, False, "ffn"),
-        *linear(f"{name}.receptance", D, D, False, "ffn"),
-        *linear(f"{name}.value", D, width, False, "ffn"),
-    ]
-
-
-def moe_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
-    """Router X x D (+ X bias; + a D scale and X per-expert scales), stacked experts X x 2h x E
-    (X x h x E plain) and X x E x h (+ their biases), E = D or the latent width L, with the
-    latent's projections D -> L and L -> D (+ biases with ``ffn_bias``); a bias of D on their
-    combined output with ``moe_output_bias``, and the shared expert with its gate when there is
-    one."""
-    D, X, h = spec.d_model, experts, spec.expert_width
-    E = D if spec.moe_latent is None else spec.moe_latent
-    first = 2 * h if spec.gated else h
-    if spec.moe_product_keys:
-        return product_key_tensors(spec, experts)
-    tensors = [Tensor("mlp.router.weight", (X, D), "ffn", "router")]
-    if spec.moe_router_bias:
-        tensors.append(Tensor("mlp.router.bias", (X,), "ffn"))
-    if spec.moe_router_scales:
-        tensors += [
-            Tensor("mlp.router.scale", (D,), "ffn"),
-            Tensor("mlp.router.per_expert_scale", (X,), "ffn"),
-        ]
-    if spec.moe_latent is not None:
-        tensors += [
-            *linear("mlp.fc1_latent_proj", E, D, spec.ffn_bias, "ffn"),
-            *linear("mlp.fc2_latent_proj", D, E, spec.ffn_bias, "ffn"),
-        ]
-    tensors += [
-        Tensor("mlp.experts.gate_up_proj", (X, first, E), "ffn", "experts"),
-        Tensor("mlp.experts.down_proj", (X, E, h), "ffn", "experts"),
-    ]
-    if spec.ffn_bias:
-        tensors += [
-            Tensor("mlp.experts.gate_up_proj_bias", (X, first), "ffn"),
-            Tensor("mlp.experts.down_proj_bias", (X, E), "ffn"),
-        ]
-    if spec.moe_output_bias:
-        tensors.append(Tensor("mlp.bias", (D,), "ffn"))
-    tensors += modality_expert_tensors(spec, experts)
-    if spec.moe_shared_ffn_hidden is not None:
-        tensors += dense_ffn_tensors(spec, spec.moe_shared_ffn_hidden, "mlp.shared_expert")
-    if spec.moe_shared_gate:
-        tensors += linear("mlp.shared_expert_gate", 1, D, False, "ffn")
-    return tensors
-
-
-def product_key_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
-    """Experts retrieved by product keys (``moe_product_keys``, Doge's ``DogeCDMoE``): the
-    router ``router_gate`` D -> 2 floor(sqrt(X)), no bias; ``down_embed`` and ``up_embed``, X x
-    D tables of which a token multiplies its top k rows (k D MACs each); the shared expert (its
-    ``gate_proj``, ``up_proj``, ``down_proj``) when ``moe_shared_ffn_hidden`` gives its width."""
-    D, X = spec.d_model, experts
-    tensors = [
-        Tensor("mlp.router_gate.weight", (2 * isqrt(X), D), "ffn", "router"),
-        Tensor("mlp.down_embed.weight", (X, D), "ffn", "experts"),
-        Tensor("mlp.up_embed.weight", (X, D), "ffn", "experts"),
-    ]
-    if spec.moe_shared_ffn_hidden is not None:
-        tensors += dense_ffn_tensors(spec, spec.moe_shared_ffn_hidden, "mlp.shared_expert")
-    return tensors
-
-
-def modality_expert_tensors(spec: ModelSpec, experts: int) -> list[Tensor]:
-    """Another modality's experts, h' = ``moe_modality_ffn_hidden`` (ERNIE 4.5 VL's
-    ``mlp.vision_moe``): a router X x D (+ X bias with ``moe_router_bias``), stacked experts
-    X x 2h' x D and X x D x h' (+ biases when the FFN has them); text-only input uses none of
-    them. None without h'."""
-    h = spec.moe_modality_ffn_hidden
-    if h is None:
-        return []
-    D, X = spec.d_model, experts
-    first = 2 * h if spec.gated else h
-    tensors = [Tensor("mlp.vision_moe.router.weight", (X, D), "ffn", "router", text=False)]
-    if spec.moe_router_bias:
-        tensors.append(Tensor("mlp.vision_moe.router.bias", (X,), "ffn", text=False))
-    tensors += [
-        Tensor("mlp.vision_moe.experts.gate_up_proj", (X, first, D), "ffn", "experts", text=False),
-        Tensor("mlp.vision_moe.experts.down_proj", (X, D, h), "ffn", "experts", text=False),
-    ]
-    if spec.ffn_bias:
-        tensors += [
-            Tensor("mlp.vision_moe.experts.gate_up_proj_bias", (X, first), "ffn", text=False),
-            Tensor("mlp.vision_moe.experts.down_proj_bias", (X, D), "ffn", text=False),
-        ]
-    return tensors
-
-
 def per_layer_input_tensors(spec: ModelSpec) -> list[Tensor]:
     """A block's per-layer input branch (Gemma 4): ``per_layer_input_gate`` D -> P, its GELU
     output times the layer's P-wide input, then ``per_layer_projection`` P -> D; none without
@@ -363,24 +234,15 @@ def per_layer_input_tensors(spec: ModelSpec) -> list[Tensor]:
 
 @built_once
 def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
-    """The FFN of one block: dense (with ``ffn_inner_norm``, a norm of h inside it), a mixture
-    of experts, or none; with the per-layer input branch, a small gated feed-forward path of
+    """The FFN of one block (its part, :mod:`costcalc.anatomy.ffn`): dense, a mixture of
+    experts, or none; with the per-layer input branch, a small gated feed-forward path of
     its own; a gated cross-attention block's gate on its FFN branch is one scalar
     (``cross_attn_mlp_gate``); the gate of its input norm (``ffn_norm_gate_rank``); in a reused
     block, each use's adapter and the layer's own output projection."""
     tensors = per_layer_input_tensors(spec)
     if spec.ffn == "none":
         return tensors + use_projection_tensors(spec)
-    tensors += norm_gate_tensors(spec, "ffn")
-    if spec.moe_experts is not None:
-        tensors = moe_tensors(spec, spec.moe_experts) + tensors
-    else:
-        tensors = dense_ffn_tensors(spec, spec.ffn_width) + tensors
-        if spec.ffn_inner_norm:
-            tensors += norm(spec, "mlp.ffn_sub_norm", spec.ffn_width, "norms")
-        if spec.ngpt_scales:
-            h = spec.ffn_width
-            tensors += [Tensor(f"mlp.{name}", (h,), "ffn") for name in ("suv_gate", "suv_up")]
+    tensors = ffn_part(spec).tensors(spec) + tensors + norm_gate_tensors(spec, "ffn")
     if spec.residual_scales:
         tensors.append(Tensor("ffn_residual_scale", (spec.d_model,), "ffn"))
     if spec.ffn_act_params:
@@ -411,30 +273,8 @@ def use_projection_tensors(spec: ModelSpec) -> list[Tensor]:
 
 @built_once
 def block_norm_tensors(spec: ModelSpec) -> list[Tensor]:
-    """The norms of one block: ``norms_per_block`` copies of a norm over D, the first over 2 D
-    when the attention reads the concatenated embeddings; the first two in the weight set when
-    the block is reused, the others each layer's own. Plus the per-layer input branch's
-    ``post_per_layer_input_norm`` (D) when the model has per-layer inputs, and AltUp's
-    ``router_norm`` and LAuReL's ``post_laurel_norm`` (D each) with those."""
-    n, D = spec.norms_per_block, spec.d_model
-    shared = min(n, 2) if spec.shared_weight_sets is not None else 0
-    wide = 1 if spec.concat_embeddings and n else 0
-    tensors = []
-    if wide:
-        tensors += norm(spec, "input_norm", 2 * D, "norms")
-    if shared > wide:
-        tensors += norm(spec, "norm", D, "norms", shared - wide)
-    tensors = in_set(spec, tensors)
-    if n > max(shared, wide):
-        name = "own_norm" if shared else "norm"
-        tensors += norm(spec, name, D, "norms", n - max(shared, wide))
-    if spec.per_layer_input_width is not None:
-        tensors += norm(spec, "post_per_layer_input_norm", spec.d_model, "norms")
-    if spec.altup_streams is not None:
-        tensors += norm(spec, "altup.router_norm", spec.d_model, "norms")
-    if spec.laurel_rank is not None:
-        tensors += norm(spec, "laurel.post_laurel_norm", spec.d_model, "norms")
-    return tensors
+    """The norms of one block, their part's (:func:`costcalc.anatomy.norms.block_norms`)."""
+    return block_norms(spec)
 
 
 @built_once

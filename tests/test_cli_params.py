@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Invoke
+from tests.conftest import FIXTURES, Invoke
 
 
 def params_json(cli: Invoke, *args: str) -> dict:
@@ -126,6 +126,27 @@ def test_explain_arithmetic_is_right() -> None:
                 assert eval(expression) == getattr(report, row), (name, row, text)
                 checked += 1
     assert checked >= 40
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    ["gpt2", "qwen3-0.6b", "persimmon-8b", "jetmoe-8b", "apertus-8b", "bitnet-b1.58-2b-4t"],
+)
+def test_block_rows_add_up(fixture: str) -> None:
+    """Each block row's numbers give its count: a formula is shown only where nothing else is in
+    the row (JetMoE's attention and FFN experts, Apertus' activation scalars, BitNet's inner norm,
+    Persimmon's q/k norms beside a GPT-2-like block)."""
+    from costcalc.explain import explain
+    from costcalc.loaders import load_file
+    from costcalc.params import param_report
+
+    spec = load_file(FIXTURES / "hf" / f"{fixture}.json").spec
+    rows = explain(spec, param_report(spec))
+    for row in ("attention", "ffn", "norms", "per_block"):
+        *_, expression, value = re.split(r" = | => ", rows[row])
+        expression = expression.split(": ")[-1]
+        assert re.fullmatch(r"[\d,x+() -]+", expression), (row, rows[row])
+        assert eval(expression.replace(",", "").replace("x", "*")) == int(value.replace(",", ""))
 
 
 @pytest.mark.parametrize(

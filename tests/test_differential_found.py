@@ -178,3 +178,4 @@ def test_dbrx_refuses_tied_embeddings(tmp_path: Path) -> None:
     # (differential_fresh.json.gz, dbrx/fresh-01).
     with pytest.raises(ConfigError, match=r"tie_word_embeddings \(line \d+\): transformers refus"):
         spec_of(tmp_path, "dbrx", tie_word_embeddings=True)
+

@@ -113,6 +113,9 @@ NOTES = {
     "transformers builds their projections (H d and K d), but its attention copies each "
     "key/value head H // K = 1 times,",
     "llama-more-kv-heads-than-query-heads": "2 query heads do not group over 4 key/value heads",
+    "mixtral-top-k-above-experts": "num_experts_per_tok is 3, but there are 2 experts: "
+    "transformers builds them, but its router picks the top 3 of 2 scores and fails; counted "
+    "as built, the MACs as if each token ran all 2 experts.",
     "qwen3_next-ungrouped-value-heads": "3 value heads do not group over 2 key heads: "
     "transformers builds the Gated DeltaNet's projections as sized, but its forward gives each "
     "key head Hv // Hk = 1 value heads,",

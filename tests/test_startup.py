@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, ValidationError
 
 from costcalc.blocks import RECURRENT_MIXERS
 from costcalc.errors import CostcalcError
@@ -68,7 +69,8 @@ def test_params_json_imports_only_what_it_uses() -> None:
 def test_the_api_reads_a_config_mapping_with_only_its_own_reader() -> None:
     """A Hugging Face ``config.json`` mapping counted, its MACs and its memory through the
     Python API: neither the native format's models (costcalc.config), nor nanoGPT's reader,
-    nor the plan are imported."""
+    nor the plan are imported; validating it builds no layer-group model and no recurrent
+    mixer's sizes."""
     code = (
         "import json, sys\n"
         "import costcalc\n"
@@ -76,12 +78,55 @@ def test_the_api_reads_a_config_mapping_with_only_its_own_reader() -> None:
         "total = costcalc.count(config).parameters.total\n"
         "costcalc.count_macs(config, length=8)\n"
         "costcalc.count_memory(config, length=8)\n"
-        "print(total, ' '.join(sys.modules))\n"
+        "groups = sys.modules['costcalc.spec'].layer_models.cache_info().currsize\n"
+        "print(total, groups, ' '.join(sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    total, *modules = done.stdout.split()
+    total, groups, *modules = done.stdout.split()
     assert int(total) == 8_030_261_248
+    assert groups == "0"
+    mixers = {f"costcalc.anatomy.{kind}" for kind in RECURRENT_MIXERS}
     assert not {"costcalc.config", "costcalc.formats.nanogpt", "costcalc.plan"} & set(modules)
+    assert not mixers & set(modules)
+
+
+def _errors(model: type[BaseModel], data: dict[str, Any], field: str) -> list[dict[str, Any]]:
+    """pydantic's errors validating ``data`` with ``model``, those under ``field``."""
+    with pytest.raises(ValidationError) as raised:
+        model.model_validate(data)
+    return [e for e in raised.value.errors(include_url=False) if e["loc"][0] == field]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("mamba2", 5),
+        ("mamba2", {"heads": 0, "head_dim": 2.0, "state": True, "stray": 1}),
+        ("mamba2", {}),
+        ("short_conv", "wide"),
+        ("layers", [{"count": 0, "stray": 1}, 5, {"count": 2, "mamba2": {"heads": -1}}]),
+        ("layers", [{"count": 1, "pattern": [{"count": 1, "n_heads": 0}]}]),
+        ("layers", "all"),
+    ],
+)
+def test_a_field_built_on_first_use_errs_as_a_nested_model(field: str, value: Any) -> None:
+    """The layer groups and the mixers' sizes are validated by their own models, built on
+    first use (costcalc.blocks.Deferred): the errors are those of the same models nested as
+    pydantic nests them, item for item."""
+    from costcalc.anatomy.mamba2 import Mamba2Sizes
+    from costcalc.anatomy.short_conv import ShortConvSizes
+    from costcalc.spec import layer_models
+
+    class Nested(BaseModel):
+        mamba2: Mamba2Sizes | None = None
+        short_conv: ShortConvSizes | None = None
+        layers: tuple[layer_models()[1], ...] | None = Field(  # type: ignore[valid-type]
+            default=None, min_length=1
+        )
+
+    expected = _errors(Nested, {field: value}, field)
+    assert expected  # each value is wrong
+    assert _errors(ModelSpec, {field: value}, field) == expected
 
 
 @pytest.mark.parametrize(("preset", "built"), [("gpt2-small", "0"), ("gemma-3-1b", "1")])

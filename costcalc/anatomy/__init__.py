@@ -11,6 +11,8 @@ Every quantity of costcalc (parameters, MACs, memory, LoRA, quantized bytes) rea
 - :mod:`costcalc.anatomy.mixer`: what a token mixer is, and the one that a block's ``mixer``
   names: :mod:`costcalc.anatomy.attention` (with its sub-parts), :mod:`costcalc.anatomy.mla`
   or a recurrent mixer.
+- :mod:`costcalc.anatomy.ffn`: the block's FFN (dense, experts, none), chosen by its fields.
+- :mod:`costcalc.anatomy.norms`: the block's norms.
 - :mod:`costcalc.anatomy.recurrent`: what a recurrent token mixer is, and the one that a block
   kind names, loaded on first use from the module of the same name (``mamba2``, ``mamba``,
   ``gated_deltanet``, ``kimi_delta``, ``rg_lru``, ``short_conv``, ``lightning``, ``rwkv``,

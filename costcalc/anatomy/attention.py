@@ -351,14 +351,33 @@ class Attention(TokenMixer):
         _, indexer = key_indexer(spec)  # its one key head; a compressor's indexer caches elsewhere
         return cached_heads(spec) * (spec.head_width + value_width(spec)) + indexer
 
+    def pooled_cache(self, spec: Block, length: int) -> int:
+        """What the key compressor keeps in its cache layer after T tokens, as DeepSeek-V4's
+        ``DeepseekV4HCACache`` / ``DeepseekV4CSACache`` hold it, with m = ``kv_compress_rate``,
+        c = 2 with ``kv_compress_overlap`` (else 1), w = d plus the indexer's di when the block
+        has one: the compressed keys floor(T / m) w; the tokens of the window not yet closed,
+        their projections and gates, 2 (T mod m) c w; with overlap, once a window has closed,
+        the last window's first series and its gates, 2 m w. 0 without a compressor."""
+        m = spec.kv_compress_rate
+        if m is None:
+            return 0
+        indexer = spec.indexer_head_dim if spec.indexer_heads is not None else None
+        width = spec.head_width + (indexer or 0)
+        series = 2 if spec.kv_compress_overlap else 1
+        windows, waiting = divmod(length, m)
+        overlap = 2 * m * width if spec.kv_compress_overlap and windows else 0
+        return windows * width + 2 * waiting * series * width + overlap
+
     def formula(self, spec: Block, count: int) -> str | None:
         """Plain attention (q, k, v and output projections and their biases, nothing else):
-        D x (H + 2K) x d + H x d x D + biases."""
+        D x (H + 2K) x d + H x d x D + biases, when that gives ``count``."""
         if not _plain(spec):
             return None
         D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
         qkv = (H + 2 * K) * d
         bias = (qkv if spec.qkv_bias else 0) + (D if spec.attn_out_bias else 0)
+        if D * qkv + H * d * D + bias != count:  # more in the block's mixer row than these
+            return None
         return (
             f"D x (H + 2K) x d + H x d x D + biases, H = {H}, K = {K}, d = {d} => "
             f"{D:,} x ({H} + 2 x {K}) x {d:,} + {H} x {d:,} x {D:,} + {bias:,} = {count:,}"

@@ -50,9 +50,15 @@ class TokenMixer:
         """Elements one block caches per token of the sequence (0: nothing grows with T)."""
         return 0
 
+    def pooled_cache(self, spec: Block, length: int) -> int:
+        """What one block caches for its pooled keys after T tokens of one sequence, beside its
+        per-token cache (0: no pooled keys cached apart)."""
+        return 0
+
     def formula(self, spec: Block, count: int) -> str | None:
         """The block's mixer parameters ``count`` as a formula with the numbers put in, when
-        the mixer has one; None: the sum of its tensors says it."""
+        the mixer has one and it gives ``count`` (nothing else is in the block's mixer row);
+        None: the sum of its tensors says it."""
         return None
 
 

@@ -205,6 +205,7 @@ class Reader:
         """The translation, or one error listing every problem found."""
         self._nulls_refused()
         self._ungrouped_heads(fields)
+        self._routing_beyond_experts(fields)
         if self.problems:  # a misspelled key may be why one is missing: said beside them
             raise ConfigError(self.doc.path, [*self.problems, *self.near_misses()])
         name = self.doc.data.get("_name_or_path")
@@ -265,6 +266,24 @@ class Reader:
                 f"{what} heads, but {known.name if known else ''} takes only heads that group "
                 "(its validate_architecture): transformers refuses the file",
             )
+
+    def _routing_beyond_experts(self, fields: dict[str, Any]) -> None:
+        """A router asked for more experts than there are (k > X): transformers builds the X
+        experts, but its router's ``torch.topk`` of k over X scores fails (``selected index k
+        out of range``). Counted as built, each token running all X experts, with a note."""
+        notes: dict[str, None] = {}
+        for own, block in blocks(fields):
+            experts, top_k = block.get("moe_experts"), block.get("moe_top_k")
+            if is_whole(experts, 1) and is_whole(top_k, 1) and top_k > experts:
+                own["moe_top_k"] = experts
+                key = self.key_names.get("moe_top_k", "the experts per token")
+                notes[
+                    f"{key} is {top_k:,}, but there are {experts:,} experts: transformers "
+                    f"builds them, but its router picks the top {top_k:,} of {experts:,} "
+                    f"scores and fails; counted as built, the MACs as if each token ran all "
+                    f"{experts:,} experts."
+                ] = None
+        self.notes.extend(notes)
 
     def _nulls_refused(self) -> None:
         """A null where the class types the field as never null: transformers refuses the file

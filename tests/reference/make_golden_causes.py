@@ -309,6 +309,19 @@ CASES: dict[str, dict] = {
         },
         "steps": ["run"],
     },
+    "mixtral-top-k-above-experts": {
+        "cause": "3 experts per token of 2: built, but the router's top-k of 3 over 2 fails",
+        "config": {
+            "model_type": "mixtral",
+            **SMALL,
+            "intermediate_size": 128,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "num_local_experts": 2,
+            "num_experts_per_tok": 3,
+        },
+        "steps": ["run"],
+    },
     "beam-ungrouped-kv-heads": {
         "cause": "BeamConfig refuses query heads that are not a multiple of the key/value heads",
         "fixture": "beam-defaults",
