@@ -179,3 +179,9 @@ def test_dbrx_refuses_tied_embeddings(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"tie_word_embeddings \(line \d+\): transformers refus"):
         spec_of(tmp_path, "dbrx", tie_word_embeddings=True)
 
+
+def test_jamba_with_one_expert_builds_the_dense_mlp(tmp_path: Path) -> None:
+    # JambaAttentionDecoderLayer and JambaMambaDecoderLayer build a JambaSparseMoeBlock only
+    # with num_experts > 1, else JambaMLP (no router): transformers 9,290,690,432 for
+    # jamba-v0.1 with num_experts 1 (differential_fresh.json.gz, jamba/fresh-06).
+    assert total(tmp_path, "jamba-v0.1", num_experts=1) == 9_290_690_432
