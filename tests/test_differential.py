@@ -95,10 +95,6 @@ KNOWN: dict[str, list[str]] = {
     "costcalc refuses what transformers builds: lists N layers, but the model has N": [
         "ernie4_5_vl_moe_text/fresh-05"
     ],
-    (
-        "costcalc refuses what transformers builds: not supported: 'relu'; costcalc reads "
-        "gelu, gelu_new, gelu_pytorch_tanh, silu, swish"
-    ): ["zamba/14", "zamba2/05"],
     "costcalc refuses what transformers builds: not supported: LayerNorms without weights": [
         "opt/04",
         "opt/fresh-05",

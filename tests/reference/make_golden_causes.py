@@ -322,6 +322,21 @@ CASES: dict[str, dict] = {
         },
         "steps": ["run"],
     },
+    "zamba-relu": {
+        "cause": "ZambaMLP gates by any ACT2FN activation: relu",
+        "fixture": "tiny-zamba",
+        "changes": {"hidden_act": "relu"},
+    },
+    "zamba2-relu": {
+        "cause": "Zamba2MLP gates by any ACT2FN activation: relu",
+        "fixture": "tiny-zamba2",
+        "changes": {"hidden_act": "relu"},
+    },
+    "zamba-unknown-activation": {
+        "cause": "an activation ACT2FN does not hold: the build fails",
+        "fixture": "tiny-zamba",
+        "changes": {"hidden_act": "rleu"},
+    },
     "beam-ungrouped-kv-heads": {
         "cause": "BeamConfig refuses query heads that are not a multiple of the key/value heads",
         "fixture": "beam-defaults",
