@@ -26,16 +26,15 @@ from __future__ import annotations
 
 from costcalc.anatomy.mixer import token_mixer
 from costcalc.anatomy.recurrent import recurrent_mixer
+from costcalc.anatomy.residual import (
+    altup_projection_tensors,
+    stream_collapse_tensors,
+    stream_mixing_macs,
+)
 from costcalc.errors import UsageError, check_choice
 from costcalc.option_names import option
 from costcalc.spec import ModelSpec
-from costcalc.tensors import (
-    altup_projection_tensors,
-    ffn_tensors,
-    mixer_tensors,
-    per_layer_model_tensors,
-    stream_collapse_tensors,
-)
+from costcalc.tensors import ffn_tensors, mixer_tensors, per_layer_model_tensors
 
 TRAINING_MULTIPLIER = 3
 """Forward + backward: the backward pass costs 2x the forward (input and weight gradients)."""
@@ -307,24 +306,13 @@ def compressed_keys_below(n: int, rate: int) -> int:
 
 
 def residual_stream_macs_per_token(spec: ModelSpec) -> int:
-    """Products of several residual streams beyond the weight matrices counted with the blocks.
-    Hyper-connections: each block mixes its n ``residual_streams`` twice (n x n by n x D:
-    2 n^2 D; none without ``stream_mixing`` or with ``stream_rank``), and the last collapse
-    multiplies by its matrices (n x n D; 2 r n D with ``stream_rank``). AltUp (n
-    ``altup_streams``): each block mixes the streams once (n x n by D x n: n^2 D) and runs its
-    router a second time (n D), and the model projects into and out of them (2 (n - 1) D^2).
-    0 with one stream and no AltUp."""
-    n, D, L = spec.residual_streams, spec.d_model, spec.n_layers
-    hyper = 0
-    if n > 1:
-        collapse = sum(t.macs_per_token(1) for t in stream_collapse_tensors(spec))
-        mixing = spec.stream_mixing and spec.stream_rank is None
-        hyper = (2 * n * n * D * L if mixing else 0) + collapse
-    m = spec.altup_streams
-    if m is None:
-        return hyper
-    projections = sum(t.macs_per_token(1) for t in altup_projection_tensors(spec))
-    return hyper + (m * m * D + m * D) * L + projections
+    """Products of several residual streams beyond the weight matrices counted with the blocks:
+    L x each block's mixing (:func:`costcalc.anatomy.residual.stream_mixing_macs`: 2 n^2 D for
+    hyper-connections that mix, n^2 D + n D for AltUp), the last collapse of the
+    hyper-connections' streams (n x n D; 2 r n D with ``stream_rank``) and AltUp's projections
+    into and out of its streams (2 (n - 1) D^2). 0 with one stream and no AltUp."""
+    model = stream_collapse_tensors(spec) + altup_projection_tensors(spec)
+    return spec.n_layers * stream_mixing_macs(spec) + sum(t.macs_per_token(1) for t in model)
 
 
 def residual_stream_macs(spec: ModelSpec, batch: int, length: int) -> int:

@@ -23,11 +23,11 @@ from typing import NamedTuple
 from costcalc.anatomy.attention import head_expert_tensors
 from costcalc.anatomy.ffn import ffn_part, modality_expert_tensors
 from costcalc.anatomy.mixer import token_mixer
+from costcalc.anatomy.residual import altup_projection_tensors, stream_collapse_tensors
 from costcalc.blocks import BLOCK_FIELDS
 from costcalc.spec import ModelSpec, per_spec
 from costcalc.tensors import (
     Tensor,
-    altup_projection_tensors,
     block_norm_tensors,
     ffn_tensors,
     mixer_tensors,
@@ -35,7 +35,6 @@ from costcalc.tensors import (
     per_layer_table,
     rotary_scale_tensors,
     stack_tensors,
-    stream_collapse_tensors,
 )
 
 

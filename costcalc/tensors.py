@@ -7,19 +7,17 @@ listed once with its multiplicity, so nothing grows with the number of layers or
 
 Conventions, from the Hugging Face ``transformers`` modeling code (transformers 5.24):
 
-- The token mixers are parts of their own (:mod:`costcalc.anatomy.mixer`): attention and its
-  sub-parts (:mod:`costcalc.anatomy.attention`), multi-head latent attention
-  (:mod:`costcalc.anatomy.mla`), and the recurrent mixers (Mamba-2, Mamba, Gated DeltaNet,
-  LFM2's short convolution, ...: :mod:`costcalc.anatomy.recurrent`).
-- The FFN is a part of its own (:mod:`costcalc.anatomy.ffn`): dense, a mixture of experts, or
-  none. A gated cross-attention block (Llama 3.2 Vision's ``MllamaCrossAttentionDecoderLayer``)
-  keeps a scalar gate on its FFN branch (``cross_attn_mlp_gate``; its attention's are the
-  attention part's).
+- A block is assembled from its parts (:mod:`costcalc.anatomy`): its token mixer
+  (:mod:`costcalc.anatomy.mixer`: attention and its sub-parts, multi-head latent attention, the
+  recurrent mixers), its FFN (:mod:`costcalc.anatomy.ffn`: dense, a mixture of experts, or
+  none), its norms (:mod:`costcalc.anatomy.norms`), what it adds to its residual path
+  (:mod:`costcalc.anatomy.residual`: hyper-connections, AltUp, LAuReL) and, when it is reused at
+  several depths, its weight sets and each use's adapters (:mod:`costcalc.anatomy.reuse`).
+- A gated cross-attention block (Llama 3.2 Vision's ``MllamaCrossAttentionDecoderLayer``) keeps
+  a scalar gate on its FFN branch (``cross_attn_mlp_gate``; its attention's are the attention
+  part's).
 - A learned activation keeps its scalars as one-element tensors (Apertus' xIELU: ``alpha_p``,
   ``alpha_n``), ``ffn_act_params`` of them per FFN.
-- A block reused at several depths (Zamba's shared transformer, ``shared_weight_sets``) holds
-  its attention, FFN and first two norms once per weight set, its adapters (``Sequential`` of two
-  bias-free linears, down then up) once per use, and each layer's own parts once per layer.
 - A tied LM head is the token table itself (no tensor of its own), as ``parameters()`` yields a
   shared tensor once.
 
@@ -33,12 +31,24 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import wraps
 
-from costcalc.anatomy.attention import attention_input
 from costcalc.anatomy.ffn import ffn_part
 from costcalc.anatomy.mixer import token_mixer
-from costcalc.anatomy.norms import block_norms, in_set
+from costcalc.anatomy.norms import block_norms, norm_gate_tensors
 from costcalc.anatomy.recurrent import recurrent_mixer
-from costcalc.anatomy.tensor import Part, Shape, Tensor, elements, linear, norm
+from costcalc.anatomy.residual import (
+    altup_projection_tensors,
+    altup_tensors,
+    hyper_connection_tensors,
+    laurel_tensors,
+    stream_collapse_tensors,
+)
+from costcalc.anatomy.reuse import (
+    ffn_adapter_tensors,
+    in_set,
+    qkv_adapter_tensors,
+    use_projection_tensors,
+)
+from costcalc.anatomy.tensor import Shape, Tensor, elements, linear, norm
 from costcalc.spec import ModelSpec, per_spec
 
 __all__ = ["Shape", "Tensor", "elements"]  # the tensor record, read from here by every quantity
@@ -62,109 +72,14 @@ def built_once(function: Build) -> Build:
 # --------------------------------------------------------------------------- token mixers
 
 
-def adapter_tensors(spec: ModelSpec, name: str, out: int, inp: int, part: Part) -> list[Tensor]:
-    """One use's low-rank adapter of rank r (``adapter_rank``) beside a projection inp -> out:
-    ``name.0`` r x inp, then ``name.1`` out x r, no biases (added to the projection's output)."""
-    r = spec.adapter_rank or 0
-    return [
-        Tensor(f"{name}.0.weight", (r, inp), part, "matmul", scope="use"),
-        Tensor(f"{name}.1.weight", (out, r), part, "matmul", scope="use"),
-    ]
-
-
-def qkv_adapter_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Adapters on q, k and v (``qkv_adapters``): each input -> r -> input, whatever the
-    key/value heads (Zamba 2's ``linear_{q,k,v}_adapter_list``: ``attention_hidden_size`` both
-    ways)."""
-    if not spec.qkv_adapters:
-        return []
-    inp = attention_input(spec)
-    return [
-        tensor
-        for name in ("q", "k", "v")
-        for tensor in adapter_tensors(spec, f"attn.{name}_adapter", inp, inp, "mixer")
-    ]
-
-
-def hyper_connection_tensors(spec: ModelSpec, name: str, part: Part) -> list[Tensor]:
-    """One hyper-connection over n = ``residual_streams`` copies of the residual stream
-    (DeepSeek-V4's ``DeepseekV4HyperConnection``): ``fn`` (2 + n) n x n D (a matmul of the
-    flattened streams giving n collapse, n expand and n x n mixing weights), ``base``
-    (2 + n) n, ``scale`` (3); without ``stream_mixing`` (HY V4's ``HYV4HyperConnection``)
-    ``fn`` 2 n x n D, ``base`` 2 n, ``scale`` (2); none with one stream."""
-    n = spec.residual_streams
-    if n == 1:
-        return []
-    if spec.stream_rank is not None:
-        return low_rank_stream_tensors(spec, name, part, inject=True)
-    if spec.stream_mixing:
-        return _stream_weights(spec, name, part, (2 + n) * n, 3)
-    return _stream_weights(spec, name, part, 2 * n, 2)
-
-
-def low_rank_stream_tensors(spec: ModelSpec, name: str, part: Part, inject: bool) -> list[Tensor]:
-    """A gated low-rank hyper-connection of rank r = ``stream_rank`` over n streams of D
-    (Qwen4-Exp's ``Qwen4ExpTextGatedResidual``): ``hc_norm`` (n D), ``input_mix_weight_down``
-    r x n D, ``input_mix_weight_up`` n D x r and, with ``inject``, ``block_inject_weight``
-    n x n D."""
-    nD, r = spec.residual_streams * spec.d_model, spec.stream_rank or 0
-    tensors = [
-        *norm(spec, f"{name}.hc_norm", nD, part),
-        Tensor(f"{name}.input_mix_weight_down.weight", (r, nD), part, "matmul"),
-        Tensor(f"{name}.input_mix_weight_up.weight", (nD, r), part, "matmul"),
-    ]
-    if inject:
-        n = spec.residual_streams
-        tensors.append(Tensor(f"{name}.block_inject_weight.weight", (n, nD), part, "matmul"))
-    return tensors
-
-
-def stream_collapse_tensors(spec: ModelSpec) -> list[Tensor]:
-    """The last collapse of n ``residual_streams`` into one before the final norm
-    (``DeepseekV4HyperHead``): ``hc_fn`` n x n D, ``hc_base`` n, ``hc_scale`` 1; with
-    ``stream_rank`` a low-rank one without injection (``hyper_connection_mixer``); none with one
-    stream or when it is their mean (``stream_collapse``, GLM-5.3-Flash's)."""
-    n = spec.residual_streams
-    if n == 1 or spec.stream_collapse == "mean":
-        return []
-    if spec.stream_rank is not None:
-        return low_rank_stream_tensors(spec, "hyper_connection_mixer", "model", inject=False)
-    return _stream_weights(spec, "hc_head", "model", n, 1)
-
-
-def _stream_weights(
-    spec: ModelSpec, name: str, part: Part, outputs: int, scales: int
-) -> list[Tensor]:
-    """Weights computed from the flattened streams: a matrix outputs x n D, a bias, scales."""
-    n = spec.residual_streams
-    return [
-        Tensor(f"{name}.fn", (outputs, n * spec.d_model), part, "matmul"),
-        Tensor(f"{name}.base", (outputs,), part),
-        Tensor(f"{name}.scale", (scales,), part),
-    ]
-
-
-def altup_projection_tensors(spec: ModelSpec) -> list[Tensor]:
-    """AltUp's streams at the model level (``Gemma3nTextModel``): ``altup_projections.i``
-    (i < n - 1, D x D each: the embedding into each further stream) and
-    ``altup_unembed_projections.i`` (each stream back before the final norm), modules of their
-    own in a list; none without AltUp or with one stream."""
-    n, D = spec.altup_streams or 1, spec.d_model
-    return [
-        Tensor(f"altup_{name}projections.{i}.weight", (D, D), "model", "matmul")
-        for name in ("", "unembed_")
-        for i in range(n - 1)
-    ]
-
-
 @built_once
 def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
     """The token mixer of one block (its part, :mod:`costcalc.anatomy.mixer`), with the
-    hyper-connection before it (several
-    ``residual_streams``) and q/k/v adapters; the Mamba (Zamba) or Mamba-2 (Falcon-H1) mixer
-    beside its attention when ``parallel_mamba`` or ``parallel_mamba2`` (each layer's own in a
-    reused block); the block's AltUp and LAuReL matrices (Gemma 3n); the gate of its input
-    norm (``norm_gate_rank``)."""
+    hyper-connection before it (several ``residual_streams``) and q/k/v adapters; the Mamba
+    (Zamba) or Mamba-2 (Falcon-H1) mixer beside its attention when ``parallel_mamba`` or
+    ``parallel_mamba2`` (each layer's own in a reused block); the block's AltUp and LAuReL
+    matrices (Gemma 3n, :mod:`costcalc.anatomy.residual`); the gate of its input norm
+    (``norm_gate_rank``)."""
     tensors = token_mixer(spec.mixer).tensors(spec)
     tensors += hyper_connection_tensors(spec, "attn_hc", "mixer") if tensors else []
     tensors = in_set(spec, tensors + norm_gate_tensors(spec, "mixer")) + qkv_adapter_tensors(spec)
@@ -172,48 +87,6 @@ def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
     if spec.has_attention and recurrent is not None:  # a Mamba mixer beside the attention
         tensors += recurrent_mixer(recurrent).tensors(spec)
     return tensors + altup_tensors(spec) + laurel_tensors(spec)
-
-
-def altup_tensors(spec: ModelSpec) -> list[Tensor]:
-    """A block's AltUp over n = ``altup_streams`` streams (``Gemma3nTextAltUp``):
-    ``modality_router`` n x D, ``prediction_coefs`` n^2 x n, ``correction_coefs`` n x n and
-    ``correct_output_scale`` (D); its ``router_norm`` (D) is among the block's norms. None
-    without AltUp."""
-    n = spec.altup_streams
-    if n is None:
-        return []
-    return [
-        Tensor("altup.modality_router.weight", (n, spec.d_model), "mixer", "matmul"),
-        Tensor("altup.prediction_coefs.weight", (n * n, n), "mixer", "matmul"),
-        Tensor("altup.correction_coefs.weight", (n, n), "mixer", "matmul"),
-        Tensor("altup.correct_output_scale", (spec.d_model,), "mixer"),
-    ]
-
-
-def norm_gate_tensors(spec: ModelSpec, part: Part) -> list[Tensor]:
-    """The low-rank gate on the input norm of the token mixer (``norm_gate_rank``) or of the FFN
-    (``ffn_norm_gate_rank``), A.X K2's ``AXK2GatedRMSNorm``: ``fc1`` D -> r, ``fc2`` r -> D, no
-    biases; none without a rank. Held with the mixer or the FFN (in a reused block's weight set,
-    as the norm it gates)."""
-    name, r = ("attn", spec.norm_gate_rank) if part == "mixer" else ("mlp", spec.ffn_norm_gate_rank)
-    if r is None:
-        return []
-    return [
-        *linear(f"{name}_norm_gate.fc1", r, spec.d_model, False, part),
-        *linear(f"{name}_norm_gate.fc2", spec.d_model, r, False, part),
-    ]
-
-
-def laurel_tensors(spec: ModelSpec) -> list[Tensor]:
-    """LAuReL's low-rank path (``Gemma3nTextLaurelBlock``): ``linear_left`` D -> r and
-    ``linear_right`` r -> D; its ``post_laurel_norm`` (D) is among the block's norms."""
-    r = spec.laurel_rank
-    if r is None:
-        return []
-    return [
-        *linear("laurel.linear_left", r, spec.d_model, False, "mixer"),
-        *linear("laurel.linear_right", spec.d_model, r, False, "mixer"),
-    ]
 
 
 # --------------------------------------------------------------------------- feed-forward
@@ -251,21 +124,6 @@ def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
         tensors.append(Tensor("cross_attn_mlp_gate", (1,), "ffn"))
     tensors = in_set(spec, tensors + hyper_connection_tensors(spec, "ffn_hc", "ffn"))
     return tensors + ffn_adapter_tensors(spec) + use_projection_tensors(spec)
-
-
-def ffn_adapter_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Each use's adapter on the dense FFN's first projection (``adapter_rank`` r): D -> r ->
-    2h (gated) or h, Zamba 2's ``gate_up_proj_adapter_list``; none without a rank."""
-    if spec.adapter_rank is None:
-        return []
-    first = 2 * spec.ffn_width if spec.gated else spec.ffn_width
-    return adapter_tensors(spec, "mlp.gate_up_proj_adapter", first, spec.d_model, "ffn")
-
-
-def use_projection_tensors(spec: ModelSpec) -> list[Tensor]:
-    """A layer's own D x D projection of the shared block's output (``use_projection``,
-    Zamba's ``linear``)."""
-    return linear("linear", spec.d_model, spec.d_model, False, "ffn") if spec.use_projection else []
 
 
 # --------------------------------------------------------------------------- blocks and model

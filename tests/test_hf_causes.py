@@ -116,6 +116,8 @@ NOTES = {
     "mixtral-top-k-above-experts": "num_experts_per_tok is 3, but there are 2 experts: "
     "transformers builds them, but its router picks the top 3 of 2 scores and fails; counted "
     "as built, the MACs as if each token ran all 2 experts.",
+    "zamba-relu": "hidden_act 'relu' gates the shared MLP",
+    "zamba2-relu": "hidden_act 'relu' gates the shared MLP",
     "qwen3_next-ungrouped-value-heads": "3 value heads do not group over 2 key heads: "
     "transformers builds the Gated DeltaNet's projections as sized, but its forward gives each "
     "key head Hv // Hk = 1 value heads,",

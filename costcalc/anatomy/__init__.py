@@ -13,6 +13,9 @@ Every quantity of costcalc (parameters, MACs, memory, LoRA, quantized bytes) rea
   or a recurrent mixer.
 - :mod:`costcalc.anatomy.ffn`: the block's FFN (dense, experts, none), chosen by its fields.
 - :mod:`costcalc.anatomy.norms`: the block's norms.
+- :mod:`costcalc.anatomy.residual`: several residual streams (hyper-connections, AltUp) and
+  LAuReL's branch.
+- :mod:`costcalc.anatomy.reuse`: a block reused at several depths (weight sets, adapters).
 - :mod:`costcalc.anatomy.recurrent`: what a recurrent token mixer is, and the one that a block
   kind names, loaded on first use from the module of the same name (``mamba2``, ``mamba``,
   ``gated_deltanet``, ``kimi_delta``, ``rg_lru``, ``short_conv``, ``lightning``, ``rwkv``,

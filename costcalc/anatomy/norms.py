@@ -1,19 +1,12 @@
 """The norms of a block, as transformers builds them: ``norms_per_block`` norms over D (2 pre- or
-post-norm, 4 sandwich, 1 parallel), each an RMSNorm weight or a LayerNorm weight (and bias), and
-the norms of the block's other branches (Gemma's per-layer input, AltUp, LAuReL)."""
+post-norm, 4 sandwich, 1 parallel), each an RMSNorm weight or a LayerNorm weight (and bias), the
+norms of the block's other branches (Gemma's per-layer input, AltUp, LAuReL), and the low-rank
+gates on the mixer's and the FFN's input norms (A.X K2)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from costcalc.anatomy.tensor import Block, Tensor, norm
-
-
-def in_set(spec: Block, tensors: list[Tensor]) -> list[Tensor]:
-    """``tensors`` as one weight set's when the block is reused (``shared_weight_sets``)."""
-    if spec.shared_weight_sets is None:
-        return tensors
-    return [replace(t, scope="set") for t in tensors]
+from costcalc.anatomy.reuse import in_set
+from costcalc.anatomy.tensor import Block, Part, Tensor, linear, norm
 
 
 def norm_words(spec: Block) -> str:
@@ -60,3 +53,17 @@ def block_norms_formula(spec: Block, count: int) -> str | None:
     if n * one != count:
         return None
     return f"{n} norms, each {norm_words(spec)} => {n} x {one:,} = {count:,}"
+
+
+def norm_gate_tensors(spec: Block, part: Part) -> list[Tensor]:
+    """The low-rank gate on the input norm of the token mixer (``norm_gate_rank``) or of the FFN
+    (``ffn_norm_gate_rank``), A.X K2's ``AXK2GatedRMSNorm``: ``fc1`` D -> r, ``fc2`` r -> D, no
+    biases; none without a rank. Held with the mixer or the FFN (in a reused block's weight set,
+    as the norm it gates)."""
+    name, r = ("attn", spec.norm_gate_rank) if part == "mixer" else ("mlp", spec.ffn_norm_gate_rank)
+    if r is None:
+        return []
+    return [
+        *linear(f"{name}_norm_gate.fc1", r, spec.d_model, False, part),
+        *linear(f"{name}_norm_gate.fc2", spec.d_model, r, False, part),
+    ]

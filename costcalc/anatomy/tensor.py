@@ -229,6 +229,33 @@ class Block(Protocol):
     @property
     def norm(self) -> str: ...
 
+    @property
+    def residual_streams(self) -> int: ...
+
+    @property
+    def stream_rank(self) -> int | None: ...
+
+    @property
+    def stream_mixing(self) -> bool: ...
+
+    @property
+    def stream_collapse(self) -> str: ...
+
+    @property
+    def norm_gate_rank(self) -> int | None: ...
+
+    @property
+    def ffn_norm_gate_rank(self) -> int | None: ...
+
+    @property
+    def adapter_rank(self) -> int | None: ...
+
+    @property
+    def qkv_adapters(self) -> bool: ...
+
+    @property
+    def use_projection(self) -> bool: ...
+
 
 @dataclass(frozen=True)
 class Tensor:

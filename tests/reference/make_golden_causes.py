@@ -135,6 +135,18 @@ CASES: dict[str, dict] = {
         "fixture": "tiny-zamba2",
         "changes": {"tie_word_embeddings": False},
     },
+    "zamba-untied": {
+        "cause": "Zamba with tie_word_embeddings false ties nothing: every hybrid layer keeps "
+        "its own shared block",
+        "fixture": "tiny-zamba",
+        "changes": {"tie_word_embeddings": False},
+    },
+    "xlstm-tie-true": {
+        "cause": "xLSTMForCausalLM declares no tied weights: its LM head stays its own under "
+        "tie_word_embeddings true",
+        "fixture": "tiny-xlstm",
+        "changes": {"tie_word_embeddings": True},
+    },
     "zamba2-untied-three-sets": {
         "cause": "Zamba2 untied over 3 weight sets: each hybrid layer's copy holds every "
         "adapter of its set",
@@ -309,6 +321,21 @@ CASES: dict[str, dict] = {
             "num_experts_per_tok": 3,
         },
         "steps": ["run"],
+    },
+    "zamba-relu": {
+        "cause": "ZambaMLP gates by any ACT2FN activation: relu",
+        "fixture": "tiny-zamba",
+        "changes": {"hidden_act": "relu"},
+    },
+    "zamba2-relu": {
+        "cause": "Zamba2MLP gates by any ACT2FN activation: relu",
+        "fixture": "tiny-zamba2",
+        "changes": {"hidden_act": "relu"},
+    },
+    "zamba-unknown-activation": {
+        "cause": "an activation ACT2FN does not hold: the build fails",
+        "fixture": "tiny-zamba",
+        "changes": {"hidden_act": "rleu"},
     },
     "beam-ungrouped-kv-heads": {
         "cause": "BeamConfig refuses query heads that are not a multiple of the key/value heads",

@@ -28,8 +28,36 @@ ZAMBA2_LAYERS = (
 """``Zamba2Config``'s layers when ``layers_block_type`` is absent (54, whatever
 ``num_hidden_layers`` says)."""
 
-GATED_ACTIVATIONS = {"gelu": "geglu", "gelu_new": "geglu", "gelu_pytorch_tanh": "geglu"}
-GATED_ACTIVATIONS |= {"silu": "swiglu", "swish": "swiglu"}
+ACTIVATIONS = (
+    "gelu", "gelu_10", "gelu_accurate", "gelu_fast", "gelu_new", "gelu_python",
+    "gelu_python_tanh", "gelu_pytorch_tanh", "hardswish", "laplace", "leaky_relu", "linear",
+    "mish", "prelu", "quick_gelu", "relu", "relu2", "relu6", "sigmoid", "silu", "sqrtsoftplus",
+    "swish", "tanh", "xielu",
+)  # fmt: skip
+"""The names ``ACT2FN`` holds (transformers 5.24, ``activations.py``: ``ACT2CLS``): the MLP's
+``act_fn``, ``ACT2FN[config.hidden_act]``; another name fails the build (KeyError)."""
+
+
+def gated_ffn(r: Reader, act: Any) -> str | None:
+    """The shared MLP's kind: ``down_proj(act_fn(gate_proj(x)) * up_proj(x))`` whatever the
+    activation, GeGLU for a GELU, SwiGLU for SiLU; another activation gates the same three
+    projections with the same products, counted as costcalc's swiglu, with a note."""
+    if not isinstance(act, str) or act not in ACTIVATIONS:
+        r.fail(
+            "hidden_act",
+            f"{act!r} is not an activation transformers has (ACT2FN): transformers refuses "
+            f"the file; it has {', '.join(ACTIVATIONS)}",
+        )
+        return None
+    if act.startswith("gelu") or act == "quick_gelu":
+        return "geglu"
+    if act not in ("silu", "swish"):
+        r.note(
+            f"{r.name('hidden_act')} {act!r} gates the shared MLP (act_fn(gate_proj(x)) x "
+            "up_proj(x)): counted as a gated FFN (costcalc's swiglu), the same projections and "
+            "products."
+        )
+    return "swiglu"
 
 
 def _hybrid(r: Reader, d: Any, heads: Any, kv_default: Any, head_dim: Any) -> dict[str, Any]:
@@ -38,10 +66,7 @@ def _hybrid(r: Reader, d: Any, heads: Any, kv_default: Any, head_dim: Any) -> di
     K ``num_key_value_heads``), a gated MLP of ``intermediate_size`` gated by ``hidden_act``
     (gelu), its two norms (2 D, D) in the weight set, the Mamba layer's norm and the ``linear``
     D x D each layer's own."""
-    act = r.value("ffn", "hidden_act", default="gelu")
-    ffn = GATED_ACTIVATIONS.get(act) if isinstance(act, str) else None
-    if ffn is None:
-        r.unsupported("hidden_act", f"{act!r}; costcalc reads {', '.join(GATED_ACTIVATIONS)}")
+    ffn = gated_ffn(r, r.value("ffn", "hidden_act", default="gelu"))
     kv = r.value("n_kv_heads", "num_key_value_heads", default=kv_default)
     if head_dim is None and is_whole(d, 1) and is_whole(heads, 1):
         head_dim = 2 * d // heads
@@ -248,7 +273,10 @@ def zamba(r: Reader) -> dict[str, Any]:
     ``feed_forward`` (``gate_proj``/``up_proj`` D -> h, ``down_proj``; h ``intermediate_size``
     14,848, gated by ``hidden_act``, no biases); then their own ``linear`` (D x D). Layers:
     ``layers_block_type``, else the class's rule (:func:`_zamba_rule`). Final
-    ``final_layernorm``; ``lm_head`` tied by default."""
+    ``final_layernorm``; ``lm_head`` tied by default. ``ZambaModel._tied_weights_keys`` ties
+    every hybrid layer's block to the first one's, and transformers ties a model's keys only
+    under ``tie_word_embeddings``: untied, each hybrid layer keeps its own block
+    (``weight_sets_untied``)."""
     d = r.value("d_model", "hidden_size", default=3712)
     heads = r.value("n_heads", "num_attention_heads", default=16)
     width = r.data.get("attention_hidden_size")
@@ -269,6 +297,9 @@ def zamba(r: Reader) -> dict[str, Any]:
         "shared_weight_sets": 1,
     }
     fields = _model(r, d, "none")
+    if fields["tie_embeddings"] is False:
+        hybrid["weight_sets_untied"] = True
+        r.key_names["weight_sets_untied"] = "tie_word_embeddings"
     fields["context_length"] = r.value("context_length", "max_position_embeddings", default=4096)
     n = r.value("n_layers", "num_hidden_layers", default=76)
     blocks = {"mamba": mamba, "hybrid": hybrid}
