@@ -171,3 +171,17 @@ def test_dbrx_refuses_a_width_under_its_alias_alone(
     with pytest.raises(ConfigError, match=refusal):
         spec_of(tmp_path, "dbrx", hidden_size=6144, **changes)
     assert total(tmp_path, "dbrx", hidden_size=6144, d_model=6144) == total(tmp_path, "dbrx")
+
+
+def test_dbrx_refuses_tied_embeddings(tmp_path: Path) -> None:
+    # DbrxConfig.validate_architecture: "tie_word_embeddings is not supported for DBRX models"
+    # (differential_fresh.json.gz, dbrx/fresh-01).
+    with pytest.raises(ConfigError, match=r"tie_word_embeddings \(line \d+\): transformers refus"):
+        spec_of(tmp_path, "dbrx", tie_word_embeddings=True)
+
+
+def test_jamba_with_one_expert_builds_the_dense_mlp(tmp_path: Path) -> None:
+    # JambaAttentionDecoderLayer and JambaMambaDecoderLayer build a JambaSparseMoeBlock only
+    # with num_experts > 1, else JambaMLP (no router): transformers 9,290,690,432 for
+    # jamba-v0.1 with num_experts 1 (differential_fresh.json.gz, jamba/fresh-06).
+    assert total(tmp_path, "jamba-v0.1", num_experts=1) == 9_290_690_432

@@ -3,15 +3,15 @@
 Run: python tests/bench/bench_api.py [--runs N] [--llm-analysis-python PYTHON] [--source].
 costcalc runs in this interpreter's environment, llm-analysis in PYTHON's (default: this one),
 since the two want different huggingface_hub releases: ``python -m venv /tmp/la &&
-/tmp/la/bin/pip install llm-analysis``. Prints, for each tool, the median of N passes (default 9;
-the passes interleaved, so that machine load cancels out) of a whole process that imports the
+/tmp/la/bin/pip install llm-analysis``. Prints, for each tool, the median of N passes (default
+9; the passes interleaved, so that machine load cancels out) of a whole process that imports the
 tool and answers for the 100 configs, of the 100 answers alone within it (imports done, the
-first pass a warm-up), and the ratios costcalc / llm-analysis. Goal: a whole process at most 1/3
-of llm-analysis'. llm-analysis' answers are a handful of float products per config, which build
-and check no model: within a process, costcalc's validated model and tensor list cannot come
-near that, and the second ratio shows how far it is. Both tools read compiled bytecode, as
-installed (installed.py; ``--source``: costcalc's modules compiled in every process, as from an
-editable install never written to).
+first pass a warm-up), and the ratios costcalc / llm-analysis run by run (their median and
+range). Goal: a whole process at most 1/3 of llm-analysis'. llm-analysis' answers are a handful
+of float products per config, which build and check no model: within a process, costcalc's
+validated model and tensor list cannot come near that, and the second ratio shows how far it
+is. Both tools read compiled bytecode, as installed (installed.py; ``--source``: costcalc's
+modules compiled in every process, as from an editable install never written to).
 
 The same 100 Llama-style configurations (seeded, widths from 512 to 8,192, 2 to 80 layers,
 grouped key/value heads) go through both, each asked the same three things from scratch: the
@@ -124,6 +124,13 @@ def child(tool: str, passes: int) -> None:
     print(seconds)
 
 
+def paired(a: list[float], b: list[float]) -> str:
+    """The ratio a / b run by run (each pair timed back to back, under the same load): its
+    median, and its range."""
+    ratios = sorted(x / y for x, y in zip(a, b, strict=True))
+    return f"{statistics.median(ratios):.2f}x (runs: {ratios[0]:.2f}-{ratios[-1]:.2f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=9)
@@ -159,7 +166,7 @@ def main() -> None:
         print(f"{label}:")
         for tool, seconds in found.items():
             print(f"  {tool:13} {seconds * 1000:8.1f} ms")
-        print(f"  costcalc / llm-analysis: {found['costcalc'] / found['llm-analysis']:.2f}x")
+        print(f"  costcalc / llm-analysis: {paired(times['costcalc'], times['llm-analysis'])}")
     print(f"goal: the whole process at most {GOAL:.2f}x")
 
 

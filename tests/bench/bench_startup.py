@@ -1,7 +1,8 @@
 """Start-up cost of `costcalc params -p gpt2-small -f json` against importing its dependencies.
 
 Run: python tests/bench/bench_startup.py [runs] [--source]. Prints the median wall time of each
-and their ratios, measured in one run, the runs interleaved, so that machine load cancels out.
+and their ratios to the baseline, the runs interleaved: the median of the ratios round by round,
+each pair timed in the same round, so that machine load cancels out.
 
 The baseline is what any program built on the same four libraries pays: `import typer, rich,
 pydantic, yaml` and validating one small pydantic model (pydantic builds most of its machinery
@@ -61,15 +62,23 @@ EVERY = [
 TARGET = 1.15
 
 
-def medians(commands: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict[str, float]:
-    """The median wall time of each command, the runs interleaved."""
+def timings(
+    commands: dict[str, list[str]], runs: int, env: dict[str, str]
+) -> dict[str, list[float]]:
+    """The wall time of each command in each run, the runs interleaved."""
     times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, argv in commands.items():
             start = time.perf_counter()
             subprocess.run(argv, check=True, capture_output=True, env=env)
             times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
+    return times
+
+
+def paired(times: dict[str, list[float]], name: str) -> float:
+    """The median of ``name``'s time over the baseline's, round by round (each pair timed in
+    the same round, under the same load)."""
+    return statistics.median(a / b for a, b in zip(times[name], times["baseline"], strict=True))
 
 
 def main() -> None:
@@ -84,17 +93,18 @@ def main() -> None:
             "table": TABLE,
             "every": EVERY,
         }
-        medians(commands, 2, env)  # warm the file cache (and fill the bytecode cache)
-        m = medians(commands, runs, env)
+        timings(commands, 2, env)  # warm the file cache (and fill the bytecode cache)
+        times = timings(commands, runs, env)
+    m = {name: statistics.median(values) for name, values in times.items()}
     print("bytecode: " + ("compiled in every run (--source)" if source else "cached, as installed"))
-    ratio = m["json"] / m["baseline"]
+    ratio = paired(times, "json")
     print(f"imports + one pydantic model:        {m['baseline'] * 1000:7.1f} ms (median of {runs})")
     print(f"params -p gpt2-small -f json:        {m['json'] * 1000:7.1f} ms")
     print(f"params -p gpt2-small (table):        {m['table'] * 1000:7.1f} ms")
     verdict = "within" if ratio <= TARGET else "over"
     print(f"ratio json / baseline:               {ratio:7.2f} ({verdict} the {TARGET} target)")
-    print(f"ratio table / baseline:              {m['table'] / m['baseline']:7.2f}")
-    unfrozen = m["unfrozen"] / m["baseline"]
+    print(f"ratio table / baseline:              {paired(times, 'table'):7.2f}")
+    unfrozen = paired(times, "unfrozen")
     print(f"ratio json / baseline, no gc.freeze: {unfrozen:7.2f} (start-up work alone)")
     extra = (m["every"] - m["json"]) / (len(PRESETS) - 1)
     print(f"all {len(PRESETS)} presets, -f json:          {m['every'] * 1000:7.1f} ms")

@@ -144,6 +144,18 @@ CASES: dict[str, dict] = {
         "fixture": "tiny-zamba2",
         "changes": {"tie_word_embeddings": False},
     },
+    "zamba-untied": {
+        "cause": "Zamba with tie_word_embeddings false ties nothing: every hybrid layer keeps "
+        "its own shared block",
+        "fixture": "tiny-zamba",
+        "changes": {"tie_word_embeddings": False},
+    },
+    "xlstm-tie-true": {
+        "cause": "xLSTMForCausalLM declares no tied weights: its LM head stays its own under "
+        "tie_word_embeddings true",
+        "fixture": "tiny-xlstm",
+        "changes": {"tie_word_embeddings": True},
+    },
     "zamba2-untied-three-sets": {
         "cause": "Zamba2 untied over 3 weight sets: each hybrid layer's copy holds every "
         "adapter of its set",

@@ -23,10 +23,13 @@ none).
 (``architectures``, ``dtype``, labels) are left out.
 
 For every multimodal class (one with a ``text_config`` sub-config) whose auto mappings name one
-``*ForConditionalGeneration`` model, under ``ties``: whether that model ties its LM head to the
-text decoder's token table (the built config's ``tie_word_embeddings``, and never when the model
-declares no ``_tied_weights_keys``), for the wrapper's and the ``text_config``'s key each
-absent, true or false (``"wrapper/text"``, e.g. ``"absent/false"``).
+``*ForConditionalGeneration`` model, under ``ties``: whether that model, built on the meta
+device, ties its LM head to the text decoder's token table (each of its ``PreTrainedModel``
+parts ties by its own config's ``tie_word_embeddings``; where the class defaults build no such
+model, AutoModelForCausalLM's model, else the built config's key, and never when the model
+declares no ``_tied_weights_keys``), for the
+wrapper's and the ``text_config``'s key each absent, true or false (``"wrapper/text"``, e.g.
+``"absent/false"``).
 
 costcalc reads a file's keys through these (costcalc/formats/hf_classes.py): a key the file leaves
 out takes the class default, an alias is read as its attribute, and when a file gives an
@@ -41,8 +44,9 @@ import math
 import sys
 from pathlib import Path
 
+import torch
 import transformers
-from transformers import CONFIG_MAPPING, PretrainedConfig
+from transformers import CONFIG_MAPPING, AutoModelForCausalLM, PretrainedConfig
 from transformers.models.auto import modeling_auto
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -161,25 +165,51 @@ def generation_class(model_type: str) -> type | None:
 
 
 def wrapper_ties(model_type: str, cls: type) -> dict[str, bool] | None:
-    """The tying a multimodal class ends with for each wrapper/text setting (never, when its
-    conditional-generation model declares no tied weights); None if it has no such model or
-    cannot be built from its defaults."""
+    """The tying a multimodal class ends with for each wrapper/text setting: as its
+    conditional-generation model, built on the meta device, ties (:func:`head_is_token_table`;
+    each ``PreTrainedModel`` inside it ties by its own config: Kosmos-2's wrapper by the
+    wrapper's key and its text model by the text config's, Llama 4's language model by the text
+    config's alone); where the class defaults build no such model, as the model
+    AutoModelForCausalLM builds of them ties (Emu3ForCausalLM, by the text config: an emu3 file
+    without ``vocabulary_map`` builds no Emu3ForConditionalGeneration), else as the built
+    config's ``tie_word_embeddings`` says (never when the model declares no
+    ``_tied_weights_keys``). None if it has no such model or the class cannot be built."""
     model = generation_class(model_type)
     if model is None:
         return None
-    ties = {}
+    configs = {}
     for wrapper, outer in SETTINGS.items():
         for text, inner in SETTINGS.items():
             data: dict = {"text_config": {} if inner is None else {"tie_word_embeddings": inner}}
             if outer is not None:
                 data["tie_word_embeddings"] = outer
             try:
-                config = cls.from_dict(data)
+                configs[f"{wrapper}/{text}"] = cls.from_dict(data)
             except Exception:
                 return None
-            tied = bool(getattr(config, "tie_word_embeddings", False))
-            ties[f"{wrapper}/{text}"] = tied and bool(model._tied_weights_keys)
-    return ties
+    builders = [model._from_config]
+    if model_type in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        builders.append(AutoModelForCausalLM.from_config)
+    for build in builders:
+        try:
+            with torch.device("meta"):
+                return {key: head_is_token_table(build(c)) for key, c in configs.items()}
+        except Exception:  # the defaults build no such model (a sub-config left empty)
+            continue
+    declared = bool(model._tied_weights_keys)
+    return {
+        key: bool(getattr(c, "tie_word_embeddings", False)) and declared
+        for key, c in configs.items()
+    }
+
+
+def head_is_token_table(model: torch.nn.Module) -> bool:
+    """The model's LM head holds the very tensor of one of its other parameters (tied)."""
+    head = model.get_output_embeddings()
+    if head is None:
+        return False
+    names = [n for n, p in model.named_parameters(remove_duplicate=False) if p is head.weight]
+    return len(names) > 1
 
 
 def main() -> int:

@@ -63,6 +63,8 @@ def dbrx(r: Reader) -> dict[str, Any]:
     )
     fields.update(routed_experts(ffn, ("moe_num_experts",), ("moe_top_k",), (4, 1)))
     _experts_width(r, fields["d_model"])
+    if fields["tie_embeddings"] is True:  # DbrxConfig.validate_architecture
+        r.fail("tie_word_embeddings", "transformers refuses it: DBRX's LM head is never tied")
     for part in (attn, ffn):
         r.key_names.update(part.key_names)
         r.problems.extend(part.problems)

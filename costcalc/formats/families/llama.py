@@ -37,8 +37,10 @@ def llama_layout(
     """The shared layout: ``embed_tokens`` (V x D); per block ``input_layernorm`` and
     ``post_attention_layernorm`` (RMSNorm, D each), ``q_proj`` (D x H d), ``k_proj``/``v_proj``
     (D x K d), ``o_proj`` (H d x D), ``gate_proj``/``up_proj`` (D x h each), ``down_proj``
-    (h x D); final ``norm``; ``lm_head`` (V x D, no bias). d is ``head_dim`` (default D / H),
-    K ``num_key_value_heads`` (null: the heads, as ``__post_init__`` sets them); the defaults
+    (h x D); final ``norm``; ``lm_head`` (V x D, no bias). d is ``head_dim`` (default D / H;
+    null: D / H whatever the class's default, as SeedOssConfig's ``__post_init__`` and the
+    attention's ``getattr(config, "head_dim", None) or D // H`` read it), K
+    ``num_key_value_heads`` (null: the heads, as ``__post_init__`` sets them); the defaults
     given here are the family's own (a gated FFN is GeGLU when ``hidden_act`` (or the family's
     ``act_key``) is a GELU, else SwiGLU). ``sizes``: the family's defaults for the standard
     sizes, for a family whose files leave them out (a multimodal ``text_config``); without it
@@ -52,7 +54,7 @@ def llama_layout(
     act = r.value("ffn", act_key, default=act)
     fields.update(
         n_kv_heads=r.nullable("n_kv_heads", "num_key_value_heads", kv_heads),
-        head_dim=r.value("head_dim", "head_dim", default=head_dim),
+        head_dim=r.nullable("head_dim", "head_dim", head_dim),
         position="rotary",
         ffn="geglu" if isinstance(act, str) and act.startswith("gelu") else "swiglu",
         norm="rmsnorm",

@@ -288,10 +288,13 @@ def jamba(r: Reader) -> dict[str, Any]:
         r.fail("attn_layer_period", "the layer pattern's period is too long")
         return fields
     kinds = [(i % attn[0] == attn[1], i % moe[0] == moe[1]) for i in range(min(period, n))]
+    # JambaAttentionDecoderLayer, JambaMambaDecoderLayer: a JambaSparseMoeBlock only with
+    # num_experts > 1, else the dense JambaMLP (no router)
+    sparse = experts if experts.get("moe_experts") != 1 else {}
     blocks = {
         f"{int(a)}{int(e)}": {
             **(attention if a else {"mixer": "mamba", "mamba": mamba}),
-            **(experts if e else {}),
+            **(sparse if e else {}),
         }
         for a, e in kinds
     }

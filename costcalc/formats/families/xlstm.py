@@ -8,7 +8,8 @@ package): blocks of an mLSTM layer and a gated FFN, no positions.
 per-head LayerNorm ``multihead_norm`` (H dv), ``out_proj`` H dv -> D) and the FFN ``ffn``
 (``proj_up_gate`` and ``proj_up`` D -> h, SiLU-gated, ``proj_down`` h -> D; fused
 ``proj_up_gate_z`` D -> 2 h); final RMSNorm ``out_norm`` (whatever ``add_out_norm`` says);
-``lm_head`` (V x D), untied by default. The cache keeps per layer and head a dk x dv memory, a
+``lm_head`` (V x D), never tied (xLSTMForCausalLM declares no ``_tied_weights_keys``, whatever
+``tie_word_embeddings`` says). The cache keeps per layer and head a dk x dv memory, a
 normalizer of dk and a stabilizer. D = ``hidden_size`` (or ``embedding_dim``), H =
 ``num_heads``, H dk = int(D ``qk_dim_factor``), H dv = int(D ``v_dim_factor``), h = D
 ``ffn_proj_factor`` rounded up to a multiple of ``ffn_round_up_to_multiple_of``; the layer
@@ -100,7 +101,9 @@ def xlstm(r: Reader) -> dict[str, Any]:
         ffn_hidden=hidden,
         ffn_bias=False,
         fused_gate_up=fused == "fused",
-        tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
+        # xLSTMForCausalLM declares no tied weights: its head is its own whatever
+        # tie_word_embeddings says.
+        tie_embeddings=False,
     )
     r.forget("mlstm")
     return fields

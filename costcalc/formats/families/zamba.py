@@ -273,7 +273,10 @@ def zamba(r: Reader) -> dict[str, Any]:
     ``feed_forward`` (``gate_proj``/``up_proj`` D -> h, ``down_proj``; h ``intermediate_size``
     14,848, gated by ``hidden_act``, no biases); then their own ``linear`` (D x D). Layers:
     ``layers_block_type``, else the class's rule (:func:`_zamba_rule`). Final
-    ``final_layernorm``; ``lm_head`` tied by default."""
+    ``final_layernorm``; ``lm_head`` tied by default. ``ZambaModel._tied_weights_keys`` ties
+    every hybrid layer's block to the first one's, and transformers ties a model's keys only
+    under ``tie_word_embeddings``: untied, each hybrid layer keeps its own block
+    (``weight_sets_untied``)."""
     d = r.value("d_model", "hidden_size", default=3712)
     heads = r.value("n_heads", "num_attention_heads", default=16)
     width = r.data.get("attention_hidden_size")
@@ -294,6 +297,9 @@ def zamba(r: Reader) -> dict[str, Any]:
         "shared_weight_sets": 1,
     }
     fields = _model(r, d, "none")
+    if fields["tie_embeddings"] is False:
+        hybrid["weight_sets_untied"] = True
+        r.key_names["weight_sets_untied"] = "tie_word_embeddings"
     fields["context_length"] = r.value("context_length", "max_position_embeddings", default=4096)
     n = r.value("n_layers", "num_hidden_layers", default=76)
     blocks = {"mamba": mamba, "hybrid": hybrid}
