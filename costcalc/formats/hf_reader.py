@@ -234,7 +234,7 @@ class Reader:
         if self.problems:  # a misspelled key may be why one is missing: said beside them
             raise ConfigError(self.doc.path, [*self.problems, *self.near_misses()])
         fields = {k: v for k, v in fields.items() if v is not None}
-        rotated = odd_heads_rotated(fields)
+        rotated = odd_heads_rotated(fields, [merged for _, merged in blocks(fields)])
         name = self.doc.data.get("_name_or_path")
         return Translation(
             fields,
@@ -288,11 +288,7 @@ class Reader:
                 ] = None
         self.notes.extend(notes)
         for key, what in refused:
-            self.fail(
-                key,
-                f"{what} heads, but {known.name if known else ''} takes only heads that group "
-                "(its validate_architecture): transformers refuses the file",
-            )
+            self.refused_by_class(key, f"{what} heads, which do not group")
 
     def _routing_beyond_experts(self, fields: dict[str, Any]) -> None:
         """A router asked for more experts than there are (k > X): transformers builds the X

@@ -99,15 +99,16 @@ def _factors(data: dict[str, Any], known: ConfigClass) -> list[Any]:
     return [entry.get("partial_rotary_factor", fallback) for entry in nested or [rope]]
 
 
-def odd_heads_rotated(fields: dict[str, Any]) -> str | None:
+def odd_heads_rotated(fields: dict[str, Any], blocks: list[dict[str, Any]]) -> str | None:
     """Sets ``rotary_dim`` for odd attention heads rotated whole, as transformers' forward takes
     them, and says so (None when there are none): heads 1 wide broadcast against the 2-wide
     cos and sin (``rotary_dim`` 2, queries and keys 2 wide); a wider odd head d cannot run
     (cos and sin d + 1 wide), so it is counted as built, its rotary part taken as the d - 1
-    dimensions of whole pairs. Only when every attention block's head is that one width."""
+    dimensions of whole pairs. Only when every attention block (``blocks``: each kind of block
+    with the keys it inherits) has a head of that one width."""
     if fields.get("position") != "rotary" or fields.get("rotary_dim") is not None:
         return None
-    widths = {_width(block) for block in _blocks(fields) if block.get("mixer") == "attention"}
+    widths = {_width(block) for block in blocks if block.get("mixer", "attention") == "attention"}
     if len(widths) != 1:
         return None
     width = widths.pop()
@@ -128,19 +129,6 @@ def odd_heads_rotated(fields: dict[str, Any]) -> str | None:
         f"{width + 1:,} wide and its forward fails; counted as built, the activation "
         f"estimates taking {width - 1:,} rotary dimensions (the whole pairs)."
     )
-
-
-def _blocks(fields: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every kind of block ``fields`` describes, each with the model's keys under its own (a
-    layer group's over the model's, a pattern run's over its group's)."""
-    top = {key: value for key, value in fields.items() if key != "layers"}
-    top.setdefault("mixer", "attention")
-    groups = fields.get("layers") or [{}]
-    blocks: list[dict[str, Any]] = []
-    for group in groups:
-        outer = {**top, **{k: v for k, v in group.items() if k != "pattern"}}
-        blocks.extend({**outer, **run} for run in group.get("pattern") or [{}])
-    return blocks
 
 
 def _width(block: dict[str, Any]) -> int | None:
