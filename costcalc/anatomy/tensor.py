@@ -179,6 +179,9 @@ class Block(Protocol):
     def experts(self) -> int: ...
 
     @property
+    def experts_active(self) -> int: ...
+
+    @property
     def moe_experts(self) -> int | None: ...
 
     @property
@@ -237,6 +240,9 @@ class Block(Protocol):
 
     @property
     def norm(self) -> str: ...
+
+    @property
+    def position(self) -> str: ...
 
     @property
     def residual_streams(self) -> int: ...
