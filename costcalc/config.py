@@ -26,7 +26,8 @@ from pydantic_core import core_schema
 
 from costcalc.blocks import DEFERRED
 from costcalc.errors import Problem, UsageError
-from costcalc.files import Document, KeyPath
+from costcalc.file_limits import KeyPath
+from costcalc.files import Document
 from costcalc.option_names import in_api
 from costcalc.overrides import OVERRIDE_OPTIONS
 from costcalc.spec import ModelSpec, StructureError, structural_problems
