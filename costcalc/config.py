@@ -305,7 +305,8 @@ def _problem(
         return Problem(f"{option} (the preset's value)", _in_option_terms(message))
     file_loc = (*names.get(loc[0], loc[0]).split("."), *loc[1:]) if loc else loc
     line = doc.line_of(file_loc) if doc is not None else None
-    return Problem(".".join(file_loc), _in_file_terms(message, names), line)
+    field = ".".join(file_loc) or ("''" if file_loc else "")  # an empty key is still a key
+    return Problem(field, _in_file_terms(message, names), line)
 
 
 def _in_option_terms(message: str) -> str:

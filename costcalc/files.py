@@ -130,19 +130,35 @@ _WIDE_MARKS = (
 UTF-16): UTF-32's first, since its little-endian mark begins with UTF-16's."""
 
 
+def _utf16_unmarked(raw: bytes) -> str | None:
+    """What UTF-16 text without a byte-order mark is, told by its NUL bytes: a config's text is
+    mostly ASCII, whose every character is a NUL byte beside its code, the NUL second in
+    little-endian order, first in big-endian. Called so when the other bytes hold no NUL and
+    at least half the characters have one; None for anything else."""
+    if len(raw) < 2 or len(raw) % 2:
+        return None
+    for order, codes, highs in (("little", raw[0::2], raw[1::2]), ("big", raw[1::2], raw[0::2])):
+        if 0 not in codes and 2 * highs.count(0) >= len(highs):
+            return f"UTF-16 text ({order}-endian, its NUL bytes say so: it has no byte-order mark)"
+    return None
+
+
 def read_text(path: str | Path) -> str:
     """The file's text, refusing what is missing, not a file, too large, binary or not UTF-8."""
     name = str(path)
     raw = read_bytes(path, MAX_FILE_BYTES)
-    wide = next((label for label, mark in _WIDE_MARKS if raw.startswith(mark)), None)
+    mark = next((label for label, mark in _WIDE_MARKS if raw.startswith(mark)), None)
+    wide = f"{mark} text (its byte-order mark says so)" if mark else None
+    if wide is None and b"\x00" in raw:
+        wide = _utf16_unmarked(raw)
+        if wide is None:
+            raise FileReadError(name, "binary file (contains NUL bytes), not a text config")
     if wide is not None:
         raise FileReadError(
             name,
-            f"{wide} text (its byte-order mark says so); configs are read as UTF-8, as "
-            "transformers reads config.json: save the file as UTF-8",
+            f"{wide}; configs are read as UTF-8, as transformers reads config.json: save the "
+            "file as UTF-8",
         )
-    if b"\x00" in raw:
-        raise FileReadError(name, "binary file (contains NUL bytes), not a text config")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -32,6 +32,7 @@ _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
+_STR_TAG = "tag:yaml.org,2002:str"
 _DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)")
 """YAML 1.1's decimal integers: the only form a costcalc integer may take."""
 
@@ -146,7 +147,7 @@ def parse_yaml(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
         if node is None:
             return EMPTY, {}
         _check_size(node, name)
-        lines = dict(_key_lines(node, (), set()))
+        lines = dict(_key_lines(loader, node, (), set()))
         return loader.construct_object(node, deep=True), lines
     except RefusedValueError as exc:
         raise FileReadError(name, exc.reason, exc.line, exc.column) from None
@@ -207,17 +208,32 @@ def _check_size(root: yaml.Node, name: str) -> None:
 _TOO_MANY = f"holds over {MAX_VALUES:,} values once its aliases are expanded; refused"
 
 
-def _key_lines(node: yaml.Node, prefix: KeyPath, seen: set[int]) -> Iterator[tuple[KeyPath, int]]:
-    """(key path, line) for every mapping key below ``node``; each node visited once (aliases)."""
+def _key_lines(
+    loader: _Loader, node: yaml.Node, prefix: KeyPath, seen: set[int]
+) -> Iterator[tuple[KeyPath, int]]:
+    """(key path, line) for every mapping key below ``node``; each node visited once (aliases).
+    A key is named as the validators name it, by the text of the value YAML reads (``~`` and
+    ``null`` are None, ``true`` True), so that a finding on a key that is no text has its line."""
     if id(node) in seen:
         return
     seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             if isinstance(key_node, yaml.ScalarNode):
-                path = (*prefix, str(key_node.value))
+                path = (*prefix, _key_text(loader, key_node))
                 yield path, key_node.start_mark.line + 1
-                yield from _key_lines(value_node, path, seen)
+                yield from _key_lines(loader, value_node, path, seen)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            yield from _key_lines(item, (*prefix, str(index)), seen)
+            yield from _key_lines(loader, item, (*prefix, str(index)), seen)
+
+
+def _key_text(loader: _Loader, key: yaml.ScalarNode) -> str:
+    """The text of the value a key reads as; its own text when it is a string or cannot be
+    read (the refusal comes, in the document's order, when the mapping is built)."""
+    if key.tag == _STR_TAG:
+        return str(key.value)
+    try:
+        return str(loader.construct_object(key))
+    except (RefusedValueError, yaml.YAMLError):
+        return str(key.value)
