@@ -26,9 +26,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from costcalc.anatomy.mixer import TokenMixer
+from costcalc.anatomy.saved import Step, Term, norm_terms
 from costcalc.anatomy.tensor import Block, Tensor, linear, norm
 
 SubPart = Callable[[Block], list[Tensor]]
+SavedSubPart = Callable[[Block, Step], list[Term]]
 
 
 def value_width(spec: Block) -> int:
@@ -294,9 +296,107 @@ SUB_PARTS: tuple[SubPart, ...] = (
 """The attention's sub-parts, in the order its tensors are listed."""
 
 
+# --------------------------------------------------------------------------- saved for backward
+
+
+def qk_norm_saved(spec: Block, step: Step) -> list[Term]:
+    """Query and key norms, per head (Qwen3, Gemma 3: rows N H and N K of width d) or over
+    whole projections (OLMo 2: rows N of width H d and K d); their outputs go to the rotation,
+    which saves none of them."""
+    H, K, d, e, N = spec.n_heads or 0, spec.kv_heads, spec.head_width, step.e, step.tokens
+    if spec.qk_norm == "head":
+        q = norm_terms(spec, e, (N * H, "N H"), (d, "d"), 1, "query norm")
+        return q + norm_terms(spec, e, (N * K, "N K"), (d, "d"), 1, "key norm")
+    if spec.qk_norm == "full":
+        q = norm_terms(spec, e, (N, "N"), (H * d, "H d"), 1, "query norm")
+        return q + norm_terms(spec, e, (N, "N"), (K * d, "K d"), 1, "key norm")
+    return []
+
+
+def projection_saved(spec: Block, step: Step) -> list[Term]:
+    """The projections' outputs the attention keeps, and its output. Eager
+    (``eager_attention_forward``): queries and the keys and values ``repeat_kv`` expands to H
+    heads (copies for the matmuls), 3 e N H d. SDPA (PyTorch's flash kernel, GQA without
+    expansion) and flash: queries, keys, values (rotated ones are new tensors; unrotated ones,
+    and rotary values of a fused projection, keep the projection's storage). Then the output,
+    e N H d: made contiguous for the output projection (eager), or read by it in place."""
+    H, K, d, e, N = spec.n_heads or 0, spec.kv_heads, spec.head_width, step.e, step.tokens
+    out = Term("e N H d", "attention output", e * N * H * d)
+    if step.kernel == "eager":
+        return [Term("3 e N H d", "queries, keys and values (H heads)", 3 * e * N * H * d), out]
+    what = "fused q/k/v output" if spec.fused_qkv else "queries, keys, values"
+    fused = Term("e N (H + 2K) d", what, e * N * (H + 2 * K) * d)
+    if spec.position != "rotary":
+        return [fused, out]
+    qk = Term("e N (H + K) d", "rotated queries and keys", e * N * (H + K) * d)
+    return [qk, fused if spec.fused_qkv else Term("e N K d", "values", e * N * K * d), out]
+
+
+def softmax_saved(spec: Block, step: Step) -> list[Term]:
+    """The softmax. Eager: the s x s output, in fp32 in Llama-derived code (4 B H T^2, then
+    its copy in the dtype e B H T^2 unless that is fp32), in the dtype in GPT-2's (learned
+    positions; e B H T^2); with attention sinks (gpt-oss's code) in the dtype over the scores
+    and the sink logit, e B H T (T + 1), after subtracting the row maximum, whose int64 indices
+    are saved, 8 B H T. SDPA and flash (with sinks too): an fp32 log-sum-exp per query and
+    head, 4 B H T."""
+    H, e, B, T = spec.n_heads or 0, step.e, step.batch, step.length
+    if step.kernel != "eager":
+        return [Term("4 B H T", "log-sum-exp, fp32", 4 * B * H * T)]
+    if spec.attention_sinks:
+        probs = e * B * H * T * (T + 1)
+        return [
+            Term("e B H T (T + 1)", "probabilities with the sink column", probs, True),
+            Term("8 B H T", "row maximum indices, int64", 8 * B * H * T),
+        ]
+    if spec.position == "learned":
+        return [Term("e B H T^2", "attention probabilities", e * B * H * T * T, True)]
+    terms = [Term("4 B H T^2", "softmax output, fp32", 4 * B * H * T * T, True)]
+    if e != 4:
+        terms.append(Term("e B H T^2", "probabilities in the dtype", e * B * H * T * T, True))
+    return terms
+
+
+SAVED_SUB_PARTS: tuple[SavedSubPart, ...] = (qk_norm_saved, projection_saved, softmax_saved)
+"""What the measured sub-parts save for backward, in the order their terms are listed."""
+
+SAVED_QK_NORMS = frozenset({"none", "head", "full"})
+"""The query/key norms :func:`qk_norm_saved` covers; any other kind is not measured."""
+
+
 class Attention(TokenMixer):
     kind = "attention"
     words = "attention"
+    saved_keys = frozenset(
+        {
+            "mixer",
+            "n_heads",
+            "n_kv_heads",
+            "head_dim",
+            "kv_cache_heads",
+            "qkv_bias",
+            "attn_out_bias",
+            "fused_qkv",
+            "qk_norm",
+            "attention_sinks",
+            "sliding_window",
+            "kv_cache_all_tokens",
+            "attention_chunk",
+        }
+    )
+    """Plain attention with sinks and q/k norms: no other sub-part was measured."""
+
+    def measured(self, spec: Block) -> bool:
+        """Its q/k norms are of a measured kind (:data:`SAVED_QK_NORMS`)."""
+        return spec.qk_norm in SAVED_QK_NORMS
+
+    def saved(self, spec: Block, step: Step) -> list[Term]:
+        """Every measured sub-part's saved tensors (:data:`SAVED_SUB_PARTS`)."""
+        return [term for sub_part in SAVED_SUB_PARTS for term in sub_part(spec, step)]
+
+    def saved_by_convention(self, spec: Block) -> bool:
+        """Sinks (gpt-oss) and whole-projection q/k norms (OLMo 2) come from families whose
+        norms and rotary tables keep tensors in other dtypes than Llama's."""
+        return spec.attention_sinks or spec.qk_norm == "full"
 
     def tensors(self, spec: Block) -> list[Tensor]:
         """Every sub-part's tensors (:data:`SUB_PARTS`); a gated cross-attention block names

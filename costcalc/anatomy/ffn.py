@@ -19,10 +19,30 @@ from __future__ import annotations
 from math import isqrt
 from typing import ClassVar
 
+from costcalc.anatomy.saved import SavesForBackward, Step, Term
 from costcalc.anatomy.tensor import Block, Tensor, linear, norm
 
+SAVED_KEYS = frozenset(
+    {
+        "ffn",
+        "ffn_mult",
+        "ffn_hidden",
+        "ffn_bias",
+        "fused_gate_up",
+        "ffn_act_params",
+        "moe_experts",
+        "moe_top_k",
+        "moe_ffn_hidden",
+        "moe_shared_ffn_hidden",
+        "moe_shared_gate",
+        "moe_router_bias",
+    }
+)
+"""The block keys whose every value the measured FFNs' saved tensors cover: a plain MLP, a
+gated FFN, routed experts with or without a shared expert and its gate, or none."""
 
-class Ffn:
+
+class Ffn(SavesForBackward):
     """What one kind of FFN holds; the methods read its sizes from the block."""
 
     label: ClassVar[str]
@@ -71,10 +91,32 @@ def _one_expert(spec: Block, inputs: int, h: int) -> tuple[str, str, int]:
     return shape, numbers, inputs * first + h * inputs + bias
 
 
+def dense_saved(
+    spec: Block, e: int, rows: tuple[int, str], width: tuple[int, str], label: str = ""
+) -> list[Term]:
+    """A gated FFN (``down(act(gate(x)) * up(x))``) on ``rows`` rows of ``width`` (value,
+    symbols): gate and up outputs, the activation's output and the product, 4 e n F; a plain
+    MLP (GPT-2's ``gelu_new``: its input, tanh output, 0.5 x and 1 + tanh, and the down
+    projection's input), 5 e n F."""
+    (n, n_sym), (f, f_sym) = rows, width
+    if spec.gated:
+        what = f"{label}gate, up, activation, product"
+        return [Term(f"4 e {n_sym} {f_sym}", what, 4 * e * n * f)]
+    return [Term(f"5 e {n_sym} {f_sym}", f"{label}MLP (gelu_new) tensors", 5 * e * n * f)]
+
+
 class Dense(Ffn):
     """A plain MLP or a gated FFN (``mlp``, ``swiglu``, ``geglu``) of width h."""
 
     label = "FFN tensors"
+    saved_keys = SAVED_KEYS
+
+    def measured(self, spec: Block) -> bool:
+        return True
+
+    def saved(self, spec: Block, step: Step) -> list[Term]:
+        """Its FFN on the N tokens (:func:`dense_saved`)."""
+        return dense_saved(spec, step.e, (step.tokens, "N"), (spec.ffn_width, "F"))
 
     def tensors(self, spec: Block) -> list[Tensor]:
         """Its projections (:func:`dense_tensors`), with ``ffn_inner_norm`` a norm of h inside
@@ -119,6 +161,38 @@ class Experts(Ffn):
     """A mixture of X routed experts, k of them per token."""
 
     label = "experts, router and shared expert"
+    saved_keys = SAVED_KEYS
+
+    def measured(self, spec: Block) -> bool:
+        return True
+
+    def saved(self, spec: Block, step: Step) -> list[Term]:
+        """Routed experts as transformers' ``grouped_mm`` runs them, R = N k rows: each
+        expert's FFN on its rows (:func:`dense_saved`); the sorted token copies and the
+        experts' outputs, 2 e R D; the fp32 router weight per row, 4 R (Mixtral's router;
+        Qwen3-MoE's casts it to the dtype, e R); int64 indices (sort permutation, token index,
+        inverse permutation, top-k expert ids), 32 R; the router's fp32 softmax, top-k weights
+        and their sum, 4 N (E + k + 1); int32 offsets per expert, 4 E. Then the shared expert
+        (:func:`shared_expert_saved`). One expert is the dense FFN of width F."""
+        e, N = step.e, step.tokens
+        if spec.experts < 2:
+            return dense_saved(spec, e, (N, "N"), (spec.ffn_width, "F"))
+        E, k, D = spec.experts, spec.experts_active, spec.d_model
+        R = N * k
+        return [
+            *dense_saved(spec, e, (R, "R"), (spec.expert_width, "F")),
+            Term("2 e R D", "routed token copies and expert outputs", 2 * e * R * D),
+            Term("4 R", "router weight per routed token, fp32", 4 * R),
+            Term("32 R", "int64 routing indices", 32 * R),
+            Term("4 N (E + k + 1)", "router softmax, top-k, sum, fp32", 4 * N * (E + k + 1)),
+            Term("4 E", "int32 expert offsets", 4 * E),
+            *shared_expert_saved(spec, e, N),
+        ]
+
+    def saved_by_convention(self, spec: Block) -> bool:
+        """A shared expert comes from families (Qwen-MoE) whose routers keep tensors in other
+        dtypes than Mixtral's."""
+        return spec.moe_shared_ffn_hidden is not None
 
     def tensors(self, spec: Block) -> list[Tensor]:
         """Router X x D (+ X bias; + a D scale and X per-expert scales), stacked experts
@@ -178,6 +252,20 @@ class Experts(Ffn):
         )
 
 
+def shared_expert_saved(spec: Block, e: int, N: int) -> list[Term]:
+    """The shared expert every token runs, of width S: its FFN on N rows (:func:`dense_saved`);
+    with a sigmoid gate (Qwen2-MoE, ``sigmoid(gate(x)) * shared(x)``) the product saves the
+    shared expert's output and the gate, e N D + e N."""
+    S = spec.moe_shared_ffn_hidden
+    if S is None:
+        return []
+    terms = dense_saved(spec, e, (N, "N"), (S, "S"), "shared expert: ")
+    if spec.moe_shared_gate:
+        what = "shared expert output and its sigmoid gate"
+        terms.append(Term("e N (D + 1)", what, e * N * (spec.d_model + 1)))
+    return terms
+
+
 def modality_expert_tensors(spec: Block) -> list[Tensor]:
     """Another modality's experts, h' = ``moe_modality_ffn_hidden`` (ERNIE 4.5 VL's
     ``mlp.vision_moe``): a router X x D (+ X bias with ``moe_router_bias``), stacked experts
@@ -232,6 +320,11 @@ class NoFfn(Ffn):
     """A block without an FFN (``ffn: none``)."""
 
     label = "no FFN; tensors"
+    saved_keys = SAVED_KEYS
+
+    def measured(self, spec: Block) -> bool:
+        """Nothing to save: measured."""
+        return True
 
     def expert_params(self, spec: Block) -> int:
         return 0

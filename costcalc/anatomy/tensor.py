@@ -176,6 +176,9 @@ class Block(Protocol):
     def experts(self) -> int: ...
 
     @property
+    def experts_active(self) -> int: ...
+
+    @property
     def moe_experts(self) -> int | None: ...
 
     @property
@@ -231,6 +234,9 @@ class Block(Protocol):
 
     @property
     def norm(self) -> str: ...
+
+    @property
+    def position(self) -> str: ...
 
     @property
     def residual_streams(self) -> int: ...
