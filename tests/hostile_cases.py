@@ -37,7 +37,9 @@ FILES: dict[str, bytes] = {
     "utf16be.yaml": codecs.BOM_UTF16_BE + GPT2.encode("utf-16-be"),
     "utf32.json": HF_GPT2.encode("utf-32"),
     "utf16-no-bom.json": HF_GPT2.encode("utf-16-le"),
-    "utf16be-no-bom.yaml": _yaml("GPT-2 small", "GPT-2 sm\xe4ll \u4e2d").decode().encode("utf-16-be"),
+    "utf16be-no-bom.yaml": _yaml("GPT-2 small", "GPT-2 sm\xe4ll \u4e2d")
+    .decode()
+    .encode("utf-16-be"),
     "latin1.yaml": _yaml("GPT-2 small", "GPT-2 sm\xe4ll").decode().encode("latin-1"),
     "bad-utf8-key.yaml": GPT2.encode() + b"d_mod\xffel: 3\n",
     "crlf.yaml": GPT2.replace("\n", "\r\n").encode(),
