@@ -169,11 +169,12 @@ def sink_tensors(spec: Block) -> list[Tensor]:
 
 def gate_tensors(spec: Block) -> list[Tensor]:
     """The output gates beside the query projection: its own ``gate_proj`` H d x D with
-    ``attention_gate_proj`` (biased as the queries are), a bias of H with
+    ``attention_gate_proj`` (its bias ``gate_proj_bias``: as the queries unless
+    ``attention_gate_proj_bias`` says), a bias of H with
     ``attention_gate_bias``, and a gate per head ``g_proj`` H x D (``attention_head_gate``)."""
     H, D, d = spec.n_heads or 0, attention_input(spec), spec.head_width
     own_gate = gate_kind(spec)[1]
-    tensors = linear("attn.gate_proj", H * d, D, spec.qkv_bias, "mixer") if own_gate else []
+    tensors = linear("attn.gate_proj", H * d, D, spec.gate_proj_bias, "mixer") if own_gate else []
     if spec.attention_gate_bias:
         tensors.append(Tensor("attn.gate_bias", (H,), "mixer"))
     if spec.attention_head_gate:

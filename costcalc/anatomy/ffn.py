@@ -7,11 +7,12 @@ Conventions, from transformers 5.24's modeling code:
 - A gated FFN keeps gate, up and down as three tensors (Llama, Qwen2, Gemma), or gate and up as
   one 2h x D tensor when ``fused_gate_up`` (Phi-3's ``gate_up_proj``).
 - Mixture-of-experts blocks stack their experts (transformers 5: ``experts.gate_up_proj`` of shape
-  X x 2h x D and ``experts.down_proj`` of X x D x h, with X x 2h and X x D biases when the FFN has
-  them) next to one router matrix X x D (plus X biases when ``moe_router_bias``); a shared expert
-  is a dense FFN of its own width, optionally gated by a D -> 1 linear layer. Another modality's
-  experts (ERNIE 4.5 VL's ``vision_moe``) are a second router and expert stack beside the text
-  ones, marked as used by no text token (``text``).
+  X x 2h x D and ``experts.down_proj`` of X x D x h, with X x 2h and X x D biases when the experts
+  have them: as the FFN unless ``moe_expert_bias`` says) next to one router matrix X x D (plus X
+  biases when ``moe_router_bias``); a shared expert is a dense FFN of its own width, optionally
+  gated by a D -> 1 linear layer. Another modality's experts (ERNIE 4.5 VL's ``vision_moe``) are
+  a second router and expert stack beside the text ones, marked as used by no text token
+  (``text``).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class Ffn(SavesForBackward):
     def expert_params(self, spec: Block) -> int:
         """The parameters of one routed expert; of a dense FFN its projections D x h + h x D
         (D x 2h when gated), plus biases."""
-        return _one_expert(spec, spec.d_model, spec.ffn_width)[2]
+        return _one_expert(spec, spec.d_model, spec.ffn_width, spec.ffn_bias)[2]
 
     def words(self, spec: Block, beside_experts: bool) -> str:
         """The FFN in words, as tables name a kind of block: a dense one by its kind
@@ -86,12 +87,12 @@ def dense_tensors(spec: Block, width: int, name: str = "mlp") -> list[Tensor]:
     return [*firsts, *linear(f"{name}.down_proj", D, width, bias, "ffn")]
 
 
-def _one_expert(spec: Block, inputs: int, h: int) -> tuple[str, str, int]:
+def _one_expert(spec: Block, inputs: int, h: int, biased: bool) -> tuple[str, str, int]:
     """One dense FFN or routed expert of width h over ``inputs`` E: its shape in symbols, in
-    numbers, and its parameters E x first + h x E (+ first + E biases), first = 2h when
-    gated."""
+    numbers, and its parameters E x first + h x E (+ first + E biases when ``biased``),
+    first = 2h when gated."""
     first = 2 * h if spec.gated else h
-    bias = first + inputs if spec.ffn_bias else 0
+    bias = first + inputs if biased else 0
     shape = "D x 2h + h x D" if spec.gated else "D x h + h x D"
     numbers = f"{inputs:,} x {first:,} + {h:,} x {inputs:,}" + (f" + {bias:,}" if bias else "")
     return shape, numbers, inputs * first + h * inputs + bias
@@ -138,7 +139,7 @@ class Dense(Ffn):
 
     def formula(self, spec: Block, count: int) -> str | None:
         h = spec.ffn_width
-        shape, numbers, params = _one_expert(spec, spec.d_model, h)
+        shape, numbers, params = _one_expert(spec, spec.d_model, h, spec.ffn_bias)
         if params != count:
             return None
         return f"{shape} + biases, h = {h:,} => {numbers} = {count:,}"
@@ -227,7 +228,7 @@ class Experts(Ffn):
             Tensor("mlp.experts.gate_up_proj", (X, first, E), "ffn", "experts"),
             Tensor("mlp.experts.down_proj", (X, E, h), "ffn", "experts"),
         ]
-        if spec.ffn_bias:
+        if spec.expert_bias:
             tensors += [
                 Tensor("mlp.experts.gate_up_proj_bias", (X, first), "ffn"),
                 Tensor("mlp.experts.down_proj_bias", (X, E), "ffn"),
@@ -247,12 +248,12 @@ class Experts(Ffn):
     def expert_params(self, spec: Block) -> int:
         """E x 2h + h x E (E x h plain) plus biases, E = D or the latent width."""
         E = spec.d_model if spec.moe_latent is None else spec.moe_latent
-        return _one_expert(spec, E, spec.expert_width)[2]
+        return _one_expert(spec, E, spec.expert_width, spec.expert_bias)[2]
 
     def formula(self, spec: Block, count: int) -> str | None:
         """X experts and the router alone: X x (one expert) + D x X."""
         D, X, h = spec.d_model, spec.experts, spec.expert_width
-        shape, numbers, params = _one_expert(spec, D, h)
+        shape, numbers, params = _one_expert(spec, D, h, spec.expert_bias)
         if X * params + D * X != count:
             return None
         return (
@@ -283,7 +284,7 @@ def shared_expert_saved(spec: Block, e: int, N: int) -> list[Term]:
 def modality_expert_tensors(spec: Block) -> list[Tensor]:
     """Another modality's experts, h' = ``moe_modality_ffn_hidden`` (ERNIE 4.5 VL's
     ``mlp.vision_moe``): a router X x D (+ X bias with ``moe_router_bias``), stacked experts
-    X x 2h' x D and X x D x h' (+ biases when the FFN has them); text-only input uses none of
+    X x 2h' x D and X x D x h' (+ biases as the routed experts'); text-only input uses none of
     them. None without h'."""
     h = spec.moe_modality_ffn_hidden
     if h is None:
@@ -297,7 +298,7 @@ def modality_expert_tensors(spec: Block) -> list[Tensor]:
         Tensor("mlp.vision_moe.experts.gate_up_proj", (X, first, D), "ffn", "experts", text=False),
         Tensor("mlp.vision_moe.experts.down_proj", (X, D, h), "ffn", "experts", text=False),
     ]
-    if spec.ffn_bias:
+    if spec.expert_bias:
         tensors += [
             Tensor("mlp.vision_moe.experts.gate_up_proj_bias", (X, first), "ffn", text=False),
             Tensor("mlp.vision_moe.experts.down_proj_bias", (X, D), "ffn", text=False),

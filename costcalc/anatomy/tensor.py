@@ -134,6 +134,9 @@ class Block(Protocol):
     def attention_gate_bias(self) -> bool: ...
 
     @property
+    def gate_proj_bias(self) -> bool: ...
+
+    @property
     def attention_head_gate(self) -> bool: ...
 
     @property
@@ -195,6 +198,9 @@ class Block(Protocol):
 
     @property
     def ffn_bias(self) -> bool: ...
+
+    @property
+    def expert_bias(self) -> bool: ...
 
     @property
     def fused_gate_up(self) -> bool: ...
