@@ -245,6 +245,9 @@ class Block(Protocol):
     def position(self) -> str: ...
 
     @property
+    def rotary_width(self) -> int | None: ...
+
+    @property
     def residual_streams(self) -> int: ...
 
     @property
