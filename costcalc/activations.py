@@ -1,7 +1,8 @@
 """Activation memory of a training step: the tensors autograd saves for the backward pass.
 
 For the block kinds that were measured (tests/golden/activation_reference.json: small GPT-2,
-Llama, Qwen3, Mixtral, Qwen3-MoE, Gemma 2, Gemma 3, OLMo 2, Qwen2-MoE and gpt-oss models run
+Llama, Qwen3, Mixtral, Qwen3-MoE, Gemma 2, Gemma 3, OLMo 2, Qwen2-MoE, gpt-oss, StableLM 2 and
+GLM models run
 forward with their loss under ``torch.autograd.graph.saved_tensors_hooks``, each storage counted
 once), the bytes are what transformers' modeling code saves, term by term: exact for that
 implementation in the training dtype, but the conventions below. Each part of a block gives what
@@ -10,10 +11,10 @@ it saves (its mixer's and FFN's ``saved``, its norms' ``block_norms_saved``, in
 and it has nothing else: its mixer is plain attention (sinks allowed; no MLA, output or per-head
 gate, low-rank queries, grouped output, key compressor, shared keys and values, per-layer inputs
 or residual streams), it has 2 norms (pre- or post-norm) or 4 (sandwich), its query/key norms
-(if any) are one weight for all heads or over whole projections, and its values are as wide as
-the keys (no ``v_head_dim``, no ``keys_as_values``); its FFN may be a plain MLP, a gated FFN or
-routed experts, with or without a shared expert (and its sigmoid gate). Other blocks keep the
-Korthikanti et al. 2022 estimate, and the output says so.
+(if any) are one weight for all heads, over whole projections or one LayerNorm per head, and its
+values are as wide as the keys (no ``v_head_dim``, no ``keys_as_values``); its FFN may be a plain
+MLP, a gated FFN or routed experts, with or without a shared expert (and its sigmoid gate). Other
+blocks keep the Korthikanti et al. 2022 estimate, and the output says so.
 
 Symbols: N = B T tokens, e bytes per activation (the training dtype), D width, H query heads,
 K key/value heads, d head width, F FFN width, S shared expert width, E experts, k experts per
@@ -32,7 +33,7 @@ over E, top-k weights divided by their sum); the gated activation is a plain Swi
 (gpt-oss's clamped SwiGLU saves 3 e R F more); no logit soft-capping (Gemma 2 keeps the tanh
 of the scores under eager attention, e B H T^2, and of the logits, e N V); one rotary table of
 width r in the dtype (Gemma 3 builds a second one for its local layers, OLMo 2 keeps its cos and
-sin in fp32, gpt-oss's are r / 2 wide).
+sin in fp32, gpt-oss's are r / 2 wide, GLM repeats them interleaved in each layer).
 """
 
 from __future__ import annotations
@@ -171,7 +172,7 @@ def outside_terms(spec: ModelSpec, batch: int, length: int, dtype: str) -> list[
     e, N, D = activation_width(dtype), batch * length, spec.d_model
     terms = []
     if spec.final_norm:
-        terms = norm_terms(spec, e, (N, "N"), (D, "D"), 1, "final norm")
+        terms = norm_terms(spec.norm, e, (N, "N"), (D, "D"), 1, "final norm")
         terms.append(projection_inputs(e, N, D, 1, "final norm output"))
     terms.append(Term("8 N", "token ids, int64", 8 * N))
     if batch == 1:  # a view of the labels padded by one position

@@ -301,17 +301,30 @@ SUB_PARTS: tuple[SubPart, ...] = (
 
 
 def qk_norm_saved(spec: Block, step: Step) -> list[Term]:
-    """Query and key norms, per head (Qwen3, Gemma 3: rows N H and N K of width d) or over
-    whole projections (OLMo 2: rows N of width H d and K d); their outputs go to the rotation,
-    which saves none of them."""
+    """Query and key norms, of head_dim shared by the heads (Qwen3, Gemma 3: rows N H and N K
+    of width d), over whole projections (OLMo 2: rows N of width H d and K d), or one
+    ``nn.LayerNorm`` per head (StableLM 2's ``StableLmLayerNormPerHead``: each head's slice of
+    the projection, rows N H and N K of width d, whatever the block's norms are; the slices are
+    views of one storage, saved once); their outputs go to the rotation, which saves none of
+    them."""
     H, K, d, e, N = spec.n_heads or 0, spec.kv_heads, spec.head_width, step.e, step.tokens
-    if spec.qk_norm == "head":
-        q = norm_terms(spec, e, (N * H, "N H"), (d, "d"), 1, "query norm")
-        return q + norm_terms(spec, e, (N * K, "N K"), (d, "d"), 1, "key norm")
+    kind = "layernorm" if spec.qk_norm == "per_head" else spec.norm
+    if spec.qk_norm in ("head", "per_head"):
+        q = norm_terms(kind, e, (N * H, "N H"), (d, "d"), 1, "query norm")
+        return q + norm_terms(kind, e, (N * K, "N K"), (d, "d"), 1, "key norm")
     if spec.qk_norm == "full":
-        q = norm_terms(spec, e, (N, "N"), (H * d, "H d"), 1, "query norm")
-        return q + norm_terms(spec, e, (N, "N"), (K * d, "K d"), 1, "key norm")
+        q = norm_terms(kind, e, (N, "N"), (H * d, "H d"), 1, "query norm")
+        return q + norm_terms(kind, e, (N, "N"), (K * d, "K d"), 1, "key norm")
     return []
+
+
+def head_major(spec: Block) -> bool:
+    """Whether the queries reach the attention kernel head-major ((B, H, T, d) contiguous)
+    rather than as views of the projection's (B, T, H, d): a rotary narrower than the head
+    concatenates the rotated and the passed dimensions (``torch.cat((q_rot, q_pass), -1)``,
+    StableLM, Phi, GPT-NeoX), and per-head norms concatenate the heads."""
+    narrow = spec.position == "rotary" and (spec.rotary_width or 0) < spec.head_width
+    return narrow or spec.qk_norm == "per_head"
 
 
 def projection_saved(spec: Block, step: Step) -> list[Term]:
@@ -320,17 +333,23 @@ def projection_saved(spec: Block, step: Step) -> list[Term]:
     heads (copies for the matmuls), 3 e N H d. SDPA (PyTorch's flash kernel, GQA without
     expansion) and flash: queries, keys, values (rotated ones are new tensors; unrotated ones,
     and rotary values of a fused projection, keep the projection's storage). Then the output,
-    e N H d: made contiguous for the output projection (eager), or read by it in place."""
+    e N H d: made contiguous for the output projection (eager), or read by it in place. SDPA's
+    output is laid out as its queries: when they are head-major (:func:`head_major`),
+    ``transpose(1, 2).contiguous()`` copies it for the output projection, which saves the copy
+    while the kernel keeps its own, e N H d more (flash-attn takes token-major views and
+    writes a token-major output)."""
     H, K, d, e, N = spec.n_heads or 0, spec.kv_heads, spec.head_width, step.e, step.tokens
-    out = Term("e N H d", "attention output", e * N * H * d)
+    out = [Term("e N H d", "attention output", e * N * H * d)]
     if step.kernel == "eager":
-        return [Term("3 e N H d", "queries, keys and values (H heads)", 3 * e * N * H * d), out]
+        return [Term("3 e N H d", "queries, keys and values (H heads)", 3 * e * N * H * d), *out]
+    if step.kernel == "sdpa" and head_major(spec):
+        out.append(Term("e N H d", "its token-major copy", e * N * H * d))
     what = "fused q/k/v output" if spec.fused_qkv else "queries, keys, values"
     fused = Term("e N (H + 2K) d", what, e * N * (H + 2 * K) * d)
     if spec.position != "rotary":
-        return [fused, out]
+        return [fused, *out]
     qk = Term("e N (H + K) d", "rotated queries and keys", e * N * (H + K) * d)
-    return [qk, fused if spec.fused_qkv else Term("e N K d", "values", e * N * K * d), out]
+    return [qk, fused if spec.fused_qkv else Term("e N K d", "values", e * N * K * d), *out]
 
 
 def softmax_saved(spec: Block, step: Step) -> list[Term]:
@@ -360,7 +379,7 @@ def softmax_saved(spec: Block, step: Step) -> list[Term]:
 SAVED_SUB_PARTS: tuple[SavedSubPart, ...] = (qk_norm_saved, projection_saved, softmax_saved)
 """What the measured sub-parts save for backward, in the order their terms are listed."""
 
-SAVED_QK_NORMS = frozenset({"none", "head", "full"})
+SAVED_QK_NORMS = frozenset({"none", "head", "full", "per_head"})
 """The query/key norms :func:`qk_norm_saved` covers; any other kind is not measured."""
 
 

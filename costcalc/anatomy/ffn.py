@@ -58,6 +58,12 @@ class Ffn(SavesForBackward):
         (D x 2h when gated), plus biases."""
         return _one_expert(spec, spec.d_model, spec.ffn_width, spec.ffn_bias)[2]
 
+    def words(self, spec: Block, beside_experts: bool) -> str:
+        """The FFN in words, as tables name a kind of block: a dense one by its kind
+        (``swiglu FFN``), or as ``dense FFN`` when other kinds of block differ from it in their
+        experts (``beside_experts``)."""
+        return "dense FFN" if beside_experts else f"{spec.ffn} FFN"
+
     def formula(self, spec: Block, count: int) -> str | None:
         """The block's FFN parameters ``count`` as a formula with the numbers put in, when the
         FFN has one and it gives ``count`` (nothing else is in the block's FFN row); None: the
@@ -236,6 +242,9 @@ class Experts(Ffn):
             tensors += linear("mlp.shared_expert_gate", 1, D, False, "ffn")
         return tensors
 
+    def words(self, spec: Block, beside_experts: bool) -> str:
+        return expert_words(spec)
+
     def expert_params(self, spec: Block) -> int:
         """E x 2h + h x E (E x h plain) plus biases, E = D or the latent width."""
         E = spec.d_model if spec.moe_latent is None else spec.moe_latent
@@ -251,6 +260,11 @@ class Experts(Ffn):
             f"X x ({shape} + biases) + D x X, X = {X}, h = {h:,} => "
             f"{X:,} x ({numbers}) + {D:,} x {X:,} = {count:,}"
         )
+
+
+def expert_words(spec: Block) -> str:
+    """X routed experts, k of them per token, in words: ``128 experts, top 6``."""
+    return f"{spec.experts:,} experts, top {spec.experts_active}"
 
 
 def shared_expert_saved(spec: Block, e: int, N: int) -> list[Term]:
@@ -312,6 +326,9 @@ class ProductKeyExperts(Ffn):
             tensors += dense_tensors(spec, spec.moe_shared_ffn_hidden, "mlp.shared_expert")
         return tensors
 
+    def words(self, spec: Block, beside_experts: bool) -> str:
+        return expert_words(spec)
+
     def expert_params(self, spec: Block) -> int:
         """One row of ``down_embed`` and of ``up_embed``: 2 D."""
         return 2 * spec.d_model
@@ -326,6 +343,9 @@ class NoFfn(Ffn):
     def measured(self, spec: Block) -> bool:
         """Nothing to save: measured."""
         return True
+
+    def words(self, spec: Block, beside_experts: bool) -> str:
+        return "no FFN"
 
     def expert_params(self, spec: Block) -> int:
         return 0

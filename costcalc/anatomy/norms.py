@@ -58,7 +58,7 @@ def block_norms_saved(spec: Block, step: Step) -> list[Term]:
     """What the block's ``norms_per_block`` norms over D save for backward, on N rows
     (:func:`costcalc.anatomy.saved.norm_terms`)."""
     N, n = step.tokens, spec.norms_per_block
-    return norm_terms(spec, step.e, (N, "N"), (spec.d_model, "D"), n, "norm")
+    return norm_terms(spec.norm, step.e, (N, "N"), (spec.d_model, "D"), n, "norm")
 
 
 def block_norms_by_convention(spec: Block) -> bool:

@@ -49,14 +49,14 @@ def times(count: int, symbols: str) -> str:
 
 
 def norm_terms(
-    spec: Block, e: int, rows: tuple[int, str], width: tuple[int, str], norms: int, label: str
+    kind: str, e: int, rows: tuple[int, str], width: tuple[int, str], norms: int, label: str
 ) -> list[Term]:
-    """``norms`` norms over ``rows`` rows of ``width`` (value, symbols). RMSNorm
+    """``norms`` norms of ``kind`` over ``rows`` rows of ``width`` (value, symbols). RMSNorm
     (``x.to(float32)``, ``pow(2)``, ``rsqrt``, ``weight * x.to(dtype)``) saves the fp32 input
     4 n w, the rsqrt 4 n and the normalized input e n w; LayerNorm (``native_layer_norm``) the
     input e n w and its mean and rstd 2 e n."""
     (n, n_sym), (w, w_sym) = rows, width
-    if spec.norm == "rmsnorm":
+    if kind == "rmsnorm":
         return [
             Term(times(norms, f"4 {n_sym} {w_sym}"), f"{label} inputs in fp32", norms * 4 * n * w),
             Term(times(norms, f"4 {n_sym}"), f"{label} rsqrt, fp32", norms * 4 * n),
