@@ -358,14 +358,20 @@ class Reader:
     def near_misses(self) -> tuple[Problem, ...]:
         """A warning for each key the family does not read that is near one it reads and the
         file does not give (:mod:`costcalc.near_keys`): most likely a misspelling, which
-        transformers ignores too, leaving that key at its default."""
+        transformers ignores too, leaving that key at its default. The keys read are those the
+        translator asks for and every field and alias of the configuration class (keys that
+        size nothing costcalc counts, such as ``rope_theta``): a class's own key is never
+        taken for a typo, and a typo of one is found."""
         if not isinstance(self.data, AskedKeys):
             return ()
         from costcalc.near_keys import near_keys
 
         given = [key for key in dict.keys(self.data) if isinstance(key, str)]
+        read = set(self.data.asked)
+        if self.config_class is not None:
+            read.update(self.config_class.fields, self.config_class.aliases)
         warnings = []
-        for key, near in near_keys(given, self.data.asked):
+        for key, near in near_keys(given, read):
             meant = " or ".join(near)
             message = (
                 "not a key this family reads, and transformers ignores it too: did you mean "
