@@ -228,6 +228,7 @@ class Reader:
         model_type = self.doc.data.get("model_type")
         if isinstance(model_type, str) and model_type in transformers_model_types():  # no remote
             self._width_refused()
+            self._pad_outside_table()
             refused = refused_odd_head(dict(self.data), self.config_class)  # asks no keys
             if refused is not None:
                 self.fail(*refused)
@@ -341,6 +342,31 @@ class Reader:
                 f"refuses the file ({known.name}'s validate_architecture: the hidden size must "
                 "be a multiple of the heads, whatever head_dim says)",
             )
+
+    def _pad_outside_table(self) -> None:
+        """A ``pad_token_id`` (the file's, else the class default) outside a token table the
+        model builds as ``nn.Embedding(rows, hidden_size, padding_idx=pad_token_id)``
+        (:attr:`ConfigClass.padded_tables`): torch asserts ``-rows <= padding_idx < rows``
+        ("Padding_idx must be within num_embeddings"), so transformers builds nothing."""
+        known = self.config_class
+        pad = self.setting("pad_token_id")
+        if known is None or not is_whole(pad):
+            return
+        for key, extra in known.padded_tables:
+            rows = self.setting(key)
+            if not is_whole(rows, 1) or -(rows + extra) <= pad < rows + extra:
+                continue
+            given = any(dict.__contains__(self.data, k) for k in known.spellings("pad_token_id"))
+            shown = f"{pad:,}" if given else f"{pad:,} ({known.name}'s default)"
+            sized = f"{key} + {extra:,}" if extra else key
+            self.fail(
+                "pad_token_id",
+                f"{shown} is outside the token table of {rows + extra:,} rows ({sized}): "
+                f"transformers refuses the file (the model builds the table as nn.Embedding("
+                f"{sized}, hidden_size, padding_idx=pad_token_id), and torch asserts that the "
+                f"padding index is within it, -{rows + extra:,} to {rows + extra - 1:,})",
+            )
+            return
 
     def _default_notes(self) -> tuple[str, ...]:
         """What the file leaves out and transformers' class default fills in, in words."""
