@@ -1,17 +1,20 @@
 """Activation memory of a training step: the tensors autograd saves for the backward pass.
 
 For the block kinds that were measured (tests/golden/activation_reference.json: small GPT-2,
-Llama, Qwen3, Mixtral, Qwen3-MoE, Gemma 2, Gemma 3, OLMo 2, Qwen2-MoE and gpt-oss models run
+Llama, Qwen3, Mixtral, Qwen3-MoE, Gemma 2, Gemma 3, OLMo 2, Qwen2-MoE, gpt-oss, StableLM 2 and
+GLM models run
 forward with their loss under ``torch.autograd.graph.saved_tensors_hooks``, each storage counted
 once), the bytes are what transformers' modeling code saves, term by term: exact for that
-implementation in the training dtype, but the conventions below. A block is measured when its
-mixer is plain attention (sinks allowed; no MLA, output or per-head gate, low-rank queries,
-grouped output, key compressor, shared keys and values, per-layer inputs or residual streams),
-it has 2 norms (pre- or post-norm) or 4 (sandwich), its query/key norms (if any) are one weight
-for all heads or over whole projections, and its values are as wide as the keys (no
-``v_head_dim``, no ``keys_as_values``); its FFN may be a plain MLP, a gated FFN or routed experts,
-with or without a shared expert (and its sigmoid gate). Other blocks keep the Korthikanti et al.
-2022 estimate, and the output says so.
+implementation in the training dtype, but the conventions below. Each part of a block gives what
+it saves (its mixer's and FFN's ``saved``, its norms' ``block_norms_saved``, in
+:mod:`costcalc.anatomy`) and whether that was measured; a block is measured when its parts are
+and it has nothing else: its mixer is plain attention (sinks allowed; no MLA, output or per-head
+gate, low-rank queries, grouped output, key compressor, shared keys and values, per-layer inputs
+or residual streams), it has 2 norms (pre- or post-norm) or 4 (sandwich), its query/key norms
+(if any) are one weight for all heads, over whole projections or one LayerNorm per head, and its
+values are as wide as the keys (no ``v_head_dim``, no ``keys_as_values``); its FFN may be a plain
+MLP, a gated FFN or routed experts, with or without a shared expert (and its sigmoid gate). Other
+blocks keep the Korthikanti et al. 2022 estimate, and the output says so.
 
 Symbols: N = B T tokens, e bytes per activation (the training dtype), D width, H query heads,
 K key/value heads, d head width, F FFN width, S shared expert width, E experts, k experts per
@@ -30,14 +33,22 @@ over E, top-k weights divided by their sum); the gated activation is a plain Swi
 (gpt-oss's clamped SwiGLU saves 3 e R F more); no logit soft-capping (Gemma 2 keeps the tanh
 of the scores under eager attention, e B H T^2, and of the logits, e N V); one rotary table of
 width r in the dtype (Gemma 3 builds a second one for its local layers, OLMo 2 keeps its cos and
-sin in fp32, gpt-oss's are r / 2 wide).
+sin in fp32, gpt-oss's are r / 2 wide, GLM repeats them interleaved in each layer).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from costcalc.anatomy.ffn import ffn_part
+from costcalc.anatomy.mixer import token_mixer
+from costcalc.anatomy.norms import SAVED_KEYS as NORM_KEYS
+from costcalc.anatomy.norms import (
+    block_norms_by_convention,
+    block_norms_measured,
+    block_norms_saved,
+)
+from costcalc.anatomy.saved import Step, Term, norm_terms, times
 from costcalc.blocks import BLOCK_FIELDS
 from costcalc.spec import ModelSpec
 from costcalc.units import DTYPE_BITS
@@ -58,74 +69,32 @@ KORTHIKANTI_SOURCE = (
 )
 
 
-@dataclass(frozen=True)
-class Term:
-    """Bytes one kind of saved tensor takes: ``symbols`` (with N, e, D ...), what it is, and
-    whether it is an s x s tensor of eager attention (dropped by selective recomputation)."""
-
-    symbols: str
-    what: str
-    bytes: int
-    scores: bool = False
-
-
 def activation_width(dtype: str) -> int:
     """e: bytes per activation element of the training dtype."""
     return DTYPE_BITS[dtype] // 8
 
 
-MEASURED_KEYS = frozenset(
-    {
-        "mixer",
-        "n_heads",
-        "n_kv_heads",
-        "head_dim",
-        "kv_cache_heads",
-        "qkv_bias",
-        "attn_out_bias",
-        "fused_qkv",
-        "qk_norm",
-        "attention_sinks",
-        "sliding_window",
-        "kv_cache_all_tokens",
-        "attention_chunk",
-        "ffn",
-        "ffn_mult",
-        "ffn_hidden",
-        "ffn_bias",
-        "fused_gate_up",
-        "ffn_act_params",
-        "moe_experts",
-        "moe_top_k",
-        "moe_ffn_hidden",
-        "moe_shared_ffn_hidden",
-        "moe_shared_gate",
-        "moe_router_bias",
-        "norms_per_block",
-    }
-)
-"""The block keys whose every value the measured terms cover; any other block key away from its
-default (a new kind of block among them) makes the block unmeasured."""
-
-
-MEASURED_QK_NORMS = frozenset({"none", "head", "full"})
-"""The query/key norms the measured terms cover (:func:`qk_norm_terms`); any other kind makes
-the block unmeasured."""
+def covered_keys(spec: ModelSpec) -> frozenset[str]:
+    """The block keys whose every value the saved tensors of the block's parts cover (its
+    mixer's, its FFN's, its norms'); any other block key away from its default (a new kind of
+    block among them) makes the block unmeasured."""
+    return token_mixer(spec.mixer).saved_keys | ffn_part(spec).saved_keys | NORM_KEYS
 
 
 def measured(spec: ModelSpec) -> bool:
-    """Whether a block of ``spec`` is of a measured kind (see the module docstring): attention
-    with 2 or 4 norms and query/key norms of a measured kind, the other block keys at their
-    defaults, one residual stream, no AltUp and no per-layer inputs."""
+    """Whether a block of ``spec`` is of a measured kind: its mixer, FFN and norms were
+    measured (each part says so), the other block keys are at their defaults
+    (:func:`covered_keys`), one residual stream, no AltUp and no per-layer inputs."""
     fields = type(spec).model_fields
+    covered = covered_keys(spec)
     return (
-        spec.mixer == "attention"
-        and spec.norms_per_block in (2, 4)
-        and spec.qk_norm in MEASURED_QK_NORMS
+        token_mixer(spec.mixer).measured(spec)
+        and ffn_part(spec).measured(spec)
+        and block_norms_measured(spec)
         and all(
             getattr(spec, name) == fields[name].default
             for name in BLOCK_FIELDS
-            if name not in MEASURED_KEYS
+            if name not in covered
         )
         and spec.residual_streams == 1
         and spec.altup_streams is None
@@ -133,166 +102,24 @@ def measured(spec: ModelSpec) -> bool:
     )
 
 
-def _times(count: int, symbols: str) -> str:
-    return symbols if count == 1 else f"{count} x {symbols}"
-
-
-# --------------------------------------------------------------------------- norms
-
-
-def norm_terms(
-    spec: ModelSpec, e: int, rows: tuple[int, str], width: tuple[int, str], norms: int, label: str
-) -> list[Term]:
-    """``norms`` norms over ``rows`` rows of ``width`` (value, symbols). RMSNorm
-    (``x.to(float32)``, ``pow(2)``, ``rsqrt``, ``weight * x.to(dtype)``) saves the fp32 input
-    4 n w, the rsqrt 4 n and the normalized input e n w; LayerNorm (``native_layer_norm``) the
-    input e n w and its mean and rstd 2 e n."""
-    (n, n_sym), (w, w_sym) = rows, width
-    if spec.norm == "rmsnorm":
-        return [
-            Term(_times(norms, f"4 {n_sym} {w_sym}"), f"{label} inputs in fp32", norms * 4 * n * w),
-            Term(_times(norms, f"4 {n_sym}"), f"{label} rsqrt, fp32", norms * 4 * n),
-            Term(_times(norms, f"e {n_sym} {w_sym}"), f"{label} normalized", norms * e * n * w),
-        ]
-    return [
-        Term(_times(norms, f"e {n_sym} {w_sym}"), f"{label} inputs", norms * e * n * w),
-        Term(_times(norms, f"2 e {n_sym}"), f"{label} mean and rstd", norms * 2 * e * n),
-    ]
-
-
 def projection_inputs(e: int, N: int, D: int, count: int, what: str) -> Term:
     """A norm's output, saved by the projection that reads it: e N D each."""
-    return Term(_times(count, "e N D"), what, count * e * N * D)
-
-
-def qk_norm_terms(spec: ModelSpec, e: int, N: int) -> list[Term]:
-    """Query and key norms, per head (Qwen3, Gemma 3: rows N H and N K of width d) or over
-    whole projections (OLMo 2: rows N of width H d and K d); their outputs go to the rotation,
-    which saves none of them."""
-    H, K, d = spec.n_heads or 0, spec.kv_heads, spec.head_width
-    if spec.qk_norm == "head":
-        q = norm_terms(spec, e, (N * H, "N H"), (d, "d"), 1, "query norm")
-        return q + norm_terms(spec, e, (N * K, "N K"), (d, "d"), 1, "key norm")
-    if spec.qk_norm == "full":
-        q = norm_terms(spec, e, (N, "N"), (H * d, "H d"), 1, "query norm")
-        return q + norm_terms(spec, e, (N, "N"), (K * d, "K d"), 1, "key norm")
-    return []
-
-
-# --------------------------------------------------------------------------- attention
-
-
-def attention_terms(spec: ModelSpec, e: int, batch: int, length: int, kernel: str) -> list[Term]:
-    """What attention saves. Eager (``eager_attention_forward``): queries and the keys and
-    values ``repeat_kv`` expands to H heads (copies for the matmuls), 3 e N H d; the s x s
-    softmax output, in fp32 in Llama-derived code (4 B H T^2, then its copy in the dtype
-    e B H T^2 unless that is fp32), in the dtype in GPT-2's (learned positions; e B H T^2); the
-    output made contiguous for the output projection, e N H d. With attention sinks (gpt-oss's
-    code) the softmax runs in the dtype over the scores and the sink logit, e B H T (T + 1),
-    after subtracting the row maximum, whose int64 indices are saved, 8 B H T. SDPA (PyTorch's
-    flash kernel, GQA without expansion) and flash (with sinks too): queries, keys, values
-    (rotated ones are new tensors; unrotated ones, and rotary values of a fused projection, keep
-    the projection's storage), the output e N H d (the output projection reads it in place) and
-    an fp32 log-sum-exp per query and head, 4 B H T."""
-    H, K, d = spec.n_heads or 0, spec.kv_heads, spec.head_width
-    B, T, N = batch, length, batch * length
-    out = Term("e N H d", "attention output", e * N * H * d)
-    rotary = spec.position == "rotary"
-    if kernel == "eager":
-        terms = [Term("3 e N H d", "queries, keys and values (H heads)", 3 * e * N * H * d), out]
-        if spec.attention_sinks:
-            probs = e * B * H * T * (T + 1)
-            return [
-                *terms,
-                Term("e B H T (T + 1)", "probabilities with the sink column", probs, True),
-                Term("8 B H T", "row maximum indices, int64", 8 * B * H * T),
-            ]
-        if spec.position == "learned":
-            return [*terms, Term("e B H T^2", "attention probabilities", e * B * H * T * T, True)]
-        terms.append(Term("4 B H T^2", "softmax output, fp32", 4 * B * H * T * T, True))
-        if e != 4:
-            terms.append(Term("e B H T^2", "probabilities in the dtype", e * B * H * T * T, True))
-        return terms
-    what = "fused q/k/v output" if spec.fused_qkv else "queries, keys, values"
-    fused = Term("e N (H + 2K) d", what, e * N * (H + 2 * K) * d)
-    if not rotary:
-        qkv = [fused]
-    else:
-        qk = Term("e N (H + K) d", "rotated queries and keys", e * N * (H + K) * d)
-        qkv = [qk, fused if spec.fused_qkv else Term("e N K d", "values", e * N * K * d)]
-    return [*qkv, out, Term("4 B H T", "log-sum-exp, fp32", 4 * B * H * T)]
-
-
-# --------------------------------------------------------------------------- FFN and experts
-
-
-def ffn_terms(
-    spec: ModelSpec, e: int, rows: tuple[int, str], width: tuple[int, str], label: str = ""
-) -> list[Term]:
-    """A gated FFN (``down(act(gate(x)) * up(x))``): gate and up outputs, the activation's
-    output and the product, 4 e n F; a plain MLP (GPT-2's ``gelu_new``: its input, tanh
-    output, 0.5 x and 1 + tanh, and the down projection's input), 5 e n F."""
-    (n, n_sym), (f, f_sym) = rows, width
-    if spec.ffn == "none":
-        return []
-    if spec.gated:
-        what = f"{label}gate, up, activation, product"
-        return [Term(f"4 e {n_sym} {f_sym}", what, 4 * e * n * f)]
-    return [Term(f"5 e {n_sym} {f_sym}", f"{label}MLP (gelu_new) tensors", 5 * e * n * f)]
-
-
-def shared_expert_terms(spec: ModelSpec, e: int, N: int) -> list[Term]:
-    """The shared expert every token runs, of width S: its FFN on N rows (:func:`ffn_terms`);
-    with a sigmoid gate (Qwen2-MoE, ``sigmoid(gate(x)) * shared(x)``) the product saves the
-    shared expert's output and the gate, e N D + e N."""
-    S = spec.moe_shared_ffn_hidden
-    if S is None:
-        return []
-    terms = ffn_terms(spec, e, (N, "N"), (S, "S"), "shared expert: ")
-    if spec.moe_shared_gate:
-        what = "shared expert output and its sigmoid gate"
-        terms.append(Term("e N (D + 1)", what, e * N * (spec.d_model + 1)))
-    return terms
-
-
-def expert_terms(spec: ModelSpec, e: int, N: int) -> list[Term]:
-    """Routed experts as transformers' ``grouped_mm`` runs them, R = N k rows: each expert's
-    FFN on its rows (:func:`ffn_terms`); the sorted token copies and the experts' outputs,
-    2 e R D; the fp32 router weight per row, 4 R (Mixtral's router; Qwen3-MoE's casts it to the
-    dtype, e R); int64 indices (sort permutation, token index,
-    inverse permutation, top-k expert ids), 32 R; the router's fp32 softmax, top-k weights and
-    their sum, 4 N (E + k + 1); int32 offsets per expert, 4 E."""
-    E, k, D = spec.experts, spec.experts_active, spec.d_model
-    R = N * k
-    return [
-        *ffn_terms(spec, e, (R, "R"), (spec.expert_width, "F")),
-        Term("2 e R D", "routed token copies and expert outputs", 2 * e * R * D),
-        Term("4 R", "router weight per routed token, fp32", 4 * R),
-        Term("32 R", "int64 routing indices", 32 * R),
-        Term("4 N (E + k + 1)", "router softmax, top-k, sum, fp32", 4 * N * (E + k + 1)),
-        Term("4 E", "int32 expert offsets", 4 * E),
-    ]
+    return Term(times(count, "e N D"), what, count * e * N * D)
 
 
 # --------------------------------------------------------------------------- one layer
 
 
-def measured_layer_terms(
-    spec: ModelSpec, e: int, batch: int, length: int, kernel: str
-) -> list[Term]:
-    """Every tensor one measured block saves: its norms, attention, and the FFN or routed
-    experts (with a shared expert). The attention and FFN projections save their inputs,
-    2 e N D: the pre-norms' outputs, or the residual stream where the block normalizes only
-    outputs (OLMo 2); sandwich blocks' (Gemma 2/3) post-norm outputs are added to the residual
-    stream, which saves nothing."""
-    N, D = batch * length, spec.d_model
-    terms = norm_terms(spec, e, (N, "N"), (D, "D"), spec.norms_per_block, "norm")
-    terms.append(projection_inputs(e, N, D, 2, "norm outputs"))
-    terms += qk_norm_terms(spec, e, N)
-    terms += attention_terms(spec, e, batch, length, kernel)
-    if spec.experts > 1:
-        return terms + expert_terms(spec, e, N) + shared_expert_terms(spec, e, N)
-    return terms + ffn_terms(spec, e, (N, "N"), (spec.ffn_width, "F"))
+def measured_layer_terms(spec: ModelSpec, step: Step) -> list[Term]:
+    """Every tensor one measured block saves: its norms', its mixer's and its FFN's, as each
+    part gives them. The attention and FFN projections save their inputs, 2 e N D: the
+    pre-norms' outputs, or the residual stream where the block normalizes only outputs
+    (OLMo 2); sandwich blocks' (Gemma 2/3) post-norm outputs are added to the residual stream,
+    which saves nothing."""
+    terms = block_norms_saved(spec, step)
+    terms.append(projection_inputs(step.e, step.tokens, spec.d_model, 2, "norm outputs"))
+    terms += token_mixer(spec.mixer).saved(spec, step)
+    return terms + ffn_part(spec).saved(spec, step)
 
 
 def korthikanti_score_bytes(spec: ModelSpec, batch: int, length: int) -> int:
@@ -328,7 +155,7 @@ def layer_terms(
     elif recompute == "full":
         terms = [Term("e N D", "layer input", e * batch * length * spec.d_model)]
     else:
-        terms = measured_layer_terms(spec, e, batch, length, kernel)
+        terms = measured_layer_terms(spec, Step(e, batch, length, kernel))
     keep = recompute == "none" and kernel == "eager"
     return [t for t in terms if keep or not t.scores]
 
@@ -345,7 +172,7 @@ def outside_terms(spec: ModelSpec, batch: int, length: int, dtype: str) -> list[
     e, N, D = activation_width(dtype), batch * length, spec.d_model
     terms = []
     if spec.final_norm:
-        terms = norm_terms(spec, e, (N, "N"), (D, "D"), 1, "final norm")
+        terms = norm_terms(spec.norm, e, (N, "N"), (D, "D"), 1, "final norm")
         terms.append(projection_inputs(e, N, D, 1, "final norm output"))
     terms.append(Term("8 N", "token ids, int64", 8 * N))
     if batch == 1:  # a view of the labels padded by one position
@@ -392,10 +219,9 @@ def by_convention(spec: ModelSpec) -> bool:
     tensors in other dtypes than Llama's and Mixtral's, which costcalc counts (docs/memory.md:
     11-24% more in bf16)."""
     return (
-        spec.norms_per_block == 4
-        or spec.attention_sinks
-        or spec.qk_norm == "full"
-        or spec.moe_shared_ffn_hidden is not None
+        block_norms_by_convention(spec)
+        or token_mixer(spec.mixer).saved_by_convention(spec)
+        or ffn_part(spec).saved_by_convention(spec)
     )
 
 

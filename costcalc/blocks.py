@@ -192,6 +192,14 @@ class BlockFields:
             "HY V4): on an attention block the same H d D parameters; needs attention_gate."
         ),
     )
+    attention_gate_proj_bias: Flag | None = Field(
+        default=None,
+        description=(
+            "The output gate's own projection (attention_gate_proj) carries a bias of H d; "
+            "default: on an attention block as the queries do (qkv_bias: HRM), on an mla block "
+            "none."
+        ),
+    )
     keys_as_values: Flag = Field(
         default=False,
         description=(
@@ -579,6 +587,14 @@ class BlockFields:
     moe_router_bias: Flag = Field(
         default=False, description="The router carries a bias of X (gpt-oss)."
     )
+    moe_expert_bias: Flag | None = Field(
+        default=None,
+        description=(
+            "The routed experts (and another modality's) carry biases (X x 2h and X x D for a "
+            "gated FFN); default: as the FFN does (ffn_bias). False beside ffn_bias true: "
+            "biases on the dense and shared FFNs only (DeepSeek-V2, HY V3, Step 3.5)."
+        ),
+    )
     moe_output_bias: Flag = Field(
         default=False,
         description="A bias of D added to the experts' combined output (JetMoE): D parameters.",
@@ -666,6 +682,19 @@ class BlockFields:
     @property
     def experts(self) -> int:
         return 1 if self.moe_experts is None else self.moe_experts
+
+    @property
+    def expert_bias(self) -> bool:
+        """The routed experts carry biases: moe_expert_bias, or ffn_bias."""
+        return self.ffn_bias if self.moe_expert_bias is None else self.moe_expert_bias
+
+    @property
+    def gate_proj_bias(self) -> bool:
+        """The output gate's own projection carries a bias: attention_gate_proj_bias, or on an
+        attention block qkv_bias (an mla block's has none)."""
+        if self.attention_gate_proj_bias is not None:
+            return self.attention_gate_proj_bias
+        return self.qkv_bias and self.mixer == "attention"
 
     @property
     def experts_active(self) -> int:

@@ -263,14 +263,8 @@ def stack_kind(stack: ModelSpec, keys: frozenset[str]) -> str:
     if "mixer" in differing:
         words.append(token_mixer(stack.mixer).words)
         differing -= MIXER_KEYS
-    if "moe_experts" in differing:
-        experts = stack.moe_experts
-        words.append(
-            "dense FFN" if experts is None else f"{experts:,} experts, top {stack.moe_top_k}"
-        )
-        differing -= FFN_KEYS
-    elif "ffn" in differing:
-        words.append("no FFN" if stack.ffn == "none" else f"{stack.ffn} FFN")
+    if differing & {"moe_experts", "ffn"}:
+        words.append(ffn_part(stack).words(stack, "moe_experts" in differing))
         differing -= FFN_KEYS
     words += [
         _key_in_words(name, getattr(stack, name)) for name in BLOCK_FIELDS if name in differing

@@ -963,6 +963,7 @@ def _dynamic_mask(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "moe_product_keys",
     "moe_ffn_hidden",
     "moe_router_bias",
+    "moe_expert_bias",
     "moe_router_scales",
     "moe_modality_ffn_hidden",
     "moe_latent",
@@ -973,7 +974,7 @@ def _product_keys(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         return
     if spec.moe_experts is None:
         yield ("moe_product_keys", "retrieves experts; give moe_experts")
-    for name in ("moe_ffn_hidden", "moe_router_bias", "moe_router_scales"):
+    for name in ("moe_ffn_hidden", "moe_router_bias", "moe_expert_bias", "moe_router_scales"):
         if getattr(spec, name):
             yield (name, "product-key experts are single neurons under a router without bias")
     if spec.moe_modality_ffn_hidden is not None:
@@ -982,12 +983,17 @@ def _product_keys(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("moe_latent", "product-key experts are rows of D-wide tables, with no latent")
 
 
-@_rule("attention_gate", "attention_gate_bias", "attention_gate_proj")
+@_rule("attention_gate", "attention_gate_bias", "attention_gate_proj", "attention_gate_proj_bias")
 def _gate_for_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.attention_gate_bias and not spec.attention_gate:
         yield ("attention_gate_bias", "a bias of the output gate needs attention_gate")
     if spec.attention_gate_proj and not spec.attention_gate:
         yield ("attention_gate_proj", "the output gate's own projection needs attention_gate")
+    if spec.attention_gate_proj_bias is not None and not spec.attention_gate_proj:
+        yield (
+            "attention_gate_proj_bias",
+            "a bias of the output gate's own projection needs attention_gate_proj",
+        )
 
 
 @_rule("norm", "norm_bias")
@@ -1059,6 +1065,7 @@ MOE_DETAILS = (
     "moe_shared_ffn_hidden",
     "moe_shared_gate",
     "moe_router_bias",
+    "moe_expert_bias",
     "moe_router_scales",
     "moe_output_bias",
     "moe_modality_ffn_hidden",

@@ -60,6 +60,10 @@ SOFTCAPPED = {"gemma-2-2b"}
 """Gemma 2: tanh soft-capping of the attention scores and of the logits."""
 FP32_ROTARY = {"olmo-2-1b"}
 """OLMo 2 keeps the rotary cos and sin in fp32."""
+INTERLEAVED_ROTARY = {"glm-4-9b-chat-hf"}
+"""GLM repeats its cos and sin, interleaved, inside each layer (``repeat_interleave(2)`` in its
+``apply_rotary_pos_emb``): the products save those copies, and the model's table is saved by
+none of them."""
 GPT_OSS = {"gpt-oss-20b"}
 """gpt-oss: its router takes the top k of the logits and a softmax over those k in the dtype,
 its experts run a clamped SwiGLU, its rotary cos and sin are half the head width."""
@@ -78,6 +82,7 @@ def known_difference(spec: ModelSpec, record: dict[str, Any]) -> tuple[int, int]
     - Gemma 2's soft-capping keeps the tanh of the scores (eager), e B H T^2 less, and of the
       logits, e N V less;
     - OLMo 2's rotary cos and sin in fp32: (4 - e) 2 T r less;
+    - GLM's cos and sin repeated in each layer: 2 e T r less per layer, 2 e T r more outside;
     - gpt-oss's router saves the softmax over the top k in the dtype, e N k, and one more int64
       index per routed row, 8 R, where costcalc counts Mixtral's softmax over E, top-k and sum,
       4 N (E + k + 1); its clamped SwiGLU (``clamp``, ``g sigmoid(1.702 g)``, ``(u + 1) glu``)
@@ -108,6 +113,9 @@ def known_difference(spec: ModelSpec, record: dict[str, Any]) -> tuple[int, int]
         outside += e * T * (spec.rotary_width or 0)
     if model in FP32_ROTARY:
         outside -= (4 - e) * 2 * T * (spec.rotary_width or 0)
+    if model in INTERLEAVED_ROTARY:
+        layer -= 2 * e * T * (spec.rotary_width or 0)
+        outside += 2 * e * T * (spec.rotary_width or 0)
     return layer, outside
 
 

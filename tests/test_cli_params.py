@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from costcalc.loaders import load_file
+from costcalc.params import stack_reports
 from tests.conftest import FIXTURES, Invoke
 
 
@@ -137,7 +139,6 @@ def test_block_rows_add_up(fixture: str) -> None:
     the row (JetMoE's attention and FFN experts, Apertus' activation scalars, BitNet's inner norm,
     Persimmon's q/k norms beside a GPT-2-like block)."""
     from costcalc.explain import explain
-    from costcalc.loaders import load_file
     from costcalc.params import param_report
 
     spec = load_file(FIXTURES / "hf" / f"{fixture}.json").spec
@@ -257,3 +258,15 @@ def test_blocks_that_differ_are_shown_by_kind(cli: Invoke) -> None:
     assert [s["layers"] for s in stacks] == [3, 58]
     assert sum(s["blocks"] for s in stacks) == data["parameters"]["blocks"]
     assert data["parameters"]["per_block"] is None
+
+
+def test_blocks_without_an_ffn_beside_experts_say_so() -> None:
+    # NemotronHBlock holds one mixer per layer (Mamba-2, attention, MoE or MLP): the Mamba-2
+    # and attention blocks have no FFN, which the experts' kind must not call a dense one
+    spec = load_file(FIXTURES / "hf" / "tiny-nemotron-h-latent-moe.json").spec
+    assert [report.kind for report in stack_reports(spec)] == [
+        "Mamba-2, no FFN",
+        "no token mixer, 8 experts, top 2",
+        "attention, no FFN",
+        "no token mixer, dense FFN",
+    ]

@@ -262,7 +262,6 @@ def test_legacy_compress_ratios_and_rates(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("changes", "key"),
     [
-        ({"mlp_bias": True}, "mlp_bias"),
         ({"mlp_layer_types": ["moe", "dense"]}, "mlp_layer_types"),
         ({"compress_ratios": [0, 2]}, "compress_ratios"),
         ({"compress_rates": {"compressed_sparse_attention": 4}}, "compress_rates"),

@@ -71,7 +71,8 @@ KNOWN: dict[str, list[str]] = {
     ],
     "costcalc refuses what transformers builds: expected a positive number": ["xlstm/fresh-03"],
     "costcalc refuses what transformers builds: lists N layers, but the model has N": [
-        "ernie4_5_vl_moe_text/fresh-05"
+        "deepseek_ocr2_text/05",
+        "ernie4_5_vl_moe_text/fresh-05",
     ],
     "costcalc refuses what transformers builds: not supported: LayerNorms without weights": [
         "opt/04",
@@ -94,33 +95,6 @@ KNOWN: dict[str, list[str]] = {
         "costcalc refuses what transformers builds: not supported: a bias on out_proj but not"
         " on in_proj"
     ): ["falcon_h1/05", "falcon_h1/fresh-05"],
-    (
-        "costcalc refuses what transformers builds: not supported: a bias on the shared "
-        "experts but not on the routed ones"
-    ): ["aria_text/fresh-04"],
-    ("costcalc refuses what transformers builds: not supported: biases beside bias-free experts"): [
-        "ernie4_5_vl_moe_text/fresh-02"
-    ],
-    (
-        "costcalc refuses what transformers builds: not supported: biases on "
-        "DeepSeek-V2's dense and shared MLPs"
-    ): ["deepseek_v2/fresh-04"],
-    (
-        "costcalc refuses what transformers builds: not supported: biases on "
-        "DeepSeek-V4's shared expert"
-    ): ["deepseek_v4/fresh-04"],
-    (
-        "costcalc refuses what transformers builds: not supported: biases on q/k/v/o beside a"
-        " bias-free output gate"
-    ): ["afmoe/09", "beam/09", "laguna/12", "laguna/fresh-00", "muse_glimmer_text/fresh-05"],
-    (
-        "costcalc refuses what transformers builds: not supported: biases on the dense and "
-        "shared MLPs beside bias-free experts"
-    ): ["hy_v3/06", "hy_v3/fresh-04", "step3p5/09", "step3p5/fresh-01"],
-    (
-        "costcalc refuses what transformers builds: not supported: biases on the dense and "
-        "shared MLPs but not on the experts"
-    ): ["deepseek_ocr2_text/05"],
     (
         "costcalc refuses what transformers builds: not supported: biases on xLSTM's "
         "RMSNorms are not modelled"
@@ -153,10 +127,6 @@ KNOWN: dict[str, list[str]] = {
         "gemma4_unified_text/07",
         "gemma4_unified_text/11",
     ],
-    (
-        "costcalc refuses what transformers builds: not supported: q_proj, k_proj, v_proj and"
-        " o_proj would carry biases but the output gate ga"
-    ): ["dory/02"],
     (
         "costcalc refuses what transformers builds: not supported: sparse blocks on every "
         "n-th layer only"

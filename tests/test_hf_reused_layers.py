@@ -75,7 +75,6 @@ def test_dory_last_loop_caches_each_recurrent_layer_once(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("changes", "key"),
     [
-        ({"attention_bias": True}, "attention_bias"),
         ({"recurrent_kv_cache_mode": "every_loop"}, "recurrent_kv_cache_mode"),
         ({"n_recurrent_loops": 0}, "n_recurrent_loops"),
         ({"n_recurrent_layers": 2}, "n_recurrent_layers"),

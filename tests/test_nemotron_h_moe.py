@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from costcalc.errors import ConfigError
 from costcalc.files import Document
 from costcalc.loaders import load_document, load_file
 from costcalc.macs import forward_macs
@@ -128,8 +127,10 @@ def test_latent_macs_run_top_k_experts_in_the_latent() -> None:
     assert difference == T * moe_layers * (k * 2 * h * (D - L) - 2 * D * L)
 
 
-def test_mlp_bias_with_moe_layers_is_refused_by_name() -> None:
-    with pytest.raises(ConfigError) as caught:
-        spec(config_data("tiny-nemotron-3-nano", mlp_bias=True))
-    [problem] = caught.value.problems
-    assert problem.field == "mlp_bias" and "not supported" in problem.message
+def test_mlp_bias_biases_the_shared_expert_not_the_experts() -> None:
+    """NemotronHMLP (the shared expert) is ``nn.Linear(..., bias=config.mlp_bias)``; the
+    experts are stacked parameters without bias: each of the 2 MoE layers gains the shared
+    expert's up (S = 48) and down (D = 64) biases, nothing more."""
+    plain = spec(config_data("tiny-nemotron-3-nano"))
+    biased = spec(config_data("tiny-nemotron-3-nano", mlp_bias=True))
+    assert param_report(biased).total - param_report(plain).total == 2 * (48 + 64)

@@ -167,11 +167,6 @@ def _load_changed(tmp_path: Path, fixture: str, **changes: Any) -> Any:
     ("fixture", "changes", "message"),
     [
         ("tiny-mamba2.json", {"expand": 3}, "expand"),
-        (
-            "tiny-nemotron-h.json",
-            {"hybrid_override_pattern": "M-E*-", "mlp_bias": True},
-            "MoE layers with mlp_bias",
-        ),
         ("tiny-nemotron-h.json", {"hybrid_override_pattern": "M-X"}, "string of M, E"),
         ("tiny-jamba.json", {"attn_layer_offset": 4}, "attn_layer_offset"),
         ("tiny-qwen3-next.json", {"decoder_sparse_step": 2}, "decoder_sparse_step"),

@@ -8,6 +8,7 @@ Every quantity of costcalc (parameters, MACs, memory, LoRA, quantized bytes) rea
 
 - :mod:`costcalc.anatomy.tensor`: the tensor record, the layer shapes (linear, norm, conv) and
   what a part reads of its block.
+- :mod:`costcalc.anatomy.saved`: what a measured part saves for backward in a training step.
 - :mod:`costcalc.anatomy.mixer`: what a token mixer is, and the one that a block's ``mixer``
   names: :mod:`costcalc.anatomy.attention` (with its sub-parts), :mod:`costcalc.anatomy.mla`
   or a recurrent mixer.

@@ -26,9 +26,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from costcalc.anatomy.mixer import TokenMixer
+from costcalc.anatomy.saved import Step, Term, norm_terms
 from costcalc.anatomy.tensor import Block, Tensor, linear, norm
 
 SubPart = Callable[[Block], list[Tensor]]
+SavedSubPart = Callable[[Block, Step], list[Term]]
 
 
 def value_width(spec: Block) -> int:
@@ -167,11 +169,12 @@ def sink_tensors(spec: Block) -> list[Tensor]:
 
 def gate_tensors(spec: Block) -> list[Tensor]:
     """The output gates beside the query projection: its own ``gate_proj`` H d x D with
-    ``attention_gate_proj`` (biased as the queries are), a bias of H with
+    ``attention_gate_proj`` (its bias ``gate_proj_bias``: as the queries unless
+    ``attention_gate_proj_bias`` says), a bias of H with
     ``attention_gate_bias``, and a gate per head ``g_proj`` H x D (``attention_head_gate``)."""
     H, D, d = spec.n_heads or 0, attention_input(spec), spec.head_width
     own_gate = gate_kind(spec)[1]
-    tensors = linear("attn.gate_proj", H * d, D, spec.qkv_bias, "mixer") if own_gate else []
+    tensors = linear("attn.gate_proj", H * d, D, spec.gate_proj_bias, "mixer") if own_gate else []
     if spec.attention_gate_bias:
         tensors.append(Tensor("attn.gate_bias", (H,), "mixer"))
     if spec.attention_head_gate:
@@ -294,9 +297,126 @@ SUB_PARTS: tuple[SubPart, ...] = (
 """The attention's sub-parts, in the order its tensors are listed."""
 
 
+# --------------------------------------------------------------------------- saved for backward
+
+
+def qk_norm_saved(spec: Block, step: Step) -> list[Term]:
+    """Query and key norms, of head_dim shared by the heads (Qwen3, Gemma 3: rows N H and N K
+    of width d), over whole projections (OLMo 2: rows N of width H d and K d), or one
+    ``nn.LayerNorm`` per head (StableLM 2's ``StableLmLayerNormPerHead``: each head's slice of
+    the projection, rows N H and N K of width d, whatever the block's norms are; the slices are
+    views of one storage, saved once); their outputs go to the rotation, which saves none of
+    them."""
+    H, K, d, e, N = spec.n_heads or 0, spec.kv_heads, spec.head_width, step.e, step.tokens
+    kind = "layernorm" if spec.qk_norm == "per_head" else spec.norm
+    if spec.qk_norm in ("head", "per_head"):
+        q = norm_terms(kind, e, (N * H, "N H"), (d, "d"), 1, "query norm")
+        return q + norm_terms(kind, e, (N * K, "N K"), (d, "d"), 1, "key norm")
+    if spec.qk_norm == "full":
+        q = norm_terms(kind, e, (N, "N"), (H * d, "H d"), 1, "query norm")
+        return q + norm_terms(kind, e, (N, "N"), (K * d, "K d"), 1, "key norm")
+    return []
+
+
+def head_major(spec: Block) -> bool:
+    """Whether the queries reach the attention kernel head-major ((B, H, T, d) contiguous)
+    rather than as views of the projection's (B, T, H, d): a rotary narrower than the head
+    concatenates the rotated and the passed dimensions (``torch.cat((q_rot, q_pass), -1)``,
+    StableLM, Phi, GPT-NeoX), and per-head norms concatenate the heads."""
+    narrow = spec.position == "rotary" and (spec.rotary_width or 0) < spec.head_width
+    return narrow or spec.qk_norm == "per_head"
+
+
+def projection_saved(spec: Block, step: Step) -> list[Term]:
+    """The projections' outputs the attention keeps, and its output. Eager
+    (``eager_attention_forward``): queries and the keys and values ``repeat_kv`` expands to H
+    heads (copies for the matmuls), 3 e N H d. SDPA (PyTorch's flash kernel, GQA without
+    expansion) and flash: queries, keys, values (rotated ones are new tensors; unrotated ones,
+    and rotary values of a fused projection, keep the projection's storage). Then the output,
+    e N H d: made contiguous for the output projection (eager), or read by it in place. SDPA's
+    output is laid out as its queries: when they are head-major (:func:`head_major`),
+    ``transpose(1, 2).contiguous()`` copies it for the output projection, which saves the copy
+    while the kernel keeps its own, e N H d more (flash-attn takes token-major views and
+    writes a token-major output)."""
+    H, K, d, e, N = spec.n_heads or 0, spec.kv_heads, spec.head_width, step.e, step.tokens
+    out = [Term("e N H d", "attention output", e * N * H * d)]
+    if step.kernel == "eager":
+        return [Term("3 e N H d", "queries, keys and values (H heads)", 3 * e * N * H * d), *out]
+    if step.kernel == "sdpa" and head_major(spec):
+        out.append(Term("e N H d", "its token-major copy", e * N * H * d))
+    what = "fused q/k/v output" if spec.fused_qkv else "queries, keys, values"
+    fused = Term("e N (H + 2K) d", what, e * N * (H + 2 * K) * d)
+    if spec.position != "rotary":
+        return [fused, *out]
+    qk = Term("e N (H + K) d", "rotated queries and keys", e * N * (H + K) * d)
+    return [qk, fused if spec.fused_qkv else Term("e N K d", "values", e * N * K * d), *out]
+
+
+def softmax_saved(spec: Block, step: Step) -> list[Term]:
+    """The softmax. Eager: the s x s output, in fp32 in Llama-derived code (4 B H T^2, then
+    its copy in the dtype e B H T^2 unless that is fp32), in the dtype in GPT-2's (learned
+    positions; e B H T^2); with attention sinks (gpt-oss's code) in the dtype over the scores
+    and the sink logit, e B H T (T + 1), after subtracting the row maximum, whose int64 indices
+    are saved, 8 B H T. SDPA and flash (with sinks too): an fp32 log-sum-exp per query and
+    head, 4 B H T."""
+    H, e, B, T = spec.n_heads or 0, step.e, step.batch, step.length
+    if step.kernel != "eager":
+        return [Term("4 B H T", "log-sum-exp, fp32", 4 * B * H * T)]
+    if spec.attention_sinks:
+        probs = e * B * H * T * (T + 1)
+        return [
+            Term("e B H T (T + 1)", "probabilities with the sink column", probs, True),
+            Term("8 B H T", "row maximum indices, int64", 8 * B * H * T),
+        ]
+    if spec.position == "learned":
+        return [Term("e B H T^2", "attention probabilities", e * B * H * T * T, True)]
+    terms = [Term("4 B H T^2", "softmax output, fp32", 4 * B * H * T * T, True)]
+    if e != 4:
+        terms.append(Term("e B H T^2", "probabilities in the dtype", e * B * H * T * T, True))
+    return terms
+
+
+SAVED_SUB_PARTS: tuple[SavedSubPart, ...] = (qk_norm_saved, projection_saved, softmax_saved)
+"""What the measured sub-parts save for backward, in the order their terms are listed."""
+
+SAVED_QK_NORMS = frozenset({"none", "head", "full", "per_head"})
+"""The query/key norms :func:`qk_norm_saved` covers; any other kind is not measured."""
+
+
 class Attention(TokenMixer):
     kind = "attention"
     words = "attention"
+    saved_keys = frozenset(
+        {
+            "mixer",
+            "n_heads",
+            "n_kv_heads",
+            "head_dim",
+            "kv_cache_heads",
+            "qkv_bias",
+            "attn_out_bias",
+            "fused_qkv",
+            "qk_norm",
+            "attention_sinks",
+            "sliding_window",
+            "kv_cache_all_tokens",
+            "attention_chunk",
+        }
+    )
+    """Plain attention with sinks and q/k norms: no other sub-part was measured."""
+
+    def measured(self, spec: Block) -> bool:
+        """Its q/k norms are of a measured kind (:data:`SAVED_QK_NORMS`)."""
+        return spec.qk_norm in SAVED_QK_NORMS
+
+    def saved(self, spec: Block, step: Step) -> list[Term]:
+        """Every measured sub-part's saved tensors (:data:`SAVED_SUB_PARTS`)."""
+        return [term for sub_part in SAVED_SUB_PARTS for term in sub_part(spec, step)]
+
+    def saved_by_convention(self, spec: Block) -> bool:
+        """Sinks (gpt-oss) and whole-projection q/k norms (OLMo 2) come from families whose
+        norms and rotary tables keep tensors in other dtypes than Llama's."""
+        return spec.attention_sinks or spec.qk_norm == "full"
 
     def tensors(self, spec: Block) -> list[Tensor]:
         """Every sub-part's tensors (:data:`SUB_PARTS`); a gated cross-attention block names

@@ -7,11 +7,12 @@ Conventions, from transformers 5.24's modeling code:
 - A gated FFN keeps gate, up and down as three tensors (Llama, Qwen2, Gemma), or gate and up as
   one 2h x D tensor when ``fused_gate_up`` (Phi-3's ``gate_up_proj``).
 - Mixture-of-experts blocks stack their experts (transformers 5: ``experts.gate_up_proj`` of shape
-  X x 2h x D and ``experts.down_proj`` of X x D x h, with X x 2h and X x D biases when the FFN has
-  them) next to one router matrix X x D (plus X biases when ``moe_router_bias``); a shared expert
-  is a dense FFN of its own width, optionally gated by a D -> 1 linear layer. Another modality's
-  experts (ERNIE 4.5 VL's ``vision_moe``) are a second router and expert stack beside the text
-  ones, marked as used by no text token (``text``).
+  X x 2h x D and ``experts.down_proj`` of X x D x h, with X x 2h and X x D biases when the experts
+  have them: as the FFN unless ``moe_expert_bias`` says) next to one router matrix X x D (plus X
+  biases when ``moe_router_bias``); a shared expert is a dense FFN of its own width, optionally
+  gated by a D -> 1 linear layer. Another modality's experts (ERNIE 4.5 VL's ``vision_moe``) are
+  a second router and expert stack beside the text ones, marked as used by no text token
+  (``text``).
 """
 
 from __future__ import annotations
@@ -19,10 +20,30 @@ from __future__ import annotations
 from math import isqrt
 from typing import ClassVar
 
+from costcalc.anatomy.saved import SavesForBackward, Step, Term
 from costcalc.anatomy.tensor import Block, Tensor, linear, norm
 
+SAVED_KEYS = frozenset(
+    {
+        "ffn",
+        "ffn_mult",
+        "ffn_hidden",
+        "ffn_bias",
+        "fused_gate_up",
+        "ffn_act_params",
+        "moe_experts",
+        "moe_top_k",
+        "moe_ffn_hidden",
+        "moe_shared_ffn_hidden",
+        "moe_shared_gate",
+        "moe_router_bias",
+    }
+)
+"""The block keys whose every value the measured FFNs' saved tensors cover: a plain MLP, a
+gated FFN, routed experts with or without a shared expert and its gate, or none."""
 
-class Ffn:
+
+class Ffn(SavesForBackward):
     """What one kind of FFN holds; the methods read its sizes from the block."""
 
     label: ClassVar[str]
@@ -35,7 +56,13 @@ class Ffn:
     def expert_params(self, spec: Block) -> int:
         """The parameters of one routed expert; of a dense FFN its projections D x h + h x D
         (D x 2h when gated), plus biases."""
-        return _one_expert(spec, spec.d_model, spec.ffn_width)[2]
+        return _one_expert(spec, spec.d_model, spec.ffn_width, spec.ffn_bias)[2]
+
+    def words(self, spec: Block, beside_experts: bool) -> str:
+        """The FFN in words, as tables name a kind of block: a dense one by its kind
+        (``swiglu FFN``), or as ``dense FFN`` when other kinds of block differ from it in their
+        experts (``beside_experts``)."""
+        return "dense FFN" if beside_experts else f"{spec.ffn} FFN"
 
     def formula(self, spec: Block, count: int) -> str | None:
         """The block's FFN parameters ``count`` as a formula with the numbers put in, when the
@@ -60,21 +87,43 @@ def dense_tensors(spec: Block, width: int, name: str = "mlp") -> list[Tensor]:
     return [*firsts, *linear(f"{name}.down_proj", D, width, bias, "ffn")]
 
 
-def _one_expert(spec: Block, inputs: int, h: int) -> tuple[str, str, int]:
+def _one_expert(spec: Block, inputs: int, h: int, biased: bool) -> tuple[str, str, int]:
     """One dense FFN or routed expert of width h over ``inputs`` E: its shape in symbols, in
-    numbers, and its parameters E x first + h x E (+ first + E biases), first = 2h when
-    gated."""
+    numbers, and its parameters E x first + h x E (+ first + E biases when ``biased``),
+    first = 2h when gated."""
     first = 2 * h if spec.gated else h
-    bias = first + inputs if spec.ffn_bias else 0
+    bias = first + inputs if biased else 0
     shape = "D x 2h + h x D" if spec.gated else "D x h + h x D"
     numbers = f"{inputs:,} x {first:,} + {h:,} x {inputs:,}" + (f" + {bias:,}" if bias else "")
     return shape, numbers, inputs * first + h * inputs + bias
+
+
+def dense_saved(
+    spec: Block, e: int, rows: tuple[int, str], width: tuple[int, str], label: str = ""
+) -> list[Term]:
+    """A gated FFN (``down(act(gate(x)) * up(x))``) on ``rows`` rows of ``width`` (value,
+    symbols): gate and up outputs, the activation's output and the product, 4 e n F; a plain
+    MLP (GPT-2's ``gelu_new``: its input, tanh output, 0.5 x and 1 + tanh, and the down
+    projection's input), 5 e n F."""
+    (n, n_sym), (f, f_sym) = rows, width
+    if spec.gated:
+        what = f"{label}gate, up, activation, product"
+        return [Term(f"4 e {n_sym} {f_sym}", what, 4 * e * n * f)]
+    return [Term(f"5 e {n_sym} {f_sym}", f"{label}MLP (gelu_new) tensors", 5 * e * n * f)]
 
 
 class Dense(Ffn):
     """A plain MLP or a gated FFN (``mlp``, ``swiglu``, ``geglu``) of width h."""
 
     label = "FFN tensors"
+    saved_keys = SAVED_KEYS
+
+    def measured(self, spec: Block) -> bool:
+        return True
+
+    def saved(self, spec: Block, step: Step) -> list[Term]:
+        """Its FFN on the N tokens (:func:`dense_saved`)."""
+        return dense_saved(spec, step.e, (step.tokens, "N"), (spec.ffn_width, "F"))
 
     def tensors(self, spec: Block) -> list[Tensor]:
         """Its projections (:func:`dense_tensors`), with ``ffn_inner_norm`` a norm of h inside
@@ -90,7 +139,7 @@ class Dense(Ffn):
 
     def formula(self, spec: Block, count: int) -> str | None:
         h = spec.ffn_width
-        shape, numbers, params = _one_expert(spec, spec.d_model, h)
+        shape, numbers, params = _one_expert(spec, spec.d_model, h, spec.ffn_bias)
         if params != count:
             return None
         return f"{shape} + biases, h = {h:,} => {numbers} = {count:,}"
@@ -119,6 +168,38 @@ class Experts(Ffn):
     """A mixture of X routed experts, k of them per token."""
 
     label = "experts, router and shared expert"
+    saved_keys = SAVED_KEYS
+
+    def measured(self, spec: Block) -> bool:
+        return True
+
+    def saved(self, spec: Block, step: Step) -> list[Term]:
+        """Routed experts as transformers' ``grouped_mm`` runs them, R = N k rows: each
+        expert's FFN on its rows (:func:`dense_saved`); the sorted token copies and the
+        experts' outputs, 2 e R D; the fp32 router weight per row, 4 R (Mixtral's router;
+        Qwen3-MoE's casts it to the dtype, e R); int64 indices (sort permutation, token index,
+        inverse permutation, top-k expert ids), 32 R; the router's fp32 softmax, top-k weights
+        and their sum, 4 N (E + k + 1); int32 offsets per expert, 4 E. Then the shared expert
+        (:func:`shared_expert_saved`). One expert is the dense FFN of width F."""
+        e, N = step.e, step.tokens
+        if spec.experts < 2:
+            return dense_saved(spec, e, (N, "N"), (spec.ffn_width, "F"))
+        E, k, D = spec.experts, spec.experts_active, spec.d_model
+        R = N * k
+        return [
+            *dense_saved(spec, e, (R, "R"), (spec.expert_width, "F")),
+            Term("2 e R D", "routed token copies and expert outputs", 2 * e * R * D),
+            Term("4 R", "router weight per routed token, fp32", 4 * R),
+            Term("32 R", "int64 routing indices", 32 * R),
+            Term("4 N (E + k + 1)", "router softmax, top-k, sum, fp32", 4 * N * (E + k + 1)),
+            Term("4 E", "int32 expert offsets", 4 * E),
+            *shared_expert_saved(spec, e, N),
+        ]
+
+    def saved_by_convention(self, spec: Block) -> bool:
+        """A shared expert comes from families (Qwen-MoE) whose routers keep tensors in other
+        dtypes than Mixtral's."""
+        return spec.moe_shared_ffn_hidden is not None
 
     def tensors(self, spec: Block) -> list[Tensor]:
         """Router X x D (+ X bias; + a D scale and X per-expert scales), stacked experts
@@ -147,7 +228,7 @@ class Experts(Ffn):
             Tensor("mlp.experts.gate_up_proj", (X, first, E), "ffn", "experts"),
             Tensor("mlp.experts.down_proj", (X, E, h), "ffn", "experts"),
         ]
-        if spec.ffn_bias:
+        if spec.expert_bias:
             tensors += [
                 Tensor("mlp.experts.gate_up_proj_bias", (X, first), "ffn"),
                 Tensor("mlp.experts.down_proj_bias", (X, E), "ffn"),
@@ -161,15 +242,18 @@ class Experts(Ffn):
             tensors += linear("mlp.shared_expert_gate", 1, D, False, "ffn")
         return tensors
 
+    def words(self, spec: Block, beside_experts: bool) -> str:
+        return expert_words(spec)
+
     def expert_params(self, spec: Block) -> int:
         """E x 2h + h x E (E x h plain) plus biases, E = D or the latent width."""
         E = spec.d_model if spec.moe_latent is None else spec.moe_latent
-        return _one_expert(spec, E, spec.expert_width)[2]
+        return _one_expert(spec, E, spec.expert_width, spec.expert_bias)[2]
 
     def formula(self, spec: Block, count: int) -> str | None:
         """X experts and the router alone: X x (one expert) + D x X."""
         D, X, h = spec.d_model, spec.experts, spec.expert_width
-        shape, numbers, params = _one_expert(spec, D, h)
+        shape, numbers, params = _one_expert(spec, D, h, spec.expert_bias)
         if X * params + D * X != count:
             return None
         return (
@@ -178,10 +262,29 @@ class Experts(Ffn):
         )
 
 
+def expert_words(spec: Block) -> str:
+    """X routed experts, k of them per token, in words: ``128 experts, top 6``."""
+    return f"{spec.experts:,} experts, top {spec.experts_active}"
+
+
+def shared_expert_saved(spec: Block, e: int, N: int) -> list[Term]:
+    """The shared expert every token runs, of width S: its FFN on N rows (:func:`dense_saved`);
+    with a sigmoid gate (Qwen2-MoE, ``sigmoid(gate(x)) * shared(x)``) the product saves the
+    shared expert's output and the gate, e N D + e N."""
+    S = spec.moe_shared_ffn_hidden
+    if S is None:
+        return []
+    terms = dense_saved(spec, e, (N, "N"), (S, "S"), "shared expert: ")
+    if spec.moe_shared_gate:
+        what = "shared expert output and its sigmoid gate"
+        terms.append(Term("e N (D + 1)", what, e * N * (spec.d_model + 1)))
+    return terms
+
+
 def modality_expert_tensors(spec: Block) -> list[Tensor]:
     """Another modality's experts, h' = ``moe_modality_ffn_hidden`` (ERNIE 4.5 VL's
     ``mlp.vision_moe``): a router X x D (+ X bias with ``moe_router_bias``), stacked experts
-    X x 2h' x D and X x D x h' (+ biases when the FFN has them); text-only input uses none of
+    X x 2h' x D and X x D x h' (+ biases as the routed experts'); text-only input uses none of
     them. None without h'."""
     h = spec.moe_modality_ffn_hidden
     if h is None:
@@ -195,7 +298,7 @@ def modality_expert_tensors(spec: Block) -> list[Tensor]:
         Tensor("mlp.vision_moe.experts.gate_up_proj", (X, first, D), "ffn", "experts", text=False),
         Tensor("mlp.vision_moe.experts.down_proj", (X, D, h), "ffn", "experts", text=False),
     ]
-    if spec.ffn_bias:
+    if spec.expert_bias:
         tensors += [
             Tensor("mlp.vision_moe.experts.gate_up_proj_bias", (X, first), "ffn", text=False),
             Tensor("mlp.vision_moe.experts.down_proj_bias", (X, D), "ffn", text=False),
@@ -223,6 +326,9 @@ class ProductKeyExperts(Ffn):
             tensors += dense_tensors(spec, spec.moe_shared_ffn_hidden, "mlp.shared_expert")
         return tensors
 
+    def words(self, spec: Block, beside_experts: bool) -> str:
+        return expert_words(spec)
+
     def expert_params(self, spec: Block) -> int:
         """One row of ``down_embed`` and of ``up_embed``: 2 D."""
         return 2 * spec.d_model
@@ -232,6 +338,14 @@ class NoFfn(Ffn):
     """A block without an FFN (``ffn: none``)."""
 
     label = "no FFN; tensors"
+    saved_keys = SAVED_KEYS
+
+    def measured(self, spec: Block) -> bool:
+        """Nothing to save: measured."""
+        return True
+
+    def words(self, spec: Block, beside_experts: bool) -> str:
+        return "no FFN"
 
     def expert_params(self, spec: Block) -> int:
         return 0

@@ -13,11 +13,13 @@ from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING, ClassVar, cast
 
+from costcalc.anatomy.saved import SavesForBackward
+
 if TYPE_CHECKING:
     from costcalc.anatomy.tensor import Block, Tensor
 
 
-class TokenMixer:
+class TokenMixer(SavesForBackward):
     """What one kind of token mixer holds and costs; the methods read its sizes from the block.
     Every quantity a kind does not have is 0."""
 

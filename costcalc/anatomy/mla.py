@@ -111,7 +111,7 @@ class LatentAttention(TokenMixer):
             *linear("attn.kv_b_proj", H * (n + v), rkv, False, "mixer"),
             *linear("attn.o_proj", D, H * v, spec.attn_out_bias, "mixer"),
             *(linear("attn.g_proj", H, D, False, "mixer") if spec.attention_head_gate else []),
-            *(linear("attn.gate_proj", H * v, D, False, "mixer") if own_gate else []),
+            *(linear("attn.gate_proj", H * v, D, spec.gate_proj_bias, "mixer") if own_gate else []),
             *([Tensor("attn.sinks", (H,), "mixer")] if spec.attention_sinks else []),
             *query_scale_tensors(spec, "attn.softmax_scaling", H),
             *indexer_tensors(spec),

@@ -6,7 +6,11 @@ gates on the mixer's and the FFN's input norms (A.X K2)."""
 from __future__ import annotations
 
 from costcalc.anatomy.reuse import in_set
+from costcalc.anatomy.saved import Step, Term, norm_terms
 from costcalc.anatomy.tensor import Block, Part, Tensor, linear, norm
+
+SAVED_KEYS = frozenset({"norms_per_block"})
+"""The block keys whose every value :func:`block_norms_saved` covers, when measured."""
 
 
 def norm_words(spec: Block) -> str:
@@ -43,6 +47,24 @@ def block_norms(spec: Block) -> list[Tensor]:
     if spec.laurel_rank is not None:
         tensors += norm(spec, "laurel.post_laurel_norm", D, "norms")
     return tensors
+
+
+def block_norms_measured(spec: Block) -> bool:
+    """Whether the block's norms were measured: 2 (pre- or post-norm) or 4 (sandwich)."""
+    return spec.norms_per_block in (2, 4)
+
+
+def block_norms_saved(spec: Block, step: Step) -> list[Term]:
+    """What the block's ``norms_per_block`` norms over D save for backward, on N rows
+    (:func:`costcalc.anatomy.saved.norm_terms`)."""
+    N, n = step.tokens, spec.norms_per_block
+    return norm_terms(spec.norm, step.e, (N, "N"), (spec.d_model, "D"), n, "norm")
+
+
+def block_norms_by_convention(spec: Block) -> bool:
+    """Sandwich norms come from families (Gemma 2/3) whose norms keep tensors in other dtypes
+    than Llama's."""
+    return spec.norms_per_block == 4
 
 
 def block_norms_formula(spec: Block, count: int) -> str | None:

@@ -474,11 +474,12 @@ def refuse_cross_attention(r: Reader) -> None:
         r.unsupported("add_cross_attention", "cross-attention blocks")
 
 
-def gate_without_bias(r: Reader) -> None:
-    """``attention_bias`` true is refused where q/k/v/o would carry biases beside an output gate
-    of its own without one (costcalc's own gate projection is biased as the queries are)."""
-    if r.flag("attention_bias", False):
-        r.unsupported("attention_bias", "biases on q/k/v/o beside a bias-free output gate")
+def gate_without_bias(r: Reader, fields: dict[str, Any]) -> None:
+    """q/k/v/o carry a bias when ``attention_bias`` (:func:`attention_bias`); the output gate's
+    own projection ``gate_proj`` never does (``nn.Linear(..., bias=False)``)."""
+    attention_bias(r, fields)
+    if fields["qkv_bias"] is True:
+        fields["attention_gate_proj_bias"] = False
 
 
 def linear_bias(r: Reader, fields: dict[str, Any], key: str, default: bool) -> None:

@@ -2,7 +2,9 @@
 
 Run by hand (pytest does not collect this file); it needs torch and transformers, as
 make_golden.py does, and builds small GPT-2, Llama, Qwen3, Mixtral, Qwen3-MoE, Gemma 2, Gemma 3,
-OLMo 2, Qwen2-MoE (Qwen1.5-MoE) and gpt-oss models from fixture configs with their sizes shrunk
+OLMo 2, Qwen2-MoE (Qwen1.5-MoE), gpt-oss, StableLM 2 (with and without its per-head query/key
+LayerNorms; a rotary a quarter of the head) and GLM (a rotary half the head) models from fixture
+configs with their sizes shrunk
 (real random weights on CPU, nothing downloaded; transformers refuses SDPA for Gemma 2 and
 gpt-oss, which have eager records only):
 
@@ -52,6 +54,17 @@ DROPOUT_OFF = {
     "attn_pdrop": 0.0,
     "attention_dropout": 0.0,
 }
+STABLELM = {
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 160,
+    "num_hidden_layers": 2,
+    "vocab_size": 96,
+    "bos_token_id": None,
+    "eos_token_id": None,
+}
+"""StableLM 2 small, with and without its per-head query/key norms (the fixtures' one key)."""
 SMALL = {
     "gpt2": {"n_embd": 64, "n_head": 4, "n_layer": 2, "n_inner": 160, "vocab_size": 96},
     "llama-3.1-8b": {
@@ -151,6 +164,19 @@ SMALL = {
         "num_local_experts": 4,
         "num_experts_per_tok": 2,
         "experts_per_token": 2,
+        "vocab_size": 96,
+        "pad_token_id": None,
+        "eos_token_id": None,
+    },
+    "stablelm-2-1.6b": STABLELM,
+    "stablelm-2-1.6b-qk-layernorm": STABLELM,
+    "glm-4-9b-chat-hf": {
+        "hidden_size": 64,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "intermediate_size": 160,
+        "num_hidden_layers": 2,
         "vocab_size": 96,
         "pad_token_id": None,
         "eos_token_id": None,

@@ -23,7 +23,13 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import first_dense, listed_sparse, routed_experts, shared_experts
+from costcalc.formats.families.moe import (
+    experts_without_bias,
+    first_dense,
+    listed_sparse,
+    routed_experts,
+    shared_experts,
+)
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
 from costcalc.formats.peft_names import DEEPSEEK, DEEPSEEK_NAMES, LLAMA, llama_names
 
@@ -71,11 +77,15 @@ def deepseek_layout(
     mla: dict[str, int | None] = MLA_DEFAULTS,
     shared_keys: tuple[str, ...] = ("n_shared_experts",),
     sizes: dict[str, Any] | None = None,
+    mlp_bias: bool = False,
 ) -> dict[str, Any]:
     """The layout every version shares, with each version's MoE defaults (experts and top-k,
     expert width, shared experts), its rule for the sparse layers, its MLA sizes and its
-    standard sizes' defaults."""
+    standard sizes' defaults; with ``mlp_bias``, the dense and shared MLPs carry biases when the
+    file's ``mlp_bias`` says (the experts never do)."""
     fields = mla_layout(r, mla=mla, sizes=sizes)
+    if mlp_bias:
+        fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
     moe = routed_experts(
         r,
         ("n_routed_experts", "num_local_experts", "num_experts"),
@@ -84,6 +94,7 @@ def deepseek_layout(
         (("moe_intermediate_size",), moe_hidden),
     )
     shared_experts(r, moe, shared_keys, shared)
+    experts_without_bias(fields, moe)
     layers(r, fields, moe)
     return fields
 
@@ -103,10 +114,10 @@ def deepseek_v3(r: Reader) -> dict[str, Any]:
 def deepseek_v2(r: Reader) -> dict[str, Any]:
     """DeepseekV2ForCausalLM: the layout above with V2's defaults (q rank 1,536, kv rank 512,
     r 64, n 128, v 128; 64 experts of 1,407, two shared; no dense layers); ``num_experts_per_tok``
-    has no default and is required; ``mlp_bias`` (biases on the dense MLPs) is not supported."""
-    if r.flag("mlp_bias", False):
-        r.unsupported("mlp_bias", "biases on DeepSeek-V2's dense and shared MLPs")
-    return deepseek_layout(r, experts=(64, None), moe_hidden=1407, shared=2, layers=_first_dense(0))
+    has no default and is required; ``mlp_bias`` biases the dense and shared MLPs."""
+    return deepseek_layout(
+        r, experts=(64, None), moe_hidden=1407, shared=2, layers=_first_dense(0), mlp_bias=True
+    )
 
 
 def deepseek_v32(r: Reader) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import routed_experts
+from costcalc.formats.families.moe import experts_without_bias, routed_experts
 from costcalc.formats.hf_reader import Reader, is_whole
 from costcalc.formats.peft_names import DEEPSEEK, llama_names
 
@@ -57,7 +57,7 @@ def deepseek_v4(r: Reader) -> dict[str, Any]:
     43 layers, 64 heads of 512, q rank 1,024, 8 output groups of 1,024, window 128, 256 experts
     of 2,048, top 6, 4 residual streams, an indexer of 64 heads of 128); untied by default.
     ``num_key_value_heads`` and ``attention_bias`` are read by no module (one key/value head, no
-    attention biases); ``mlp_bias`` (biases on the shared expert) is not supported."""
+    attention biases); ``mlp_bias`` biases the shared expert, not the routed ones."""
     fields = llama_layout(r, head_dim=512, sizes=SIZES)
     hidden = r.value("ffn_hidden", "moe_intermediate_size", "intermediate_size", default=2048)
     moe = routed_experts(
@@ -68,6 +68,8 @@ def deepseek_v4(r: Reader) -> dict[str, Any]:
         (("moe_intermediate_size", "intermediate_size"), 2048),
     )
     r.forget("n_kv_heads")
+    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    experts_without_bias(fields, moe)
     fields.update(
         moe,
         ffn_hidden=hidden,
@@ -82,8 +84,6 @@ def deepseek_v4(r: Reader) -> dict[str, Any]:
         sliding_window=r.value("sliding_window", "sliding_window", default=128),
         residual_streams=r.value("residual_streams", "hc_mult", default=4),
     )
-    if r.flag("mlp_bias", False):
-        r.unsupported("mlp_bias", "biases on DeepSeek-V4's shared expert")
     _hash_layers(r, fields["n_layers"])
     _attention_layers(r, fields)
     return fields

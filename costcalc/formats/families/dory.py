@@ -15,7 +15,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
-from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.formats.hf_reader import Reader, gate_without_bias, is_whole
 from costcalc.formats.peft_names import llama_names
 
 SIZES = {
@@ -97,15 +97,7 @@ def dory(r: Reader) -> dict[str, Any]:
     ``sliding_window`` (1,024). The ``n_input_layers`` (8) run once, the ``n_recurrent_layers``
     (the rest) ``n_recurrent_loops`` (2) times, the ``n_output_layers`` (8) once."""
     fields = llama_layout(r, kv_heads=4, head_dim=256, sizes=SIZES)
-    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
-        ("qkv_bias", "attn_out_bias"), "attention_bias", default=False
-    )
-    if fields["qkv_bias"] is True:
-        r.unsupported(
-            "attention_bias",
-            "q_proj, k_proj, v_proj and o_proj would carry biases but the output gate gate_proj "
-            "none; costcalc's output gate shares the query projection's bias",
-        )
+    gate_without_bias(r, fields)
     fields.update(
         ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
         attention_gate=True,

@@ -8,7 +8,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import routed_experts, shared_experts
+from costcalc.formats.families.moe import experts_without_bias, routed_experts, shared_experts
 from costcalc.formats.families.moe_windows import _ffn_runs
 from costcalc.formats.hf_reader import Reader, attention_bias
 from costcalc.formats.peft_names import DEEPSEEK_NAMES
@@ -22,13 +22,11 @@ def hy_v3(r: Reader) -> dict[str, Any]:
     ``mlp.gate.weight`` (X x D, no bias; ``e_score_correction_bias`` a buffer), X =
     ``num_experts`` (192) SwiGLU experts of ``moe_intermediate_size`` (1,536), top
     ``num_experts_per_tok`` (8), and ``shared_experts`` (SwiGLU of ``moe_intermediate_size`` x
-    ``num_shared_experts`` (1)); untied by default. ``mlp_bias`` (a bias on the dense and
-    shared MLPs, not on the routed experts) is refused."""
+    ``num_shared_experts`` (1)); untied by default. ``mlp_bias`` biases the dense and shared
+    MLPs, not the routed experts."""
     fields = llama_layout(r, kv_heads=8, head_dim=128)
     attention_bias(r, fields)
-    if r.flag("mlp_bias", False):
-        r.unsupported("mlp_bias", "biases on the dense and shared MLPs beside bias-free experts")
-    fields["qk_norm"] = "head"
+    fields.update(qk_norm="head", ffn_bias=r.value("ffn_bias", "mlp_bias", default=False))
     moe = routed_experts(
         r,
         ("num_experts", "num_local_experts"),
@@ -37,6 +35,7 @@ def hy_v3(r: Reader) -> dict[str, Any]:
         (("moe_intermediate_size",), 1536),
     )
     shared_experts(r, moe, "num_shared_experts", 1)
+    experts_without_bias(fields, moe)
     ffn = _ffn_runs(r, fields["n_layers"], None, 1)
     hf_layers.apply(r, fields, ffn, {"dense": {}, "sparse": moe}, "mlp_layer_types")
     return fields

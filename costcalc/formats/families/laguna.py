@@ -37,7 +37,7 @@ def laguna(r: Reader) -> dict[str, Any]:
     may differ from D; q/k/v/o bias when ``attention_bias``) with RMSNorm ``q_norm``/``k_norm``
     of head_dim and a softplus output gate ``g_proj`` (no bias): D -> H per head when ``gating``
     is true or ``per-head`` (costcalc's ``attention_head_gate``), else D -> H d (its
-    ``attention_gate_proj``, beside which ``attention_bias`` true is refused). A layer's H is
+    ``attention_gate_proj``, without a bias whatever ``attention_bias`` says). A layer's H is
     its entry of ``num_attention_heads_per_layer`` (default ``num_attention_heads``). Layers
     attend within ``sliding_window`` (512) where ``layer_types`` says ``sliding_attention``
     (default: none). Dense SwiGLU ``mlp`` (``intermediate_size``) where ``mlp_layer_types`` says
@@ -47,11 +47,9 @@ def laguna(r: Reader) -> dict[str, Any]:
     and ``shared_experts`` (SwiGLU of ``shared_expert_intermediate_size``, 512); untied by
     default. Rotary on part of each head holds no parameters."""
     fields = llama_layout(r, kv_heads=8, head_dim=128)
-    attention_bias(r, fields)
     gating = r.data.get("gating", True)
     per_head = gating is True or gating == "per-head"
-    if not per_head:
-        gate_without_bias(r)
+    (attention_bias if per_head else gate_without_bias)(r, fields)
     fields.update(
         qk_norm="head",
         attention_head_gate=per_head,

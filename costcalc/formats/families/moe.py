@@ -22,7 +22,7 @@ from costcalc.formats.families.llama import (
     sliding_window,
 )
 from costcalc.formats.families.olmo2 import olmo2
-from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, rotary_dim
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, linear_bias, rotary_dim
 from costcalc.formats.peft_names import (
     DEEPSEEK,
     DEEPSEEK_NAMES,
@@ -283,8 +283,9 @@ def ernie4_5_moe(r: Reader) -> dict[str, Any]:
     product), X = ``moe_num_experts`` (64) experts of ``moe_intermediate_size`` (1,536), top
     ``moe_k`` (6), and ``mlp.shared_experts`` (one SwiGLU MLP of ``moe_intermediate_size`` x
     ``moe_num_shared_experts`` (2)); a dense MLP of ``intermediate_size`` elsewhere. Tied by
-    default; ``use_bias`` (biases on every linear layer but the experts) is not supported."""
+    default; ``use_bias`` biases every linear layer but the experts, the LM head's too."""
     fields, moe = ernie_sparse_block(r, (("moe_intermediate_size",), 1536))
+    fields["lm_head_bias"] = fields["ffn_bias"]
     shared_experts(r, moe, "moe_num_shared_experts", 2)
     first = r.value("layers", "moe_layer_start_index", default=1)
     last = r.value("layers", "moe_layer_end_index", default=-1)
@@ -303,15 +304,23 @@ def ernie_sparse_block(
     """ERNIE 4.5's shared layout (4 key/value heads, tied by default) and the keys of its sparse
     block: X = ``moe_num_experts`` (64), top ``moe_k`` (6), the router's
     ``e_score_correction_bias`` of X, and the experts' width (``hidden``: keys and default, or
-    None when the family reads it itself); ``use_bias`` is refused."""
+    None when the family reads it itself); ``use_bias`` biases q/k/v/o and the dense and shared
+    MLPs, never the experts."""
     fields = llama_layout(r, kv_heads=4, tie=True)
-    if r.flag("use_bias", False):
-        r.unsupported("use_bias", "biases beside bias-free experts")
+    linear_bias(r, fields, "use_bias", default=False)
     moe = routed_experts(
         r, ("moe_num_experts", "num_experts"), ("moe_k", "num_experts_per_tok"), (64, 6), hidden
     )
     moe["moe_router_bias"] = True
+    experts_without_bias(fields, moe)
     return fields, moe
+
+
+def experts_without_bias(fields: dict[str, Any], moe: dict[str, Any]) -> None:
+    """The routed experts carry no bias (stacked ``nn.Parameter``s without one) where the
+    block's dense and shared MLPs carry one (``fields["ffn_bias"]``)."""
+    if fields.get("ffn_bias") is True:
+        moe["moe_expert_bias"] = False
 
 
 def shared_experts(

@@ -63,15 +63,15 @@ def afmoe(r: Reader) -> dict[str, Any]:
     """AfmoeForCausalLM (Arcee Trinity): the shared layout (key/value heads default to the
     heads, ``head_dim`` 128) with RMSNorm ``q_norm``/``k_norm`` of head_dim, a sigmoid output
     gate ``gate_proj`` (D -> H d, no bias: costcalc's ``attention_gate_proj``), four RMSNorms per
-    block (before and after attention and the FFN), no biases (``attention_bias`` true is
-    refused: the gate has none); after ``num_dense_layers`` (1) dense layers the sparse block:
+    block (before and after attention and the FFN), biases on q/k/v/o when ``attention_bias``
+    (the gate has none); after ``num_dense_layers`` (1) dense layers the sparse block:
     ``router.gate`` (X x D, no bias), ``expert_bias`` (a parameter of X, not used in a product),
     X = ``num_experts`` (64) experts of ``moe_intermediate_size`` (1,408), top 6, and
     ``shared_experts`` (SwiGLU of ``moe_intermediate_size`` x ``num_shared_experts`` (2));
     untied by default. Layers attend within ``sliding_window`` (1,024) but every
     ``global_attn_every_n_layers``-th (4), unless ``layer_types`` lists them."""
     fields = llama_layout(r, head_dim=128)
-    gate_without_bias(r)
+    gate_without_bias(r, fields)
     fields.update(qk_norm="head", attention_gate=True, attention_gate_proj=True, norms_per_block=4)
     moe = routed_experts(
         r, ("num_experts",), ("num_experts_per_tok",), (64, 6), (("moe_intermediate_size",), 1408)
@@ -240,8 +240,8 @@ BEAM_SIZES: dict[str, Any] = {
 
 
 def beam(r: Reader) -> dict[str, Any]:
-    """BeamForCausalLM (Beam 1.0): the shared layout (8 key/value heads, ``head_dim`` 128; no
-    biases: ``attention_bias`` true is refused, the gate has none) with RMSNorm
+    """BeamForCausalLM (Beam 1.0): the shared layout (8 key/value heads, ``head_dim`` 128;
+    biases on q/k/v/o when ``attention_bias``, none on the gate) with RMSNorm
     ``q_norm``/``k_norm`` of d, a sigmoid output gate
     ``gate_proj`` (D -> H d, no bias; costcalc's ``attention_gate_proj``) plus ``gate_bias`` (one
     per head, H: ``attention_gate_bias``), four RMSNorms per block; dense SwiGLU of
@@ -252,7 +252,7 @@ def beam(r: Reader) -> dict[str, Any]:
     ``layer_types`` lists them, else every 6th layer and the last attend fully. Full layers
     have no positions; the depth-scaled residuals and the logit soft cap hold no parameters."""
     fields = llama_layout(r, kv_heads=8, head_dim=128, sizes=BEAM_SIZES)
-    gate_without_bias(r)
+    gate_without_bias(r, fields)
     fields.update(
         qk_norm="head",
         attention_gate=True,

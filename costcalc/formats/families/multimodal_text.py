@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import routed_experts, shared_experts
+from costcalc.formats.families.moe import experts_without_bias, routed_experts, shared_experts
 from costcalc.formats.hf_reader import Reader, attention_bias
 from costcalc.formats.peft_names import LLAMA, SHARED_EXPERTS, llama_names
 
@@ -47,15 +47,15 @@ def aria_text(r: Reader) -> dict[str, Any]:
     """AriaTextForCausalLM (and the text decoder of AriaForConditionalGeneration): the layout
     above with AriaTextConfig's defaults (key/value heads = heads); experts X =
     ``moe_num_experts`` (8) of ``intermediate_size``, top ``moe_topk`` (2), and a shared MLP
-    ``moe_num_shared_experts`` (2) times as wide. ``mlp_bias`` (biases on the shared MLP only)
-    is not supported."""
+    ``moe_num_shared_experts`` (2) times as wide; ``mlp_bias`` biases the shared MLP, not the
+    experts."""
     fields = llama_layout(r, sizes=ARIA_SIZES)
     attention_bias(r, fields)
-    if r.flag("mlp_bias", False):
-        r.unsupported("mlp_bias", "a bias on the shared experts but not on the routed ones")
+    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
     moe = routed_experts(r, ("moe_num_experts",), ("moe_topk",), (8, 2))
     moe["moe_ffn_hidden"] = fields["ffn_hidden"]
     shared_experts(r, moe, "moe_num_shared_experts", 2)
+    experts_without_bias(fields, moe)
     moe.pop("moe_ffn_hidden")
     fields.update(moe)
     return fields

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.moe import routed_experts
+from costcalc.formats.families.moe import experts_without_bias, routed_experts
 from costcalc.formats.hf_reader import Reader, is_whole
 from costcalc.formats.peft_names import FEED_FORWARD, MAMBA_REFUSED, llama_names
 from costcalc.scalars import MAX_SIZE
@@ -185,17 +185,15 @@ def _nemotron_moe(r: Reader, mlp: dict[str, Any]) -> dict[str, Any]:
     X experts, each ``up_proj`` h x E and ``down_proj`` E x h, relu2, no biases (h
     ``moe_intermediate_size``, 7688), of which a token runs ``num_experts_per_tok`` (2); E =
     D, or ``moe_latent_size`` L with ``fc1_latent_proj`` D -> L and ``fc2_latent_proj`` L -> D
-    around the experts (bias ``mlp_bias``); one shared expert, the MLP of
-    ``moe_shared_expert_intermediate_size`` (7688; 0: ``intermediate_size``, as
+    around the experts (bias ``mlp_bias``, which the experts never have); one shared expert,
+    the MLP of ``moe_shared_expert_intermediate_size`` (7688; 0: ``intermediate_size``, as
     ``NemotronHMLP``'s ``intermediate_size or config.intermediate_size`` takes it), whatever
     ``n_shared_experts`` says."""
     shared = r.value("moe_shared_ffn_hidden", "moe_shared_expert_intermediate_size", default=7688)
     if shared == 0 and not isinstance(shared, bool):
         shared = mlp["ffn_hidden"]
         r.key_names["moe_shared_ffn_hidden"] = r.key_names["ffn_hidden"]
-    if mlp["ffn_bias"] is True:
-        r.unsupported("mlp_bias", "NemotronH MoE layers with mlp_bias: the experts have no bias")
-    return {
+    moe = {
         **mlp,
         "ffn_hidden": None,
         "moe_experts": r.value("moe_experts", "num_local_experts", "n_routed_experts", default=8),
@@ -204,6 +202,8 @@ def _nemotron_moe(r: Reader, mlp: dict[str, Any]) -> dict[str, Any]:
         "moe_shared_ffn_hidden": shared,
         "moe_latent": r.nullable("moe_latent", "moe_latent_size", None),
     }
+    experts_without_bias(mlp, moe)
+    return moe
 
 
 def _nemotron_kinds(r: Reader) -> list[str]:

@@ -23,7 +23,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.glm4v import wrapper_tie
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import routed_experts
+from costcalc.formats.families.moe import experts_without_bias, routed_experts
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
 from costcalc.formats.peft_names import DEEPSEEK_NAMES
 
@@ -143,15 +143,17 @@ def step3p5(r: Reader) -> dict[str, Any]:
     every layer full), with their own head count (:func:`_head_runs`); which MLPs are sparse:
     :func:`_mlp_runs`. Per-layer lists may carry the prediction layers' entries at their end.
     Untied unless the wrapper's ``tie_word_embeddings`` ties it (the ``text_config``'s is not
-    read under a wrapper). ``mlp_bias`` (biases on the dense and shared MLPs only) is refused."""
+    read under a wrapper). ``mlp_bias`` biases the dense and shared MLPs, not the experts."""
     fields = llama_layout(r, kv_heads=8, head_dim=128, sizes=STEP3P5_SIZES)
     fields["n_kv_heads"] = r.value(
         "n_kv_heads", "num_key_value_heads", "num_attention_groups", default=8
     )
     attention_bias(r, fields)
-    fields.update(qk_norm="head", attention_head_gate=True)
-    if r.flag("mlp_bias", False):
-        r.unsupported("mlp_bias", "biases on the dense and shared MLPs beside bias-free experts")
+    fields.update(
+        qk_norm="head",
+        attention_head_gate=True,
+        ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
+    )
     moe = routed_experts(
         r,
         ("n_routed_experts", "moe_num_experts"),
@@ -162,6 +164,7 @@ def step3p5(r: Reader) -> dict[str, Any]:
     moe["moe_shared_ffn_hidden"] = r.value(
         "moe_shared_ffn_hidden", "share_expert_dim", "share_expert_dims", default=1280
     )
+    experts_without_bias(fields, moe)
     wrapper_tie(r, fields, frozenset())
     n = hf_layers.count_of(fields["n_layers"])
     extra = r.data.get("num_nextn_predict_layers") or 0

@@ -21,7 +21,12 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.fairseq_lm import fairseq_layout
 from costcalc.formats.families.llama import llama, llama_layout, sliding_window
 from costcalc.formats.families.llama_variants import arcee
-from costcalc.formats.families.moe import listed_sparse, routed_experts, shared_experts
+from costcalc.formats.families.moe import (
+    experts_without_bias,
+    listed_sparse,
+    routed_experts,
+    shared_experts,
+)
 from costcalc.formats.hf_reader import (
     Reader,
     attention_bias,
@@ -150,14 +155,13 @@ def deepseek_ocr2_text(r: Reader) -> dict[str, Any]:
     ``moe_intermediate_size``, 1,407, stacked) and ``mlp.shared_experts`` (one SwiGLU MLP of
     that width x ``n_shared_experts``, 2); X = ``n_routed_experts`` (64), top
     ``num_experts_per_tok``. ``mlp_layer_types`` and ``num_experts_per_tok`` have no usable
-    default (the model cannot be built without them) and are required; ``mlp_bias`` (biases on
-    the dense and shared MLPs only) is not supported."""
+    default (the model cannot be built without them) and are required; ``mlp_bias`` biases the
+    dense and shared MLPs, not the experts."""
     fields = llama_layout(r, sizes=DEEPSEEK_OCR2_SIZES)
     fields.pop("head_dim")
     r.forget("head_dim")
     attention_bias(r, fields)
-    if r.flag("mlp_bias", False):
-        r.unsupported("mlp_bias", "biases on the dense and shared MLPs but not on the experts")
+    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
     moe = routed_experts(
         r,
         ("n_routed_experts", "num_experts"),
@@ -166,6 +170,7 @@ def deepseek_ocr2_text(r: Reader) -> dict[str, Any]:
         (("moe_intermediate_size",), 1407),
     )
     shared_experts(r, moe, ("n_shared_experts",), 2)
+    experts_without_bias(fields, moe)
     n = hf_layers.count_of(fields["n_layers"])
     if n is not None and r.size("layers", "mlp_layer_types") is not None:
         listed_sparse(r, fields, moe, 0, None)
@@ -253,7 +258,7 @@ def _full_last_every_4th(n_layers: int) -> hf_layers.Layout:
 def muse_glimmer_text(r: Reader) -> dict[str, Any]:
     """The text decoder of MuseGlimmerForConditionalGeneration: AFMoE's attention block without
     its experts, with MuseGlimmerTextConfig's defaults (2 key/value heads of 128): q/k/v/o
-    without biases (``attention_bias`` true is refused: the gate has none), a sigmoid output
+    with biases when ``attention_bias`` (the gate has none), a sigmoid output
     gate ``self_attn.gate_proj`` (D -> H d, no bias: costcalc's ``attention_gate_proj``), a
     query/key norm WITHOUT weights, four RMSNorms of D per
     block (``input_layernorm``, ``post_attention_layernorm``, ``pre_feedforward_layernorm``,
@@ -265,7 +270,7 @@ def muse_glimmer_text(r: Reader) -> dict[str, Any]:
     fields = llama_layout(
         r, kv_heads=2, head_dim=128, act_key="hidden_activation", sizes=MUSE_GLIMMER_SIZES
     )
-    gate_without_bias(r)
+    gate_without_bias(r, fields)
     fields.update(attention_gate=True, attention_gate_proj=True, norms_per_block=4)
     window = sliding_window(r, default=2048)
     hf_layers.attention_layers(r, fields, window, _full_last_every_4th)
