@@ -28,7 +28,6 @@ transpose, which changes no count here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from functools import wraps
 
 from costcalc.anatomy.ffn import ffn_part
@@ -163,7 +162,7 @@ def stack_tensors(spec: ModelSpec) -> list[Tensor]:
         held = {"layer": layers, "set": layers, "use": adapters_in_layers(spec)}
     else:
         held = {"layer": layers, "set": weight_sets(spec), "use": adapters_in_sets(spec)}
-    return [replace(t, copies=t.copies * held[t.scope]) for t in block_tensors(spec)]
+    return [t.times(held[t.scope]) for t in block_tensors(spec)]
 
 
 def parameter_tensors(spec: ModelSpec) -> list[Tensor]:

@@ -335,6 +335,16 @@ class Tensor:
     text: bool = True
     """Text-only input uses it (False: another modality's experts, ERNIE 4.5 VL's vision set)."""
 
+    def times(self, n: int) -> Tensor:
+        """This tensor repeated ``n`` times over (``copies`` x ``n``): its fields copied as
+        they are, which costs a fifth of ``dataclasses.replace``, run for every tensor of
+        every stack."""
+        repeated = object.__new__(Tensor)
+        fields = repeated.__dict__
+        fields.update(self.__dict__)
+        fields["copies"] = self.copies * n
+        return repeated
+
     @property
     def elements(self) -> int:
         """Elements of all copies: copies x the product of the dimensions."""
