@@ -112,7 +112,10 @@ def _check_argument(function: str, name: str, value: Any, kinds: tuple[str, ...]
         fits = "int" in kinds
         if fits and not 0 <= value <= MAX_COUNT:
             raise RangeError(
-                name, value, f"expected a whole number from 0, of at most {MAX_DIGITS} digits"
+                name,
+                value,
+                f"expected a whole number from 0, of at most {MAX_DIGITS} digits",
+                usage=True,
             )
     else:
         fits = (

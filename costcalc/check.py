@@ -20,7 +20,8 @@ from typing import Any
 from costcalc.compute import position_limit
 from costcalc.config import Budget
 from costcalc.errors import ConfigError, CostcalcError, FileReadError, Problem, UsageError
-from costcalc.files import Document, KeyPath, os_reason, read_document
+from costcalc.file_limits import KeyPath
+from costcalc.files import Document, os_reason, read_document
 from costcalc.header_check import UNJUDGED, HeaderCount, judge_headers
 from costcalc.loaders import DEFAULT_WEIGHTS, LoadedModel, load_document, with_checkpoint
 from costcalc.memory import weight_bytes

@@ -34,7 +34,7 @@ from operator import attrgetter
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from costcalc.errors import CheckpointError
+from costcalc.errors import CheckpointError, shown
 from costcalc.files import os_reason
 from costcalc.frozen import FrozenMap
 
@@ -195,7 +195,7 @@ def find_checkpoint(
     with ``inside``, every file read must resolve inside that folder (a cache)."""
     path = Path(folder)
     try:
-        present = (path / INDEX_NAME).exists() or any(path.glob("*.safetensors"))
+        present = _exists(path / INDEX_NAME) or any(path.glob("*.safetensors"))
     except OSError:
         present = False
     return read_checkpoint(path, inside) if present else None
@@ -763,9 +763,14 @@ def _stat(name: str, expected: str) -> os.stat_result:
 
 
 def _exists(path: Path) -> bool:
+    """Whether ``path`` is there; a link to nothing (a cache whose file was removed) is a
+    CheckpointError saying so, not a file that is absent."""
     try:
         os.stat(path)
     except FileNotFoundError:
+        if os.path.islink(path):
+            target = shown(os.readlink(path))
+            raise CheckpointError(str(path), f"a link to {target}, which does not exist") from None
         return False
     except OSError as exc:
         raise CheckpointError(str(path), os_reason(exc)) from None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from costcalc import macs
 from costcalc.errors import RangeError
 from costcalc.spec import ModelSpec
+from costcalc.units import MAX_COUNT, MAX_DIGITS
 
 if TYPE_CHECKING:
     from costcalc.render import Grid
@@ -32,12 +33,16 @@ class Workload:
 
 
 def check_count(name: str, value: int, maximum: int | None = None) -> int:
-    """``value`` if it is a positive integer (at most ``maximum``), else a RangeError."""
+    """``value`` if it is a positive integer of at most MAX_DIGITS digits (and at most
+    ``maximum``, a size's limit), else a RangeError: of wrong usage below 1 or over MAX_DIGITS
+    digits, as the command line reads counts; of a value that cannot be taken past
+    ``maximum``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise RangeError(name, value, "expected a positive whole number")
+        raise RangeError(name, value, "expected a positive whole number", usage=True)
+    if value > MAX_COUNT:
+        raise RangeError(name, value, f"expected at most {MAX_DIGITS} digits", usage=True)
     if maximum is not None and value > maximum:
-        most = f"{maximum:,}" if maximum < 10**40 else f"{len(str(maximum))} digits"
-        raise RangeError(name, value, f"expected at most {most}")
+        raise RangeError(name, value, f"expected at most {maximum:,}")
     return value
 
 

@@ -26,7 +26,8 @@ from pydantic_core import core_schema
 
 from costcalc.blocks import DEFERRED
 from costcalc.errors import Problem, UsageError
-from costcalc.files import Document, KeyPath
+from costcalc.file_limits import KeyPath
+from costcalc.files import Document
 from costcalc.option_names import in_api
 from costcalc.overrides import OVERRIDE_OPTIONS
 from costcalc.spec import ModelSpec, StructureError, structural_problems
@@ -304,7 +305,8 @@ def _problem(
         return Problem(f"{option} (the preset's value)", _in_option_terms(message))
     file_loc = (*names.get(loc[0], loc[0]).split("."), *loc[1:]) if loc else loc
     line = doc.line_of(file_loc) if doc is not None else None
-    return Problem(".".join(file_loc), _in_file_terms(message, names), line)
+    field = ".".join(file_loc) or ("''" if file_loc else "")  # an empty key is still a key
+    return Problem(field, _in_file_terms(message, names), line)
 
 
 def _in_option_terms(message: str) -> str:

@@ -156,12 +156,17 @@ class OutputError(CostcalcError):
 
 
 class RangeError(CostcalcError, ValueError):
-    """A size, batch, length or token count outside the range it must lie in."""
+    """A size, batch, length or token count outside the range it must lie in. With ``usage``
+    (a count below its least, or of over 100 digits: ``gpus=0``, ``length=-4``) it is wrong
+    usage, exit 2, as the command line's ``--gpus 0`` is; else a value the model cannot take
+    (a length past its learned positions, a rank past 2,147,483,647), exit 1, as there."""
 
-    def __init__(self, name: str, value: int, expected: str) -> None:
+    def __init__(self, name: str, value: int, expected: str, usage: bool = False) -> None:
         self.name = name
         self.value = value
         self.expected = expected
+        self.usage = usage
+        self.exit_code = UsageError.exit_code if usage else CostcalcError.exit_code
         super().__init__(f"{name} {_number(value)}: {expected}")
 
 

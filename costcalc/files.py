@@ -21,34 +21,26 @@ import math
 import os
 import re
 import stat
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from costcalc.errors import FileReadError
+from costcalc.file_limits import (
+    EMPTY,
+    MAX_DEPTH,
+    MAX_VALUES,
+    TOO_DEEP,
+    KeyPath,
+    RefusedValueError,
+    check_key,
+    too_long,
+)
 from costcalc.units import MAX_DIGITS
 
 MAX_FILE_BYTES = 1024 * 1024
 """A model config is a few hundred bytes; anything over 1 MiB is refused before it is read."""
-
-MAX_DEPTH = 64
-"""Deeper nesting than this is no model config."""
-
-MAX_VALUES = 10_000
-"""Most values (keys included) a file may hold, a YAML file's once its aliases are expanded."""
-
-MAX_KEY_CHARS = 256
-"""Longest key a config may hold."""
-
-KeyPath = tuple[str, ...]
-
-_EMPTY = object()
-"""What a file without any content parses to (distinct from an explicit ``null``)."""
-
-_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -104,8 +96,13 @@ def read_document(path: str | Path) -> Document:
 
 def parse_document(text: str, name: str, json_text: bool = False) -> Document:
     """Parse ``text`` (JSON or YAML, named ``name`` in errors) into a :class:`Document`."""
-    data, lines = _parse_json(text, name) if json_text else _parse_yaml(text, name)
-    if data is _EMPTY:
+    if json_text:
+        data, lines = _parse_json(text, name)
+    else:
+        from costcalc.yaml_reader import parse_yaml
+
+        data, lines = parse_yaml(text, name)
+    if data is EMPTY:
         raise FileReadError(name, "empty file; expected a mapping of keys to values")
     if not isinstance(data, dict):
         raise FileReadError(
@@ -133,19 +130,35 @@ _WIDE_MARKS = (
 UTF-16): UTF-32's first, since its little-endian mark begins with UTF-16's."""
 
 
+def _utf16_unmarked(raw: bytes) -> str | None:
+    """What UTF-16 text without a byte-order mark is, told by its NUL bytes: a config's text is
+    mostly ASCII, whose every character is a NUL byte beside its code, the NUL second in
+    little-endian order, first in big-endian. Called so when the other bytes hold no NUL and
+    at least half the characters have one; None for anything else."""
+    if len(raw) < 2 or len(raw) % 2:
+        return None
+    for order, codes, highs in (("little", raw[0::2], raw[1::2]), ("big", raw[1::2], raw[0::2])):
+        if 0 not in codes and 2 * highs.count(0) >= len(highs):
+            return f"UTF-16 text ({order}-endian, its NUL bytes say so: it has no byte-order mark)"
+    return None
+
+
 def read_text(path: str | Path) -> str:
     """The file's text, refusing what is missing, not a file, too large, binary or not UTF-8."""
     name = str(path)
     raw = read_bytes(path, MAX_FILE_BYTES)
-    wide = next((label for label, mark in _WIDE_MARKS if raw.startswith(mark)), None)
+    mark = next((label for label, mark in _WIDE_MARKS if raw.startswith(mark)), None)
+    wide = f"{mark} text (its byte-order mark says so)" if mark else None
+    if wide is None and b"\x00" in raw:
+        wide = _utf16_unmarked(raw)
+        if wide is None:
+            raise FileReadError(name, "binary file (contains NUL bytes), not a text config")
     if wide is not None:
         raise FileReadError(
             name,
-            f"{wide} text (its byte-order mark says so); configs are read as UTF-8, as "
-            "transformers reads config.json: save the file as UTF-8",
+            f"{wide}; configs are read as UTF-8, as transformers reads config.json: save the "
+            "file as UTF-8",
         )
-    if b"\x00" in raw:
-        raise FileReadError(name, "binary file (contains NUL bytes), not a text config")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -218,214 +231,6 @@ def os_reason(exc: OSError) -> str:
     return reasons.get(exc.errno or 0) or f"cannot read: {exc.strerror or exc}"
 
 
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-_BOOL_TAG = "tag:yaml.org,2002:bool"
-_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)")
-"""YAML 1.1's decimal integers: the only form a costcalc integer may take."""
-
-
-class _Loader(_BaseLoader):  # type: ignore[misc]
-    """Safe YAML loading that also refuses duplicate keys, integers too long to convert or not
-    in plain decimal, and turns any tag constructor's failure into a refusal of that value."""
-
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        try:
-            return super().construct_object(node, deep=deep)
-        except (_RefusedError, yaml.YAMLError, RecursionError, MemoryError):
-            raise
-        except Exception:  # PyYAML's constructors fail on bad text in any way (IndexError, ...)
-            reason = f"{_shown_node(node)} cannot be read as {_tag(node)}"
-            raise _RefusedError(reason, node) from None
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Hashable, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == _MERGE_TAG:  # `<<: *base` may be overridden by the keys after it
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            line = key_node.start_mark.line + 1
-            if isinstance(key, Hashable) and key in seen:
-                raise _RefusedError(f"duplicate key '{key}' (first on line {seen[key]})", key_node)
-            if isinstance(key, Hashable):
-                seen[key] = line
-        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
-
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        text = str(self.construct_scalar(node))
-        if len(text) > MAX_DIGITS:
-            raise _RefusedError(_too_long(len(text)), node)
-        if _DECIMAL.fullmatch(text):
-            return int(text.replace("_", ""))
-        read = super().construct_yaml_int(node)  # a YAML 1.1 form, or a failure to read it
-        raise _RefusedError(
-            f"'{text}' is read as {_int_form(text)} {read} by YAML 1.1; "
-            "costcalc integers are plain decimal",
-            node,
-        )
-
-    def construct_yaml_bool(self, node: yaml.ScalarNode) -> bool:
-        text = str(self.construct_scalar(node)).lower()
-        if text not in ("true", "false"):  # `!!bool yes`: no boolean in YAML 1.2
-            raise ValueError(text)
-        return text == "true"
-
-
-_NOT_PLAIN = {
-    f"tag:yaml.org,2002:{kind}" for kind in ("binary", "timestamp", "set", "omap", "pairs")
-}
-"""YAML 1.1's types that JSON has no value for (bytes, dates, sets, ordered pairs)."""
-
-# YAML 1.2's booleans: `yes`, `no`, `on` and `off` are text, as editors and validators read them;
-# so is a date (`2001-12-14`), which YAML 1.2 has no type for.
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag not in (_BOOL_TAG, *_NOT_PLAIN)]
-    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
-}
-# Plain data only, as a JSON file holds it: `!!binary`, `!!timestamp`, `!!set`, `!!omap` and
-# `!!pairs` are refused as any other tag is (bytes given as a name would be read as its text).
-_Loader.yaml_constructors = {
-    tag: construct
-    for tag, construct in _BaseLoader.yaml_constructors.items()
-    if tag not in _NOT_PLAIN
-}
-_Loader.add_implicit_resolver(
-    _BOOL_TAG, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-)
-# YAML 1.2's floats with an exponent that YAML 1.1 reads as text (`1e12`, `3.0e7`): numbers, as
-# editors and validators read them, so a file means the same to costcalc and to its schema.
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
-    list("-+0123456789."),
-)
-_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
-_Loader.add_constructor(_BOOL_TAG, _Loader.construct_yaml_bool)
-
-
-class _RefusedError(Exception):
-    """A value the loader refuses: why, and the line and column (1-based) where known."""
-
-    def __init__(self, reason: str, where: yaml.Node | int | None = None) -> None:
-        self.reason = reason
-        self.line = where.start_mark.line + 1 if isinstance(where, yaml.Node) else where
-        self.column = where.start_mark.column + 1 if isinstance(where, yaml.Node) else None
-
-
-def _too_long(digits: int) -> str:
-    return f"an integer of {digits:,} digits is too long for a config value"
-
-
-def _int_form(text: str) -> str:
-    """Which YAML 1.1 integer form ``text`` (not plain decimal) is in."""
-    digits = text.lstrip("+-")
-    if ":" in digits:
-        return "base-60"
-    return {"0b": "binary", "0x": "hexadecimal"}.get(digits[:2], "octal")
-
-
-def _tag(node: yaml.Node) -> str:
-    return str(node.tag).replace("tag:yaml.org,2002:", "!!")
-
-
-def _shown_node(node: yaml.Node) -> str:
-    """A node as a message shows it: a scalar's text (cut short), else its kind."""
-    if isinstance(node, yaml.ScalarNode):
-        text = str(node.value)
-        return repr(text if len(text) <= 40 else text[:40] + "...")
-    return "a mapping" if isinstance(node, yaml.MappingNode) else "a sequence"
-
-
-def _parse_yaml(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
-    loader = _Loader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return _EMPTY, {}
-        _check_size(node, name)
-        lines = dict(_key_lines(node, (), set()))
-        return loader.construct_object(node, deep=True), lines
-    except _RefusedError as exc:
-        raise FileReadError(name, exc.reason, exc.line, exc.column) from None
-    except yaml.MarkedYAMLError as exc:
-        raise _yaml_error(name, exc) from None
-    except yaml.YAMLError as exc:
-        raise FileReadError(name, f"malformed YAML: {exc}") from None
-    except (RecursionError, MemoryError):
-        raise FileReadError(name, "YAML nested too deeply or too large to be a config") from None
-    finally:
-        loader.dispose()
-
-
-def _yaml_error(name: str, exc: yaml.MarkedYAMLError) -> FileReadError:
-    """One line for a YAML syntax error: the problem, its line and column."""
-    mark = exc.problem_mark or exc.context_mark
-    problem = f"malformed YAML: {exc.problem or exc.context}"
-    if "expected a single document" in str(exc.context):
-        problem = "several YAML documents in one file; a config is one document"
-    elif "could not determine a constructor" in problem:
-        tag = problem.split("tag ")[-1].replace("tag:yaml.org,2002:", "!!")
-        problem = f"YAML tag {tag} refused: only plain data is read"
-    if mark is None:
-        return FileReadError(name, problem)
-    column = mark.column + 1
-    return FileReadError(name, f"{problem} (column {column})", mark.line + 1, column)
-
-
-def _check_size(root: yaml.Node, name: str) -> None:
-    """Refuse a node tree nested deeper than MAX_DEPTH, holding more than MAX_VALUES values
-    once aliases are expanded, or with a key over MAX_KEY_CHARS; each node is measured once,
-    so an alias bomb costs nothing."""
-    sizes: dict[int, int] = {}
-
-    def size(node: yaml.Node, depth: int) -> int:
-        if depth > MAX_DEPTH:
-            raise FileReadError(name, _TOO_DEEP)
-        known = sizes.get(id(node))
-        if known is not None:
-            return known
-        children: list[yaml.Node] = []
-        if isinstance(node, yaml.MappingNode):
-            children = [child for pair in node.value for child in pair]
-            for key, _ in node.value:
-                if isinstance(key, yaml.ScalarNode):
-                    _check_key(str(key.value), name, key.start_mark.line + 1)
-        elif isinstance(node, yaml.SequenceNode):
-            children = node.value
-        total = 1 + sum(size(child, depth + 1) for child in children)
-        if total > MAX_VALUES:
-            raise FileReadError(name, _TOO_MANY)
-        sizes[id(node)] = total
-        return total
-
-    size(root, 0)
-
-
-_TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep; refused"
-_TOO_MANY = f"holds over {MAX_VALUES:,} values once its aliases are expanded; refused"
-
-
-def _check_key(key: str, name: str, line: int | None) -> None:
-    if len(key) > MAX_KEY_CHARS:
-        reason = f"a key of {len(key):,} characters; a config key has at most {MAX_KEY_CHARS}"
-        raise FileReadError(name, reason, line)
-
-
-def _key_lines(node: yaml.Node, prefix: KeyPath, seen: set[int]) -> Iterator[tuple[KeyPath, int]]:
-    """(key path, line) for every mapping key below ``node``; each node visited once (aliases)."""
-    if id(node) in seen:
-        return
-    seen.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            if isinstance(key_node, yaml.ScalarNode):
-                path = (*prefix, str(key_node.value))
-                yield path, key_node.start_mark.line + 1
-                yield from _key_lines(value_node, path, seen)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            yield from _key_lines(item, (*prefix, str(index)), seen)
-
-
 _SURROGATE = re.compile("[\ud800-\udfff]")
 """Half of a UTF-16 pair, which JSON's \\u escapes can write alone: no character at all."""
 
@@ -436,7 +241,7 @@ def _parse_json(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
 
     def checked_int(digits: str) -> int:
         if len(digits) > MAX_DIGITS:
-            raise _RefusedError(_too_long(len(digits)), first_line(digits))
+            raise RefusedValueError(too_long(len(digits)), first_line(digits))
         return int(digits)
 
     def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -444,18 +249,18 @@ def _parse_json(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
         for key, value in pairs:
             if _SURROGATE.search(key):
                 line = _line_at(text, text.find(json.dumps(key)[1:-1]))
-                raise _RefusedError(
+                raise RefusedValueError(
                     f"key {json.dumps(key)} is no Unicode text (a lone surrogate)", line
                 )
             if key in result:
                 needle = json.dumps(key, ensure_ascii=False)
                 second = text.find(needle, text.find(needle) + 1)
-                raise _RefusedError(f"duplicate key '{key}'", _line_at(text, second))
+                raise RefusedValueError(f"duplicate key '{key}'", _line_at(text, second))
             result[key] = value
         return result
 
     if not text.strip():
-        return _EMPTY, {}
+        return EMPTY, {}
     try:
         data = json.loads(
             text,
@@ -466,7 +271,7 @@ def _parse_json(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
     except json.JSONDecodeError as exc:
         reason = f"malformed JSON: {exc.msg} (column {exc.colno})"
         raise FileReadError(name, reason, exc.lineno, exc.colno) from None
-    except _RefusedError as exc:
+    except RefusedValueError as exc:
         raise FileReadError(name, exc.reason, exc.line) from None
     except RecursionError:
         raise FileReadError(name, "JSON nested too deeply to be a config") from None
@@ -509,7 +314,7 @@ def plain_mapping(data: Mapping[Any, Any], name: str) -> dict[str, Any]:
         source, target, path = stack.pop()
         values += 1 + len(source)
         if len(path) > MAX_DEPTH:
-            raise FileReadError(name, _TOO_DEEP)
+            raise FileReadError(name, TOO_DEEP)
         if values > MAX_VALUES:
             raise FileReadError(name, f"holds over {MAX_VALUES:,} values; refused")
         items = source.items() if isinstance(source, Mapping) else enumerate(source)
@@ -518,7 +323,7 @@ def plain_mapping(data: Mapping[Any, Any], name: str) -> dict[str, Any]:
                 if not isinstance(key, str):
                     where = ".".join(path) or "the top"
                     raise FileReadError(name, f"{where}: key {key!r} is not text")
-                _check_key(key, name, None)
+                check_key(key, name, None)
             inner = (*path, str(key))
             if isinstance(value, Mapping | list | tuple):
                 copy: Any = {} if isinstance(value, Mapping) else [None] * len(value)
@@ -554,12 +359,12 @@ def _check_json_size(data: Any, name: str) -> None:
         value, depth = stack.pop()
         values += 1 + (len(value) if isinstance(value, dict) else 0)
         if depth > MAX_DEPTH:
-            raise FileReadError(name, _TOO_DEEP)
+            raise FileReadError(name, TOO_DEEP)
         if values > MAX_VALUES:
             raise FileReadError(name, f"holds over {MAX_VALUES:,} values; refused")
         if isinstance(value, dict):
             for key in value:
-                _check_key(key, name, None)
+                check_key(key, name, None)
             stack += [(item, depth + 1) for item in value.values()]
         elif isinstance(value, list):
             stack += [(item, depth + 1) for item in value]

@@ -34,7 +34,7 @@ once per set.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -146,7 +146,7 @@ def module_tensors(spec: ModelSpec, per_set: bool = False) -> list[Tensor]:
     for stack in spec.stacks:
         n, sets = stack.n_layers, weight_sets(stack)
         held = {"layer": n, "set": sets if per_set else n, "use": adapters_in_layers(stack)}
-        tensors += [replace(t, copies=t.copies * held[t.scope]) for t in block_tensors(stack)]
+        tensors += [t.times(held[t.scope]) for t in block_tensors(stack)]
     return tensors
 
 

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from costcalc.activations import activation_formula, activation_source, exact, terms_dict
 from costcalc.engines.dispatch import engine_report
-from costcalc.engines.vllm_shards import ServingPlan, serving_plan, serving_reports
 from costcalc.errors import UsageError
 from costcalc.gpus import Capacity
 from costcalc.loaders import LoadedModel
@@ -26,20 +25,14 @@ from costcalc.memory import (
     MemorySetup,
 )
 from costcalc.option_names import option
-from costcalc.parallel import (
-    TENSOR_PARALLEL_SOURCE,
-    ParallelPlan,
-    largest_module,
-    optional_plan,
-    parallel_activation_formula,
-    rank_tensors,
-    stage_reports,
-)
 from costcalc.results import model_header
 from costcalc.spec import ModelSpec
-from costcalc.stored_weights import StoredBytes
 from costcalc.weight_format import describe_format, weight_label
-from costcalc.zero import ESTIMATOR_SOURCE, ZERO_SOURCE, deepspeed_estimate
+
+if TYPE_CHECKING:  # parallel plans, serving layouts and stored bytes: imported where used
+    from costcalc.engines.vllm_shards import ServingPlan
+    from costcalc.parallel import ParallelPlan
+    from costcalc.stored_weights import StoredBytes
 
 
 @dataclass(frozen=True)
@@ -342,6 +335,8 @@ class MemoryResult:
             if self.plan.tp > 1 or self.plan.pp > 1 or self.plan.cp > 1:
                 data["activations"]["formula"] = data["parallel"]["activation_formula"]
             if self.plan.tp > 1:
+                from costcalc.parallel import TENSOR_PARALLEL_SOURCE
+
                 data["activations"]["source"] = TENSOR_PARALLEL_SOURCE
             data["gathered_layer"] = {"elements": r.elements_gathered, "bytes": r.bytes_gathered}
             data["deepspeed"] = deepspeed_dict(spec, self.plan, self.stage, r)
@@ -365,6 +360,9 @@ def deepspeed_dict(
 ) -> dict[str, Any] | None:
     """DeepSpeed's ZeRO terms of one GPU (:mod:`costcalc.zero`) and its own estimator's figure
     beside costcalc's model states; None for plans that are not DeepSpeed's ZeRO."""
+    from costcalc.parallel import largest_module, rank_tensors
+    from costcalc.zero import ESTIMATOR_SOURCE, ZERO_SOURCE, deepspeed_estimate
+
     if not plan.stage or plan.fsdp is not None:
         return None
     tensors = rank_tensors(spec, plan, stage)
@@ -433,6 +431,8 @@ def parallel_dict(
 ) -> dict[str, Any]:
     """The parallel plan in JSON: figures are per GPU (of pipeline stage ``pipeline_stage``,
     0-based, the largest) when it is present."""
+    from costcalc.parallel import parallel_activation_formula
+
     return {
         "gpus": plan.gpus,
         "zero_stage": plan.stage,
@@ -470,6 +470,8 @@ def parallel_plans(
     """The training plan the options give (with ``train``), or the serving plan (without),
     or neither; an option of the other mode is a UsageError saying which mode it belongs to."""
     if train:
+        from costcalc.parallel import optional_plan
+
         if dp_attention is not None:
             raise UsageError(
                 f"{option('--dp-attention')} lays out serving replicas: drop {option('--train')}"
@@ -488,6 +490,8 @@ def parallel_plans(
         raise UsageError(f"{', '.join(given)} applies to training; add {option('--train')}")
     if all(value is None for value in (gpus, tp, pp, ep, dp_attention)):
         return None, None
+    from costcalc.engines.vllm_shards import serving_plan
+
     return None, serving_plan(gpus, tp, pp, ep, dp_attention)
 
 
@@ -526,12 +530,16 @@ def memory_result(
     device = capacity if isinstance(capacity, Capacity) else None
     usable = capacity.bytes if isinstance(capacity, Capacity) else capacity
     if serving is not None:
+        from costcalc.engines.vllm_shards import serving_reports
+
         served = tuple(serving_reports(model.spec, setup, serving))
         top = max(range(serving.pp), key=lambda stage: served[stage].bytes_total)
         return MemoryResult(model, served[top], usable, None, top, served, device, serving)
     report = engine_report(model.spec, setup)
     if plan is None:
         return MemoryResult(model, report, usable, device=device)
+    from costcalc.parallel import stage_reports
+
     stages = tuple(stage_reports(model.spec, report, plan))
     largest = max(range(plan.pp), key=lambda stage: stages[stage].bytes_total)
     return MemoryResult(model, stages[largest], usable, plan, largest, stages, device)

@@ -476,11 +476,7 @@ def rank_tensors(spec: ModelSpec, plan: ParallelPlan, stage: int) -> list[Tensor
     modules = stage_modules(spec, plan.pp, stage)
     held = [t for t in model_tensors(spec) if t.name.rpartition(".")[0] in modules]
     held += (
-        [
-            replace(t, copies=t.copies * (stack.n_layers // plan.pp))
-            for stack in stacks
-            for t in block_tensors(stack)
-        ]
+        [t.times(stack.n_layers // plan.pp) for stack in stacks for t in block_tensors(stack)]
         if plan.pp > 1
         else [t for stack in stacks for t in stack_tensors(stack)]
     )

@@ -91,7 +91,7 @@ def plan_setup(
     from costcalc.errors import UsageError, check_choice
     from costcalc.gpus import find_gpu
     from costcalc.plan import parse_fraction
-    from costcalc.units import DTYPES, MAX_COUNT
+    from costcalc.units import DTYPES
     from costcalc.weight_format import check_weight_dtype
 
     device = None if gpu is None else find_gpu(gpu)
@@ -100,7 +100,7 @@ def plan_setup(
     counts |= {"pp": pp, "dp_attention": dp_attention}
     for name, value in {**counts, "prompt": prompt, "tokens": tokens, "budget": budget}.items():
         if value is not None:
-            check_count(name, value, MAX_COUNT)
+            check_count(name, value)
     share = parse_fraction(mfu, "MFU")
     memory_share = parse_fraction(utilisation, "memory utilisation")
     if tokens is None and budget is None and prompt is None:

@@ -32,7 +32,8 @@ from typing import Any
 import yaml
 
 from costcalc.errors import FileReadError
-from costcalc.files import MAX_FILE_BYTES, KeyPath, read_text
+from costcalc.file_limits import KeyPath
+from costcalc.files import MAX_FILE_BYTES, read_text
 from costcalc.spec import ModelSpec
 
 COMPANIONS = frozenset(

@@ -24,6 +24,7 @@ from costcalc.checkpoint import (
     INDEX_NAME,
     MAX_HEADER_BYTES,
     Checkpoint,
+    find_checkpoint,
     read_checkpoint,
     read_header,
 )
@@ -239,6 +240,21 @@ def test_a_hugging_face_cache_snapshot_of_symlinks_is_read(tmp_path: Path) -> No
     for blob in blobs.iterdir():
         (snapshot / blob.name).symlink_to(Path("../..") / "blobs" / blob.name)
     assert read_checkpoint(snapshot).parameters_total == 640
+
+
+@pytest.mark.parametrize("link", [INDEX_NAME, "model-00002-of-00002.safetensors"])
+def test_a_link_to_a_removed_blob_is_named_not_taken_for_no_checkpoint(
+    tmp_path: Path, link: str
+) -> None:
+    """A cache snapshot whose index (or a shard) links to a blob that was removed: the link is
+    named, by every path that looks for a folder's checkpoint."""
+    write_sharded(tmp_path)
+    (tmp_path / link).unlink()
+    (tmp_path / link).symlink_to(Path("../blobs/removed"))
+    words = "a link to ../blobs/removed, which does not exist"
+    assert refused(tmp_path, tmp_path / link).reason == words
+    with pytest.raises(CheckpointError, match=words):
+        find_checkpoint(tmp_path)
 
 
 # --- broken and hostile input -----------------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 
 import costcalc
 from costcalc.errors import CostcalcError, FileReadError, RangeError, UsageError
+from tests.conftest import Invoke
 
 GPT2 = "gpt2-small"
 TINY = {"vocab_size": 64, "context_length": 8, "d_model": 8, "n_layers": 1, "n_heads": 2}
@@ -67,6 +68,26 @@ def test_arguments_are_checked_at_the_boundary(
         getattr(costcalc, function)(*args, **kwargs)
     assert message in str(raised.value)
     assert type(raised.value) is error
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "option"),
+    [
+        ({"length": 0}, ("--length", "0")),
+        ({"batch": -1}, ("--batch", "-1")),
+        ({"length": 10**100}, ("--length", "1" + "0" * 100)),
+        ({"length": 2000}, ("--length", "2000")),
+    ],
+)
+def test_a_range_error_has_the_exit_code_the_command_line_gives(
+    cli: Invoke, kwargs: dict[str, int], option: tuple[str, str]
+) -> None:
+    """A count of zero, below zero or of over 100 digits is wrong usage (2) in both; a length
+    past gpt2's learned positions is a value the model cannot take (1) in both."""
+    with pytest.raises(RangeError) as raised:
+        costcalc.count_memory(GPT2, **kwargs)
+    assert raised.value.exit_code == cli("memory", "-p", GPT2, *option).exit_code
+    assert raised.value.exit_code == (1 if kwargs == {"length": 2000} else 2)
 
 
 def test_good_calls_still_work() -> None:

@@ -335,7 +335,7 @@ def rank_pairs(spec: ModelSpec, plan: ServingPlan, stage: int) -> list[tuple[Ten
     for stack, count in stage_blocks(spec, plan.pp, stage):
         local = {t.name: t.shape for t in block_tensors(local_recurrent(stack, plan.tp))}
         for t in block_tensors(stack):
-            whole = replace(t, copies=t.copies * count)
+            whole = t.times(count)
             shape = local[t.name] if local[t.name] != t.shape else shard_shape(t, stack, plan)
             held.append((whole, replace(whole, shape=shape)))
     return held
