@@ -113,10 +113,6 @@ KNOWN: dict[str, list[str]] = {
         "xglm/fresh-05",
     ],
     (
-        "costcalc refuses what transformers builds: not supported: dense layers among the MoE"
-        " layers are not counted"
-    ): ["qwen3_next/05", "qwen3_next/10", "qwen3_next/fresh-01", "qwen3_next/fresh-04"],
-    (
         "costcalc refuses what transformers builds: not supported: per-layer attention sizes "
         "listed one by one"
     ): [
@@ -127,10 +123,6 @@ KNOWN: dict[str, list[str]] = {
         "gemma4_unified_text/07",
         "gemma4_unified_text/11",
     ],
-    (
-        "costcalc refuses what transformers builds: not supported: sparse blocks on every "
-        "n-th layer only"
-    ): ["axk1/09", "axk1/fresh-06", "flint/02"],
     (
         "costcalc refuses what transformers builds: not supported: transformers' MPT builds "
         "no biases"

@@ -55,8 +55,6 @@ def _load(tmp_path: Path, fixture: str, **changes: Any) -> Any:
     ("fixture", "changes", "message"),
     [
         ("axk1-defaults", {"q_lora_rank": None}, "q_lora_rank"),
-        ("axk1-defaults", {"moe_layer_freq": 2}, "moe_layer_freq"),
-        ("flint-defaults", {"decoder_sparse_step": 2}, "decoder_sparse_step"),
         ("flint-defaults", {"mlp_only_layers": "0"}, "mlp_only_layers"),
     ],
 )

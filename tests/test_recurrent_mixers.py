@@ -169,8 +169,6 @@ def _load_changed(tmp_path: Path, fixture: str, **changes: Any) -> Any:
         ("tiny-mamba2.json", {"expand": 3}, "expand"),
         ("tiny-nemotron-h.json", {"hybrid_override_pattern": "M-X"}, "string of M, E"),
         ("tiny-jamba.json", {"attn_layer_offset": 4}, "attn_layer_offset"),
-        ("tiny-qwen3-next.json", {"decoder_sparse_step": 2}, "decoder_sparse_step"),
-        ("tiny-qwen3-next.json", {"mlp_only_layers": [0]}, "mlp_only_layers"),
         ("tiny-bamba.json", {"attn_layer_indices": "9"}, "attn_layer_indices"),
         ("tiny-bamba.json", {"mamba_d_head": 8}, "mamba_d_head"),
         ("tiny-falcon-h1.json", {"projectors_bias": True}, "projectors_bias"),

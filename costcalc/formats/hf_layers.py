@@ -238,6 +238,18 @@ it maps onto them: ``mamba``, ``attention``, ``deepseek_sparse_attention``,
 ``qwen_sparse_attention``; transformers/configuration_utils.py)."""
 
 
+def unrolled(r: Reader, layout: Layout, n_layers: int) -> list[tuple[str, int]] | None:
+    """The runs of ``layout`` over the model's ``n_layers`` layers: a cycling pattern repeated
+    and cut (as many runs as the layers make; None past :data:`MAX_LISTED_LAYERS`, a problem
+    with ``layout.key``)."""
+    if not layout.cycles:
+        return list(layout.runs)
+    if by_rule(r, n_layers, layout.key) is None:
+        return None
+    kinds = [kind for kind, count in layout.runs for _ in range(count)]
+    return runs([kinds[i % len(kinds)] for i in range(n_layers)])
+
+
 def every_nth(every: int, nth: str, other: str) -> Layout:
     """Every ``every``-th layer (transformers' ``(i + 1) % every == 0``) is of kind ``nth``,
     the others of kind ``other``: a cycling pattern in closed form."""

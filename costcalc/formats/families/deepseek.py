@@ -270,16 +270,14 @@ def axk1(r: Reader) -> dict[str, Any]:
     always through the low-rank path (a null ``q_lora_rank`` is not supported), and in every
     sparse block ``mlp.post_mlp_layernorm`` (RMSNorm, D) on the sum of the experts and the shared
     expert: three norms in the sparse layers. Dense where ``mlp_layer_types`` says, else the
-    first ``first_k_dense_replace`` (1) layers; a ``moe_layer_freq`` other than 1 (sparse only
-    on every n-th layer) is not supported. Untied by default."""
+    first ``first_k_dense_replace`` (1) layers and those not a multiple of ``moe_layer_freq``
+    (1). Untied by default."""
     if "q_lora_rank" in r.data and r.data["q_lora_rank"] is None:
         r.unsupported("q_lora_rank", "A.X K1's attention always has a query latent")
-    if r.data.get("mlp_layer_types") is None and r.data.get("moe_layer_freq", 1) != 1:
-        r.unsupported("moe_layer_freq", "sparse blocks on every n-th layer only")
 
     def layers(r: Reader, fields: dict[str, Any], moe: dict[str, Any]) -> None:
         sparse = {**moe, "norms_per_block": 3}
-        listed_sparse(r, fields, sparse, 1, "first_k_dense_replace")
+        listed_sparse(r, fields, sparse, 1, "first_k_dense_replace", freq=True)
 
     return deepseek_layout(r, experts=(192, 8), moe_hidden=2048, shared=1, layers=layers)
 
@@ -297,8 +295,8 @@ AXK2_MLA: dict[str, int | None] = {
 def axk2(r: Reader) -> dict[str, Any]:
     """AXK2ForCausalLM (A.X K2): DeepSeek-V3's layout with AXK2Config's defaults (q rank 384, kv
     rank 128, r 32, n 64, v 64; 128 experts of 512, top 8, one shared; dense where
-    ``mlp_layer_types`` says, else the first ``first_k_dense_replace`` (1) layers; a
-    ``moe_layer_freq`` other than 1 is not supported), untied by default, and:
+    ``mlp_layer_types`` says, else the first ``first_k_dense_replace`` (1) layers and those not
+    a multiple of ``moe_layer_freq`` (1)), untied by default, and:
     ``self_attn.q_gate_proj`` in place of ``q_b_proj``, reading the query latent after and
     before ``q_a_layernorm`` (2 q rank -> H (n + r + v): the queries and a sigmoid gate of the
     heads' outputs); DeepSeek-V3.2's indexer of ``index_n_heads`` (16) heads of
@@ -312,13 +310,11 @@ def axk2(r: Reader) -> dict[str, Any]:
     if "q_lora_rank" in r.data and r.data["q_lora_rank"] is None:
         r.unsupported("q_lora_rank", "A.X K2's attention always has a query latent")
     _axk2_groups(r)
-    if r.data.get("mlp_layer_types") is None and r.data.get("moe_layer_freq", 1) != 1:
-        r.unsupported("moe_layer_freq", "sparse blocks on every n-th layer only")
     rank = r.value("norm_gate_rank", "gated_norm_rank", default=16)
 
     def layers(r: Reader, fields: dict[str, Any], moe: dict[str, Any]) -> None:
         sparse = {**moe, "ffn_norm_gate_rank": rank}
-        listed_sparse(r, fields, sparse, 1, "first_k_dense_replace")
+        listed_sparse(r, fields, sparse, 1, "first_k_dense_replace", freq=True)
 
     fields = deepseek_layout(
         r, experts=(128, 8), moe_hidden=512, shared=1, layers=layers, mla=AXK2_MLA

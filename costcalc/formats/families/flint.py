@@ -17,8 +17,8 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
-from costcalc.formats.families.moe import routed_experts
-from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.families.moe import routed_experts, sparse_layout
+from costcalc.formats.hf_reader import Reader, attention_bias
 from costcalc.formats.peft_names import ROUTER_GATE, llama_names
 
 FLINT_SIZES: dict[str, Any] = {
@@ -36,31 +36,24 @@ FULL_HEAD = 2
 
 
 def _ffn_runs(r: Reader, n: int, experts: Any) -> list[tuple[str, int]] | None:
-    """Dense FFNs in the layers ``mlp_only_layers`` lists (default the first two), sparse in the
-    others (none sparse without experts); None: a problem."""
+    """Qwen3-MoE's rule (:func:`sparse_layout`: sparse on layer i unless i is in
+    ``mlp_only_layers``, default the first two, or (i + 1) is no multiple of
+    ``decoder_sparse_step``, 1); none sparse without experts; None: a problem."""
     if experts == 0:
         return [("dense", n)]
-    if r.data.get("decoder_sparse_step", 1) != 1:
-        r.unsupported("decoder_sparse_step", "sparse blocks on every n-th layer only")
-        return None
-    dense = r.data.get("mlp_only_layers")
-    if dense is None:
-        return [("dense", min(FULL_HEAD, n)), ("sparse", n - min(FULL_HEAD, n))]
-    if not isinstance(dense, list) or not all(is_whole(i) for i in dense):
-        r.fail("mlp_only_layers", "expected a list of layer indices")
-        return None
-    indices = hf_layers.by_rule(r, n, "mlp_only_layers")
-    if indices is None:
-        return None
-    return hf_layers.runs(["dense" if i in set(dense) else "sparse" for i in indices])
+    step, dense = r.count("decoder_sparse_step", 1), r.data.get("mlp_only_layers")
+    if dense is None and step == 1:
+        return [("dense", min(FULL_HEAD, n)), ("moe", n - min(FULL_HEAD, n))]
+    layout = sparse_layout(r, n, step, list(range(FULL_HEAD)) if dense is None else dense)
+    return None if layout is None else hf_layers.unrolled(r, layout, n)
 
 
 def flint(r: Reader) -> dict[str, Any]:
     """FlintForCausalLM, as above (defaults: 4 key/value heads, ``head_dim`` 128, 256 experts
     of 512, top 6, a shared expert of 1,024, ``mlp_only_layers`` the first two). Layers attend
     within ``sliding_window`` (513; null: none) as ``layer_types`` lists them, else fully on the
-    first two, every layer i with i % 4 == 1 and the last; a ``decoder_sparse_step`` other than
-    1 is not supported."""
+    first two, every layer i with i % 4 == 1 and the last; which FFNs are sparse:
+    :func:`_ffn_runs`."""
     fields = llama_layout(r, kv_heads=4, head_dim=128, sizes=FLINT_SIZES)
     attention_bias(r, fields)
     fields.update(qk_norm="head", attention_sinks=True)
@@ -75,7 +68,7 @@ def flint(r: Reader) -> dict[str, Any]:
     ffn = None if n is None else _ffn_runs(r, n, moe["moe_experts"])
     if n is None or ffn is None:
         return fields
-    ffn_blocks = {"dense": {}, "sparse": moe}
+    ffn_blocks = {"dense": {}, "moe": moe}
     attention = hf_layers.attention_windows(window)
     listed = hf_layers.layer_types(r, n)
     if listed is not None or window is None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import floored_head_dim
-from costcalc.formats.families.moe import routed_experts
+from costcalc.formats.families.moe import routed_experts, sparse_layout
 from costcalc.formats.families.ssm import NO_POSITION_LIMIT
 from costcalc.formats.hf_reader import (
     STANDARD_KEYS,
@@ -76,10 +76,22 @@ def _hybrid(
     rule: hf_layers.Rule,
     window: Any = None,
     indexer: dict[str, Any] | None = None,
+    ffn: tuple[list[tuple[str, int]], dict[str, hf_layers.Block]] | None = None,
 ) -> dict[str, Any]:
     """The layers of :func:`_blocks` as ``layer_types`` lists them, else by the family's
-    ``rule``."""
-    hf_layers.listed_or_rule(r, fields, _blocks(fields, linear, window, indexer), rule)
+    ``rule``; with ``ffn`` (runs of FFN kinds and their blocks) each layer's FFN as those runs
+    say."""
+    blocks = _blocks(fields, linear, window, indexer)
+    if ffn is None:
+        hf_layers.listed_or_rule(r, fields, blocks, rule)
+        return fields
+    n = hf_layers.count_of(fields["n_layers"])
+    listed = None if n is None else hf_layers.layer_types(r, n)
+    layout = hf_layers.Layout(hf_layers.runs(listed)) if listed is not None else None
+    if n is not None and layout is None:
+        layout = rule(n)
+    if layout is not None:
+        hf_layers.combine(r, fields, layout, blocks, *ffn)
     return fields
 
 
@@ -234,12 +246,14 @@ def _qwen_linear_attention(
     window: Any = None,
     indexer: dict[str, Any] | None = None,
     sizes: dict[str, Any] | None = None,
+    dense_layers: bool = False,
 ) -> dict[str, Any]:
     """Shared by Qwen3-Next, Qwen3.5, Qwen4-Exp and Lara Mini: gated attention (``gates``: the
     queries' output gate and the shared expert's gate; with the keys of ``indexer``) every
     ``full_attention_interval``-th layer (or as ``layer_types`` or the family's ``rule`` says;
-    sliding layers within ``window``), Gated DeltaNet elsewhere. The standard sizes have the
-    family's defaults ``sizes``, or are required."""
+    sliding layers within ``window``), Gated DeltaNet elsewhere; with ``dense_layers`` some
+    FFNs dense (:func:`_dense_among_sparse`). The standard sizes have the family's defaults
+    ``sizes``, or are required."""
     if sizes is None:
         fields = standard_sizes(r)
     else:
@@ -258,17 +272,19 @@ def _qwen_linear_attention(
     )
     attention_bias(r, fields)
     fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 0.25)
+    ffn = None
     if sparse:
         hidden = (("moe_intermediate_size",), 512)
-        fields.update(
-            routed_experts(r, ("num_experts",), ("num_experts_per_tok",), experts, hidden)
-        )
-        fields.update(
+        moe = routed_experts(r, ("num_experts",), ("num_experts_per_tok",), experts, hidden)
+        moe.update(
             moe_shared_ffn_hidden=r.value(
                 "moe_shared_ffn_hidden", "shared_expert_intermediate_size", default=512
             ),
             moe_shared_gate=gates,
         )
+        ffn = _dense_among_sparse(r, fields, moe) if dense_layers else None
+        if ffn is None:
+            fields.update(moe)
     else:
         fields["ffn_hidden"] = r.value("ffn_hidden", "intermediate_size", default=12288)
     net = {
@@ -285,7 +301,27 @@ def _qwen_linear_attention(
         },
     }
     r.forget("gated_deltanet")
-    return _hybrid(r, fields, net, rule or (lambda n: _interval_rule(r)), window, indexer)
+    return _hybrid(r, fields, net, rule or (lambda n: _interval_rule(r)), window, indexer, ffn)
+
+
+def _dense_among_sparse(
+    r: Reader, fields: dict[str, Any], moe: dict[str, Any]
+) -> tuple[list[tuple[str, int]], dict[str, hf_layers.Block]] | None:
+    """Qwen3NextDecoderLayer's FFN: the sparse block ``moe`` on layer i unless i is in
+    ``mlp_only_layers`` or (i + 1) is no multiple of ``decoder_sparse_step`` (1), or
+    ``num_experts`` is 0 (:func:`costcalc.formats.families.moe.sparse_layout`); a dense SwiGLU
+    ``mlp`` of ``intermediate_size`` (5,632) elsewhere. The runs of FFN kinds and their blocks,
+    or None when every layer is sparse (or the layer count is unusable)."""
+    n = hf_layers.count_of(fields["n_layers"])
+    step = r.count("decoder_sparse_step", 1)
+    layout = None if n is None else sparse_layout(r, n, step, r.data.get("mlp_only_layers"))
+    if n is None or layout is None:
+        return None
+    kinds = [("dense", n)] if moe.get("moe_experts") == 0 else hf_layers.unrolled(r, layout, n)
+    if kinds is None or all(kind == "moe" for kind, count in kinds if count):
+        return None
+    fields["ffn_hidden"] = r.value("ffn_hidden", "intermediate_size", default=5632)
+    return kinds, {"dense": {}, "moe": moe}
 
 
 def _interval_rule(r: Reader) -> hf_layers.Layout:
@@ -309,14 +345,8 @@ def qwen3_next(r: Reader) -> dict[str, Any]:
     ``mlp.gate`` (X x D), X = ``num_experts`` (512) SwiGLU experts of ``moe_intermediate_size``
     (512), ``num_experts_per_tok`` (10) active, a shared SwiGLU expert
     (``shared_expert_intermediate_size`` 512) with a sigmoid ``shared_expert_gate`` (D -> 1);
-    final ``norm``; untied by default. Dense layers (``mlp_only_layers``,
-    ``decoder_sparse_step`` > 1) are not read."""
-    if r.data.get("mlp_only_layers"):
-        r.unsupported("mlp_only_layers", "dense layers among the MoE layers are not counted")
-    step = r.data.get("decoder_sparse_step", 1)
-    if step != 1:
-        r.unsupported("decoder_sparse_step", "dense layers among the MoE layers are not counted")
-    return _qwen_linear_attention(r, split=False, sparse=True)
+    final ``norm``; untied by default. Dense layers among them: :func:`_dense_among_sparse`."""
+    return _qwen_linear_attention(r, split=False, sparse=True, dense_layers=True)
 
 
 def qwen3_5_text(r: Reader) -> dict[str, Any]:

@@ -58,28 +58,33 @@ def routed_experts(
 def sparse_layers(
     r: Reader, fields: dict[str, Any], moe: hf_layers.Block, step: int = 1, dense_layers: Any = ()
 ) -> None:
-    """Layer i is sparse when it is not in ``dense_layers`` (``mlp_only_layers``, from the file)
-    and (i + 1) is a multiple of ``step`` (``decoder_sparse_step``); the others keep the dense
-    FFN of ``fields``. Closed form unless ``dense_layers`` lists layers."""
+    """Layer i is sparse as :func:`sparse_layout` says; the others keep the dense FFN of
+    ``fields``."""
     n = hf_layers.count_of(fields["n_layers"])
-    if n is None:
-        return
-    if dense_layers:
-        if not isinstance(dense_layers, list) or not all(is_whole(i) for i in dense_layers):
-            r.fail("mlp_only_layers", "expected a list of layer indices")
-            return
-        indices = hf_layers.by_rule(r, n, "mlp_only_layers")
-        if indices is None:
-            return
-        dense = set(dense_layers)
-        kinds = ["moe" if i not in dense and (i + 1) % step == 0 else "dense" for i in indices]
-        r.key_names["layers"] = r.name("mlp_only_layers")
-        layout = hf_layers.Layout(hf_layers.runs(kinds), key="mlp_only_layers")
-    else:
+    layout = None if n is None else sparse_layout(r, n, step, dense_layers)
+    if n is not None and layout is not None:
+        hf_layers.set_layers(r, fields, n, layout, {"dense": {}, "moe": moe})
+
+
+def sparse_layout(r: Reader, n: int, step: int, dense_layers: Any) -> hf_layers.Layout | None:
+    """Layer i is ``moe`` when it is not in ``dense_layers`` (``mlp_only_layers``, from the
+    file) and (i + 1) is a multiple of ``step`` (``decoder_sparse_step``), else ``dense``
+    (Qwen2-MoE's, Qwen3-MoE's and Qwen3-Next's decoder layers). Closed form unless
+    ``dense_layers`` lists layers; None when that list is unusable (a problem is recorded)."""
+    if not dense_layers:
         if step != 1:
             r.key_names["layers"] = r.name("decoder_sparse_step")
-        layout = hf_layers.every_nth(step, "moe", "dense")
-    hf_layers.set_layers(r, fields, n, layout, {"dense": {}, "moe": moe})
+        return hf_layers.every_nth(step, "moe", "dense")
+    if not isinstance(dense_layers, list) or not all(is_whole(i) for i in dense_layers):
+        r.fail("mlp_only_layers", "expected a list of layer indices")
+        return None
+    indices = hf_layers.by_rule(r, n, "mlp_only_layers")
+    if indices is None:
+        return None
+    dense = set(dense_layers)
+    kinds = ["moe" if i not in dense and (i + 1) % step == 0 else "dense" for i in indices]
+    r.key_names["layers"] = r.name("mlp_only_layers")
+    return hf_layers.Layout(hf_layers.runs(kinds), key="mlp_only_layers")
 
 
 def first_dense(r: Reader, fields: dict[str, Any], moe: hf_layers.Block, default: int) -> None:
@@ -92,11 +97,18 @@ def first_dense(r: Reader, fields: dict[str, Any], moe: hf_layers.Block, default
 
 
 def listed_sparse(
-    r: Reader, fields: dict[str, Any], moe: hf_layers.Block, default: int, key: str | None
+    r: Reader,
+    fields: dict[str, Any],
+    moe: hf_layers.Block,
+    default: int,
+    key: str | None,
+    freq: bool = False,
 ) -> None:
     """Dense and sparse FFNs as ``mlp_layer_types`` lists them (``dense``, ``sparse``), else
     dense in the first ``key`` layers (``default``; a fixed count when the family has no key)
-    and sparse in the others."""
+    and sparse in the others; with ``freq``, sparse only where i % ``moe_layer_freq`` (1) is 0
+    (A.X K1's and K2's ``__post_init__``: ``i >= first_k_dense_replace and i % moe_layer_freq
+    == 0``)."""
     n = hf_layers.count_of(fields["n_layers"])
     if n is None:
         return
@@ -108,7 +120,14 @@ def listed_sparse(
         head = min(default, n)
         hf_layers.apply(r, fields, [("dense", head), ("sparse", n - head)], blocks)
     else:
+        every = r.count("moe_layer_freq", 1) if freq else 1
         kind_runs = hf_layers.split_at(r, n, key, default, "dense", "sparse")
+        if every != 1:
+            if hf_layers.by_rule(r, n, "moe_layer_freq") is None:
+                return
+            head = kind_runs[0][1]
+            kinds = ["sparse" if i >= head and i % every == 0 else "dense" for i in range(n)]
+            kind_runs = hf_layers.runs(kinds)
         hf_layers.apply(r, fields, kind_runs, blocks, key)
 
 
