@@ -25,6 +25,7 @@ H query heads, K key/value heads, d head width, h FFN hidden width, X experts, k
 from __future__ import annotations
 
 from costcalc.anatomy.mixer import token_mixer
+from costcalc.anatomy.per_layer import per_layer_model_tensors
 from costcalc.anatomy.recurrent import recurrent_mixer
 from costcalc.anatomy.residual import (
     altup_projection_tensors,
@@ -34,7 +35,7 @@ from costcalc.anatomy.residual import (
 from costcalc.errors import UsageError, check_choice
 from costcalc.option_names import option
 from costcalc.spec import ModelSpec
-from costcalc.tensors import ffn_tensors, mixer_tensors, per_layer_model_tensors
+from costcalc.tensors import ffn_tensors, mixer_tensors
 
 TRAINING_MULTIPLIER = 3
 """Forward + backward: the backward pass costs 2x the forward (input and weight gradients)."""

@@ -23,6 +23,8 @@ from typing import NamedTuple
 from costcalc.anatomy.attention import head_expert_tensors
 from costcalc.anatomy.ffn import ffn_part, modality_expert_tensors
 from costcalc.anatomy.mixer import token_mixer
+from costcalc.anatomy.model import rotary_scale_tensors
+from costcalc.anatomy.per_layer import per_layer_model_tensors, per_layer_table
 from costcalc.anatomy.residual import altup_projection_tensors, stream_collapse_tensors
 from costcalc.blocks import BLOCK_FIELDS
 from costcalc.spec import ModelSpec, per_spec
@@ -31,9 +33,6 @@ from costcalc.tensors import (
     block_norm_tensors,
     ffn_tensors,
     mixer_tensors,
-    per_layer_model_tensors,
-    per_layer_table,
-    rotary_scale_tensors,
     stack_tensors,
 )
 

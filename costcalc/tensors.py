@@ -12,14 +12,14 @@ Conventions, from the Hugging Face ``transformers`` modeling code (transformers 
   recurrent mixers), its FFN (:mod:`costcalc.anatomy.ffn`: dense, a mixture of experts, or
   none), its norms (:mod:`costcalc.anatomy.norms`), what it adds to its residual path
   (:mod:`costcalc.anatomy.residual`: hyper-connections, AltUp, LAuReL) and, when it is reused at
-  several depths, its weight sets and each use's adapters (:mod:`costcalc.anatomy.reuse`).
+  several depths, its weight sets and each use's adapters (:mod:`costcalc.anatomy.reuse`);
+  Gemma 4's per-layer input branch is :mod:`costcalc.anatomy.per_layer`'s. The tensors outside
+  the blocks are :mod:`costcalc.anatomy.model`'s.
 - A gated cross-attention block (Llama 3.2 Vision's ``MllamaCrossAttentionDecoderLayer``) keeps
   a scalar gate on its FFN branch (``cross_attn_mlp_gate``; its attention's are the attention
   part's).
 - A learned activation keeps its scalars as one-element tensors (Apertus' xIELU: ``alpha_p``,
   ``alpha_n``), ``ffn_act_params`` of them per FFN.
-- A tied LM head is the token table itself (no tensor of its own), as ``parameters()`` yields a
-  shared tensor once.
 
 Matrices are written (out, in), as ``nn.Linear`` stores them; GPT-2's ``Conv1D`` stores the
 transpose, which changes no count here.
@@ -32,25 +32,21 @@ from functools import wraps
 
 from costcalc.anatomy.ffn import ffn_part
 from costcalc.anatomy.mixer import token_mixer
+from costcalc.anatomy.model import model_tensors
 from costcalc.anatomy.norms import block_norms, norm_gate_tensors
+from costcalc.anatomy.per_layer import per_layer_input_tensors
 from costcalc.anatomy.recurrent import recurrent_mixer
-from costcalc.anatomy.residual import (
-    altup_projection_tensors,
-    altup_tensors,
-    hyper_connection_tensors,
-    laurel_tensors,
-    stream_collapse_tensors,
-)
+from costcalc.anatomy.residual import altup_tensors, hyper_connection_tensors, laurel_tensors
 from costcalc.anatomy.reuse import (
     ffn_adapter_tensors,
     in_set,
     qkv_adapter_tensors,
     use_projection_tensors,
 )
-from costcalc.anatomy.tensor import Shape, Tensor, elements, linear, norm
+from costcalc.anatomy.tensor import Shape, Tensor, elements
 from costcalc.spec import ModelSpec, per_spec
 
-__all__ = ["Shape", "Tensor", "elements"]  # the tensor record, read from here by every quantity
+__all__ = ["Shape", "Tensor", "elements", "model_tensors"]  # read from here by every quantity
 
 Build = Callable[[ModelSpec], list[Tensor]]
 
@@ -91,19 +87,6 @@ def mixer_tensors(spec: ModelSpec) -> list[Tensor]:
 # --------------------------------------------------------------------------- feed-forward
 
 
-def per_layer_input_tensors(spec: ModelSpec) -> list[Tensor]:
-    """A block's per-layer input branch (Gemma 4): ``per_layer_input_gate`` D -> P, its GELU
-    output times the layer's P-wide input, then ``per_layer_projection`` P -> D; none without
-    per-layer inputs. Its norm (``post_per_layer_input_norm``, D) is among the block's norms."""
-    P = spec.per_layer_input_width
-    if P is None:
-        return []
-    return [
-        *linear("per_layer_input_gate", P, spec.d_model, False, "ffn"),
-        *linear("per_layer_projection", spec.d_model, P, False, "ffn"),
-    ]
-
-
 @built_once
 def ffn_tensors(spec: ModelSpec) -> list[Tensor]:
     """The FFN of one block (its part, :mod:`costcalc.anatomy.ffn`): dense, a mixture of
@@ -138,68 +121,6 @@ def block_norm_tensors(spec: ModelSpec) -> list[Tensor]:
 def block_tensors(spec: ModelSpec) -> list[Tensor]:
     """One block of a uniform stack: its norms, token mixer and FFN."""
     return block_norm_tensors(spec) + mixer_tensors(spec) + ffn_tensors(spec)
-
-
-def model_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Every tensor outside the blocks: tables, embedding projections and norm, final norm,
-    a second stream's learned initial state, LM head (``output_rows`` x E; none when tied: the
-    token table serves), each shared tensor once."""
-    V, E, D = spec.vocab_rows, spec.embed_width, spec.d_model
-    tensors = [Tensor("embed_tokens.weight", (V, E), "model")]
-    if spec.position_rows:
-        tensors.append(Tensor("embed_positions.weight", (spec.position_rows, D), "model"))
-    tensors += rotary_scale_tensors(spec)
-    if E != D:
-        tensors += linear("project_in", D, E, False, "model")
-        tensors += linear("project_out", E, D, False, "model")
-    if spec.embedding_norm:
-        tensors += norm(spec, "embed_norm", E, "model")
-    tensors += per_layer_model_tensors(spec)
-    tensors += stream_collapse_tensors(spec)
-    tensors += altup_projection_tensors(spec)
-    if spec.final_norm:
-        tensors += norm(spec, "norm", D, "model")
-    if spec.initial_state:
-        tensors.append(Tensor("initial_state", (D,), "model"))
-    if not spec.tie_embeddings:
-        tensors.append(Tensor("lm_head.weight", (spec.output_rows, E), "model", "matmul"))
-    if spec.lm_head_bias:
-        tensors.append(Tensor("lm_head.bias", (spec.output_rows,), "model"))
-    if spec.logit_scale:
-        tensors.append(Tensor("lm_head.logit_scale", (spec.output_rows,), "model"))
-    return tensors
-
-
-def rotary_scale_tensors(spec: ModelSpec) -> list[Tensor]:
-    """With ``rotary_scale``, ``rotary_emb.alpha``: one learned scale per rotary frequency, r / 2
-    for r rotary dimensions (``qk_rope_head_dim`` on MLA); none without."""
-    if not spec.rotary_scale:
-        return []
-    r = spec.qk_rope_head_dim if spec.mixer == "mla" else spec.rotary_width
-    return [Tensor("rotary_emb.alpha", ((r or 0) // 2,), "model")]
-
-
-def per_layer_table(spec: ModelSpec) -> list[Tensor]:
-    """The per-layer input table ``embed_tokens_per_layer``: V' x L P, looked up (no MACs)."""
-    P = spec.per_layer_input_width
-    if P is None:
-        return []
-    shape = (spec.per_layer_rows, spec.n_layers * P)
-    return [Tensor("embed_tokens_per_layer.weight", shape, "model")]
-
-
-def per_layer_model_tensors(spec: ModelSpec) -> list[Tensor]:
-    """Per-layer inputs at the model level (Gemma 4): the table, ``per_layer_model_projection``
-    D -> L P (the token embedding's share of every layer's input) and
-    ``per_layer_projection_norm`` (P)."""
-    P = spec.per_layer_input_width
-    if P is None:
-        return []
-    return [
-        *per_layer_table(spec),
-        *linear("per_layer_model_projection", spec.n_layers * P, spec.d_model, False, "model"),
-        *norm(spec, "per_layer_projection_norm", P, "model"),
-    ]
 
 
 def weight_sets(spec: ModelSpec) -> int:

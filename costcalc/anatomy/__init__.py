@@ -16,6 +16,10 @@ Every quantity of costcalc (parameters, MACs, memory, LoRA, quantized bytes) rea
 - :mod:`costcalc.anatomy.norms`: the block's norms.
 - :mod:`costcalc.anatomy.residual`: several residual streams (hyper-connections, AltUp) and
   LAuReL's branch.
+- :mod:`costcalc.anatomy.per_layer`: Gemma 4's per-layer inputs (the block's branch, the model's
+  table and projection).
+- :mod:`costcalc.anatomy.model`: the tensors outside the blocks (tables, embedding, final norm,
+  LM head).
 - :mod:`costcalc.anatomy.reuse`: a block reused at several depths (weight sets, adapters).
 - :mod:`costcalc.anatomy.recurrent`: what a recurrent token mixer is, and the one that a block
   kind names, loaded on first use from the module of the same name (``mamba2``, ``mamba``,

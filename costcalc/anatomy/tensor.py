@@ -278,6 +278,50 @@ class Block(Protocol):
     def use_projection(self) -> bool: ...
 
 
+class Model(Block, Protocol):
+    """What the parts outside the blocks read of the model (:class:`costcalc.spec.ModelSpec`)
+    besides a block's fields: its tables, its embedding and its head."""
+
+    @property
+    def n_layers(self) -> int: ...
+
+    @property
+    def vocab_rows(self) -> int: ...
+
+    @property
+    def embed_width(self) -> int: ...
+
+    @property
+    def position_rows(self) -> int: ...
+
+    @property
+    def per_layer_rows(self) -> int: ...
+
+    @property
+    def output_rows(self) -> int: ...
+
+    @property
+    def rotary_scale(self) -> bool: ...
+
+    @property
+    def embedding_norm(self) -> bool: ...
+
+    @property
+    def final_norm(self) -> bool: ...
+
+    @property
+    def initial_state(self) -> bool: ...
+
+    @property
+    def tie_embeddings(self) -> bool: ...
+
+    @property
+    def lm_head_bias(self) -> bool: ...
+
+    @property
+    def logit_scale(self) -> bool: ...
+
+
 @dataclass(frozen=True)
 class Tensor:
     """One parameter tensor, repeated ``copies`` times."""

@@ -1,0 +1,52 @@
+"""The tensors outside the blocks, as transformers builds them: the token table (and a learned
+position table), the embedding's projections and norm, Gemma 4's per-layer inputs
+(:mod:`costcalc.anatomy.per_layer`), what several residual streams add at the model level
+(:mod:`costcalc.anatomy.residual`), the final norm, a second stream's initial state and the LM
+head. A tied LM head is the token table itself (no tensor of its own), as ``parameters()``
+yields a shared tensor once.
+"""
+
+from __future__ import annotations
+
+from costcalc.anatomy.per_layer import per_layer_model_tensors
+from costcalc.anatomy.residual import altup_projection_tensors, stream_collapse_tensors
+from costcalc.anatomy.tensor import Model, Tensor, linear, norm
+
+
+def model_tensors(spec: Model) -> list[Tensor]:
+    """Every tensor outside the blocks: tables, embedding projections and norm, final norm,
+    a second stream's learned initial state, LM head (``output_rows`` x E; none when tied: the
+    token table serves), each shared tensor once."""
+    V, E, D = spec.vocab_rows, spec.embed_width, spec.d_model
+    tensors = [Tensor("embed_tokens.weight", (V, E), "model")]
+    if spec.position_rows:
+        tensors.append(Tensor("embed_positions.weight", (spec.position_rows, D), "model"))
+    tensors += rotary_scale_tensors(spec)
+    if E != D:
+        tensors += linear("project_in", D, E, False, "model")
+        tensors += linear("project_out", E, D, False, "model")
+    if spec.embedding_norm:
+        tensors += norm(spec, "embed_norm", E, "model")
+    tensors += per_layer_model_tensors(spec)
+    tensors += stream_collapse_tensors(spec)
+    tensors += altup_projection_tensors(spec)
+    if spec.final_norm:
+        tensors += norm(spec, "norm", D, "model")
+    if spec.initial_state:
+        tensors.append(Tensor("initial_state", (D,), "model"))
+    if not spec.tie_embeddings:
+        tensors.append(Tensor("lm_head.weight", (spec.output_rows, E), "model", "matmul"))
+    if spec.lm_head_bias:
+        tensors.append(Tensor("lm_head.bias", (spec.output_rows,), "model"))
+    if spec.logit_scale:
+        tensors.append(Tensor("lm_head.logit_scale", (spec.output_rows,), "model"))
+    return tensors
+
+
+def rotary_scale_tensors(spec: Model) -> list[Tensor]:
+    """With ``rotary_scale``, ``rotary_emb.alpha``: one learned scale per rotary frequency, r / 2
+    for r rotary dimensions (``qk_rope_head_dim`` on MLA); none without."""
+    if not spec.rotary_scale:
+        return []
+    r = spec.qk_rope_head_dim if spec.mixer == "mla" else spec.rotary_width
+    return [Tensor("rotary_emb.alpha", ((r or 0) // 2,), "model")]
