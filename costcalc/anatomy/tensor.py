@@ -146,6 +146,9 @@ class Block(Protocol):
     def gated_cross_attention(self) -> bool: ...
 
     @property
+    def encoder_attention(self) -> bool: ...
+
+    @property
     def dynamic_mask(self) -> bool: ...
 
     @property

@@ -33,8 +33,8 @@ BLOCK_SIZE = 16
 """``CacheConfig.DEFAULT_BLOCK_SIZE`` (vllm/config/cache.py)."""
 CONCURRENT_BATCHES = 2
 """``VllmConfig.max_concurrent_batches`` (vllm/config/vllm.py) with async scheduling, vLLM's
-default, and no pipeline parallelism; P + 1 with P pipeline stages (vLLM 0.34.0,
-config/vllm.py:560-566)."""
+default, and no pipeline parallelism: 2, in this module's VERSION as in the serving layout's,
+whose pipeline stages keep more (``ServingPlan.concurrent_batches``, engines/vllm_shards.py)."""
 KV_CACHE_DTYPES: dict[str, int | None] = {
     "auto": None,
     "bfloat16": 2,
