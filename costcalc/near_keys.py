@@ -3,11 +3,14 @@
 transformers keeps any key it does not know as a plain attribute, so ``num_key_value_head``
 (for ``num_key_value_heads``) is silently ignored and the class default takes its place: a
 Llama-3.1-70B config so misspelled counts as multi-head attention. A key the family does not
-read is *near* a key it reads that the file does not give when the two differ by at most
+read (its translator's keys and its configuration class's fields and aliases) is *near* a key
+it reads that the file does not give when the two differ by at most
 ``max_distance`` edits (:func:`distance`, an insertion, deletion, substitution or swap of two
 neighbouring characters), compared case-insensitively with ``-`` read as ``_``: 1 edit for keys
 of up to 6 characters, 2 for longer ones. No published config costcalc's tests hold has a key
-within 4 edits of one its family reads and lacks.
+within 2 edits of one its family reads and lacks (the nearest are 3 edits away: Qwen3-VL's text
+config gives ``bos_token_id`` and ``eos_token_id``, which its class does not define, and lacks
+``pad_token_id``, which it does).
 """
 
 from __future__ import annotations

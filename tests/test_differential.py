@@ -103,15 +103,6 @@ KNOWN: dict[str, list[str]] = {
         "costcalc refuses what transformers builds: not supported: bidirectional attention "
         "within a window"
     ): ["gemma3/fresh-05", "gemma3_text/06"],
-    "costcalc refuses what transformers builds: not supported: cross-attention blocks": [
-        "gpt-sw3/11",
-        "gpt-sw3/fresh-02",
-        "gpt2/03",
-        "gpt2/fresh-05",
-        "kosmos_2_text_model/fresh-03",
-        "xglm/fresh-01",
-        "xglm/fresh-05",
-    ],
     (
         "costcalc refuses what transformers builds: not supported: per-layer attention sizes "
         "listed one by one"
@@ -142,44 +133,6 @@ KNOWN: dict[str, list[str]] = {
         "molmo2_text/03",
         "qwen2_vl_text/fresh-04",
     ],
-    "transformers' code fails on the value (AssertionError); costcalc counts it": [
-        "apertus/fresh-05",
-        "aria_text/fresh-01",
-        "emu3_text_model/fresh-07",
-        "flex_olmo/fresh-05",
-        "glm/04",
-        "glm4/03",
-        "glm4_moe_lite/02",
-        "glm4v_moe_text/04",
-        "glm5_next_text/13",
-        "glm_image_text/06",
-        "glm_image_text/fresh-06",
-        "glm_ocr_text/07",
-        "glm_ocr_text/09",
-        "glm_ocr_text/fresh-06",
-        "gpt_oss/07",
-        "granitemoehybrid/03",
-        "helium/fresh-01",
-        "hunyuan_v1_moe/10",
-        "hy_v4/09",
-        "hy_v4/fresh-05",
-        "kimi_linear/fresh-05",
-        "lfm3/fresh-00",
-        "ministral3/05",
-        "nanochat/04",
-        "olmo2/fresh-06",
-        "olmo3/04",
-        "olmo3/fresh-03",
-        "olmo3/fresh-07",
-        "olmoe/fresh-02",
-        "phi3/fresh-00",
-        "phi3/fresh-04",
-        "phi4_multimodal/08",
-        "seed_oss/08",
-        "smollm3/09",
-        "smollm3/fresh-04",
-        "smollm3/fresh-06",
-    ],
     "transformers' code fails on the value (AttributeError); costcalc counts it": [
         "dbrx/01",
         "dbrx/06",
@@ -205,7 +158,6 @@ KNOWN: dict[str, list[str]] = {
         "transformers' code fails on the value (StrictDataclassClassValidationError); "
         "costcalc counts it"
     ): [
-        "apertus1p5_text/03",
         "deepseek_v3/15",
         "glm_moe_dsa/11",
         "nemotron_h/16",
@@ -354,7 +306,9 @@ def outcome(record: dict[str, Any]) -> tuple[str, str]:
         "tied output matrix": record["parameters_untied_extra"],
     }
     cache_record = record.get("kv_cache", {})
-    if "kv_cache_elements" in cache_record:
+    # The stored records of GPT-2 with add_cross_attention were written before kv_record read an
+    # EncoderDecoderCache's self-attention cache (it recorded none): no cache figure to compare.
+    if "kv_cache_elements" in cache_record and cache_record["cache_class"] != "EncoderDecoderCache":
         ours["cache"] = kv_cache_elements(spec, cache_record["batch"], cache_record["seq_len"])
         theirs["cache"] = expected_cache(cache_record)
     macs = record.get("macs_forward")

@@ -68,6 +68,8 @@ def hf_configs(draw: st.DrawFn) -> dict[str, Any]:
         "partial_rotary_factor": 0.5,
     }
     data.update({key: value for key, value in sizes.items() if key in data})
+    # a padding index inside the drawn vocabulary, as transformers' token table requires
+    data["pad_token_id"] = draw(st.integers(0, sizes["vocab_size"] - 1))
     if family == "mixtral":
         experts = draw(st.integers(1, 8))
         data.update(num_local_experts=experts, num_experts_per_tok=draw(st.integers(1, experts)))

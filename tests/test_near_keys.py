@@ -144,3 +144,30 @@ def test_no_published_config_has_a_near_key() -> None:
         checked += 1
         assert model.warnings == (), path.name
     assert checked > 150
+
+
+def class_key_warnings(fixture: str, tmp_path: Path, **keys: Any) -> list[str]:
+    config = json.loads((FIXTURES / "hf" / f"{fixture}.json").read_text())
+    config.update(keys)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config, indent=2))
+    return [w.field for w in load_document(read_document(path)).warnings]
+
+
+def test_a_class_key_costcalc_does_not_read_is_no_typo(tmp_path: Path) -> None:
+    """MellumConfig's ``mtp_layer_types`` (the MTP layers' attention kinds, which size nothing
+    costcalc counts) is one edit from ``mlp_layer_types``, which the Mellum translator reads and
+    this file leaves out: a field of the class is spelled as transformers reads it."""
+    assert class_key_warnings("mellum2-12b-a2.5b", tmp_path, mtp_layer_types=None) == []
+    assert class_key_warnings("mellum2-12b-a2.5b", tmp_path, mtp_layer_typse=None) == [
+        "mtp_layer_typse"
+    ]
+
+
+def test_a_typo_of_a_class_key_is_found(tmp_path: Path) -> None:
+    """LlamaConfig's ``pad_token_id`` sizes nothing costcalc counts, but a misspelling of it is
+    ignored by transformers too (the class default stays): a warning, as for a key costcalc
+    reads."""
+    warnings = class_key_warnings("llama-3.2-1b", tmp_path, pad_token_ids=0)
+    assert warnings == ["pad_token_ids"]
+    assert class_key_warnings("llama-3.2-1b", tmp_path, pad_token_id=0) == []

@@ -185,3 +185,35 @@ def test_sizes_default_to_the_configuration_class(tmp_path: Path) -> None:
     short = {"model_type": "qwen4_exp_text", **{k: text[k] for k in keys}}
     path.write_text(json.dumps({"model_type": "qwen4_exp", "text_config": short}))
     assert param_report(load_file(path).spec).total == param_report(written).total
+
+
+def rotary_of(tmp_path: Path, fixture: str, **keys: Any) -> tuple[int | None, tuple[str, ...]]:
+    """The rotary dimensions per head (None: the whole head) and the notes, with ``keys`` set
+    on the fixture's text decoder."""
+    data = json.loads(write_config(tmp_path, fixture).read_text())
+    data.get("text_config", data).update(keys)
+    path = tmp_path / "rotary.json"
+    path.write_text(json.dumps(data))
+    model = load_file(path)
+    return model.spec.rotary_dim, model.notes
+
+
+def test_qwen4_exp_rotates_the_whole_head_by_default(tmp_path: Path) -> None:
+    """Qwen4ExpTextConfig sets no ``partial_rotary_factor`` (Qwen3-Next's and Qwen3.5's set
+    0.25), and its rotary embedding reads ``rope_parameters.get("partial_rotary_factor", 1.0)``
+    (modeling_qwen4_exp.py, line 126): d = 16 rotated whole, unless the file says otherwise (at
+    the top level, which transformers moves into ``rope_parameters``, or inside it)."""
+    assert rotary_of(tmp_path, "tiny-qwen4-exp")[0] is None
+    assert rotary_of(tmp_path, "tiny-qwen4-exp", partial_rotary_factor=0.5)[0] == 8
+    rope = {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.25}
+    assert rotary_of(tmp_path, "tiny-qwen4-exp", rope_parameters=rope)[0] == 4
+
+
+def test_lara_mini_reads_no_rotary_factor(tmp_path: Path) -> None:
+    """LaraMiniRotaryEmbedding takes d = head_dim whatever the file says
+    (modeling_lara_mini.py, line 124): a factor given is not read, and a note says so."""
+    rotary, notes = rotary_of(tmp_path, "tiny-lara-mini")
+    assert rotary is None and not any("partial_rotary_factor" in n for n in notes)
+    rotary, notes = rotary_of(tmp_path, "tiny-lara-mini", partial_rotary_factor=0.5)
+    assert rotary is None
+    assert any(n.startswith("partial_rotary_factor is not read: this family") for n in notes)

@@ -21,6 +21,9 @@ from importlib.resources import files
 from typing import Any
 
 CLASSES = "data/hf_config_classes.json"
+PADDING = "data/hf_padding_index.json"
+"""Written by tests/reference/make_padding_index.py from transformers 5.24 and torch 2.13: per
+``model_type``, the token tables its model builds with a padding index, found by building it."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,10 @@ class ConfigClass:
     """Which odd heads the class's ``validate_rope`` refuses when rotated whole
     (:mod:`costcalc.formats.hf_rotary`): ``head_dim`` (the file's head_dim), ``width`` (D // H,
     no head_dim given), ``defaults`` (either, with the class's own rotary settings)."""
+    padded_tables: tuple[tuple[str, int], ...] = ()
+    """The token tables the model builds with ``padding_idx=pad_token_id``, each as the key
+    that sizes its rows and the rows it has beyond that key (Mllama's ``vocab_size + 8``):
+    torch's ``nn.Embedding`` asserts that the index is within them (``PADDING``)."""
 
     def spellings(self, key: str) -> tuple[str, ...]:
         """``key`` and every other name of the attribute it sets (its alias or attribute)."""
@@ -87,6 +94,7 @@ def config_class(model_type: str | None) -> ConfigClass | None:
         found.get("linear_heads_group", False),
         frozenset(found.get("not_null", ())),
         frozenset(found.get("odd_heads", ())),
+        tuple((key, extra) for key, extra in _padding()["tables"].get(model_type, ())),
     )
 
 
@@ -110,6 +118,14 @@ def _classes() -> dict[str, dict[str, Any]]:
 
 @cache
 def _data() -> dict[str, Any]:
-    text = files("costcalc").joinpath(CLASSES).read_text(encoding="utf-8")
-    data: dict[str, Any] = json.loads(text)
+    return _read(CLASSES)
+
+
+@cache
+def _padding() -> dict[str, Any]:
+    return _read(PADDING)
+
+
+def _read(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(files("costcalc").joinpath(name).read_text(encoding="utf-8"))
     return data

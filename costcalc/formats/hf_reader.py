@@ -228,6 +228,7 @@ class Reader:
         model_type = self.doc.data.get("model_type")
         if isinstance(model_type, str) and model_type in transformers_model_types():  # no remote
             self._width_refused()
+            self._pad_outside_table()
             refused = refused_odd_head(dict(self.data), self.config_class)  # asks no keys
             if refused is not None:
                 self.fail(*refused)
@@ -342,6 +343,31 @@ class Reader:
                 "be a multiple of the heads, whatever head_dim says)",
             )
 
+    def _pad_outside_table(self) -> None:
+        """A ``pad_token_id`` (the file's, else the class default) outside a token table the
+        model builds as ``nn.Embedding(rows, hidden_size, padding_idx=pad_token_id)``
+        (:attr:`ConfigClass.padded_tables`): torch asserts ``-rows <= padding_idx < rows``
+        ("Padding_idx must be within num_embeddings"), so transformers builds nothing."""
+        known = self.config_class
+        pad = self.setting("pad_token_id")
+        if known is None or not is_whole(pad):
+            return
+        for key, extra in known.padded_tables:
+            rows = self.setting(key)
+            if not is_whole(rows, 1) or -(rows + extra) <= pad < rows + extra:
+                continue
+            given = any(dict.__contains__(self.data, k) for k in known.spellings("pad_token_id"))
+            shown = f"{pad:,}" if given else f"{pad:,} ({known.name}'s default)"
+            sized = f"{key} + {extra:,}" if extra else key
+            self.fail(
+                "pad_token_id",
+                f"{shown} is outside the token table of {rows + extra:,} rows ({sized}): "
+                f"transformers refuses the file (the model builds the table as nn.Embedding("
+                f"{sized}, hidden_size, padding_idx=pad_token_id), and torch asserts that the "
+                f"padding index is within it, -{rows + extra:,} to {rows + extra - 1:,})",
+            )
+            return
+
     def _default_notes(self) -> tuple[str, ...]:
         """What the file leaves out and transformers' class default fills in, in words."""
         if not self.defaulted or self.config_class is None:
@@ -358,14 +384,20 @@ class Reader:
     def near_misses(self) -> tuple[Problem, ...]:
         """A warning for each key the family does not read that is near one it reads and the
         file does not give (:mod:`costcalc.near_keys`): most likely a misspelling, which
-        transformers ignores too, leaving that key at its default."""
+        transformers ignores too, leaving that key at its default. The keys read are those the
+        translator asks for and every field and alias of the configuration class (keys that
+        size nothing costcalc counts, such as ``rope_theta``): a class's own key is never
+        taken for a typo, and a typo of one is found."""
         if not isinstance(self.data, AskedKeys):
             return ()
         from costcalc.near_keys import near_keys
 
         given = [key for key in dict.keys(self.data) if isinstance(key, str)]
+        read = set(self.data.asked)
+        if self.config_class is not None:
+            read.update(self.config_class.fields, self.config_class.aliases)
         warnings = []
-        for key, near in near_keys(given, self.data.asked):
+        for key, near in near_keys(given, read):
             meant = " or ".join(near)
             message = (
                 "not a key this family reads, and transformers ignores it too: did you mean "
@@ -436,10 +468,13 @@ def attention_bias(r: Reader, fields: dict[str, Any], default: bool = False) -> 
     )
 
 
-def refuse_cross_attention(r: Reader) -> None:
-    """``add_cross_attention`` (blocks attending to an encoder's states) is not supported."""
+def cross_attention(r: Reader, fields: dict[str, Any]) -> None:
+    """With ``add_cross_attention`` every block also attends to an encoder's states
+    (``encoder_attention``)."""
     if r.flag("add_cross_attention", False):
-        r.unsupported("add_cross_attention", "cross-attention blocks")
+        fields["encoder_attention"] = r.value(
+            "encoder_attention", "add_cross_attention", default=False
+        )
 
 
 def gate_without_bias(r: Reader, fields: dict[str, Any]) -> None:

@@ -246,6 +246,7 @@ def _qwen_linear_attention(
     window: Any = None,
     indexer: dict[str, Any] | None = None,
     sizes: dict[str, Any] | None = None,
+    rotary: float | None = 0.25,
     dense_layers: bool = False,
 ) -> dict[str, Any]:
     """Shared by Qwen3-Next, Qwen3.5, Qwen4-Exp and Lara Mini: gated attention (``gates``: the
@@ -253,7 +254,10 @@ def _qwen_linear_attention(
     ``full_attention_interval``-th layer (or as ``layer_types`` or the family's ``rule`` says;
     sliding layers within ``window``), Gated DeltaNet elsewhere; with ``dense_layers`` some
     FFNs dense (:func:`_dense_among_sparse`). The standard sizes have the family's defaults
-    ``sizes``, or are required."""
+    ``sizes``, or are required. ``partial_rotary_factor`` defaults to ``rotary`` (Qwen3-Next's
+    and Qwen3.5's classes set 0.25; Qwen4-Exp's rotary embedding takes 1.0); ``None``: the
+    family's rotary embedding reads no factor and rotates the whole head
+    (:func:`_whole_head_rotated`)."""
     if sizes is None:
         fields = standard_sizes(r)
     else:
@@ -271,7 +275,10 @@ def _qwen_linear_attention(
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=tie),
     )
     attention_bias(r, fields)
-    fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), 0.25)
+    if rotary is None:
+        _whole_head_rotated(r)
+    else:
+        fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), rotary)
     ffn = None
     if sparse:
         hidden = (("moe_intermediate_size",), 512)
@@ -322,6 +329,20 @@ def _dense_among_sparse(
         return None
     fields["ffn_hidden"] = r.value("ffn_hidden", "intermediate_size", default=5632)
     return kinds, {"dense": {}, "moe": moe}
+
+
+def _whole_head_rotated(r: Reader) -> None:
+    """A family whose rotary embedding takes d = ``head_dim`` whatever the file says (Lara
+    Mini's ``compute_default_rope_parameters``, modeling_lara_mini.py, line 124): a
+    ``partial_rotary_factor`` given is read by nothing, which a note says."""
+    rope = r.data.get("rope_parameters")
+    nested = isinstance(rope, dict) and rope.get("partial_rotary_factor") is not None
+    key = "rope_parameters.partial_rotary_factor" if nested else "partial_rotary_factor"
+    if nested or r.data.get("partial_rotary_factor") is not None:
+        r.note(
+            f"{r.name(key)} is not read: this family's rotary embedding rotates the whole "
+            "head (as transformers builds it); counted so."
+        )
 
 
 def _interval_rule(r: Reader) -> hf_layers.Layout:
@@ -434,6 +455,9 @@ def qwen4_exp_text(r: Reader) -> dict[str, Any]:
     2,048, 40 layers, 16 heads, 32,768 positions). The indexer sizes have no defaults (the
     attention always builds it);
     ``indexer_kv_heads`` must be 1; ``indexer_budget`` selects tokens and holds no parameter.
+    Rotary on ``partial_rotary_factor``, by default 1.0 (the whole head: Qwen4ExpTextConfig sets
+    no default, and its rotary embedding reads ``rope_parameters.get("partial_rotary_factor",
+    1.0)``, modeling_qwen4_exp.py, line 126).
     Per-layer n-gram embeddings (a non-empty ``ple_layer_ids``) are not supported. Refused as
     Qwen4ExpTextConfig's ``validate_architecture`` refuses them (configuration_qwen4_exp.py,
     lines 191-229): an output gate other than sigmoid or silu, QSA keys given in part, a budget
@@ -449,7 +473,13 @@ def qwen4_exp_text(r: Reader) -> dict[str, Any]:
         "indexer_block": r.size("indexer_block", "indexer_compress_ratio"),
     }
     fields = _qwen_linear_attention(
-        r, split=True, sparse=True, experts=(512, 10), indexer=indexer, sizes=QWEN4_EXP_SIZES
+        r,
+        split=True,
+        sparse=True,
+        experts=(512, 10),
+        indexer=indexer,
+        sizes=QWEN4_EXP_SIZES,
+        rotary=1.0,
     )
     fields.update(
         norms_per_block=0,
@@ -481,7 +511,8 @@ def lara_mini(r: Reader) -> dict[str, Any]:
     sliding; Gated DeltaNet elsewhere (Hk 8, Hv 16 by default; split input projections; its
     gated norm ``norm``, dv). In every layer the MoE of X = ``num_experts`` (128) experts of
     ``moe_intermediate_size`` (512), ``num_experts_per_tok`` (4) active, and a shared SwiGLU
-    expert (``shared_expert_intermediate_size``, 512) added without a gate; tied by default."""
+    expert (``shared_expert_intermediate_size``, 512) added without a gate; tied by default.
+    Its rotary embedding rotates the whole head (it reads no ``partial_rotary_factor``)."""
     window = r.nullable("sliding_window", "sliding_window", 512)
     return _qwen_linear_attention(
         r,
@@ -495,6 +526,7 @@ def lara_mini(r: Reader) -> dict[str, Any]:
         linear_heads=(8, 16),
         rule=lambda n: LARA_MINI_PATTERN,
         window=window,
+        rotary=None,
     )
 
 

@@ -1,0 +1,137 @@
+"""Generate costcalc/data/hf_padding_index.json: the token tables that take a padding index.
+
+Run by hand (it needs torch and transformers; costcalc never imports them):
+
+    nice python tests/reference/make_padding_index.py
+
+Most decoders build their token table as ``nn.Embedding(vocab_size, hidden_size,
+config.pad_token_id)``; torch's ``nn.Embedding.__init__`` (torch/nn/modules/sparse.py) asserts
+``padding_idx < num_embeddings`` for a positive index and ``padding_idx >= -num_embeddings`` for
+a negative one ("Padding_idx must be within num_embeddings"), so transformers refuses to build a
+config whose ``pad_token_id`` is outside such a table. Others build their table without a
+padding index and take any ``pad_token_id``.
+
+For each family costcalc reads, its fixture (make_differential.py's ``family_bases``: the
+config its differential variants start from) is built as make_differential.py builds a variant
+(meta device, inside its conditional-generation model where it is a text decoder) with the text
+decoder's ``pad_token_id`` set to 1; every ``nn.Embedding`` whose ``padding_idx`` is then 1 is
+a padded table, named by the text config's key its rows equal (``vocab_size`` first), else as
+``vocab_size`` plus the rows it has beyond it (Mllama's ``vocab_size + 8``). ``tables``: family
+-> its padded tables, ``[key, extra rows]``; ``unpadded``: the families with none. Each is
+checked: with the smallest table's N rows, ``pad_token_id`` N and ``-N - 1`` must raise the
+assertion and ``N - 1`` must not (``measured``; it builds, but for XGLM and Kosmos-2, whose
+sinusoidal positions index a table of ``max_position_embeddings + 2`` rows by the padding index,
+an IndexError); a family that does not is printed and left out.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import json
+import sys
+
+import torch
+import transformers
+from make_differential import ROOT, family_bases, fixture_family, measured
+from make_golden import fixture_path
+from make_golden_families import build_from
+from torch import nn
+from transformers import CONFIG_MAPPING
+
+OUTPUT = ROOT / "costcalc" / "data" / "hf_padding_index.json"
+ASSERTION = "AssertionError: Padding_idx must be within num_embeddings"
+
+
+def text_keys(data: dict, path: tuple[str, ...]) -> dict:
+    """The mapping of ``data`` its text decoder's keys sit in."""
+    for key in path:
+        data = data[key]
+    return data
+
+
+def with_pad(data: dict, path: tuple[str, ...], pad: int) -> dict:
+    """``data`` with its text decoder's ``pad_token_id`` set to ``pad``."""
+    changed = copy.deepcopy(data)
+    text_keys(changed, path)["pad_token_id"] = pad
+    return changed
+
+
+def padded_tables(data: dict, path: tuple[str, ...], text: bool) -> list[list]:
+    """The model's token tables built with ``padding_idx`` ``pad_token_id``: ``[key, extra]``."""
+    data = with_pad(data, path, 1)
+    whole = CONFIG_MAPPING[data["model_type"]].from_dict(copy.deepcopy(data))
+    try:
+        _, model, _ = build_from(whole, text, "meta", inside=True)
+    except ImportError:  # the whole model needs a package not installed here (Gemma 3n: timm)
+        _, model, _ = build_from(whole, text, "meta")
+    config = (whole.get_text_config() if text or path else whole).to_dict()
+    keys = [
+        "vocab_size",
+        *(k for k, v in config.items() if isinstance(v, int) and k != "vocab_size"),
+    ]
+    tables = []
+    for module in model.modules():
+        if not isinstance(module, nn.Embedding) or module.padding_idx != 1:
+            continue
+        rows = module.num_embeddings
+        key = next((k for k in keys if config[k] == rows), None)
+        table = [key, 0] if key is not None else ["vocab_size", rows - config["vocab_size"]]
+        if table not in tables:
+            tables.append(table)
+    return tables
+
+
+def smallest(data: dict, path: tuple[str, ...], text: bool, tables: list[list]) -> int:
+    """Rows of the smallest of ``tables``, as the built config sizes them."""
+    whole = CONFIG_MAPPING[data["model_type"]].from_dict(copy.deepcopy(data))
+    config = whole.get_text_config() if text or path else whole
+    return min(getattr(config, key) + extra for key, extra in tables)
+
+
+def outcome(data: dict, text: bool) -> str:
+    """``refused`` (the padding assertion), ``built``, or transformers' other error."""
+    found = measured(data, text).get("refused")
+    if found is None:
+        return "built"
+    return "refused" if found.startswith(ASSERTION) else found
+
+
+def main() -> int:
+    transformers.logging.set_verbosity_error()
+    tables, unpadded = {}, []
+    for family, (fixture, text) in sorted(family_bases().items()):
+        base = json.loads(fixture_path(fixture).read_text())
+        _, path = fixture_family(base)
+        found = padded_tables(base, path, text)
+        rows = smallest(base, path, text, found or [["vocab_size", 0]])
+        pads = (rows, -rows - 1, rows - 1)
+        seen = [outcome(with_pad(base, path, pad), text) for pad in pads]
+        print(family, found, dict(zip(pads, seen, strict=True)), flush=True)
+        if found and seen[:2] == ["refused", "refused"] and seen[2] != "refused":
+            tables[family] = found
+        elif not found and seen == ["built"] * 3:
+            unpadded.append(family)
+    head = {
+        "generator": "tests/reference/make_padding_index.py",
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "date": datetime.date.today().isoformat(),
+    }
+    lines = ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in tables.items())
+    text = (
+        json.dumps(head)[:-1]
+        + ', "tables": {\n'
+        + lines
+        + '\n},\n"unpadded": '
+        + json.dumps(unpadded)
+        + "}\n"
+    )
+    json.loads(text)
+    OUTPUT.write_text(text)
+    print(len(tables), "padded,", len(unpadded), "unpadded")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
