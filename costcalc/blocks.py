@@ -256,6 +256,16 @@ class BlockFields:
             "Text-only input skips the block: its MACs and KV cache count 0."
         ),
     )
+    encoder_attention: Flag = Field(
+        default=False,
+        description=(
+            "After its self-attention the block also attends to an encoder's states, D wide "
+            "(add_cross_attention: GPT-2's crossattention, XGLM's and Kosmos-2's encoder_attn): "
+            "q H d x D, k and v K d x D, an output D x H d, biased as the self-attention, and a "
+            "norm of D before it. Text-only input, which has no encoder states, skips it: its "
+            "parameters count, its MACs and cache are 0."
+        ),
+    )
     sliding_window: Size | None = Field(
         default=None, description="Each token attends to at most this many positions."
     )

@@ -752,6 +752,7 @@ def _compressed_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "differential_attention",
     "attention_experts",
     "gated_cross_attention",
+    "encoder_attention",
     "n_kv_heads",
     "head_dim",
     "kv_cache_heads",
@@ -777,6 +778,7 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "differential_attention": spec.differential_attention,
         "attention_experts": spec.attention_experts is not None,
         "gated_cross_attention": spec.gated_cross_attention,
+        "encoder_attention": spec.encoder_attention,
     }
     for name in (name for name, set_ in given.items() if set_):
         yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")

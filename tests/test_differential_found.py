@@ -14,6 +14,7 @@ import pytest
 
 from costcalc.api import load
 from costcalc.errors import ConfigError
+from costcalc.macs import forward_macs
 from costcalc.memory import kv_cache_elements
 from costcalc.params import param_report
 from tests.conftest import FIXTURES
@@ -120,11 +121,18 @@ def test_the_wrapper_ties_the_head_not_the_text_config(
 
 
 @pytest.mark.parametrize("fixture", ["gpt2", "gpt-sw3-356m"])
-def test_gpt2_refuses_cross_attention_blocks(tmp_path: Path, fixture: str) -> None:
-    # modeling_gpt2.py: add_cross_attention builds a crossattention block and ln_cross_attn in
-    # every layer (transformers: 152,806,656 for gpt2), which costcalc does not count.
-    with pytest.raises(ConfigError, match=r"add_cross_attention.*cross-attention blocks"):
-        spec_of(tmp_path, fixture, add_cross_attention=True)
+def test_gpt2_cross_attention_blocks(tmp_path: Path, fixture: str) -> None:
+    # modeling_gpt2.py: add_cross_attention builds crossattention (q_attn D x D, c_attn D x 2D,
+    # c_proj D x D, biased) and ln_cross_attn in every layer: 4 D^2 + 6 D more (transformers:
+    # 152,806,656 for gpt2); a text-only forward skips them: the same MACs and cache.
+    plain = spec_of(tmp_path, fixture)
+    cross = spec_of(tmp_path, fixture, add_cross_attention=True)
+    D, L = plain.d_model, plain.n_layers
+    assert param_report(cross).total - param_report(plain).total == L * (4 * D * D + 6 * D)
+    if fixture == "gpt2":
+        assert param_report(cross).total == 152_806_656
+    assert forward_macs(cross, 1, 16) == forward_macs(plain, 1, 16)
+    assert kv_cache_elements(cross, 1, 16) == kv_cache_elements(plain, 1, 16)
 
 
 def test_hunyuan_vl_reads_attention_head_dim() -> None:

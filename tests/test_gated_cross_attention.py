@@ -99,3 +99,19 @@ def test_mllama_bad_layer_list_is_named(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match=r"text_config\.cross_attention_layers"):
         _mllama(tmp_path, cross_attention_layers="3,8")
+
+
+def test_encoder_attention_counts_its_weights_and_runs_nothing_for_text() -> None:
+    """``encoder_attention`` (GPT-2's add_cross_attention): q, k, v and output projections
+    (D H d, 2 D K d, H d D; no biases here) and a norm of D per layer, none of it run by a
+    text-only forward, so the decoding step reads none of it either."""
+    plain = ModelSpec(**BASE)
+    cross = ModelSpec(**BASE, encoder_attention=True)
+    D, H, K, d = 64, 4, 2, 16
+    added = param_report(cross).total - param_report(plain).total
+    assert added == 3 * (D * H * d + 2 * D * K * d + H * d * D + D)
+    assert forward_macs(cross, 1, 8) == forward_macs(plain, 1, 8)
+    assert decode_token_macs(cross, 8) == decode_token_macs(plain, 8)
+    assert kv_cache_elements(cross, 1, 8) == kv_cache_elements(plain, 1, 8)
+    with pytest.raises(ValidationError, match="encoder_attention: applies to attention blocks"):
+        ModelSpec(**{**BASE, "mixer": "none"}, encoder_attention=True)

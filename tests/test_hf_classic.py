@@ -85,6 +85,10 @@ def test_apertus_without_xielu_learns_no_scalars(tmp_path: Path) -> None:
 def test_bigcode_without_multi_query_is_gpt2_attention(tmp_path: Path) -> None:
     spec = spec_of(tmp_path, "starcoderbase-1b", multi_query=False)
     assert spec.kv_heads == spec.n_heads == 16
+    # Without multi_query transformers builds GPT-2's crossattention and ln_cross_attn.
+    cross = spec_of(tmp_path, "starcoderbase-1b", multi_query=False, add_cross_attention=True)
+    D, L = spec.d_model, spec.n_layers
+    assert param_report(cross).total - param_report(spec).total == L * (4 * D * D + 6 * D)
 
 
 @pytest.mark.parametrize(

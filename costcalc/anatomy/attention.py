@@ -4,7 +4,8 @@ A block's attention is its projections (Q, K, V and the output, or a mixture of 
 followed by the sub-parts its fields add, each a function of the block giving its tensors, in
 the order :data:`SUB_PARTS` lists them: q/k norms, sinks, the output gates, differential
 attention's lambdas, nGPT's scales, Doge's dynamic mask, the residual scale, DeepSeek-V4's key
-compressor and a sparse-attention indexer. Conventions, from transformers 5.24's modeling code:
+compressor, a sparse-attention indexer and the attention over an encoder's states.
+Conventions, from transformers 5.24's modeling code:
 
 - Q, K and V are one tensor when ``fused_qkv`` (GPT-2's ``c_attn``, GPT-NeoX, Phi-3, nanoGPT),
   three otherwise (Llama, Qwen2, Mistral, OPT, Phi); each bias likewise. q/k norms are RMSNorm
@@ -209,6 +210,26 @@ def dynamic_mask_tensors(spec: Block) -> list[Tensor]:
     ]
 
 
+def encoder_attention_tensors(spec: Block) -> list[Tensor]:
+    """With ``encoder_attention``, the attention over an encoder's states (D wide) after the
+    self-attention: GPT-2's ``crossattention`` (``q_attn`` D x D, ``c_attn`` D x 2D for keys and
+    values, ``c_proj``; ``ln_cross_attn``), XGLM's and Kosmos-2's ``encoder_attn`` (``q_proj``,
+    ``k_proj``, ``v_proj``, ``out_proj``; ``encoder_attn_layer_norm``): q H d x D, k and v
+    K d x D, the output D x H d, biased as the self-attention's, and its norm of D. Text-only
+    input has no encoder states and skips it: no MACs (``text`` false)."""
+    if not spec.encoder_attention:
+        return []
+    D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
+    tensors = [
+        *norm(spec, "cross_attn_norm", D, "norms"),
+        *linear("cross_attn.q_proj", H * d, D, spec.qkv_bias, "mixer"),
+        *linear("cross_attn.k_proj", K * d, D, spec.qkv_bias, "mixer"),
+        *linear("cross_attn.v_proj", K * d, D, spec.qkv_bias, "mixer"),
+        *linear("cross_attn.o_proj", D, H * d, spec.attn_out_bias, "mixer"),
+    ]
+    return [replace(t, text=False) for t in tensors]
+
+
 def residual_scale_tensors(spec: Block) -> list[Tensor]:
     """With ``residual_scales``, the learned scale of D on the attention's residual branch."""
     return [Tensor("attn_residual_scale", (spec.d_model,), "mixer")] if spec.residual_scales else []
@@ -293,6 +314,7 @@ SUB_PARTS: tuple[SubPart, ...] = (
     residual_scale_tensors,
     compressor_tensors,
     indexer_tensors,
+    encoder_attention_tensors,
 )
 """The attention's sub-parts, in the order its tensors are listed."""
 
@@ -518,6 +540,7 @@ def _plain(spec: Block) -> bool:
             or spec.attention_head_gate
             or spec.keys_as_values
             or spec.differential_attention
+            or spec.encoder_attention
         )
     )
 

@@ -468,10 +468,13 @@ def attention_bias(r: Reader, fields: dict[str, Any], default: bool = False) -> 
     )
 
 
-def refuse_cross_attention(r: Reader) -> None:
-    """``add_cross_attention`` (blocks attending to an encoder's states) is not supported."""
+def cross_attention(r: Reader, fields: dict[str, Any]) -> None:
+    """With ``add_cross_attention`` every block also attends to an encoder's states
+    (``encoder_attention``)."""
     if r.flag("add_cross_attention", False):
-        r.unsupported("add_cross_attention", "cross-attention blocks")
+        fields["encoder_attention"] = r.value(
+            "encoder_attention", "add_cross_attention", default=False
+        )
 
 
 def gate_without_bias(r: Reader, fields: dict[str, Any]) -> None:

@@ -787,6 +787,9 @@ def kv_record(model: nn.Module, config, batch: int, seq: int, device: str) -> di
         return state_record(state, batch, seq)
     if cache is None:
         return {"note": f"{type(model).__name__} returns no cache"}
+    # An EncoderDecoderCache (GPT-2 with add_cross_attention) holds the self-attention cache
+    # beside the cross-attention one, which text-only input leaves empty.
+    cache = getattr(cache, "self_attention_cache", cache)
     layers = list(cache.layers) if hasattr(cache, "layers") else [cache]
     per_layer = []
     kinds: dict[tuple, dict] = {}

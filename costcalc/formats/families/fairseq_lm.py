@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from costcalc.formats.hf_reader import Reader, refuse_cross_attention, standard_sizes
+from costcalc.formats.hf_reader import Reader, cross_attention, standard_sizes
 from costcalc.formats.peft_names import OPT_RENAMES, llama_names
 
 XGLM_KEYS: dict[str, tuple[str, ...]] = {
@@ -42,11 +42,12 @@ def fairseq_layout(
 
 def xglm(r: Reader) -> dict[str, Any]:
     """XGLMForCausalLM: the layout above with sinusoidal positions (a buffer of
-    (max_position_embeddings + 2) x D, no parameters) and ``ffn_dim`` as h.
-    ``add_cross_attention`` is refused."""
-    refuse_cross_attention(r)
+    (max_position_embeddings + 2) x D, no parameters) and ``ffn_dim`` as h; with
+    ``add_cross_attention`` each block adds ``encoder_attn`` (``q_proj``, ``k_proj``,
+    ``v_proj``, ``out_proj``, D x D, biased) after ``encoder_attn_layer_norm``."""
     fields = fairseq_layout(r, standard_sizes(r, XGLM_KEYS), "ffn_dim")
     fields["position"] = "sinusoidal"
+    cross_attention(r, fields)
     return fields
 
 

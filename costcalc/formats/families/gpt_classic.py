@@ -13,7 +13,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.layernorm import GPT_KEYS
-from costcalc.formats.hf_reader import Reader, refuse_cross_attention, standard_sizes
+from costcalc.formats.hf_reader import Reader, cross_attention, standard_sizes
 from costcalc.formats.peft_names import GPT2, GPT2_MLP, NEOX_MLP, llama_names
 
 
@@ -124,11 +124,19 @@ def gpt_bigcode(r: Reader) -> dict[str, Any]:
     """GPTBigCodeForCausalLM (SantaCoder, StarCoder): GPT-2's layout (``wte``, ``wpe``,
     ``ln_1``, ``attn.c_attn``, ``attn.c_proj``, ``ln_2``, ``mlp.c_fc``, ``mlp.c_proj``, ``ln_f``,
     all with biases), but with ``multi_query`` (default true) the fused ``c_attn`` holds the
-    queries and ONE key/value head: D x (D + 2 d) + (D + 2 d); tied by default.
-    ``add_cross_attention`` is refused."""
+    queries and ONE key/value head: D x (D + 2 d) + (D + 2 d); tied by default. With
+    ``add_cross_attention`` each block adds GPT-2's ``crossattention`` and ``ln_cross_attn``,
+    which transformers cannot build beside ``multi_query`` (``GPTBigCodeBlock`` raises
+    NotImplementedError): refused there."""
     fields = standard_sizes(r, GPT_KEYS)
-    refuse_cross_attention(r)
     multi_query = r.flag("multi_query", True)
+    if multi_query and r.flag("add_cross_attention", False):
+        r.unsupported(
+            "add_cross_attention",
+            "cross-attention beside multi_query, which transformers cannot build "
+            "(GPTBigCodeBlock: Cross-attention not implemented for MQA)",
+        )
+    cross_attention(r, fields)
     if multi_query:
         fields["n_kv_heads"] = 1
         r.key_names["n_kv_heads"] = r.name("multi_query")

@@ -15,9 +15,9 @@ from typing import Any
 from costcalc.formats.hf_reader import (
     Reader,
     attention_bias,
+    cross_attention,
     is_whole,
     linear_bias,
-    refuse_cross_attention,
     rotary_dim,
     standard_sizes,
 )
@@ -37,15 +37,16 @@ def gpt2(r: Reader) -> dict[str, Any]:
     """GPT2LMHeadModel: ``wte`` (V x D), ``wpe`` (n_positions x D); per block ``ln_1``,
     ``attn.c_attn`` (D x 3D + 3D, fused q/k/v), ``attn.c_proj`` (D x D + D), ``ln_2``,
     ``mlp.c_fc`` (D x h + h, h = ``n_inner`` or 4D), ``mlp.c_proj`` (h x D + D); final ``ln_f``;
-    ``lm_head`` without bias, tied to ``wte`` unless ``tie_word_embeddings`` is false.
-    ``add_cross_attention`` (a ``crossattention`` block and ``ln_cross_attn`` per layer) is
-    refused."""
-    refuse_cross_attention(r)
-    return {
+    ``lm_head`` without bias, tied to ``wte`` unless ``tie_word_embeddings`` is false. With
+    ``add_cross_attention`` each block adds ``crossattention`` (``q_attn`` D x D, ``c_attn``
+    D x 2D, ``c_proj``, biased) after ``ln_cross_attn``."""
+    fields = {
         **standard_sizes(r, GPT_KEYS),
         "ffn_hidden": r.value("ffn_hidden", "n_inner", default=None),
         "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=True),
     }
+    cross_attention(r, fields)
+    return fields
 
 
 def openai_gpt(r: Reader) -> dict[str, Any]:

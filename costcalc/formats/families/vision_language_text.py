@@ -30,9 +30,9 @@ from costcalc.formats.families.moe import (
 from costcalc.formats.hf_reader import (
     Reader,
     attention_bias,
+    cross_attention,
     gate_without_bias,
     is_whole,
-    refuse_cross_attention,
 )
 from costcalc.formats.peft_names import DEEPSEEK_NAMES, LLAMA, OPT_RENAMES, llama_names
 
@@ -228,11 +228,12 @@ def kosmos_2_text(r: Reader) -> dict[str, Any]:
     bias; a final ``layer_norm``; the head tied by default) with Kosmos2TextConfig's defaults
     (``ffn_dim`` 8,192) and Magneto's sub-LayerNorms: ``self_attn.inner_attn_ln`` (D) before
     ``out_proj``, so three norms of D per block, and ``ffn.ffn_layernorm`` (h) before ``fc2``.
-    ``add_cross_attention`` is refused."""
-    refuse_cross_attention(r)
+    With ``add_cross_attention`` each block adds ``encoder_attn`` (q/k/v/out D x D, biased, no
+    sub-LayerNorm) after ``encoder_attn_layer_norm``."""
     sizes = {f: r.value(f, *keys, default=KOSMOS2_SIZES[f]) for f, keys in KOSMOS2_KEYS.items()}
     fields = fairseq_layout(r, sizes, "ffn_dim", 8192)
     fields.update(position="sinusoidal", norms_per_block=3, ffn_inner_norm=True)
+    cross_attention(r, fields)
     return fields
 
 
