@@ -93,17 +93,13 @@ class Site:
         return ".".join(parts[-2:]) if self.kind == "parameter" else parts[-1]
 
 
-PRODUCT_KEY_TABLES = ("mlp.down_embed.weight", "mlp.up_embed.weight")
-"""Product-key experts' tables (``moe_product_keys``): ``nn.Embedding`` modules in transformers
-(Doge), adapted as tables (r (X + D)), which ``all-linear`` leaves out."""
-
-
 def _kind(tensor: Tensor, names: FamilyNames) -> Kind | None:
     """What a weight is to LoRA: a linear layer, the output head, a bare parameter (stacked
-    experts, a router that is no ``nn.Linear``), a table; None for the rest."""
+    experts, a router that is no ``nn.Linear``), a table (``lora.Embedding``, r (V + E); the
+    part marks it, ``all-linear`` leaves it out); None for the rest."""
     if tensor.name == "lm_head.weight":
         return "head"
-    if tensor.name in ("embed_tokens.weight", "embed_positions.weight", *PRODUCT_KEY_TABLES):
+    if tensor.table:
         return "embedding"
     if tensor.use == "experts":
         return "parameter" if names.stacked_experts else None
@@ -497,14 +493,14 @@ def _trained_bias(tensor: Tensor, mode: str, adapted: set[str]) -> bool:
 
 
 def _saved_tensors(name: str, found: list[Site], tensors: Iterable[Tensor]) -> list[Tensor]:
-    """The tensors of the model-level module ``name`` (the token or position table, the LM
-    head, tied or not): its weight and bias."""
+    """The tensors of the module ``name``, a table (token, position, per-layer, product-key
+    experts') or the LM head, tied or not: its weight and bias."""
     site = next((s for s in found if s.kind in ("head", "embedding") and s.path == name), None)
     if site is None:
         known = sorted(s.path for s in found if s.kind in ("head", "embedding"))
         raise UsageError(
-            f"{option('--modules-to-save', name)}: costcalc counts saved copies of the token "
-            f"and position tables and the LM head; this model's: {', '.join(known)}"
+            f"{option('--modules-to-save', name)}: costcalc counts saved copies of the tables "
+            f"and the LM head; this model's: {', '.join(known)}"
         )
     weight = Tensor(f"{site.generic}.weight", site.shape, "model")
     bias = [t for t in tensors if t.name == f"{site.generic}.bias"]

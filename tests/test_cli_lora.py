@@ -159,7 +159,7 @@ def test_training_needs_a_length_as_memory_does(cli: Invoke) -> None:
         ),
         (("-c", GPT2, "-t", "c_attn", "--train", "--base-dtype", "int4"), "unknown base dtype"),
         (("-c", GPT2, "-t", "c_attn", "--bias", "some"), "unknown bias mode"),
-        (("-c", GPT2, "-t", "c_attn", "--modules-to-save", "ln_f"), "token and position tables"),
+        (("-c", GPT2, "-t", "c_attn", "--modules-to-save", "ln_f"), "the tables and the LM head"),
     ],
 )
 def test_bad_input_is_one_clear_error(cli: Invoke, args: tuple[str, ...], message: str) -> None:

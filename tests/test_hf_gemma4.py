@@ -171,7 +171,12 @@ def test_lora_sites_are_the_modules_transformers_builds(fixture: str, record: st
     model = load_file(FIXTURES / "hf" / f"{fixture}.json")
     kinds = json.loads((GOLDEN / "hf_families.json").read_text())["models"][record]["layer_kinds"]
     built = {name for kind in kinds for name in kind["tensors"]}
-    model_level = {"per_layer_model_projection", "lm_head", "embed_tokens"}
+    model_level = {
+        "per_layer_model_projection",
+        "lm_head",
+        "embed_tokens",
+        "embed_tokens_per_layer",
+    }
     paths = {
         site.path if site.kind == "parameter" else f"{site.path}.weight"
         for site in sites(model.spec, family_names(model.family))

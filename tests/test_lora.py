@@ -197,8 +197,8 @@ def test_family_names_name_every_linear_layer(fixture: str) -> None:
 
 @pytest.mark.parametrize("fixture", sorted(GOLDEN["linear_modules"]))
 def test_family_names_name_the_tables(fixture: str) -> None:
-    """costcalc's token and position tables are embeddings transformers builds, of that name
-    (its path's tail) and shape."""
+    """costcalc's tables (token, position, per-layer, product-key experts') are the embeddings
+    transformers builds, of that name (its path's tail) and shape, each one of them."""
     model = load_file(FIXTURES / f"{fixture}.json")
     found = sites(model.spec, family_names(model.family))
     theirs = [
@@ -206,9 +206,11 @@ def test_family_names_name_the_tables(fixture: str) -> None:
         for m in GOLDEN["linear_modules"][fixture]["modules"]
         if m["kind"] == "embedding"
     ]
-    for s in found:
-        if s.kind == "embedding":
-            assert any(_tail_of(n, s.path) and shape == sorted(s.shape) for n, shape in theirs)
+    ours = [(s.path, sorted(s.shape)) for s in found if s.kind == "embedding"]
+    for path, shape in ours:
+        assert any(_tail_of(n, path) and shape == their for n, their in theirs)
+    for name, shape in theirs:  # and every table transformers builds is one of costcalc's
+        assert any(_tail_of(name, path) and shape == our for path, our in ours), name
 
 
 # --------------------------------------------------------------------------- refusals
@@ -273,7 +275,7 @@ def test_bad_configs_are_refused(kwargs: dict, message: str) -> None:
 
 def test_saving_a_block_module_is_refused() -> None:
     model = _gpt2()
-    with pytest.raises(UsageError, match="token and position tables and the LM head"):
+    with pytest.raises(UsageError, match="the tables and the LM head; this model's: "):
         lora_report(model.spec, model.family, lora_config(8, ["c_attn"], modules_to_save=["ln_f"]))
 
 

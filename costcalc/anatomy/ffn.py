@@ -319,8 +319,8 @@ class ProductKeyExperts(Ffn):
         D, X = spec.d_model, spec.experts
         tensors = [
             Tensor("mlp.router_gate.weight", (2 * isqrt(X), D), "ffn", "router"),
-            Tensor("mlp.down_embed.weight", (X, D), "ffn", "experts"),
-            Tensor("mlp.up_embed.weight", (X, D), "ffn", "experts"),
+            Tensor("mlp.down_embed.weight", (X, D), "ffn", "experts", table=True),
+            Tensor("mlp.up_embed.weight", (X, D), "ffn", "experts", table=True),
         ]
         if spec.moe_shared_ffn_hidden is not None:
             tensors += dense_tensors(spec, spec.moe_shared_ffn_hidden, "mlp.shared_expert")

@@ -18,9 +18,10 @@ def model_tensors(spec: Model) -> list[Tensor]:
     a second stream's learned initial state, LM head (``output_rows`` x E; none when tied: the
     token table serves), each shared tensor once."""
     V, E, D = spec.vocab_rows, spec.embed_width, spec.d_model
-    tensors = [Tensor("embed_tokens.weight", (V, E), "model")]
+    tensors = [Tensor("embed_tokens.weight", (V, E), "model", table=True)]
     if spec.position_rows:
-        tensors.append(Tensor("embed_positions.weight", (spec.position_rows, D), "model"))
+        positions = (spec.position_rows, D)
+        tensors.append(Tensor("embed_positions.weight", positions, "model", table=True))
     tensors += rotary_scale_tensors(spec)
     if E != D:
         tensors += linear("project_in", D, E, False, "model")

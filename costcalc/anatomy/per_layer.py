@@ -35,7 +35,7 @@ def per_layer_table(spec: Model) -> list[Tensor]:
     if P is None:
         return []
     shape = (spec.per_layer_rows, spec.n_layers * P)
-    return [Tensor("embed_tokens_per_layer.weight", shape, "model")]
+    return [Tensor("embed_tokens_per_layer.weight", shape, "model", table=True)]
 
 
 def per_layer_model_tensors(spec: Model) -> list[Tensor]:

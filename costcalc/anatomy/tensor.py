@@ -337,6 +337,9 @@ class Tensor:
     scope: Scope = "layer"
     text: bool = True
     """Text-only input uses it (False: another modality's experts, ERNIE 4.5 VL's vision set)."""
+    table: bool = False
+    """An ``nn.Embedding``, whose rows a token looks up (the token, position and per-layer
+    tables, product-key experts' tables), not a layer it multiplies by."""
 
     def times(self, n: int) -> Tensor:
         """This tensor repeated ``n`` times over (``copies`` x ``n``): its fields copied as

@@ -166,6 +166,11 @@ CASES += [
             ],
         },
     ),
+    (
+        "gemma-4-e2b-per-layer-table-r8",
+        "gemma-4-e2b",
+        {"r": 8, "target_modules": ["embed_tokens_per_layer", "q_proj"]},
+    ),
     ("gemma-3n-e2b-it-all-linear-r16", "gemma-3n-e2b-it", ALL_LINEAR),
     (
         "gemma-3n-e2b-it-laurel-altup-r8",
