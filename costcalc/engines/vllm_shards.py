@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING
 
 from costcalc.errors import UsageError
 from costcalc.layer_order import layer_stacks
+from costcalc.option_names import option
 from costcalc.parallel import stage_modules
 from costcalc.spec import ModelSpec
 from costcalc.tensors import Shape, Tensor, block_tensors, model_tensors
@@ -136,20 +137,20 @@ def serving_plan(
     """A checked plan: ``gpus`` (if given) is D x P x T; ``ep`` (if given, above 1) is the
     T x D GPUs vLLM's expert parallelism spans, the only size it takes."""
     t, p, d = (1 if v is None else v for v in (tp, pp, dp_attention))
-    for option, value in (("--tp", t), ("--pp", p), ("--dp-attention", d), ("--ep", ep)):
+    for flag, value in (("--tp", t), ("--pp", p), ("--dp-attention", d), ("--ep", ep)):
         if value is not None and value < 1:
-            raise UsageError(f"{option} must be at least 1, got {value}")
+            raise UsageError(f"{option(flag)} must be at least 1, got {value}")
     if gpus is not None and gpus != t * p * d:
         raise UsageError(
-            f"--gpus {gpus}: serving runs DP-attention {d} x PP {p} x TP {t} = {t * p * d} "
-            "GPUs; give --gpus that product or leave it out"
+            f"{option('--gpus', gpus)}: serving runs DP-attention {d} x PP {p} x TP {t} = "
+            f"{t * p * d} GPUs; give {option('--gpus')} that product or leave it out"
         )
     if ep is not None and ep > 1 and ep != t * d:
         raise UsageError(
-            f"--ep {ep}: vLLM's expert parallelism (--enable-expert-parallel) deals the experts "
-            f"over the TP x DP-attention GPUs of a stage, {t} x {d} = {t * d} here: give --tp "
-            f"and --dp-attention whose product is {ep}"
-            + (f", or --ep {t * d}" if t * d > 1 else "")
+            f"{option('--ep', ep)}: vLLM's expert parallelism (--enable-expert-parallel) deals "
+            f"the experts over the TP x DP-attention GPUs of a stage, {t} x {d} = {t * d} here: "
+            f"give {option('--tp')} and {option('--dp-attention')} whose product is {ep}"
+            + (f", or {option('--ep', t * d)}" if t * d > 1 else "")
         )
     return ServingPlan(t, p, d, ep is not None and ep > 1)
 
