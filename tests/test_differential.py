@@ -104,17 +104,6 @@ KNOWN: dict[str, list[str]] = {
         "within a window"
     ): ["gemma3/fresh-05", "gemma3_text/06"],
     (
-        "costcalc refuses what transformers builds: not supported: per-layer attention sizes "
-        "listed one by one"
-    ): [
-        "gemma4_text/03",
-        "gemma4_text/fresh-03",
-        "gemma4_text/fresh-07",
-        "gemma4_unified_text/03",
-        "gemma4_unified_text/07",
-        "gemma4_unified_text/11",
-    ],
-    (
         "costcalc refuses what transformers builds: not supported: transformers' MPT builds "
         "no biases"
     ): ["mpt/02"],

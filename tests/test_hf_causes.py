@@ -148,6 +148,16 @@ CLASS_REFUSALS = {
         "(Qwen3Config's validate_rope",
     ),
     "mistral-odd-width": ("num_attention_heads", "(MistralConfig's validate_rope"),
+    "llama-nested-rope-no-layer-types": (
+        "head_dim",
+        "7-wide heads rotated whole (partial_rotary_factor 1.0): transformers refuses the file "
+        "(LlamaConfig's validate_rope",
+    ),
+    "qwen3-nested-rope-full-rotated-whole": (
+        "head_dim",
+        "7-wide heads rotated whole (partial_rotary_factor 1.0): transformers refuses the file "
+        "(Qwen3Config's validate_rope",
+    ),
     "internlm3-biases-differ": (
         "bias",
         "false beside qkv_bias true: transformers refuses the file (InternLM3Config's "
@@ -171,7 +181,9 @@ CLASS_REFUSALS = {
     ),
 }
 """Files a configuration class refuses, with the key and the validator named: an odd head
-rotated whole wider than 4 (transformers/modeling_rope_utils.py, validate_rope, lines 902-914),
+rotated whole wider than 4 (transformers/modeling_rope_utils.py, validate_rope, lines 902-914;
+rotary settings nested by layer type are read as one setting, whose factor defaults to 1, by a
+class that has no layer types, lines 772-773 and 878-881, and entry by entry by one that has),
 a width the heads do not divide whatever head_dim says (LlamaConfig.validate_architecture),
 InternLM3's attention and MLP biases that differ (InternLM3Config.validate_architecture), and
 the rules of other classes' validate_architecture (A.X K2's, Mellum's, GLM-5.3-Flash's,

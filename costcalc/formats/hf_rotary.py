@@ -80,8 +80,10 @@ def _value(data: dict[str, Any], known: ConfigClass, key: str) -> tuple[str, int
 def _factors(data: dict[str, Any], known: ConfigClass) -> list[Any]:
     """The partial-rotary factor of each rotary setting ``validate_rope`` checks: each entry of
     the file's rotary settings (one per layer type when they are nested by the file's layer
-    types), each defaulting to the top-level ``partial_rotary_factor`` (the file's, else the
-    class default), then 1; with none in the file, the class's own settings."""
+    types; without them, every entry, unless the class has no ``layer_types``: then
+    ``nested_rope_parameter_keys`` finds none and the outer mapping is the one setting), each
+    defaulting to the top-level ``partial_rotary_factor`` (the file's, else the class default),
+    then 1; with none in the file, the class's own settings."""
     rope = next((data[key] for key in ROPE_KEYS if isinstance(data.get(key), dict)), None)
     top = data.get("partial_rotary_factor")
     top = known.default("partial_rotary_factor") if top is None else top
@@ -90,10 +92,11 @@ def _factors(data: dict[str, Any], known: ConfigClass) -> list[Any]:
             return [top]
         return [1.0] if "defaults" in known.odd_heads else []
     labels = data.get("layer_types")
+    declared = isinstance(labels, list) or "layer_types" in known.fields
     nested = [
         entry
         for name, entry in rope.items()
-        if isinstance(entry, dict) and (not isinstance(labels, list) or name in labels)
+        if declared and isinstance(entry, dict) and (not isinstance(labels, list) or name in labels)
     ]
     fallback = 1.0 if top is None else top
     return [entry.get("partial_rotary_factor", fallback) for entry in nested or [rope]]

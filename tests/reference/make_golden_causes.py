@@ -64,6 +64,16 @@ LLAMA = {
     "max_position_embeddings": 512,
 }
 
+
+def nested_rope(full: float, sliding: float) -> dict:
+    """Rotary settings nested by layer type, with the partial factor of each."""
+    entry = {"rope_type": "default", "rope_theta": 10000.0}
+    return {
+        "full_attention": {**entry, "partial_rotary_factor": full},
+        "sliding_attention": {**entry, "partial_rotary_factor": sliding},
+    }
+
+
 CASES: dict[str, dict] = {
     "qwen3_moe-no-head-dim": {
         "cause": "Qwen3MoeConfig has no head_dim: the attention takes D / H",
@@ -394,6 +404,21 @@ CASES: dict[str, dict] = {
     "qwen2-odd-width": {
         "cause": "D // H = 5 rotated whole: Qwen2Config holds no head_dim and builds it",
         "config": {**LLAMA, "model_type": "qwen2", "hidden_size": 22},
+    },
+    "llama-nested-rope-no-layer-types": {
+        "cause": "rotary settings nested by layer type in a class with no layer_types: "
+        "validate_rope reads the outer mapping, whose factor is 1, so head_dim 7 rotates whole",
+        "config": {**LLAMA, "head_dim": 7, "rope_parameters": nested_rope(0.5, 0.5)},
+    },
+    "qwen3-nested-rope-full-rotated-whole": {
+        "cause": "rotary settings nested by layer type, no layer_types in the file: the "
+        "full-attention entry rotates head_dim 7 whole, which validate_rope refuses",
+        "config": {
+            **LLAMA,
+            "model_type": "qwen3",
+            "head_dim": 7,
+            "rope_parameters": nested_rope(1.0, 0.5),
+        },
     },
     "minimax_m2-odd-partial-rotary": {
         "cause": "a partial rotary factor giving 5 of 10: the rotary embedding rotates 6",
