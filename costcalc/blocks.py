@@ -398,7 +398,7 @@ class BlockFields:
         default=None,
         description=(
             "Mamba-2 sizes (mixer mamba2): heads, head_dim, state, groups, conv_kernel, "
-            "conv_bias, proj_bias, chunk_size, gated_norm."
+            "conv_bias, proj_bias, out_proj_bias, chunk_size, gated_norm."
         ),
     )
     mamba: MambaSizes | None = Field(

@@ -88,10 +88,6 @@ KNOWN: dict[str, list[str]] = {
         "qwen2_moe/04"
     ],
     (
-        "costcalc refuses what transformers builds: not supported: a bias on out_proj but not"
-        " on in_proj"
-    ): ["falcon_h1/05", "falcon_h1/fresh-05"],
-    (
         "costcalc refuses what transformers builds: not supported: biases on xLSTM's "
         "RMSNorms are not modelled"
     ): ["xlstm/fresh-05", "xlstm/fresh-07"],

@@ -171,7 +171,6 @@ def _load_changed(tmp_path: Path, fixture: str, **changes: Any) -> Any:
         ("tiny-jamba.json", {"attn_layer_offset": 4}, "attn_layer_offset"),
         ("tiny-bamba.json", {"attn_layer_indices": "9"}, "attn_layer_indices"),
         ("tiny-bamba.json", {"mamba_d_head": 8}, "mamba_d_head"),
-        ("tiny-falcon-h1.json", {"projectors_bias": True}, "projectors_bias"),
         ("mamba-130m.json", {"expand": "2"}, "expand"),
     ],
 )
@@ -373,3 +372,11 @@ def test_mac_parts_add_up_with_scans(cli: Invoke) -> None:
     assert sum(macs[p] for p in parts) + macs["lm_head"] == macs["total"]
     assert macs["sequence_mixing"] > 0
     assert macs["total"] == record["macs_forward"]["macs_total"]
+
+
+def test_falcon_h1_out_proj_bias_of_its_own(tmp_path: Path) -> None:
+    """modeling_falcon_h1.py: in_proj's bias is mamba_proj_bias, out_proj's projectors_bias
+    (nn.Linear(I, D, bias=config.projectors_bias)): D more per layer."""
+    plain = _load_changed(tmp_path, "tiny-falcon-h1.json").spec
+    biased = _load_changed(tmp_path, "tiny-falcon-h1.json", projectors_bias=True).spec
+    assert param_report(biased).total - param_report(plain).total == plain.n_layers * plain.d_model

@@ -21,6 +21,13 @@ class Mamba2Sizes(MixerSizes):
     conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
     conv_bias: Flag = Field(default=True, description="Bias on the conv.")
     proj_bias: Flag = Field(default=False, description="Bias on in_proj and out_proj.")
+    out_proj_bias: Flag | None = Field(
+        default=None,
+        description=(
+            "Bias on out_proj when it differs from in_proj's (Falcon-H1's projectors_bias "
+            "beside mamba_proj_bias); default: proj_bias."
+        ),
+    )
     chunk_size: Size = Field(
         default=256, description="Chunk length of the chunked scan (changes MACs only)."
     )
@@ -38,7 +45,8 @@ class Mamba2(RecurrentMixer[Mamba2Sizes]):
     def tensors(self, spec: Block) -> list[Tensor]:
         """``in_proj`` D -> 2I + 2GN + H (gate, x, B, C, dt), ``conv1d`` over I + 2GN
         channels, ``dt_bias``, ``A_log``, ``D`` (H each), the gated RMSNorm ``norm`` (I, unless
-        ``gated_norm`` is off) and ``out_proj`` I -> D; I = H P."""
+        ``gated_norm`` is off) and ``out_proj`` I -> D; I = H P. Biases: ``proj_bias``, on
+        out_proj ``out_proj_bias`` when given."""
         m = self.sizes(spec)
         D, H, inner = spec.d_model, m.heads, m.heads * m.head_dim
         channels = self.conv(spec).channels
@@ -47,7 +55,13 @@ class Mamba2(RecurrentMixer[Mamba2Sizes]):
             *conv("mixer.conv1d", channels, m.conv_kernel, m.conv_bias),
             *(Tensor(f"mixer.{name}", (H,), "mixer") for name in ("dt_bias", "A_log", "D")),
             *([Tensor("mixer.norm.weight", (inner,), "mixer")] if m.gated_norm else []),
-            *linear("mixer.out_proj", D, inner, m.proj_bias, "mixer"),
+            *linear(
+                "mixer.out_proj",
+                D,
+                inner,
+                m.proj_bias if m.out_proj_bias is None else m.out_proj_bias,
+                "mixer",
+            ),
         ]
 
     def conv(self, spec: Block) -> Conv:

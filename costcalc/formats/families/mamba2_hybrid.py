@@ -191,15 +191,16 @@ def falcon_h1(r: Reader) -> dict[str, Any]:
     (K ``num_key_value_heads`` 8, d ``head_dim`` (D / H), biases when ``attention_bias``),
     rotary. Mamba-2 (:func:`mamba2_mixer`) with I = ``mamba_d_ssm`` (1,024; null: int(
     ``mamba_expand`` x D)), the gated RMSNorm only when ``mamba_rms_norm`` (false), in_proj's
-    bias ``mamba_proj_bias`` and out_proj's ``projectors_bias`` (both false; costcalc needs them
-    equal). Final ``final_layernorm``; ``lm_head`` untied by default. The multipliers (muP)
-    hold no parameters (``mup_vector`` is a buffer)."""
+    bias ``mamba_proj_bias`` and out_proj's ``projectors_bias`` (both false). Final
+    ``final_layernorm``; ``lm_head`` untied by default. The multipliers (muP) hold no parameters
+    (``mup_vector`` is a buffer)."""
     fields = _attention_swiglu(r)
     inner = r.nullable("mamba2", "mamba_d_ssm", 1024)
     mixer = mamba2_mixer(r, fields["d_model"], inner)
     mixer["mamba2"]["gated_norm"] = r.flag("mamba_rms_norm", False)
-    if r.flag("projectors_bias", False) != mixer["mamba2"]["proj_bias"]:
-        r.unsupported("projectors_bias", "a bias on out_proj but not on in_proj (or the reverse)")
+    out_bias = r.flag("projectors_bias", False)
+    if out_bias != mixer["mamba2"]["proj_bias"]:
+        mixer["mamba2"]["out_proj_bias"] = out_bias
     fields.update(mixer, mixer="attention", parallel_mamba2=True)
     return fields
 
