@@ -74,10 +74,6 @@ KNOWN: dict[str, list[str]] = {
         "deepseek_ocr2_text/05",
         "ernie4_5_vl_moe_text/fresh-05",
     ],
-    "costcalc refuses what transformers builds: not supported: LayerNorms without weights": [
-        "opt/04",
-        "opt/fresh-05",
-    ],
     (
         "costcalc refuses what transformers builds: not supported: N under its alias: "
         "DbrxConfig sizes the experts and the router by d_model N before it reads "
@@ -103,10 +99,6 @@ KNOWN: dict[str, list[str]] = {
         "costcalc refuses what transformers builds: not supported: bidirectional attention "
         "within a window"
     ): ["gemma3/fresh-05", "gemma3_text/06"],
-    (
-        "costcalc refuses what transformers builds: not supported: transformers' MPT builds "
-        "no biases"
-    ): ["mpt/02"],
     (
         "costcalc refuses what transformers builds: xLSTMModel builds num_blocks blocks but "
         "xLSTMCache keeps num_hidden_layers"
