@@ -42,13 +42,16 @@ from typing import Any
 
 from costcalc.anatomy.ffn import ffn_part
 from costcalc.anatomy.mixer import token_mixer
+from costcalc.anatomy.model import model_saved
 from costcalc.anatomy.norms import SAVED_KEYS as NORM_KEYS
 from costcalc.anatomy.norms import (
     block_norms_by_convention,
     block_norms_measured,
     block_norms_saved,
 )
-from costcalc.anatomy.saved import Step, Term, norm_terms, times
+from costcalc.anatomy.per_layer import per_layer_measured
+from costcalc.anatomy.residual import residual_measured
+from costcalc.anatomy.saved import Step, Term, projection_inputs
 from costcalc.blocks import BLOCK_FIELDS
 from costcalc.spec import ModelSpec
 from costcalc.units import DTYPE_BITS
@@ -82,9 +85,9 @@ def covered_keys(spec: ModelSpec) -> frozenset[str]:
 
 
 def measured(spec: ModelSpec) -> bool:
-    """Whether a block of ``spec`` is of a measured kind: its mixer, FFN and norms were
-    measured (each part says so), the other block keys are at their defaults
-    (:func:`covered_keys`), one residual stream, no AltUp and no per-layer inputs."""
+    """Whether a block of ``spec`` is of a measured kind: its mixer, FFN, norms, residual path
+    and per-layer input were measured (each part says so: one residual stream, no AltUp, no
+    per-layer inputs) and the other block keys are at their defaults (:func:`covered_keys`)."""
     fields = type(spec).model_fields
     covered = covered_keys(spec)
     return (
@@ -96,15 +99,9 @@ def measured(spec: ModelSpec) -> bool:
             for name in BLOCK_FIELDS
             if name not in covered
         )
-        and spec.residual_streams == 1
-        and spec.altup_streams is None
-        and spec.per_layer_input_width is None
+        and residual_measured(spec)
+        and per_layer_measured(spec)
     )
-
-
-def projection_inputs(e: int, N: int, D: int, count: int, what: str) -> Term:
-    """A norm's output, saved by the projection that reads it: e N D each."""
-    return Term(times(count, "e N D"), what, count * e * N * D)
 
 
 # --------------------------------------------------------------------------- one layer
@@ -164,26 +161,9 @@ def layer_terms(
 
 
 def outside_terms(spec: ModelSpec, batch: int, length: int, dtype: str) -> list[Term]:
-    """Saved outside the layers, but the logits (memory.py's logits rows): the final norm and
-    its output (saved by the LM head), the int64 token ids (embedding), 8 N, and targets
-    (loss: the labels padded by one position and shifted, copied to 8 N when B > 1, a view of
-    8 (T + 1) bytes when B = 1); learned positions' int64 ids, 8 T; rotary cos and sin,
-    2 e T r, made once and shared by every layer; the loss's fp32 normalizer, 4."""
-    e, N, D = activation_width(dtype), batch * length, spec.d_model
-    terms = []
-    if spec.final_norm:
-        terms = norm_terms(spec.norm, e, (N, "N"), (D, "D"), 1, "final norm")
-        terms.append(projection_inputs(e, N, D, 1, "final norm output"))
-    terms.append(Term("8 N", "token ids, int64", 8 * N))
-    if batch == 1:  # a view of the labels padded by one position
-        terms.append(Term("8 (T + 1)", "targets, int64", 8 * (length + 1)))
-    else:
-        terms.append(Term("8 N", "targets, int64 (a contiguous copy)", 8 * N))
-    if spec.position == "learned":
-        terms.append(Term("8 T", "position ids, int64", 8 * length))
-    if spec.rotary_width:
-        terms.append(Term("2 e T r", "rotary cos and sin", 2 * e * length * spec.rotary_width))
-    return [*terms, Term("4", "loss normalizer, fp32", 4)]
+    """Saved outside the layers, but the logits (memory.py's logits rows): the model part's
+    (:func:`costcalc.anatomy.model.model_saved`)."""
+    return model_saved(spec, activation_width(dtype), batch, length)
 
 
 def terms_dict(

@@ -15,17 +15,8 @@ from typing import Any
 
 import yaml
 
+from costcalc import file_limits as limits
 from costcalc.errors import FileReadError
-from costcalc.file_limits import (
-    EMPTY,
-    MAX_DEPTH,
-    MAX_VALUES,
-    TOO_DEEP,
-    KeyPath,
-    RefusedValueError,
-    check_key,
-    too_long,
-)
 from costcalc.units import MAX_DIGITS
 
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -44,7 +35,7 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
             return super().construct_object(node, deep=deep)
-        except (RefusedValueError, yaml.YAMLError, RecursionError, MemoryError):
+        except (limits.RefusedValueError, yaml.YAMLError, RecursionError, MemoryError):
             raise
         except Exception:  # PyYAML's constructors fail on bad text in any way (IndexError, ...)
             reason = f"{_shown_node(node)} cannot be read as {_tag(node)}"
@@ -66,7 +57,7 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         text = str(self.construct_scalar(node))
         if len(text) > MAX_DIGITS:
-            raise _refused(too_long(len(text)), node)
+            raise _refused(limits.too_long(len(text)), node)
         if _DECIMAL.fullmatch(text):
             return int(text.replace("_", ""))
         read = super().construct_yaml_int(node)  # a YAML 1.1 form, or a failure to read it
@@ -115,9 +106,9 @@ _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 _Loader.add_constructor(_BOOL_TAG, _Loader.construct_yaml_bool)
 
 
-def _refused(reason: str, node: yaml.Node) -> RefusedValueError:
+def _refused(reason: str, node: yaml.Node) -> limits.RefusedValueError:
     """A refusal of the value at ``node``, with its line and column."""
-    return RefusedValueError(reason, node.start_mark.line + 1, node.start_mark.column + 1)
+    return limits.RefusedValueError(reason, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
 def _int_form(text: str) -> str:
@@ -140,16 +131,16 @@ def _shown_node(node: yaml.Node) -> str:
     return "a mapping" if isinstance(node, yaml.MappingNode) else "a sequence"
 
 
-def parse_yaml(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
+def parse_yaml(text: str, name: str) -> tuple[Any, dict[limits.KeyPath, int]]:
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
         if node is None:
-            return EMPTY, {}
+            return limits.EMPTY, {}
         _check_size(node, name)
         lines = dict(_key_lines(loader, node, (), set()))
         return loader.construct_object(node, deep=True), lines
-    except RefusedValueError as exc:
+    except limits.RefusedValueError as exc:
         raise FileReadError(name, exc.reason, exc.line, exc.column) from None
     except yaml.MarkedYAMLError as exc:
         raise _yaml_error(name, exc) from None
@@ -183,8 +174,8 @@ def _check_size(root: yaml.Node, name: str) -> None:
     sizes: dict[int, int] = {}
 
     def size(node: yaml.Node, depth: int) -> int:
-        if depth > MAX_DEPTH:
-            raise FileReadError(name, TOO_DEEP)
+        if depth > limits.MAX_DEPTH:
+            raise FileReadError(name, limits.TOO_DEEP)
         known = sizes.get(id(node))
         if known is not None:
             return known
@@ -193,11 +184,11 @@ def _check_size(root: yaml.Node, name: str) -> None:
             children = [child for pair in node.value for child in pair]
             for key, _ in node.value:
                 if isinstance(key, yaml.ScalarNode):
-                    check_key(str(key.value), name, key.start_mark.line + 1)
+                    limits.check_key(str(key.value), name, key.start_mark.line + 1)
         elif isinstance(node, yaml.SequenceNode):
             children = node.value
         total = 1 + sum(size(child, depth + 1) for child in children)
-        if total > MAX_VALUES:
+        if total > limits.MAX_VALUES:
             raise FileReadError(name, _TOO_MANY)
         sizes[id(node)] = total
         return total
@@ -205,12 +196,12 @@ def _check_size(root: yaml.Node, name: str) -> None:
     size(root, 0)
 
 
-_TOO_MANY = f"holds over {MAX_VALUES:,} values once its aliases are expanded; refused"
+_TOO_MANY = f"holds over {limits.MAX_VALUES:,} values once its aliases are expanded; refused"
 
 
 def _key_lines(
-    loader: _Loader, node: yaml.Node, prefix: KeyPath, seen: set[int]
-) -> Iterator[tuple[KeyPath, int]]:
+    loader: _Loader, node: yaml.Node, prefix: limits.KeyPath, seen: set[int]
+) -> Iterator[tuple[limits.KeyPath, int]]:
     """(key path, line) for every mapping key below ``node``; each node visited once (aliases).
     A key is named as the validators name it, by the text of the value YAML reads (``~`` and
     ``null`` are None, ``true`` True), so that a finding on a key that is no text has its line."""
@@ -235,5 +226,5 @@ def _key_text(loader: _Loader, key: yaml.ScalarNode) -> str:
         return str(key.value)
     try:
         return str(loader.construct_object(key))
-    except (RefusedValueError, yaml.YAMLError):
+    except (limits.RefusedValueError, yaml.YAMLError):
         return str(key.value)

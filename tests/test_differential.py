@@ -77,10 +77,6 @@ KNOWN: dict[str, list[str]] = {
         "deepseek_ocr2_text/05",
         "ernie4_5_vl_moe_text/fresh-05",
     ],
-    "costcalc refuses what transformers builds: not supported: LayerNorms without weights": [
-        "opt/04",
-        "opt/fresh-05",
-    ],
     (
         "costcalc refuses what transformers builds: not supported: N under its alias: "
         "DbrxConfig sizes the experts and the router by d_model N before it reads "
@@ -106,21 +102,6 @@ KNOWN: dict[str, list[str]] = {
         "costcalc refuses what transformers builds: not supported: bidirectional attention "
         "within a window"
     ): ["gemma3/fresh-05", "gemma3_text/06"],
-    (
-        "costcalc refuses what transformers builds: not supported: per-layer attention sizes "
-        "listed one by one"
-    ): [
-        "gemma4_text/03",
-        "gemma4_text/fresh-03",
-        "gemma4_text/fresh-07",
-        "gemma4_unified_text/03",
-        "gemma4_unified_text/07",
-        "gemma4_unified_text/11",
-    ],
-    (
-        "costcalc refuses what transformers builds: not supported: transformers' MPT builds "
-        "no biases"
-    ): ["mpt/02"],
     (
         "costcalc refuses what transformers builds: xLSTMModel builds num_blocks blocks but "
         "xLSTMCache keeps num_hidden_layers"

@@ -186,3 +186,31 @@ def test_lora_sites_are_the_modules_transformers_builds(fixture: str, record: st
     assert {p.removesuffix(".weight") for p in built if p.endswith("proj.weight")} <= {
         p.removesuffix(".weight") for p in paths
     }
+
+
+def test_per_layer_config_as_to_dict_writes_it(tmp_path: Path) -> None:
+    """``to_dict()`` writes the full layers' sizes as ``per_layer_config`` (zero-padded keys)
+    and transformers then reads them there, not from ``global_head_dim`` and
+    ``num_global_key_value_heads``: the same model as the file without it; an empty mapping
+    leaves the full layers the global sizes."""
+    sizes = {"head_dim": 512, "num_key_value_heads": 4}
+    saved = {f"{i:02d}": sizes for i in range(5, 60, 6)}
+    spec = text_spec(tmp_path, per_layer_config=saved, global_head_dim=128)
+    assert param_report(spec).total == param_report(text_spec(tmp_path)).total
+    full = text_spec(tmp_path, per_layer_config={}).stacks[1]
+    assert (full.head_width, full.kv_heads, full.keys_as_values) == (256, 16, True)
+
+
+@pytest.mark.parametrize(
+    ("per_layer_config", "message"),
+    [
+        ({"05": {"head_dim": 512}}, "sizes that differ between full_attention layers"),
+        ({"0": {"intermediate_size": 7}}, "per-layer intermediate_size"),
+        ({"60": {"head_dim": 512}}, "layer indices below 60"),
+    ],
+)
+def test_per_layer_config_refusals(
+    tmp_path: Path, per_layer_config: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        text_spec(tmp_path, per_layer_config=per_layer_config)

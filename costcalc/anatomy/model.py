@@ -3,13 +3,14 @@ position table), the embedding's projections and norm, Gemma 4's per-layer input
 (:mod:`costcalc.anatomy.per_layer`), what several residual streams add at the model level
 (:mod:`costcalc.anatomy.residual`), the final norm, a second stream's initial state and the LM
 head. A tied LM head is the token table itself (no tensor of its own), as ``parameters()``
-yields a shared tensor once.
+yields a shared tensor once. Also what a training forward saves outside the blocks.
 """
 
 from __future__ import annotations
 
 from costcalc.anatomy.per_layer import per_layer_model_tensors
 from costcalc.anatomy.residual import altup_projection_tensors, stream_collapse_tensors
+from costcalc.anatomy.saved import Term, norm_terms, projection_inputs
 from costcalc.anatomy.tensor import Model, Tensor, linear, norm
 
 
@@ -51,3 +52,27 @@ def rotary_scale_tensors(spec: Model) -> list[Tensor]:
         return []
     r = spec.qk_rope_head_dim if spec.mixer == "mla" else spec.rotary_width
     return [Tensor("rotary_emb.alpha", ((r or 0) // 2,), "model")]
+
+
+def model_saved(spec: Model, e: int, batch: int, length: int) -> list[Term]:
+    """What a training forward saves outside the blocks, but the logits, at e bytes per
+    activation (measured with the blocks, :mod:`costcalc.activations`): the final norm and its
+    output (saved by the LM head), the int64 token ids (embedding), 8 N, and targets (loss: the
+    labels padded by one position and shifted, copied to 8 N when B > 1, a view of 8 (T + 1)
+    bytes when B = 1); learned positions' int64 ids, 8 T; rotary cos and sin, 2 e T r, made
+    once and shared by every layer; the loss's fp32 normalizer, 4."""
+    N, D = batch * length, spec.d_model
+    terms = []
+    if spec.final_norm:
+        terms = norm_terms(spec.norm, e, (N, "N"), (D, "D"), 1, "final norm")
+        terms.append(projection_inputs(e, N, D, 1, "final norm output"))
+    terms.append(Term("8 N", "token ids, int64", 8 * N))
+    if batch == 1:  # a view of the labels padded by one position
+        terms.append(Term("8 (T + 1)", "targets, int64", 8 * (length + 1)))
+    else:
+        terms.append(Term("8 N", "targets, int64 (a contiguous copy)", 8 * N))
+    if spec.position == "learned":
+        terms.append(Term("8 T", "position ids, int64", 8 * length))
+    if spec.rotary_width:
+        terms.append(Term("2 e T r", "rotary cos and sin", 2 * e * length * spec.rotary_width))
+    return [*terms, Term("4", "loss normalizer, fp32", 4)]

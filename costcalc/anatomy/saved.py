@@ -68,6 +68,11 @@ def norm_terms(
     ]
 
 
+def projection_inputs(e: int, N: int, D: int, count: int, what: str) -> Term:
+    """A norm's output, saved by the projection that reads it: e N D each."""
+    return Term(times(count, "e N D"), what, count * e * N * D)
+
+
 class SavesForBackward:
     """What a part (a token mixer, an FFN) saves for backward: nothing measured unless the
     part says otherwise."""

@@ -106,6 +106,7 @@ def _attention_layers(r: Reader, fields: dict[str, Any], window: int) -> None:
     }
     shared = min(r.count("num_kv_shared_layers", 0, minimum=0), n)
     listed = hf_layers.layer_types(r, n)
+    _per_layer_sizes(r, fields, n, listed, blocks)
     if listed is not None:
         kinds = [*listed[:-1], "full_attention"]
         if shared and not set(kinds) - set(blocks):
@@ -215,14 +216,75 @@ def _rotated(pattern: list[tuple[str, int]], phase: int) -> list[tuple[str, int]
 
 def _full_attention(r: Reader, fields: dict[str, Any]) -> dict[str, Any]:
     """The block keys of a full-attention layer: ``global_head_dim``, and with
-    ``attention_k_eq_v`` the values from the keys and ``num_global_key_value_heads``."""
-    block: dict[str, Any] = {"head_dim": r.value("head_dim", "global_head_dim", default=512)}
+    ``attention_k_eq_v`` the values from the keys and ``num_global_key_value_heads``; a file
+    with ``per_layer_config`` gives the sizes there instead (``__post_init__`` derives it from
+    those two keys only when it is absent: :func:`_per_layer_sizes`)."""
+    listed = r.data.get("per_layer_config") is not None
+    block: dict[str, Any] = {}
+    if not listed:
+        block["head_dim"] = r.value("head_dim", "global_head_dim", default=512)
     if r.flag("attention_k_eq_v", False):
         block["keys_as_values"] = True
-        global_kv = r.value("n_kv_heads", "num_global_key_value_heads", default=None)
+        global_kv = (
+            None if listed else r.value("n_kv_heads", "num_global_key_value_heads", default=None)
+        )
         if global_kv is not None:
             block["n_kv_heads"] = global_kv
     return block
+
+
+PER_LAYER_KEYS = {"head_dim": "head_dim", "num_key_value_heads": "n_kv_heads"}
+"""What Gemma4TextAttention reads of ``config.per_layer_config[layer_idx]``, and its block key."""
+
+
+def _per_layer_sizes(
+    r: Reader,
+    fields: dict[str, Any],
+    n: int,
+    listed: list[str] | None,
+    blocks: dict[str, dict[str, Any]],
+) -> None:
+    """``per_layer_config`` as transformers' heterogeneous configs read it (keys layer indices,
+    ints or zero-padded strings as ``to_dict()`` writes them; values the attributes that differ
+    from the global config, those equal to it dropped): each layer's ``head_dim`` and
+    ``num_key_value_heads``. Set in the block of each layer type when every layer of the type
+    has the same; sizes that differ within a type, or another attribute, are refused."""
+    given = r.data.get("per_layer_config")
+    if given is None:
+        return
+    indices = hf_layers.by_rule(r, n, "per_layer_config")
+    if indices is None:
+        return
+    if not isinstance(given, dict) or not all(
+        isinstance(v, dict) and str(k).isdigit() and int(k) < n for k, v in given.items()
+    ):
+        r.fail("per_layer_config", f"expected a mapping of layer indices below {n:,} to settings")
+        return
+    other = sorted({key for v in given.values() for key in v} - set(PER_LAYER_KEYS))
+    if other:
+        r.unsupported("per_layer_config", f"per-layer {other[0]}")
+        return
+    overrides = {int(k): v for k, v in given.items()}
+    kinds = [*listed[:-1], "full_attention"] if listed is not None else None
+    sizes: dict[str, set[tuple[tuple[str, Any], ...]]] = {}
+    for i in indices:
+        kind = kinds[i] if kinds is not None else _default_kind(i, n)
+        layer = {
+            PER_LAYER_KEYS[key]: value
+            for key, value in overrides.get(i, {}).items()
+            if value != fields.get(PER_LAYER_KEYS[key])
+        }
+        sizes.setdefault(kind, set()).add(tuple(sorted(layer.items())))
+    for kind, found in sizes.items():
+        if len(found) > 1:
+            r.unsupported("per_layer_config", f"sizes that differ between {kind} layers")
+        elif kind in blocks:
+            blocks[kind].update(dict(next(iter(found))))
+
+
+def _default_kind(i: int, n: int) -> str:
+    """Layer i's type by Gemma4TextConfig's default: every 6th and the last full."""
+    return "full_attention" if (i + 1) % 6 == 0 or i == n - 1 else "sliding_attention"
 
 
 def _every_sixth_full(
@@ -247,11 +309,9 @@ def _every_sixth_full(
 
 
 def _refuse_unsupported(r: Reader) -> None:
-    """Bidirectional attention and per-layer attention sizes are not counted."""
+    """Bidirectional attention is not counted."""
     if r.data.get("use_bidirectional_attention") == "all":
         r.unsupported("use_bidirectional_attention", "bidirectional attention within a window")
-    if r.data.get("per_layer_config") is not None:
-        r.unsupported("per_layer_config", "per-layer attention sizes listed one by one")
 
 
 FAMILIES = {"gemma4_text": gemma4_text, "gemma4_unified_text": gemma4_unified_text}
