@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from costcalc.errors import ConfigError
+from costcalc.loaders import load_file
 from costcalc.params import param_report
 from costcalc.tensors import mixer_tensors, tensor_count
-from tests.hf_helpers import spec_of, windows
+from tests.hf_helpers import spec_of, windows, write_config
 from tests.test_hf_families import golden, load
 
 
@@ -82,6 +83,22 @@ def test_apertus_without_xielu_learns_no_scalars(tmp_path: Path) -> None:
     assert xielu - relu2 == 32 * 2  # alpha_p and alpha_n in every layer
 
 
+def test_opt_layernorms_without_weights(tmp_path: Path) -> None:
+    # modeling_opt.py: nn.LayerNorm(D, elementwise_affine=False): 2 per layer and the final
+    # one lose their weight and bias, 2 D each (OPT-125m: 12 layers, D 768).
+    plain = spec_of(tmp_path, "opt-125m")
+    bare = spec_of(tmp_path, "opt-125m", layer_norm_elementwise_affine=False)
+    assert param_report(plain).total - param_report(bare).total == (2 * 12 + 1) * 2 * 768
+
+
+def test_mpt_builds_no_biases_whatever_no_bias_says(tmp_path: Path) -> None:
+    # modeling_mpt.py: Wqkv, out_proj, up_proj, down_proj are bias=False and the norms' biases
+    # None; no module reads no_bias.
+    loaded = load_file(write_config(tmp_path, "mpt-7b", no_bias=False))
+    assert param_report(loaded.spec).total == param_report(spec_of(tmp_path, "mpt-7b")).total
+    assert "no_bias is false" in " ".join(loaded.notes)
+
+
 def test_bigcode_without_multi_query_is_gpt2_attention(tmp_path: Path) -> None:
     spec = spec_of(tmp_path, "starcoderbase-1b", multi_query=False)
     assert spec.kv_heads == spec.n_heads == 16
@@ -95,7 +112,6 @@ def test_bigcode_without_multi_query_is_gpt2_attention(tmp_path: Path) -> None:
     ("fixture", "changes", "key"),
     [
         ("mpt-7b", {"expansion_ratio": 8}, "expansion_ratio"),
-        ("mpt-7b", {"no_bias": False}, "no_bias"),
         ("starcoderbase-1b", {"add_cross_attention": True}, "add_cross_attention"),
     ],
 )

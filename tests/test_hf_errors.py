@@ -96,7 +96,6 @@ def test_wrong_types_name_the_keys(cli: Invoke, tmp_path: Path) -> None:
         ("phi-2", {"partial_rotary_factor": 1.5}, "partial_rotary_factor"),
         ("pythia-160m", {"rotary_pct": "quarter"}, "rotary_pct"),
         ("phi-2", {"qk_layernorm": True, "head_dim": 64}, "qk_layernorm"),
-        ("opt-125m", {"layer_norm_elementwise_affine": False}, "layer_norm_elementwise_affine"),
         ("opt-125m", {"do_layer_norm_before": "yes"}, "do_layer_norm_before"),
         (
             "qwen2.5-0.5b",

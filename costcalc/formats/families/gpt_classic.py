@@ -192,14 +192,18 @@ def mpt(r: Reader) -> dict[str, Any]:
     ``attn.out_proj`` (D x D), ``norm_2``, ``ffn.up_proj`` (D x 4D), ``ffn.down_proj``
     (4D x D), no linear biases; ``norm_f``; every LayerNorm a weight without bias; ``lm_head``
     tied by default. ALiBi positions: no parameters (``learned_pos_emb`` builds nothing).
-    transformers builds exactly this, so an ``expansion_ratio`` other than 4, ``no_bias``
-    false or ``attn_config.qk_ln`` are refused."""
+    transformers builds exactly this, so an ``expansion_ratio`` other than 4 or
+    ``attn_config.qk_ln`` are refused; ``no_bias`` false is read by no module of transformers'
+    MPT, which builds no biases all the same (counted so, with a note)."""
     fields = standard_sizes(r, MPT_KEYS)
     ratio = r.data.get("expansion_ratio")
     if ratio is not None and ratio != 4:
         r.unsupported("expansion_ratio", "transformers' MPT always builds a 4 x MLP")
     if not r.flag("no_bias", True):
-        r.unsupported("no_bias", "transformers' MPT builds no biases")
+        r.note(
+            "no_bias is false, but transformers' MPT reads no such key and builds no biases "
+            "(a checkpoint's biases are left unloaded): counted without them"
+        )
     attn = r.data.get("attn_config")
     if isinstance(attn, dict) and attn.get("qk_ln"):
         r.unsupported("attn_config.qk_ln", "transformers' MPT builds no query/key norms")

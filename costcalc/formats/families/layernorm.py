@@ -115,20 +115,24 @@ def opt(r: Reader) -> dict[str, Any]:
     ``self_attn.q_proj/k_proj/v_proj/out_proj`` (D x D each), ``fc1`` (D x ``ffn_dim``),
     ``fc2``, all with bias when ``enable_bias``, ``self_attn_layer_norm`` and
     ``final_layer_norm``; a model-level ``final_layer_norm`` only when ``do_layer_norm_before``
-    (OPT-350m is post-norm and has none); ``lm_head`` (V x E, no bias), tied by default."""
+    (OPT-350m is post-norm and has none); ``lm_head`` (V x E, no bias), tied by default. With
+    ``layer_norm_elementwise_affine`` false every LayerNorm holds no weight and no bias
+    (``nn.LayerNorm(..., elementwise_affine=False)``): no norm parameters (costcalc's
+    ``norms_per_block`` 0, no final norm)."""
     fields = standard_sizes(r)
     width = fields["d_model"]
     embedding_dim = r.value("embedding_dim", "word_embed_proj_dim", default=None)
     linear_bias(r, fields, "enable_bias", default=True)
-    if not r.flag("layer_norm_elementwise_affine", True):
-        r.unsupported("layer_norm_elementwise_affine", "LayerNorms without weights")
+    affine = r.flag("layer_norm_elementwise_affine", True)
     pre_norm = r.flag("do_layer_norm_before", True)
     remove_final = r.flag("_remove_final_layer_norm", False)
+    if not affine:
+        fields["norms_per_block"] = 0
     fields.update(
         position_offset=2,
         embedding_dim=None if embedding_dim == width else embedding_dim,
         ffn_hidden=r.size("ffn_hidden", "ffn_dim"),
-        final_norm=pre_norm and not remove_final,
+        final_norm=pre_norm and not remove_final and affine,
         fused_qkv=False,
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
     )
