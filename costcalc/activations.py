@@ -49,6 +49,8 @@ from costcalc.anatomy.norms import (
     block_norms_measured,
     block_norms_saved,
 )
+from costcalc.anatomy.per_layer import per_layer_measured
+from costcalc.anatomy.residual import residual_measured
 from costcalc.anatomy.saved import Step, Term, projection_inputs
 from costcalc.blocks import BLOCK_FIELDS
 from costcalc.spec import ModelSpec
@@ -83,9 +85,9 @@ def covered_keys(spec: ModelSpec) -> frozenset[str]:
 
 
 def measured(spec: ModelSpec) -> bool:
-    """Whether a block of ``spec`` is of a measured kind: its mixer, FFN and norms were
-    measured (each part says so), the other block keys are at their defaults
-    (:func:`covered_keys`), one residual stream, no AltUp and no per-layer inputs."""
+    """Whether a block of ``spec`` is of a measured kind: its mixer, FFN, norms, residual path
+    and per-layer input were measured (each part says so: one residual stream, no AltUp, no
+    per-layer inputs) and the other block keys are at their defaults (:func:`covered_keys`)."""
     fields = type(spec).model_fields
     covered = covered_keys(spec)
     return (
@@ -97,9 +99,8 @@ def measured(spec: ModelSpec) -> bool:
             for name in BLOCK_FIELDS
             if name not in covered
         )
-        and spec.residual_streams == 1
-        and spec.altup_streams is None
-        and spec.per_layer_input_width is None
+        and residual_measured(spec)
+        and per_layer_measured(spec)
     )
 
 

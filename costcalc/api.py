@@ -366,7 +366,7 @@ def count_plan(
     prompt: int | None = None,
     generate: int = 256,
     batch: int = 1,
-    memory_utilisation: str = "0.9",
+    memory_utilisation: str = "0.92",
     reserve: int | str | None = None,
     tp: int = 1,
     pp: int = 1,

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from costcalc.engines.vllm import DEFAULT_UTILISATION
+
 if TYPE_CHECKING:
     from costcalc.engines import EngineSetup
     from costcalc.engines.vllm import VllmMemory
@@ -46,7 +48,7 @@ class PlanSetup:
     prompt: int | None = None
     generate: int = 256
     batch: int = 1
-    utilisation: Fraction = Fraction(9, 10)
+    utilisation: Fraction = DEFAULT_UTILISATION
     reserve: int | None = None
     layout: ServingPlan | None = None
     """TP, PP, EP and data-parallel attention (:mod:`costcalc.engines.vllm_shards`); None: one
@@ -70,7 +72,7 @@ def plan_setup(
     prompt: int | None = None,
     generate: int = 256,
     batch: int = 1,
-    utilisation: str = "0.9",
+    utilisation: str = "0.92",
     reserve: int | None = None,
     tp: int = 1,
     pp: int = 1,

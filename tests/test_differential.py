@@ -60,8 +60,11 @@ def records() -> dict[str, dict[str, Any]]:
 
 KNOWN: dict[str, list[str]] = {
     (
-        "an odd head rotated whole that transformers builds but whose forward fails (cos and sin"
-        " one dimension wider): costcalc counts it as built, with a note"
+        "an odd head rotated whole (3,072 // 33 = 93) that transformers builds but whose forward"
+        " fails (cos and sin one dimension wider): costcalc counts it as built, with a note; the"
+        " record holds that forward's error as a refusal, for make_differential.py builds a flat"
+        " multimodal model through drop_uncalled, which runs a forward to find the modules a"
+        " text-only pass leaves out, so no count was recorded"
     ): ["phi4_multimodal/fresh-02"],
     "issue 21: a width not divisible by the heads, which transformers floors": [
         "dbrx/fresh-03",

@@ -20,7 +20,7 @@ import pytest
 from costcalc.api import load
 from costcalc.errors import ConfigError
 from costcalc.formats.families import registry
-from costcalc.formats.hf_classes import _padding, config_class
+from costcalc.formats.hf_classes import PADDING, _read, config_class
 from costcalc.params import param_report
 from tests.conftest import Invoke
 from tests.hf_helpers import config_data
@@ -100,7 +100,7 @@ def test_a_table_without_padding_index_takes_any_pad(fixture: str, vocab: int) -
 
 
 def test_every_family_is_probed() -> None:
-    data = _padding()
+    data = _read(PADDING)
     probed = set(data["tables"]) | set(data["unpadded"])
     assert set(registry()) <= probed
     assert not set(data["tables"]) & set(data["unpadded"])

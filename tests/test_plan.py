@@ -307,7 +307,9 @@ def test_plan_tp_cli() -> None:
     assert inference["tensor_parallel"] == 4
     assert inference["decode_step_bytes"] == 4_049_084_416
     assert inference["decode_collective_bytes_per_gpu"] == 786_432
-    assert inference["fit"]["largest_batch"] == 498
+    # at the default 0.92: floor(0.92 x (24,152,899,584 - 1,119,551,488)) = 21,190,680,248,
+    # less the weights 17,175,150,264, over 33,554,432 bytes a sequence: 511
+    assert inference["fit"]["largest_batch"] == 511
     assert inference["parallel"]["layout"] == "vLLM 0.34.0"
     table = runner.invoke(app, [*args, "--tp", "4"], env={"COLUMNS": "120"}).stdout
     assert "4 x l4" in table and "4,049,084,416" in table and "4,015,529,984" in table

@@ -102,7 +102,7 @@ def test_memory_engine_vllm_cli() -> None:
     from costcalc.gpus import find_gpu
 
     h100 = find_gpu("h100-sxm")
-    budget = -(-h100.memory_bytes * 9 // 10) - on_gpu["weights"]["bytes"]
+    budget = -(-h100.memory_bytes * 23 // 25) - on_gpu["weights"]["bytes"]
     assert on_gpu["engine"]["kv_budget_bytes"] == budget and not on_gpu["engine"]["kv_budget_exact"]
     assert on_gpu["engine"]["max_num_batched_tokens"] == 8192
     half = runner.invoke(app, [*args, "--gpu", "h100-sxm", "--gpu-memory-utilization", "50%"])

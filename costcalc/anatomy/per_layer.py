@@ -49,3 +49,9 @@ def per_layer_model_tensors(spec: Model) -> list[Tensor]:
         *linear("per_layer_model_projection", spec.n_layers * P, spec.d_model, False, "model"),
         *norm(spec, "per_layer_projection_norm", P, "model"),
     ]
+
+
+def per_layer_measured(spec: Block) -> bool:
+    """Whether the block's per-layer input was measured for backward
+    (:mod:`costcalc.activations`): only a block without one."""
+    return spec.per_layer_input_width is None

@@ -113,3 +113,10 @@ def stream_mixing_macs(spec: Block) -> int:
     n, D, m = spec.residual_streams, spec.d_model, spec.altup_streams
     hyper = 2 * n * n * D if n > 1 and spec.stream_mixing and spec.stream_rank is None else 0
     return hyper + (0 if m is None else m * m * D + m * D)
+
+
+def residual_measured(spec: Block) -> bool:
+    """Whether what the block adds to its residual path was measured for backward
+    (:mod:`costcalc.activations`): nothing, one residual stream and no AltUp; several streams
+    and AltUp were not."""
+    return spec.residual_streams == 1 and spec.altup_streams is None

@@ -269,7 +269,7 @@ GpuUtilisationOption = Annotated[
     typer.Option(
         "--gpu-memory-utilization",
         metavar="SHARE",
-        help="vLLM's --gpu-memory-utilization of --gpu / --fits memory (default 0.9): its KV "
+        help="vLLM's --gpu-memory-utilization of --gpu / --fits memory (default 0.92): its KV "
         "budget, less the weights, an upper bound.",
         rich_help_panel=ENGINE_PANEL,
     ),

@@ -85,9 +85,9 @@ def plan(
         typer.Option(
             "--memory-utilisation",
             help="Share of the GPU's memory weights and cache may take (vLLM's "
-            "gpu_memory_utilization), like 0.9 or 90%.",
+            "gpu_memory_utilization), like 0.92 or 92%.",
         ),
-    ] = "0.9",
+    ] = "0.92",
     reserve: Annotated[int | None, reserve_option("--reserve", help=RESERVE_HELP)] = None,
     tp: Annotated[
         int,

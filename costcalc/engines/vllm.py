@@ -415,6 +415,6 @@ def vllm_report(
     )
 
 
-DEFAULT_UTILISATION = Fraction(9, 10)
-"""``CacheConfig.gpu_memory_utilization``'s default, 0.9 (``request_memory`` in
-vllm/v1/worker/utils.py takes ceil(total memory x it))."""
+DEFAULT_UTILISATION = Fraction(23, 25)
+"""``CacheConfig.gpu_memory_utilization``'s default, 0.92 (vllm/config/cache.py line 215);
+``request_memory`` in vllm/v1/worker/utils.py takes ceil(total memory x it)."""

@@ -21,6 +21,9 @@ from importlib.resources import files
 from typing import Any
 
 CLASSES = "data/hf_config_classes.json"
+HEAD_ONE = "data/hf_head_one.json"
+"""Written by tests/reference/make_head_one.py from transformers 5.24 and torch 2.13: per
+``model_type``, what its forward does with heads 1 wide rotated whole, found by running it."""
 PADDING = "data/hf_padding_index.json"
 """Written by tests/reference/make_padding_index.py from transformers 5.24 and torch 2.13: per
 ``model_type``, the token tables its model builds with a padding index, found by building it."""
@@ -51,6 +54,10 @@ class ConfigClass:
     """The token tables the model builds with ``padding_idx=pad_token_id``, each as the key
     that sizes its rows and the rows it has beyond that key (Mllama's ``vocab_size + 8``):
     torch's ``nn.Embedding`` asserts that the index is within them (``PADDING``)."""
+    head_one: str | None = None
+    """What the attention's forward does with heads 1 wide rotated whole (``HEAD_ONE``):
+    ``broadcast`` (queries and keys 2 wide), ``pairs`` or ``sections`` (it fails); None when
+    not probed."""
 
     def spellings(self, key: str) -> tuple[str, ...]:
         """``key`` and every other name of the attribute it sets (its alias or attribute)."""
@@ -94,7 +101,8 @@ def config_class(model_type: str | None) -> ConfigClass | None:
         found.get("linear_heads_group", False),
         frozenset(found.get("not_null", ())),
         frozenset(found.get("odd_heads", ())),
-        tuple((key, extra) for key, extra in _padding()["tables"].get(model_type, ())),
+        tuple((key, extra) for key, extra in _read(PADDING)["tables"].get(model_type, ())),
+        _read(HEAD_ONE)["families"].get(model_type),
     )
 
 
@@ -116,16 +124,11 @@ def _classes() -> dict[str, dict[str, Any]]:
     return classes
 
 
-@cache
 def _data() -> dict[str, Any]:
     return _read(CLASSES)
 
 
 @cache
-def _padding() -> dict[str, Any]:
-    return _read(PADDING)
-
-
 def _read(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(files("costcalc").joinpath(name).read_text(encoding="utf-8"))
     return data

@@ -235,7 +235,8 @@ class Reader:
         if self.problems:  # a misspelled key may be why one is missing: said beside them
             raise ConfigError(self.doc.path, [*self.problems, *self.near_misses()])
         fields = {k: v for k, v in fields.items() if v is not None}
-        rotated = odd_heads_rotated(fields, [merged for _, merged in blocks(fields)])
+        merged = [merged for _, merged in blocks(fields)]
+        rotated = odd_heads_rotated(fields, merged, self.config_class)
         name = self.doc.data.get("_name_or_path")
         return Translation(
             fields,

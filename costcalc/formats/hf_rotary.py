@@ -102,11 +102,22 @@ def _factors(data: dict[str, Any], known: ConfigClass) -> list[Any]:
     return [entry.get("partial_rotary_factor", fallback) for entry in nested or [rope]]
 
 
-def odd_heads_rotated(fields: dict[str, Any], blocks: list[dict[str, Any]]) -> str | None:
+HEAD_ONE_FAILS = {
+    "pairs": "rotates interleaved pairs (x[..., ::2] beside x[..., 1::2]), which a head 1 wide "
+    "does not have",
+    "sections": "splits cos and sin into its mrope_section parts, which 2 dimensions cannot hold",
+}
+"""How an attention that cannot take heads 1 wide fails (:attr:`ConfigClass.head_one`)."""
+
+
+def odd_heads_rotated(
+    fields: dict[str, Any], blocks: list[dict[str, Any]], known: ConfigClass | None = None
+) -> str | None:
     """Sets ``rotary_dim`` for odd attention heads rotated whole, as transformers' forward takes
-    them, and says so (None when there are none): heads 1 wide broadcast against the 2-wide
-    cos and sin (``rotary_dim`` 2, queries and keys 2 wide); a wider odd head d cannot run
-    (cos and sin d + 1 wide), so it is counted as built, its rotary part taken as the d - 1
+    them, and says so (None when there are none): heads 1 wide meet 2-wide cos and sin
+    (``rotary_dim`` 2, queries and keys 2 wide), which most attentions broadcast and some
+    cannot take (:attr:`ConfigClass.head_one`: the note says which); a wider odd head d cannot
+    run (cos and sin d + 1 wide), so it is counted as built, its rotary part taken as the d - 1
     dimensions of whole pairs. Only when every attention block (``blocks``: each kind of block
     with the keys it inherits) has a head of that one width."""
     if fields.get("position") != "rotary" or fields.get("rotary_dim") is not None:
@@ -119,6 +130,15 @@ def odd_heads_rotated(fields: dict[str, Any], blocks: list[dict[str, Any]]) -> s
         return None
     if width == 1:
         fields["rotary_dim"] = 2
+        failure = HEAD_ONE_FAILS.get(known.head_one or "") if known is not None else None
+        if known is not None and failure is not None:
+            return (
+                "heads 1 wide, rotated whole: transformers' rotary cos and sin are 2 wide "
+                f"(torch.arange(0, 1, 2) gives one frequency, doubled), and {known.name}'s "
+                f"attention {failure}: transformers builds the model, but its forward fails; "
+                "counted as built, queries and keys 2 wide as the cos and sin (the cache "
+                "holding keys 2 wide, values 1 wide)."
+            )
         return (
             "heads 1 wide, rotated whole: transformers' rotary cos and sin are 2 wide "
             "(torch.arange(0, 1, 2) gives one frequency, doubled), and each query and key "

@@ -40,7 +40,24 @@ from torch import nn
 from transformers import CONFIG_MAPPING
 
 OUTPUT = ROOT / "costcalc" / "data" / "hf_padding_index.json"
+GENERATOR = "tests/reference/make_padding_index.py"
 ASSERTION = "AssertionError: Padding_idx must be within num_embeddings"
+
+
+def data_text(generator: str, name: str, table: dict, **rest: object) -> str:
+    """The data file's text: the versions, then ``table`` under ``name`` one entry a line,
+    then ``rest``."""
+    head = {
+        "generator": generator,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "date": datetime.date.today().isoformat(),
+    }
+    lines = ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in table.items())
+    text = json.dumps(head)[:-1] + f', "{name}": {{\n' + lines + "\n}"
+    text += "".join(f',\n"{key}": {json.dumps(value)}' for key, value in rest.items()) + "}\n"
+    json.loads(text)
+    return text
 
 
 def text_keys(data: dict, path: tuple[str, ...]) -> dict:
@@ -112,22 +129,7 @@ def main() -> int:
             tables[family] = found
         elif not found and seen == ["built"] * 3:
             unpadded.append(family)
-    head = {
-        "generator": "tests/reference/make_padding_index.py",
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "date": datetime.date.today().isoformat(),
-    }
-    lines = ",\n".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in tables.items())
-    text = (
-        json.dumps(head)[:-1]
-        + ', "tables": {\n'
-        + lines
-        + '\n},\n"unpadded": '
-        + json.dumps(unpadded)
-        + "}\n"
-    )
-    json.loads(text)
+    text = data_text(GENERATOR, "tables", tables, unpadded=unpadded)
     OUTPUT.write_text(text)
     print(len(tables), "padded,", len(unpadded), "unpadded")
     return 0

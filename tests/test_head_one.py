@@ -1,0 +1,81 @@
+"""Heads 1 wide rotated whole: transformers' rotary cos and sin are 2 wide, and what the
+attention does with them is its own. costcalc/data/hf_head_one.json (written by
+tests/reference/make_head_one.py, each family's fixture run on the meta device with heads 1 wide)
+says, per family: ``broadcast`` (Llama's ``q * cos + rotate_half(q) * sin``: keys 2 wide in the
+cache), ``pairs`` (an interleaved rotation finds no pair: Cohere's, ERNIE 4.5's) or
+``sections`` (``mrope_section`` cannot split 2: GLM-OCR's, PaddleOCR-VL's), the last two failing
+in the forward. The note beside the count says which; the differential sets' records of 1-wide
+heads (tests/golden/differential*.json.gz, built independently) agree with the data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from costcalc.api import load
+from costcalc.errors import CostcalcError
+from costcalc.formats.hf_classes import HEAD_ONE, _read, config_class
+from costcalc.formats.hf_rotary import HEAD_ONE_FAILS
+from tests.test_differential import records
+
+FAILURES = {
+    "pairs": "Sizes of tensors must match except in dimension",
+    "sections": "split_with_sizes expects split_sizes to sum exactly",
+}
+
+
+def head_one_records() -> list[tuple[str, dict[str, Any], tuple[str, ...]]]:
+    """The differential records costcalc reads as heads 1 wide rotated whole, with its notes."""
+    found = []
+    for case, record in records().items():
+        try:
+            model = load(record["config"])
+        except CostcalcError:
+            continue
+        if any(note.startswith("heads 1 wide, rotated whole") for note in model.notes):
+            found.append((case, record, model.notes))
+    return found
+
+
+def test_the_differential_records_agree_with_the_data() -> None:
+    checked = set()
+    for case, record, notes in head_one_records():
+        kind = _read(HEAD_ONE)["families"].get(record["family"])
+        error = record.get("forward_error") or ""
+        if kind in FAILURES:
+            assert FAILURES[kind] in error, case
+            assert HEAD_ONE_FAILS[kind] in " ".join(notes), case
+            checked.add(kind)
+        elif kind == "broadcast":
+            widths = {
+                (k["tensors"]["keys"][-1], k["tensors"]["values"][-1])
+                for k in record["kv_cache"]["cache_layer_kinds"]
+            }
+            assert widths == {(2, 1)}, case
+            checked.add(kind)
+    assert checked == {"broadcast", "pairs", "sections"}
+
+
+@pytest.mark.parametrize(
+    ("case", "words"),
+    [
+        ("cohere2_moe/06", "Cohere2MoeConfig's attention rotates interleaved pairs"),
+        ("ernie4_5/07", "Ernie4_5Config's attention rotates interleaved pairs"),
+        ("glm_ocr_text/02", "GlmOcrTextConfig's attention splits cos and sin into its"),
+        ("paddleocr_vl_text/08", "mrope_section parts, which 2 dimensions cannot hold"),
+    ],
+)
+def test_the_note_names_what_the_attention_does(case: str, words: str) -> None:
+    notes = " ".join(load(records()[case]["config"]).notes)
+    assert words in notes
+    assert "transformers builds the model, but its forward fails" in notes
+    assert "broadcasts against them" not in notes
+
+
+def test_an_attention_that_broadcasts_keeps_its_note() -> None:
+    notes = " ".join(load(records()["exaone4/03"]["config"]).notes)
+    assert "each query and key broadcasts against them to 2 wide" in notes
+    assert config_class("exaone4") is not None
+    assert config_class("exaone4").head_one == "broadcast"  # type: ignore[union-attr]
