@@ -113,6 +113,7 @@ COLUMN_PARALLEL: tuple[str, ...] = (
     "k_proj",
     "v_proj",
     "qkv_proj",
+    "kv_proj",
     "gate_proj",
     "up_proj",
     "gate_up_proj",

@@ -6,11 +6,13 @@ import json
 from collections import Counter
 from math import prod
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from costcalc.api import load
 from costcalc.errors import UsageError
-from costcalc.loaders import load_file, load_preset
+from costcalc.loaders import LoadedModel, load_file, load_preset
 from costcalc.lora import ALL_LINEAR, family_names, lora_config, lora_report, sites
 from costcalc.lora_memory import LoraMemory, lora_memory, lora_training, nf4_bytes
 from costcalc.memory import (
@@ -36,6 +38,23 @@ LORA_WEIGHTS = (
 ``nn.Linear``)."""
 
 
+def _merged(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with ``changes`` set, a nested dict's keys merged into the nested config."""
+    out = dict(data)
+    for key, value in changes.items():
+        out[key] = _merged(out.get(key) or {}, value) if isinstance(value, dict) else value
+    return out
+
+
+def _golden_model(name: str) -> LoadedModel:
+    """A fixture, or a variant the reference built (a fixture with keys set, ``variants``)."""
+    variant = GOLDEN["variants"].get(name)
+    if variant is None:
+        return load_file(FIXTURES / f"{name}.json")
+    data = json.loads((FIXTURES / f"{variant['fixture']}.json").read_text())
+    return load(_merged(data, variant["set"]))
+
+
 def _config(record: dict):
     c = record["config"]
     targets = c.get("target_modules", [])
@@ -52,7 +71,7 @@ def _config(record: dict):
 @pytest.mark.parametrize("case", sorted(GOLDEN["cases"]))
 def test_trainable_and_total_equal_peft(case: str) -> None:
     record = GOLDEN["cases"][case]
-    model = load_file(FIXTURES / f"{record['fixture']}.json")
+    model = _golden_model(record["fixture"])
     if "error" in record:  # peft refuses the config, and so does costcalc
         with pytest.raises(UsageError, match=r"refuses LoRA on|nothing to adapt|targeted together"):
             lora_report(model.spec, model.family, _config(record))
@@ -107,7 +126,7 @@ def test_golden_covers_newer_families() -> None:
     """all-linear on each newer family peft was run on, and experts through target_parameters
     in its MoE families."""
     cases = GOLDEN["cases"].values()
-    family = {c["fixture"]: load_file(FIXTURES / f"{c['fixture']}.json").family for c in cases}
+    family = {c["fixture"]: _golden_model(c["fixture"]).family for c in cases}
     all_linear = {
         family[c["fixture"]] for c in cases if c["config"]["target_modules"] == ALL_LINEAR
     }
@@ -121,10 +140,7 @@ def test_golden_covers_every_family() -> None:
     and, where it has stacked experts or a bare router weight, one that adapts them."""
     from costcalc.formats.families import registry
 
-    models = {
-        f: load_file(FIXTURES / f"{f}.json")
-        for f in {c["fixture"] for c in GOLDEN["cases"].values()}
-    }
+    models = {f: _golden_model(f) for f in {c["fixture"] for c in GOLDEN["cases"].values()}}
     by_kind: dict[str, set[str]] = {"all-linear": set(), "named": set(), "parameters": set()}
     for c in GOLDEN["cases"].values():
         family, config = models[c["fixture"]].family, c["config"]
@@ -154,7 +170,7 @@ def _listed(fixture: str) -> tuple[Counter, Counter]:
     """peft-relevant weights transformers builds, and costcalc's sites, as
     (kind, name, sorted shape, bias) -> count."""
     record = GOLDEN["linear_modules"][fixture]
-    model = load_file(FIXTURES / f"{fixture}.json")
+    model = _golden_model(fixture)
     names = family_names(model.family)
     found = sites(model.spec, names)
     biases = {t.removesuffix(".bias") for t in _bias_names(model.spec)} - names.loose_biases
@@ -199,7 +215,7 @@ def test_family_names_name_every_linear_layer(fixture: str) -> None:
 def test_family_names_name_the_tables(fixture: str) -> None:
     """costcalc's tables (token, position, per-layer, product-key experts') are the embeddings
     transformers builds, of that name (its path's tail) and shape, each one of them."""
-    model = load_file(FIXTURES / f"{fixture}.json")
+    model = _golden_model(fixture)
     found = sites(model.spec, family_names(model.family))
     theirs = [
         (m["name"], sorted(m["shape"]))
@@ -301,7 +317,7 @@ def test_training_state_equals_torch(case: str) -> None:
     and AdamW's state after one step equal what torch holds."""
     record = GOLDEN["cases"][case]
     measured = record["training_bf16"]
-    model = load_file(FIXTURES / f"{record['fixture']}.json")
+    model = _golden_model(record["fixture"])
     report = lora_report(model.spec, model.family, _config(record))
     memory = lora_memory(model.spec, family_names(model.family), report, lora_training(length=8))
     biases = 2 * report.bias_elements  # trained biases stay bf16 inside the base

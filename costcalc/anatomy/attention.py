@@ -215,16 +215,25 @@ def encoder_attention_tensors(spec: Block) -> list[Tensor]:
     self-attention: GPT-2's ``crossattention`` (``q_attn`` D x D, ``c_attn`` D x 2D for keys and
     values, ``c_proj``; ``ln_cross_attn``), XGLM's and Kosmos-2's ``encoder_attn`` (``q_proj``,
     ``k_proj``, ``v_proj``, ``out_proj``; ``encoder_attn_layer_norm``): q H d x D, k and v
-    K d x D, the output D x H d, biased as the self-attention's, and its norm of D. Text-only
-    input has no encoder states and skips it: no MACs (``text`` false)."""
+    K d x D (one ``kv_proj`` 2 K d x D when ``fused_qkv``, as GPT-2's and GPT-BigCode's
+    ``c_attn``, the module LoRA adapts), the output D x H d, biased as the self-attention's,
+    and its norm of D. Text-only input has no encoder states and skips it: no MACs (``text``
+    false)."""
     if not spec.encoder_attention:
         return []
     D, H, K, d = spec.d_model, spec.n_heads or 0, spec.kv_heads, spec.head_width
+    bias = spec.qkv_bias
+    if spec.fused_qkv:
+        keys_values = linear("cross_attn.kv_proj", 2 * K * d, D, bias, "mixer")
+    else:
+        keys_values = [
+            *linear("cross_attn.k_proj", K * d, D, bias, "mixer"),
+            *linear("cross_attn.v_proj", K * d, D, bias, "mixer"),
+        ]
     tensors = [
         *norm(spec, "cross_attn_norm", D, "norms"),
-        *linear("cross_attn.q_proj", H * d, D, spec.qkv_bias, "mixer"),
-        *linear("cross_attn.k_proj", K * d, D, spec.qkv_bias, "mixer"),
-        *linear("cross_attn.v_proj", K * d, D, spec.qkv_bias, "mixer"),
+        *linear("cross_attn.q_proj", H * d, D, bias, "mixer"),
+        *keys_values,
         *linear("cross_attn.o_proj", D, H * d, spec.attn_out_bias, "mixer"),
     ]
     return [replace(t, text=False) for t in tensors]

@@ -95,11 +95,23 @@ QWEN2_MOE_CONVERTED = {
 
 ROUTER_GATE = {"mlp.router": "mlp.gate"}
 GPT2_MLP = {"mlp.up_proj": "mlp.c_fc", "mlp.down_proj": "mlp.c_proj"}
+GPT2_CROSS = {
+    "cross_attn.q_proj": "crossattention.q_attn",
+    "cross_attn.kv_proj": "crossattention.c_attn",
+    "cross_attn.o_proj": "crossattention.c_proj",
+}
+"""GPT-2's and GPT-BigCode's cross-attention (``add_cross_attention``): ``crossattention``."""
+ENCODER_ATTN = {
+    **{f"cross_attn.{p}": f"encoder_attn.{p}" for p in ("q_proj", "k_proj", "v_proj")},
+    "cross_attn.o_proj": "encoder_attn.out_proj",
+}
+"""XGLM's and Kosmos-2's cross-attention (``add_cross_attention``): ``encoder_attn``."""
 GPT2 = llama_names(
     {"attn": "attn"},
     {
         "attn.qkv_proj": "attn.c_attn",
         "attn.o_proj": "attn.c_proj",
+        **GPT2_CROSS,
         **GPT2_MLP,
         "embed_tokens": "wte",
         "embed_positions": "wpe",

@@ -8,7 +8,8 @@ make_golden.py's model building (fixture configs on the meta device, no download
     python tests/reference/make_lora_reference.py CASE [CASE ...]  # those cases, their fixtures
     python tests/reference/make_lora_reference.py FIXTURE [...]    # those fixtures' listings
 
-Results are merged into the existing output file.
+Results are merged into the existing output file. A variant (``VARIANTS``) is a fixture with
+keys set, stored in the output beside its cases so that the tests load the same config.
 
 Each case wraps a fresh model with ``get_peft_model(model, LoraConfig(...))`` and records
 ``get_nb_trainable_parameters()`` (trainable, total) (or the ``ValueError`` peft raises) and,
@@ -28,12 +29,20 @@ import sys
 import peft
 import torch
 import transformers
-from make_golden import FIXTURES, ROOT, build_model, causal_lm_class, load_config, model_kwargs
+from make_golden import (
+    FIXTURES,
+    ROOT,
+    build_model,
+    causal_lm_class,
+    fixture_path,
+    load_config,
+    model_kwargs,
+)
 from make_golden_families import MODELS, build_text_decoder, drop_uncalled, text_holder
 from peft import LoraConfig, get_peft_model
 from peft.tuners.lora import LoraLayer
 from torch import nn
-from transformers import MODEL_FOR_CAUSAL_LM_MAPPING
+from transformers import CONFIG_MAPPING, MODEL_FOR_CAUSAL_LM_MAPPING
 from transformers.pytorch_utils import Conv1D
 
 OUTPUT = ROOT / "tests" / "golden" / "lora_reference.json"
@@ -41,7 +50,47 @@ GENERATOR = "tests/reference/make_lora_reference.py"
 MULTIMODAL = {"gemma-3-4b"}
 """Fixtures whose model holds more than the text decoder costcalc counts."""
 
-# (case id, fixture, LoraConfig keywords)
+VARIANTS: dict[str, tuple[str, dict]] = {
+    "gpt2+cross": ("gpt2", {"add_cross_attention": True}),
+    "gpt-sw3-356m+cross": ("gpt-sw3-356m", {"add_cross_attention": True}),
+    "starcoderbase-1b+cross": (
+        "starcoderbase-1b",
+        {"multi_query": False, "add_cross_attention": True},
+    ),
+    "xglm-564m+cross": ("xglm-564m", {"add_cross_attention": True}),
+    "kosmos-2-defaults+cross": (
+        "kosmos-2-defaults",
+        {"text_config": {"add_cross_attention": True}},
+    ),
+}
+"""Fixtures with keys set (a nested config's keys as a dict): variant -> (fixture, keys). Here
+the cross-attention blocks of ``add_cross_attention`` (GPT-2's ``crossattention``, XGLM's and
+Kosmos-2's ``encoder_attn``)."""
+
+
+def _merged(data: dict, changes: dict) -> dict:
+    """``data`` with ``changes`` set, a nested dict's keys merged into the nested config."""
+    out = dict(data)
+    for key, value in changes.items():
+        out[key] = _merged(out.get(key) or {}, value) if isinstance(value, dict) else value
+    return out
+
+
+def _fixture(name: str) -> str:
+    """The fixture a name (a fixture or a variant) is built from."""
+    return VARIANTS[name][0] if name in VARIANTS else name
+
+
+def _config(name: str):
+    """A fixture's (or a variant's) transformers config."""
+    if name not in VARIANTS:
+        return load_config(name)
+    fixture, changes = VARIANTS[name]
+    data = _merged(json.loads(fixture_path(fixture).read_text()), changes)
+    return CONFIG_MAPPING[data["model_type"]].from_dict(data)
+
+
+# (case id, fixture or variant, LoraConfig keywords)
 CASES: list[tuple[str, str, dict]] = [
     ("gpt2-c_attn-r8", "gpt2", {"r": 8, "target_modules": ["c_attn"]}),
     ("gpt2-c_proj-r4-bias-all", "gpt2", {"r": 4, "target_modules": ["c_proj"], "bias": "all"}),
@@ -899,6 +948,38 @@ CASES += [
     )
 ]
 
+# Cross-attention blocks: peft matches their modules by suffix too (crossattention.c_attn,
+# encoder_attn.q_proj), and all-linear takes them.
+CASES += [
+    ("gpt2+cross-c_attn-r8", "gpt2+cross", {"r": 8, "target_modules": ["c_attn"]}),
+    ("gpt2+cross-all-linear-r16", "gpt2+cross", ALL_LINEAR),
+    (
+        "gpt2+cross-q_attn-c_proj-r4-dora-lora_only",
+        "gpt2+cross",
+        {"r": 4, "target_modules": ["q_attn", "c_proj"], "use_dora": True, "bias": "lora_only"},
+    ),
+    ("gpt-sw3-356m+cross-all-linear-r16", "gpt-sw3-356m+cross", ALL_LINEAR),
+    (
+        "starcoderbase-1b+cross-c_attn-r8",
+        "starcoderbase-1b+cross",
+        {"r": 8, "target_modules": ["c_attn"]},
+    ),
+    ("starcoderbase-1b+cross-all-linear-r16", "starcoderbase-1b+cross", ALL_LINEAR),
+    ("xglm-564m+cross-q-v-r8", "xglm-564m+cross", {"r": 8, "target_modules": ["q_proj", "v_proj"]}),
+    ("xglm-564m+cross-all-linear-r16", "xglm-564m+cross", ALL_LINEAR),
+    (
+        "xglm-564m+cross-out_proj-r8-dora-bias-all",
+        "xglm-564m+cross",
+        {"r": 8, "target_modules": ["encoder_attn.out_proj"], "use_dora": True, "bias": "all"},
+    ),
+    (
+        "kosmos-2-defaults+cross-q-v-r8",
+        "kosmos-2-defaults+cross",
+        {"r": 8, "target_modules": ["q_proj", "v_proj"]},
+    ),
+    ("kosmos-2-defaults+cross-all-linear-r16", "kosmos-2-defaults+cross", ALL_LINEAR),
+]
+
 # An output gate of its own beside the query projection (in AFMoE and Beam peft reads any
 # gate_proj target as the transformers 4 name of the experts, and refuses it without up_proj).
 CASES += (
@@ -961,25 +1042,25 @@ on token ids never calls (make_golden_families.py's ``drop_uncalled``)."""
 
 def _build(fixture: str) -> nn.Module:
     """A fixture's model on the meta device (a multimodal one's text decoder if listed)."""
-    config = load_config(fixture)
-    if fixture in TEXT_DECODER:
+    config = _config(fixture)
+    if _fixture(fixture) in TEXT_DECODER:
         text = config.get_text_config()
         if type(text) not in MODEL_FOR_CAUSAL_LM_MAPPING and causal_lm_class(text) is None:
             decoder = build_text_decoder(
                 text_holder(config, config.get_text_config()),
                 "meta",
-                **model_kwargs(fixture, "meta"),
+                **model_kwargs(_fixture(fixture), "meta"),
             )
             # peft reads the model_type of the model a user wraps (the conditional-generation
             # model's) to convert transformers 4 expert names (GLM-4.5V's glm4v_moe)
             decoder.config.model_type = config.model_type
             return decoder
         if text is config:  # a flat multimodal config: its causal LM without the encoders
-            model = build_model(config, **model_kwargs(fixture, "meta"))
+            model = build_model(config, **model_kwargs(_fixture(fixture), "meta"))
             drop_uncalled(model, "meta")
             return model
         config = text
-    return build_model(config, **model_kwargs(fixture, "meta"))
+    return build_model(config, **model_kwargs(_fixture(fixture), "meta"))
 
 
 def _layer_added(module: LoraLayer) -> int:
@@ -1125,6 +1206,7 @@ def main() -> None:
     fixtures named (every case and fixture if none), merged into the existing output file."""
     only = set(sys.argv[1:])
     every_fixture = {p.stem for p in FIXTURES.glob("*.json") if p.stem not in MULTIMODAL}
+    every_fixture |= set(VARIANTS)
     unknown = only - {case for case, _, _ in CASES} - every_fixture
     if unknown:
         sys.exit(f"unknown cases or fixtures: {', '.join(sorted(unknown))}")
@@ -1158,6 +1240,10 @@ def main() -> None:
             "transformers": transformers.__version__,
             "peft": peft.__version__,
             "date": datetime.date.today().isoformat(),
+            "variants": {
+                name: {"fixture": fixture, "set": changes}
+                for name, (fixture, changes) in sorted(VARIANTS.items())
+            },
             "cases": dict(sorted(cases.items())),
             "linear_modules": dict(sorted(listings.items())),
         }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats.hf_reader import Reader, cross_attention, standard_sizes
-from costcalc.formats.peft_names import OPT_RENAMES, llama_names
+from costcalc.formats.peft_names import ENCODER_ATTN, OPT_RENAMES, llama_names
 
 XGLM_KEYS: dict[str, tuple[str, ...]] = {
     "vocab_size": ("vocab_size",),
@@ -65,6 +65,6 @@ FAMILIES = {"biogpt": biogpt, "xglm": xglm}
 
 PEFT_NAMES = {
     "biogpt": llama_names(renames={**OPT_RENAMES, "lm_head": "output_projection"}),
-    "xglm": llama_names(renames=OPT_RENAMES),
+    "xglm": llama_names(renames={**OPT_RENAMES, **ENCODER_ATTN}),
 }
 """peft's module names of each family (:class:`~costcalc.formats.peft_names.FamilyNames`)."""

@@ -34,7 +34,13 @@ from costcalc.formats.hf_reader import (
     gate_without_bias,
     is_whole,
 )
-from costcalc.formats.peft_names import DEEPSEEK_NAMES, LLAMA, OPT_RENAMES, llama_names
+from costcalc.formats.peft_names import (
+    DEEPSEEK_NAMES,
+    ENCODER_ATTN,
+    LLAMA,
+    OPT_RENAMES,
+    llama_names,
+)
 
 MOLMO2_SIZES: dict[str, Any] = {
     "vocab_size": 151_936,
@@ -297,7 +303,12 @@ PEFT_NAMES = {
         ("muse_glimmer_text", "granite4_vision_text", "granite_docling_text", "molmo2_text"), LLAMA
     ),
     "kosmos_2_text_model": llama_names(
-        renames={**OPT_RENAMES, "mlp.up_proj": "ffn.fc1", "mlp.down_proj": "ffn.fc2"}
+        renames={
+            **OPT_RENAMES,
+            **ENCODER_ATTN,
+            "mlp.up_proj": "ffn.fc1",
+            "mlp.down_proj": "ffn.fc2",
+        }
     ),
     "deepseek_ocr2_text": DEEPSEEK_NAMES,
 }
