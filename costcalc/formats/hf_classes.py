@@ -111,7 +111,7 @@ def wrapper_tie(model_type: str, wrapper: bool | None, text: bool | None) -> boo
     the wrapper's key and its ``text_config``'s (None: absent); None when costcalc does not have
     the class. Each class derives it its own way (Gemma 3 from the wrapper's key alone, LLaVA and
     Qwen2-VL from either being true), so the data holds each outcome."""
-    ties = _data()["ties"].get(model_type)
+    ties = _read(CLASSES)["ties"].get(model_type)
     if ties is None:
         return None
     shown = {None: "absent", True: "true", False: "false"}
@@ -120,15 +120,12 @@ def wrapper_tie(model_type: str, wrapper: bool | None, text: bool | None) -> boo
 
 
 def _classes() -> dict[str, dict[str, Any]]:
-    classes: dict[str, dict[str, Any]] = _data()["classes"]
+    classes: dict[str, dict[str, Any]] = _read(CLASSES)["classes"]
     return classes
-
-
-def _data() -> dict[str, Any]:
-    return _read(CLASSES)
 
 
 @cache
 def _read(name: str) -> dict[str, Any]:
+    """The package's data file ``name`` (``CLASSES``, ``PADDING``, ``HEAD_ONE``), read once."""
     data: dict[str, Any] = json.loads(files("costcalc").joinpath(name).read_text(encoding="utf-8"))
     return data
