@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from costcalc.errors import ConfigError
 from costcalc.loaders import load_file
 from costcalc.spec import ModelSpec
 from tests.conftest import FIXTURES
@@ -32,6 +35,12 @@ def write_config(tmp_path: Path, fixture: str, **changes: Any) -> Path:
 def spec_of(tmp_path: Path, fixture: str, **changes: Any) -> ModelSpec:
     """The spec of a fixture config with keys changed, as ``write_config`` writes it."""
     return load_file(write_config(tmp_path, fixture, **changes)).spec
+
+
+def assert_refused(tmp_path: Path, fixture: str, message: str, **changes: Any) -> None:
+    """A fixture config with keys changed is refused, the problem matching ``message``."""
+    with pytest.raises(ConfigError, match=message):
+        spec_of(tmp_path, fixture, **changes)
 
 
 def windows(spec: ModelSpec) -> list[tuple[int, int | None]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,13 +9,12 @@ import pytest
 from pydantic import ValidationError
 
 from costcalc.errors import ConfigError
-from costcalc.loaders import load_file
 from costcalc.macs import forward_macs
 from costcalc.parallel import tensor_parallel_shape
 from costcalc.params import param_report
 from costcalc.spec import ModelSpec
 from costcalc.tensors import parameter_tensors
-from tests.test_hf_families import ROOT
+from tests.hf_helpers import assert_refused, spec_of
 
 BASE: dict[str, Any] = {
     "vocab_size": 256,
@@ -44,13 +42,6 @@ def test_gate_bias_needs_the_gate() -> None:
         ModelSpec(**BASE, attention_gate_bias=True)
 
 
-def _load(tmp_path: Path, fixture: str, **changes: Any) -> Any:
-    data = json.loads((ROOT / "tests/fixtures/hf" / f"{fixture}.json").read_text())
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**data, **changes}))
-    return load_file(path).spec
-
-
 @pytest.mark.parametrize(
     ("fixture", "changes", "message"),
     [
@@ -61,18 +52,17 @@ def _load(tmp_path: Path, fixture: str, **changes: Any) -> Any:
 def test_unsupported_layouts_are_refused(
     tmp_path: Path, fixture: str, changes: dict[str, Any], message: str
 ) -> None:
-    with pytest.raises(ConfigError, match=message):
-        _load(tmp_path, fixture, **changes)
+    assert_refused(tmp_path, fixture, message, **changes)
 
 
 def test_listed_layers_replace_the_rules(tmp_path: Path) -> None:
     # A.X K1: mlp_layer_types instead of first_k_dense_replace; the sparse layers keep 3 norms.
     listed = ["dense", "sparse", "dense", *["sparse"] * 58]
-    spec = _load(tmp_path, "axk1-defaults", mlp_layer_types=listed)
+    spec = spec_of(tmp_path, "axk1-defaults", mlp_layer_types=listed)
     assert [s.n_layers for s in spec.stacks if s.norms_per_block == 3] == [59]
     # Beam without a window attends fully everywhere; FlintConfig types sliding_window as int,
     # so transformers refuses a null there.
-    spec = _load(tmp_path, "beam-defaults", sliding_window=None)
+    spec = spec_of(tmp_path, "beam-defaults", sliding_window=None)
     assert all(s.sliding_window is None for s in spec.stacks)
     with pytest.raises(ConfigError, match="null, but FlintConfig takes no null"):
-        _load(tmp_path, "flint-defaults", sliding_window=None)
+        spec_of(tmp_path, "flint-defaults", sliding_window=None)

@@ -178,17 +178,24 @@ def _first(kind_runs: Sequence[tuple[str, int]], n_layers: int) -> list[tuple[st
 
 
 def listed_or_rule(
-    r: Reader, fields: dict[str, Any], blocks: Mapping[str, Block], rule: Rule
+    r: Reader,
+    fields: dict[str, Any],
+    blocks: Mapping[str, Block],
+    rule: Rule,
+    ffn: tuple[Sequence[tuple[str, int]], Mapping[str, Block]] | None = None,
 ) -> None:
     """Set ``fields`` for the model's layers: as ``layer_types`` lists them when the config has
     it, else by the family's ``rule`` (nothing when the layer count is unusable: reported where
-    it is read)."""
+    it is read); with ``ffn`` (runs of FFN kinds and their blocks) each layer's FFN as those
+    runs say (:func:`combine`)."""
     n = count_of(fields["n_layers"])
     if n is None:
         return
     listed = layer_types(r, n)
     layout = Layout(runs(listed)) if listed is not None else rule(n)
-    if layout is not None:
+    if layout is not None and ffn is not None:
+        combine(r, fields, layout, blocks, *ffn)
+    elif layout is not None:
         set_layers(r, fields, n, layout, blocks)
 
 

@@ -106,9 +106,9 @@ def _attention_layers(r: Reader, fields: dict[str, Any], window: int) -> None:
     }
     shared = min(r.count("num_kv_shared_layers", 0, minimum=0), n)
     listed = hf_layers.layer_types(r, n)
-    _per_layer_sizes(r, fields, n, listed, blocks)
-    if listed is not None:
-        kinds = [*listed[:-1], "full_attention"]
+    kinds = None if listed is None else [*listed[:-1], "full_attention"]
+    _per_layer_sizes(r, fields, n, kinds, blocks)
+    if kinds is not None:
         if shared and not set(kinds) - set(blocks):
             _share_last(r, fields, blocks, shared)
             first = n - shared
@@ -241,14 +241,15 @@ def _per_layer_sizes(
     r: Reader,
     fields: dict[str, Any],
     n: int,
-    listed: list[str] | None,
+    kinds: list[str] | None,
     blocks: dict[str, dict[str, Any]],
 ) -> None:
     """``per_layer_config`` as transformers' heterogeneous configs read it (keys layer indices,
     ints or zero-padded strings as ``to_dict()`` writes them; values the attributes that differ
     from the global config, those equal to it dropped): each layer's ``head_dim`` and
-    ``num_key_value_heads``. Set in the block of each layer type when every layer of the type
-    has the same; sizes that differ within a type, or another attribute, are refused."""
+    ``num_key_value_heads``. Set in the block of each layer type (``kinds``, the listed types
+    with the last layer full; None: the default cycle) when every layer of the type has the
+    same; sizes that differ within a type, or another attribute, are refused."""
     given = r.data.get("per_layer_config")
     if given is None:
         return
@@ -265,7 +266,6 @@ def _per_layer_sizes(
         r.unsupported("per_layer_config", f"per-layer {other[0]}")
         return
     overrides = {int(k): v for k, v in given.items()}
-    kinds = [*listed[:-1], "full_attention"] if listed is not None else None
     sizes: dict[str, set[tuple[tuple[str, Any], ...]]] = {}
     for i in indices:
         kind = kinds[i] if kinds is not None else _default_kind(i, n)

@@ -81,17 +81,7 @@ def _hybrid(
     """The layers of :func:`_blocks` as ``layer_types`` lists them, else by the family's
     ``rule``; with ``ffn`` (runs of FFN kinds and their blocks) each layer's FFN as those runs
     say."""
-    blocks = _blocks(fields, linear, window, indexer)
-    if ffn is None:
-        hf_layers.listed_or_rule(r, fields, blocks, rule)
-        return fields
-    n = hf_layers.count_of(fields["n_layers"])
-    listed = None if n is None else hf_layers.layer_types(r, n)
-    layout = hf_layers.Layout(hf_layers.runs(listed)) if listed is not None else None
-    if n is not None and layout is None:
-        layout = rule(n)
-    if layout is not None:
-        hf_layers.combine(r, fields, layout, blocks, *ffn)
+    hf_layers.listed_or_rule(r, fields, _blocks(fields, linear, window, indexer), rule, ffn)
     return fields
 
 
