@@ -71,6 +71,16 @@ class Ffn(SavesForBackward):
         return None
 
 
+class MeasuredFfn(Ffn):
+    """An FFN whose saved tensors were measured, whatever its :data:`SAVED_KEYS` are: the
+    dense FFN, routed experts with their shared expert, and none."""
+
+    saved_keys = SAVED_KEYS
+
+    def measured(self, spec: Block) -> bool:
+        return True
+
+
 def dense_tensors(spec: Block, width: int, name: str = "mlp") -> list[Tensor]:
     """Up (or gate and up, fused or not) h x D and down D x h, with biases when the FFN has
     them."""
@@ -112,14 +122,10 @@ def dense_saved(
     return [Term(f"5 e {n_sym} {f_sym}", f"{label}MLP (gelu_new) tensors", 5 * e * n * f)]
 
 
-class Dense(Ffn):
+class Dense(MeasuredFfn):
     """A plain MLP or a gated FFN (``mlp``, ``swiglu``, ``geglu``) of width h."""
 
     label = "FFN tensors"
-    saved_keys = SAVED_KEYS
-
-    def measured(self, spec: Block) -> bool:
-        return True
 
     def saved(self, spec: Block, step: Step) -> list[Term]:
         """Its FFN on the N tokens (:func:`dense_saved`)."""
@@ -164,14 +170,10 @@ class ChannelMix(Ffn):
         ]
 
 
-class Experts(Ffn):
+class Experts(MeasuredFfn):
     """A mixture of X routed experts, k of them per token."""
 
     label = "experts, router and shared expert"
-    saved_keys = SAVED_KEYS
-
-    def measured(self, spec: Block) -> bool:
-        return True
 
     def saved(self, spec: Block, step: Step) -> list[Term]:
         """Routed experts as transformers' ``grouped_mm`` runs them, R = N k rows: each
@@ -334,15 +336,10 @@ class ProductKeyExperts(Ffn):
         return 2 * spec.d_model
 
 
-class NoFfn(Ffn):
-    """A block without an FFN (``ffn: none``)."""
+class NoFfn(MeasuredFfn):
+    """A block without an FFN (``ffn: none``): nothing to save."""
 
     label = "no FFN; tensors"
-    saved_keys = SAVED_KEYS
-
-    def measured(self, spec: Block) -> bool:
-        """Nothing to save: measured."""
-        return True
 
     def words(self, spec: Block, beside_experts: bool) -> str:
         return "no FFN"
