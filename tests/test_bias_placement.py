@@ -54,19 +54,17 @@ def test_gate_projection_bias_needs_the_projection() -> None:
 
 
 @pytest.mark.parametrize(
-    ("fixture", "changes"),
+    "fixture",
     [
-        ("afmoe-defaults", {"attention_bias": True}),
-        ("beam-defaults", {"attention_bias": True}),
-        ("laguna-xs-2.1-per-element", {"attention_bias": True}),
-        ("muse-glimmer-defaults", {"attention_bias": True}),
-        ("dory-defaults", {"attention_bias": True}),
+        "afmoe-defaults",
+        "beam-defaults",
+        "laguna-xs-2.1-per-element",
+        "muse-glimmer-defaults",
+        "dory-defaults",
     ],
 )
-def test_biased_attention_beside_a_bias_free_gate(
-    tmp_path: Path, fixture: str, changes: dict[str, Any]
-) -> None:
-    plain, biased = _load(tmp_path, fixture), _load(tmp_path, fixture, **changes)
+def test_biased_attention_beside_a_bias_free_gate(tmp_path: Path, fixture: str) -> None:
+    plain, biased = _load(tmp_path, fixture), _load(tmp_path, fixture, attention_bias=True)
     names = _names(biased)
     assert {"attn.q_proj.bias", "attn.o_proj.bias", "attn.gate_proj.weight"} <= names
     assert "attn.gate_proj.bias" not in names
