@@ -410,7 +410,7 @@ def _inference(model: LoadedModel, setup: PlanSetup, prompt: int, dtype: str) ->
             serving.max_num_batched_tokens or default_batched_tokens(gpu.memory_bytes),
             fit.free,
             stacks=Serving(spec, dtype, kv_dtype, serving, layout, fit.stage).stacks,
-            concurrent_batches=layout.concurrent_batches,
+            pipeline_stages=layout.pp,
         )
     return InferencePlan(
         serving=serving,
