@@ -69,8 +69,6 @@ KNOWN: dict[str, list[str]] = {
     "issue 21: a width not divisible by the heads, which transformers floors": [
         "dbrx/fresh-03",
         "jamba/fresh-02",
-        "nemotron/fresh-06",
-        "starcoder2/fresh-03",
     ],
     "costcalc refuses what transformers builds: expected a positive number": ["xlstm/fresh-03"],
     (

@@ -221,3 +221,28 @@ def test_a_longer_mlp_layer_types_is_read_for_the_layers_built(
     text["layer_types"] = ["full_attention"] * layers
     with pytest.raises(ConfigError, match=r"mlp_layer_types: lists \d+ layers, but the model has"):
         load(data)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "width", "built", "cache", "macs"),
+    [
+        ("starcoder2-3b", 3073, 343_070_734, 16_384, 5_491_081_216),
+        ("minitron-4b", 3073, 1_737_037_834, 65_536, 15_208_251_392),
+        ("phi-2", 2561, 419_706_890, 163_840, 4_618_158_080),
+    ],
+)
+def test_a_width_the_heads_do_not_divide_floors_head_dim(
+    fixture: str, width: int, built: int, cache: int, macs: int
+) -> None:
+    # Starcoder2Attention, NemotronAttention (NemotronConfig's head_dim), PhiAttention: head_dim
+    # D // H when the file gives none, q_proj D -> H (D // H), o_proj back. ``built``, ``cache``
+    # and ``macs``: what transformers 5.24 builds with 2 layers, its cache and FlopCounterMode's
+    # MACs after a forward at B=1, T=16 on meta.
+    data = json.loads((FIXTURES / "hf" / f"{fixture}.json").read_text())
+    data.pop("head_dim", None)
+    data.update(hidden_size=width, num_hidden_layers=2)
+    model = load(data)
+    assert param_report(model.spec).total == built
+    assert kv_cache_elements(model.spec, 1, 16) == cache
+    assert forward_macs(model.spec, 1, 16) == macs
+    assert any("its attention floors head_dim" in note for note in model.notes)
