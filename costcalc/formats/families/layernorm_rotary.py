@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from costcalc.formats.families.llama import floored_head_dim
 from costcalc.formats.hf_reader import (
     Reader,
     attention_bias,
@@ -28,8 +29,9 @@ def _rotary_layernorm(
     r: Reader, *, kv_heads: int | None, head_dim: bool, tie: bool, factor: float
 ) -> dict[str, Any]:
     """The common part: sizes, K (``num_key_value_heads``, with the family's default), d
-    (``head_dim`` when the family reads it, else D / H), h, rotary on ``partial_rotary_factor``
-    of each head, LayerNorm, tying."""
+    (``head_dim`` when the family reads it, else D / H, floored where H does not divide D:
+    :func:`~costcalc.formats.families.llama.floored_head_dim`), h, rotary on
+    ``partial_rotary_factor`` of each head, LayerNorm, tying."""
     fields = standard_sizes(r)
     fields.update(
         n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=kv_heads),
@@ -39,6 +41,8 @@ def _rotary_layernorm(
         fused_qkv=False,
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=tie),
     )
+    if head_dim:
+        floored_head_dim(r, fields)
     fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), factor)
     return fields
 
