@@ -75,9 +75,6 @@ KNOWN: dict[str, list[str]] = {
         "attention reads the hidden state and the embeddings concatenated, N x "
         "hidden_size wide"
     ): ["zamba/fresh-05"],
-    ("costcalc refuses what transformers builds: not supported: Qwen2-MoE sliding-window layers"): [
-        "qwen2_moe/04"
-    ],
     (
         "costcalc refuses what transformers builds: not supported: biases on xLSTM's "
         "RMSNorms are not modelled"
