@@ -60,10 +60,7 @@ def records() -> dict[str, dict[str, Any]]:
 
 
 KNOWN: dict[str, list[str]] = {
-    "issue 21: a width not divisible by the heads, which transformers floors": [
-        "dbrx/fresh-03",
-        "jamba/fresh-02",
-    ],
+    "issue 21: a width not divisible by the heads, which transformers floors": ["dbrx/fresh-03"],
     "costcalc refuses what transformers builds: expected a positive number": ["xlstm/fresh-03"],
     (
         "costcalc refuses what transformers builds: not supported: N under its alias: "

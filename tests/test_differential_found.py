@@ -246,3 +246,12 @@ def test_a_width_the_heads_do_not_divide_floors_head_dim(
     assert kv_cache_elements(model.spec, 1, 16) == cache
     assert forward_macs(model.spec, 1, 16) == macs
     assert any("its attention floors head_dim" in note for note in model.notes)
+
+
+def test_jamba_floors_head_dim_where_the_heads_do_not_divide_the_width(tmp_path: Path) -> None:
+    # JambaAttention: head_dim = getattr(config, "head_dim", hidden_size // num_attention_heads)
+    # (JambaConfig has no head_dim field), 4,096 // 33 = 124; sum(p.numel()) of the 8 layers
+    # transformers 5.24 builds (its forward does not run on meta).
+    spec = spec_of(tmp_path, "jamba-v0.1", num_hidden_layers=8, num_attention_heads=33)
+    assert param_report(spec).total == 13_294_942_176
+    assert [stack.head_dim for stack in spec.stacks if stack.mixer == "attention"] == [124]
