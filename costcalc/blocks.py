@@ -269,6 +269,15 @@ class BlockFields:
     sliding_window: Size | None = Field(
         default=None, description="Each token attends to at most this many positions."
     )
+    bidirectional_attention: Flag = Field(
+        default=False,
+        description=(
+            "No causal mask: each query attends to keys on both sides, every key, or within a "
+            "sliding window W those fewer than W positions away (up to 2W - 1 keys; Gemma 3's "
+            "use_bidirectional_attention in Gemma3ForCausalLM). The pairs are the same with or "
+            "without --causal; a KV cache and decoding see earlier tokens only, as causally."
+        ),
+    )
     kv_cache_all_tokens: Flag = Field(
         default=False,
         description=(

@@ -757,6 +757,7 @@ def _compressed_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "head_dim",
     "kv_cache_heads",
     "kv_cache_all_tokens",
+    "bidirectional_attention",
     "ungrouped_kv_heads",
 )
 def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
@@ -766,6 +767,7 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "n_kv_heads": spec.n_kv_heads is not None,
         "kv_cache_heads": spec.kv_cache_heads is not None,
         "kv_cache_all_tokens": spec.kv_cache_all_tokens,
+        "bidirectional_attention": spec.bidirectional_attention,
         "ungrouped_kv_heads": spec.ungrouped_kv_heads,
         "head_dim": spec.head_dim is not None,
         "qk_norm": spec.qk_norm != "none",

@@ -75,10 +75,6 @@ KNOWN: dict[str, list[str]] = {
         "RMSNorms are not modelled"
     ): ["xlstm/fresh-05", "xlstm/fresh-07"],
     (
-        "costcalc refuses what transformers builds: not supported: bidirectional attention "
-        "within a window"
-    ): ["gemma3/fresh-05", "gemma3_text/06"],
-    (
         "costcalc refuses what transformers builds: xLSTMModel builds num_blocks blocks but "
         "xLSTMCache keeps num_hidden_layers"
     ): ["xlstm/11"],

@@ -434,6 +434,7 @@ class Attention(TokenMixer):
             "attention_sinks",
             "sliding_window",
             "kv_cache_all_tokens",
+            "bidirectional_attention",
             "attention_chunk",
         }
     )

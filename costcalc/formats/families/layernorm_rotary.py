@@ -18,6 +18,7 @@ from costcalc.formats.hf_reader import (
     Reader,
     attention_bias,
     linear_bias,
+    mlp_bias,
     rotary_dim,
     standard_sizes,
 )
@@ -110,7 +111,7 @@ def nemotron(r: Reader) -> dict[str, Any]:
     (default 0.5); untied by default."""
     fields = _rotary_layernorm(r, kv_heads=None, head_dim=True, tie=False, factor=0.5)
     attention_bias(r, fields)
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    mlp_bias(r, fields)
     return fields
 
 
@@ -156,7 +157,7 @@ def jais2(r: Reader) -> dict[str, Any]:
     d is ``head_dim`` or D / H, K ``num_key_value_heads`` or H; untied by default."""
     fields = _rotary_layernorm(r, kv_heads=None, head_dim=True, tie=False, factor=1.0)
     attention_bias(r, fields, default=True)
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=True)
+    mlp_bias(r, fields, default=True)
     return fields
 
 
