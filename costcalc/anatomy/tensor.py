@@ -116,6 +116,9 @@ class Block(Protocol):
     def concat_embeddings(self) -> bool: ...
 
     @property
+    def concat_width(self) -> int | None: ...
+
+    @property
     def shares_kv(self) -> bool: ...
 
     @property
