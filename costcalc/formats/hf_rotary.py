@@ -137,8 +137,7 @@ def odd_heads_rotated(
         return None
     if width == 1:
         fields["rotary_dim"] = 2
-        failure = HEAD_ONE_FAILS.get(known.head_one or "") if known is not None else None
-        if known is not None and failure is not None:
+        if known is not None and (failure := HEAD_ONE_FAILS.get(known.head_one or "")):
             return (
                 "heads 1 wide, rotated whole: transformers' rotary cos and sin are 2 wide "
                 f"(torch.arange(0, 1, 2) gives one frequency, doubled), and {known.name}'s "
