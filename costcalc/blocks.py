@@ -478,6 +478,14 @@ class BlockFields:
             "(Zamba's shared block): its input norm and its q, k and v read 2 D (give head_dim)."
         ),
     )
+    concat_width: Size | None = Field(
+        default=None,
+        description=(
+            "With concat_embeddings: the width the input norm and q, k and v are built for, "
+            "when not 2 D (Zamba's attention_hidden_size): counted as built, the forward as if "
+            "they read it (transformers' forward, which concatenates 2 D, fails)."
+        ),
+    )
     # Blocks reused at several depths.
     shared_weight_sets: Size | None = Field(
         default=None,

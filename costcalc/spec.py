@@ -830,7 +830,15 @@ SHARED_BLOCK_PARTS = (
 )
 
 
-@_rule("mixer", "ffn", "head_dim", "concat_embeddings", "shared_weight_sets", *SHARED_BLOCK_PARTS)
+@_rule(
+    "mixer",
+    "ffn",
+    "head_dim",
+    "concat_embeddings",
+    "concat_width",
+    "shared_weight_sets",
+    *SHARED_BLOCK_PARTS,
+)
 def _shared_blocks(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     """Adapters and per-use projections belong to blocks reused at several depths; the FFN
     adapter needs a dense FFN, q/k/v adapters the adapter rank and attention; attention over
@@ -848,6 +856,8 @@ def _shared_blocks(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")
     if spec.concat_embeddings and spec.mixer == "attention" and spec.head_dim is None:
         yield ("head_dim", "required with concat_embeddings (the heads split the 2 D input)")
+    if spec.concat_width is not None and not spec.concat_embeddings:
+        yield ("concat_width", "the width of concat_embeddings; give concat_embeddings")
 
 
 @_rule("differential_attention", "n_kv_heads", "n_heads")
