@@ -14,7 +14,8 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, mlp_bias
+from costcalc.formats.hf_rotary import ROPE_KEYS
 from costcalc.formats.peft_names import LLAMA
 
 
@@ -23,10 +24,8 @@ def _biases(
 ) -> None:
     """q/k/v/o carry a bias when ``attention_bias`` (or the family's alias ``attention``) says so,
     gate/up/down when ``mlp_bias`` (or ``mlp``) does; both default false (LlamaForCausalLM)."""
-    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
-        ("qkv_bias", "attn_out_bias"), "attention_bias", attention, default=False
-    )
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", mlp, default=False)
+    attention_bias(r, fields, attention)
+    mlp_bias(r, fields, mlp)
 
 
 def internlm3(r: Reader) -> dict[str, Any]:
@@ -99,7 +98,7 @@ def cwm(r: Reader) -> dict[str, Any]:
     Windows of ``sliding_window`` (default 8,192) as ``layer_types`` says, else every layer but
     each 4th from the first."""
     fields = llama_layout(r, kv_heads=8, head_dim=128)
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    mlp_bias(r, fields)
     every_fourth_full_windows(r, fields, 8192)
     return fields
 
@@ -141,8 +140,36 @@ def hunyuan_v1_dense(r: Reader, tie: bool = False) -> dict[str, Any]:
 def hunyuan_vl_text(r: Reader) -> dict[str, Any]:
     """The text decoder of HunYuanVLForConditionalGeneration (HunyuanOCR; ``HunYuanVLTextModel``,
     ``models/hunyuan_vl/modeling_hunyuan_vl.py``): Hunyuan dense's layers and defaults, tied by
-    default (HunYuanVLTextConfig); its multimodal rotary positions hold no parameters."""
-    return hunyuan_v1_dense(r, tie=True)
+    default (HunYuanVLTextConfig); its multimodal rotary positions hold no parameters, but the
+    class refuses sections that do not split the head (:func:`_rotary_sections`)."""
+    fields = hunyuan_v1_dense(r, tie=True)
+    _rotary_sections(r, fields)
+    return fields
+
+
+def _rotary_sections(r: Reader, fields: dict[str, Any]) -> None:
+    """HunYuanVLTextConfig's ``__post_init__`` (``_validate_mrope_section``) refuses rotary
+    sections (the rotary settings' ``mrope_section``, else the legacy ``xdrope_section``) that
+    are not whole numbers summing to ``head_dim // 2`` (head_dim, else D // H)."""
+    rope = next((r.data[k] for k in ROPE_KEYS if isinstance(r.data.get(k), dict)), None)
+    if rope is None:
+        return
+    name = "mrope_section" if rope.get("mrope_section") is not None else "xdrope_section"
+    sections, head = rope.get(name), fields.get("head_dim")
+    d, h = fields.get("d_model"), fields.get("n_heads")
+    if head is None and is_whole(d) and is_whole(h, 1):
+        head = d // h
+    numbers = isinstance(sections, list) and all(
+        isinstance(s, int | float) and not isinstance(s, bool) and float(s).is_integer()
+        for s in sections
+    )
+    if numbers and is_whole(head) and sum(int(s) for s in sections) != head // 2:
+        key = next(k for k in ROPE_KEYS if r.data.get(k) is rope)
+        r.fail(
+            f"{key}.{name}",
+            f"{sections} does not split the {head:,}-wide head: transformers refuses the file "
+            f"(HunYuanVLTextConfig's __post_init__ wants whole sections summing to {head // 2:,})",
+        )
 
 
 FAMILIES = {

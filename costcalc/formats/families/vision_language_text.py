@@ -22,8 +22,8 @@ from costcalc.formats.families.fairseq_lm import fairseq_layout
 from costcalc.formats.families.llama import llama, llama_layout, sliding_window
 from costcalc.formats.families.llama_variants import arcee
 from costcalc.formats.families.moe import (
-    experts_without_bias,
     listed_sparse,
+    mlp_bias_not_experts,
     routed_experts,
     shared_experts,
 )
@@ -63,8 +63,16 @@ def molmo2_text(r: Reader) -> dict[str, Any]:
     ``additional_vocab_size`` (128) rows, ``lm_head`` V rows and is never tied (the class
     declares no tied weights, whatever ``tie_word_embeddings`` says). ``norm_after`` moves the
     two norms after their sublayers and ``rope_scaling_layers`` picks the layers with scaled
-    rotary positions: neither changes a count."""
+    rotary positions: neither changes a count, but Molmo2TextConfig refuses a
+    ``rope_scaling_layers`` that is not a list of layer indices (``list[int] | None``)."""
     fields = llama_layout(r, kv_heads=8, head_dim=128, sizes=MOLMO2_SIZES)
+    scaled = r.data.get("rope_scaling_layers")
+    if scaled is not None and not (isinstance(scaled, list) and all(map(is_whole, scaled))):
+        r.fail(
+            "rope_scaling_layers",
+            f"expected a list of layer indices (got {scaled!r}): transformers refuses the file "
+            "(Molmo2TextConfig types it as a list of ints)",
+        )
     fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", "qkv_bias", default=False)
     fields["attn_out_bias"] = False
     kind = r.value("qk_norm", "qk_norm_type", default="qwen3")
@@ -167,7 +175,6 @@ def deepseek_ocr2_text(r: Reader) -> dict[str, Any]:
     fields.pop("head_dim")
     r.forget("head_dim")
     attention_bias(r, fields)
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
     moe = routed_experts(
         r,
         ("n_routed_experts", "num_experts"),
@@ -176,7 +183,7 @@ def deepseek_ocr2_text(r: Reader) -> dict[str, Any]:
         (("moe_intermediate_size",), 1407),
     )
     shared_experts(r, moe, ("n_shared_experts",), 2)
-    experts_without_bias(fields, moe)
+    mlp_bias_not_experts(r, fields, moe)
     n = hf_layers.count_of(fields["n_layers"])
     if n is not None and r.size("layers", "mlp_layer_types") is not None:
         listed_sparse(r, fields, moe, 0, None)
