@@ -208,7 +208,17 @@ def _nemotron_moe(r: Reader, mlp: dict[str, Any]) -> dict[str, Any]:
 
 def _nemotron_kinds(r: Reader) -> list[str]:
     """Per-layer kinds: ``layer_types`` (or ``layers_block_type``), else the pattern string,
-    else NemotronHConfig's default (Mamba-2, MoE, attention, MLP)."""
+    else NemotronHConfig's default (Mamba-2, MoE, attention, MLP). A null under the alias
+    ``layer_types`` (no field of the class) is set after ``__post_init__`` derives the layers,
+    so ``layers_block_type`` ends null and ``validate_layer_type`` refuses the file."""
+    if dict.__contains__(r.data, "layer_types") and r.data.get("layer_types") is None:
+        r.fail(
+            "layer_types",
+            "null: transformers refuses the file (NemotronHConfig sets this alias of "
+            "layers_block_type after deriving the layers, so they end null, which its "
+            "validate_layer_type refuses; leave the key out)",
+        )
+        return []
     for key in ("layer_types", "layers_block_type"):
         if r.data.get(key) is not None:
             return hf_layers.layer_types(r, None, key) or []
