@@ -72,7 +72,6 @@ KNOWN: dict[str, list[str]] = {
         "nemotron/fresh-06",
         "starcoder2/fresh-03",
     ],
-    "costcalc refuses what transformers builds: expected a positive number": ["xlstm/fresh-03"],
     "costcalc refuses what transformers builds: lists N layers, but the model has N": [
         "deepseek_ocr2_text/05",
         "ernie4_5_vl_moe_text/fresh-05",

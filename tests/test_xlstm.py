@@ -14,6 +14,7 @@ from costcalc.errors import ConfigError, UsageError
 from costcalc.loaders import load_file
 from costcalc.macs import decode_token_macs, scan_macs
 from costcalc.memory import kv_cache_elements, state_elements
+from costcalc.params import param_report
 from costcalc.spec import ModelSpec
 from costcalc.tensors import mixer_tensors
 
@@ -122,6 +123,29 @@ def test_xlstm_refusals(tmp_path: Path, changes: dict[str, Any], field: str) -> 
     with pytest.raises(ConfigError) as raised:
         load_file(_xlstm(tmp_path, **changes))
     assert field in [p.field for p in raised.value.problems]
+
+
+def test_values_zero_wide(tmp_path: Path) -> None:
+    # xLSTMLayer: v_dim = int(D x 0.0) = 0, so v, ogate_preact, multihead_norm and out_proj's
+    # input are 0 wide (xlstm/fresh-03 of the differential records); the state keeps dk + 1
+    loaded = load_file(_xlstm(tmp_path, v_dim_factor=0.0, weight_mode="single"))
+    full = load_file(_xlstm(tmp_path, weight_mode="single")).spec
+    spec = loaded.spec
+    shapes = {t.name: t.shape for t in mixer_tensors(spec)}
+    D, dk, H, L, v = 4096, 256, 8, 32, 4096
+    assert shapes["attn.v.weight"] == shapes["attn.ogate_preact.weight"] == (0, D)
+    assert shapes["attn.out_proj.weight"] == (D, 0)
+    assert param_report(full).total - param_report(spec).total == L * (3 * v * D + v)
+    assert state_elements(spec, 1) == L * H * (dk + 1)
+    assert any("v_dim_factor 0.0" in note for note in loaded.notes)
+
+
+@pytest.mark.parametrize("factor", [0, 0.0001])
+def test_queries_zero_wide_are_refused(tmp_path: Path, factor: float) -> None:
+    # int(4096 x 0.0001) = 0 as well: transformers' forward divides by dk ** 0.5
+    with pytest.raises(ConfigError, match="ZeroDivisionError") as raised:
+        load_file(_xlstm(tmp_path, qk_dim_factor=factor))
+    assert [p.field for p in raised.value.problems] == ["qk_dim_factor"]
 
 
 def test_a_long_prompt_runs_in_pieces() -> None:

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from costcalc.anatomy.recurrent import MixerSizes, RecurrentMixer
 from costcalc.anatomy.tensor import Block, Tensor, linear
-from costcalc.scalars import Flag, Size
+from costcalc.scalars import Count, Flag, Size
 
 
 class MlstmSizes(MixerSizes):
@@ -18,7 +18,9 @@ class MlstmSizes(MixerSizes):
 
     heads: Size = Field(description="Heads H; each has a dk x dv matrix memory.")
     qk_width: Size = Field(description="Width H dk of the queries and of the keys.")
-    v_width: Size = Field(description="Width H dv of the values and of the output gate.")
+    v_width: Count = Field(
+        description="Width H dv of the values and of the output gate (0: the layer adds nothing)."
+    )
     chunk_size: Size = Field(
         default=64,
         description="Tokens per chunk of the chunkwise prompt; the rest run step by step "

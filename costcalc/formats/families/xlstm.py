@@ -36,11 +36,16 @@ XLSTM_DEFAULTS: dict[str, tuple[tuple[str, ...], int]] = {
 """``xLSTMConfig``'s keys and defaults for the standard sizes."""
 
 
-def _factor(r: Reader, field: str, key: str, default: float) -> float | None:
-    """A positive number (a width factor), or None with a problem."""
+def _factor(r: Reader, field: str, key: str, default: float, zero: bool = False) -> float | None:
+    """A width factor: a number above 0 (or 0 itself where ``zero``), or None with a problem."""
     value = r.value(field, key, default=default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        r.fail(key, f"expected a positive number (got {value!r})")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value < 0
+        or (value == 0 and not zero)
+    ):
+        r.fail(key, f"expected a number {'from 0' if zero else 'above 0'} (got {value!r})")
         return None
     return value
 
@@ -77,8 +82,8 @@ def xlstm(r: Reader) -> dict[str, Any]:
     fused = r.value("mlstm", "weight_mode", default="single")
     if fused not in ("single", "fused"):
         r.fail("weight_mode", f"expected single or fused (got {fused!r})")
-    qk = _factor(r, "mlstm", "qk_dim_factor", 0.5)
-    v = _factor(r, "mlstm", "v_dim_factor", 1.0)
+    qk = _factor(r, "mlstm", "qk_dim_factor", 0.5, zero=True)
+    v = _factor(r, "mlstm", "v_dim_factor", 1.0, zero=True)
     ffn = _factor(r, "ffn_hidden", "ffn_proj_factor", 2.667)
     multiple = r.value("ffn_hidden", "ffn_round_up_to_multiple_of", default=64)
     hidden = None
@@ -105,6 +110,19 @@ def xlstm(r: Reader) -> dict[str, Any]:
         # tie_word_embeddings says.
         tie_embeddings=False,
     )
+    if fields["mlstm"]["qk_width"] == 0:
+        r.fail(
+            "qk_dim_factor",
+            f"int({D:,} x {qk!r}) = 0 makes the queries and keys 0 wide: xLSTMLayer builds them, "
+            "but its kernel scales the queries by dk^-1/2, and transformers' forward fails "
+            "(ZeroDivisionError)",
+        )
+    if fields["mlstm"]["v_width"] == 0:
+        r.note(
+            f"v_dim_factor {v!r} makes the values, the output gate and out_proj's input 0 wide "
+            f"(int({D:,} x {v!r}) = 0), as xLSTMLayer builds them: the mLSTM layers add "
+            "nothing to the residual stream"
+        )
     r.forget("mlstm")
     return fields
 
