@@ -176,9 +176,20 @@ class ModelSpec(BlockFields, BaseModel):
     )
     norm: NormKind = Field(default="layernorm", description="Normalisation kind.")
     norm_bias: Flag | None = Field(
-        default=None, description="LayerNorm carries a bias (default: yes; RMSNorm never does)."
+        default=None,
+        description=(
+            "The norms carry a bias (default: a LayerNorm does, an RMSNorm does not; xLSTM's "
+            "RMSNorms do with use_bias)."
+        ),
     )
     final_norm: Flag = Field(default=True, description="A norm after the last block.")
+    final_norm_bias: Flag | None = Field(
+        default=None,
+        description=(
+            "The final norm carries a bias; default: as the other norms (norm_bias). xLSTM's "
+            "out_norm has none whatever use_bias says."
+        ),
+    )
     initial_state: Flag = Field(
         default=False,
         description=(
@@ -316,7 +327,13 @@ class ModelSpec(BlockFields, BaseModel):
 
     @property
     def has_norm_bias(self) -> bool:
-        return self.norm == "layernorm" and self.norm_bias is not False
+        """norm_bias, or whether the norm kind has one by default (LayerNorm)."""
+        return self.norm == "layernorm" if self.norm_bias is None else self.norm_bias
+
+    @property
+    def has_final_norm_bias(self) -> bool:
+        """final_norm_bias, or the other norms' bias."""
+        return self.has_norm_bias if self.final_norm_bias is None else self.final_norm_bias
 
     @property
     def rotary_width(self) -> int | None:
@@ -998,10 +1015,10 @@ def _gate_for_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         )
 
 
-@_rule("norm", "norm_bias")
-def _rmsnorm_without_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    if spec.norm == "rmsnorm" and spec.norm_bias:
-        yield ("norm_bias", "RMSNorm has no bias; use norm: layernorm")
+@_rule("final_norm", "final_norm_bias")
+def _final_norm_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.final_norm_bias and not spec.final_norm:
+        yield ("final_norm_bias", "a bias of the final norm needs final_norm")
 
 
 @_rule("tie_embeddings", "head_rows", "vocab_size", "vocab_pad_multiple")

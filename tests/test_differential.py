@@ -90,10 +90,6 @@ KNOWN: dict[str, list[str]] = {
         "qwen2_moe/04"
     ],
     (
-        "costcalc refuses what transformers builds: not supported: biases on xLSTM's "
-        "RMSNorms are not modelled"
-    ): ["xlstm/fresh-05", "xlstm/fresh-07"],
-    (
         "costcalc refuses what transformers builds: not supported: bidirectional attention "
         "within a window"
     ): ["gemma3/fresh-05", "gemma3_text/06"],

@@ -16,7 +16,7 @@ from costcalc.macs import decode_token_macs, scan_macs
 from costcalc.memory import kv_cache_elements, state_elements
 from costcalc.params import param_report
 from costcalc.spec import ModelSpec
-from costcalc.tensors import mixer_tensors
+from costcalc.tensors import mixer_tensors, parameter_tensors
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = json.loads((ROOT / "tests/golden/hf_families.json").read_text(encoding="utf-8"))["models"]
@@ -112,7 +112,6 @@ def test_xlstm_reads_its_sizes(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("changes", "field"),
     [
-        ({"use_bias": True}, "use_bias"),
         ({"num_blocks": 4}, "num_blocks"),
         ({"hidden_size": 2048}, "embedding_dim"),
         ({"qk_dim_factor": 0}, "qk_dim_factor"),
@@ -146,6 +145,37 @@ def test_queries_zero_wide_are_refused(tmp_path: Path, factor: float) -> None:
     with pytest.raises(ConfigError, match="ZeroDivisionError") as raised:
         load_file(_xlstm(tmp_path, qk_dim_factor=factor))
     assert [p.field for p in raised.value.problems] == ["qk_dim_factor"]
+
+
+@pytest.mark.parametrize("mode", ["single", "fused"])
+def test_use_bias_biases_the_blocks_not_out_norm(tmp_path: Path, mode: str) -> None:
+    # xLSTMLayer and xLSTMFeedForward: bias=config.use_bias on every projection (the gates'
+    # always), multihead_norm and the block norms use_bias=config.use_bias, out_norm none
+    loaded = load_file(_xlstm(tmp_path, use_bias=True, weight_mode=mode))
+    spec, plain = loaded.spec, load_file(_xlstm(tmp_path, weight_mode=mode)).spec
+    names = {t.name for t in parameter_tensors(spec)}
+    D, qk, v, h, L = 4096, 2048, 4096, 10944, 32
+    first = (
+        ("attn.qkv_opreact", "mlp.gate_up_proj") if mode == "fused" else ("attn.q", "mlp.up_proj")
+    )
+    assert {f"{name}.bias" for name in first} <= names
+    assert {"attn.out_proj.bias", "attn.multihead_norm.bias", "mlp.down_proj.bias"} <= names
+    per_block = (2 * qk + 2 * v) + D + v + 2 * D + (2 * h + D)  # projections, out_proj, norms, FFN
+    assert param_report(spec).total - param_report(plain).total == L * per_block
+    assert param_report(spec).final_norm == D  # out_norm: a weight only
+    assert any("out_norm" in note for note in loaded.notes)
+
+
+def test_rmsnorm_with_a_bias() -> None:
+    # xLSTM's RMSNorms with use_bias: a weight and a bias each, the final norm as told
+    spec = ModelSpec.model_validate({**MLSTM, "norm_bias": True, "final_norm_bias": False})
+    plain = ModelSpec.model_validate(MLSTM)
+    assert param_report(spec).total - param_report(plain).total == 2 * 2 * 64  # L x 2 norms x D
+    assert param_report(spec).final_norm == 64
+    both = ModelSpec.model_validate({**MLSTM, "norm_bias": True})
+    assert param_report(both).final_norm == 2 * 64
+    with pytest.raises(ValidationError, match="final_norm_bias: a bias of the final norm needs"):
+        ModelSpec.model_validate({**MLSTM, "final_norm": False, "final_norm_bias": True})
 
 
 def test_a_long_prompt_runs_in_pieces() -> None:

@@ -8,6 +8,8 @@ package): blocks of an mLSTM layer and a gated FFN, no positions.
 per-head LayerNorm ``multihead_norm`` (H dv), ``out_proj`` H dv -> D) and the FFN ``ffn``
 (``proj_up_gate`` and ``proj_up`` D -> h, SiLU-gated, ``proj_down`` h -> D; fused
 ``proj_up_gate_z`` D -> 2 h); final RMSNorm ``out_norm`` (whatever ``add_out_norm`` says);
+with ``use_bias`` a bias on every projection (the gates have theirs regardless), on the block
+norms and on ``multihead_norm``, not on ``out_norm`` (built without ``use_bias``);
 ``lm_head`` (V x D), never tied (xLSTMForCausalLM declares no ``_tied_weights_keys``, whatever
 ``tie_word_embeddings`` says). The cache keeps per layer and head a dk x dv memory, a
 normalizer of dk and a stabilizer. D = ``hidden_size`` (or ``embedding_dim``), H =
@@ -56,9 +58,8 @@ def _width(D: Any, factor: Any) -> int | None:
 
 
 def xlstm(r: Reader) -> dict[str, Any]:
-    """xLSTMForCausalLM, as above. ``use_bias`` (biases on every projection and RMSNorm) is
-    refused: costcalc's RMSNorm has no bias. An ``embedding_dim`` other than ``hidden_size``
-    is refused: the embeddings feed the blocks directly."""
+    """xLSTMForCausalLM, as above. An ``embedding_dim`` other than ``hidden_size`` is refused:
+    the embeddings feed the blocks directly."""
     fields: dict[str, Any] = {
         field: r.value(field, *keys, default=default)
         for field, (keys, default) in XLSTM_DEFAULTS.items()
@@ -77,8 +78,13 @@ def xlstm(r: Reader) -> dict[str, Any]:
             "xLSTMModel builds num_blocks blocks but xLSTMCache keeps num_hidden_layers (default "
             "32) layers of state: give num_hidden_layers the same value",
         )
-    if r.flag("use_bias", False):
-        r.unsupported("use_bias", "biases on xLSTM's RMSNorms are not modelled")
+    bias = r.flag("use_bias", False)
+    if bias:
+        fields.update(norm_bias=True, final_norm_bias=False)
+        r.note(
+            "use_bias puts a bias on every projection and norm of the blocks, but not on "
+            "out_norm: xLSTMModel builds it without"
+        )
     fused = r.value("mlstm", "weight_mode", default="single")
     if fused not in ("single", "fused"):
         r.fail("weight_mode", f"expected single or fused (got {fused!r})")
@@ -101,10 +107,11 @@ def xlstm(r: Reader) -> dict[str, Any]:
             "chunk_size": r.value("mlstm", "chunk_size", default=64),
             "piece_size": r.value("mlstm", "max_inference_chunksize", default=16384),
             "fused": fused == "fused",
+            "bias": bias,
         },
         ffn="swiglu",
         ffn_hidden=hidden,
-        ffn_bias=False,
+        ffn_bias=bias,
         fused_gate_up=fused == "fused",
         # xLSTMForCausalLM declares no tied weights: its head is its own whatever
         # tie_word_embeddings says.
