@@ -190,6 +190,14 @@ class ModelSpec(BlockFields, BaseModel):
             "out_norm has none whatever use_bias says."
         ),
     )
+    state_layers: Size | None = Field(
+        default=None,
+        description=(
+            "Layers of recurrent state the cache keeps when more than the blocks (xLSTMCache "
+            "keeps num_hidden_layers whatever num_blocks builds), each a block's; default: "
+            "the blocks'."
+        ),
+    )
     initial_state: Flag = Field(
         default=False,
         description=(
@@ -522,6 +530,8 @@ def layer_runs(spec: ModelSpec) -> Iterator[tuple[str, dict[str, Any], int]]:
 
 Rule = Callable[[ModelSpec], Iterator[tuple[str, str]]]
 
+STATE_LAYERS_KIND = "applies to a model of one kind of recurrent block"
+
 RULES: list[tuple[frozenset[str], Rule]] = []
 """Each structural rule with the fields it reads."""
 
@@ -552,6 +562,8 @@ def structural_problems(
         problems.append(
             ("n_layers", f"n_layers {spec.n_layers:,} but the layer groups add up to {total:,}")
         )
+    if spec.state_layers is not None and (usable is None or "state_layers" in usable):
+        problems.append(("state_layers", STATE_LAYERS_KIND))
     kinds = len({_block_key(spec, overrides) for _, overrides, _ in layer_runs(spec)})
     if kinds > MAX_KINDS:
         message = f"{kinds:,} kinds of block; at most {MAX_KINDS:,} are counted"
@@ -1012,6 +1024,22 @@ def _gate_for_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield (
             "attention_gate_proj_bias",
             "a bias of the output gate's own projection needs attention_gate_proj",
+        )
+
+
+@_rule("state_layers", "n_layers", "mixer", "parallel_mamba2", "parallel_mamba")
+def _state_layers(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Spare layers of state: a cache of one kind of recurrent block (layer groups are refused
+    by :func:`structural_problems`), for every block."""
+    if spec.state_layers is None:
+        return
+    if not spec.recurrent:
+        yield ("state_layers", STATE_LAYERS_KIND)
+    elif spec.state_layers < spec.n_layers:
+        yield (
+            "state_layers",
+            f"{spec.state_layers:,} layers of state for {spec.n_layers:,} blocks: every block "
+            "needs its own",
         )
 
 

@@ -94,10 +94,6 @@ KNOWN: dict[str, list[str]] = {
         "within a window"
     ): ["gemma3/fresh-05", "gemma3_text/06"],
     (
-        "costcalc refuses what transformers builds: xLSTMModel builds num_blocks blocks but "
-        "xLSTMCache keeps num_hidden_layers"
-    ): ["xlstm/11"],
-    (
         "null for a key transformers types as not optional: transformers refuses it, costcalc"
         " reads the default"
     ): [

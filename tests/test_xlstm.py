@@ -10,13 +10,15 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from costcalc.api import load
 from costcalc.errors import ConfigError, UsageError
 from costcalc.loaders import load_file
-from costcalc.macs import decode_token_macs, scan_macs
+from costcalc.macs import decode_token_macs, forward_macs, scan_macs
 from costcalc.memory import kv_cache_elements, state_elements
 from costcalc.params import param_report
 from costcalc.spec import ModelSpec
 from costcalc.tensors import mixer_tensors, parameter_tensors
+from tests.test_differential import records
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = json.loads((ROOT / "tests/golden/hf_families.json").read_text(encoding="utf-8"))["models"]
@@ -112,7 +114,7 @@ def test_xlstm_reads_its_sizes(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("changes", "field"),
     [
-        ({"num_blocks": 4}, "num_blocks"),
+        ({"num_blocks": 33}, "num_blocks"),
         ({"hidden_size": 2048}, "embedding_dim"),
         ({"qk_dim_factor": 0}, "qk_dim_factor"),
         ({"weight_mode": "split"}, "weight_mode"),
@@ -176,6 +178,48 @@ def test_rmsnorm_with_a_bias() -> None:
     assert param_report(both).final_norm == 2 * 64
     with pytest.raises(ValidationError, match="final_norm_bias: a bias of the final norm needs"):
         ModelSpec.model_validate({**MLSTM, "final_norm": False, "final_norm_bias": True})
+
+
+def test_more_layers_of_state_than_blocks(tmp_path: Path) -> None:
+    # xLSTMModel builds num_blocks blocks; xLSTMCache keeps num_hidden_layers layers of state
+    loaded = load_file(_xlstm(tmp_path, num_blocks=31))
+    spec, full = loaded.spec, load_file(_xlstm(tmp_path)).spec
+    assert (spec.n_layers, spec.state_layers) == (31, 32)
+    assert param_report(full).total - param_report(spec).total == param_report(full).blocks // 32
+    assert state_elements(spec, 1) == state_elements(full, 1)
+    assert forward_macs(spec, 1, 16) < forward_macs(full, 1, 16)
+    assert any("num_hidden_layers 32 layers of state" in note for note in loaded.notes)
+
+
+def test_state_layers_rules() -> None:
+    with pytest.raises(ValidationError, match="every block needs its own"):
+        ModelSpec.model_validate({**MLSTM, "state_layers": 1})
+    with pytest.raises(ValidationError, match="state_layers: applies to a model of one kind"):
+        ModelSpec.model_validate(
+            {**MLSTM, "mixer": "attention", "mlstm": None, "n_heads": 4, "state_layers": 3}
+        )
+    groups = [{"count": 1}, {"count": 1, "mlstm": {**MLSTM["mlstm"], "chunk_size": 8}}]
+    with pytest.raises(ValidationError, match="state_layers: applies to a model of one kind"):
+        ModelSpec.model_validate({**MLSTM, "layers": groups, "state_layers": 3})
+    assert state_elements(ModelSpec.model_validate({**MLSTM, "state_layers": 3}), 1) == 3 * 4 * (
+        8 * 16 + 8 + 1
+    )
+
+
+XLSTM_RECORDS = [
+    case
+    for case, record in records().items()
+    if record["family"] == "xlstm" and "kv_cache" in record
+]
+
+
+@pytest.mark.parametrize("case", XLSTM_RECORDS)
+def test_state_matches_the_differential_records(case: str) -> None:
+    # tests/golden/differential*.json.gz: xLSTMCache.rnn_state of each variant that runs
+    record = records()[case]
+    cache = record["kv_cache"]
+    spec = load(record["config"]).spec
+    assert state_elements(spec, cache["batch"]) == cache["cache_elements_by_kind"]["rnn_state"]
 
 
 def test_a_long_prompt_runs_in_pieces() -> None:

@@ -15,10 +15,10 @@ norms and on ``multihead_norm``, not on ``out_norm`` (built without ``use_bias``
 normalizer of dk and a stabilizer. D = ``hidden_size`` (or ``embedding_dim``), H =
 ``num_heads``, H dk = int(D ``qk_dim_factor``), H dv = int(D ``v_dim_factor``), h = D
 ``ffn_proj_factor`` rounded up to a multiple of ``ffn_round_up_to_multiple_of``; the layer
-count is ``num_blocks`` (else ``num_hidden_layers``). The prompt runs in chunks of
-``chunk_size`` tokens, the rest token by token, in pieces of ``max_inference_chunksize``
-tokens, whatever kernel names the file gives (the native kernels are the only ones without the
-``xlstm`` package).
+count is ``num_blocks`` (else ``num_hidden_layers``), the cache's ``num_hidden_layers`` (else
+``num_blocks``). The prompt runs in chunks of ``chunk_size`` tokens, the rest token by token,
+in pieces of ``max_inference_chunksize`` tokens, whatever kernel names the file gives (the
+native kernels are the only ones without the ``xlstm`` package).
 """
 
 from __future__ import annotations
@@ -57,6 +57,30 @@ def _width(D: Any, factor: Any) -> int | None:
     return int(D * factor) if is_whole(D, 1) and factor is not None else None
 
 
+def _state_layers(r: Reader, fields: dict[str, Any]) -> None:
+    """``xLSTMModel`` builds ``num_blocks`` blocks, ``xLSTMCache`` keeps ``num_hidden_layers``
+    layers of state (each the other's default): more layers of state is ``state_layers``, with
+    a note; fewer is refused, as transformers' forward fails on the first block without one."""
+    blocks = r.data.get("num_blocks")
+    layers = r.data.get("num_hidden_layers", 32)
+    if blocks is None or layers is None or not is_whole(blocks, 1) or not is_whole(layers, 1):
+        return
+    if blocks > layers:
+        r.fail(
+            "num_blocks",
+            f"xLSTMModel builds {blocks:,} blocks but xLSTMCache keeps state for "
+            f"num_hidden_layers {layers:,}: transformers' forward fails at block {layers:,} "
+            "(KeyError)",
+        )
+    elif blocks < layers:
+        fields["state_layers"] = layers
+        r.note(
+            f"xLSTMModel builds num_blocks {blocks:,} blocks, xLSTMCache keeps num_hidden_layers "
+            f"{layers:,} layers of state: the parameters and MACs are the {blocks:,} blocks', "
+            f"the state {layers:,} layers'"
+        )
+
+
 def xlstm(r: Reader) -> dict[str, Any]:
     """xLSTMForCausalLM, as above. An ``embedding_dim`` other than ``hidden_size`` is refused:
     the embeddings feed the blocks directly."""
@@ -71,13 +95,7 @@ def xlstm(r: Reader) -> dict[str, Any]:
             "embedding_dim",
             "xLSTMModel feeds the embeddings to the blocks: it must equal hidden_size",
         )
-    blocks, layers = r.data.get("num_blocks"), r.data.get("num_hidden_layers")
-    if blocks is not None and blocks != (32 if layers is None else layers):
-        r.fail(
-            "num_blocks",
-            "xLSTMModel builds num_blocks blocks but xLSTMCache keeps num_hidden_layers (default "
-            "32) layers of state: give num_hidden_layers the same value",
-        )
+    _state_layers(r, fields)
     bias = r.flag("use_bias", False)
     if bias:
         fields.update(norm_bias=True, final_norm_bias=False)
