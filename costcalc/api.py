@@ -366,7 +366,7 @@ def count_plan(
     prompt: int | None = None,
     generate: int = 256,
     batch: int = 1,
-    memory_utilisation: str = "0.92",
+    memory_utilisation: str | None = None,
     reserve: int | str | None = None,
     tp: int = 1,
     pp: int = 1,
@@ -384,9 +384,9 @@ def count_plan(
     GPU-hours for ``tokens`` in sequences of ``length`` on ``gpus`` GPUs at ``mfu`` (``"0.4"``
     or ``"40%"``); with ``budget`` (FLOPs) compute-optimal sizing; with ``prompt``, the
     inference roofline of ``batch`` sequences generating ``generate`` tokens, what fits in
-    ``memory_utilisation`` of the GPU's memory less ``reserve``, and decode by batch, on the
-    GPUs of ``tp``, ``pp``, ``ep`` and ``dp_attention`` as vLLM shards the model, or under
-    ``engine`` (``"llamacpp"``, ``"vllm"``) with its options.
+    ``memory_utilisation`` (by default vLLM's) of the GPU's memory less ``reserve``, and decode
+    by batch, on the GPUs of ``tp``, ``pp``, ``ep`` and ``dp_attention`` as vLLM shards the
+    model, or under ``engine`` (``"llamacpp"``, ``"vllm"``) with its options.
     ``dtype`` is the weights' dtype or format, by default as the checkpoint stores them, else
     bf16 (docs/plan.md)."""
     from costcalc.gpus import parse_reserve

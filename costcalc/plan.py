@@ -668,5 +668,5 @@ class Serving:
             self.engine.block_size or BLOCK_SIZE,
             batched,
             stacks=self.stacks,
-            concurrent_batches=self.layout.concurrent_batches,
+            pipeline_stages=self.layout.pp,
         )

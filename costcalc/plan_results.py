@@ -72,7 +72,7 @@ def plan_setup(
     prompt: int | None = None,
     generate: int = 256,
     batch: int = 1,
-    utilisation: str = "0.92",
+    utilisation: str | None = None,
     reserve: int | None = None,
     tp: int = 1,
     pp: int = 1,
@@ -104,7 +104,11 @@ def plan_setup(
         if value is not None:
             check_count(name, value)
     share = parse_fraction(mfu, "MFU")
-    memory_share = parse_fraction(utilisation, "memory utilisation")
+    memory_share = (
+        DEFAULT_UTILISATION
+        if utilisation is None
+        else parse_fraction(utilisation, "memory utilisation")
+    )
     if tokens is None and budget is None and prompt is None:
         raise UsageError(
             "nothing to plan: give training tokens (--tokens), a compute budget (--budget) or "
@@ -406,7 +410,7 @@ def _inference(model: LoadedModel, setup: PlanSetup, prompt: int, dtype: str) ->
             serving.max_num_batched_tokens or default_batched_tokens(gpu.memory_bytes),
             fit.free,
             stacks=Serving(spec, dtype, kv_dtype, serving, layout, fit.stage).stacks,
-            concurrent_batches=layout.concurrent_batches,
+            pipeline_stages=layout.pp,
         )
     return InferencePlan(
         serving=serving,

@@ -190,3 +190,59 @@ def test_jamba_with_one_expert_builds_the_dense_mlp(tmp_path: Path) -> None:
     # with num_experts > 1, else JambaMLP (no router): transformers 9,290,690,432 for
     # jamba-v0.1 with num_experts 1 (differential_fresh.json.gz, jamba/fresh-06).
     assert total(tmp_path, "jamba-v0.1", num_experts=1) == 9_290_690_432
+
+
+@pytest.mark.parametrize(
+    ("fixture", "layers", "built"),
+    [
+        ("deepseek-ocr2-defaults", 31, 37_295_271_936),
+        ("ernie-4.5-vl-28b-a3b", 2, 1_421_161_088),
+        ("hy-v3-defaults", 3, 8_667_034_368),
+        ("axk1-defaults", 3, 20_050_875_392),
+        ("glm-4.7-flash", 3, 1_989_691_136),
+    ],
+)
+def test_a_longer_mlp_layer_types_is_read_for_the_layers_built(
+    fixture: str, layers: int, built: int
+) -> None:
+    # PreTrainedConfig.validate_layer_type returns before mlp_layer_types when the config holds
+    # no layer_types (these classes have no such field); each decoder layer reads
+    # config.mlp_layer_types[layer_idx]. ``built``: sum(p.numel()) transformers 5.24 builds
+    # with num_hidden_layers = ``layers`` (and, in the last three, a list of 6: a dense layer,
+    # then sparse ones); given a layer_types beside it, it refuses the file.
+    data = json.loads((FIXTURES / "hf" / f"{fixture}.json").read_text())
+    text = data.get("text_config", data)
+    text["num_hidden_layers"] = layers
+    if text is data:
+        text["mlp_layer_types"] = ["dense"] + ["sparse"] * 5
+    model = load(data)
+    assert param_report(model.spec).total == built
+    assert any("the rest are ignored, as transformers ignores them" in n for n in model.notes)
+    text["layer_types"] = ["full_attention"] * layers
+    with pytest.raises(ConfigError, match=r"mlp_layer_types: lists \d+ layers, but the model has"):
+        load(data)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "width", "built", "cache", "macs"),
+    [
+        ("starcoder2-3b", 3073, 343_070_734, 16_384, 5_491_081_216),
+        ("minitron-4b", 3073, 1_737_037_834, 65_536, 15_208_251_392),
+        ("phi-2", 2561, 419_706_890, 163_840, 4_618_158_080),
+    ],
+)
+def test_a_width_the_heads_do_not_divide_floors_head_dim(
+    fixture: str, width: int, built: int, cache: int, macs: int
+) -> None:
+    # Starcoder2Attention, NemotronAttention (NemotronConfig's head_dim), PhiAttention: head_dim
+    # D // H when the file gives none, q_proj D -> H (D // H), o_proj back. ``built``, ``cache``
+    # and ``macs``: what transformers 5.24 builds with 2 layers, its cache and FlopCounterMode's
+    # MACs after a forward at B=1, T=16 on meta.
+    data = json.loads((FIXTURES / "hf" / f"{fixture}.json").read_text())
+    data.pop("head_dim", None)
+    data.update(hidden_size=width, num_hidden_layers=2)
+    model = load(data)
+    assert param_report(model.spec).total == built
+    assert kv_cache_elements(model.spec, 1, 16) == cache
+    assert forward_macs(model.spec, 1, 16) == macs
+    assert any("its attention floors head_dim" in note for note in model.notes)

@@ -264,16 +264,6 @@ KvCacheMemoryOption = Annotated[
         rich_help_panel=ENGINE_PANEL,
     ),
 ]
-GpuUtilisationOption = Annotated[
-    str | None,
-    typer.Option(
-        "--gpu-memory-utilization",
-        metavar="SHARE",
-        help="vLLM's --gpu-memory-utilization of --gpu / --fits memory (default 0.92): its KV "
-        "budget, less the weights, an upper bound.",
-        rich_help_panel=ENGINE_PANEL,
-    ),
-]
 SwaFullOption = Annotated[
     bool,
     typer.Option(

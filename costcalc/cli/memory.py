@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from costcalc.cli.common import (
+    ENGINE_PANEL,
     BatchedTokensOption,
     BlockSizeOption,
     CacheTypeKOption,
@@ -15,7 +16,6 @@ from costcalc.cli.common import (
     EngineOption,
     ExplainOption,
     FormatOption,
-    GpuUtilisationOption,
     KvCacheMemoryOption,
     SwaFullOption,
     UnitsOption,
@@ -26,6 +26,7 @@ from costcalc.cli.common import (
     user_errors,
 )
 from costcalc.cli.models import ModelSelection, takes_models
+from costcalc.engines.vllm import DEFAULT_UTILISATION
 from costcalc.render import OutputFormat
 
 if TYPE_CHECKING:
@@ -51,6 +52,18 @@ RESERVE_HELP = (
     "its reported memory less the CUDA-visible total, + 512MiB; 1GiB where unknown; none with "
     "--fits)."
 )
+DEFAULT_SHARE = f"{float(DEFAULT_UTILISATION):g}"
+"""vLLM's default ``gpu_memory_utilization`` as the options write it: 0.92."""
+GpuUtilisationOption = Annotated[
+    str | None,
+    typer.Option(
+        "--gpu-memory-utilization",
+        metavar="SHARE",
+        help=f"vLLM's --gpu-memory-utilization of --gpu / --fits memory (default {DEFAULT_SHARE}): "
+        "its KV budget, less the weights, an upper bound.",
+        rich_help_panel=ENGINE_PANEL,
+    ),
+]
 ATTENTION_HELP = (
     "Attention kernel of training: sdpa (default, as transformers), flash, or eager (keeps the "
     "T x T scores)."

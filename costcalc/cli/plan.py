@@ -22,7 +22,7 @@ from costcalc.cli.common import (
     reserve_option,
     user_errors,
 )
-from costcalc.cli.memory import RESERVE_HELP
+from costcalc.cli.memory import DEFAULT_SHARE, RESERVE_HELP
 from costcalc.cli.models import ModelSelection, takes_models
 from costcalc.render import OutputFormat
 
@@ -81,13 +81,13 @@ def plan(
     ] = 256,
     batch: Annotated[int, count_option("--batch", "-B", help="Sequences decoded together.")] = 1,
     utilisation: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--memory-utilisation",
             help="Share of the GPU's memory weights and cache may take (vLLM's "
-            "gpu_memory_utilization), like 0.92 or 92%.",
+            f"gpu_memory_utilization), like 0.92 or 92% (default {DEFAULT_SHARE}).",
         ),
-    ] = "0.92",
+    ] = None,
     reserve: Annotated[int | None, reserve_option("--reserve", help=RESERVE_HELP)] = None,
     tp: Annotated[
         int,

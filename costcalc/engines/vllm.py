@@ -31,10 +31,6 @@ if TYPE_CHECKING:
 VERSION = "vLLM 0.33.0"
 BLOCK_SIZE = 16
 """``CacheConfig.DEFAULT_BLOCK_SIZE`` (vllm/config/cache.py)."""
-CONCURRENT_BATCHES = 2
-"""``VllmConfig.max_concurrent_batches`` (vllm/config/vllm.py) with async scheduling, vLLM's
-default, and no pipeline parallelism: 2, in this module's VERSION as in the serving layout's,
-whose pipeline stages keep more (``ServingPlan.concurrent_batches``, engines/vllm_shards.py)."""
 KV_CACHE_DTYPES: dict[str, int | None] = {
     "auto": None,
     "bfloat16": 2,
@@ -52,6 +48,14 @@ NOT_MEASURED: tuple[str, ...] = (
     "buffers beside the weights (rotary cos/sin tables)",
 )
 """What ``Worker.determine_available_memory`` measures on the GPU and costcalc cannot."""
+
+
+def concurrent_batches(pipeline_stages: int) -> int:
+    """Batches vLLM keeps in flight, each with up to ``max_num_batched_tokens`` of a sliding
+    window's blocks: ``VllmConfig.max_concurrent_batches`` (vllm/config/vllm.py:560-566 of
+    vLLM 0.34.0, as in VERSION), P + 1 over P pipeline stages with async scheduling, its
+    default."""
+    return pipeline_stages + 1
 
 
 def default_batched_tokens(memory_bytes: int | None) -> int:
@@ -194,7 +198,7 @@ class VllmMemory:
     blocks_per_request: int
     budget: int | None
     budget_exact: bool
-    concurrent_batches: int = CONCURRENT_BATCHES
+    concurrent_batches: int
     name: ClassVar[str] = "vllm"
 
     @property
@@ -331,17 +335,18 @@ def vllm_memory(
     budget: int | None = None,
     budget_exact: bool = False,
     stacks: tuple[ModelSpec, ...] | None = None,
-    concurrent_batches: int = CONCURRENT_BATCHES,
+    pipeline_stages: int = 1,
 ) -> VllmMemory:
     """vLLM's KV cache for ``sequences`` requests of ``max_model_len`` tokens (None: the
     model's context), and with ``budget`` bytes for it, the blocks and the concurrency; of
     the layers ``stacks`` hold (one GPU's, :func:`costcalc.engines.vllm_shards.rank_stacks`),
-    by default the model's; ``concurrent_batches`` of ``max_num_batched_tokens`` in flight."""
+    by default the model's, over ``pipeline_stages`` (:func:`concurrent_batches`)."""
     name, element = check_kv_dtype(kv_cache_dtype, weights)
     length = max_model_len or spec.context_length
     kinds = layer_kinds(spec.stacks if stacks is None else stacks, block_size, element)
     groups = kv_groups(kinds)
-    in_flight = concurrent_batches * max_num_batched_tokens
+    batches = concurrent_batches(pipeline_stages)
+    in_flight = batches * max_num_batched_tokens
     per_request = sum(g.kind.blocks_per_request(block_size, length, in_flight) for g in groups)
     return VllmMemory(
         block_size=block_size,
@@ -355,7 +360,7 @@ def vllm_memory(
         blocks_per_request=per_request,
         budget=budget,
         budget_exact=budget_exact,
-        concurrent_batches=concurrent_batches,
+        concurrent_batches=batches,
     )
 
 
@@ -372,7 +377,7 @@ def vllm_report(
     hold; with ``--kv-cache-memory`` (exact) or a device's memory (``gpu_memory_utilization``
     of it less the weights: an upper bound), the blocks, the concurrency and the tokens vLLM
     reports for that budget. On one GPU of a parallel plan: ``stacks`` its layers as it caches
-    them, ``held`` its weight bytes, ``pipeline`` the stages (P + 1 batches in flight)."""
+    them, ``held`` its weight bytes, ``pipeline`` its stages."""
     from dataclasses import replace
 
     from costcalc.memory import memory_report, weight_bytes
@@ -399,7 +404,7 @@ def vllm_report(
         budget,
         exact,
         stacks,
-        pipeline + 1,
+        pipeline,
     )
     stored = {1: "fp8", 2: "bf16" if setup.dtype != "fp16" else "fp16", 4: "fp32"}
     label = memory.kv_cache_dtype

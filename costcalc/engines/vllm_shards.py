@@ -94,14 +94,6 @@ class ServingPlan:
     ep: bool = False
 
     @property
-    def concurrent_batches(self) -> int:
-        """Batches vLLM keeps in flight over this layout, each with up to
-        ``max_num_batched_tokens`` of a sliding window's blocks: ``max_concurrent_batches``
-        (vllm/config/vllm.py:560-566 of VERSION), P + 1 over P pipeline stages with async
-        scheduling, its default."""
-        return self.pp + 1
-
-    @property
     def gpus(self) -> int:
         """D x P x T."""
         return self.dp * self.pp * self.tp

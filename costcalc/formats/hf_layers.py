@@ -73,6 +73,13 @@ def layer_types(r: Reader, n_layers: Any, key: str = "layer_types") -> list[str]
     if not isinstance(listed, list) or not all(isinstance(kind, str) for kind in listed):
         r.fail(key, "expected a list of layer types (strings)")
         return None
+    if isinstance(n_layers, int) and len(listed) > n_layers and unchecked_mlp_types(r, key):
+        r.note(
+            f"{r.name(key)} lists {len(listed):,} layers, but the model has {n_layers:,}: "
+            f"{known_name(r)} does not check it and its layers read the first {n_layers:,}; "
+            "the rest are ignored, as transformers ignores them."
+        )
+        listed = listed[:n_layers]
     if isinstance(n_layers, int) and len(listed) != n_layers:
         r.fail(key, f"lists {len(listed):,} layers, but the model has {n_layers:,}")
         return None
@@ -81,6 +88,25 @@ def layer_types(r: Reader, n_layers: Any, key: str = "layer_types") -> list[str]
     if "layer_types" in (known.spellings(key) if known is not None else (key,)):
         return [LEGACY_LAYER_TYPES.get(kind) or kind for kind in listed]
     return listed
+
+
+def unchecked_mlp_types(r: Reader, key: str) -> bool:
+    """Whether transformers leaves the length of ``mlp_layer_types`` unchecked:
+    ``PreTrainedConfig.validate_layer_type`` returns before it reaches ``mlp_layer_types``
+    when the config holds no ``layer_types`` (a class without the field, a file without the
+    key), so a longer list builds, each layer reading its own entry."""
+    known = r.config_class
+    return (
+        known is not None
+        and "mlp_layer_types" in known.spellings(key)
+        and "layer_types" not in known.fields
+        and all(r.data.get(name) is None for name in known.spellings("layer_types"))
+    )
+
+
+def known_name(r: Reader) -> str:
+    """The family's configuration class, by name."""
+    return r.config_class.name if r.config_class is not None else "its class"
 
 
 LEGACY_LAYER_TYPES = {

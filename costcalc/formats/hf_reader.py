@@ -462,11 +462,17 @@ def standard_sizes(r: Reader, keys: dict[str, tuple[str, ...]] = STANDARD_KEYS) 
     return {field: r.size(field, *names) for field, names in keys.items()}
 
 
-def attention_bias(r: Reader, fields: dict[str, Any], default: bool = False) -> None:
-    """q/k/v/o all carry a bias when ``attention_bias``."""
+def attention_bias(r: Reader, fields: dict[str, Any], *aliases: str, default: bool = False) -> None:
+    """q/k/v/o all carry a bias when ``attention_bias`` (or one of the family's ``aliases``)."""
     fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
-        ("qkv_bias", "attn_out_bias"), "attention_bias", default=default
+        ("qkv_bias", "attn_out_bias"), "attention_bias", *aliases, default=default
     )
+
+
+def mlp_bias(r: Reader, fields: dict[str, Any], *aliases: str, default: bool = False) -> None:
+    """The FFN's gate/up/down carry a bias when ``mlp_bias`` (or one of the family's
+    ``aliases``)."""
+    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", *aliases, default=default)
 
 
 def cross_attention(r: Reader, fields: dict[str, Any]) -> None:

@@ -21,7 +21,9 @@ tying, unless that model needs a package not installed: Gemma 3n's timm); a conf
 transformers refuses (``from_dict`` or the model's constructor raises) is recorded with the
 exception. Recorded: ``sum(p.numel())``, the tied output matrix, and, where a forward pass runs
 on meta, the cache after a B=1, T=16 forward with ``use_cache=True`` and FlopCounterMode's MACs
-of the same pass. Results merge into the existing file by family.
+of the same pass. Results merge into the existing file by family: a run of some families
+(``--only``) leaves the others, and the file's torch, transformers and date, as they were, and
+stamps each family it makes with its own.
 """
 
 from __future__ import annotations
@@ -190,16 +192,25 @@ def load(output: Path) -> dict:
     return {"families": {}}
 
 
-def save(data: dict, output: Path, salt: str) -> None:
-    data.update(
-        generator=GENERATOR,
-        **({"salt": salt} if salt else {}),
-        torch=torch.__version__,
-        transformers=transformers.__version__,
-        date=datetime.date.today().isoformat(),
-        batch=BATCH,
-        seq_len=SEQ,
-    )
+def made_with() -> dict:
+    return {
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "date": datetime.date.today().isoformat(),
+    }
+
+
+def save(data: dict, output: Path, salt: str, whole: bool) -> None:
+    """Write ``data`` (families sorted, gzip without a timestamp); a run that made every family
+    (``whole``) stamps the file with the versions and date it was made with."""
+    if whole:
+        data.update(
+            generator=GENERATOR,
+            **({"salt": salt} if salt else {}),
+            **made_with(),
+            batch=BATCH,
+            seq_len=SEQ,
+        )
     data["families"] = dict(sorted(data["families"].items()))
     text = json.dumps(data, separators=(",", ":"), sort_keys=False)
     output.write_bytes(gzip.compress(text.encode(), mtime=0))
@@ -216,16 +227,19 @@ def main(argv: list[str]) -> int:
         args.output = OUTPUT.with_name(f"differential_{args.salt}.json.gz") if args.salt else OUTPUT
     transformers.logging.set_verbosity_error()
     signal.signal(signal.SIGALRM, alarm)
+    whole = set(args.only) == set(bases) or not args.output.exists()
     data = load(args.output)
     for family in args.only:
         fixture, text = bases[family]
         print(f"{family}: {fixture}", flush=True)
         try:
-            data["families"][family] = run_family(family, fixture, text, args.salt)
+            made = run_family(family, fixture, text, args.salt)
         except Exception:
             traceback.print_exc()
             continue
-        save(data, args.output, args.salt)
+        # A family made again alone keeps the file's stamp for the others and holds its own.
+        data["families"][family] = made if whole else {**made, **made_with()}
+        save(data, args.output, args.salt, whole)
     return 0
 
 

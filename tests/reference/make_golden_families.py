@@ -15,7 +15,7 @@ the ``*ForConditionalGeneration`` model holding it (the wrapper's, or Qwen2.5-Om
 built and its language model and LM head are kept (``TextDecoder``); it runs on token ids alone,
 with a cache made up front as ``generate()`` does. A flat multimodal fixture (its text keys at the
 top level, its encoders built inside the causal LM: Phi-4-multimodal) is recorded as that causal LM
-without the modules a forward on token ids never calls (``drop_uncalled``).
+without the modules a forward on token ids never calls, dropped by name (``drop_uncalled``).
 Layers may differ in this file, so ``parameters_per_layer`` is always a list and ``layer_kinds``
 groups the layers by layout. Families that cannot run a forward pass on meta get a tiny real-weight
 twin (its own fixture, ``tiny-*``) or a ``*_error`` field with the exception text.
@@ -447,33 +447,32 @@ def build_from(whole, text: bool, device: str, inside: bool = False):
     except (ValueError, TypeError):
         model, impl = make(built, device), None
     if text and getattr(config, "text_config", None) is None and config.sub_configs:
-        drop_uncalled(model, device)
+        drop_uncalled(model)
     return config, model, impl
 
 
-def drop_uncalled(model: nn.Module, device: str) -> list[str]:
-    """A flat multimodal causal LM (its text keys at the top level, its encoders built inside
-    the decoder: Phi-4-multimodal's ``embed_tokens_extend``) as its text decoder: every module
-    a forward on token ids alone never calls (nor any module inside it: a ``ModuleList`` is
-    never called itself) is replaced by an empty module. Returns their
-    names (kept on the model as ``dropped_modules``)."""
-    called: set[str] = set()
-    hooks = [
-        module.register_forward_pre_hook(lambda _m, _a, name=name: called.add(name))
-        for name, module in model.named_modules()
-    ]
-    forward(model, token_ids(1, 8, device), use_cache=False)
-    for hook in hooks:
-        hook.remove()
-    used = {name.rsplit(".", depth)[0] for name in called for depth in range(name.count(".") + 1)}
-    used.add("")
-    dropped = []
-    for name, module in list(model.named_modules()):
+UNCALLED = {
+    "phi4_multimodal": (
+        "model.embed_tokens_extend.image_embed",
+        "model.embed_tokens_extend.audio_embed",
+    ),
+}
+"""Flat multimodal families (their text keys at the top level, their encoders built inside the
+causal LM): the modules a forward on token ids alone never calls. Phi-4-multimodal
+(modeling_phi4_multimodal.py): ``Phi4MultimodalFeatureEmbedding.forward`` calls ``image_embed``
+(the vision tower and its projection) only given ``image_pixel_values`` and ``audio_embed`` (the
+audio encoder and its speech and vision-speech projections) only given ``audio_input_features``;
+everything else it holds is the decoder's."""
+
+
+def drop_uncalled(model: nn.Module) -> list[str]:
+    """A flat multimodal causal LM as its text decoder: each module of its family's ``UNCALLED``
+    replaced by an empty module, by name, with no forward (so a config whose forward fails is
+    still counted). Returns their names (kept on the model as ``dropped_modules``)."""
+    dropped = list(UNCALLED[model.config.model_type])
+    for name in dropped:
         parent, _, child = name.rpartition(".")
-        held = next(module.parameters(), None) is not None
-        if name and name not in used and parent in used and held:
-            setattr(model.get_submodule(parent), child, nn.Module())
-            dropped.append(name)
+        setattr(model.get_submodule(parent), child, nn.Module())
     model.dropped_modules = dropped
     return dropped
 

@@ -1057,7 +1057,7 @@ def _build(fixture: str) -> nn.Module:
             return decoder
         if text is config:  # a flat multimodal config: its causal LM without the encoders
             model = build_model(config, **model_kwargs(_fixture(fixture), "meta"))
-            drop_uncalled(model, "meta")
+            drop_uncalled(model)
             return model
         config = text
     return build_model(config, **model_kwargs(_fixture(fixture), "meta"))

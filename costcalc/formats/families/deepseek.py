@@ -24,13 +24,13 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import (
-    experts_without_bias,
     first_dense,
     listed_sparse,
+    mlp_bias_not_experts,
     routed_experts,
     shared_experts,
 )
-from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, mlp_bias
 from costcalc.formats.peft_names import DEEPSEEK, DEEPSEEK_NAMES, LLAMA, llama_names
 
 MLA_DEFAULTS: dict[str, int | None] = {
@@ -77,15 +77,13 @@ def deepseek_layout(
     mla: dict[str, int | None] = MLA_DEFAULTS,
     shared_keys: tuple[str, ...] = ("n_shared_experts",),
     sizes: dict[str, Any] | None = None,
-    mlp_bias: bool = False,
+    biased_mlps: bool = False,
 ) -> dict[str, Any]:
     """The layout every version shares, with each version's MoE defaults (experts and top-k,
     expert width, shared experts), its rule for the sparse layers, its MLA sizes and its
-    standard sizes' defaults; with ``mlp_bias``, the dense and shared MLPs carry biases when the
+    standard sizes' defaults; with ``biased_mlps``, the dense and shared MLPs carry biases when the
     file's ``mlp_bias`` says (the experts never do)."""
     fields = mla_layout(r, mla=mla, sizes=sizes)
-    if mlp_bias:
-        fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
     moe = routed_experts(
         r,
         ("n_routed_experts", "num_local_experts", "num_experts"),
@@ -94,7 +92,8 @@ def deepseek_layout(
         (("moe_intermediate_size",), moe_hidden),
     )
     shared_experts(r, moe, shared_keys, shared)
-    experts_without_bias(fields, moe)
+    if biased_mlps:
+        mlp_bias_not_experts(r, fields, moe)
     layers(r, fields, moe)
     return fields
 
@@ -116,7 +115,7 @@ def deepseek_v2(r: Reader) -> dict[str, Any]:
     r 64, n 128, v 128; 64 experts of 1,407, two shared; no dense layers); ``num_experts_per_tok``
     has no default and is required; ``mlp_bias`` biases the dense and shared MLPs."""
     return deepseek_layout(
-        r, experts=(64, None), moe_hidden=1407, shared=2, layers=_first_dense(0), mlp_bias=True
+        r, experts=(64, None), moe_hidden=1407, shared=2, layers=_first_dense(0), biased_mlps=True
     )
 
 
@@ -364,7 +363,7 @@ def minicpm3(r: Reader) -> dict[str, Any]:
     tied by default. ``scale_emb``, ``scale_depth`` and ``dim_model_base`` scale activations and
     hold no parameters."""
     fields = mla_layout(r, tie=True, mla=MINICPM3_MLA)
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    mlp_bias(r, fields)
     d, h = fields.get("d_model"), fields.get("n_heads")
     if fields["v_head_dim"] is None and is_whole(d, 1) and is_whole(h, 1):
         fields["v_head_dim"] = d // h

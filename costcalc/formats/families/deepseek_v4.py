@@ -27,7 +27,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import experts_without_bias, routed_experts
+from costcalc.formats.families.moe import mlp_bias_not_experts, routed_experts
 from costcalc.formats.hf_reader import Reader, is_whole
 from costcalc.formats.peft_names import DEEPSEEK, llama_names
 
@@ -68,8 +68,7 @@ def deepseek_v4(r: Reader) -> dict[str, Any]:
         (("moe_intermediate_size", "intermediate_size"), 2048),
     )
     r.forget("n_kv_heads")
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
-    experts_without_bias(fields, moe)
+    mlp_bias_not_experts(r, fields, moe)
     fields.update(
         moe,
         ffn_hidden=hidden,

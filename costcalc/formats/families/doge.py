@@ -12,7 +12,7 @@ from typing import Any
 
 from costcalc.formats.families.llama import llama_layout
 from costcalc.formats.families.moe import routed_experts
-from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, mlp_bias
 from costcalc.formats.peft_names import llama_names
 
 SIZES = {
@@ -43,8 +43,8 @@ def doge(r: Reader) -> dict[str, Any]:
     computes."""
     fields = llama_layout(r, sizes=SIZES)
     attention_bias(r, fields)
+    mlp_bias(r, fields)
     fields.update(
-        ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
         qk_norm="head",
         dynamic_mask=True,
         residual_scales=True,

@@ -15,7 +15,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
-from costcalc.formats.hf_reader import Reader, gate_without_bias, is_whole
+from costcalc.formats.hf_reader import Reader, gate_without_bias, is_whole, mlp_bias
 from costcalc.formats.peft_names import llama_names
 
 SIZES = {
@@ -98,8 +98,8 @@ def dory(r: Reader) -> dict[str, Any]:
     (the rest) ``n_recurrent_loops`` (2) times, the ``n_output_layers`` (8) once."""
     fields = llama_layout(r, kv_heads=4, head_dim=256, sizes=SIZES)
     gate_without_bias(r, fields)
+    mlp_bias(r, fields)
     fields.update(
-        ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
         attention_gate=True,
         attention_gate_proj=True,
         ngpt_scales=True,

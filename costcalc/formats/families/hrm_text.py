@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, mlp_bias
 from costcalc.formats.peft_names import llama_names
 
 SIZES = {
@@ -61,13 +61,13 @@ def hrm_text(r: Reader) -> dict[str, Any]:
     n H_cycles of the high stack's, n H_cycles (L_cycles + 1) layers in all."""
     fields = llama_layout(r, head_dim=128, sizes=SIZES)
     attention_bias(r, fields)
+    mlp_bias(r, fields)
     d, heads = fields["d_model"], fields["n_heads"]
     if is_whole(d, 1) and is_whole(heads, 1) and d % heads:
         r.fail("num_attention_heads", f"{heads:,} heads do not divide hidden_size {d:,}")
     n = _stack_layers(r)
     fields.update(
         n_kv_heads=None,
-        ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
         attention_gate=True,
         attention_gate_proj=True,
         norms_per_block=0,

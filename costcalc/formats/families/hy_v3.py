@@ -8,7 +8,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import experts_without_bias, routed_experts, shared_experts
+from costcalc.formats.families.moe import mlp_bias_not_experts, routed_experts, shared_experts
 from costcalc.formats.families.moe_windows import _ffn_runs
 from costcalc.formats.hf_reader import Reader, attention_bias
 from costcalc.formats.peft_names import DEEPSEEK_NAMES
@@ -26,7 +26,7 @@ def hy_v3(r: Reader) -> dict[str, Any]:
     MLPs, not the routed experts."""
     fields = llama_layout(r, kv_heads=8, head_dim=128)
     attention_bias(r, fields)
-    fields.update(qk_norm="head", ffn_bias=r.value("ffn_bias", "mlp_bias", default=False))
+    fields["qk_norm"] = "head"
     moe = routed_experts(
         r,
         ("num_experts", "num_local_experts"),
@@ -35,7 +35,7 @@ def hy_v3(r: Reader) -> dict[str, Any]:
         (("moe_intermediate_size",), 1536),
     )
     shared_experts(r, moe, "num_shared_experts", 1)
-    experts_without_bias(fields, moe)
+    mlp_bias_not_experts(r, fields, moe)
     ffn = _ffn_runs(r, fields["n_layers"], None, 1)
     hf_layers.apply(r, fields, ffn, {"dense": {}, "sparse": moe}, "mlp_layer_types")
     return fields

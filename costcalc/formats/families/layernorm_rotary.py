@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from costcalc.formats.families.llama import floored_head_dim
 from costcalc.formats.hf_reader import (
     Reader,
     attention_bias,
     linear_bias,
+    mlp_bias,
     rotary_dim,
     standard_sizes,
 )
@@ -27,8 +29,9 @@ def _rotary_layernorm(
     r: Reader, *, kv_heads: int | None, head_dim: bool, tie: bool, factor: float
 ) -> dict[str, Any]:
     """The common part: sizes, K (``num_key_value_heads``, with the family's default), d
-    (``head_dim`` when the family reads it, else D / H), h, rotary on ``partial_rotary_factor``
-    of each head, LayerNorm, tying."""
+    (``head_dim`` when the family reads it, else D / H, floored where H does not divide D:
+    :func:`~costcalc.formats.families.llama.floored_head_dim`), h, rotary on
+    ``partial_rotary_factor`` of each head, LayerNorm, tying."""
     fields = standard_sizes(r)
     fields.update(
         n_kv_heads=r.value("n_kv_heads", "num_key_value_heads", default=kv_heads),
@@ -38,6 +41,8 @@ def _rotary_layernorm(
         fused_qkv=False,
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=tie),
     )
+    if head_dim:
+        floored_head_dim(r, fields)
     fields["rotary_dim"] = rotary_dim(r, fields, ("partial_rotary_factor",), factor)
     return fields
 
@@ -106,7 +111,7 @@ def nemotron(r: Reader) -> dict[str, Any]:
     (default 0.5); untied by default."""
     fields = _rotary_layernorm(r, kv_heads=None, head_dim=True, tie=False, factor=0.5)
     attention_bias(r, fields)
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    mlp_bias(r, fields)
     return fields
 
 
@@ -152,7 +157,7 @@ def jais2(r: Reader) -> dict[str, Any]:
     d is ``head_dim`` or D / H, K ``num_key_value_heads`` or H; untied by default."""
     fields = _rotary_layernorm(r, kv_heads=None, head_dim=True, tie=False, factor=1.0)
     attention_bias(r, fields, default=True)
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=True)
+    mlp_bias(r, fields, default=True)
     return fields
 
 

@@ -17,6 +17,7 @@ from costcalc.formats.hf_reader import (
     Reader,
     attention_bias,
     is_whole,
+    mlp_bias,
     rotary_dim,
     standard_sizes,
 )
@@ -108,7 +109,7 @@ def llama(r: Reader, **defaults: Any) -> dict[str, Any]:
     ``defaults``: another configuration class's defaults for :func:`llama_layout`."""
     fields = llama_layout(r, **defaults)
     attention_bias(r, fields)
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    mlp_bias(r, fields)
     return fields
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.hf_reader import Reader, attention_bias, mlp_bias
 from costcalc.formats.peft_names import LLAMA
 
 
@@ -23,10 +23,8 @@ def _biases(
 ) -> None:
     """q/k/v/o carry a bias when ``attention_bias`` (or the family's alias ``attention``) says so,
     gate/up/down when ``mlp_bias`` (or ``mlp``) does; both default false (LlamaForCausalLM)."""
-    fields["qkv_bias"] = fields["attn_out_bias"] = r.value(
-        ("qkv_bias", "attn_out_bias"), "attention_bias", attention, default=False
-    )
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", mlp, default=False)
+    attention_bias(r, fields, attention)
+    mlp_bias(r, fields, mlp)
 
 
 def internlm3(r: Reader) -> dict[str, Any]:
@@ -99,7 +97,7 @@ def cwm(r: Reader) -> dict[str, Any]:
     Windows of ``sliding_window`` (default 8,192) as ``layer_types`` says, else every layer but
     each 4th from the first."""
     fields = llama_layout(r, kv_heads=8, head_dim=128)
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    mlp_bias(r, fields)
     every_fourth_full_windows(r, fields, 8192)
     return fields
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import heads_span_width, llama, llama_layout
-from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.hf_reader import Reader, attention_bias, mlp_bias
 from costcalc.formats.peft_names import LLAMA
 
 
@@ -33,7 +33,7 @@ def helium(r: Reader) -> dict[str, Any]:
     fields = llama_layout(r, kv_heads=20, head_dim=128)
     heads_span_width(r, fields, "HeliumAttention builds o_proj hidden_size x hidden_size")
     fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", default=False)
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    mlp_bias(r, fields)
     return fields
 
 
@@ -45,7 +45,7 @@ def seed_oss(r: Reader) -> dict[str, Any]:
     fields = llama_layout(r, kv_heads=8, head_dim=128)
     fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", default=True)
     fields["attn_out_bias"] = r.value("attn_out_bias", "attention_out_bias", default=False)
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    mlp_bias(r, fields)
     return fields
 
 
@@ -57,7 +57,7 @@ def arcee(r: Reader, **defaults: Any) -> dict[str, Any]:
     fields = llama_layout(r, act="relu2", **defaults)
     attention_bias(r, fields)
     fields["ffn"] = "mlp"
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    mlp_bias(r, fields)
     return fields
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.moe import routed_experts
-from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, standard_sizes
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, mlp_bias, standard_sizes
 from costcalc.formats.peft_names import FEED_FORWARD, GRANITE_SHARED_MLP, MAMBA_REFUSED, llama_names
 
 MAMBA_KINDS = ("linear_attention", "mamba")
@@ -100,10 +100,10 @@ def _attention_swiglu(r: Reader) -> dict[str, Any]:
         fused_qkv=False,
         ffn="swiglu",
         ffn_hidden=r.value("ffn_hidden", "intermediate_size", default=14336),
-        ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=False),
     )
     attention_bias(r, fields)
+    mlp_bias(r, fields)
     return fields
 
 

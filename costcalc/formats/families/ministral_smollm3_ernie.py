@@ -13,7 +13,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
-from costcalc.formats.hf_reader import Reader, attention_bias, linear_bias
+from costcalc.formats.hf_reader import Reader, attention_bias, linear_bias, mlp_bias
 from costcalc.formats.peft_names import LLAMA
 
 
@@ -42,7 +42,7 @@ def smollm3(r: Reader) -> dict[str, Any]:
     fields = llama_layout(r, kv_heads=4, tie=True)
     fields["n_kv_heads"] = r.nullable("n_kv_heads", "num_key_value_heads", 4)
     attention_bias(r, fields)
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    mlp_bias(r, fields)
     window = r.value("sliding_window", "sliding_window", default=None)
     if not r.flag("use_sliding_window", False) and r.data.get("layer_types") is None:
         window = None

@@ -22,7 +22,14 @@ from costcalc.formats.families.llama import (
     sliding_window,
 )
 from costcalc.formats.families.olmo2 import olmo2
-from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, linear_bias, rotary_dim
+from costcalc.formats.hf_reader import (
+    Reader,
+    attention_bias,
+    is_whole,
+    linear_bias,
+    mlp_bias,
+    rotary_dim,
+)
 from costcalc.formats.peft_names import (
     DEEPSEEK,
     DEEPSEEK_NAMES,
@@ -333,6 +340,13 @@ def ernie_sparse_block(
     moe["moe_router_bias"] = True
     experts_without_bias(fields, moe)
     return fields, moe
+
+
+def mlp_bias_not_experts(r: Reader, fields: dict[str, Any], moe: dict[str, Any]) -> None:
+    """The dense and shared MLPs carry a bias when ``mlp_bias`` (:func:`mlp_bias`), the routed
+    experts none (:func:`experts_without_bias`)."""
+    mlp_bias(r, fields)
+    experts_without_bias(fields, moe)
 
 
 def experts_without_bias(fields: dict[str, Any], moe: dict[str, Any]) -> None:

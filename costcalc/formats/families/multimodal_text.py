@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import experts_without_bias, routed_experts, shared_experts
-from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.families.moe import mlp_bias_not_experts, routed_experts, shared_experts
+from costcalc.formats.hf_reader import Reader, attention_bias, mlp_bias
 from costcalc.formats.peft_names import LLAMA, SHARED_EXPERTS, llama_names
 
 ARIA_SIZES: dict[str, Any] = {
@@ -51,11 +51,10 @@ def aria_text(r: Reader) -> dict[str, Any]:
     experts."""
     fields = llama_layout(r, sizes=ARIA_SIZES)
     attention_bias(r, fields)
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
     moe = routed_experts(r, ("moe_num_experts",), ("moe_topk",), (8, 2))
     moe["moe_ffn_hidden"] = fields["ffn_hidden"]
     shared_experts(r, moe, "moe_num_shared_experts", 2)
-    experts_without_bias(fields, moe)
+    mlp_bias_not_experts(r, fields, moe)
     moe.pop("moe_ffn_hidden")
     fields.update(moe)
     return fields
@@ -67,7 +66,7 @@ def emu3_text(r: Reader) -> dict[str, Any]:
     ``mlp_bias``; untied by default."""
     fields = llama_layout(r, kv_heads=8, sizes=EMU3_SIZES)
     attention_bias(r, fields)
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
+    mlp_bias(r, fields)
     return fields
 
 

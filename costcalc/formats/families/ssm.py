@@ -15,7 +15,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.moe import experts_without_bias, routed_experts
-from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.formats.hf_reader import Reader, is_whole, mlp_bias
 from costcalc.formats.peft_names import FEED_FORWARD, MAMBA_REFUSED, llama_names
 from costcalc.scalars import MAX_SIZE
 
@@ -143,7 +143,6 @@ def nemotron_h(r: Reader) -> dict[str, Any]:
     sizes = _mamba2_sizes(r, ("mamba_num_heads", 128), ("mamba_head_dim", 64))
     sizes["proj_bias"] = r.value("mamba2", "use_bias", default=False)  # not mamba_proj_bias
     r.forget("mamba2")
-    mlp_bias = r.value("ffn_bias", "mlp_bias", default=False)
     blocks: dict[str, dict[str, Any]] = {
         "linear_attention": {"mixer": "mamba2", "mamba2": sizes, "ffn": "none"},
         "full_attention": {
@@ -157,9 +156,9 @@ def nemotron_h(r: Reader) -> dict[str, Any]:
             "mixer": "none",
             "ffn": "mlp",
             "ffn_hidden": r.value("ffn_hidden", "intermediate_size", default=21504),
-            "ffn_bias": mlp_bias,
         },
     }
+    mlp_bias(r, blocks["mlp"])
     if "moe" in kinds:
         blocks["moe"] = _nemotron_moe(r, blocks["mlp"])
     fields: dict[str, Any] = {

@@ -23,7 +23,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.glm4v import wrapper_tie
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.families.moe import experts_without_bias, routed_experts
+from costcalc.formats.families.moe import mlp_bias_not_experts, routed_experts
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
 from costcalc.formats.peft_names import DEEPSEEK_NAMES
 
@@ -149,11 +149,7 @@ def step3p5(r: Reader) -> dict[str, Any]:
         "n_kv_heads", "num_key_value_heads", "num_attention_groups", default=8
     )
     attention_bias(r, fields)
-    fields.update(
-        qk_norm="head",
-        attention_head_gate=True,
-        ffn_bias=r.value("ffn_bias", "mlp_bias", default=False),
-    )
+    fields.update(qk_norm="head", attention_head_gate=True)
     moe = routed_experts(
         r,
         ("n_routed_experts", "moe_num_experts"),
@@ -164,7 +160,7 @@ def step3p5(r: Reader) -> dict[str, Any]:
     moe["moe_shared_ffn_hidden"] = r.value(
         "moe_shared_ffn_hidden", "share_expert_dim", "share_expert_dims", default=1280
     )
-    experts_without_bias(fields, moe)
+    mlp_bias_not_experts(r, fields, moe)
     wrapper_tie(r, fields, frozenset())
     n = hf_layers.count_of(fields["n_layers"])
     extra = r.data.get("num_nextn_predict_layers") or 0

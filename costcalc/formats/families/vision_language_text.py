@@ -22,8 +22,8 @@ from costcalc.formats.families.fairseq_lm import fairseq_layout
 from costcalc.formats.families.llama import llama, llama_layout, sliding_window
 from costcalc.formats.families.llama_variants import arcee
 from costcalc.formats.families.moe import (
-    experts_without_bias,
     listed_sparse,
+    mlp_bias_not_experts,
     routed_experts,
     shared_experts,
 )
@@ -167,7 +167,6 @@ def deepseek_ocr2_text(r: Reader) -> dict[str, Any]:
     fields.pop("head_dim")
     r.forget("head_dim")
     attention_bias(r, fields)
-    fields["ffn_bias"] = r.value("ffn_bias", "mlp_bias", default=False)
     moe = routed_experts(
         r,
         ("n_routed_experts", "num_experts"),
@@ -176,7 +175,7 @@ def deepseek_ocr2_text(r: Reader) -> dict[str, Any]:
         (("moe_intermediate_size",), 1407),
     )
     shared_experts(r, moe, ("n_shared_experts",), 2)
-    experts_without_bias(fields, moe)
+    mlp_bias_not_experts(r, fields, moe)
     n = hf_layers.count_of(fields["n_layers"])
     if n is not None and r.size("layers", "mlp_layer_types") is not None:
         listed_sparse(r, fields, moe, 0, None)
