@@ -269,6 +269,15 @@ class BlockFields:
     sliding_window: Size | None = Field(
         default=None, description="Each token attends to at most this many positions."
     )
+    bidirectional_attention: Flag = Field(
+        default=False,
+        description=(
+            "No causal mask: each query attends to keys on both sides, every key, or within a "
+            "sliding window W those fewer than W positions away (up to 2W - 1 keys; Gemma 3's "
+            "use_bidirectional_attention in Gemma3ForCausalLM). The pairs are the same with or "
+            "without --causal; a KV cache and decoding see earlier tokens only, as causally."
+        ),
+    )
     kv_cache_all_tokens: Flag = Field(
         default=False,
         description=(
@@ -467,6 +476,14 @@ class BlockFields:
         description=(
             "The attention reads the hidden state concatenated with the token embeddings "
             "(Zamba's shared block): its input norm and its q, k and v read 2 D (give head_dim)."
+        ),
+    )
+    concat_width: Size | None = Field(
+        default=None,
+        description=(
+            "With concat_embeddings: the width the input norm and q, k and v are built for, "
+            "when not 2 D (Zamba's attention_hidden_size): counted as built, the forward as if "
+            "they read it (transformers' forward, which concatenates 2 D, fails)."
         ),
     )
     # Blocks reused at several depths.

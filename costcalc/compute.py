@@ -293,6 +293,12 @@ def forward_notes(results: list[ComputeResult], length: int) -> list[str]:
             "Another modality's experts (moe_modality_ffn_hidden, such as vision experts) are "
             "counted in the parameters; text-only input runs none of them: 0 MACs."
         )
+    if any(s.bidirectional_attention for r in results for s in r.spec.stacks):
+        notes.append(
+            "Bidirectional attention (no causal mask): those blocks keep the same pairs in both "
+            "conventions, all T^2, or within a sliding window W those fewer than W positions "
+            "apart on either side."
+        )
     for kind in ("Sliding window", "Attention chunk"):
         spans = sorted({n for r in results for n in macs.windows_below(r.spec, length)[kind]})
         if spans:

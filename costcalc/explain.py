@@ -270,10 +270,11 @@ def explain_macs(
         f"{_n(report.ffn)} + {_n(report.router)} = {_n(report.projection_ffn)}"
     )
     pairs = "T(T + 1)/2" if causal else "T^2"
+    if causal and any(s.bidirectional_attention for s in spec.stacks):
+        pairs += " (T^2 in bidirectional blocks)"
     terms = (
         " + ".join(
-            f"{s.n_layers:,} x {_n(macs.pair_width(s))} x "
-            f"{_n(macs.attention_pairs(length, causal, s.sliding_window, s.attention_chunk))}"
+            f"{s.n_layers:,} x {_n(macs.pair_width(s))} x {_n(macs.stack_pairs(s, length, causal))}"
             for s in spec.stacks
             if macs.pair_width(s)
         )

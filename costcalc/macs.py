@@ -12,7 +12,8 @@ Convention for attention: by default the full T x T square of query-key pairs, a
 computes it (the causal mask is applied after the products). ``causal=True`` counts only the
 T (T + 1) / 2 pairs a causal mask keeps. A sliding window W < T keeps only the pairs inside the
 window in both conventions (T W full, W (W + 1) / 2 + (T - W) W causal); eager attention in
-``transformers`` masks those pairs but still computes the whole square.
+``transformers`` masks those pairs but still computes the whole square. A bidirectional block
+(no causal mask) keeps the pairs fewer than W positions apart on either side in both.
 
 Text-only input, token ids and nothing else, is what is counted: a gated cross-attention block
 (over another modality's states) is skipped by it, as transformers' Mllama skips it, and another
@@ -183,23 +184,41 @@ def projection_ffn_macs(spec: ModelSpec, batch: int, length: int) -> int:
 
 
 def attention_pairs(
-    length: int, causal: bool = False, window: int | None = None, chunk: int | None = None
+    length: int,
+    causal: bool = False,
+    window: int | None = None,
+    chunk: int | None = None,
+    bidirectional: bool = False,
 ) -> int:
     """Query-key pairs of one sequence and one head.
 
     Full: T^2 (T W when a window W < T). Causal: T (T + 1) / 2, or with a window W < T the
     W (W + 1) / 2 pairs of the first W queries plus W for each of the other T - W. Chunked
     attention (chunks of C) keeps the pairs inside each chunk: q C^2 + R^2 (full) or
-    q C (C + 1) / 2 + R (R + 1) / 2 (causal), T = q C + R.
+    q C (C + 1) / 2 + R (R + 1) / 2 (causal), T = q C + R. Bidirectional (no causal mask,
+    either convention): the pairs |i - j| < W, T (2m + 1) - m (m + 1) with m = min(W, T) - 1
+    (T^2 without a window), the mask transformers' Gemma3TextModel builds from
+    ``_bidirectional_window_overlay`` (models/gemma3/modeling_gemma3.py).
     """
     T = length
+    causal = causal and not bidirectional
     if chunk is not None and chunk < T:
         q, rest = divmod(T, chunk)
         return q * attention_pairs(chunk, causal) + attention_pairs(rest, causal)
     W = T if window is None else min(window, T)
+    if bidirectional:
+        m = W - 1
+        return T * (2 * m + 1) - m * (m + 1)
     if not causal:
         return T * W
     return W * (W + 1) // 2 + (T - W) * W
+
+
+def stack_pairs(spec: ModelSpec, length: int, causal: bool = False) -> int:
+    """:func:`attention_pairs` of one block of ``spec``: its window, chunk and mask."""
+    return attention_pairs(
+        length, causal, spec.sliding_window, spec.attention_chunk, spec.bidirectional_attention
+    )
 
 
 def windows_below(spec: ModelSpec, length: int) -> dict[str, set[int]]:
@@ -271,8 +290,7 @@ def attention_pair_macs(spec: ModelSpec, batch: int, length: int, causal: bool =
     return batch * sum(
         stack.n_layers
         * (
-            pair_width(stack)
-            * attention_pairs(length, causal, stack.sliding_window, stack.attention_chunk)
+            pair_width(stack) * stack_pairs(stack, length, causal)
             + compressed_pair_width(stack) * compressed_pairs(stack, length, causal)
             + block_indexer_width(stack) * indexer_blocks(stack, 0, length - 1)
         )

@@ -786,6 +786,7 @@ def _compressed_attention(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     "head_dim",
     "kv_cache_heads",
     "kv_cache_all_tokens",
+    "bidirectional_attention",
     "ungrouped_kv_heads",
 )
 def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
@@ -795,6 +796,7 @@ def _attention_only(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         "n_kv_heads": spec.n_kv_heads is not None,
         "kv_cache_heads": spec.kv_cache_heads is not None,
         "kv_cache_all_tokens": spec.kv_cache_all_tokens,
+        "bidirectional_attention": spec.bidirectional_attention,
         "ungrouped_kv_heads": spec.ungrouped_kv_heads,
         "head_dim": spec.head_dim is not None,
         "qk_norm": spec.qk_norm != "none",
@@ -857,7 +859,15 @@ SHARED_BLOCK_PARTS = (
 )
 
 
-@_rule("mixer", "ffn", "head_dim", "concat_embeddings", "shared_weight_sets", *SHARED_BLOCK_PARTS)
+@_rule(
+    "mixer",
+    "ffn",
+    "head_dim",
+    "concat_embeddings",
+    "concat_width",
+    "shared_weight_sets",
+    *SHARED_BLOCK_PARTS,
+)
 def _shared_blocks(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     """Adapters and per-use projections belong to blocks reused at several depths; the FFN
     adapter needs a dense FFN, q/k/v adapters the adapter rank and attention; attention over
@@ -875,6 +885,8 @@ def _shared_blocks(spec: ModelSpec) -> Iterator[tuple[str, str]]:
             yield (name, f"applies to attention blocks; this block's mixer is {spec.mixer}")
     if spec.concat_embeddings and spec.mixer == "attention" and spec.head_dim is None:
         yield ("head_dim", "required with concat_embeddings (the heads split the 2 D input)")
+    if spec.concat_width is not None and not spec.concat_embeddings:
+        yield ("concat_width", "the width of concat_embeddings; give concat_embeddings")
 
 
 @_rule("differential_attention", "n_kv_heads", "n_heads")

@@ -203,6 +203,14 @@ def varied(
     return work
 
 
+def merged(data: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with ``changes`` set, a nested dict's keys merged into the nested config."""
+    out = dict(data)
+    for key, value in changes.items():
+        out[key] = merged(out.get(key) or {}, value) if isinstance(value, dict) else value
+    return out
+
+
 def _cycle(work: list[tuple[str, str]], rng: random.Random) -> Iterator[tuple[str, str]]:
     while True:
         order = list(work)

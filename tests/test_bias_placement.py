@@ -7,18 +7,16 @@ pin the trigger of each."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from costcalc.loaders import load_file
 from costcalc.params import param_report
 from costcalc.spec import ModelSpec
 from costcalc.tensors import parameter_tensors
-from tests.test_hf_families import ROOT
+from tests.hf_helpers import config_data, spec_of
 from tests.test_hf_gated_families import BASE
 
 
@@ -27,15 +25,13 @@ def _names(spec: ModelSpec) -> set[str]:
 
 
 def _load(tmp_path: Path, fixture: str, **changes: Any) -> ModelSpec:
-    data = json.loads((ROOT / "tests/fixtures/hf" / f"{fixture}.json").read_text())
+    """The fixture's spec with ``changes`` set in its text decoder's config: a wrapper's
+    ``text_config``, unless the wrapper holds one of the keys itself."""
+    data = config_data(fixture)
     text = data.get("text_config")
     if isinstance(text, dict) and not set(changes) & set(data):
-        data = {**data, "text_config": {**text, **changes}}
-    else:
-        data = {**data, **changes}
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(data))
-    return load_file(path).spec
+        return spec_of(tmp_path, fixture, text_config={**text, **changes})
+    return spec_of(tmp_path, fixture, **changes)
 
 
 def test_gate_projection_bias_follows_the_queries_unless_given() -> None:

@@ -60,37 +60,14 @@ def records() -> dict[str, dict[str, Any]]:
 
 
 KNOWN: dict[str, list[str]] = {
-    "issue 21: a width not divisible by the heads, which transformers floors": [
-        "dbrx/fresh-03",
-        "jamba/fresh-02",
-    ],
+    "issue 21: a width not divisible by the heads, which transformers floors": ["dbrx/fresh-03"],
     (
         "costcalc refuses what transformers builds: not supported: N under its alias: "
         "DbrxConfig sizes the experts and the router by d_model N before it reads "
         "hidden_size, so transformers builds experts that do not fit the model's width"
     ): ["dbrx/fresh-04", "dbrx/fresh-05"],
-    (
-        "costcalc refuses what transformers builds: not supported: N: the shared "
-        "attention reads the hidden state and the embeddings concatenated, N x "
-        "hidden_size wide"
-    ): ["zamba/fresh-05"],
     ("costcalc refuses what transformers builds: not supported: Qwen2-MoE sliding-window layers"): [
         "qwen2_moe/04"
-    ],
-    (
-        "costcalc refuses what transformers builds: not supported: bidirectional attention "
-        "within a window"
-    ): ["gemma3/fresh-05", "gemma3_text/06"],
-    (
-        "null for a key transformers types as not optional: transformers refuses it, costcalc"
-        " reads the default"
-    ): [
-        "falcon_h1/14",
-        "gemma4_text/14",
-        "lfm2/04",
-        "lfm2/11",
-        "molmo2_text/03",
-        "qwen2_vl_text/fresh-04",
     ],
     "transformers' code fails on the value (AttributeError); costcalc counts it": [
         "dbrx/01",
@@ -98,29 +75,15 @@ KNOWN: dict[str, list[str]] = {
         "dbrx/fresh-02",
         "dbrx/fresh-06",
     ],
-    "transformers' code fails on the value (IndexError); costcalc counts it": ["hunyuan_v1_moe/13"],
     "transformers' code fails on the value (KeyError); costcalc counts it": [
         "cohere_compass_text/01",
         "cohere_compass_text/05",
         "cohere_compass_text/fresh-00",
         "cohere_compass_text/fresh-07",
         "nemotron/06",
-        "openai-gpt/11",
-    ],
-    "transformers' code fails on the value (NotImplementedError); costcalc counts it": [
-        "laguna/fresh-07"
     ],
     "transformers' code fails on the value (RuntimeError); costcalc counts it": [
         "ernie4_5_vl_moe_text/fresh-00"
-    ],
-    (
-        "transformers' code fails on the value (StrictDataclassClassValidationError); "
-        "costcalc counts it"
-    ): [
-        "deepseek_v3/15",
-        "glm_moe_dsa/11",
-        "nemotron_h/16",
-        "nemotron_h/fresh-04",
     ],
     "transformers' code fails on the value (TypeError); costcalc counts it": [
         "afmoe/04",
@@ -138,8 +101,6 @@ KNOWN: dict[str, list[str]] = {
         "ernie4_5_moe/fresh-06",
         "ernie4_5_vl_moe_text/09",
         "ernie4_5_vl_moe_text/fresh-03",
-        "exaone_moe/fresh-04",
-        "exaone_moe/fresh-06",
         "gemma3_text/08",
         "glm/fresh-03",
         "glm4_moe/fresh-06",
@@ -163,12 +124,7 @@ KNOWN: dict[str, list[str]] = {
         "qwen3_omni_moe_text/fresh-03",
     ],
     "transformers' code fails on the value (ValueError); costcalc counts it": [
-        "gemma3n_text/06",
-        "hunyuan_vl_text/03",
-        "hunyuan_vl_text/fresh-02",
         "olmo_hybrid/fresh-05",
-        "qwen2_5_vl_text/03",
-        "qwen2_5_vl_text/06",
         "zamba/03",
     ],
     "transformers' code fails on the value (ZeroDivisionError); costcalc counts it": [

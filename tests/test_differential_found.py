@@ -18,7 +18,7 @@ from costcalc.macs import forward_macs
 from costcalc.memory import kv_cache_elements
 from costcalc.params import param_report
 from tests.conftest import FIXTURES
-from tests.hf_helpers import spec_of
+from tests.hf_helpers import config_data, spec_of
 
 
 def total(tmp_path: Path, fixture: str, **changes: Any) -> int:
@@ -246,3 +246,25 @@ def test_a_width_the_heads_do_not_divide_floors_head_dim(
     assert kv_cache_elements(model.spec, 1, 16) == cache
     assert forward_macs(model.spec, 1, 16) == macs
     assert any("its attention floors head_dim" in note for note in model.notes)
+
+
+def test_jamba_floors_head_dim_where_the_heads_do_not_divide_the_width(tmp_path: Path) -> None:
+    # JambaAttention: head_dim = getattr(config, "head_dim", hidden_size // num_attention_heads)
+    # (JambaConfig has no head_dim field), 4,096 // 33 = 124; sum(p.numel()) of the 8 layers
+    # transformers 5.24 builds (its forward does not run on meta).
+    spec = spec_of(tmp_path, "jamba-v0.1", num_hidden_layers=8, num_attention_heads=33)
+    assert param_report(spec).total == 13_294_942_176
+    assert [stack.head_dim for stack in spec.stacks if stack.mixer == "attention"] == [124]
+
+
+@pytest.mark.parametrize(("width", "built"), [(48, 371_312), (100, 384_676), (0, 391_872)])
+def test_zamba_builds_the_shared_attention_at_attention_hidden_size(
+    tmp_path: Path, width: int, built: int
+) -> None:
+    # ZambaAttention: q_proj/k_proj/v_proj nn.Linear(config.attention_hidden_size, ...), the
+    # layer's input_layernorm of attention_hidden_size; ZambaConfig: attention_hidden_size or
+    # 2 x hidden_size (0 is 128 here). ``built``: sum(p.numel()) transformers 5.24 builds (its
+    # forward does not run on meta; on any device it concatenates 128 and fails off 128).
+    model = load(config_data("tiny-zamba", attention_hidden_size=width))
+    assert param_report(model.spec).total == built
+    assert any("is not 2 x hidden_size (128)" in note for note in model.notes) == (width != 0)

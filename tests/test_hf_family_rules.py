@@ -3,12 +3,20 @@ configuration class's own rule (transformers 5.24), evaluated in closed form."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from costcalc.api import load
 from costcalc.errors import ConfigError
+from costcalc.macs import stack_pairs
+from costcalc.memory import stored_tokens
 from tests.hf_helpers import spec_of, windows
+
+MASKS = json.loads((Path(__file__).parent / "golden" / "bidirectional_masks.json").read_text())
+"""tests/reference/make_bidirectional_masks.py: the pairs Gemma 3's bidirectional masks keep."""
 
 
 def test_olmo3_slides_on_three_layers_of_four(tmp_path: Path) -> None:
@@ -34,6 +42,40 @@ def test_exaone4_pattern_must_be_a_count(tmp_path: Path) -> None:
 def test_gemma_null_window_means_full_attention(tmp_path: Path) -> None:
     assert windows(spec_of(tmp_path, "gemma-2-2b", sliding_window=None)) == [(26, None)]
     assert windows(spec_of(tmp_path, "gemma-3-1b", sliding_window_pattern=1)) == [(26, None)]
+
+
+@pytest.mark.parametrize(
+    "case", MASKS["cases"], ids=lambda c: f"T{c['seq_len']}-W{c['sliding_window']}"
+)
+@pytest.mark.parametrize("model", ["Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"])
+def test_gemma3_bidirectional_attention_keeps_what_transformers_masks(
+    case: dict[str, Any], model: str
+) -> None:
+    # Gemma3TextModel masks both ways within the halved window; Gemma3Model masks text causally.
+    text = {
+        "model_type": "gemma3_text",
+        **MASKS["text_config"],
+        "sliding_window": case["sliding_window"],
+    }
+    data = text if model == "Gemma3ForCausalLM" else {"model_type": "gemma3", "text_config": text}
+    T = case["seq_len"]
+    sliding, full = load(data).spec.stacks
+    assert sliding.sliding_window == case["window"]
+    for stack, kind in ((sliding, "sliding_attention"), (full, "full_attention")):
+        measured = case[model][kind]
+        assert stack_pairs(stack, T, causal=True) == measured["pairs"]
+        # DynamicSlidingWindowLayer keeps W - 1 tokens once T reaches W > 1; costcalc counts W.
+        window = stack.sliding_window
+        left_out = window is not None and 1 < window <= T
+        assert stored_tokens(stack, T) == measured["cached"] + left_out
+
+
+def test_gemma3_bidirectional_attention_needs_a_window(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="use_bidirectional_attention halves it"):
+        spec_of(tmp_path, "gemma-3-1b", use_bidirectional_attention=True, sliding_window=None)
+    spec = spec_of(tmp_path, "gemma-3-1b", use_bidirectional_attention=True)
+    assert {window for _, window in windows(spec)} == {512 // 2 + 1, None}
+    assert all(stack.bidirectional_attention for stack in spec.stacks)
 
 
 def test_smollm3_windows_fall_on_layers_without_rotary(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ import json
 from collections import Counter
 from math import prod
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,6 +21,7 @@ from costcalc.memory import (
     memory_report,
     memory_setup,
 )
+from tests.differential_configs import merged
 
 ROOT = Path(__file__).resolve().parent
 GOLDEN = json.loads((ROOT / "golden" / "lora_reference.json").read_text())
@@ -38,21 +38,13 @@ LORA_WEIGHTS = (
 ``nn.Linear``)."""
 
 
-def _merged(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with ``changes`` set, a nested dict's keys merged into the nested config."""
-    out = dict(data)
-    for key, value in changes.items():
-        out[key] = _merged(out.get(key) or {}, value) if isinstance(value, dict) else value
-    return out
-
-
 def _golden_model(name: str) -> LoadedModel:
     """A fixture, or a variant the reference built (a fixture with keys set, ``variants``)."""
     variant = GOLDEN["variants"].get(name)
     if variant is None:
         return load_file(FIXTURES / f"{name}.json")
     data = json.loads((FIXTURES / f"{variant['fixture']}.json").read_text())
-    return load(_merged(data, variant["set"]))
+    return load(merged(data, variant["set"]))
 
 
 def _config(record: dict):

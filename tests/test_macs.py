@@ -96,6 +96,15 @@ def test_attention_pairs_equal_brute_force(T: int, causal: bool, window: int | N
     assert macs.attention_pairs(T, causal, window) == brute_force_pairs(T, causal, window)
 
 
+@given(st.integers(1, 40), st.booleans(), st.one_of(st.none(), st.integers(1, 50)))
+def test_bidirectional_pairs_are_those_less_than_the_window_apart(
+    T: int, causal: bool, window: int | None
+) -> None:
+    W = T if window is None else window
+    pairs = sum(abs(i - j) < W for i in range(T) for j in range(T))
+    assert macs.attention_pairs(T, causal, window, bidirectional=True) == pairs
+
+
 def test_attention_pairs_small_cases() -> None:
     assert macs.attention_pairs(4) == 16
     assert macs.attention_pairs(4, causal=True) == 10  # T(T+1)/2

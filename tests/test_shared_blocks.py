@@ -181,3 +181,11 @@ def test_a_mamba_beside_attention_keeps_its_state() -> None:
 def test_mamba_beside_attention_rules(extra: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=re.escape(message)):
         spec(**extra)
+
+
+def test_a_concatenation_width_sizes_the_input_norm_and_q_k_v() -> None:
+    # concat_width 100: q, k, v read 100 (H d = 128 each), o_proj 128 -> 64, input norm 100.
+    built = spec(concat_embeddings=True, concat_width=100, head_dim=32, norms_per_block=2)
+    assert block_params(built) == 3 * 128 * 100 + 64 * 128 + 3 * 64 * 256 + 100 + 64
+    with pytest.raises(ValidationError, match="concat_width: the width of concat_embeddings"):
+        spec(concat_width=100)

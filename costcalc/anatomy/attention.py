@@ -40,9 +40,12 @@ def value_width(spec: Block) -> int:
 
 
 def attention_input(spec: Block) -> int:
-    """Width the attention's q, k and v read: D, or 2 D over the hidden state concatenated
-    with the token embeddings (``concat_embeddings``)."""
-    return 2 * spec.d_model if spec.concat_embeddings else spec.d_model
+    """Width the attention's q, k and v read: D, or over the hidden state concatenated with
+    the token embeddings (``concat_embeddings``) 2 D, or the ``concat_width`` they are built
+    for."""
+    if not spec.concat_embeddings:
+        return spec.d_model
+    return 2 * spec.d_model if spec.concat_width is None else spec.concat_width
 
 
 def cached_heads(spec: Block) -> int:
@@ -431,6 +434,7 @@ class Attention(TokenMixer):
             "attention_sinks",
             "sliding_window",
             "kv_cache_all_tokens",
+            "bidirectional_attention",
             "attention_chunk",
         }
     )

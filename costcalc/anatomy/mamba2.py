@@ -36,6 +36,11 @@ class Mamba2Sizes(MixerSizes):
         description="The gated RMSNorm over I before out_proj (Falcon-H1 may leave it out).",
     )
 
+    @property
+    def out_bias(self) -> bool:
+        """out_proj carries a bias: out_proj_bias, or proj_bias."""
+        return self.proj_bias if self.out_proj_bias is None else self.out_proj_bias
+
 
 class Mamba2(RecurrentMixer[Mamba2Sizes]):
     kind = "mamba2"
@@ -46,7 +51,7 @@ class Mamba2(RecurrentMixer[Mamba2Sizes]):
         """``in_proj`` D -> 2I + 2GN + H (gate, x, B, C, dt), ``conv1d`` over I + 2GN
         channels, ``dt_bias``, ``A_log``, ``D`` (H each), the gated RMSNorm ``norm`` (I, unless
         ``gated_norm`` is off) and ``out_proj`` I -> D; I = H P. Biases: ``proj_bias``, on
-        out_proj ``out_proj_bias`` when given."""
+        out_proj :attr:`Mamba2Sizes.out_bias`."""
         m = self.sizes(spec)
         D, H, inner = spec.d_model, m.heads, m.heads * m.head_dim
         channels = self.conv(spec).channels
@@ -55,13 +60,7 @@ class Mamba2(RecurrentMixer[Mamba2Sizes]):
             *conv("mixer.conv1d", channels, m.conv_kernel, m.conv_bias),
             *(Tensor(f"mixer.{name}", (H,), "mixer") for name in ("dt_bias", "A_log", "D")),
             *([Tensor("mixer.norm.weight", (inner,), "mixer")] if m.gated_norm else []),
-            *linear(
-                "mixer.out_proj",
-                D,
-                inner,
-                m.proj_bias if m.out_proj_bias is None else m.out_proj_bias,
-                "mixer",
-            ),
+            *linear("mixer.out_proj", D, inner, m.out_bias, "mixer"),
         ]
 
     def conv(self, spec: Block) -> Conv:

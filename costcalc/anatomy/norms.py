@@ -5,6 +5,7 @@ gates on the mixer's and the FFN's input norms (A.X K2)."""
 
 from __future__ import annotations
 
+from costcalc.anatomy.attention import attention_input
 from costcalc.anatomy.reuse import in_set
 from costcalc.anatomy.saved import Step, Term, norm_terms
 from costcalc.anatomy.tensor import Block, Part, Tensor, linear, norm
@@ -23,9 +24,10 @@ def norm_words(spec: Block, bias: bool | None = None) -> str:
 
 
 def block_norms(spec: Block) -> list[Tensor]:
-    """The norms of one block: ``norms_per_block`` copies of a norm over D, the first over 2 D
-    when the attention reads the concatenated embeddings; the first two in the weight set when
-    the block is reused, the others each layer's own. Plus the per-layer input branch's
+    """The norms of one block: ``norms_per_block`` copies of a norm over D, the first over the
+    attention's input (:func:`~costcalc.anatomy.attention.attention_input`, 2 D) when it reads
+    the concatenated embeddings; the first two in the weight set when the block is reused, the
+    others each layer's own. Plus the per-layer input branch's
     ``post_per_layer_input_norm`` (D) when the model has per-layer inputs, and AltUp's
     ``router_norm`` and LAuReL's ``post_laurel_norm`` (D each) with those."""
     n, D = spec.norms_per_block, spec.d_model
@@ -33,7 +35,7 @@ def block_norms(spec: Block) -> list[Tensor]:
     wide = 1 if spec.concat_embeddings and n else 0
     tensors = []
     if wide:
-        tensors += norm(spec, "input_norm", 2 * D, "norms")
+        tensors += norm(spec, "input_norm", attention_input(spec), "norms")
     if shared > wide:
         tensors += norm(spec, "norm", D, "norms", shared - wide)
     tensors = in_set(spec, tensors)

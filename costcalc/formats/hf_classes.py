@@ -49,7 +49,8 @@ class ConfigClass:
     odd_heads: frozenset[str] = frozenset()
     """Which odd heads the class's ``validate_rope`` refuses when rotated whole
     (:mod:`costcalc.formats.hf_rotary`): ``head_dim`` (the file's head_dim), ``width`` (D // H,
-    no head_dim given), ``defaults`` (either, with the class's own rotary settings)."""
+    no head_dim given), ``qk_rope_head_dim`` (a latent attention's rotary slice), ``defaults``
+    (either, with the class's own rotary settings)."""
     padded_tables: tuple[tuple[str, int], ...] = ()
     """The token tables the model builds with ``padding_idx=pad_token_id``, each as the key
     that sizes its rows and the rows it has beyond that key (Mllama's ``vocab_size + 8``):

@@ -6,9 +6,9 @@ builds ``torch.arange(0, r, 2)`` frequencies, ceil(r / 2) of them: its cos and s
 ``_compute_default_rope_parameters``). So:
 
 - a configuration class refuses a head it reads (its ``head_dim``, given or derived as
-  D // H) that is odd, wider than 4 and rotated whole: ``validate_rope``, lines 902-914 ("RoPE
-  requires an even rotary dimension"; not for a heterogeneous config, one with
-  ``per_layer_config``). Which heads each class reads is data
+  D // H, or a latent attention's ``qk_rope_head_dim``) that is odd, wider than 4 and rotated
+  whole: ``validate_rope``, lines 902-914 ("RoPE requires an even rotary dimension"; not for a
+  heterogeneous config, one with ``per_layer_config``). Which heads each class reads is data
   (:attr:`~costcalc.formats.hf_classes.ConfigClass.odd_heads`);
 - a head 1 wide rotated whole meets cos and sin 2 wide: ``q * cos + rotate_half(q) * sin``
   broadcasts, and its queries and keys come out 2 wide (their cache too), its values 1 wide;
@@ -56,11 +56,18 @@ def refused_odd_head(data: dict[str, Any], known: ConfigClass | None) -> tuple[s
 
 
 def _head_read(data: dict[str, Any], known: ConfigClass) -> tuple[str, int] | None:
-    """The key and the width of the head the class's ``validate_rope`` reads, if any."""
+    """The key and the width of the head the class's ``validate_rope`` reads, if any: the
+    file's ``head_dim``; else (or where the class overwrites that field) a multi-head latent
+    attention's ``qk_rope_head_dim``, which its ``__post_init__`` sets ``head_dim`` to
+    (DeepseekV3Config: ``self.head_dim = self.qk_rope_head_dim``; a ``head_dim`` that is no
+    field of the class is set after it, and wins); else D // H."""
     given = _value(data, known, "head_dim")
+    if given is not None and "head_dim" in known.odd_heads:
+        return given
+    if "qk_rope_head_dim" in known.odd_heads:
+        return _value(data, known, "qk_rope_head_dim")
     if given is not None:
-        key, width = given
-        return (key, width) if "head_dim" in known.odd_heads else None
+        return None
     d, h = _value(data, known, "hidden_size"), _value(data, known, "num_attention_heads")
     if "width" not in known.odd_heads or d is None or h is None or h[1] < 1:
         return None
@@ -130,8 +137,7 @@ def odd_heads_rotated(
         return None
     if width == 1:
         fields["rotary_dim"] = 2
-        failure = HEAD_ONE_FAILS.get(known.head_one or "") if known is not None else None
-        if known is not None and failure is not None:
+        if known is not None and (failure := HEAD_ONE_FAILS.get(known.head_one or "")):
             return (
                 "heads 1 wide, rotated whole: transformers' rotary cos and sin are 2 wide "
                 f"(torch.arange(0, 1, 2) gives one frequency, doubled), and {known.name}'s "

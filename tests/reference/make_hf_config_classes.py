@@ -16,9 +16,10 @@ refuses Gated DeltaNet value heads that are not a multiple of its key heads (3 o
 class's strict validation), and ``odd_heads``: where the class's ``validate_rope``
 (transformers/modeling_rope_utils.py, lines 902-914) finds an odd head it refuses when rotated
 whole: ``head_dim`` (a head_dim of 7 given), ``width`` (no head_dim, 28 over 4 heads: the class
-derives D // H), each probed with the whole head rotated (``partial_rotary_factor`` 1), and
-``defaults`` when either is refused with the class's own rotary settings (a file that states
-none).
+derives D // H), ``qk_rope_head_dim`` (a multi-head latent attention's rotary slice of 7, which
+the class points ``head_dim`` at), each probed with the whole head rotated
+(``partial_rotary_factor`` 1), and ``defaults`` when any is refused with the class's own rotary
+settings (a file that states none).
 ``PretrainedConfig``'s own fields
 (``architectures``, ``dtype``, labels) are left out.
 
@@ -131,6 +132,8 @@ def odd_heads(cls: type) -> list[str]:
         "head_dim": {"hidden_size": 32, "head_dim": 7},
         "width": {"hidden_size": 28},
     }
+    if "qk_rope_head_dim" in {f.name for f in dataclasses.fields(cls)}:
+        cases["qk_rope_head_dim"] = {"hidden_size": 32, "qk_rope_head_dim": 7}
     found = [
         name
         for name, sizes in cases.items()

@@ -45,6 +45,9 @@ from torch import nn
 from transformers import CONFIG_MAPPING, MODEL_FOR_CAUSAL_LM_MAPPING
 from transformers.pytorch_utils import Conv1D
 
+sys.path.insert(0, str(ROOT))
+from tests.differential_configs import merged
+
 OUTPUT = ROOT / "tests" / "golden" / "lora_reference.json"
 GENERATOR = "tests/reference/make_lora_reference.py"
 MULTIMODAL = {"gemma-3-4b"}
@@ -68,14 +71,6 @@ the cross-attention blocks of ``add_cross_attention`` (GPT-2's ``crossattention`
 Kosmos-2's ``encoder_attn``)."""
 
 
-def _merged(data: dict, changes: dict) -> dict:
-    """``data`` with ``changes`` set, a nested dict's keys merged into the nested config."""
-    out = dict(data)
-    for key, value in changes.items():
-        out[key] = _merged(out.get(key) or {}, value) if isinstance(value, dict) else value
-    return out
-
-
 def _fixture(name: str) -> str:
     """The fixture a name (a fixture or a variant) is built from."""
     return VARIANTS[name][0] if name in VARIANTS else name
@@ -86,7 +81,7 @@ def _config(name: str):
     if name not in VARIANTS:
         return load_config(name)
     fixture, changes = VARIANTS[name]
-    data = _merged(json.loads(fixture_path(fixture).read_text()), changes)
+    data = merged(json.loads(fixture_path(fixture).read_text()), changes)
     return CONFIG_MAPPING[data["model_type"]].from_dict(data)
 
 

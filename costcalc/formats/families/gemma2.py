@@ -12,14 +12,13 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
-from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
 from costcalc.formats.peft_names import LLAMA
 
 
 def _gemma_sandwich(r: Reader, sizes: dict[str, Any] | None = None) -> dict[str, Any]:
     """Gemma 2/3's shared part: Gemma's layout with its GeGLU read from ``hidden_activation``,
-    4 norms per block, q/k/v/o bias when ``attention_bias``; causal unless
-    ``use_bidirectional_attention`` (not counted)."""
+    4 norms per block, q/k/v/o bias when ``attention_bias``."""
     fields = llama_layout(
         r,
         kv_heads=4,
@@ -31,8 +30,6 @@ def _gemma_sandwich(r: Reader, sizes: dict[str, Any] | None = None) -> dict[str,
     )
     attention_bias(r, fields)
     fields["norms_per_block"] = 4
-    if r.flag("use_bidirectional_attention", False):
-        r.unsupported("use_bidirectional_attention", "bidirectional attention within a window")
     return fields
 
 
@@ -40,8 +37,10 @@ def gemma2(r: Reader) -> dict[str, Any]:
     """Gemma2ForCausalLM: Gemma's layout with 4 RMSNorms per block, 4 key/value heads when
     ``num_key_value_heads`` is absent, ``head_dim`` 256; tied by default. Layers alternate:
     even layers attend within ``sliding_window`` (default 4,096), odd layers fully (or as
-    ``layer_types`` says)."""
+    ``layer_types`` says); causal unless ``use_bidirectional_attention`` (not supported)."""
     fields = _gemma_sandwich(r)
+    if r.flag("use_bidirectional_attention", False):
+        r.unsupported("use_bidirectional_attention", "bidirectional attention within a window")
     window = sliding_window(r, default=4096)
     hf_layers.attention_layers(r, fields, window, hf_layers.full_every(r, 2))
     return fields
@@ -63,13 +62,56 @@ def gemma3_text(r: Reader) -> dict[str, Any]:
     layout plus an RMSNorm of head_dim on queries and keys (``q_norm``, ``k_norm``). Every size
     has Gemma3TextConfig's default (``text_config`` files leave them out). Each
     ``sliding_window_pattern``-th layer (default 6) attends fully, the others within
-    ``sliding_window`` (default 4,096), unless ``layer_types`` lists them."""
+    ``sliding_window`` (default 4,096), unless ``layer_types`` lists them; with
+    ``use_bidirectional_attention`` as :func:`bidirectional_window` says."""
     fields = _gemma_sandwich(r, GEMMA3_SIZES)
     fields["qk_norm"] = "head"
     window = sliding_window(r, default=4096)
+    if r.flag("use_bidirectional_attention", False):
+        window = bidirectional_window(r, fields, window)
     rule = hf_layers.full_every(r, 6, "sliding_window_pattern")
     hf_layers.attention_layers(r, fields, window, rule)
     return fields
+
+
+def bidirectional_window(r: Reader, fields: dict[str, Any], window: Any) -> Any:
+    """Gemma 3 with ``use_bidirectional_attention``: Gemma3TextConfig's ``__post_init__``
+    halves the window to W // 2 + 1 (an exclusive bound; a null window fails there), which the
+    sliding layers and their KV cache keep. Gemma3TextModel (Gemma3ForCausalLM) masks both
+    ways: full layers see every token, sliding ones the tokens fewer than W // 2 + 1 positions
+    away on either side (``_bidirectional_window_overlay``). Gemma3Model, the multimodal
+    model's, builds causal masks for text (``create_masks_for_generate``, without that
+    overlay), so its text decoder attends causally under eager attention
+    (models/gemma3/configuration_gemma3.py, modeling_gemma3.py)."""
+    if window is None:
+        r.fail(
+            "sliding_window",
+            "null, but use_bidirectional_attention halves it (Gemma3TextConfig: "
+            "sliding_window // 2 + 1); give a window",
+        )
+        return None
+    if not is_whole(window, 1):
+        return window  # reported where the window is checked
+    halved = window // 2 + 1
+    if r.prefix:
+        how = (
+            "Gemma3Model masks text causally (create_masks_for_generate, without "
+            f"Gemma3TextModel's bidirectional overlay): causal within {halved:,} under eager "
+            "attention (sdpa, skipping the full layers' mask, attends both ways there)"
+        )
+    else:
+        fields["bidirectional_attention"] = True
+        how = (
+            f"bidirectional: sliding layers attend to keys fewer than {halved:,} positions away "
+            f"on either side (up to {2 * halved - 1:,}), full layers to every token; "
+            "decoding sees earlier tokens only"
+        )
+    r.note(
+        f"{r.name('use_bidirectional_attention')}: Gemma3TextConfig halves the window, "
+        f"sliding_window // 2 + 1 = {window:,} // 2 + 1 = {halved:,} (the KV cache keeps that "
+        f"window); {how}."
+    )
+    return halved
 
 
 def vaultgemma(r: Reader) -> dict[str, Any]:

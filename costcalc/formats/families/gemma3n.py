@@ -86,6 +86,14 @@ def _layers(r: Reader, fields: dict[str, Any]) -> None:
     n = hf_layers.count_of(fields["n_layers"])
     if n is None:
         return
+    sparsity = r.data.get("activation_sparsity_pattern")
+    if isinstance(sparsity, list) and len(sparsity) != n:
+        r.fail(
+            "activation_sparsity_pattern",
+            f"lists {len(sparsity):,} layers, but the model has {n:,}: transformers refuses the "
+            "file (Gemma3nTextConfig's __post_init__ takes one value for every layer)",
+        )
+        return
     shared = r.count("num_kv_shared_layers", 15, minimum=0)
     if shared >= n:
         r.fail("num_kv_shared_layers", "every layer would reuse keys and values none computes")

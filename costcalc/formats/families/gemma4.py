@@ -221,6 +221,13 @@ def _full_attention(r: Reader, fields: dict[str, Any]) -> dict[str, Any]:
     those two keys only when it is absent: :func:`_per_layer_sizes`)."""
     listed = r.data.get("per_layer_config") is not None
     block: dict[str, Any] = {}
+    if not listed and "global_head_dim" in r.data and r.data["global_head_dim"] is None:
+        r.fail(
+            "global_head_dim",
+            "null: transformers refuses the file (Gemma4TextConfig's __post_init__ gives the "
+            "full-attention layers (the last layer is always one) this head_dim, which takes "
+            "no null; leave the key out for 512)",
+        )
     if not listed:
         block["head_dim"] = r.value("head_dim", "global_head_dim", default=512)
     if r.flag("attention_k_eq_v", False):

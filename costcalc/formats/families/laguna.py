@@ -45,7 +45,8 @@ def laguna(r: Reader) -> dict[str, Any]:
     ``e_score_correction_bias`` (X, a parameter not used in a product), X = ``num_experts``
     (256) SwiGLU experts of ``moe_intermediate_size`` (512), top ``num_experts_per_tok`` (8),
     and ``shared_experts`` (SwiGLU of ``shared_expert_intermediate_size``, 512); untied by
-    default. Rotary on part of each head holds no parameters."""
+    default. Rotary on part of each head holds no parameters. ``moe_apply_router_weight_on_input``
+    true is refused, as LagunaConfig's ``validate_architecture`` refuses it."""
     fields = llama_layout(r, kv_heads=8, head_dim=128)
     gating = r.data.get("gating", True)
     per_head = gating is True or gating == "per-head"
@@ -63,6 +64,11 @@ def laguna(r: Reader) -> dict[str, Any]:
         "moe_shared_ffn_hidden", "shared_expert_intermediate_size", default=512
     )
     moe["moe_router_bias"] = True
+    if r.setting("moe_apply_router_weight_on_input") is True:
+        r.refused_by_class(
+            "moe_apply_router_weight_on_input",
+            "true, which transformers does not implement (a NotImplementedError)",
+        )
     window = r.value("sliding_window", "sliding_window", default=512)
     n = hf_layers.count_of(fields["n_layers"])
     if n is None:

@@ -53,12 +53,26 @@ def openai_gpt(r: Reader) -> dict[str, Any]:
     """OpenAIGPTLMHeadModel (GPT-1): ``tokens_embed`` (V x D), ``positions_embed``
     (n_positions x D); per block ``attn.c_attn`` (D x 3D + 3D), ``attn.c_proj``, ``ln_1``,
     ``mlp.c_fc`` (D x 4D + 4D), ``mlp.c_proj``, ``ln_2`` (post-norm); no final norm; ``lm_head``
-    without bias, tied to ``tokens_embed``."""
+    without bias, tied to ``tokens_embed``. ``afn`` (gelu) names the MLP's activation, one of
+    the modeling code's ``ACT_FNS`` (relu, silu, gelu, swish): ``MLP`` looks it up there, and
+    fails on any other name (a KeyError)."""
+    afn = r.value("ffn_activation", "afn", default="gelu")
+    if afn not in OPENAI_GPT_ACTIVATIONS:
+        r.fail(
+            "afn",
+            f"expected one of {', '.join(OPENAI_GPT_ACTIVATIONS)} (got {afn!r}): transformers "
+            "fails to build the model (OpenAIGPT's MLP looks the name up in ACT_FNS)",
+        )
+    r.forget("ffn_activation")
     return {
         **standard_sizes(r, GPT_KEYS),
         "final_norm": False,
         "tie_embeddings": r.value("tie_embeddings", "tie_word_embeddings", default=True),
     }
+
+
+OPENAI_GPT_ACTIVATIONS = ("relu", "silu", "gelu", "swish")
+"""The activations openai-gpt's ``ACT_FNS`` holds (models/openai/modeling_openai.py)."""
 
 
 def gpt_neox(r: Reader) -> dict[str, Any]:

@@ -96,8 +96,17 @@ def lfm2(r: Reader) -> dict[str, Any]:
     ``conv_bias`` (false). h = ``block_ff_dim`` or ``intermediate_size`` (12,288); with
     ``block_auto_adjust_ff_dim`` (true) h = int(2 h / 3), then int(``block_ffn_dim_multiplier``
     (1.0) x h) rounded up to a multiple of ``block_multiple_of`` (256). The final norm is named
-    ``embedding_norm`` (D); tied by default."""
+    ``embedding_norm`` (D); tied by default. Lfm2Config refuses a ``full_attn_idxs`` that is
+    not a list of layer indices (typed ``list[int] | None``) even beside ``layer_types``, and a
+    null ``block_ff_dim``, which its ``__post_init__`` sets ``intermediate_size`` to."""
     fields, conv = lfm2_parts(r, _lfm2_ffn_width)
+    listed = r.data.get("full_attn_idxs")
+    if listed is not None and not (isinstance(listed, list) and all(is_whole(i) for i in listed)):
+        r.fail(
+            "full_attn_idxs",
+            f"expected a list of layer indices (got {listed!r}): transformers refuses the file "
+            "(Lfm2Config types it as a list of ints, whatever layer_types says)",
+        )
     return _hybrid(r, fields, conv, lambda n: _lfm2_rule(r, n))
 
 
@@ -204,6 +213,12 @@ def lfm3(r: Reader) -> dict[str, Any]:
 
 
 def _lfm2_ffn_width(r: Reader) -> Any:
+    if "block_ff_dim" in r.data and r.data["block_ff_dim"] is None:
+        r.fail(
+            "block_ff_dim",
+            "null: transformers refuses the file (Lfm2Config's __post_init__ sets "
+            "intermediate_size to it, and intermediate_size takes no null; leave the key out)",
+        )
     width = r.value("ffn_hidden", "block_ff_dim", "intermediate_size", default=12288)
     if not is_whole(width, 1) or width > MAX_SIZE or not r.flag("block_auto_adjust_ff_dim", True):
         return width  # a width out of bounds is refused as ffn_hidden

@@ -82,11 +82,12 @@ def heads_span_width(r: Reader, fields: dict[str, Any], built: str) -> None:
         )
 
 
-def floored_head_dim(r: Reader, fields: dict[str, Any]) -> None:
+def floored_head_dim(r: Reader, fields: dict[str, Any], width: Any = None) -> None:
     """``head_dim`` D // H, with a note, when the heads H do not divide the width D and the
     family's configuration class takes such a width: its attention takes ``getattr(config,
-    "head_dim", None) or hidden_size // num_attention_heads``, a floor (q_proj D -> H (D // H))."""
-    d, h, known = fields.get("d_model"), fields.get("n_heads"), r.config_class
+    "head_dim", None) or hidden_size // num_attention_heads``, a floor (q_proj D -> H (D // H)).
+    ``width``: D, for the ``fields`` of a layer group (which hold none)."""
+    d, h, known = fields.get("d_model", width), fields.get("n_heads"), r.config_class
     if fields.get("head_dim") is not None or known is None or known.heads_divide_width:
         return
     if is_whole(d, 1) and is_whole(h, 1) and d % h and d >= h:

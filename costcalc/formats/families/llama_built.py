@@ -14,7 +14,8 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.hf_reader import Reader, attention_bias, mlp_bias
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, mlp_bias
+from costcalc.formats.hf_rotary import ROPE_KEYS
 from costcalc.formats.peft_names import LLAMA
 
 
@@ -139,8 +140,36 @@ def hunyuan_v1_dense(r: Reader, tie: bool = False) -> dict[str, Any]:
 def hunyuan_vl_text(r: Reader) -> dict[str, Any]:
     """The text decoder of HunYuanVLForConditionalGeneration (HunyuanOCR; ``HunYuanVLTextModel``,
     ``models/hunyuan_vl/modeling_hunyuan_vl.py``): Hunyuan dense's layers and defaults, tied by
-    default (HunYuanVLTextConfig); its multimodal rotary positions hold no parameters."""
-    return hunyuan_v1_dense(r, tie=True)
+    default (HunYuanVLTextConfig); its multimodal rotary positions hold no parameters, but the
+    class refuses sections that do not split the head (:func:`_rotary_sections`)."""
+    fields = hunyuan_v1_dense(r, tie=True)
+    _rotary_sections(r, fields)
+    return fields
+
+
+def _rotary_sections(r: Reader, fields: dict[str, Any]) -> None:
+    """HunYuanVLTextConfig's ``__post_init__`` (``_validate_mrope_section``) refuses rotary
+    sections (the rotary settings' ``mrope_section``, else the legacy ``xdrope_section``) that
+    are not whole numbers summing to ``head_dim // 2`` (head_dim, else D // H)."""
+    rope = next((r.data[k] for k in ROPE_KEYS if isinstance(r.data.get(k), dict)), None)
+    if rope is None:
+        return
+    name = "mrope_section" if rope.get("mrope_section") is not None else "xdrope_section"
+    sections, head = rope.get(name), fields.get("head_dim")
+    d, h = fields.get("d_model"), fields.get("n_heads")
+    if head is None and is_whole(d) and is_whole(h, 1):
+        head = d // h
+    numbers = isinstance(sections, list) and all(
+        isinstance(s, int | float) and not isinstance(s, bool) and float(s).is_integer()
+        for s in sections
+    )
+    if numbers and is_whole(head) and sum(int(s) for s in sections) != head // 2:
+        key = next(k for k in ROPE_KEYS if r.data.get(k) is rope)
+        r.fail(
+            f"{key}.{name}",
+            f"{sections} does not split the {head:,}-wide head: transformers refuses the file "
+            f"(HunYuanVLTextConfig's __post_init__ wants whole sections summing to {head // 2:,})",
+        )
 
 
 FAMILIES = {

@@ -193,8 +193,18 @@ def falcon_h1(r: Reader) -> dict[str, Any]:
     ``mamba_expand`` x D)), the gated RMSNorm only when ``mamba_rms_norm`` (false), in_proj's
     bias ``mamba_proj_bias`` and out_proj's ``projectors_bias`` (both false). Final
     ``final_layernorm``; ``lm_head`` untied by default. The multipliers (muP) hold no parameters
-    (``mup_vector`` is a buffer)."""
+    (``mup_vector`` is a buffer). ``time_step_limit`` sizes nothing, but FalconH1Config types it
+    as a pair of floats (``list[float, float] | tuple[float, float] | None``, made a tuple in
+    ``__post_init__``) and refuses anything else."""
     fields = _attention_swiglu(r)
+    limit = r.data.get("time_step_limit")
+    pair = isinstance(limit, list) and len(limit) == 2
+    if limit is not None and not (pair and all(isinstance(t, float) for t in limit)):
+        r.fail(
+            "time_step_limit",
+            f"expected a pair of floats, such as [0.0, Infinity] (got {limit!r}): transformers "
+            "refuses the file (FalconH1Config types it as a pair of floats)",
+        )
     inner = r.nullable("mamba2", "mamba_d_ssm", 1024)
     mixer = mamba2_mixer(r, fields["d_model"], inner)
     mixer["mamba2"]["gated_norm"] = r.flag("mamba_rms_norm", False)

@@ -427,8 +427,9 @@ def hunyuan_v1_moe(r: Reader) -> dict[str, Any]:
     sparse block: ``mlp.gate.wg`` (X x D, no bias), X = ``num_experts`` (1) experts of
     ``intermediate_size``, top ``moe_topk`` (1), plus ``mlp.shared_mlp`` (a SwiGLU MLP of
     ``intermediate_size``, always built); untied by default. ``moe_topk`` may list one value per
-    layer (only equal values are supported); ``moe_intermediate_size``, ``num_shared_expert``,
-    ``use_qk_norm`` and ``use_cla`` are read by no module."""
+    layer (only equal values are supported; entries past the last layer are never read);
+    ``moe_intermediate_size``, ``num_shared_expert``, ``use_qk_norm`` and ``use_cla`` are read
+    by no module."""
     fields = llama_layout(r)
     attention_bias(r, fields)
     fields["qk_norm"] = "head"
@@ -436,7 +437,14 @@ def hunyuan_v1_moe(r: Reader) -> dict[str, Any]:
     if isinstance(experts, list):
         r.unsupported("num_experts", "a number of experts per layer")
     top_k = r.value("moe_top_k", "moe_topk", "num_experts_per_tok", default=1)
-    if isinstance(top_k, list):
+    layers = fields["n_layers"]
+    if isinstance(top_k, list) and is_whole(layers) and len(top_k) < layers:
+        r.fail(
+            "moe_topk",
+            f"lists {len(top_k):,} layers, but the model has {layers:,}: transformers fails to "
+            "build it (each layer's gate reads moe_topk[layer_idx], an IndexError)",
+        )
+    elif isinstance(top_k, list):
         if len(set(map(repr, top_k))) != 1:
             r.unsupported("moe_topk", "a different number of routed experts per layer")
         top_k = top_k[0] if top_k else None

@@ -96,7 +96,8 @@ def exaone_moe(r: Reader) -> dict[str, Any]:
     experts of ``moe_intermediate_size`` (1,024), top 8, and ``shared_experts`` (SwiGLU of
     ``moe_intermediate_size`` x ``num_shared_experts`` (1)); untied by default. Layers attend
     within ``sliding_window`` (4,096; null: none) but every ``sliding_window_pattern``-th (4),
-    unless ``layer_types`` lists them."""
+    unless ``layer_types`` lists them; without ``layer_types``, ExaoneMoeConfig's ``__post_init__``
+    takes ``(i + 1) % sliding_window_pattern``, so a null pattern beside a window is refused."""
     fields = llama_layout(r, kv_heads=32)
     fields["qk_norm"] = "head"
     moe = routed_experts(
@@ -104,6 +105,14 @@ def exaone_moe(r: Reader) -> dict[str, Any]:
     )
     shared_experts(r, moe, "num_shared_experts", 1)
     window = sliding_window(r, default=4096)
+    pattern_null = "sliding_window_pattern" in r.data and r.data["sliding_window_pattern"] is None
+    if pattern_null and window is not None and r.data.get("layer_types") is None:
+        r.fail(
+            "sliding_window_pattern",
+            "null beside a sliding window and no layer_types: transformers refuses the file "
+            "(ExaoneMoeConfig's __post_init__ derives the layers as (i + 1) % "
+            "sliding_window_pattern, a TypeError)",
+        )
     if isinstance(r.data.get("sliding_window_pattern"), str):
         r.unsupported("sliding_window_pattern", "a pattern given as a string")
         period = 4

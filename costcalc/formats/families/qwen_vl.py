@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from costcalc.errors import Problem
 from costcalc.formats.families.llama import qwen2, qwen3_layout, sliding_window
 from costcalc.formats.families.moe import qwen3_sparse
-from costcalc.formats.hf_reader import Reader
+from costcalc.formats.hf_reader import Reader, is_whole
 from costcalc.formats.peft_names import LLAMA, QWEN2_MOE
 
 QWEN2_VL_SIZES: dict[str, Any] = {
@@ -92,17 +93,37 @@ def holder_tie(r: Reader, text_too: bool) -> Any:
     data = r.doc.data
     for key in holder:
         data = data[key]
-    r.key_names["tie_embeddings"] = ".".join((*holder, "tie_word_embeddings"))
+    key = ".".join((*holder, "tie_word_embeddings"))
+    r.key_names["tie_embeddings"] = key
     tie = data.get("tie_word_embeddings")
+    wrapper = bool(r.prefix) or r.doc.data.get("model_type") in TEXT_LOCATIONS
+    if wrapper and "tie_word_embeddings" in data and tie is None:
+        r.problems.append(
+            Problem(
+                key,
+                "null, but the configuration holding the text keys takes true or false here "
+                "(its tie_word_embeddings is a bool): transformers refuses the file",
+                r.doc.line_of((*holder, "tie_word_embeddings")),
+            )
+        )
     return False if tie is None else tie
 
 
 def qwen2_vl_text(r: Reader) -> dict[str, Any]:
     """Qwen2-VL's and Qwen2.5-VL's text decoder: Qwen2's with their text configs' defaults
     (8 key/value heads, windows of 4,096 from layer ``max_window_layers`` 80 on with
-    ``use_sliding_window``)."""
+    ``use_sliding_window``). A width its heads do not divide is refused: Qwen2VLAttention and
+    Qwen2_5_VLAttention raise a ValueError for one."""
     fields = qwen2(r, kv_heads=8, windows=(4096, 80), sizes=QWEN2_VL_SIZES)
     fields["tie_embeddings"] = holder_tie(r, text_too=True)
+    d, h = fields.get("d_model"), fields.get("n_heads")
+    if is_whole(d, 1) and is_whole(h, 1) and d % h:
+        r.fail(
+            r.spelling("num_attention_heads"),
+            f"hidden_size {d:,} does not split into {h:,} equal heads: transformers fails to "
+            "build the model (its text attention takes head_dim = hidden_size // heads and "
+            "raises a ValueError unless they divide, whatever head_dim says)",
+        )
     return fields
 
 

@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from costcalc.formats import hf_layers
+from costcalc.formats.families.llama import floored_head_dim
 from costcalc.formats.families.moe import experts_without_bias, routed_experts
 from costcalc.formats.hf_reader import Reader, is_whole, mlp_bias
 from costcalc.formats.peft_names import FEED_FORWARD, MAMBA_REFUSED, llama_names
@@ -207,7 +208,17 @@ def _nemotron_moe(r: Reader, mlp: dict[str, Any]) -> dict[str, Any]:
 
 def _nemotron_kinds(r: Reader) -> list[str]:
     """Per-layer kinds: ``layer_types`` (or ``layers_block_type``), else the pattern string,
-    else NemotronHConfig's default (Mamba-2, MoE, attention, MLP)."""
+    else NemotronHConfig's default (Mamba-2, MoE, attention, MLP). A null under the alias
+    ``layer_types`` (no field of the class) is set after ``__post_init__`` derives the layers,
+    so ``layers_block_type`` ends null and ``validate_layer_type`` refuses the file."""
+    if dict.__contains__(r.data, "layer_types") and r.data.get("layer_types") is None:
+        r.fail(
+            "layer_types",
+            "null: transformers refuses the file (NemotronHConfig sets this alias of "
+            "layers_block_type after deriving the layers, so they end null, which its "
+            "validate_layer_type refuses; leave the key out)",
+        )
+        return []
     for key in ("layer_types", "layers_block_type"):
         if r.data.get(key) is not None:
             return hf_layers.layer_types(r, None, key) or []
@@ -228,7 +239,7 @@ def jamba(r: Reader) -> dict[str, Any]:
     """JambaForCausalLM: ``embed_tokens`` (V x D); per layer ``input_layernorm`` and
     ``pre_ff_layernorm`` (RMSNorm, D each), a mixer and an FFN. The mixer is attention
     (``q_proj``/``k_proj``/``v_proj``/``o_proj``, no biases, no positions; K ``num_key_value_heads``
-    (8), d ``head_dim`` when the file gives one, else D / H) on layers i with i %
+    (8), d ``head_dim`` when the file gives one, else D // H, floored) on layers i with i %
     ``attn_layer_period`` (8) == ``attn_layer_offset`` (4), else Mamba v1: ``in_proj`` D -> 2I,
     ``conv1d`` (I, 1, k), ``x_proj`` I -> R + 2N, ``dt_proj`` R -> I + bias, ``A_log`` (I x N),
     ``D`` (I), ``out_proj`` I -> D, RMSNorms ``dt_layernorm`` (R), ``b_layernorm``, ``c_layernorm``
@@ -260,6 +271,7 @@ def jamba(r: Reader) -> dict[str, Any]:
         "n_kv_heads": r.value("n_kv_heads", "num_key_value_heads", default=8),
         "head_dim": r.value("head_dim", "head_dim", default=None),
     }
+    floored_head_dim(r, attention, d_model)
     experts = routed_experts(r, ("num_experts",), ("num_experts_per_tok",), (16, 2))
     fields: dict[str, Any] = {
         "vocab_size": r.size("vocab_size", "vocab_size"),

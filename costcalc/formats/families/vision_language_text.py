@@ -63,8 +63,16 @@ def molmo2_text(r: Reader) -> dict[str, Any]:
     ``additional_vocab_size`` (128) rows, ``lm_head`` V rows and is never tied (the class
     declares no tied weights, whatever ``tie_word_embeddings`` says). ``norm_after`` moves the
     two norms after their sublayers and ``rope_scaling_layers`` picks the layers with scaled
-    rotary positions: neither changes a count."""
+    rotary positions: neither changes a count, but Molmo2TextConfig refuses a
+    ``rope_scaling_layers`` that is not a list of layer indices (``list[int] | None``)."""
     fields = llama_layout(r, kv_heads=8, head_dim=128, sizes=MOLMO2_SIZES)
+    scaled = r.data.get("rope_scaling_layers")
+    if scaled is not None and not (isinstance(scaled, list) and all(map(is_whole, scaled))):
+        r.fail(
+            "rope_scaling_layers",
+            f"expected a list of layer indices (got {scaled!r}): transformers refuses the file "
+            "(Molmo2TextConfig types it as a list of ints)",
+        )
     fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", "qkv_bias", default=False)
     fields["attn_out_bias"] = False
     kind = r.value("qk_norm", "qk_norm_type", default="qwen3")

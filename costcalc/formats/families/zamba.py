@@ -261,15 +261,36 @@ def _zamba_rule(r: Reader, n: Any, blocks: Mapping[str, hf_layers.Block]) -> lis
     return head + hf_layers.groups([(one[0][0], rest)], blocks)
 
 
+def _concat_width(r: Reader, hybrid: dict[str, Any], d: Any) -> None:
+    """``attention_hidden_size`` A (``ZambaConfig``: ``A or 2 D``, so 0 is 2 D too): the width
+    ``ZambaAttention`` builds q, k and v for and ``ZambaAttentionDecoderLayer`` its
+    ``input_layernorm``. The layer concatenates the hidden state and the embeddings, 2 D wide,
+    so another A is built but cannot run: ``concat_width``, with a note."""
+    width = r.value("concat_width", "attention_hidden_size", default=None)
+    if width in (None, 0) or not is_whole(d, 1) or width == 2 * d:
+        return
+    if not is_whole(width, 1):
+        r.fail("attention_hidden_size", f"expected a positive whole number (got {width!r})")
+        return
+    hybrid["concat_width"] = width
+    r.note(
+        f"{r.name('attention_hidden_size')} {width:,} is not 2 x hidden_size ({2 * d:,}): "
+        "transformers builds the shared block's input norm and q, k and v that wide, but "
+        "its forward concatenates the hidden state and the embeddings, 2 x hidden_size "
+        f"wide, and fails; counted as built, the forward figures as if they read {width:,}."
+    )
+
+
 def zamba(r: Reader) -> dict[str, Any]:
     """ZambaForCausalLM (Zamba-7B-v1): ``embed_tokens`` (V x D); every layer a Mamba layer
     (``input_layernorm`` D, ``mamba``: ``in_proj`` D -> 2I, ``conv1d`` (I, 1, k), per head of
     p = I / h ``x_proj_weight`` (h, R + 2N, p), ``dt_proj_weight`` (h, p, R), ``dt_proj_bias``,
     ``A_log`` (h, p, N), ``D`` (h, p), ``out_proj`` I -> D). The ``hybrid`` layers first run
-    the one ``shared_transf`` (tied): ``input_layernorm`` (2 D; ``attention_hidden_size`` must
-    be 2 D), ``self_attn`` (``q_proj`` 2 D -> H d, ``k_proj``/``v_proj`` 2 D -> K d, ``o_proj``
-    H d -> D; d ``attention_head_dim`` (2 D / H), H ``num_attention_heads`` (16), K
-    ``num_key_value_heads`` (16), no biases, no positions), ``pre_ff_layernorm`` (D),
+    the one ``shared_transf`` (tied): ``input_layernorm`` (2 D, or ``attention_hidden_size``:
+    :func:`_concat_width`), ``self_attn`` (``q_proj`` 2 D -> H d, ``k_proj``/``v_proj``
+    2 D -> K d, ``o_proj`` H d -> D; d ``attention_head_dim`` (2 D / H), H
+    ``num_attention_heads`` (16), K ``num_key_value_heads`` (16), no biases, no positions),
+    ``pre_ff_layernorm`` (D),
     ``feed_forward`` (``gate_proj``/``up_proj`` D -> h, ``down_proj``; h ``intermediate_size``
     14,848, gated by ``hidden_act``, no biases); then their own ``linear`` (D x D). Layers:
     ``layers_block_type``, else the class's rule (:func:`_zamba_rule`). Final
@@ -279,13 +300,6 @@ def zamba(r: Reader) -> dict[str, Any]:
     (``weight_sets_untied``)."""
     d = r.value("d_model", "hidden_size", default=3712)
     heads = r.value("n_heads", "num_attention_heads", default=16)
-    width = r.data.get("attention_hidden_size")
-    if width is not None and is_whole(d) and width != 2 * d:
-        r.unsupported(
-            "attention_hidden_size",
-            f"{width!r}: the shared attention reads the hidden state and the embeddings "
-            "concatenated, 2 x hidden_size wide",
-        )
     head_dim = r.value("head_dim", "attention_head_dim", default=None)
     mamba = {**_mamba(r, d), "ffn": "none", "norms_per_block": 1}
     hybrid = {
@@ -296,6 +310,7 @@ def zamba(r: Reader) -> dict[str, Any]:
         "ffn_bias": False,
         "shared_weight_sets": 1,
     }
+    _concat_width(r, hybrid, d)
     fields = _model(r, d, "none")
     if fields["tie_embeddings"] is False:
         hybrid["weight_sets_untied"] = True

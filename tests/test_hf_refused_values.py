@@ -1,0 +1,148 @@
+"""Values transformers 5.24 refuses, refused by costcalc too, with the key and the reason.
+
+Each case edits one key of a family's published config (the differential set's unedited
+variant, ``<family>/00``, which costcalc counts as transformers builds it) to a value the
+family's configuration class refuses (its strict types, ``__post_init__`` or validators) or its
+modeling code cannot build from (an activation it has no entry for, a per-layer list too short).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from costcalc.api import load
+from costcalc.errors import CostcalcError
+from costcalc.params import param_report
+from tests.test_differential import records
+
+DROP = object()
+"""The key is left out."""
+
+
+def layers(config: dict[str, Any], *path: str) -> int:
+    """The layer count of the config at key path ``path``."""
+    for key in path:
+        config = config[key]
+    count: int = config["num_hidden_layers"]
+    return count
+
+
+CASES: dict[str, tuple[str, tuple[str, ...], Any, str]] = {
+    "openai-gpt-afn": ("openai-gpt", ("afn",), "gule", "expected one of relu, silu, gelu, swish"),
+    "hunyuan-moe-topk-short": (
+        "hunyuan_v1_moe",
+        ("moe_topk",),
+        lambda c: [8] * (layers(c) - 1),
+        "moe_topk[layer_idx], an IndexError",
+    ),
+    "gemma3n-sparsity-long": (
+        "gemma3n_text",
+        ("text_config", "activation_sparsity_pattern"),
+        lambda c: [0.0] * (layers(c, "text_config") + 1),
+        "one value for every layer",
+    ),
+    "laguna-router-weight-on-input": (
+        "laguna",
+        ("moe_apply_router_weight_on_input",),
+        True,
+        "NotImplementedError",
+    ),
+    "hunyuan-vl-sections": (
+        "hunyuan_vl_text",
+        ("text_config", "head_dim"),
+        2,
+        "does not split the 2-wide head",
+    ),
+    "nemotron-h-null-layer-types": (
+        "nemotron_h",
+        ("layer_types",),
+        None,
+        "validate_layer_type",
+    ),
+    "qwen2-vl-null-tie": ("qwen2_vl_text", ("tie_word_embeddings",), None, "takes true or false"),
+    "qwen2.5-vl-undivided-width": (
+        "qwen2_5_vl_text",
+        ("num_attention_heads",),
+        27,
+        "raises a ValueError unless they divide",
+    ),
+    "falcon-h1-time-step-limit": (
+        "falcon_h1",
+        ("time_step_limit",),
+        [0.0],
+        "expected a pair of floats",
+    ),
+    "lfm2-attention-index": ("lfm2", ("full_attn_idxs",), 2, "expected a list of layer indices"),
+    "lfm2-null-ff-dim": ("lfm2", ("block_ff_dim",), None, "intermediate_size takes no null"),
+    "molmo2-scaled-layers": (
+        "molmo2_text",
+        ("text_config", "rope_scaling_layers"),
+        2,
+        "expected a list of layer indices",
+    ),
+    "gemma4-null-global-head": (
+        "gemma4_text",
+        ("text_config", "global_head_dim"),
+        None,
+        "the last layer is always one",
+    ),
+    "exaone-moe-null-pattern": (
+        "exaone_moe",
+        ("sliding_window_pattern",),
+        None,
+        "(i + 1) % sliding_window_pattern",
+    ),
+    "deepseek-v3-odd-rope-head": (
+        "deepseek_v3",
+        ("qk_rope_head_dim",),
+        63,
+        "DeepseekV3Config's validate_rope: RoPE requires an even rotary dimension",
+    ),
+    "glm-moe-dsa-odd-rope-head": (
+        "glm_moe_dsa",
+        ("qk_rope_head_dim",),
+        65,
+        "GlmMoeDsaConfig's validate_rope",
+    ),
+}
+"""name -> (family, key path edited, its value (or a function of the config), what the error
+says)."""
+
+NAMED = {"hunyuan-vl-sections": "text_config.rope_scaling.xdrope_section"}
+"""The key the error names, where it is not the key edited: the sections that no longer split
+the narrower head."""
+
+
+def edited(family: str, path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    config: dict[str, Any] = copy.deepcopy(records()[f"{family}/00"]["config"])
+    holder = config
+    for key in path[:-1]:
+        holder = holder[key]
+    new = value(config) if callable(value) else value
+    if new is DROP:
+        holder.pop(path[-1], None)
+    else:
+        holder[path[-1]] = new
+    return config
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_unedited_config_counts_as_transformers_builds_it(name: str) -> None:
+    family = CASES[name][0]
+    record = records()[f"{family}/00"]
+    assert param_report(load(record["config"]).spec).total == record["parameters_total"]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_refused_with_the_key_and_why(name: str) -> None:
+    family, path, value, why = CASES[name]
+    with pytest.raises(CostcalcError) as caught:
+        load(edited(family, path, value))
+    message = str(caught.value)
+    named = NAMED.get(name, ".".join(path))
+    assert f"  {named}: " in message
+    assert why in message
+    assert "transformers" in message.split(named, 1)[1]
