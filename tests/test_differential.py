@@ -60,9 +60,6 @@ def records() -> dict[str, dict[str, Any]]:
 
 
 KNOWN: dict[str, list[str]] = {
-    ("costcalc refuses what transformers builds: not supported: Qwen2-MoE sliding-window layers"): [
-        "qwen2_moe/04"
-    ],
     "transformers' code fails on the value (AttributeError); costcalc counts it": [
         "dbrx/01",
         "dbrx/06",
