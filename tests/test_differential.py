@@ -61,9 +61,6 @@ def records() -> dict[str, dict[str, Any]]:
 
 KNOWN: dict[str, list[str]] = {
     "costcalc refuses what transformers builds: expected a positive number": ["xlstm/fresh-03"],
-    ("costcalc refuses what transformers builds: not supported: Qwen2-MoE sliding-window layers"): [
-        "qwen2_moe/04"
-    ],
     (
         "costcalc refuses what transformers builds: not supported: biases on xLSTM's "
         "RMSNorms are not modelled"
