@@ -43,7 +43,13 @@ EXPECTED = [
             ),
         ],
     ),
-    ("configs/bad/duplicate.json", None, None, None, [(None, 7, "duplicate key 'd_model'")]),
+    (
+        "configs/bad/duplicate.json",
+        None,
+        None,
+        None,
+        [(None, 7, "duplicate key 'd_model' (first on line 4)")],
+    ),
     (
         "configs/bad/heads-7.yaml",
         None,
