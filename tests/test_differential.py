@@ -60,15 +60,6 @@ def records() -> dict[str, dict[str, Any]]:
 
 
 KNOWN: dict[str, list[str]] = {
-    "costcalc refuses what transformers builds: expected a positive number": ["xlstm/fresh-03"],
-    (
-        "costcalc refuses what transformers builds: not supported: biases on xLSTM's "
-        "RMSNorms are not modelled"
-    ): ["xlstm/fresh-05", "xlstm/fresh-07"],
-    (
-        "costcalc refuses what transformers builds: xLSTMModel builds num_blocks blocks but "
-        "xLSTMCache keeps num_hidden_layers"
-    ): ["xlstm/11"],
     "transformers' code fails on the value (AttributeError); costcalc counts it": [
         "dbrx/01",
         "dbrx/06",
