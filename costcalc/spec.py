@@ -1097,7 +1097,7 @@ def _scale_needs_rotary(spec: ModelSpec) -> Iterator[tuple[str, str]]:
 @_rule("position", "position_offset")
 def _offset_needs_table(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.position not in ("learned", "sinusoidal") and spec.position_offset:
-        yield ("position_offset", "an offset only applies to a position table")
+        yield ("position_offset", "an offset only applies to a learned or sinusoidal table")
 
 
 @_rule("mixer", "position", "rotary_dim", "head_dim", "d_model", "n_heads")
