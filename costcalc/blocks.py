@@ -141,6 +141,14 @@ class BlockFields:
         default=None,
         description="Width of one head; default d_model / n_heads, which must then divide exactly.",
     )
+    query_width: Size | None = Field(
+        default=None,
+        description=(
+            "The queries and the output projection's input are Q wide, not H d (DBRX's Wqkv and "
+            "out_proj take d_model where its heads floor d_model / n_heads): counted as built; "
+            "transformers' forward, which splits the queries into heads, fails."
+        ),
+    )
     kv_cache_heads: Size | None = Field(
         default=None,
         description=(
@@ -633,6 +641,14 @@ class BlockFields:
             "them and L -> D after (fc1_latent_proj, fc2_latent_proj, biases with ffn_bias), "
             "and each expert is L -> h -> L (Nemotron 3 Super's latent mixture of experts); the "
             "router and the shared expert read D. Default: none, the experts read D."
+        ),
+    )
+    moe_width: Size | None = Field(
+        default=None,
+        description=(
+            "The router and the routed experts are built for this width, not D (DBRX's "
+            "ffn_config.hidden_size, set from d_model before hidden_size sets it): counted as "
+            "built; transformers' forward, which feeds them D, fails."
         ),
     )
     moe_router_scales: Flag = Field(

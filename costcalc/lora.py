@@ -175,7 +175,8 @@ class AdaptedModule:
     rank: int
     added: int
     dora: int
-    shape: Shape
+    shapes: tuple[Shape, ...]
+    """The distinct shapes of the modules the name hits, in model order."""
 
 
 @dataclass(frozen=True)
@@ -243,7 +244,7 @@ class LoraReport:
             "modules": {
                 m.name: {
                     "modules": m.modules,
-                    "shape": list(m.shape),
+                    "shapes": [list(shape) for shape in m.shapes],
                     "rank": m.rank,
                     "added": m.added,
                     "dora_magnitudes": m.dora,
@@ -473,14 +474,14 @@ def adapter_shapes(site: Site, rank: int, dora: bool) -> list[Shape]:
 
 
 def _adapted(name: str, hits: list[tuple[Site, int]], dora: bool) -> AdaptedModule:
-    site, rank = hits[0]
+    rank = hits[0][1]
     return AdaptedModule(
         name=name,
         modules=sum(s.copies for s, _ in hits),
         rank=rank,
         added=sum(s.copies * _added(s, r, dora) for s, r in hits),
         dora=sum(s.copies * _magnitudes(s) for s, _ in hits if dora and len(s.shape) == 2),
-        shape=site.shape,
+        shapes=tuple(dict.fromkeys(s.shape for s, _ in hits)),
     )
 
 

@@ -1084,6 +1084,7 @@ MOE_DETAILS = (
     "moe_output_bias",
     "moe_modality_ffn_hidden",
     "moe_latent",
+    "moe_width",
 )
 
 
@@ -1096,6 +1097,55 @@ def _expert_details(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         for name in MOE_DETAILS:
             if getattr(spec, name):
                 yield (name, "applies to a mixture of experts; give moe_experts and moe_top_k")
+
+
+@_rule(
+    "moe_width",
+    "moe_latent",
+    "moe_product_keys",
+    "moe_modality_ffn_hidden",
+    "moe_router_scales",
+    "moe_shared_ffn_hidden",
+)
+def _moe_width(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Experts built for another width than D are DBRX's plain routed experts."""
+    if spec.moe_width is None:
+        return
+    for name in (
+        "moe_latent",
+        "moe_product_keys",
+        "moe_modality_ffn_hidden",
+        "moe_router_scales",
+        "moe_shared_ffn_hidden",
+    ):
+        if getattr(spec, name):
+            yield (name, "not with moe_width (routed experts built for another width)")
+
+
+@_rule(
+    "mixer",
+    "query_width",
+    "attention_gate",
+    "attention_experts",
+    "v_head_dim",
+    "out_groups",
+    "differential_attention",
+)
+def _query_width(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Queries of another width than H d are DBRX's plain attention."""
+    if spec.query_width is None:
+        return
+    if spec.mixer != "attention":
+        yield ("query_width", f"applies to attention blocks; this block's mixer is {spec.mixer}")
+    for name in (
+        "attention_gate",
+        "attention_experts",
+        "v_head_dim",
+        "out_groups",
+        "differential_attention",
+    ):
+        if getattr(spec, name):
+            yield (name, "not with query_width (queries built wider than their heads)")
 
 
 @_rule("mixer", "ffn")

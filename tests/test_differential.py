@@ -64,16 +64,7 @@ UNBUILT = "transformers 5.24 fails to build it, costcalc counts it with a note s
 (:mod:`costcalc.formats.hf_unbuilt`)."""
 
 KNOWN: dict[str, list[str]] = {
-    "issue 21: a width not divisible by the heads, which transformers floors": ["dbrx/fresh-03"],
     "costcalc refuses what transformers builds: expected a positive number": ["xlstm/fresh-03"],
-    (
-        "costcalc refuses what transformers builds: not supported: N under its alias: "
-        "DbrxConfig sizes the experts and the router by d_model N before it reads "
-        "hidden_size, so transformers builds experts that do not fit the model's width"
-    ): ["dbrx/fresh-04", "dbrx/fresh-05"],
-    ("costcalc refuses what transformers builds: not supported: Qwen2-MoE sliding-window layers"): [
-        "qwen2_moe/04"
-    ],
     (
         "costcalc refuses what transformers builds: not supported: biases on xLSTM's "
         "RMSNorms are not modelled"

@@ -163,18 +163,28 @@ def test_qwen3_omni_windows_its_cache_by_sliding_window() -> None:
     assert any("DynamicCache" in note for note in loaded.notes)
 
 
-@pytest.mark.parametrize("changes", [{"d_model": ...}, {"d_model": 4096}])
-def test_dbrx_refuses_a_width_under_its_alias_alone(
-    tmp_path: Path, changes: dict[str, Any]
+@pytest.mark.parametrize(
+    ("changes", "built", "experts"),
+    [
+        ({"d_model": ..., "hidden_size": 96}, 4_839_904, 2048),
+        ({"hidden_size": 96}, 252_896, 64),
+        ({"d_model": 66}, 212_586, None),
+        ({"d_model": ..., "hidden_size": 66}, 4_794_970, 2048),
+    ],
+)
+def test_dbrx_counts_what_it_builds_where_its_forward_fails(
+    tmp_path: Path, changes: dict[str, Any], built: int, experts: int | None
 ) -> None:
     # DbrxConfig.__post_init__ sets ffn_config.hidden_size = d_model (the key, else 2,048)
-    # before the alias hidden_size -> d_model is set: transformers builds experts of width
-    # 2,048 (ffn_config null: w1 (14,336, 2,048) for 4 experts of 3,584, router (4, 2,048))
-    # beside an attention of 6,144, and its forward fails (differential_fresh.json.gz,
-    # dbrx/fresh-04).
-    refusal = r"hidden_size \(line \d+\): not supported: 6144 under its alias"
-    with pytest.raises(ConfigError, match=refusal):
-        spec_of(tmp_path, "dbrx", hidden_size=6144, **changes)
+    # before the alias hidden_size -> d_model is set: the experts and the router are built at
+    # that width beside an attention of hidden_size (dbrx/fresh-04, 05). DbrxAttention floors
+    # head_dim = d_model // n_heads (66 // 4 = 16) but builds Wqkv 66 -> 66 + 2 x 2 x 16 and
+    # out_proj 66 x 66 (dbrx/fresh-03). ``built``: sum(p.numel()) transformers 5.24 builds
+    # from tiny-dbrx.json so changed; its forward fails on each.
+    spec = spec_of(tmp_path, "tiny-dbrx", **changes)
+    assert param_report(spec).total == built
+    assert spec.moe_width == experts
+    assert spec.query_width == (66 if spec.d_model == 66 else None)
     assert total(tmp_path, "dbrx", hidden_size=6144, d_model=6144) == total(tmp_path, "dbrx")
 
 

@@ -43,3 +43,21 @@ def test_a_gated_expert_is_three_matrices_of_h() -> None:
     block = spec(ffn="swiglu", ffn_bias=False, moe_experts=4, moe_top_k=2, moe_ffn_hidden=8)
     assert expert_ffn_params(block) == 3 * 32 * 8
     assert ffn_part(spec(ffn="none")).expert_params(spec(ffn="none")) == 0
+
+
+def test_experts_built_for_another_width_size_the_router_and_experts() -> None:
+    # moe_width 16 beside D 32: router 4 x 16, experts 4 x (2 x 8 x 16 + 16 x 8) (swiglu).
+    built = spec(
+        ffn="swiglu", ffn_bias=False, moe_experts=4, moe_top_k=2, moe_width=16, ffn_hidden=8
+    )
+    names = {t.name: t.shape for t in ffn_tensors(built)}
+    assert names == {
+        "mlp.router.weight": (4, 16),
+        "mlp.experts.gate_up_proj": (4, 16, 16),
+        "mlp.experts.down_proj": (4, 16, 8),
+    }
+    assert expert_ffn_params(built) == 3 * 16 * 8
+    with pytest.raises(ValueError, match="moe_width: applies to a mixture of experts"):
+        spec(moe_width=16)
+    with pytest.raises(ValueError, match="moe_latent: not with moe_width"):
+        spec(ffn="swiglu", moe_experts=4, moe_top_k=2, moe_width=16, moe_latent=8)

@@ -11,9 +11,11 @@ import pytest
 
 from costcalc.api import load
 from costcalc.errors import ConfigError
+from costcalc.layer_order import layer_stacks
+from costcalc.loaders import load_file
 from costcalc.macs import stack_pairs
 from costcalc.memory import stored_tokens
-from tests.hf_helpers import spec_of, windows
+from tests.hf_helpers import spec_of, windows, write_config
 
 MASKS = json.loads((Path(__file__).parent / "golden" / "bidirectional_masks.json").read_text())
 """tests/reference/make_bidirectional_masks.py: the pairs Gemma 3's bidirectional masks keep."""
@@ -73,9 +75,58 @@ def test_gemma3_bidirectional_attention_keeps_what_transformers_masks(
 def test_gemma3_bidirectional_attention_needs_a_window(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="use_bidirectional_attention halves it"):
         spec_of(tmp_path, "gemma-3-1b", use_bidirectional_attention=True, sliding_window=None)
-    spec = spec_of(tmp_path, "gemma-3-1b", use_bidirectional_attention=True)
+    model = load_file(write_config(tmp_path, "gemma-3-1b", use_bidirectional_attention=True))
+    spec = model.spec
     assert {window for _, window in windows(spec)} == {512 // 2 + 1, None}
+    (note,) = [note for note in model.notes if "use_bidirectional_attention" in note]
+    assert "sliding_window // 2 + 1 = 512 // 2 + 1 = 257" in note
+    assert "fewer than 257 positions away on either side (up to 513)" in note
     assert all(stack.bidirectional_attention for stack in spec.stacks)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"max_window_layers": 5, "decoder_sparse_step": 2},
+        {"max_window_layers": 42, "mlp_only_layers": [1, 2]},
+        {"max_window_layers": 0},
+        {"layer_types": ["full_attention", "sliding_attention"] * 4, "decoder_sparse_step": 3},
+    ],
+)
+def test_qwen2_moe_windows_and_experts_layer_by_layer(
+    tmp_path: Path, changes: dict[str, Any]
+) -> None:
+    # Qwen2MoeConfig.__post_init__: layer i slides when i is even and below max_window_layers
+    # (unless layer_types lists them); Qwen2MoeDecoderLayer: sparse when (i + 1) % step == 0
+    # and i is not in mlp_only_layers.
+    on = {"use_sliding_window": True, "sliding_window": 64, "num_hidden_layers": 8, **changes}
+    model = load_file(write_config(tmp_path, "qwen1.5-moe-a2.7b", **on))
+    spec = model.spec
+    step, dense = changes.get("decoder_sparse_step", 1), changes.get("mlp_only_layers", [])
+    listed = changes.get("layer_types")
+    expected = [
+        (
+            64
+            if (
+                listed[i] == "sliding_attention"
+                if listed
+                else i % 2 == 0 and i < on["max_window_layers"]
+            )
+            else None,
+            60 if (i + 1) % step == 0 and i not in dense else None,
+        )
+        for i in range(8)
+    ]
+    layers = layer_stacks(spec, "the test")
+    assert [(s.sliding_window, s.moe_experts) for s in layers] == expected
+    sliding = sum(window is not None for window, _ in expected)
+    rule = f"{sliding:,} of 8 layers attend within 64, the others fully."
+    assert any(note.endswith(rule) for note in model.notes) == (listed is None)
+
+
+def test_qwen2_moe_window_null_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="use_sliding_window makes Qwen2MoeConfig mark"):
+        spec_of(tmp_path, "qwen1.5-moe-a2.7b", use_sliding_window=True, sliding_window=None)
 
 
 def test_smollm3_windows_fall_on_layers_without_rotary(tmp_path: Path) -> None:

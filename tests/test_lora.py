@@ -238,8 +238,13 @@ def test_gpt2_c_proj_hits_attention_and_mlp() -> None:
     model = _gpt2()
     report = lora_report(model.spec, model.family, lora_config(8, ["c_proj"]))
     assert [(m.name, m.modules) for m in report.modules] == [("c_proj", 24)]
+    # both shapes transformers builds under the name: attn.c_proj D x D, mlp.c_proj D x 4D
+    built = [m for m in GOLDEN["linear_modules"]["gpt2"]["modules"] if "c_proj" in m["name"]]
+    assert [list(shape) for shape in report.modules[0].shapes] == [m["shape"] for m in built]
+    assert len(built) == 2
     only_attn = lora_report(model.spec, model.family, lora_config(8, ["attn.c_proj"]))
     assert only_attn.modules[0].modules == 12
+    assert only_attn.modules[0].shapes == ((768, 768),)
 
 
 def test_a_module_hit_by_two_targets_is_adapted_once() -> None:

@@ -1,7 +1,9 @@
 """A ``pad_token_id`` outside the token table: transformers refuses the file where the model
 builds its table with ``padding_idx=pad_token_id`` (torch's ``nn.Embedding`` asserts
 ``-rows <= padding_idx < rows``), and so does costcalc, naming both keys; where the table takes
-no padding index, any ``pad_token_id`` is counted.
+no padding index, any ``pad_token_id`` is counted. XGLM and Kosmos-2 also zero a padding row in
+their sinusoidal position table (max_position_embeddings + 2 rows): a ``pad_token_id`` outside
+it is refused too.
 
 Which tables take one: costcalc/data/hf_padding_index.json, written by
 tests/reference/make_padding_index.py (each family's fixture built on the meta device with
@@ -18,12 +20,14 @@ from typing import Any
 import pytest
 
 from costcalc.api import load
+from costcalc.compute import position_limit
 from costcalc.errors import ConfigError
 from costcalc.formats.families import registry
 from costcalc.formats.hf_classes import PADDING, _read, config_class
 from costcalc.params import param_report
 from tests.conftest import Invoke
 from tests.hf_helpers import config_data
+from tests.test_differential import records
 
 LLAMA_VOCAB = 128_256
 
@@ -92,6 +96,57 @@ def test_gemma3n_per_layer_table_is_padded_too() -> None:
     assert load(text_decoder("gemma-3n-e2b-it", pad_token_id=262_143)).spec
 
 
+XGLM_POSITIONS = 2048 + 2
+"""XGLMSinusoidalPositionalEmbedding (models/xglm/modeling_xglm.py; Kosmos-2's copy in
+models/kosmos2/modeling_kosmos2.py, both M2M100's): ``get_embedding(num_positions + offset,
+embedding_dim, padding_idx)`` makes max_position_embeddings + 2 rows and zeroes
+``emb[padding_idx, :]``, an IndexError outside them; the table is ``nn.Buffer(...,
+persistent=False)``, no parameter."""
+
+
+@pytest.mark.parametrize("pad", [XGLM_POSITIONS, -XGLM_POSITIONS - 1, 100_000])
+def test_xglm_pad_outside_its_position_table_is_refused(pad: int) -> None:
+    text = refusal(config_data("xglm-564m", pad_token_id=pad))
+    assert (
+        f"pad_token_id: {pad:,} is outside the sinusoidal position table of 2,050 rows "
+        "(max_position_embeddings + 2): transformers refuses the file"
+    ) in text
+    assert "-2,050 to 2,049" in text
+
+
+@pytest.mark.parametrize("pad", [XGLM_POSITIONS - 1, -XGLM_POSITIONS])
+def test_xglm_pad_within_its_position_table_is_counted(pad: int) -> None:
+    spec = load(config_data("xglm-564m", pad_token_id=pad)).spec
+    assert param_report(spec).total == 564_463_616
+
+
+def test_kosmos_2_position_table_follows_max_position_embeddings() -> None:
+    data = text_decoder("kosmos-2-defaults", max_position_embeddings=100, pad_token_id=101)
+    assert load(data).spec.context_length == 100
+    text = refusal(text_decoder("kosmos-2-defaults", max_position_embeddings=100, pad_token_id=102))
+    assert "text_config.pad_token_id: 102 is outside the sinusoidal position table of 102" in text
+
+
+@pytest.mark.parametrize(
+    "cases", [("xglm/00", "xglm/02"), ("kosmos_2_text_model/00", "kosmos_2_text_model/09")]
+)
+def test_the_sinusoidal_table_holds_no_parameters(cases: tuple[str, str]) -> None:
+    # Differential records of max_position_embeddings 2,048 and 1: tables of 2,050 rows and of 3,
+    # the same parameters in transformers' count and in costcalc's.
+    counts = set()
+    for case in cases:
+        record = records()[case]
+        counts |= {record["parameters_total"], param_report(load(record["config"]).spec).total}
+    assert len(counts) == 1
+
+
+def test_the_sinusoidal_table_limits_no_length() -> None:
+    # XGLMSinusoidalPositionalEmbedding.forward: max_pos = 2 + seq_len + cache_length; past the
+    # table's rows it calls make_weights(max_pos, ...), a longer table.
+    spec = load(config_data("xglm-564m")).spec
+    assert position_limit(spec, 4 * spec.context_length) is None
+
+
 @pytest.mark.parametrize(("fixture", "vocab"), [("gpt2", 50_257), ("bloom-560m", 250_880)])
 def test_a_table_without_padding_index_takes_any_pad(fixture: str, vocab: int) -> None:
     assert config_class(fixture.split("-")[0]) is not None
@@ -103,6 +158,10 @@ def test_every_family_is_probed() -> None:
     data = _read(PADDING)
     probed = set(data["tables"]) | set(data["unpadded"])
     assert set(registry()) <= probed
+    assert data["positions"] == {
+        "kosmos_2_text_model": [["max_position_embeddings", 2]],
+        "xglm": [["max_position_embeddings", 2]],
+    }
     assert not set(data["tables"]) & set(data["unpadded"])
     assert data["transformers"] == "5.24.0"
 

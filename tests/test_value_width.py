@@ -4,6 +4,8 @@ MiMo-V2-Flash builds it: transformers 5.24 ``models/mimo_v2_flash``: ``v_proj`` 
 
 from __future__ import annotations
 
+import pytest
+
 from costcalc.macs import pair_width
 from costcalc.memory import kv_width
 from costcalc.spec import ModelSpec
@@ -37,3 +39,14 @@ def test_value_width_as_head_width_changes_nothing() -> None:
     same = ModelSpec.model_validate(BLOCK)
     explicit = ModelSpec.model_validate({**BLOCK, "v_head_dim": 12})
     assert mixer_tensors(same) == mixer_tensors(explicit)
+
+
+def test_queries_of_their_own_width() -> None:
+    # query_width 64 beside 4 heads of 12 (DBRX's Wqkv D -> D + 2 K d and out_proj D x D where
+    # its heads floor D / H): the fused projection 64 + 2 x 2 x 12 rows, o_proj 64 x 64.
+    wide = ModelSpec.model_validate({**BLOCK, "fused_qkv": True, "query_width": 64})
+    shapes = {t.name: t.shape for t in mixer_tensors(wide)}
+    assert shapes["attn.qkv_proj.weight"] == (64 + 2 * 2 * 12, 64)
+    assert shapes["attn.o_proj.weight"] == (64, 64)
+    with pytest.raises(ValueError, match="v_head_dim: not with query_width"):
+        ModelSpec.model_validate({**BLOCK, "query_width": 64, "v_head_dim": 8})

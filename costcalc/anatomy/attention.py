@@ -69,11 +69,11 @@ def projection_tensors(spec: Block) -> list[Tensor]:
     D x H dv. An output gate in the query projection doubles it (2 H d). Values of another width
     dv (``v_head_dim``) make V K dv x D. With ``attention_experts`` the query and output
     projections are experts (:func:`head_expert_tensors`) and K and V stay (one ``kv_proj``
-    when fused)."""
+    when fused). A ``query_width`` Q makes the queries Q and the output D x Q."""
     D, H, K, d = attention_input(spec), spec.n_heads or 0, spec.kv_heads, spec.head_width
     dv = value_width(spec)
     fused_gate, _ = gate_kind(spec)
-    q = (2 if fused_gate else 1) * H * d
+    q = (2 if fused_gate else 1) * H * d if spec.query_width is None else spec.query_width
     bias = spec.qkv_bias
     kv = 0 if spec.shares_kv else K * d + (0 if spec.keys_as_values else K * dv)
     experts = head_expert_tensors(spec)
@@ -87,7 +87,8 @@ def projection_tensors(spec: Block) -> list[Tensor]:
             tensors += linear("attn.k_proj", K * d, D, bias, "mixer")
         if not (spec.keys_as_values or spec.shares_kv):
             tensors += linear("attn.v_proj", K * dv, D, bias, "mixer")
-    return tensors + (experts or output_tensors(spec, H * dv))
+    out = H * dv if spec.query_width is None else spec.query_width
+    return tensors + (experts or output_tensors(spec, out))
 
 
 def head_expert_tensors(spec: Block) -> list[Tensor]:

@@ -205,15 +205,17 @@ class Experts(MeasuredFfn):
 
     def tensors(self, spec: Block) -> list[Tensor]:
         """Router X x D (+ X bias; + a D scale and X per-expert scales), stacked experts
-        X x 2h x E (X x h x E plain) and X x E x h (+ their biases), E = D or the latent width
-        L, with the latent's projections D -> L and L -> D (+ biases with ``ffn_bias``); a bias
-        of D on their combined output with ``moe_output_bias``, another modality's experts
+        X x 2h x E (X x h x E plain) and X x E x h (+ their biases), E the routed width
+        (:func:`routed_width`; the router's too with ``moe_width``), with a latent width L the
+        latent's projections D -> L and L -> D (+ biases with ``ffn_bias``); a bias of D on
+        their combined output with ``moe_output_bias``, another modality's experts
         (:func:`modality_expert_tensors`), and the shared expert with its gate when there is
         one."""
         D, X, h = spec.d_model, spec.experts, spec.expert_width
-        E = D if spec.moe_latent is None else spec.moe_latent
+        E = routed_width(spec)
         first = 2 * h if spec.gated else h
-        tensors = [Tensor("mlp.router.weight", (X, D), "ffn", "router")]
+        R = D if spec.moe_width is None else spec.moe_width
+        tensors = [Tensor("mlp.router.weight", (X, R), "ffn", "router")]
         if spec.moe_router_bias:
             tensors.append(Tensor("mlp.router.bias", (X,), "ffn"))
         if spec.moe_router_scales:
@@ -248,9 +250,8 @@ class Experts(MeasuredFfn):
         return expert_words(spec)
 
     def expert_params(self, spec: Block) -> int:
-        """E x 2h + h x E (E x h plain) plus biases, E = D or the latent width."""
-        E = spec.d_model if spec.moe_latent is None else spec.moe_latent
-        return _one_expert(spec, E, spec.expert_width, spec.expert_bias)[2]
+        """E x 2h + h x E (E x h plain) plus biases, E the routed width."""
+        return _one_expert(spec, routed_width(spec), spec.expert_width, spec.expert_bias)[2]
 
     def formula(self, spec: Block, count: int) -> str | None:
         """X experts and the router alone: X x (one expert) + D x X."""
@@ -262,6 +263,14 @@ class Experts(MeasuredFfn):
             f"X x ({shape} + biases) + D x X, X = {X}, h = {h:,} => "
             f"{X:,} x ({numbers}) + {D:,} x {X:,} = {count:,}"
         )
+
+
+def routed_width(spec: Block) -> int:
+    """The width E the routed experts read and write: D, the latent width (``moe_latent``),
+    or the width they are built for (``moe_width``)."""
+    if spec.moe_latent is not None:
+        return spec.moe_latent
+    return spec.d_model if spec.moe_width is None else spec.moe_width
 
 
 def expert_words(spec: Block) -> str:

@@ -50,6 +50,9 @@ class Block(Protocol):
     def kv_cache_heads(self) -> int | None: ...
 
     @property
+    def query_width(self) -> int | None: ...
+
+    @property
     def attention_experts(self) -> int | None: ...
 
     @property
@@ -192,6 +195,9 @@ class Block(Protocol):
 
     @property
     def moe_latent(self) -> int | None: ...
+
+    @property
+    def moe_width(self) -> int | None: ...
 
     @property
     def moe_modality_ffn_hidden(self) -> int | None: ...

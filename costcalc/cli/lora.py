@@ -277,7 +277,7 @@ def lora_grids(
         [
             m.name,
             f"{m.modules:,}",
-            " x ".join(f"{n:,}" for n in m.shape),
+            ", ".join(" x ".join(f"{n:,}" for n in shape) for shape in m.shapes),
             f"{m.rank}",
             f"{m.added:,}",
         ]

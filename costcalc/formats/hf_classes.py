@@ -26,7 +26,8 @@ HEAD_ONE = "data/hf_head_one.json"
 ``model_type``, what its forward does with heads 1 wide rotated whole, found by running it."""
 PADDING = "data/hf_padding_index.json"
 """Written by tests/reference/make_padding_index.py from transformers 5.24 and torch 2.13: per
-``model_type``, the token tables its model builds with a padding index, found by building it."""
+``model_type``, the token tables and the sinusoidal position tables its model builds with a
+padding index, found by building it."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,11 @@ class ConfigClass:
     """The token tables the model builds with ``padding_idx=pad_token_id``, each as the key
     that sizes its rows and the rows it has beyond that key (Mllama's ``vocab_size + 8``):
     torch's ``nn.Embedding`` asserts that the index is within them (``PADDING``)."""
+    padded_positions: tuple[tuple[str, int], ...] = ()
+    """The sinusoidal position tables the model builds with ``padding_idx=pad_token_id``, each
+    as the key that sizes its positions and the rows it has beyond them (XGLM's and Kosmos-2's
+    ``max_position_embeddings + 2``): zeroing the padding row raises an IndexError outside them
+    (``PADDING``)."""
     head_one: str | None = None
     """What the attention's forward does with heads 1 wide rotated whole (``HEAD_ONE``):
     ``broadcast`` (queries and keys 2 wide), ``pairs`` or ``sections`` (it fails); None when
@@ -102,7 +108,8 @@ def config_class(model_type: str | None) -> ConfigClass | None:
         found.get("linear_heads_group", False),
         frozenset(found.get("not_null", ())),
         frozenset(found.get("odd_heads", ())),
-        tuple((key, extra) for key, extra in _read(PADDING)["tables"].get(model_type, ())),
+        _padded("tables", model_type),
+        _padded("positions", model_type),
         _read(HEAD_ONE)["families"].get(model_type),
     )
 
@@ -118,6 +125,11 @@ def wrapper_tie(model_type: str, wrapper: bool | None, text: bool | None) -> boo
     shown = {None: "absent", True: "true", False: "false"}
     tied: bool = ties[f"{shown[wrapper]}/{shown[text]}"]
     return tied
+
+
+def _padded(field: str, model_type: str) -> tuple[tuple[str, int], ...]:
+    """``model_type``'s padded tables of kind ``field`` (``PADDING``), each (key, extra rows)."""
+    return tuple((key, extra) for key, extra in _read(PADDING)[field].get(model_type, ()))
 
 
 def _classes() -> dict[str, dict[str, Any]]:

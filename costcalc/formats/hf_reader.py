@@ -22,6 +22,19 @@ from costcalc.formats.hf_unbuilt import unbuilt_notes
 from costcalc.formats.translation import Translation
 from costcalc.scalars import MAX_SIZE
 
+PADDED_TOKENS = (
+    "token table",
+    "the model builds the table as nn.Embedding({sized}, hidden_size, "
+    "padding_idx=pad_token_id), and torch asserts that the padding index is within it",
+)
+PADDED_POSITIONS = (
+    "sinusoidal position table",
+    "the model builds the table with padding_idx=pad_token_id and zeroes that row, which "
+    "torch's indexing refuses outside the table",
+)
+"""A table built with ``padding_idx=pad_token_id``: its name, and why transformers refuses a
+padding index outside it (:meth:`Reader._pad_outside_table`)."""
+
 
 class Reader:
     """Reads keys of one config, collecting every problem before failing."""
@@ -350,15 +363,21 @@ class Reader:
             )
 
     def _pad_outside_table(self) -> None:
-        """A ``pad_token_id`` (the file's, else the class default) outside a token table the
-        model builds as ``nn.Embedding(rows, hidden_size, padding_idx=pad_token_id)``
-        (:attr:`ConfigClass.padded_tables`): torch asserts ``-rows <= padding_idx < rows``
-        ("Padding_idx must be within num_embeddings"), so transformers builds nothing."""
+        """A ``pad_token_id`` (the file's, else the class default) outside a table the model
+        builds with ``padding_idx=pad_token_id``, so that transformers builds nothing: a token
+        table ``nn.Embedding(rows, hidden_size, padding_idx=pad_token_id)``
+        (:attr:`ConfigClass.padded_tables`), for torch asserts ``-rows <= padding_idx < rows``
+        ("Padding_idx must be within num_embeddings"); then a sinusoidal position table
+        (:attr:`ConfigClass.padded_positions`: XGLM's and Kosmos-2's ``get_embedding`` makes
+        ``max_position_embeddings + 2`` rows and zeroes row ``emb[padding_idx, :]``, an
+        IndexError outside them)."""
         known = self.config_class
         pad = self.setting("pad_token_id")
         if known is None or not is_whole(pad):
             return
-        for key, extra in known.padded_tables:
+        tables = [(key, extra, PADDED_TOKENS) for key, extra in known.padded_tables]
+        tables += [(key, extra, PADDED_POSITIONS) for key, extra in known.padded_positions]
+        for key, extra, (table, built) in tables:
             rows = self.setting(key)
             if not is_whole(rows, 1) or -(rows + extra) <= pad < rows + extra:
                 continue
@@ -367,10 +386,9 @@ class Reader:
             sized = f"{key} + {extra:,}" if extra else key
             self.fail(
                 "pad_token_id",
-                f"{shown} is outside the token table of {rows + extra:,} rows ({sized}): "
-                f"transformers refuses the file (the model builds the table as nn.Embedding("
-                f"{sized}, hidden_size, padding_idx=pad_token_id), and torch asserts that the "
-                f"padding index is within it, -{rows + extra:,} to {rows + extra - 1:,})",
+                f"{shown} is outside the {table} of {rows + extra:,} rows ({sized}): "
+                f"transformers refuses the file ({built.format(sized=sized)}, "
+                f"-{rows + extra:,} to {rows + extra - 1:,})",
             )
             return
 

@@ -129,18 +129,27 @@ def deepseek_v32(r: Reader) -> dict[str, Any]:
     scores every cached token and keeps the top ``index_topk``; its key (di per token) is cached
     beside the latent. ``mlp_bias`` is read by no module. The multi-token-prediction layer is
     not built."""
+    fields = _sparse_attention_layout(r, "DeepSeek-V3.2", MLA_DEFAULTS)
+    fields["indexer_heads"] = r.value("indexer_heads", "index_n_heads", default=64)
+    fields["indexer_head_dim"] = r.value("indexer_head_dim", "index_head_dim", default=128)
+    return fields
+
+
+def _sparse_attention_layout(r: Reader, model: str, mla: dict[str, int | None]) -> dict[str, Any]:
+    """The layout DeepSeek-V3.2 and GLM-5 share around their indexers: the queries always
+    through the latent (a null ``q_lora_rank`` is not supported), 256 experts of 2,048, top 8,
+    one shared, dense layers where ``mlp_layer_types`` says ``dense`` (default: the first
+    ``first_k_dense_replace``, 3); ``mla`` the attention's sizes."""
     if "q_lora_rank" in r.data and r.data["q_lora_rank"] is None:
-        r.unsupported("q_lora_rank", "DeepSeek-V3.2's attention always has a query latent")
-    fields = deepseek_layout(
+        r.unsupported("q_lora_rank", f"{model}'s attention always has a query latent")
+    return deepseek_layout(
         r,
         experts=(256, 8),
         moe_hidden=2048,
         shared=1,
         layers=lambda r, fields, moe: listed_sparse(r, fields, moe, 3, "first_k_dense_replace"),
+        mla=mla,
     )
-    fields["indexer_heads"] = r.value("indexer_heads", "index_n_heads", default=64)
-    fields["indexer_head_dim"] = r.value("indexer_head_dim", "index_head_dim", default=128)
-    return fields
 
 
 GLM4_MOE_LITE_MLA: dict[str, int | None] = {
@@ -205,16 +214,7 @@ def glm_moe_dsa(r: Reader) -> dict[str, Any]:
     selection and holds no indexer (nor caches its key). Without ``indexer_types``: the
     ``index_topk_pattern`` string (``F``/``S`` per layer), else a layer is full when
     max(i - ``index_skip_topk_offset`` (2) + 1, 0) is a multiple of ``index_topk_freq`` (1)."""
-    if "q_lora_rank" in r.data and r.data["q_lora_rank"] is None:
-        r.unsupported("q_lora_rank", "GLM-5's attention always has a query latent")
-    fields = deepseek_layout(
-        r,
-        experts=(256, 8),
-        moe_hidden=2048,
-        shared=1,
-        layers=lambda r, fields, moe: listed_sparse(r, fields, moe, 3, "first_k_dense_replace"),
-        mla=GLM_MOE_DSA_MLA,
-    )
+    fields = _sparse_attention_layout(r, "GLM-5", GLM_MOE_DSA_MLA)
     indexer = {
         "indexer_heads": r.value("indexer_heads", "index_n_heads", default=32),
         "indexer_head_dim": r.value("indexer_head_dim", "index_head_dim", default=128),

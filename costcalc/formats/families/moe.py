@@ -177,20 +177,70 @@ def qwen2_moe(r: Reader) -> dict[str, Any]:
     ``mlp.shared_expert_gate`` (D -> 1, no bias; built, and the shared expert empty, when the
     width is 0), in every ``decoder_sparse_step``-th layer not in
     ``mlp_only_layers``; a dense MLP of ``intermediate_size`` elsewhere; untied by default. With
-    ``use_sliding_window``, the layers ``layer_types`` marks slide (not supported here)."""
+    ``use_sliding_window``, some layers attend within a window (:func:`qwen2_moe_windows`)."""
     fields = llama_layout(r, kv_heads=16)
     fields["qkv_bias"] = r.value("qkv_bias", "qkv_bias", default=True)
     fields["attn_out_bias"] = False
-    if r.flag("use_sliding_window", False):
-        r.unsupported("use_sliding_window", "Qwen2-MoE sliding-window layers")
     moe = routed_experts(
         r, ("num_experts",), ("num_experts_per_tok",), (60, 4), (("moe_intermediate_size",), 1408)
     )
     shared = r.value("moe_shared_ffn_hidden", "shared_expert_intermediate_size", default=5632)
     moe["moe_shared_ffn_hidden"] = None if shared == 0 else shared
     moe["moe_shared_gate"] = True
-    _qwen_moe(r, fields, moe)
+    if r.flag("use_sliding_window", False):
+        qwen2_moe_windows(r, fields, moe)
+    else:
+        _qwen_moe(r, fields, moe)
     return fields
+
+
+def qwen2_moe_windows(r: Reader, fields: dict[str, Any], moe: dict[str, Any]) -> None:
+    """Qwen2MoeConfig with ``use_sliding_window``: layer i attends within ``sliding_window``
+    (4,096) where ``layer_types`` marks it ``sliding_attention``, else (its ``__post_init__``)
+    where i is even and below ``max_window_layers`` (28); its FFN as :func:`_qwen_moe` says. In
+    closed form: one group per run of FFN kinds, below ``max_window_layers`` cycling through
+    sliding and full attention. A null window is refused: the rule still marks layers sliding,
+    and transformers' sliding mask and cache cannot run without a window."""
+    window = sliding_window(r, default=4096)
+    if window is None:
+        r.fail(
+            "sliding_window",
+            "null, but use_sliding_window makes Qwen2MoeConfig mark layers sliding_attention, "
+            "which transformers cannot run without a window; give one or set "
+            "use_sliding_window false",
+        )
+        return
+    n = hf_layers.count_of(fields["n_layers"])
+    ffn = None if n is None else _ffn_kinds(r, moe, n)
+    if n is None or ffn is None:
+        return
+    windows = hf_layers.attention_windows(window)
+    blocks: dict[str, hf_layers.Block] = {"dense": {}, "moe": moe}
+    listed = hf_layers.layer_types(r, n)
+    if listed is not None:
+        hf_layers.combine(r, fields, hf_layers.Layout(hf_layers.runs(listed)), windows, ffn, blocks)
+        return
+    head = min(r.count("max_window_layers", 28, minimum=0), n)
+    r.note(
+        f"{r.name('use_sliding_window')}: Qwen2MoeConfig slides the even layers below "
+        f"max_window_layers (Qwen2's slide from it on): {(head + 1) // 2:,} of {n:,} layers "
+        f"attend within {window:,}, the others fully."
+    )
+    alternate = hf_layers.every_nth(2, "full_attention", "sliding_attention")
+    hf_layers.combine(r, fields, alternate, windows, hf_layers.cut(ffn, 0, head), blocks)
+    rest = hf_layers.groups(hf_layers.cut(ffn, head, n), blocks)
+    fields["layers"] = [*fields.get("layers", ()), *rest]
+
+
+def _ffn_kinds(r: Reader, moe: dict[str, Any], n: int) -> list[tuple[str, int]] | None:
+    """Runs of Qwen2-MoE's FFN kinds over its n layers (``dense``, ``moe``): as
+    :func:`_qwen_moe` lays them out, all dense when ``num_experts`` is 0 (None: a problem is
+    recorded)."""
+    if moe.get("moe_experts") == 0:
+        return [("dense", n)]
+    step = r.count("decoder_sparse_step", 1)
+    layout = sparse_layout(r, n, step, r.data.get("mlp_only_layers") or ())
+    return None if layout is None else hf_layers.unrolled(r, layout, n)
 
 
 def _every_layer_sparse(
