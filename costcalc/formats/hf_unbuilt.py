@@ -275,7 +275,8 @@ def _one_hybrid(r: Reader, blocks: list[dict[str, Any]]) -> str | None:
     if isinstance(listed, list):
         hybrids = listed.count("hybrid")
     elif _whole(n) and _whole(period) and period > 0 and _whole(offset):
-        hybrids = 1 + sum(1 for i in range(max(n - 3, 0)) if i % period == offset)
+        matching = max(0, (n - 3 - offset + period - 1) // period) if 0 <= offset < period else 0
+        hybrids = 1 + matching  # the i < L - 3 with i % period == offset, counted in closed form
     else:
         return None
     if hybrids != 1:
