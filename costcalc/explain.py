@@ -108,7 +108,9 @@ def explain(spec: ModelSpec, report: ParamReport) -> dict[str, str]:
         rows["initial_state"] = f"D = {_n(report.initial_state)}"
     final_norm = report.final_norm
     rows["final_norm"] = (
-        f"{norm_words(spec)} = {_n(final_norm)}" if spec.final_norm else "no final norm = 0"
+        f"{norm_words(spec, spec.has_final_norm_bias)} = {_n(final_norm)}"
+        if spec.final_norm
+        else "no final norm = 0"
     )
     Vh, head = spec.output_rows, "V" if spec.output_rows == V else "head rows"
     head_weights = (

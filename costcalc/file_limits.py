@@ -31,6 +31,16 @@ def check_key(key: str, name: str, line: int | None) -> None:
         raise FileReadError(name, reason, line)
 
 
+def under(prefix: KeyPath) -> str:
+    """Where a key sits, as a message says it: `` under budget``, nothing at the top."""
+    return f" under {'.'.join(prefix)}" if prefix else ""
+
+
+def duplicate_key(key: str, prefix: KeyPath, first_line: int) -> str:
+    """Why a key given twice in one mapping is refused (YAML and JSON would keep the last)."""
+    return f"duplicate key '{key}'{under(prefix)} (first on line {first_line})"
+
+
 def too_long(digits: int) -> str:
     """Why an integer of ``digits`` digits (over MAX_DIGITS) is refused."""
     return f"an integer of {digits:,} digits is too long for a config value"

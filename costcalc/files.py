@@ -21,7 +21,7 @@ import math
 import os
 import re
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,9 @@ from costcalc.file_limits import (
     KeyPath,
     RefusedValueError,
     check_key,
+    duplicate_key,
     too_long,
+    under,
 )
 from costcalc.units import MAX_DIGITS
 
@@ -235,39 +237,28 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 """Half of a UTF-16 pair, which JSON's \\u escapes can write alone: no character at all."""
 
 
-def _parse_json(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
-    def first_line(token: str) -> int | None:
-        return _line_at(text, text.find(token))
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object's (key, value) pairs as written, a key given twice kept twice."""
 
+
+def _parse_json(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
     def checked_int(digits: str) -> int:
         if len(digits) > MAX_DIGITS:
-            raise RefusedValueError(too_long(len(digits)), first_line(digits))
+            raise RefusedValueError(too_long(len(digits)), _line_at(text, text.find(digits)))
         return int(digits)
-
-    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        result: dict[str, Any] = {}
-        for key, value in pairs:
-            if _SURROGATE.search(key):
-                line = _line_at(text, text.find(json.dumps(key)[1:-1]))
-                raise RefusedValueError(
-                    f"key {json.dumps(key)} is no Unicode text (a lone surrogate)", line
-                )
-            if key in result:
-                needle = json.dumps(key, ensure_ascii=False)
-                second = text.find(needle, text.find(needle) + 1)
-                raise RefusedValueError(f"duplicate key '{key}'", _line_at(text, second))
-            result[key] = value
-        return result
 
     if not text.strip():
         return EMPTY, {}
     try:
-        data = json.loads(
+        pairs = json.loads(
             text,
             parse_constant=NON_FINITE.__getitem__,
             parse_int=checked_int,
-            object_pairs_hook=no_duplicates,
+            object_pairs_hook=_Pairs,
         )
+        _check_json_size(pairs, name)
+        lines: dict[KeyPath, int] = {}
+        data = _objects(pairs, (), _KeyLines(text), lines)
     except json.JSONDecodeError as exc:
         reason = f"malformed JSON: {exc.msg} (column {exc.colno})"
         raise FileReadError(name, reason, exc.lineno, exc.colno) from None
@@ -275,8 +266,6 @@ def _parse_json(text: str, name: str) -> tuple[Any, dict[KeyPath, int]]:
         raise FileReadError(name, exc.reason, exc.line) from None
     except RecursionError:
         raise FileReadError(name, "JSON nested too deeply to be a config") from None
-    _check_json_size(data, name)
-    lines = _json_key_lines(text, data)
     return _float_tags(data), lines
 
 
@@ -357,15 +346,15 @@ def _check_json_size(data: Any, name: str) -> None:
     values = 0
     while stack:
         value, depth = stack.pop()
-        values += 1 + (len(value) if isinstance(value, dict) else 0)
+        values += 1 + (len(value) if isinstance(value, _Pairs) else 0)
         if depth > MAX_DEPTH:
             raise FileReadError(name, TOO_DEEP)
         if values > MAX_VALUES:
             raise FileReadError(name, f"holds over {MAX_VALUES:,} values; refused")
-        if isinstance(value, dict):
-            for key in value:
+        if isinstance(value, _Pairs):
+            for key, item in value:
                 check_key(key, name, None)
-            stack += [(item, depth + 1) for item in value.values()]
+                stack.append((item, depth + 1))
         elif isinstance(value, list):
             stack += [(item, depth + 1) for item in value]
 
@@ -374,31 +363,48 @@ _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"(\s*:)?')
 """A JSON string, and the colon that makes it a key."""
 
 
-def _json_key_lines(text: str, data: Any) -> dict[KeyPath, int]:
-    """The line of every key of parsed JSON (the decoder keeps no positions), in one pass.
+class _KeyLines:
+    """The lines of a JSON text's keys in the order they are written (the decoder keeps no
+    positions): every string of the text is matched in turn, so a quote inside a string is
+    never taken for the start of one, and the n-th key found is the n-th key met walking the
+    parsed value in order."""
 
-    Every string of the text is matched in turn, so a quote inside a string is never taken for
-    the start of one; the n-th key found is the n-th key met walking the parsed value in order.
-    """
-    keys = (match.start() for match in _JSON_STRING.finditer(text) if match.group(1))
-    lines: dict[KeyPath, int] = {}
-    line, counted = 1, 0
-    for path, start in zip(_json_key_paths(data, ()), keys, strict=False):
-        line += text.count("\n", counted, start)
-        counted = start
-        lines[path] = line
-    return lines
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._keys = (m.start() for m in _JSON_STRING.finditer(text) if m.group(1))
+        self._line, self._counted = 1, 0
+
+    def next_line(self) -> int:
+        """The line of the next key."""
+        start = next(self._keys)
+        self._line += self._text.count("\n", self._counted, start)
+        self._counted = start
+        return self._line
 
 
-def _json_key_paths(value: Any, prefix: KeyPath) -> Iterator[KeyPath]:
-    """Every key path of a parsed JSON value, in the order its keys are written."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield (*prefix, key)
-            yield from _json_key_paths(item, (*prefix, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _json_key_paths(item, (*prefix, str(index)))
+def _objects(value: Any, prefix: KeyPath, keys: _KeyLines, lines: dict[KeyPath, int]) -> Any:
+    """``value`` with every object read as a dict, the line of each key put in ``lines``; a
+    key given twice in one object, or holding half of a UTF-16 pair, is refused with its line.
+    Nesting is bounded by MAX_DEPTH already."""
+    if isinstance(value, _Pairs):
+        result: dict[str, Any] = {}
+        for key, item in value:
+            line = keys.next_line()
+            if _SURROGATE.search(key):
+                reason = (
+                    f"key {json.dumps(key)}{under(prefix)} is no Unicode text (a lone surrogate)"
+                )
+                raise RefusedValueError(reason, line)
+            if key in result:
+                raise RefusedValueError(duplicate_key(key, prefix, lines[(*prefix, key)]), line)
+            lines[(*prefix, key)] = line
+            result[key] = _objects(item, (*prefix, key), keys, lines)
+        return result
+    if isinstance(value, list):
+        return [
+            _objects(item, (*prefix, str(index)), keys, lines) for index, item in enumerate(value)
+        ]
+    return value
 
 
 def _check_values(value: Any, name: str, lines: dict[KeyPath, int], path: KeyPath) -> None:

@@ -322,11 +322,16 @@ def recurrent_state_width(spec: ModelSpec) -> int:
     return 0 if kind is None else recurrent_mixer(kind).state_width(spec)
 
 
+def state_layers(spec: ModelSpec) -> int:
+    """Layers of state a kind of block keeps: one per block, or ``state_layers``."""
+    return spec.n_layers if spec.state_layers is None else spec.state_layers
+
+
 def state_elements(spec: ModelSpec, batch: int) -> int:
     """Fixed-size state of every recurrent block (conv state + recurrent state), B sequences:
     it does not grow with T and is not part of the KV cache (:func:`kv_cache_elements`)."""
     return batch * sum(
-        stack.n_layers * (conv_state_width(stack) + recurrent_state_width(stack))
+        state_layers(stack) * (conv_state_width(stack) + recurrent_state_width(stack))
         for stack in spec.stacks
     )
 

@@ -20,6 +20,7 @@ from costcalc.memory import (
     conv_state_width,
     kv_width,
     recurrent_state_width,
+    state_layers,
     stored_tokens,
 )
 from costcalc.spec import ModelSpec
@@ -152,7 +153,8 @@ def _kv_row(spec: ModelSpec, report: MemoryReport) -> str:
 
 def _state_row(spec: ModelSpec, report: MemoryReport) -> str:
     terms = [
-        f"{stack.n_layers} x ({_n(conv_state_width(stack))} + {_n(recurrent_state_width(stack))})"
+        f"{state_layers(stack)} x ({_n(conv_state_width(stack))} + "
+        f"{_n(recurrent_state_width(stack))})"
         for stack in spec.stacks
         if stack.recurrent
     ]

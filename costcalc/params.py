@@ -69,9 +69,11 @@ def per_layer_projection_params(spec: ModelSpec) -> int:
     return _sum(per_layer_model_tensors(spec)) - per_layer_embedding_params(spec)
 
 
-def norm_params(spec: ModelSpec, width: int | None = None) -> int:
-    """One norm over D (or ``width``): D weights, plus D biases for LayerNorm with bias."""
-    return (width or spec.d_model) * (2 if spec.has_norm_bias else 1)
+def norm_params(spec: ModelSpec, width: int | None = None, bias: bool | None = None) -> int:
+    """One norm over D (or ``width``): D weights, plus D biases when ``bias`` (default: the
+    norms' ``has_norm_bias``)."""
+    biased = spec.has_norm_bias if bias is None else bias
+    return (width or spec.d_model) * (2 if biased else 1)
 
 
 def _sum(tensors: list[Tensor]) -> int:
@@ -126,7 +128,7 @@ def blocks_params(spec: ModelSpec) -> int:
 
 def final_norm_params(spec: ModelSpec) -> int:
     """The norm after the last block, if there is one."""
-    return norm_params(spec) if spec.final_norm else 0
+    return norm_params(spec, bias=spec.has_final_norm_bias) if spec.final_norm else 0
 
 
 def stream_collapse_params(spec: ModelSpec) -> int:

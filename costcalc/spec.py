@@ -176,9 +176,28 @@ class ModelSpec(BlockFields, BaseModel):
     )
     norm: NormKind = Field(default="layernorm", description="Normalisation kind.")
     norm_bias: Flag | None = Field(
-        default=None, description="LayerNorm carries a bias (default: yes; RMSNorm never does)."
+        default=None,
+        description=(
+            "The norms carry a bias (default: a LayerNorm does, an RMSNorm does not; xLSTM's "
+            "RMSNorms do with use_bias)."
+        ),
     )
     final_norm: Flag = Field(default=True, description="A norm after the last block.")
+    final_norm_bias: Flag | None = Field(
+        default=None,
+        description=(
+            "The final norm carries a bias; default: as the other norms (norm_bias). xLSTM's "
+            "out_norm has none whatever use_bias says."
+        ),
+    )
+    state_layers: Size | None = Field(
+        default=None,
+        description=(
+            "Layers of recurrent state the cache keeps when more than the blocks (xLSTMCache "
+            "keeps num_hidden_layers whatever num_blocks builds), each a block's; default: "
+            "the blocks'."
+        ),
+    )
     initial_state: Flag = Field(
         default=False,
         description=(
@@ -316,7 +335,13 @@ class ModelSpec(BlockFields, BaseModel):
 
     @property
     def has_norm_bias(self) -> bool:
-        return self.norm == "layernorm" and self.norm_bias is not False
+        """norm_bias, or whether the norm kind has one by default (LayerNorm)."""
+        return self.norm == "layernorm" if self.norm_bias is None else self.norm_bias
+
+    @property
+    def has_final_norm_bias(self) -> bool:
+        """final_norm_bias, or the other norms' bias."""
+        return self.has_norm_bias if self.final_norm_bias is None else self.final_norm_bias
 
     @property
     def rotary_width(self) -> int | None:
@@ -505,6 +530,8 @@ def layer_runs(spec: ModelSpec) -> Iterator[tuple[str, dict[str, Any], int]]:
 
 Rule = Callable[[ModelSpec], Iterator[tuple[str, str]]]
 
+STATE_LAYERS_KIND = "applies to a model of one kind of recurrent block"
+
 RULES: list[tuple[frozenset[str], Rule]] = []
 """Each structural rule with the fields it reads."""
 
@@ -535,6 +562,8 @@ def structural_problems(
         problems.append(
             ("n_layers", f"n_layers {spec.n_layers:,} but the layer groups add up to {total:,}")
         )
+    if spec.state_layers is not None and (usable is None or "state_layers" in usable):
+        problems.append(("state_layers", STATE_LAYERS_KIND))
     kinds = len({_block_key(spec, overrides) for _, overrides, _ in layer_runs(spec)})
     if kinds > MAX_KINDS:
         message = f"{kinds:,} kinds of block; at most {MAX_KINDS:,} are counted"
@@ -1010,10 +1039,26 @@ def _gate_for_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         )
 
 
-@_rule("norm", "norm_bias")
-def _rmsnorm_without_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    if spec.norm == "rmsnorm" and spec.norm_bias:
-        yield ("norm_bias", "RMSNorm has no bias; use norm: layernorm")
+@_rule("state_layers", "n_layers", "mixer", "parallel_mamba2", "parallel_mamba")
+def _state_layers(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    """Spare layers of state: a cache of one kind of recurrent block (layer groups are refused
+    by :func:`structural_problems`), for every block."""
+    if spec.state_layers is None:
+        return
+    if not spec.recurrent:
+        yield ("state_layers", STATE_LAYERS_KIND)
+    elif spec.state_layers < spec.n_layers:
+        yield (
+            "state_layers",
+            f"{spec.state_layers:,} layers of state for {spec.n_layers:,} blocks: every block "
+            "needs its own",
+        )
+
+
+@_rule("final_norm", "final_norm_bias")
+def _final_norm_bias(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.final_norm_bias and not spec.final_norm:
+        yield ("final_norm_bias", "a bias of the final norm needs final_norm")
 
 
 @_rule("tie_embeddings", "head_rows", "vocab_size", "vocab_pad_multiple")

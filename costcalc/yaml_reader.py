@@ -1,16 +1,17 @@
 """Reading YAML safely: plain data only, YAML 1.2's booleans and floats, the line of every key.
 
 Imported only when a YAML file is read (a preset, a costcalc config, a nanoGPT config), so a
-JSON file or a mapping given in Python never pays for PyYAML. Duplicate keys, integers not in
-plain decimal or too long, tags that would build Python objects and a tagged value its tag cannot
-read are refused, each with its line; the caps of :mod:`costcalc.file_limits` hold once aliases
-are expanded, measured on the node tree before anything is built.
+JSON file or a mapping given in Python never pays for PyYAML. Duplicate keys, keys that are no
+strings (``true:``, ``1:``), integers not in plain decimal or too long, tags that would build
+Python objects and a tagged value its tag cannot read are refused, each with its line; the caps
+of :mod:`costcalc.file_limits` hold once aliases are expanded, measured on the node tree before
+anything is built.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -23,14 +24,14 @@ _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
-_STR_TAG = "tag:yaml.org,2002:str"
 _DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9_]*)")
 """YAML 1.1's decimal integers: the only form a costcalc integer may take."""
 
 
 class _Loader(_BaseLoader):  # type: ignore[misc]
-    """Safe YAML loading that also refuses duplicate keys, integers too long to convert or not
-    in plain decimal, and turns any tag constructor's failure into a refusal of that value."""
+    """Safe YAML loading that also refuses integers too long to convert or not in plain
+    decimal, and turns any tag constructor's failure into a refusal of that value (keys are
+    judged before, by :func:`_key_lines`)."""
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
@@ -40,19 +41,6 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
         except Exception:  # PyYAML's constructors fail on bad text in any way (IndexError, ...)
             reason = f"{_shown_node(node)} cannot be read as {_tag(node)}"
             raise _refused(reason, node) from None
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Hashable, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == _MERGE_TAG:  # `<<: *base` may be overridden by the keys after it
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            line = key_node.start_mark.line + 1
-            if isinstance(key, Hashable) and key in seen:
-                raise _refused(f"duplicate key '{key}' (first on line {seen[key]})", key_node)
-            if isinstance(key, Hashable):
-                seen[key] = line
-        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         text = str(self.construct_scalar(node))
@@ -138,7 +126,7 @@ def parse_yaml(text: str, name: str) -> tuple[Any, dict[limits.KeyPath, int]]:
         if node is None:
             return limits.EMPTY, {}
         _check_size(node, name)
-        lines = dict(_key_lines(loader, node, (), set()))
+        lines = dict(_key_lines(node, (), set()))
         return loader.construct_object(node, deep=True), lines
     except limits.RefusedValueError as exc:
         raise FileReadError(name, exc.reason, exc.line, exc.column) from None
@@ -200,31 +188,54 @@ _TOO_MANY = f"holds over {limits.MAX_VALUES:,} values once its aliases are expan
 
 
 def _key_lines(
-    loader: _Loader, node: yaml.Node, prefix: limits.KeyPath, seen: set[int]
+    node: yaml.Node, prefix: limits.KeyPath, seen: set[int]
 ) -> Iterator[tuple[limits.KeyPath, int]]:
     """(key path, line) for every mapping key below ``node``; each node visited once (aliases).
-    A key is named as the validators name it, by the text of the value YAML reads (``~`` and
-    ``null`` are None, ``true`` True), so that a finding on a key that is no text has its line."""
+
+    A key given twice in one mapping is refused (``<<: *base`` is no key: the keys after it
+    override the merged ones), and so is a key YAML reads as no string (``true``, ``1``,
+    ``1e3``, ``~``): a JSON file, whose keys are all strings, could not hold it, and a validator
+    would name it by some text of its value (``True`` as ``1``) that no line of the file shows.
+    """
     if id(node) in seen:
         return
     seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
+        first: dict[str, int] = {}
         for key_node, value_node in node.value:
-            if isinstance(key_node, yaml.ScalarNode):
-                path = (*prefix, _key_text(loader, key_node))
-                yield path, key_node.start_mark.line + 1
-                yield from _key_lines(loader, value_node, path, seen)
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue  # a mapping or a list as a key is refused when the mapping is built
+            key, line = str(key_node.value), key_node.start_mark.line + 1
+            if key_node.tag != _MERGE_TAG:
+                _check_key_is_text(key_node, prefix)
+                if key in first:
+                    raise _refused(limits.duplicate_key(key, prefix, first[key]), key_node)
+                first[key] = line
+            yield (*prefix, key), line
+            yield from _key_lines(value_node, (*prefix, key), seen)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            yield from _key_lines(loader, item, (*prefix, str(index)), seen)
+            yield from _key_lines(item, (*prefix, str(index)), seen)
 
 
-def _key_text(loader: _Loader, key: yaml.ScalarNode) -> str:
-    """The text of the value a key reads as; its own text when it is a string or cannot be
-    read (the refusal comes, in the document's order, when the mapping is built)."""
-    if key.tag == _STR_TAG:
-        return str(key.value)
-    try:
-        return str(loader.construct_object(key))
-    except (limits.RefusedValueError, yaml.YAMLError):
-        return str(key.value)
+_NOT_TEXT = {
+    _BOOL_TAG: "a boolean",
+    "tag:yaml.org,2002:int": "an integer",
+    "tag:yaml.org,2002:float": "a number",
+    "tag:yaml.org,2002:null": "null (no value)",
+}
+"""The scalar types a key may be read as besides a string, as a message names them."""
+
+
+def _check_key_is_text(key: yaml.ScalarNode, prefix: limits.KeyPath) -> None:
+    """Refuse a key YAML reads as a boolean, a number or null (a tag it cannot read is refused
+    when the mapping is built)."""
+    kind = _NOT_TEXT.get(key.tag)
+    if kind is None:
+        return
+    text = str(key.value) or "~"  # a key left empty (`: 1`) is null
+    raise _refused(
+        f"key {text}{limits.under(prefix)} reads as {kind} in YAML, not as a string: a "
+        f"config's keys are names (write '{text}' in quotes if that name is meant)",
+        key,
+    )

@@ -132,7 +132,7 @@ def test_sizes_are_positive_integers(
 def test_every_problem_of_a_file_at_once(cli: Invoke, write: Any) -> None:
     path = write(
         "vocab_size: 50257\ncontext_length: 1024\nd_model: 256\nn_heads: 7\nn_layers: yes\n"
-        "norm: rmsnorm\nnorm_bias: true\nffn_mult: 4\nffn_hidden: 1000\ntie_embedings: false\n"
+        "norm: rmsnorm\nrotary_dim: 16\nffn_mult: 4\nffn_hidden: 1000\ntie_embedings: false\n"
     )
     assert findings(cli, str(path)) == [
         {
@@ -142,7 +142,11 @@ def test_every_problem_of_a_file_at_once(cli: Invoke, write: Any) -> None:
             "valid head counts: 4, 8; or give head_dim explicitly",
         },
         {"field": "n_layers", "line": 5, "message": "Input should be a valid integer (got 'yes')"},
-        {"field": "norm_bias", "line": 7, "message": "RMSNorm has no bias; use norm: layernorm"},
+        {
+            "field": "rotary_dim",
+            "line": 7,
+            "message": "rotary_dim is given but position is not rotary",
+        },
         {
             "field": "ffn_hidden",
             "line": 9,
@@ -177,8 +181,8 @@ def test_every_problem_of_a_file_at_once(cli: Invoke, write: Any) -> None:
             [("moe_top_k", "cannot route to 3 of 2 experts")],
         ),
         (
-            {"norm": "rmsnorm", "norm_bias": True},
-            [("norm_bias", "RMSNorm has no bias; use norm: layernorm")],
+            {"final_norm": False, "final_norm_bias": True},
+            [("final_norm_bias", "a bias of the final norm needs final_norm")],
         ),
         (
             {"position": "learned", "ffn": "relu"},

@@ -43,7 +43,13 @@ EXPECTED = [
             ),
         ],
     ),
-    ("configs/bad/duplicate.json", None, None, None, [(None, 7, "duplicate key 'd_model'")]),
+    (
+        "configs/bad/duplicate.json",
+        None,
+        None,
+        None,
+        [(None, 7, "duplicate key 'd_model' (first on line 4)")],
+    ),
     (
         "configs/bad/heads-7.yaml",
         None,
@@ -95,7 +101,7 @@ EXPECTED = [
         None,
         [
             ("head_dim", 6, "rotary positions rotate pairs of dimensions; 75 is odd"),
-            ("norm_bias", 9, "RMSNorm has no bias; use norm: layernorm"),
+            ("position_offset", 9, "an offset only applies to a learned position table"),
         ],
     ),
     (

@@ -64,15 +64,6 @@ UNBUILT = "transformers 5.24 fails to build it, costcalc counts it with a note s
 (:mod:`costcalc.formats.hf_unbuilt`)."""
 
 KNOWN: dict[str, list[str]] = {
-    "costcalc refuses what transformers builds: expected a positive number": ["xlstm/fresh-03"],
-    (
-        "costcalc refuses what transformers builds: not supported: biases on xLSTM's "
-        "RMSNorms are not modelled"
-    ): ["xlstm/fresh-05", "xlstm/fresh-07"],
-    (
-        "costcalc refuses what transformers builds: xLSTMModel builds num_blocks blocks but "
-        "xLSTMCache keeps num_hidden_layers"
-    ): ["xlstm/11"],
     f"{UNBUILT}: DbrxAttentionConfig's defaults (attn_config absent or null) lack the "
     "rope_theta its attention reads (AttributeError)": [
         "dbrx/01",

@@ -112,7 +112,62 @@ CASES: list[tuple[str, str, str | bytes, int | None, str]] = [
         "dup.json",
         '{\n "d_model": 768,\n "d_model": 1024\n}',
         3,
-        "duplicate key 'd_model'",
+        "duplicate key 'd_model' (first on line 2)",
+    ),
+    (
+        "duplicate YAML key in a nested mapping",
+        "dup-nested.yaml",
+        GOOD + "budget:\n  max_params: 1B\n  max_params: 2B\n",
+        20,
+        "duplicate key 'max_params' under budget (first on line 19)",
+    ),
+    (
+        "duplicate key in a layer group",
+        "dup-group.yaml",
+        GOOD + "layers:\n  - count: 6\n  - count: 6\n    count: 7\n",
+        21,
+        "duplicate key 'count' under layers.1 (first on line 20)",
+    ),
+    (
+        # the key's first text is elsewhere in the file: the line is the duplicate's own
+        "duplicate JSON key in a nested object",
+        "dup-nested.json",
+        '{"rope_scaling": {"type": "linear"},\n "n_layer": 2,\n "x": {"type": 1,\n  "type": 2}}',
+        4,
+        "duplicate key 'type' under x (first on line 3)",
+    ),
+    (
+        "boolean YAML key",
+        "bool-key.yaml",
+        GOOD + "true: 2\n",
+        18,
+        "key true reads as a boolean in YAML, not as a string: a config's keys are names "
+        "(write 'true' in quotes if that name is meant)",
+    ),
+    (
+        "float YAML key",
+        "float-key.yaml",
+        GOOD + "1e3: 2\n",
+        18,
+        "key 1e3 reads as a number in YAML, not as a string: a config's keys are names "
+        "(write '1e3' in quotes if that name is meant)",
+    ),
+    (
+        "integer YAML key in a nested mapping",
+        "nested-int-key.yaml",
+        GOOD + "budget:\n  max_params: 1B\n  1: 2\n",
+        20,
+        "key 1 under budget reads as an integer in YAML, not as a string: a config's keys are "
+        "names (write '1' in quotes if that name is meant)",
+    ),
+    (
+        # true and 1 are one key to Python: the first is refused, never merged with the second
+        "boolean then integer YAML key",
+        "bool-int-keys.yaml",
+        GOOD + "layers:\n  - count: 12\n    True: 1\n    1: 2\n",
+        20,
+        "key True under layers.0 reads as a boolean in YAML, not as a string: a config's keys "
+        "are names (write 'True' in quotes if that name is meant)",
     ),
     (
         "several YAML documents",

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from costcalc.anatomy.recurrent import MixerSizes, RecurrentMixer
 from costcalc.anatomy.tensor import Block, Tensor, linear
-from costcalc.scalars import Flag, Size
+from costcalc.scalars import Count, Flag, Size
 
 
 class MlstmSizes(MixerSizes):
@@ -18,7 +18,9 @@ class MlstmSizes(MixerSizes):
 
     heads: Size = Field(description="Heads H; each has a dk x dv matrix memory.")
     qk_width: Size = Field(description="Width H dk of the queries and of the keys.")
-    v_width: Size = Field(description="Width H dv of the values and of the output gate.")
+    v_width: Count = Field(
+        description="Width H dv of the values and of the output gate (0: the layer adds nothing)."
+    )
     chunk_size: Size = Field(
         default=64,
         description="Tokens per chunk of the chunkwise prompt; the rest run step by step "
@@ -38,6 +40,13 @@ class MlstmSizes(MixerSizes):
             "v, ogate_preact, igate_preact and fgate_preact; the same parameters."
         ),
     )
+    bias: Flag = Field(
+        default=False,
+        description=(
+            "Biases (use_bias) on q, k, v and the output gate (or qkv_opreact), on out_proj and "
+            "on multihead_norm; the input and forget gates have theirs regardless."
+        ),
+    )
 
 
 class Mlstm(RecurrentMixer[MlstmSizes]):
@@ -46,32 +55,30 @@ class Mlstm(RecurrentMixer[MlstmSizes]):
     sizes_model = MlstmSizes
 
     def tensors(self, spec: Block) -> list[Tensor]:
-        """No biases but the gates': ``q``, ``k`` D -> H dk, ``v`` and the output gate
-        ``ogate_preact`` D -> H dv, the input and forget gates ``igate_preact``,
-        ``fgate_preact`` D -> H with biases (fused: ``qkv_opreact`` D -> 2 H dk + 2 H dv and
-        ``ifgate_preact`` D -> 2 H), the per-head LayerNorm ``multihead_norm`` (a weight of
-        H dv), ``out_proj`` H dv -> D."""
+        """``q``, ``k`` D -> H dk, ``v`` and the output gate ``ogate_preact`` D -> H dv, the
+        input and forget gates ``igate_preact``, ``fgate_preact`` D -> H with biases (fused:
+        ``qkv_opreact`` D -> 2 H dk + 2 H dv and ``ifgate_preact`` D -> 2 H), the per-head
+        LayerNorm ``multihead_norm`` (a weight of H dv), ``out_proj`` H dv -> D; with ``bias``
+        (``bias=config.use_bias``) a bias on each but the gates' (theirs are always there)
+        and on ``multihead_norm`` (H dv)."""
         m = self.sizes(spec)
-        D, qk, v, H = spec.d_model, m.qk_width, m.v_width, m.heads
+        D, qk, v, H, b = spec.d_model, m.qk_width, m.v_width, m.heads, m.bias
         if m.fused:
             projections = [
-                *linear("attn.qkv_opreact", 2 * qk + 2 * v, D, False, "mixer"),
+                *linear("attn.qkv_opreact", 2 * qk + 2 * v, D, b, "mixer"),
                 *linear("attn.ifgate_preact", 2 * H, D, True, "mixer"),
             ]
         else:
             projections = [
-                *linear("attn.q", qk, D, False, "mixer"),
-                *linear("attn.k", qk, D, False, "mixer"),
-                *linear("attn.v", v, D, False, "mixer"),
-                *linear("attn.ogate_preact", v, D, False, "mixer"),
+                *linear("attn.q", qk, D, b, "mixer"),
+                *linear("attn.k", qk, D, b, "mixer"),
+                *linear("attn.v", v, D, b, "mixer"),
+                *linear("attn.ogate_preact", v, D, b, "mixer"),
                 *linear("attn.igate_preact", H, D, True, "mixer"),
                 *linear("attn.fgate_preact", H, D, True, "mixer"),
             ]
-        return [
-            *projections,
-            Tensor("attn.multihead_norm.weight", (v,), "mixer"),
-            *linear("attn.out_proj", D, v, False, "mixer"),
-        ]
+        norm = [Tensor(f"attn.multihead_norm.{kind}", (v,), "mixer") for kind in ("weight", "bias")]
+        return [*projections, *norm[: 2 if b else 1], *linear("attn.out_proj", D, v, b, "mixer")]
 
     def scan_macs(self, spec: Block, batch: int, length: int) -> int:
         """xLSTM's native kernels in inference mode, chunks of c tokens (T = n c + r: n chunks

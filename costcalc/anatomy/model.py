@@ -33,7 +33,7 @@ def model_tensors(spec: Model) -> list[Tensor]:
     tensors += stream_collapse_tensors(spec)
     tensors += altup_projection_tensors(spec)
     if spec.final_norm:
-        tensors += norm(spec, "norm", D, "model")
+        tensors += norm(spec, "norm", D, "model", bias=spec.has_final_norm_bias)
     if spec.initial_state:
         tensors.append(Tensor("initial_state", (D,), "model"))
     if not spec.tie_embeddings:

@@ -14,11 +14,11 @@ SAVED_KEYS = frozenset({"norms_per_block"})
 """The block keys whose every value :func:`block_norms_saved` covers, when measured."""
 
 
-def norm_words(spec: Block) -> str:
-    """One norm's weights, in symbols then numbers: 2D for LayerNorm with bias (weight and
-    bias), D for RMSNorm or LayerNorm without bias (weight only)."""
+def norm_words(spec: Block, bias: bool | None = None) -> str:
+    """One norm's weights, in symbols then numbers: 2D with a bias (weight and bias; default:
+    the block's ``has_norm_bias``), D without (weight only)."""
     D = f"{spec.d_model:,}"
-    if spec.has_norm_bias:
+    if spec.has_norm_bias if bias is None else bias:
         return f"{spec.norm} weight and bias, 2D = 2 x {D}"
     return f"{spec.norm} weight, D = {D}"
 

@@ -319,6 +319,9 @@ class Model(Block, Protocol):
     def final_norm(self) -> bool: ...
 
     @property
+    def has_final_norm_bias(self) -> bool: ...
+
+    @property
     def initial_state(self) -> bool: ...
 
     @property
@@ -381,9 +384,13 @@ def linear(name: str, out: int, inp: int, bias: bool, part: Part) -> list[Tensor
     return [weight, Tensor(f"{name}.bias", (out,), part)] if bias else [weight]
 
 
-def norm(spec: Block, name: str, width: int, part: Part, copies: int = 1) -> list[Tensor]:
-    """One norm over ``width``: a weight, plus a bias for LayerNorm with bias."""
-    shapes = [("weight", (width,))] + ([("bias", (width,))] if spec.has_norm_bias else [])
+def norm(
+    spec: Block, name: str, width: int, part: Part, copies: int = 1, bias: bool | None = None
+) -> list[Tensor]:
+    """One norm over ``width``: a weight, plus a bias when ``bias`` (default: the block's
+    ``has_norm_bias``)."""
+    biased = spec.has_norm_bias if bias is None else bias
+    shapes = [("weight", (width,))] + ([("bias", (width,))] if biased else [])
     return [Tensor(f"{name}.{kind}", shape, part, copies=copies) for kind, shape in shapes]
 
 

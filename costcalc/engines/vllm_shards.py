@@ -366,7 +366,8 @@ def rank_stacks(spec: ModelSpec, plan: ServingPlan, stage: int) -> tuple[ModelSp
     stacks = []
     for block, count in stage_blocks(spec, plan.pp, stage):
         stack = local_recurrent(block, plan.tp)
-        update: dict[str, object] = {"n_layers": count}
+        # a stage keeps the state of its own blocks (no spare layers of state_layers)
+        update: dict[str, object] = {"n_layers": count, "state_layers": None}
         if stack.mixer == "attention" and stack.has_attention and plan.tp > 1:
             update["n_kv_heads"] = local_kv_heads(stack, plan.tp)
             update["head_dim"] = stack.head_width
