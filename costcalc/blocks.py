@@ -282,8 +282,18 @@ class BlockFields:
         description=(
             "No causal mask: each query attends to keys on both sides, every key, or within a "
             "sliding window W those fewer than W positions away (up to 2W - 1 keys; Gemma 3's "
-            "use_bidirectional_attention in Gemma3ForCausalLM). The pairs are the same with or "
-            "without --causal; a KV cache and decoding see earlier tokens only, as causally."
+            'use_bidirectional_attention in Gemma3ForCausalLM, Gemma 4\'s "all"). The pairs '
+            "are the same with or without --causal; a KV cache and decoding see earlier tokens "
+            "only, as causally."
+        ),
+    )
+    bidirectional_window: Size | None = Field(
+        default=None,
+        description=(
+            "Bidirectional blocks: the forward's pairs are the keys fewer than this many "
+            "positions away on either side, where that window differs from the sliding_window "
+            'the KV cache and decoding keep (Gemma 4\'s use_bidirectional_attention "all": keys '
+            "at most sliding_window away, sliding_window + 1); default: sliding_window."
         ),
     )
     kv_cache_all_tokens: Flag = Field(

@@ -297,7 +297,8 @@ def forward_notes(results: list[ComputeResult], length: int) -> list[str]:
         notes.append(
             "Bidirectional attention (no causal mask): those blocks keep the same pairs in both "
             "conventions, all T^2, or within a sliding window W those fewer than W positions "
-            "apart on either side."
+            "apart on either side (W the bidirectional_window where a block gives one: Gemma "
+            "4's masks keep keys at most its sliding_window away, sliding_window + 1)."
         )
     for kind in ("Sliding window", "Attention chunk"):
         spans = sorted({n for r in results for n in macs.windows_below(r.spec, length)[kind]})

@@ -214,10 +214,20 @@ def attention_pairs(
     return W * (W + 1) // 2 + (T - W) * W
 
 
+def pair_window(spec: ModelSpec) -> int | None:
+    """The window a block's forward keeps pairs within: ``bidirectional_window`` where a
+    bidirectional block gives one (Gemma 4 masks keys at most W away, W + 1 in this
+    convention, and caches W: masking_utils' ``sliding_window_bidirectional_overlay``), else
+    ``sliding_window``, which its KV cache and decoding keep too."""
+    if spec.bidirectional_attention and spec.bidirectional_window is not None:
+        return spec.bidirectional_window
+    return spec.sliding_window
+
+
 def stack_pairs(spec: ModelSpec, length: int, causal: bool = False) -> int:
     """:func:`attention_pairs` of one block of ``spec``: its window, chunk and mask."""
     return attention_pairs(
-        length, causal, spec.sliding_window, spec.attention_chunk, spec.bidirectional_attention
+        length, causal, pair_window(spec), spec.attention_chunk, spec.bidirectional_attention
     )
 
 
@@ -225,7 +235,7 @@ def windows_below(spec: ModelSpec, length: int) -> dict[str, set[int]]:
     """The sliding windows and attention chunks of ``spec``'s attention stacks shorter than the
     sequence (the spans that drop query-key pairs), by kind."""
     attending = [stack for stack in spec.stacks if stack.has_attention]
-    windows = {s.sliding_window for s in attending if s.sliding_window is not None}
+    windows = {w for s in attending if (w := pair_window(s)) is not None}
     chunks = {s.attention_chunk for s in attending if s.attention_chunk is not None}
     found = {"Sliding window": windows, "Attention chunk": chunks}
     return {kind: {n for n in spans if n < length} for kind, spans in found.items()}

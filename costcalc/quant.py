@@ -16,8 +16,9 @@ converts and keeps the rest (norms, biases, tables, the LM head where it does) i
 - ``llm-int8`` (bitsandbytes ``Int8Params``): every linear layer but the LM head, int8 values and
   an fp32 scale per output row (``SCB``); the rest in fp16.
 - ``gptq-int4``, ``gptq-int8`` (AutoGPTQ 0.7 ``nn_modules/qlinear/qlinear_cuda_old.py``,
-  GPTQModel's ``QuantLinear``): the linear layers of the blocks, each expert of a stacked MoE
-  included; option ``gG`` (group size, default g128; ``g-1``: one group); the rest in fp16.
+  GPTQModel's ``QuantLinear``): the linear layers inside the decoder layers, each expert of a
+  stacked MoE included, none of the model's own (:func:`default_quantized`); option ``gG``
+  (group size, default g128; ``g-1``: one group); the rest in fp16.
 - ``awq-int4`` (AutoAWQ 0.2 ``WQLinear_GEMM``, 4-bit only): the same matrices; the rest in fp16.
 - ``fp8-tensor``, ``fp8-channel``, ``fp8-block`` (transformers' ``FineGrainedFP8`` layers;
   DeepSeek-V3's checkpoint; compressed-tensors ``float-quantized``): the linear layers and
@@ -115,12 +116,32 @@ class FormatBytes:
         return sum(t.bytes for t in self.tensors if not t.quantized)
 
 
+_LAYER_TOOLKITS = ("gptq-int4", "gptq-int8", "awq-int4")
+"""Formats whose toolkits quantize decoder layers one at a time, and only their linear layers."""
+
+_OUTSIDE_GPTQMODEL_TREES = ("altup.", "laurel.")
+"""Block matrices no GPTQModel ``module_tree`` lists: Gemma 3n's AltUp and LAuReL
+(``models/definitions/gemma3n.py``: attention, MLP, per-layer input gate and projection)."""
+
+
 def default_quantized(fmt: WeightFormat, tensor: Tensor) -> bool:
-    """Whether the toolkit quantizes this tensor by default (before +/- options)."""
+    """Whether the toolkit quantizes this tensor by default (before +/- options).
+
+    GPTQ and AWQ quantize the linear layers inside the decoder layers, ``model.layers.N``, and
+    nothing outside them: GPTQModel 7.7 the modules its ``module_tree`` lists under
+    ``model.layers.#`` (``looper/module_looper.py``, ``create_named_modules``; for its AWQ too),
+    AutoGPTQ 0.7 its ``inside_layer_modules``, AutoAWQ 0.2.9 the ``nn.Linear`` of each layer
+    of ``get_model_layers`` (``quantize/quantizer.py``). So every model-level matrix stays in
+    floats: the LM head, OPT's ``project_in``/``project_out``, Gemma 3n's and 4's
+    ``per_layer_model_projection``, Gemma 3n's AltUp projections, the collapse of several
+    residual streams; and so do the block matrices of :data:`_OUTSIDE_GPTQMODEL_TREES`.
+    The other formats quantize every matrix but the LM head (and, but bitsandbytes', the
+    stacked experts)."""
+    if fmt.name in _LAYER_TOOLKITS:
+        if tensor.part == "model" or tensor.name.startswith(_OUTSIDE_GPTQMODEL_TREES):
+            return False
+        return tensor.use in ("matmul", "experts")
     if tensor.use == "matmul":
-        in_blocks = not tensor.name.startswith(("lm_head", "project_in", "project_out"))
-        if fmt.name in ("gptq-int4", "gptq-int8", "awq-int4"):
-            return in_blocks
         return not tensor.name.startswith(LM_HEAD)
     return tensor.use == "experts" and fmt.name not in ("nf4", "fp4", "llm-int8")
 

@@ -1078,6 +1078,12 @@ def _collapse_needs_streams(spec: ModelSpec) -> Iterator[tuple[str, str]]:
         yield ("stream_collapse", "collapses several residual_streams; there is one")
 
 
+@_rule("bidirectional_attention", "bidirectional_window")
+def _window_of_bidirectional_pairs(spec: ModelSpec) -> Iterator[tuple[str, str]]:
+    if spec.bidirectional_window is not None and not spec.bidirectional_attention:
+        yield ("bidirectional_window", "windows the pairs of a bidirectional_attention block")
+
+
 @_rule("position", "rotary_scale")
 def _scale_needs_rotary(spec: ModelSpec) -> Iterator[tuple[str, str]]:
     if spec.rotary_scale and spec.position != "rotary":

@@ -79,3 +79,42 @@ def test_an_attention_that_broadcasts_keeps_its_note() -> None:
     assert "each query and key broadcasts against them to 2 wide" in notes
     assert config_class("exaone4") is not None
     assert config_class("exaone4").head_one == "broadcast"  # type: ignore[union-attr]
+
+
+def test_cohere2_rotates_sliding_layers_only() -> None:
+    """modeling_cohere2.py: ``if self.sliding_window is not None: apply_rotary_pos_emb``. With
+    no sliding layer nothing rotates: heads 1 wide stay 1 wide (and the forward runs); with
+    one, its rotation of interleaved pairs fails on them."""
+    config = {**records()["cohere2/00"]["config"], "head_dim": 1, "num_hidden_layers": 4}
+    full = load({**config, "layer_types": ["full_attention"] * 4})
+    assert full.spec.position == "none"
+    assert {stack.key_width for stack in full.spec.stacks} == {1}
+    assert "no layer slides" in " ".join(full.notes)
+    mixed = load({**config, "layer_types": ["sliding_attention"] + ["full_attention"] * 3})
+    assert mixed.spec.position == "rotary"
+    assert HEAD_ONE_FAILS["pairs"] in " ".join(mixed.notes)
+
+
+@pytest.mark.parametrize(
+    ("factors", "head", "rotary", "key_width"),
+    [
+        ((None, None), 1, None, 1),  # int(1 x 0.334) = 0: nothing rotates
+        ((1.0, 1.0), 1, 2, 2),  # cos and sin 2 wide: queries and keys broadcast to 2
+        ((0.5, 0.5), 192, 96, 192),
+        ((0.5, 1.0), 192, None, 192),  # the layer types differ: the whole head
+    ],
+)
+def test_mimo_rotates_its_factor_of_each_head(
+    factors: tuple[float | None, float | None], head: int, rotary: int | None, key_width: int
+) -> None:
+    """modeling_mimo_v2_flash.py: each layer type's rotary embedding takes ``int(head_dim x
+    rope_parameters[type].get("partial_rotary_factor", 0.334))`` dimensions."""
+    rope = {
+        kind: {"rope_type": "default", "rope_theta": 10000.0}
+        | ({} if factor is None else {"partial_rotary_factor": factor})
+        for kind, factor in zip(("full_attention", "sliding_attention"), factors, strict=True)
+    }
+    config = records()["mimo_v2_flash/00"]["config"]
+    spec = load({**config, "head_dim": head, "rope_parameters": rope}).spec
+    assert spec.rotary_dim == rotary
+    assert {stack.key_width for stack in spec.stacks} == {key_width}

@@ -18,7 +18,8 @@ from costcalc.memory import stored_tokens
 from tests.hf_helpers import spec_of, windows, write_config
 
 MASKS = json.loads((Path(__file__).parent / "golden" / "bidirectional_masks.json").read_text())
-"""tests/reference/make_bidirectional_masks.py: the pairs Gemma 3's bidirectional masks keep."""
+"""tests/reference/make_bidirectional_masks.py: the pairs Gemma 3's and Gemma 4's bidirectional
+masks keep."""
 
 
 def test_olmo3_slides_on_three_layers_of_four(tmp_path: Path) -> None:
@@ -46,20 +47,44 @@ def test_gemma_null_window_means_full_attention(tmp_path: Path) -> None:
     assert windows(spec_of(tmp_path, "gemma-3-1b", sliding_window_pattern=1)) == [(26, None)]
 
 
-@pytest.mark.parametrize(
-    "case", MASKS["cases"], ids=lambda c: f"T{c['seq_len']}-W{c['sliding_window']}"
-)
-@pytest.mark.parametrize("model", ["Gemma3ForCausalLM", "Gemma3ForConditionalGeneration"])
-def test_gemma3_bidirectional_attention_keeps_what_transformers_masks(
-    case: dict[str, Any], model: str
+MULTIMODAL = {
+    "gemma3_text": "gemma3",
+    "gemma4_text": "gemma4",
+    "gemma4_unified_text": "gemma4_unified",
+}
+"""The model_type of each family's multimodal config, whose text_config the family reads."""
+
+
+def mask_id(family: str, case: dict[str, Any], model: str) -> str:
+    mode = case.get("use_bidirectional_attention")
+    return f"{model}-T{case['seq_len']}-W{case['sliding_window']}" + (f"-{mode}" if mode else "")
+
+
+MASK_CASES = [
+    pytest.param(family, case, model, id=mask_id(family, case, model))
+    for family, data in MASKS["families"].items()
+    for case in data["cases"]
+    for model in case
+    if model[0].isupper()
+]
+"""(family, case, model class) of each model make_bidirectional_masks.py built."""
+
+
+@pytest.mark.parametrize(("family", "case", "model"), MASK_CASES)
+def test_bidirectional_attention_keeps_what_transformers_masks(
+    family: str, case: dict[str, Any], model: str
 ) -> None:
-    # Gemma3TextModel masks both ways within the halved window; Gemma3Model masks text causally.
+    # Gemma3TextModel masks both ways within the halved window, Gemma3Model text causally;
+    # Gemma 4's "all" masks keys at most the halved window away in both, "vision" text causally.
     text = {
-        "model_type": "gemma3_text",
-        **MASKS["text_config"],
+        "model_type": family,
+        **MASKS["families"][family]["text_config"],
         "sliding_window": case["sliding_window"],
     }
-    data = text if model == "Gemma3ForCausalLM" else {"model_type": "gemma3", "text_config": text}
+    if "use_bidirectional_attention" in case:
+        text["use_bidirectional_attention"] = case["use_bidirectional_attention"]
+    causal_lm = model.endswith("ForCausalLM")
+    data = text if causal_lm else {"model_type": MULTIMODAL[family], "text_config": text}
     T = case["seq_len"]
     sliding, full = load(data).spec.stacks
     assert sliding.sliding_window == case["window"]

@@ -214,3 +214,35 @@ def test_per_layer_config_refusals(
 ) -> None:
     with pytest.raises(ConfigError, match=message):
         text_spec(tmp_path, per_layer_config=per_layer_config)
+
+
+def test_bidirectional_attention_halves_the_cache_window_and_widens_the_pairs(
+    tmp_path: Path,
+) -> None:
+    """use_bidirectional_attention "all": the cache keeps 1024 // 2 + 1 = 513, the masks keys
+    at most 513 away (fewer than 514); the parameters do not change."""
+    data = json.loads((FIXTURES / "hf" / "gemma-4-31b.json").read_text())
+    data["text_config"]["use_bidirectional_attention"] = "all"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    model = load_file(path)
+    sliding, full = model.spec.stacks
+    assert (sliding.sliding_window, sliding.bidirectional_window) == (513, 514)
+    assert full.bidirectional_attention and full.bidirectional_window is None
+    (note,) = [note for note in model.notes if "use_bidirectional_attention" in note]
+    assert "Gemma4TextConfig halves the window, sliding_window // 2 + 1 = 1,024 // 2 + 1" in note
+    assert "at most 513 positions away on either side (up to 1,027" in note
+    assert param_report(model.spec).total == param_report(text_spec(tmp_path)).total
+
+
+def test_vision_bidirectional_attention_leaves_text_causal(tmp_path: Path) -> None:
+    spec = text_spec(tmp_path, use_bidirectional_attention="vision")
+    assert spec.stacks == text_spec(tmp_path).stacks
+
+
+def test_a_bidirectional_window_belongs_to_a_bidirectional_block() -> None:
+    with pytest.raises(ValueError, match="bidirectional_window: windows the pairs"):
+        ModelSpec(
+            vocab_size=10, d_model=8, n_heads=2, n_layers=1, context_length=8,
+            sliding_window=4, bidirectional_window=5,
+        )  # fmt: skip

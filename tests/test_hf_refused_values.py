@@ -89,6 +89,12 @@ CASES: dict[str, tuple[str, tuple[str, ...], Any, str]] = {
         None,
         "the last layer is always one",
     ),
+    "gemma4-bidirectional-true": (
+        "gemma4_text",
+        ("text_config", "use_bidirectional_attention"),
+        True,
+        'expected "all", "vision" or null (got True)',
+    ),
     "exaone-moe-null-pattern": (
         "exaone_moe",
         ("sliding_window_pattern",),

@@ -10,7 +10,7 @@ import pytest
 
 from costcalc.errors import UsageError
 from costcalc.gguf_mix import GGML_QUANT_SIZES, type_bytes, use_more_bits
-from costcalc.loaders import load_preset
+from costcalc.loaders import load_file, load_preset
 from costcalc.quant import (
     awq_bytes,
     format_bytes,
@@ -115,6 +115,37 @@ def test_fp4_formats_quantize_linear_layers_and_experts() -> None:
     odd = load_preset("llama-3.2-1b", {"ffn_hidden": 8191}).spec
     with pytest.raises(UsageError, match="odd number"):
         format_bytes(odd, parse_format("nvfp4"))
+
+
+GPTQMODEL_GEMMA3N_TREE = {
+    *(f"attn.{name}_proj.weight" for name in "qkvo"),
+    *(f"mlp.{name}_proj.weight" for name in ("gate", "up", "down")),
+    "per_layer_input_gate.weight",
+    "per_layer_projection.weight",
+}
+"""The matrices of GPTQModel 7.7's Gemma 3n and Gemma 4 ``module_tree`` under
+``model.layers.#`` (``models/definitions/gemma3n.py``, ``gemma4.py``), as costcalc names them."""
+
+
+@pytest.mark.parametrize("fmt", ["gptq-int4", "gptq-int8:g-1", "awq-int4"])
+@pytest.mark.parametrize("source", ["preset gemma-4-e2b", "tests/fixtures/hf/gemma-3n-e2b-it.json"])
+def test_gptq_and_awq_quantize_what_gptqmodel_lists_in_the_decoder_layers(
+    fmt: str, source: str
+) -> None:
+    """GPTQ and AWQ toolkits quantize the decoder layers' linear layers only: Gemma 4's and 3n's
+    model-level ``per_layer_model_projection`` (and 3n's AltUp projections) stay in fp16, as
+    do 3n's AltUp and LAuReL, which GPTQModel's tree leaves out (and whose 4-wide matrices it
+    could not pack)."""
+    spec = (
+        load_preset(source.removeprefix("preset ")).spec
+        if source.startswith("preset ")
+        else load_file(source).spec
+    )
+    rows = format_bytes(spec, parse_format(fmt)).tensors
+    assert {t.name for t in rows if t.quantized} == GPTQMODEL_GEMMA3N_TREE
+    kept = {t.name: t for t in rows if not t.quantized}
+    out, inp = kept["per_layer_model_projection.weight"].shape
+    assert kept["per_layer_model_projection.weight"].bytes == 2 * out * inp
 
 
 def test_gguf_block_table_equals_gguf_py() -> None:

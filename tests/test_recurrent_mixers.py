@@ -380,3 +380,16 @@ def test_falcon_h1_out_proj_bias_of_its_own(tmp_path: Path) -> None:
     plain = _load_changed(tmp_path, "tiny-falcon-h1.json").spec
     biased = _load_changed(tmp_path, "tiny-falcon-h1.json", projectors_bias=True).spec
     assert param_report(biased).total - param_report(plain).total == plain.n_layers * plain.d_model
+
+
+@pytest.mark.parametrize("fixture", ["tiny-falcon-h1.json", "tiny-bamba.json"])
+@pytest.mark.parametrize("key", ["mamba_conv_bias", "mamba_proj_bias"])
+def test_a_null_bias_switch_builds_no_bias(tmp_path: Path, fixture: str, key: str) -> None:
+    """modeling_falcon_h1.py, modeling_bamba.py: ``nn.Conv1d(..., bias=config.mamba_conv_bias)``
+    and ``nn.Linear(..., bias=self.use_bias)`` test ``if bias:``; the classes take a null
+    (``bool | None``): it builds no bias, as false does."""
+    total = {
+        value: param_report(_load_changed(tmp_path, fixture, **{key: value}).spec).total
+        for value in (None, False, True)
+    }
+    assert total[None] == total[False] < total[True]

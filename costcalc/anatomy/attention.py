@@ -436,6 +436,7 @@ class Attention(TokenMixer):
             "sliding_window",
             "kv_cache_all_tokens",
             "bidirectional_attention",
+            "bidirectional_window",
             "attention_chunk",
         }
     )

@@ -132,6 +132,17 @@ class Reader:
             return instead
         return value
 
+    def bias(self, field: str, *keys: str, default: bool) -> Any:
+        """A bias switch with the family's default; a ``null`` builds none (torch's ``nn.Linear``
+        and ``nn.Conv1d`` test ``if bias:``, and the modules take ``bias=config.<key>`` as it
+        stands; a key the class does not hold is ignored)."""
+        value = self.value(field, *keys, default=default)
+        known = self.config_class
+        held = [key for key in keys if known is None or key in known.fields]
+        spellings = [name for key in held for name in (known.spellings(key) if known else (key,))]
+        nulled = any(dict.__contains__(self.data, name) for name in spellings)
+        return False if nulled and self._find(keys) is None else value
+
     def nullable(self, field: str, key: str, default: Any) -> Any:
         """A value whose ``null`` means "none" (not the default): the default only when ``key``
         is absent (under each of its spellings)."""
@@ -528,6 +539,14 @@ def rotary_dim(r: Reader, fields: dict[str, Any], keys: tuple[str, ...], default
     nothing: no positions, with a note); ``None`` when the whole head rotates (or the sizes are
     invalid, reported elsewhere)."""
     factor, key = r.factor(keys, default)
+    return rotary_width(r, fields, factor, r.name(key or keys[0]), key is not None)
+
+
+def rotary_width(
+    r: Reader, fields: dict[str, Any], factor: float, key: str, given: bool = True
+) -> Any:
+    """:func:`rotary_dim` for a factor already read, from the file's ``key`` (named in the notes,
+    and in errors about the rotary width when ``given``)."""
     head_dim = fields.get("head_dim")
     if head_dim is None:
         d, h = fields.get("d_model"), fields.get("n_heads")
@@ -539,14 +558,14 @@ def rotary_dim(r: Reader, fields: dict[str, Any], keys: tuple[str, ...], default
     rotary = int(head_dim * factor)
     if rotary == 0:  # no frequencies: cos and sin 0 wide, nothing rotates, nothing is stored
         r.note(
-            f"{r.name(key or keys[0])} gives 0 rotary dimensions per head (int({head_dim:,} x "
+            f"{key} gives 0 rotary dimensions per head (int({head_dim:,} x "
             f"{factor!r})): transformers' rotary embedding rotates nothing; read as no positions."
         )
         fields["position"] = "none"
         return None
     if rotary % 2:
         r.note(
-            f"{r.name(key or keys[0])} gives {rotary:,} rotary dimensions per head, an odd "
+            f"{key} gives {rotary:,} rotary dimensions per head, an odd "
             f"count: transformers' rotary embedding takes {rotary // 2 + 1:,} frequencies "
             f"(torch.arange(0, {rotary:,}, 2)), so its cos and sin are {rotary + 1:,} wide; "
             f"counted as {rotary + 1:,} (an attention that rotates the cos width, as GLM's and "
@@ -554,8 +573,8 @@ def rotary_dim(r: Reader, fields: dict[str, Any], keys: tuple[str, ...], default
             "StableLM's, Phi's and Persimmon's do, fails in its forward)."
         )
         rotary += 1
-    if key is not None:
-        r.key_names["rotary_dim"] = r.name(key)
+    if given:
+        r.key_names["rotary_dim"] = key
     return rotary
 
 

@@ -75,24 +75,16 @@ def gemma3_text(r: Reader) -> dict[str, Any]:
 
 
 def bidirectional_window(r: Reader, fields: dict[str, Any], window: Any) -> Any:
-    """Gemma 3 with ``use_bidirectional_attention``: Gemma3TextConfig's ``__post_init__``
-    halves the window to W // 2 + 1 (an exclusive bound; a null window fails there), which the
-    sliding layers and their KV cache keep. Gemma3TextModel (Gemma3ForCausalLM) masks both
-    ways: full layers see every token, sliding ones the tokens fewer than W // 2 + 1 positions
-    away on either side (``_bidirectional_window_overlay``). Gemma3Model, the multimodal
-    model's, builds causal masks for text (``create_masks_for_generate``, without that
-    overlay), so its text decoder attends causally under eager attention
+    """Gemma 3 with ``use_bidirectional_attention``: the window :func:`halved_window` keeps,
+    which the sliding layers and their KV cache keep. Gemma3TextModel (Gemma3ForCausalLM)
+    masks both ways: full layers see every token, sliding ones the tokens fewer than
+    W // 2 + 1 positions away on either side (``_bidirectional_window_overlay``). Gemma3Model,
+    the multimodal model's, builds causal masks for text (``create_masks_for_generate``,
+    without that overlay), so its text decoder attends causally under eager attention
     (models/gemma3/configuration_gemma3.py, modeling_gemma3.py)."""
-    if window is None:
-        r.fail(
-            "sliding_window",
-            "null, but use_bidirectional_attention halves it (Gemma3TextConfig: "
-            "sliding_window // 2 + 1); give a window",
-        )
-        return None
-    if not is_whole(window, 1):
-        return window  # reported where the window is checked
-    halved = window // 2 + 1
+    halved = halved_window(r, window)
+    if not is_whole(halved, 1):
+        return halved
     if r.prefix:
         how = (
             "Gemma3Model masks text causally (create_masks_for_generate, without "
@@ -106,12 +98,37 @@ def bidirectional_window(r: Reader, fields: dict[str, Any], window: Any) -> Any:
             f"on either side (up to {2 * halved - 1:,}), full layers to every token; "
             "decoding sees earlier tokens only"
         )
-    r.note(
-        f"{r.name('use_bidirectional_attention')}: Gemma3TextConfig halves the window, "
-        f"sliding_window // 2 + 1 = {window:,} // 2 + 1 = {halved:,} (the KV cache keeps that "
-        f"window); {how}."
-    )
+    r.note(f"{halving_words(r, window, halved)}; {how}.")
     return halved
+
+
+def halved_window(r: Reader, window: Any) -> Any:
+    """The window a configuration class with bidirectional attention keeps: Gemma 3's and
+    Gemma 4's ``__post_init__`` halve it to W // 2 + 1 ("exclusive bounds" for flash
+    attention, they say; 0 becomes 1). A null window fails there; anything else but a whole
+    number is left for the window's own check to report."""
+    if window is None:
+        r.fail(
+            "sliding_window",
+            f"null, but use_bidirectional_attention halves it ({class_name(r)}: "
+            "sliding_window // 2 + 1); give a window",
+        )
+        return None
+    return window // 2 + 1 if is_whole(window, 0) else window
+
+
+def halving_words(r: Reader, window: int, halved: int) -> str:
+    """The start of the note saying how the window was halved."""
+    return (
+        f"{r.name('use_bidirectional_attention')}: {class_name(r)} halves the window, "
+        f"sliding_window // 2 + 1 = {window:,} // 2 + 1 = {halved:,} (the KV cache keeps that "
+        "window)"
+    )
+
+
+def class_name(r: Reader) -> str:
+    """The name of the configuration class reading the file."""
+    return r.config_class.name if r.config_class is not None else "the configuration class"
 
 
 def vaultgemma(r: Reader) -> dict[str, Any]:

@@ -30,8 +30,9 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
+from costcalc.formats.families.gemma2 import class_name, halved_window, halving_words
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.hf_reader import Reader, attention_bias
+from costcalc.formats.hf_reader import Reader, attention_bias, is_whole
 from costcalc.formats.peft_names import DOWN, GATE_UP, llama_names
 
 GEMMA4_SIZES: dict[str, Any] = {
@@ -56,7 +57,8 @@ def gemma4_text(r: Reader) -> dict[str, Any]:
     above with Gemma4TextConfig's defaults (4 key/value heads, ``head_dim`` 256, GeGLU from
     ``hidden_activation``, tied). Each 6th layer attends fully, the others within
     ``sliding_window`` (default 512), unless ``layer_types`` lists them; the last layer always
-    attends fully (transformers forces it)."""
+    attends fully (transformers forces it); ``use_bidirectional_attention`` as
+    :func:`_sliding_attention` reads it."""
     fields = _gemma4_layout(r, GEMMA4_SIZES)
     per_layer_inputs(r, fields)
     if r.flag("enable_moe_block", False):
@@ -88,7 +90,6 @@ def _gemma4_layout(r: Reader, sizes: dict[str, Any]) -> dict[str, Any]:
     )
     attention_bias(r, fields)
     fields.update(qk_norm="head", norms_per_block=4)
-    _refuse_unsupported(r)
     return fields
 
 
@@ -99,9 +100,7 @@ def _attention_layers(r: Reader, fields: dict[str, Any], window: int) -> None:
     if n is None:
         return
     blocks: dict[str, dict[str, Any]] = {
-        "sliding_attention": {
-            "sliding_window": r.value("sliding_window", "sliding_window", default=window)
-        },
+        "sliding_attention": _sliding_attention(r, fields, window),
         "full_attention": _full_attention(r, fields),
     }
     shared = min(r.count("num_kv_shared_layers", 0, minimum=0), n)
@@ -120,6 +119,50 @@ def _attention_layers(r: Reader, fields: dict[str, Any], window: int) -> None:
         _default_layers_sharing(r, fields, n, shared, blocks)
     else:
         _every_sixth_full(r, fields, n, blocks)
+
+
+BIDIRECTIONAL_MODES = ("all", "vision", None)
+"""The values Gemma4TextConfig's ``use_bidirectional_attention`` takes (its strict type)."""
+
+
+def _sliding_attention(r: Reader, fields: dict[str, Any], default: int) -> dict[str, Any]:
+    """The block keys of a sliding layer: ``sliding_window`` (default ``default``), as
+    ``use_bidirectional_attention`` leaves it. "all": the configuration class halves the
+    window (:func:`halved_window`, W' = W // 2 + 1), which the KV cache keeps, and sets
+    ``is_causal`` false, so the text model's masks (also the multimodal model's for text,
+    ``create_masks_for_generate`` on the text config) are masking_utils' bidirectional ones:
+    every key in full layers, in sliding ones the keys at most W' positions away on either
+    side (``sliding_window_bidirectional_overlay``, |i - j| <= W'), ``bidirectional_window``
+    W' + 1. "vision": only image and video tokens attend both ways; text attends causally
+    (models/gemma4/configuration_gemma4.py, modeling_gemma4.py, masking_utils.py)."""
+    window = r.value("sliding_window", "sliding_window", default=default)
+    mode = r.data.get("use_bidirectional_attention")
+    if mode not in BIDIRECTIONAL_MODES:
+        r.fail(
+            "use_bidirectional_attention",
+            f'expected "all", "vision" or null (got {mode!r}): transformers refuses the file '
+            f"({class_name(r)}'s strict types)",
+        )
+    if mode == "vision":
+        r.note(
+            f'{r.name("use_bidirectional_attention")}: "vision": only image and video tokens '
+            "attend both ways (the multimodal model's mask over mm_token_type_ids); text-only "
+            "input, as counted, attends causally."
+        )
+    if mode != "all":
+        return {"sliding_window": window}
+    fields["bidirectional_attention"] = True
+    halved = halved_window(r, window)
+    if not is_whole(halved, 1):
+        return {"sliding_window": halved}
+    r.key_names["bidirectional_window"] = r.name("sliding_window")
+    r.note(
+        f"{halving_words(r, window, halved)}; bidirectional (is_causal false): sliding layers "
+        f"attend to keys at most {halved:,} positions away on either side (up to "
+        f"{2 * halved + 1:,}: bidirectional_window {halved + 1:,}), full layers to every "
+        "token; decoding sees earlier tokens only."
+    )
+    return {"sliding_window": halved, "bidirectional_window": halved + 1}
 
 
 def per_layer_inputs(r: Reader, fields: dict[str, Any]) -> None:
@@ -313,12 +356,6 @@ def _every_sixth_full(
         ]
     else:
         hf_layers.apply(r, fields, [("sliding_attention", head), ("full_attention", 1)], blocks)
-
-
-def _refuse_unsupported(r: Reader) -> None:
-    """Bidirectional attention is not counted."""
-    if r.data.get("use_bidirectional_attention") == "all":
-        r.unsupported("use_bidirectional_attention", "bidirectional attention within a window")
 
 
 FAMILIES = {"gemma4_text": gemma4_text, "gemma4_unified_text": gemma4_unified_text}

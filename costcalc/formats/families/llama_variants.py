@@ -13,7 +13,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import heads_span_width, llama, llama_layout
-from costcalc.formats.hf_reader import Reader, attention_bias, mlp_bias
+from costcalc.formats.hf_reader import Reader, attention_bias, blocks, mlp_bias
 from costcalc.formats.peft_names import LLAMA
 
 
@@ -117,8 +117,17 @@ def cohere2(r: Reader) -> dict[str, Any]:
     the file gives one (``__post_init__`` sets D / H, then the file's keys that are no field of the
     class, ``head_dim`` among them, are set over it). Layers attend within ``sliding_window``
     (default 4,096) where ``layer_types`` says ``sliding_attention``; without it, every
-    ``sliding_window_pattern``-th layer (default 4) is full and the others slide."""
-    return _cohere2(r, hf_layers.full_every(r, 4, "sliding_window_pattern"))
+    ``sliding_window_pattern``-th layer (default 4) is full and the others slide. Only sliding
+    layers rotate queries and keys (``if self.sliding_window is not None:
+    apply_rotary_pos_emb``): with none, the model has no positions, with a note."""
+    fields = _cohere2(r, hf_layers.full_every(r, 4, "sliding_window_pattern"))
+    if all(block.get("sliding_window") is None for _, block in blocks(fields)):
+        fields["position"] = "none"
+        r.note(
+            "no layer slides: Cohere2's attention rotates queries and keys on sliding layers "
+            "only, so no layer takes positions."
+        )
+    return fields
 
 
 def cohere_compass_text(r: Reader) -> dict[str, Any]:

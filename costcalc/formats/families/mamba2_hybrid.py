@@ -32,7 +32,8 @@ def mamba2_mixer(r: Reader, d_model: Any, inner: Any = None) -> dict[str, Any]:
     family gives it, else int(``mamba_expand`` (2) x D), H ``mamba_n_heads`` (128), P
     ``mamba_d_head`` ("auto": I // H; H P must equal I), N ``mamba_d_state`` (256), G
     ``mamba_n_groups`` (1), k ``mamba_d_conv`` (4), biases ``mamba_conv_bias`` (true) and
-    ``mamba_proj_bias`` (false), chunks ``mamba_chunk_size`` (256). A null ``mamba_expand``
+    ``mamba_proj_bias`` (false; a null builds none: ``bias=config.mamba_conv_bias``), chunks
+    ``mamba_chunk_size`` (256). A null ``mamba_expand``
     (where it sizes I) or ``mamba_d_head`` is refused: the classes' ``validate_architecture``
     multiplies them (Bamba's, GraniteMoeHybrid's, Falcon-H1's: ``mamba_expand * hidden_size``,
     ``mamba_d_head * mamba_n_heads``) and fails."""
@@ -65,8 +66,8 @@ def mamba2_mixer(r: Reader, d_model: Any, inner: Any = None) -> dict[str, Any]:
         "state": r.value("mamba2", "mamba_d_state", default=256),
         "groups": r.value("mamba2", "mamba_n_groups", default=1),
         "conv_kernel": r.value("mamba2", "mamba_d_conv", default=4),
-        "conv_bias": r.value("mamba2", "mamba_conv_bias", default=True),
-        "proj_bias": r.value("mamba2", "mamba_proj_bias", default=False),
+        "conv_bias": r.bias("mamba2", "mamba_conv_bias", default=True),
+        "proj_bias": r.bias("mamba2", "mamba_proj_bias", default=False),
         "chunk_size": r.value("mamba2", "mamba_chunk_size", default=256),
     }
     r.forget("mamba2")

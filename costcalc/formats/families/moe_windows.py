@@ -12,7 +12,7 @@ from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout, sliding_window
 from costcalc.formats.families.llama_variants import _cohere_layout
 from costcalc.formats.families.moe import routed_experts, shared_experts
-from costcalc.formats.hf_reader import Reader, gate_without_bias, is_whole
+from costcalc.formats.hf_reader import Reader, blocks, gate_without_bias, is_whole, rotary_width
 from costcalc.formats.peft_names import DEEPSEEK, LLAMA, QWEN2_MOE, QWEN2_MOE_CONVERTED, llama_names
 
 
@@ -191,7 +191,45 @@ def mimo_v2_flash(r: Reader) -> dict[str, Any]:
     ``mlp_layer_types`` says (default the first layer), else the sparse block without shared
     experts (``mlp.gate`` X x D, its ``e_score_correction_bias`` a buffer; X =
     ``n_routed_experts`` (256) experts of ``moe_intermediate_size`` (2,048), top 8); untied by
-    default. Rotary on a third of each head holds no parameters."""
+    default. Rotary positions (no parameters) as :func:`_mimo_rotary` reads them."""
+    fields = _mimo_layers(r)
+    _mimo_rotary(r, fields)
+    return fields
+
+
+def _mimo_rotary(r: Reader, fields: dict[str, Any]) -> None:
+    """MiMo-V2-Flash's rotary part: ``int(head_dim x partial_rotary_factor)`` dimensions per
+    head, the factor from the ``rope_parameters`` entry of each layer type the model has (0.334
+    unless given; MiMoV2FlashRotaryEmbedding.compute_default_rope_parameters), read as
+    :func:`~costcalc.formats.hf_reader.rotary_width` reads one; the whole head where the layer
+    types give different factors (costcalc holds one rotary width per model)."""
+    rope = r.data.get("rope_parameters")
+    factors: dict[float, tuple[str, bool]] = {}
+    for _, block in blocks(fields):
+        kind = "full_attention" if block.get("sliding_window") is None else "sliding_attention"
+        entry = rope.get(kind) if isinstance(rope, dict) else None
+        factor = entry.get("partial_rotary_factor") if isinstance(entry, dict) else None
+        key = r.name(f"rope_parameters.{kind}.partial_rotary_factor")
+        if factor is None:
+            factors[MIMO_ROTARY] = (f"MiMo-V2-Flash's partial_rotary_factor ({MIMO_ROTARY})", False)
+        elif (
+            isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 <= factor <= 1
+        ):
+            r.fail(key, f"expected a number from 0 to 1 (got {factor!r})")
+            return
+        else:
+            factors[factor] = (key, True)
+    if len(factors) == 1:
+        factor, (key, given) = next(iter(factors.items()))
+        fields["rotary_dim"] = rotary_width(r, fields, factor, key, given)
+
+
+MIMO_ROTARY = 0.334
+"""MiMoV2FlashConfig's partial-rotary factor for a layer type whose entry gives none."""
+
+
+def _mimo_layers(r: Reader) -> dict[str, Any]:
+    """MiMo-V2-Flash's sizes and layers (:func:`mimo_v2_flash`)."""
     fields = llama_layout(r, kv_heads=4, head_dim=192)
     fields["qkv_bias"] = r.value("qkv_bias", "attention_bias", default=False)
     fields["v_head_dim"] = r.value("v_head_dim", "v_head_dim", default=128)
