@@ -16,10 +16,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from costcalc.formats.hf_reader import Reader
+from costcalc.formats.hf_classes import ConfigClass
+
+
+class Reader(Protocol):
+    """What these checks ask of :class:`costcalc.formats.hf_reader.Reader`."""
+
+    family: str | None
+    config_class: ConfigClass | None
+    data: dict[str, Any]
+
+    def setting(self, key: str) -> Any: ...
+
+    def name(self, key: str) -> str: ...
 
 
 @dataclass(frozen=True)
