@@ -222,6 +222,14 @@ def test_state_matches_the_differential_records(case: str) -> None:
     assert state_elements(spec, cache["batch"]) == cache["cache_elements_by_kind"]["rnn_state"]
 
 
+def test_a_cache_of_other_widths_is_refused(tmp_path: Path) -> None:
+    # D = 4000: the layer's heads are 2000 / 8 = 250 and 4000 / 8 = 500 wide, xLSTMCache's
+    # 2048 / 8 = 256 and 4032 / 8 = 504 (xLSTMConfig.qk_dim, v_dim round up to 64)
+    with pytest.raises(ConfigError, match="256 \\(rounded up") as raised:
+        load_file(_xlstm(tmp_path, hidden_size=4000, embedding_dim=None))
+    assert [p.field for p in raised.value.problems] == ["qk_dim_factor", "v_dim_factor"]
+
+
 def test_a_long_prompt_runs_in_pieces() -> None:
     # xLSTMModel.forward: a prompt longer than max_inference_chunksize runs piece by piece
     sizes = {**MLSTM["mlstm"], "piece_size": 100}

@@ -137,11 +137,7 @@ class Reader:
         and ``nn.Conv1d`` test ``if bias:``, and the modules take ``bias=config.<key>`` as it
         stands; a key the class does not hold is ignored)."""
         value = self.value(field, *keys, default=default)
-        known = self.config_class
-        held = [key for key in keys if known is None or key in known.fields]
-        spellings = [name for key in held for name in (known.spellings(key) if known else (key,))]
-        nulled = any(dict.__contains__(self.data, name) for name in spellings)
-        return False if nulled and self._find(keys) is None else value
+        return False if self._find(keys) is None and self._nulled(keys) else value
 
     def nullable(self, field: str, key: str, default: Any) -> Any:
         """A value whose ``null`` means "none" (not the default): the default only when ``key``
@@ -195,6 +191,20 @@ class Reader:
             self.fail(key, f"expected true or false (got {value!r})")
             return default
         return value
+
+    def truth(self, key: str, default: bool) -> bool:
+        """:meth:`flag` for a switch the model tests for truth (``if config.<key>:``) and the
+        class lets be null: a null reads as false."""
+        if self._find((key,)) is None and self._nulled((key,)):
+            return False
+        return self.flag(key, default)
+
+    def _nulled(self, keys: tuple[str, ...]) -> bool:
+        """The file gives one of ``keys`` that the class holds (under any spelling) as null."""
+        known = self.config_class
+        held = [key for key in keys if known is None or key in known.fields]
+        spellings = [name for key in held for name in (known.spellings(key) if known else (key,))]
+        return any(dict.__contains__(self.data, name) for name in spellings)
 
     def factor(self, keys: tuple[str, ...], default: float) -> tuple[float, str | None]:
         """A number in [0, 1] (a partial-rotary factor; transformers takes 0, which rotates

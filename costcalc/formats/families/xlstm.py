@@ -57,6 +57,24 @@ def _width(D: Any, factor: Any) -> int | None:
     return int(D * factor) if is_whole(D, 1) and factor is not None else None
 
 
+def _cached_width(r: Reader, D: Any, H: Any, key: str, factor: float | None) -> None:
+    """``xLSTMCache`` sizes each head's state by ``xLSTMConfig.qk_dim`` or ``v_dim``, D x the
+    factor rounded up to a multiple of 64 (``round_up_to_next_multiple_of``), over H heads;
+    ``xLSTMLayer`` builds int(D x factor): where the heads' widths differ, transformers'
+    forward with a cache fails (its kernel finds the state of the wrong shape)."""
+    width = _width(D, factor)
+    if width is None or factor is None or not is_whole(H, 1) or width % H:
+        return
+    cached = int(((D * factor + 63) // 64) * 64)
+    if cached // H != width // H:
+        r.fail(
+            key,
+            f"xLSTMLayer's heads are int({D:,} x {factor!r}) / {H:,} = {width // H:,} wide, "
+            f"xLSTMCache's {cached:,} / {H:,} = {cached // H:,} (rounded up to a multiple of "
+            "64): transformers' forward with a cache fails (the state's shape is wrong)",
+        )
+
+
 def _state_layers(r: Reader, fields: dict[str, Any]) -> None:
     """``xLSTMModel`` builds ``num_blocks`` blocks, ``xLSTMCache`` keeps ``num_hidden_layers``
     layers of state (each the other's default): more layers of state is ``state_layers``, with
@@ -76,8 +94,8 @@ def _state_layers(r: Reader, fields: dict[str, Any]) -> None:
         fields["state_layers"] = layers
         r.note(
             f"xLSTMModel builds num_blocks {blocks:,} blocks, xLSTMCache keeps num_hidden_layers "
-            f"{layers:,} layers of state: the parameters and MACs are the {blocks:,} blocks', "
-            f"the state {layers:,} layers'"
+            f"{layers:,} layers of state: the parameters and MACs count the blocks, the state "
+            "every layer the cache keeps"
         )
 
 
@@ -142,6 +160,8 @@ def xlstm(r: Reader) -> dict[str, Any]:
             "but its kernel scales the queries by dk^-1/2, and transformers' forward fails "
             "(ZeroDivisionError)",
         )
+    for key, factor in (("qk_dim_factor", qk), ("v_dim_factor", v)):
+        _cached_width(r, D, fields["mlstm"]["heads"], key, factor)
     if fields["mlstm"]["v_width"] == 0:
         r.note(
             f"v_dim_factor {v!r} makes the values, the output gate and out_proj's input 0 wide "
