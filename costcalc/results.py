@@ -33,6 +33,13 @@ def model_header(model: LoadedModel, full_model: bool = False) -> dict[str, Any]
     }
 
 
+def config_notes(model: LoadedModel) -> list[str]:
+    """How ``model``'s config was read where the file does not say it (``LoadedModel.notes``:
+    a value transformers overrides, a convention followed), as every table prints them, each
+    after the model's name; a JSON record gives them in :func:`model_header`'s ``notes``."""
+    return [f"{model.name}: {note}" for note in model.notes]
+
+
 class ParamsResult(NamedTuple):
     """Parameter counts and weight bytes of one model, and its compute cost when asked."""
 

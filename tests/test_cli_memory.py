@@ -365,3 +365,31 @@ def test_explain_table(cli: Invoke) -> None:
     inference = _flat(cli("memory", "-p", "qwen2.5-0.5b", "-T", "16", "--explain").stdout)
     assert "= 2 x 24 x 1 x 16 x 2 x 64 x 2 = 196,608" not in inference  # layers lead the terms
     assert "24 x 1 x 16 x 2 x 2 x 64 x 2 = 196,608" in inference
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("memory", "-T", "8192"),
+        ("memory", "--train", "-T", "1024"),
+        ("memory", "-T", "8192", "--engine", "vllm", "--gpu", "l4"),
+        ("plan", "--gpu", "l4", "--prompt", "1k", "--generate", "16"),
+        ("plan", "--gpu", "h100-sxm", "--tokens", "1B", "-T", "1024"),
+        ("lora", "-t", "all-linear", "-r", "8", "--train", "-T", "1024"),
+    ],
+    ids=" ".join,
+)
+def test_tables_print_the_config_notes(
+    cli: Invoke, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """How the config was read (here Gemma 3's halved bidirectional window, which sizes the KV
+    cache) is printed under the tables as params prints it, once: the notes of the JSON record."""
+    config = json.loads((FIXTURES / "hf" / "gemma-3-1b.json").read_text())
+    path = tmp_path / "bidirectional.json"
+    path.write_text(json.dumps({**config, "use_bidirectional_attention": True}))
+    data = json.loads(cli(*command, "-c", str(path), "-f", "json").stdout)
+    record = data[0] if isinstance(data, list) else data
+    assert any("halves the window" in note for note in record["notes"])
+    shown = " ".join(cli(*command, "-c", str(path)).stdout.split())
+    for note in record["notes"]:
+        assert shown.count(" ".join(f"bidirectional: {note}".split())) == 1, note

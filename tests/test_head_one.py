@@ -118,3 +118,14 @@ def test_mimo_rotates_its_factor_of_each_head(
     spec = load({**config, "head_dim": head, "rope_parameters": rope}).spec
     assert spec.rotary_dim == rotary
     assert {stack.key_width for stack in spec.stacks} == {key_width}
+
+
+def test_beam_refuses_heads_1_wide_rotated_on_some_layers_only() -> None:
+    """modeling_beam.py: a layer type whose ``rope_parameters`` entry is None runs without
+    positions (keys 1 wide), the others rotate (keys 2 wide): refused, not counted one way."""
+    config = {**records()["beam/00"]["config"], "head_dim": 1}
+    with pytest.raises(CostcalcError, match="some layers rotated and others not"):
+        load(config)
+    rope = {"rope_type": "default", "rope_theta": 10000.0}
+    both = load({**config, "rope_parameters": {"sliding_attention": rope, "full_attention": rope}})
+    assert {stack.key_width for stack in both.spec.stacks} == {2}

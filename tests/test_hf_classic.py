@@ -120,3 +120,12 @@ def test_settings_transformers_cannot_build_are_refused(
 ) -> None:
     with pytest.raises(ConfigError, match=f"{key}.*not supported"):
         spec_of(tmp_path, fixture, **changes)
+
+
+@pytest.mark.parametrize("key", ["parallel_attn", "multi_query", "alibi"])
+def test_a_null_falcon_switch_is_false(tmp_path: Path, key: str) -> None:
+    """modeling_falcon.py tests ``if not config.parallel_attn:``, ``not self.multi_query``,
+    ``not self.alibi``; FalconConfig takes each as ``bool | None``: a null builds what false
+    builds."""
+    nulled, false, true = (spec_of(tmp_path, "falcon-7b", **{key: v}) for v in (None, False, True))
+    assert nulled == false != true

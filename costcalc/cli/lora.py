@@ -270,6 +270,7 @@ def lora_grids(
 ) -> list[Grid]:
     """The parameter breakdown, then (with --train) the memory breakdown."""
     from costcalc.render import Grid
+    from costcalc.results import config_notes
     from costcalc.units import format_percent
 
     c = report.config
@@ -297,7 +298,7 @@ def lora_grids(
         "LoRA adds r (in + out) per adapted linear (X r (a + b) for X stacked experts)"
         + ("; DoRA adds out magnitudes per linear" if c.dora else "")
         + "; counts as peft's get_nb_trainable_parameters() reports them.",
-        *model.notes,
+        *config_notes(model),
     ]
     if report.converted:
         notes.append(

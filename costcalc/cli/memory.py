@@ -485,8 +485,12 @@ def _mode(result: MemoryResult) -> str:
 
 
 def _notes(result: MemoryResult) -> list[str]:
+    """The components' notes, how the config was read (the cache's window, say) and the
+    device's reserve."""
+    from costcalc.results import config_notes
+
     device = [] if result.device is None or result.device.note is None else [result.device.note]
-    return _component_notes(result) + device
+    return _component_notes(result) + config_notes(result.model) + device
 
 
 INFERENCE_UNCOUNTED = (

@@ -137,6 +137,7 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
     from costcalc.explain import explain as explain_rows
     from costcalc.params import OPTIONAL_PARTS
     from costcalc.render import Grid
+    from costcalc.results import config_notes
     from costcalc.units import format_bytes, format_count
     from costcalc.weight_format import weight_label
 
@@ -169,7 +170,7 @@ def params_grids(results: list[ParamsResult], explain: bool) -> list[Grid]:
         "table only (a tied token table stays, as the LM head); Kaplan et al. (2020) and Qwen's "
         "reports leave out the token table and the LM head too.",
         *(_tying_note(r.model.name, r.parameters, r.model.spec.tie_embeddings) for r in results),
-        *(f"{r.model.name}: {note}" for r in results for note in r.model.notes),
+        *(note for r in results for note in config_notes(r.model)),
     ]
     if any(c.per_layer_embedding for c in counts):
         notes.append(

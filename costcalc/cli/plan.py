@@ -186,6 +186,7 @@ def plan_grids(result: PlanResult) -> list[Grid]:
     """The training table, then the inference roofline, what fits and decode by batch."""
     from costcalc.plan import KAPLAN_RULE
     from costcalc.render import Grid
+    from costcalc.results import config_notes
 
     grids: list[Grid] = []
     name, gpu, dtype = result.model.name, result.gpu, result.dtype
@@ -213,7 +214,10 @@ def plan_grids(result: PlanResult) -> list[Grid]:
         grids.append(Grid(title, ["", "value"], rows, notes))
     if result.inference is not None:
         grids += _inference_grids(result.model, gpu, result.inference)
-    return grids
+    if not grids:
+        return grids
+    first = grids[0]  # how the config was read, under the first table
+    return [first._replace(notes=[*first.notes, *config_notes(result.model)]), *grids[1:]]
 
 
 def _inference_grids(model: LoadedModel, gpu: Gpu, plan: InferencePlan) -> list[Grid]:

@@ -18,6 +18,7 @@ from costcalc.files import Document
 from costcalc.formats.architectures import transformers_model_types
 from costcalc.formats.hf_classes import config_class
 from costcalc.formats.hf_rotary import odd_heads_rotated, refused_odd_head
+from costcalc.formats.hf_unbuilt import unbuilt_notes
 from costcalc.formats.translation import Translation
 from costcalc.scalars import MAX_SIZE
 
@@ -49,6 +50,8 @@ class Reader:
         for key in prefix:
             data = data[key]
         self.data: dict[str, Any] = AskedKeys(data)
+        self.family = family
+        """The ``model_type`` whose configuration class reads the keys, if given."""
         self.config_class = config_class(family)
         self.key_names: dict[str, str] = {}
         self.problems: list[Problem] = []
@@ -134,11 +137,7 @@ class Reader:
         and ``nn.Conv1d`` test ``if bias:``, and the modules take ``bias=config.<key>`` as it
         stands; a key the class does not hold is ignored)."""
         value = self.value(field, *keys, default=default)
-        known = self.config_class
-        held = [key for key in keys if known is None or key in known.fields]
-        spellings = [name for key in held for name in (known.spellings(key) if known else (key,))]
-        nulled = any(dict.__contains__(self.data, name) for name in spellings)
-        return False if nulled and self._find(keys) is None else value
+        return False if self._find(keys) is None and self._nulled(keys) else value
 
     def nullable(self, field: str, key: str, default: Any) -> Any:
         """A value whose ``null`` means "none" (not the default): the default only when ``key``
@@ -192,6 +191,20 @@ class Reader:
             self.fail(key, f"expected true or false (got {value!r})")
             return default
         return value
+
+    def truth(self, key: str, default: bool) -> bool:
+        """:meth:`flag` for a switch the model tests for truth (``if config.<key>:``) and the
+        class lets be null: a null reads as false."""
+        if self._find((key,)) is None and self._nulled((key,)):
+            return False
+        return self.flag(key, default)
+
+    def _nulled(self, keys: tuple[str, ...]) -> bool:
+        """The file gives one of ``keys`` that the class holds (under any spelling) as null."""
+        known = self.config_class
+        held = [key for key in keys if known is None or key in known.fields]
+        spellings = [name for key in held for name in (known.spellings(key) if known else (key,))]
+        return any(dict.__contains__(self.data, name) for name in spellings)
 
     def factor(self, keys: tuple[str, ...], default: float) -> tuple[float, str | None]:
         """A number in [0, 1] (a partial-rotary factor; transformers takes 0, which rotates
@@ -261,6 +274,8 @@ class Reader:
         fields = {k: v for k, v in fields.items() if v is not None}
         merged = [merged for _, merged in blocks(fields)]
         rotated = odd_heads_rotated(fields, merged, self.config_class)
+        if isinstance(model_type, str) and model_type in transformers_model_types():
+            self.notes.extend(unbuilt_notes(self, merged))
         name = self.doc.data.get("_name_or_path")
         return Translation(
             fields,

@@ -8,7 +8,8 @@ and ``self_attention.dense`` (D x D), ``mlp.dense_h_to_4h`` (D x h) and ``mlp.de
 ``post_attention_layernorm`` without ``parallel_attn``, else ``ln_attn`` and ``ln_mlp`` when
 ``num_ln_in_parallel_attn`` is 2 (the default with ``new_decoder_architecture``), else one
 ``input_layernorm``; final ``ln_f``; ``lm_head`` (V x D, no bias), tied by default. Rotary
-positions on the whole head, or ALiBi (``alibi``) with no parameters.
+positions on the whole head, or ALiBi (``alibi``) with no parameters. A null switch is false
+(FalconConfig takes ``bool | None``; the model tests ``if config.parallel_attn:`` and the like).
 
 Key/value heads K: with ``new_decoder_architecture`` ``num_kv_heads`` (default H); else 1 with
 ``multi_query`` (default), else H. With ``new_decoder_architecture``, ``FalconAttention``
@@ -37,15 +38,15 @@ its ``__post_init__``)."""
 def falcon(r: Reader) -> dict[str, Any]:
     """FalconForCausalLM, as above."""
     fields = {f: r.value(f, *keys, default=default) for f, (keys, default) in FALCON_SIZES.items()}
-    new = r.flag("new_decoder_architecture", False)
-    parallel = r.flag("parallel_attn", True)
+    new = r.truth("new_decoder_architecture", False)
+    parallel = r.truth("parallel_attn", True)
     linear_bias(r, fields, "bias", default=False)
     fields.update(
         ffn="mlp",
         ffn_hidden=r.value("ffn_hidden", "ffn_hidden_size", default=None),
         fused_qkv=True,
         norm="layernorm",
-        position="none" if r.flag("alibi", False) else "rotary",
+        position="none" if r.truth("alibi", False) else "rotary",
         tie_embeddings=r.value("tie_embeddings", "tie_word_embeddings", default=True),
     )
     kv_heads = r.value("n_kv_heads", "num_kv_heads", default=None)
@@ -53,7 +54,7 @@ def falcon(r: Reader) -> dict[str, Any]:
         fields["n_kv_heads"] = kv_heads
         fields["kv_cache_heads"] = fields["n_heads"]
         r.key_names["kv_cache_heads"] = r.name("new_decoder_architecture")
-    elif r.flag("multi_query", True):
+    elif r.truth("multi_query", True):
         fields["n_kv_heads"] = 1
         r.key_names["n_kv_heads"] = r.name("multi_query")
     elif kv_heads is not None and kv_heads != fields["n_heads"]:

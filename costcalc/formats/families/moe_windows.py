@@ -297,7 +297,41 @@ def beam(r: Reader) -> dict[str, Any]:
     a buffer; X = ``num_experts`` (256) experts of ``moe_intermediate_size`` (2,560), top 8);
     untied by default. Layers attend within ``sliding_window`` (512; null: none) as
     ``layer_types`` lists them, else every 6th layer and the last attend fully. Full layers
-    have no positions; the depth-scaled residuals and the logit soft cap hold no parameters."""
+    have no positions; the depth-scaled residuals and the logit soft cap hold no parameters.
+    Heads 1 wide where some layers rotate and others do not are refused
+    (:func:`_beam_positions`)."""
+    fields = _beam_layers(r)
+    _beam_positions(r, fields)
+    return fields
+
+
+def _beam_positions(r: Reader, fields: dict[str, Any]) -> None:
+    """A layer type rotates where its ``rope_parameters`` entry is set (BeamModel: ``None``
+    runs without positions; by default the sliding layers rotate, the full ones do not). Heads
+    1 wide are refused where both kinds of layer are built: a rotated layer's queries and keys
+    broadcast against 2-wide cos and sin (:mod:`costcalc.formats.hf_rotary`), an unrotated
+    layer's stay 1 wide, and costcalc holds one key width per model."""
+    rope = r.data.get("rope_parameters")
+    if not isinstance(rope, dict):
+        rope = {"sliding_attention": {}, "full_attention": None}
+    rotated = set()
+    for _, block in blocks(fields):
+        kind = "full_attention" if block.get("sliding_window") is None else "sliding_attention"
+        rotated.add(rope.get(kind) is not None)
+        head, d, h = block.get("head_dim"), block.get("d_model"), block.get("n_heads")
+        if head is None and is_whole(d, 1) and is_whole(h, 1) and d % h == 0:
+            head = d // h
+    if rotated == {True, False} and head == 1:
+        r.unsupported(
+            "head_dim",
+            "heads 1 wide on some layers rotated and others not (rope_parameters None): "
+            "transformers' rotated keys broadcast to 2 wide, the others stay 1 wide; costcalc "
+            "holds one key width per model",
+        )
+
+
+def _beam_layers(r: Reader) -> dict[str, Any]:
+    """Beam's sizes and layers (:func:`beam`)."""
     fields = llama_layout(r, kv_heads=8, head_dim=128, sizes=BEAM_SIZES)
     gate_without_bias(r, fields)
     fields.update(
