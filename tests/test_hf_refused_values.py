@@ -113,6 +113,12 @@ CASES: dict[str, tuple[str, tuple[str, ...], Any, str]] = {
         65,
         "GlmMoeDsaConfig's validate_rope",
     ),
+    "dots3-note-narrow-indexer": (
+        "dots3_note_text",
+        ("text_config", "index_head_dim"),
+        2,
+        "below qk_rope_head_dim 64 in the indexed layers",
+    ),
 }
 """name -> (family, key path edited, its value (or a function of the config), what the error
 says)."""

@@ -18,6 +18,7 @@ from costcalc.files import Document
 from costcalc.formats.architectures import transformers_model_types
 from costcalc.formats.hf_classes import config_class
 from costcalc.formats.hf_rotary import odd_heads_rotated, refused_odd_head
+from costcalc.formats.hf_unbuilt import unbuilt_notes
 from costcalc.formats.translation import Translation
 from costcalc.scalars import MAX_SIZE
 
@@ -49,6 +50,8 @@ class Reader:
         for key in prefix:
             data = data[key]
         self.data: dict[str, Any] = AskedKeys(data)
+        self.family = family
+        """The ``model_type`` whose configuration class reads the keys, if given."""
         self.config_class = config_class(family)
         self.key_names: dict[str, str] = {}
         self.problems: list[Problem] = []
@@ -271,6 +274,8 @@ class Reader:
         fields = {k: v for k, v in fields.items() if v is not None}
         merged = [merged for _, merged in blocks(fields)]
         rotated = odd_heads_rotated(fields, merged, self.config_class)
+        if isinstance(model_type, str) and model_type in transformers_model_types():
+            self.notes.extend(unbuilt_notes(self, merged))
         name = self.doc.data.get("_name_or_path")
         return Translation(
             fields,

@@ -12,7 +12,7 @@ from typing import Any
 from costcalc.formats import hf_layers
 from costcalc.formats.families.deepseek import mla_layout
 from costcalc.formats.families.moe import routed_experts
-from costcalc.formats.hf_reader import Reader, is_whole
+from costcalc.formats.hf_reader import Reader, blocks, is_whole
 from costcalc.formats.peft_names import DEEPSEEK_NAMES
 
 DOTS3_MLA: dict[str, int | None] = {
@@ -218,9 +218,24 @@ def dots3_note_text(r: Reader) -> dict[str, Any]:
     ranks, head dims; the ``swa_*`` keys then do not apply). Refused as the configuration
     classes' ``validate_architecture`` refuses them (configuration_dots3_note.py, lines 365-378
     and 411-414): expert groups that do not split the experts in groups of 2 or more,
-    ``topk_group`` outside [1, ``n_group``], key/value heads other than the heads, and under a
+    ``topk_group`` outside [1, ``n_group``], key/value heads other than the heads, indexed
+    layers whose ``qk_rope_head_dim`` exceeds ``index_head_dim`` (lines 380-381), and under a
     ``dots3_note`` file a width other than its vision and audio adapters' ``adapter_out_dim``
     (5,120)."""
+    fields = _dots3_layout(r)
+    rope, index = r.setting("qk_rope_head_dim"), r.setting("index_head_dim")
+    indexed = any("indexer_heads" in block for _, block in blocks(fields))
+    listed = r.data.get("per_layer_config") is not None  # may size the indexed layers apart
+    if indexed and not listed and is_whole(rope) and is_whole(index) and rope > index:
+        r.refused_by_class(
+            "index_head_dim", f"{index:,}, below qk_rope_head_dim {rope:,} in the indexed layers"
+        )
+    return fields
+
+
+def _dots3_layout(r: Reader) -> dict[str, Any]:
+    """The fields :func:`dots3_note_text` describes, its classes' rules checked but the one on
+    the indexed layers' rotary width."""
     _dots3_rules(r)
     fields = mla_layout(r, mla=DOTS3_MLA)
     fields.update(attention_head_gate=True, rope_key_norm=True)

@@ -1,0 +1,311 @@
+"""Configs transformers 5.24 takes but cannot build, counted with a note saying so.
+
+Each is a value the family's configuration class accepts (its type admits it; often the class's
+own default) on which transformers' code then fails: a null the modeling code computes with
+(``head_dim ** -0.5``), a default sub-config that lacks an attribute the model reads. The count
+is still well defined, so costcalc counts the model the other keys describe, and says that
+transformers fails to build it, where and with what error (:func:`fails_to_build`). Values the
+class itself refuses are refused instead (the families' translators).
+
+``NULLS`` lists, per ``model_type``, the keys whose null its code cannot take, each with what the
+code does with it (models/<family>/modeling_<family>.py or configuration_<family>.py); ``CHECKS``
+the families whose code fails on values of another kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from costcalc.formats.hf_classes import ConfigClass
+
+
+class Reader(Protocol):
+    """What these checks ask of :class:`costcalc.formats.hf_reader.Reader`."""
+
+    family: str | None
+    config_class: ConfigClass | None
+    data: dict[str, Any]
+
+    def setting(self, key: str) -> Any: ...
+
+    def name(self, key: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class NullFails:
+    """A key whose null (the file's, or the class default where the file leaves it out) the
+    code computes with, unless the file gives one of ``unless`` (which the code reads
+    instead)."""
+
+    key: str
+    code: str
+    """What transformers' code does with the value, in words."""
+    error: str
+    """The exception it raises."""
+    unless: tuple[str, ...] = ()
+
+
+ROPE = ("rope_parameters", "rope_scaling")
+"""Rotary settings: a legacy rotary key is put into them only when they do not give it."""
+
+HEAD_DIM = NullFails("head_dim", "its attention computes head_dim ** -0.5", "TypeError")
+KV_HEADS = NullFails(
+    "num_key_value_heads",
+    "its attention divides the heads by it (num_attention_heads // num_key_value_heads)",
+    "TypeError",
+)
+LAYER_BOUNDS = tuple(
+    NullFails(key, f"each decoder layer compares its index with {key}", "TypeError")
+    for key in ("moe_layer_start_index", "moe_layer_end_index")
+)
+SHARED = NullFails(
+    "moe_num_shared_experts", "its MoE block compares moe_num_shared_experts with 0", "TypeError"
+)
+
+NULLS: dict[str, tuple[NullFails, ...]] = {
+    "afmoe": (HEAD_DIM,),
+    "bailing_hybrid": (
+        NullFails(
+            "n_shared_experts",
+            "its MoE block sizes the shared expert moe_intermediate_size x n_shared_experts",
+            "TypeError",
+        ),
+    ),
+    "cohere2": (HEAD_DIM,),
+    "dbrx": (
+        NullFails(
+            "attn_config",
+            "its attention reads attn_config.rope_theta, which DbrxAttentionConfig's defaults "
+            "do not define",
+            "AttributeError",
+        ),
+        NullFails("n_heads", "its rotary embedding divides hidden_size by n_heads", "TypeError"),
+    ),
+    "deepseek_v3": (
+        NullFails(
+            "first_k_dense_replace",
+            "each decoder layer compares its index with first_k_dense_replace",
+            "TypeError",
+        ),
+    ),
+    "diffllama": (
+        NullFails(
+            "lambda_std_dev",
+            "its attention draws lambda_q1 with torch.normal(0, lambda_std_dev)",
+            "TypeError",
+        ),
+    ),
+    "ernie4_5_moe": (SHARED, *LAYER_BOUNDS, KV_HEADS),
+    "ernie4_5_vl_moe_text": (SHARED,),
+    "exaone4": (
+        NullFails(
+            "sliding_window",
+            "Exaone4Config's __post_init__ then sets sliding_window_pattern to 0 and derives "
+            "the layers as (i + 1) % sliding_window_pattern",
+            "ZeroDivisionError",
+            unless=("layer_types",),
+        ),
+    ),
+    "gemma3_text": (
+        NullFails(
+            "rope_local_base_freq",
+            "it becomes the sliding layers' rope_theta, which their rotary embedding raises "
+            "to a power",
+            "TypeError",
+            unless=ROPE,
+        ),
+    ),
+    "glm": (KV_HEADS,),
+    "glm4_moe": (HEAD_DIM,),
+    "glm4v_moe_text": (HEAD_DIM,),
+    "gpt_neox_japanese": (
+        NullFails(
+            "rotary_emb_base",
+            "it becomes rope_theta, which the rotary embedding raises to a power",
+            "TypeError",
+            unless=ROPE,
+        ),
+        NullFails(
+            "rotary_pct",
+            "it becomes partial_rotary_factor, which the attention multiplies the head by",
+            "TypeError",
+            unless=ROPE,
+        ),
+    ),
+    "hunyuan_v1_dense": (HEAD_DIM,),
+    "hunyuan_v1_moe": (HEAD_DIM,),
+    "hunyuan_vl_text": (HEAD_DIM,),
+    "hy_v3": (
+        NullFails(
+            "num_shared_experts",
+            "its MoE block sizes the shared expert moe_intermediate_size x num_shared_experts",
+            "TypeError",
+        ),
+    ),
+    "mamba": (
+        NullFails(
+            "intermediate_size",
+            "it is set after __post_init__ derives it from expand, and the mixer builds its "
+            "conv1d with groups=intermediate_size",
+            "TypeError",
+        ),
+    ),
+    "ministral": (HEAD_DIM,),
+    "nemotron": (
+        KV_HEADS,
+        NullFails(
+            "partial_rotary_factor",
+            "its attention reads rope_parameters['partial_rotary_factor'], which a null leaves out",
+            "KeyError",
+            unless=ROPE,
+        ),
+    ),
+    "qwen2_moe": (KV_HEADS,),
+    "qwen3_omni_moe_text": (HEAD_DIM,),
+}
+
+
+def fails_to_build(what: str, error: str) -> str:
+    """The note for a config transformers 5.24 takes but fails to build: ``what`` it does,
+    and the ``error`` it raises."""
+    article = "an" if error[0] in "AEIOU" else "a"
+    return (
+        f"transformers 5.24 fails to build this config: {what} ({article} {error}); costcalc "
+        "counts the model the keys describe."
+    )
+
+
+def unbuilt_notes(r: Reader, blocks: list[dict[str, Any]]) -> list[str]:
+    """Every note of ``NULLS`` and ``CHECKS`` for what ``r`` reads, whose model has the kinds
+    of block ``blocks``."""
+    check = CHECKS.get(r.family or "")
+    found = check(r, blocks) if check is not None else None
+    return [*_nulls(r), *([found] if found else [])]
+
+
+def _nulls(r: Reader) -> list[str]:
+    """The notes for the keys of ``NULLS`` that are null in what ``r`` reads: the file's null
+    (under the spelling transformers sets last), or the class default where the file leaves
+    the key out."""
+    known = r.config_class
+    notes = []
+    for rule in NULLS.get(r.family or "", ()):
+        if known is None or any(r.setting(key) is not None for key in rule.unless):
+            continue
+        given = [name for name in known.spellings(rule.key) if dict.__contains__(r.data, name)]
+        if given:
+            name = known.set_last(given, r.data) if len(given) > 1 else given[0]
+            if dict.get(r.data, name) is not None:
+                continue
+            what = f"{r.name(name)} is null"
+        elif rule.key in known.defaults and known.defaults[rule.key] is None:
+            what = f"{r.name(rule.key)} is null ({known.name}'s default: the file gives none)"
+        else:
+            continue
+        notes.append(fails_to_build(f"{what}, and {rule.code}", rule.error))
+    return notes
+
+
+def _compass_rope(r: Reader, blocks: list[dict[str, Any]]) -> str | None:
+    """CohereCompassTextRotaryEmbedding reads ``rope_parameters[layer_type]`` for each layer type
+    (``layer_types``, default every layer ``full_attention``): settings that do not give one,
+    flat ones or none (the class default is empty), fail it."""
+    rope, types = r.setting("rope_parameters"), r.setting("layer_types")
+    if r.setting("rope_scaling") is not None or not isinstance(rope, dict | None):
+        return None
+    kinds = types if isinstance(types, list) else ["full_attention"]
+    given = rope or {}
+    missing = [k for k in dict.fromkeys(kinds) if isinstance(k, str) and k not in given]
+    if not missing:
+        return None
+    return fails_to_build(
+        f"{r.name('rope_parameters')} holds no settings for {missing[0]} layers, and the rotary "
+        "embedding reads rope_parameters[layer_type]",
+        "KeyError",
+    )
+
+
+def _ernie_sections(r: Reader, blocks: list[dict[str, Any]]) -> str | None:
+    """Ernie4_5_VLMoeTextRotaryEmbedding takes ceil(d / 2) frequencies (d ``head_dim``, else
+    D // H) and copies them into its rotary sections (``rope_parameters.mrope_section``, default
+    [22, 22, 20]) as ``inv_freq_3d[:hw] = cat(inv_freq[:-t][0::2], inv_freq[:-t][1::2])``, hw
+    the first two sections and t the third: the two sides differ in length unless the sections
+    cover the frequencies."""
+    rope = r.setting("rope_parameters")
+    sections = rope.get("mrope_section", MROPE) if isinstance(rope, dict) else MROPE
+    if not (isinstance(sections, list) and len(sections) == 3 and all(map(_whole, sections))):
+        return None
+    head = next((b["head_dim"] for b in blocks if _whole(b.get("head_dim"))), None)
+    d, h = (next((b[k] for b in blocks if _whole(b.get(k))), None) for k in ("d_model", "n_heads"))
+    if head is None and d is not None and h:
+        head = d // h
+    if head is None:
+        return None
+    frequencies = range(0, head, 2)
+    hw, t = sections[0] + sections[1], sections[2]
+    if len(frequencies[:hw]) == len(frequencies[:-t]):
+        return None
+    return fails_to_build(
+        f"mrope_section {sections} does not cover the {len(frequencies):,} rotary frequencies "
+        f"of a {head:,}-wide head, and the rotary embedding copies them section by section",
+        "RuntimeError",
+    )
+
+
+MROPE = [22, 22, 20]
+"""The rotary sections Ernie4_5_VLMoeTextRotaryEmbedding takes when the settings give none."""
+
+
+def _dt_range(r: Reader, blocks: list[dict[str, Any]]) -> str | None:
+    """OlmoHybridGatedDeltaNet initialises ``dt_bias`` from ``math.log(linear_dt_max) -
+    math.log(linear_dt_min)``: a bound that is not above 0 fails it, in a model with such
+    layers."""
+    if not any(b.get("mixer") == "gated_deltanet" for b in blocks):
+        return None
+    for key in ("linear_dt_min", "linear_dt_max"):
+        value = r.setting(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value <= 0:
+            return fails_to_build(
+                f"{r.name(key)} is {value!r}, and the Gated DeltaNet's initialisation takes "
+                "its logarithm (math domain error)",
+                "ValueError",
+            )
+    return None
+
+
+def _one_hybrid(r: Reader, blocks: list[dict[str, Any]]) -> str | None:
+    """ZambaModel ties every hybrid layer's ``shared_transf`` to the first one's with a pattern
+    matching the others; with a single hybrid layer it matches none, and
+    ``get_expanded_tied_weights_keys`` fails. The hybrid layers: ``layers_block_type``, else
+    ZambaConfig's rule (layer 2, then each i < L - 3 with i % attn_layer_period ==
+    attn_layer_offset, counted from layer 3)."""
+    listed, n = r.setting("layers_block_type"), r.setting("num_hidden_layers")
+    period, offset = r.setting("attn_layer_period"), r.setting("attn_layer_offset")
+    if isinstance(listed, list):
+        hybrids = listed.count("hybrid")
+    elif _whole(n) and _whole(period) and period > 0 and _whole(offset):
+        matching = max(0, (n - 3 - offset + period - 1) // period) if 0 <= offset < period else 0
+        hybrids = 1 + matching  # the i < L - 3 with i % period == offset, counted in closed form
+    else:
+        return None
+    if hybrids != 1:
+        return None
+    return fails_to_build(
+        "the model has one hybrid layer, and ZambaModel's tied-weights pattern ties the other "
+        "hybrid layers' shared_transf to its own, which then matches none",
+        "ValueError",
+    )
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+CHECKS: dict[str, Callable[[Reader, list[dict[str, Any]]], str | None]] = {
+    "cohere_compass_text": _compass_rope,
+    "ernie4_5_vl_moe_text": _ernie_sections,
+    "olmo_hybrid": _dt_range,
+    "zamba": _one_hybrid,
+}
