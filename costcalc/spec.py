@@ -142,7 +142,11 @@ class ModelSpec(BlockFields, BaseModel):
     context_length: Size = Field(description="Longest sequence (rows of a learned position table).")
     position: PositionScheme = Field(default="learned", description="Position scheme.")
     position_offset: Count = Field(
-        default=0, description="Extra rows of a learned position table (OPT keeps 2)."
+        default=0,
+        description=(
+            "Extra rows of a learned position table (OPT keeps 2) or of a sinusoidal one (XGLM "
+            "keeps 2)."
+        ),
     )
     rotary_dim: Size | None = Field(
         default=None,
@@ -361,6 +365,12 @@ class ModelSpec(BlockFields, BaseModel):
     def position_rows(self) -> int:
         """Rows of the learned position table (context plus offset); 0 for other schemes."""
         return self.context_length + self.position_offset if self.position == "learned" else 0
+
+    @property
+    def sinusoidal_rows(self) -> int:
+        """Rows of a sinusoidal position table, a buffer (context plus offset); 0 for other
+        schemes."""
+        return self.context_length + self.position_offset if self.position == "sinusoidal" else 0
 
     @property
     def stacks(self) -> "tuple[ModelSpec, ...]":
@@ -1092,8 +1102,8 @@ def _scale_needs_rotary(spec: ModelSpec) -> Iterator[tuple[str, str]]:
 
 @_rule("position", "position_offset")
 def _offset_needs_table(spec: ModelSpec) -> Iterator[tuple[str, str]]:
-    if spec.position != "learned" and spec.position_offset:
-        yield ("position_offset", "an offset only applies to a learned position table")
+    if spec.position not in ("learned", "sinusoidal") and spec.position_offset:
+        yield ("position_offset", "an offset only applies to a learned or sinusoidal table")
 
 
 @_rule("mixer", "position", "rotary_dim", "head_dim", "d_model", "n_heads")

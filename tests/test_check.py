@@ -166,7 +166,7 @@ def test_every_problem_of_a_file_at_once(cli: Invoke, write: Any) -> None:
     [
         (
             {"position": "rotary", "position_offset": 2},
-            [("position_offset", "an offset only applies to a learned position table")],
+            [("position_offset", "an offset only applies to a learned or sinusoidal table")],
         ),
         (
             {"rotary_dim": 16},

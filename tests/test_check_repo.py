@@ -101,7 +101,7 @@ EXPECTED = [
         None,
         [
             ("head_dim", 6, "rotary positions rotate pairs of dimensions; 75 is odd"),
-            ("position_offset", 9, "an offset only applies to a learned position table"),
+            ("position_offset", 9, "an offset only applies to a learned or sinusoidal table"),
         ],
     ),
     (

@@ -45,6 +45,16 @@ def model_tensors(spec: Model) -> list[Tensor]:
     return tensors
 
 
+def sinusoidal_table_elements(spec: Model) -> int:
+    """A sinusoidal position table's values, rows x D: a non-persistent buffer, no parameter, so
+    outside ``parameters()`` and every count of them. XGLM and Kosmos-2 make (context + 2) x D
+    in the default dtype (``XGLMSinusoidalPositionalEmbedding``, modeling_xglm.py;
+    ``Kosmos2TextSinusoidalPositionalEmbedding``, modeling_kosmos2.py: the offset 2 fairseq
+    keeps) and grow it when a forward runs past it; CTRL makes ``pos_encoding``, n_positions x
+    D, in fp32 (modeling_ctrl.py). 0 for other position schemes."""
+    return spec.sinusoidal_rows * spec.d_model
+
+
 def rotary_scale_tensors(spec: Model) -> list[Tensor]:
     """With ``rotary_scale``, ``rotary_emb.alpha``: one learned scale per rotary frequency, r / 2
     for r rotary dimensions (``qk_rope_head_dim`` on MLA); none without."""

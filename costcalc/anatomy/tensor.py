@@ -304,6 +304,9 @@ class Model(Block, Protocol):
     def position_rows(self) -> int: ...
 
     @property
+    def sinusoidal_rows(self) -> int: ...
+
+    @property
     def per_layer_rows(self) -> int: ...
 
     @property

@@ -501,6 +501,41 @@ INFERENCE_UNCOUNTED = (
 """What inference memory leaves out (the headroom is before it)."""
 
 
+def buffers_note(spec: ModelSpec, dtype: str) -> str:
+    """What the weights leave out (measured for every golden model by
+    tests/reference/make_buffers.py): buffers, tensors that are not parameters, with a
+    sinusoidal position table's values, which costcalc knows
+    (:func:`costcalc.anatomy.model.sinusoidal_table_elements`); in 16 bits, the parameters a
+    class keeps in fp32 (``_keep_in_fp32_modules_strict``, and for fp16 ``_keep_in_fp32_modules``:
+    ``PreTrainedModel._from_config`` and ``from_pretrained`` leave them in fp32)."""
+    from costcalc.anatomy.model import sinusoidal_table_elements
+
+    table = sinusoidal_table_elements(spec)
+    known = (
+        f" Its buffers include a sinusoidal position table, {spec.sinusoidal_rows:,} x "
+        f"{spec.d_model:,} = {table:,} values (XGLM and Kosmos-2 make it in the weights' "
+        "dtype, CTRL in fp32)."
+        if table
+        else ""
+    )
+    return (
+        "Not counted: buffers, the tensors beside the parameters that transformers' "
+        "get_memory_footprint() adds (rotary inv_freq, causal masks, sinusoidal position "
+        "tables, router score-correction biases): 4,096 bytes or less in most models, up to "
+        "591,799,552"
+        + (
+            "; nor 2 bytes more for each parameter its class keeps in fp32, "
+            "_keep_in_fp32_modules_strict (in fp16 _keep_in_fp32_modules too): the routers of "
+            "DeepSeek-V3 and many other MoE models"
+            if dtype in ("bf16", "fp16")
+            else ""
+        )
+        + "."
+        + known
+        + " See docs/memory.md."
+    )
+
+
 def _component_notes(result: MemoryResult) -> list[str]:
     report, setup = result.report, result.report.setup
     weights = [note for note in (result.weights_note, result.stored_sentence) if note]
@@ -511,8 +546,9 @@ def _component_notes(result: MemoryResult) -> list[str]:
         shards = shard_notes(result.model.spec, result.serving, result.stage)
     if report.engine is not None:
         return [*weights, *shards, *report.engine.notes()]
+    buffers = buffers_note(result.model.spec, setup.dtype)
     if not setup.train:
-        return [*weights, *shards, _kv_note(result), INFERENCE_UNCOUNTED]
+        return [*weights, *shards, _kv_note(result), INFERENCE_UNCOUNTED, buffers]
     notes = weights + training_notes(
         result.model.spec, setup.batch, report.length, setup.recompute, setup.attention, setup.dtype
     )
@@ -532,7 +568,7 @@ def _component_notes(result: MemoryResult) -> list[str]:
             f"Optimizer state includes {report.elements_optimizer_steps:,} fp32 step scalars, "
             "one per parameter tensor (torch keeps them on the host unless fused)."
         )
-    return notes
+    return [*notes, buffers]
 
 
 def _experts_per_rank(spec: ModelSpec, ep: int) -> str:

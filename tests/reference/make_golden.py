@@ -108,12 +108,14 @@ def causal_lm_class(config) -> type | None:
     return None
 
 
-def build_model(config, device: str = "meta", **kwargs) -> nn.Module:
-    """Build an untrained causal-LM in float32 on `device` ("meta" allocates nothing)."""
+def build_model(
+    config, device: str = "meta", dtype: torch.dtype = torch.float32, **kwargs
+) -> nn.Module:
+    """Build an untrained causal-LM in `dtype` on `device` ("meta" allocates nothing)."""
     cls = causal_lm_class(config)
     build = AutoModelForCausalLM.from_config if cls is None else cls._from_config
     with torch.device(device):
-        model = build(config, attn_implementation="eager", dtype=torch.float32, **kwargs)
+        model = build(config, attn_implementation="eager", dtype=dtype, **kwargs)
     return model.eval()
 
 

@@ -410,12 +410,15 @@ def text_holder(config, text):
     return None
 
 
-def build_text_decoder(config, device: str, **kwargs) -> nn.Module:
+def build_text_decoder(
+    config, device: str, dtype: torch.dtype = torch.float32, **kwargs
+) -> nn.Module:
     """The text decoder of a multimodal config's conditional-generation model, with its LM
-    head (the language model itself when it holds the head: Kosmos-2's causal LM)."""
+    head (the language model itself when it holds the head: Kosmos-2's causal LM), in
+    `dtype`."""
     with torch.device(device):
         whole = generation_class(config)._from_config(
-            config, attn_implementation="eager", dtype=torch.float32, **kwargs
+            config, attn_implementation="eager", dtype=dtype, **kwargs
         )
     decoder = whole.get_decoder()
     if decoder.get_output_embeddings() is not None:
@@ -423,16 +426,18 @@ def build_text_decoder(config, device: str, **kwargs) -> nn.Module:
     return TextDecoder(whole).eval()
 
 
-def build(fixture: str, text: bool, device: str):
+def build(fixture: str, text: bool, device: str, dtype: torch.dtype = torch.float32):
     """The fixture's model, as ``build_from`` builds it."""
-    return build_from(load_config(fixture, False), text, device)
+    return build_from(load_config(fixture, False), text, device, dtype=dtype)
 
 
-def build_from(whole, text: bool, device: str, inside: bool = False):
-    """Build a config (its text decoder if `text`) with an explicit experts implementation
-    where the family accepts one. A text config AutoModelForCausalLM has no class for (or any
-    nested one, with `inside`) is built inside its conditional-generation model, whose language
-    model and LM head are kept."""
+def build_from(
+    whole, text: bool, device: str, inside: bool = False, dtype: torch.dtype = torch.float32
+):
+    """Build a config (its text decoder if `text`) in `dtype`, with an explicit experts
+    implementation where the family accepts one. A text config AutoModelForCausalLM has no
+    class for (or any nested one, with `inside`) is built inside its conditional-generation
+    model, whose language model and LM head are kept."""
     config = whole.get_text_config() if text else whole
     built, make = config, build_model
     nested = text and config is not whole and text_holder(whole, config) is not None
@@ -442,10 +447,10 @@ def build_from(whole, text: bool, device: str, inside: bool = False):
         built, make = text_holder(whole, whole.get_text_config()), build_text_decoder
     torch.manual_seed(0)
     try:
-        model = make(built, device, experts_implementation=EXPERTS_IMPL[device])
+        model = make(built, device, dtype, experts_implementation=EXPERTS_IMPL[device])
         impl = getattr(model.config, "_experts_implementation", None)
     except (ValueError, TypeError):
-        model, impl = make(built, device), None
+        model, impl = make(built, device, dtype), None
     if text and getattr(config, "text_config", None) is None and config.sub_configs:
         drop_uncalled(model)
     return config, model, impl

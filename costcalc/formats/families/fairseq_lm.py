@@ -46,7 +46,7 @@ def xglm(r: Reader) -> dict[str, Any]:
     ``add_cross_attention`` each block adds ``encoder_attn`` (``q_proj``, ``k_proj``,
     ``v_proj``, ``out_proj``, D x D, biased) after ``encoder_attn_layer_norm``."""
     fields = fairseq_layout(r, standard_sizes(r, XGLM_KEYS), "ffn_dim")
-    fields["position"] = "sinusoidal"
+    fields.update(position="sinusoidal", position_offset=2)
     cross_attention(r, fields)
     return fields
 

@@ -245,7 +245,7 @@ def kosmos_2_text(r: Reader) -> dict[str, Any]:
     sub-LayerNorm) after ``encoder_attn_layer_norm``."""
     sizes = {f: r.value(f, *keys, default=KOSMOS2_SIZES[f]) for f, keys in KOSMOS2_KEYS.items()}
     fields = fairseq_layout(r, sizes, "ffn_dim", 8192)
-    fields.update(position="sinusoidal", norms_per_block=3, ffn_inner_norm=True)
+    fields.update(position="sinusoidal", position_offset=2, norms_per_block=3, ffn_inner_norm=True)
     cross_attention(r, fields)
     return fields
 
