@@ -191,11 +191,6 @@ KNOWN: dict[str, list[str]] = {
         "costcalc counts it"
     ): ["gpt_neo/probe1204-00"],
     (
-        "costcalc refuses what transformers builds: hf_config_classes.json marks "
-        "GraniteMoeHybridConfig as refusing a width its heads do not divide "
-        "(make_hf_config_classes.py's width 66 fails the class's Mamba check instead)"
-    ): ["granitemoehybrid/probe1204-07"],
-    (
         "transformers' KimiLinearConfig refuses the layer_types it derives for these sizes "
         "(StrictDataclassFieldValidationError); costcalc counts them"
     ): ["kimi_linear/probe1204-04"],

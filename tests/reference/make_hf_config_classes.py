@@ -79,6 +79,11 @@ def builds(cls: type, width: int, kv_heads: int = 2, **sizes: int) -> bool:
 LINEAR = {"linear_num_key_heads": 2, "linear_num_value_heads": 4}
 """Gated DeltaNet heads that group (4 value heads over 2 key heads)."""
 
+MAMBA = {"mamba_n_heads": 2}
+"""Mamba heads that divide ``mamba_expand`` x 66, so a hybrid class's own Mamba check (Bamba,
+Granite 4.0: ``mamba_n_heads must divide mamba_expand * hidden_size``) passes and the width
+probe finds only a heads check."""
+
 
 def record(cls: type) -> dict:
     fields = [f for f in dataclasses.fields(cls) if f.name not in BASE_FIELDS]
@@ -88,7 +93,8 @@ def record(cls: type) -> dict:
         "defaults": {f.name: f.default for f in fields if plain(f.default)},
         "attribute_map": dict(cls.attribute_map),
     }
-    if builds(cls, 64) and not builds(cls, 66):
+    mamba = MAMBA if set(MAMBA) <= {f.name for f in fields} else {}
+    if builds(cls, 64, **mamba) and not builds(cls, 66, **mamba):
         found["heads_divide_width"] = True
     if builds(cls, 64) and not builds(cls, 64, 3):
         found["heads_group"] = True

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
+from costcalc.formats.families.llama import floored_head_dim
 from costcalc.formats.families.moe import routed_experts
 from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, mlp_bias, standard_sizes
 from costcalc.formats.peft_names import FEED_FORWARD, GRANITE_SHARED_MLP, MAMBA_REFUSED, llama_names
@@ -144,8 +145,9 @@ def granitemoehybrid(r: Reader) -> dict[str, Any]:
     ``block_sparse_moe``: ``router.weight`` (X x D) and X stacked SwiGLU experts of
     ``intermediate_size`` (11,008), ``num_experts_per_tok`` (2) active. The mixer is attention
     (``q_proj`` D -> H d, ``k_proj``/``v_proj`` D -> K d, ``o_proj``; K ``num_key_value_heads``
-    (null: H), biases when ``attention_bias``; rotary only when ``position_embedding_type`` is
-    "rope", default none) on the layers ``layer_types`` marks ``full_attention`` (or
+    (null: H), d ``head_dim``, else D // H, floored as ``GraniteMoeHybridAttention`` takes it;
+    biases when ``attention_bias``; rotary only when ``position_embedding_type`` is "rope",
+    default none) on the layers ``layer_types`` marks ``full_attention`` (or
     ``attention``), else Mamba-2 ``mamba`` (:func:`mamba2_mixer`); default every layer Mamba-2.
     Final ``norm``; ``lm_head`` untied by default. The multipliers hold no parameters."""
     fields = standard_sizes(r)
@@ -174,6 +176,7 @@ def granitemoehybrid(r: Reader) -> dict[str, Any]:
         fields["ffn_hidden"] = shared
     else:
         fields.update(experts, moe_shared_ffn_hidden=shared)
+    floored_head_dim(r, fields)
     attention = _attention_keys(fields)
     mamba = mamba2_mixer(r, fields["d_model"])
     blocks = {**dict.fromkeys(ATTENTION_KINDS, attention), **dict.fromkeys(MAMBA_KINDS, mamba)}
