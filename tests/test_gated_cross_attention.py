@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from costcalc.api import load
 from costcalc.config import config_schema
 from costcalc.loaders import load_file
 from costcalc.macs import decode_token_macs, forward_macs, skipped_layers
@@ -17,6 +18,7 @@ from costcalc.memory import kv_cache_elements
 from costcalc.params import block_params, param_report
 from costcalc.spec import ModelSpec
 from tests.conftest import FIXTURES, Invoke
+from tests.test_differential import records
 
 BASE: dict[str, Any] = {
     "vocab_size": 100,
@@ -115,3 +117,13 @@ def test_encoder_attention_counts_its_weights_and_runs_nothing_for_text() -> Non
     assert kv_cache_elements(cross, 1, 8) == kv_cache_elements(plain, 1, 8)
     with pytest.raises(ValidationError, match="encoder_attention: applies to attention blocks"):
         ModelSpec(**{**BASE, "mixer": "none"}, encoder_attention=True)
+
+
+def test_mllama_floors_a_head_width_its_heads_do_not_divide() -> None:
+    """modeling_mllama.py: both text attentions take ``head_dim = config.hidden_size //
+    self.num_heads`` (q_proj D -> H (D // H)), and MllamaTextConfig takes such a width."""
+    config = records()["mllama_text_model/00"]["config"]
+    text = {**config["text_config"], "num_attention_heads": 33, "num_key_value_heads": 1}
+    model = load({**config, "text_config": text})
+    assert {stack.head_width for stack in model.spec.stacks} == {4096 // 33}
+    assert "floors head_dim to 124" in " ".join(model.notes)

@@ -3,9 +3,10 @@
 Each is a value the family's configuration class accepts (its type admits it; often the class's
 own default) on which transformers' code then fails: a null the modeling code computes with
 (``head_dim ** -0.5``), a default sub-config that lacks an attribute the model reads. The count
-is still well defined, so costcalc counts the model the other keys describe, and says that
-transformers fails to build it, where and with what error (:func:`fails_to_build`). Values the
-class itself refuses are refused instead (the families' translators).
+is still well defined, so costcalc counts the model the other keys describe (a null read as if
+the key were left out), and says that transformers fails to build it, where and with what error
+(:func:`fails_to_build`). Values the class itself refuses are refused instead (the families'
+translators).
 
 ``NULLS`` lists, per ``model_type``, the keys whose null its code cannot take, each with what the
 code does with it (models/<family>/modeling_<family>.py or configuration_<family>.py); ``CHECKS``
@@ -173,7 +174,7 @@ def fails_to_build(what: str, error: str) -> str:
     article = "an" if error[0] in "AEIOU" else "a"
     return (
         f"transformers 5.24 fails to build this config: {what} ({article} {error}); costcalc "
-        "counts the model the keys describe."
+        "counts the model the keys describe, reading a null key as if it were left out."
     )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from costcalc.formats import hf_layers
-from costcalc.formats.families.llama import llama_layout
+from costcalc.formats.families.llama import floored_head_dim, llama_layout
 from costcalc.formats.hf_reader import Reader
 from costcalc.formats.peft_names import LLAMA
 
@@ -49,10 +49,13 @@ BLOCKS: dict[str, hf_layers.Block] = {
 def mllama_text(r: Reader) -> dict[str, Any]:
     """MllamaForCausalLM (and the text decoder of MllamaForConditionalGeneration): the layout
     above with MllamaTextConfig's defaults (8 key/value heads); the token table's V + 8 rows
-    are ``vocab_size``, the head's V ``head_rows``."""
+    are ``vocab_size``, the head's V ``head_rows``. Both attentions take ``head_dim`` D // H
+    whatever the file says (:func:`~costcalc.formats.families.llama.floored_head_dim`: a floor,
+    with a note, where H does not divide D)."""
     fields = llama_layout(r, kv_heads=8, sizes=MLLAMA_SIZES)
     fields["head_dim"] = None
     r.forget("head_dim", "tie_embeddings")
+    floored_head_dim(r, fields)
     fields["tie_embeddings"] = False
     vocab = fields["vocab_size"]
     if isinstance(vocab, int):
