@@ -145,7 +145,9 @@ def test_qwen2_moe_windows_and_experts_layer_by_layer(
     layers = layer_stacks(spec, "the test")
     assert [(s.sliding_window, s.moe_experts) for s in layers] == expected
     sliding = sum(window is not None for window, _ in expected)
-    rule = f"{sliding:,} of 8 layers attend within 64, the others fully."
+    below = changes.get("max_window_layers")
+    rule = f"below max_window_layers ({below}), where Qwen2 slides those from it on: {sliding:,} "
+    rule += "of 8 layers attend within 64, the others fully."
     assert any(note.endswith(rule) for note in model.notes) == (listed is None)
 
 

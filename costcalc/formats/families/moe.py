@@ -220,11 +220,12 @@ def qwen2_moe_windows(r: Reader, fields: dict[str, Any], moe: dict[str, Any]) ->
     if listed is not None:
         hf_layers.combine(r, fields, hf_layers.Layout(hf_layers.runs(listed)), windows, ffn, blocks)
         return
-    head = min(r.count("max_window_layers", 28, minimum=0), n)
+    below = r.count("max_window_layers", 28, minimum=0)
+    head = min(below, n)
     r.note(
-        f"{r.name('use_sliding_window')}: Qwen2MoeConfig slides the even layers below "
-        f"max_window_layers (Qwen2's slide from it on): {(head + 1) // 2:,} of {n:,} layers "
-        f"attend within {window:,}, the others fully."
+        f"{r.name('use_sliding_window')}: Qwen2-MoE slides the even layers below "
+        f"max_window_layers ({below:,}), where Qwen2 slides those from it on: "
+        f"{(head + 1) // 2:,} of {n:,} layers attend within {window:,}, the others fully."
     )
     alternate = hf_layers.every_nth(2, "full_attention", "sliding_attention")
     hf_layers.combine(r, fields, alternate, windows, hf_layers.cut(ffn, 0, head), blocks)
