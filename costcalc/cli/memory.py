@@ -519,14 +519,13 @@ def buffers_note(spec: ModelSpec, dtype: str) -> str:
         else ""
     )
     return (
-        "Not counted: buffers, the tensors beside the parameters that transformers' "
-        "get_memory_footprint() adds (rotary inv_freq, causal masks, sinusoidal position "
-        "tables, router score-correction biases): 4,096 bytes or less in most models, up to "
-        "591,799,552"
+        "Not counted: buffers, the tensors a loaded model holds beside its parameters "
+        "(rotary frequencies, causal masks, sinusoidal position tables, router "
+        "score-correction biases): 4,096 bytes or less in most models, up to 591,799,552 "
+        "(MiniMax-Text-01)"
         + (
-            "; nor 2 bytes more for each parameter its class keeps in fp32, "
-            "_keep_in_fp32_modules_strict (in fp16 _keep_in_fp32_modules too): the routers of "
-            "DeepSeek-V3 and many other MoE models"
+            "; nor the parameters transformers keeps in fp32 when it loads a model in 16 bits, "
+            "2 bytes more each: the routers of DeepSeek-V3 and many other MoE models"
             if dtype in ("bf16", "fp16")
             else ""
         )
