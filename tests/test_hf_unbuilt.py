@@ -67,6 +67,10 @@ def test_a_null_the_code_computes_with_is_noted(family: str, key: str) -> None:
     assert rule.error in notes[0]
 
 
+def edit_cohere2(holder: dict[str, Any]) -> None:
+    holder["sliding_window"] = None
+
+
 def edit_compass(holder: dict[str, Any]) -> None:
     holder["rope_parameters"] = {"full_attention": holder["rope_parameters"]["full_attention"]}
     holder["layer_types"] = ["sliding_attention"] * holder["num_hidden_layers"]
@@ -86,6 +90,7 @@ def edit_zamba(holder: dict[str, Any]) -> None:
 
 
 CHECK_CASES = {
+    "cohere2": (edit_cohere2, "sliding_window is null, and its sliding layers", "TypeError"),
     "cohere_compass_text": (edit_compass, "no settings for sliding_attention layers", "KeyError"),
     "ernie4_5_vl_moe_text": (edit_ernie, "does not cover the 640 rotary frequencies", "Runtime"),
     "olmo_hybrid": (edit_olmo, "linear_dt_max is 0.0", "ValueError"),

@@ -300,11 +300,26 @@ def _one_hybrid(r: Reader, blocks: list[dict[str, Any]]) -> str | None:
     )
 
 
+def _null_window(r: Reader, blocks: list[dict[str, Any]]) -> str | None:
+    """Cohere2Config keeps a null ``sliding_window``, and the sliding layers
+    ``layer_types`` marks build their masks from it: the forward fails (a TypeError on CPU,
+    eager attention). costcalc reads the window as the class default, 4,096."""
+    if dict.get(r.data, "sliding_window", 0) is not None:
+        return None
+    if not any(b.get("sliding_window") for b in blocks):
+        return None
+    return fails_to_build(
+        "sliding_window is null, and its sliding layers build their attention masks from it",
+        "TypeError",
+    )
+
+
 def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 CHECKS: dict[str, Callable[[Reader, list[dict[str, Any]]], str | None]] = {
+    "cohere2": _null_window,
     "cohere_compass_text": _compass_rope,
     "ernie4_5_vl_moe_text": _ernie_sections,
     "olmo_hybrid": _dt_range,
