@@ -110,6 +110,7 @@ KNOWN: dict[str, list[str]] = {
     ],
     f"{UNBUILT}: a null num_key_value_heads (the file's, or the class default), which the "
     "attention divides the heads by (TypeError)": [
+        "emu3_text_model/probe1204-00",
         "ernie4_5_moe/12",
         "glm/fresh-03",
         "nemotron/01",
@@ -139,18 +140,22 @@ KNOWN: dict[str, list[str]] = {
     ],
     f"{UNBUILT}: a null legacy rotary key (rope_local_base_freq, rotary_emb_base, "
     "rotary_pct, partial_rotary_factor) put into rotary settings that do not give it "
-    "(TypeError; nemotron: KeyError)": [
+    "(TypeError; nemotron, stablelm: KeyError)": [
         "gemma3_text/08",
         "gpt_neox_japanese/08",
         "gpt_neox_japanese/fresh-04",
         "nemotron/06",
         "gemma3_text/probe1204-00",
+        "stablelm/probe1204-02",
     ],
     f"{UNBUILT}: a null size the modules are built from: DBRX's n_heads (rotary "
     "embedding), DiffLlama's lambda_std_dev (torch.normal), Mamba's intermediate_size, set "
-    "after __post_init__ derives it (conv1d groups) (TypeError)": [
+    "after __post_init__ derives it (conv1d groups), Granite 4.0's mamba_d_state (conv1d), "
+    "Sarvam MLA's v_head_dim (kv_b_proj) (TypeError)": [
         "dbrx/02",
         "diffllama/07",
+        "granitemoehybrid/probe1204-05",
+        "sarvam_mla/probe1204-04",
         "mamba/fresh-07",
         "mamba/probe1204-05",
     ],
@@ -165,17 +170,13 @@ KNOWN: dict[str, list[str]] = {
         "exaone4/probe1204-05",
     ],
     (
-        "transformers' code fails on a null value its modules or layer rule read (Emu3's "
-        "num_key_value_heads, Granite 4.0's mamba_d_state, Sarvam MLA's v_head_dim, "
-        "Qwen3.5-MoE's full_attention_interval, GPT-NeoX's rotary_pct: TypeError; StableLM's "
-        "partial_rotary_factor: KeyError); costcalc counts it, with no note"
+        "transformers' code fails on a null value its layer rule or rotary settings read "
+        "(Qwen3.5-MoE's full_attention_interval, a key its configuration class does not "
+        "declare; GPT-NeoX's rope_parameters.partial_rotary_factor): TypeError; costcalc "
+        "counts it, with no note"
     ): [
-        "emu3_text_model/probe1204-00",
         "gpt_neox/probe1204-03",
-        "stablelm/probe1204-02",
-        "granitemoehybrid/probe1204-05",
         "qwen3_5_moe_text/probe1204-01",
-        "sarvam_mla/probe1204-04",
     ],
     (
         "costcalc refuses what transformers builds: heads 1 wide on Beam's rotated and "

@@ -98,6 +98,7 @@ NULLS: dict[str, tuple[NullFails, ...]] = {
             "TypeError",
         ),
     ),
+    "emu3_text_model": (KV_HEADS,),
     "ernie4_5_moe": (SHARED, *LAYER_BOUNDS, KV_HEADS),
     "ernie4_5_vl_moe_text": (SHARED,),
     "exaone4": (
@@ -135,6 +136,13 @@ NULLS: dict[str, tuple[NullFails, ...]] = {
             unless=ROPE,
         ),
     ),
+    "granitemoehybrid": (
+        NullFails(
+            "mamba_d_state",
+            "its Mamba-2 mixer sizes conv1d and in_proj by 2 x mamba_n_groups x mamba_d_state",
+            "TypeError",
+        ),
+    ),
     "hunyuan_v1_dense": (HEAD_DIM,),
     "hunyuan_v1_moe": (HEAD_DIM,),
     "hunyuan_vl_text": (HEAD_DIM,),
@@ -164,6 +172,21 @@ NULLS: dict[str, tuple[NullFails, ...]] = {
         ),
     ),
     "qwen2_moe": (KV_HEADS,),
+    "sarvam_mla": (
+        NullFails(
+            "v_head_dim",
+            "its attention sizes kv_b_proj num_heads x (qk_nope_head_dim + v_head_dim)",
+            "TypeError",
+        ),
+    ),
+    "stablelm": (
+        NullFails(
+            "partial_rotary_factor",
+            "its attention reads rope_parameters['partial_rotary_factor'], which a null leaves out",
+            "KeyError",
+            unless=ROPE,
+        ),
+    ),
     "qwen3_omni_moe_text": (HEAD_DIM,),
 }
 
