@@ -41,7 +41,8 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 SETS = ("differential.json.gz", "differential_fresh.json.gz", "differential_probe1204.json.gz")
 """The stored sets: the first varies every key of every family; the fresh one (salt ``fresh``)
 is ``FRESH`` more variants of each family from a seed of its own, kept as it came out; the
-probe set (salt ``probe1204``, torch 2.13.0) is ``FRESH`` more again, made after the causes the
+probe set (salt ``probe1204``, torch 2.13.0; gemma3n_text with torch 2.14.1 and timm, so that
+the whole Gemma 3n model decides the tying) is ``FRESH`` more again, made after the causes the
 first two showed were fixed and kept as it came out (the causes it found fixed or listed)."""
 
 
@@ -182,11 +183,6 @@ KNOWN: dict[str, list[str]] = {
         "costcalc refuses what transformers builds: heads 1 wide on Beam's rotated and "
         "unrotated layers (keys 2 and 1 wide; costcalc holds one key width per model)"
     ): ["beam/probe1204-03"],
-    (
-        "the probe set's reference venv has no timm: Gemma 3n's text decoder is built alone, "
-        "its text_config.tie_word_embeddings deciding the tying; costcalc follows the whole "
-        "model (Gemma3nConfig.tie_word_embeddings)"
-    ): ["gemma3n_text/probe1204-04"],
     (
         "transformers' GPTNeoConfig.validate_architecture refuses a null attention_layers; "
         "costcalc counts it"
