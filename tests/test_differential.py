@@ -10,8 +10,11 @@ seed of their own, kept as they came out (not fitted: the causes found in them a
 in ``KNOWN``). A family made again alone (``--only``) holds its own versions (GPT-2 and GPT-SW3 in
 both sets, Phi-4-multimodal in the fresh one: torch 2.13.0). Each record holds its config beside
 transformers' figures (``sum(p.numel())``, the tied output matrix, and where a forward runs on meta
-the cache and FlopCounterMode's MACs at B=1, T=16), or transformers' refusal. costcalc must give
-the same figures, or refuse exactly the configs transformers refuses.
+the cache and FlopCounterMode's MACs at B=1, T=16), or transformers' refusal.
+tests/golden/differential_nulls.json.gz (``--nulls``): each key of each family's fixture nulled
+alone, where transformers reads the null otherwise than the key left out. costcalc must give
+the same figures, or refuse exactly the configs transformers refuses, or, where transformers
+takes a config and its code then fails, count it with the note that says so.
 """
 
 from __future__ import annotations
@@ -38,12 +41,19 @@ from tests.test_hf_families import (
 )
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
-SETS = ("differential.json.gz", "differential_fresh.json.gz", "differential_probe1204.json.gz")
+SETS = (
+    "differential.json.gz",
+    "differential_fresh.json.gz",
+    "differential_probe1204.json.gz",
+    "differential_nulls.json.gz",
+)
 """The stored sets: the first varies every key of every family; the fresh one (salt ``fresh``)
 is ``FRESH`` more variants of each family from a seed of its own, kept as it came out; the
 probe set (salt ``probe1204``, torch 2.13.0; gemma3n_text with torch 2.14.1 and timm, so that
 the whole Gemma 3n model decides the tying) is ``FRESH`` more again, made after the causes the
-first two showed were fixed and kept as it came out (the causes it found fixed or listed)."""
+first two showed were fixed and kept as it came out (the causes it found fixed or listed); the
+nulls set (``--nulls``, torch 2.13.0) nulls each key of each family's fixture alone, wherever
+transformers reads the null otherwise than the key left out."""
 
 
 @cache
@@ -62,141 +72,28 @@ def records() -> dict[str, dict[str, Any]]:
     }
 
 
-UNBUILT = "transformers 5.24 fails to build it, costcalc counts it with a note saying so"
-"""The start of a cause where transformers' code fails on a value its configuration class takes
-(:mod:`costcalc.formats.hf_unbuilt`)."""
+FAILS = "transformers 5.24 fails to build this config: "
+"""The start of the note costcalc gives where transformers' code fails on a value its
+configuration class takes (:mod:`costcalc.formats.hf_unbuilt`)."""
 
 KNOWN: dict[str, list[str]] = {
-    f"{UNBUILT}: DbrxAttentionConfig's defaults (attn_config absent or null) lack the "
-    "rope_theta its attention reads (AttributeError)": [
-        "dbrx/01",
-        "dbrx/06",
-        "dbrx/fresh-02",
-        "dbrx/fresh-06",
-        "dbrx/probe1204-02",
-        "dbrx/probe1204-04",
-    ],
-    f"{UNBUILT}: rotary settings without an entry for a layer type, which Cohere Compass's "
-    "rotary embedding looks up (KeyError)": [
-        "cohere_compass_text/01",
-        "cohere_compass_text/05",
-        "cohere_compass_text/fresh-00",
-        "cohere_compass_text/fresh-07",
-        "cohere_compass_text/probe1204-02",
-    ],
-    f"{UNBUILT}: Ernie 4.5 VL rotary sections that do not cover the head's frequencies "
-    "(RuntimeError)": [
-        "ernie4_5_vl_moe_text/fresh-00",
-        "ernie4_5_vl_moe_text/probe1204-02",
-        "ernie4_5_vl_moe_text/probe1204-05",
-    ],
-    f"{UNBUILT}: a null head_dim (the file's, or the class default), which the attention "
-    "raises to the power -0.5 (TypeError)": [
-        "afmoe/04",
-        "afmoe/12",
-        "cohere2/04",
-        "glm4_moe/fresh-06",
-        "glm4v_moe_text/12",
-        "hunyuan_v1_dense/01",
-        "hunyuan_v1_moe/01",
-        "hunyuan_v1_moe/08",
-        "hunyuan_vl_text/01",
-        "ministral/01",
-        "ministral/fresh-05",
-        "qwen3_omni_moe_text/fresh-03",
-        "hunyuan_v1_dense/probe1204-01",
-        "hunyuan_v1_moe/probe1204-03",
-        "hunyuan_vl_text/probe1204-03",
-        "ministral/probe1204-00",
-    ],
-    f"{UNBUILT}: a null num_key_value_heads (the file's, or the class default), which the "
-    "attention divides the heads by (TypeError)": [
-        "emu3_text_model/probe1204-00",
-        "ernie4_5_moe/12",
-        "glm/fresh-03",
-        "nemotron/01",
-        "nemotron/04",
-        "nemotron/07",
-        "nemotron/fresh-01",
-        "nemotron/fresh-04",
-        "qwen2_moe/08",
-        "nemotron/probe1204-03",
-        "nemotron/probe1204-05",
-    ],
-    f"{UNBUILT}: a null count of shared experts, which the MoE block multiplies or compares "
-    "(TypeError)": [
-        "bailing_hybrid/02",
-        "bailing_hybrid/fresh-01",
-        "ernie4_5_moe/06",
-        "ernie4_5_moe/fresh-06",
-        "ernie4_5_vl_moe_text/09",
-        "ernie4_5_vl_moe_text/fresh-03",
-        "hy_v3/10",
-    ],
-    f"{UNBUILT}: a null layer bound (first_k_dense_replace, moe_layer_start_index, "
-    "moe_layer_end_index) each decoder layer compares its index with (TypeError)": [
-        "deepseek_v3/fresh-03",
-        "ernie4_5_moe/07",
-        "ernie4_5_moe/fresh-04",
-    ],
-    f"{UNBUILT}: a null legacy rotary key (rope_local_base_freq, rotary_emb_base, "
-    "rotary_pct, partial_rotary_factor) put into rotary settings that do not give it "
-    "(TypeError; nemotron, stablelm: KeyError)": [
-        "gemma3_text/08",
-        "gpt_neox_japanese/08",
-        "gpt_neox_japanese/fresh-04",
-        "nemotron/06",
-        "gemma3_text/probe1204-00",
-        "stablelm/probe1204-02",
-    ],
-    f"{UNBUILT}: a null size the modules are built from: DBRX's n_heads (rotary "
-    "embedding), DiffLlama's lambda_std_dev (torch.normal), Mamba's intermediate_size, set "
-    "after __post_init__ derives it (conv1d groups), Granite 4.0's mamba_d_state (conv1d), "
-    "Sarvam MLA's v_head_dim (kv_b_proj) (TypeError)": [
-        "dbrx/02",
-        "diffllama/07",
-        "granitemoehybrid/probe1204-05",
-        "sarvam_mla/probe1204-04",
-        "mamba/fresh-07",
-        "mamba/probe1204-05",
-    ],
-    f"{UNBUILT}: OLMo hybrid's linear_dt_max of 0, whose logarithm the Gated DeltaNet's "
-    "initialisation takes (ValueError)": ["olmo_hybrid/fresh-05"],
-    f"{UNBUILT}: Zamba with one hybrid layer, whose tied-weights pattern then matches no "
-    "other (ValueError)": ["zamba/03", "zamba/probe1204-07"],
-    f"{UNBUILT}: EXAONE 4 with a null sliding_window and no layer_types: __post_init__ sets "
-    "the window pattern to 0 and takes (i + 1) % 0 (ZeroDivisionError)": [
-        "exaone4/07",
-        "exaone4/fresh-03",
-        "exaone4/probe1204-05",
-    ],
     (
-        "transformers' code fails on a null value its layer rule or rotary settings read "
-        "(Qwen3.5-MoE's full_attention_interval, a key its configuration class does not "
-        "declare; GPT-NeoX's rope_parameters.partial_rotary_factor): TypeError; costcalc "
-        "counts it, with no note"
-    ): [
-        "gpt_neox/probe1204-03",
-        "qwen3_5_moe_text/probe1204-01",
-    ],
+        "transformers' code fails on a null partial_rotary_factor nested in GPT-NeoX's "
+        "rope_parameters (TypeError); costcalc counts it, with no note"
+    ): ["gpt_neox/probe1204-03"],
     (
         "costcalc refuses what transformers builds: heads 1 wide on Beam's rotated and "
         "unrotated layers (keys 2 and 1 wide; costcalc holds one key width per model)"
     ): ["beam/probe1204-03"],
     (
-        "transformers' GPTNeoConfig.validate_architecture refuses a null attention_layers; "
-        "costcalc counts it"
-    ): ["gpt_neo/probe1204-00"],
-    (
         "transformers' KimiLinearConfig refuses the layer_types it derives for these sizes "
         "(StrictDataclassFieldValidationError); costcalc counts them"
     ): ["kimi_linear/probe1204-04"],
 }
-"""Causes still open, each with the records where costcalc's figure or refusal differs from
-transformers': those issue 21 lists (``issue 21: ...``, being fixed), and the others this test
-found in any set (costcalc counts a config transformers refuses, or refuses one it
-builds). No cause is a wrong figure of costcalc's (the Gemma 3n one is the probe set's
-reference build). A record that comes to pass fails its strict xfail: take it out."""
+"""Causes still open, each with the records where costcalc's refusal differs from
+transformers' (costcalc counts a config transformers refuses without saying so, or refuses one
+it builds). No cause is a wrong figure of costcalc's. A record that comes to pass fails its
+strict xfail: take it out."""
 
 CAUSE_OF = {case: cause for cause, cases in KNOWN.items() for case in cases}
 
@@ -256,17 +153,22 @@ def cannot_run(record: dict[str, Any]) -> str | None:
 
 def outcome(record: dict[str, Any]) -> tuple[str, str]:
     """How costcalc reads ``record``'s config against what transformers built: ``exact``,
-    ``refused`` (costcalc refuses what transformers refuses to build or to run), ``wrong`` (a
-    figure differs), ``over-refused`` (costcalc refuses what transformers builds and runs) or
-    ``under-refused`` (costcalc counts what transformers refuses to build); with the detail."""
+    ``refused`` (costcalc refuses what transformers refuses to build or to run), ``noted``
+    (transformers takes the config but its code fails, and costcalc counts it with the note
+    that says so, naming the error), ``wrong`` (a figure differs), ``over-refused`` (costcalc
+    refuses what transformers builds and runs) or ``under-refused`` (costcalc counts what
+    transformers refuses to build, saying nothing); with the detail."""
     refused = record.get("refused")
     try:
-        spec = load(record["config"]).spec
+        loaded = load(record["config"])
     except CostcalcError as exc:
         refused = refused or cannot_run(record)
         return ("refused", refused) if refused else ("over-refused", str(exc))
+    spec = loaded.spec
     if refused:
-        return "under-refused", refused
+        error = refused.split(":", 1)[0]
+        noted = [note for note in loaded.notes if note.startswith(FAILS) and f"{error})" in note]
+        return ("noted", refused) if len(noted) == 1 else ("under-refused", refused)
     report = param_report(spec)
     ours: dict[str, int] = {
         "parameters": report.total,
@@ -307,7 +209,7 @@ def outcome(record: dict[str, Any]) -> tuple[str, str]:
 @pytest.mark.parametrize("case", [case_param(case) for case in records()])
 def test_costcalc_counts_what_transformers_builds(case: str) -> None:
     kind, detail = outcome(records()[case])
-    assert kind in ("exact", "refused"), f"{kind}: {detail}"
+    assert kind in ("exact", "refused", "noted"), f"{kind}: {detail}"
 
 
 def test_the_fresh_set_varies_every_family() -> None:
@@ -327,19 +229,22 @@ def test_every_family_is_varied_in_every_key() -> None:
         assert touched == set(family["touched"]), name
 
 
-def test_a_config_transformers_fails_to_build_is_counted_with_a_note() -> None:
-    """Every record of an ``UNBUILT`` cause is counted with a note saying transformers 5.24
-    fails to build it, naming the error it raised; no config transformers builds has one."""
-    fails = "transformers 5.24 fails to build this config: "
+def test_a_config_transformers_runs_has_no_note_that_it_fails() -> None:
+    """The note that transformers 5.24 fails on a config is given on configs it fails to build
+    (``outcome``'s ``noted``) or to run (its forward's error named) alone."""
     for case, record in records().items():
-        unbuilt = CAUSE_OF.get(case, "").startswith(UNBUILT)
-        try:
-            notes = [note for note in load(record["config"]).notes if note.startswith(fails)]
-        except CostcalcError:
-            assert not unbuilt, case
+        if record.get("refused"):
             continue
-        if unbuilt:
-            error = record["refused"].split(":", 1)[0]
-            assert len(notes) == 1 and f"{error})" in notes[0], (case, notes)
-        elif not record.get("refused"):
-            assert notes == [], (case, notes)
+        try:
+            notes = [note for note in load(record["config"]).notes if note.startswith(FAILS)]
+        except CostcalcError:
+            continue
+        forward = (record.get("forward_error") or "").split(":", 1)[0]
+        assert all(forward and f"{forward})" in note for note in notes), (case, notes)
+
+
+def test_the_unbuilt_notes_are_in_the_sets() -> None:
+    """The sets hold configs transformers takes and then fails on, each counted with the note."""
+    noted = [case for case, record in records().items() if outcome(record)[0] == "noted"]
+    assert len(noted) >= 100
+    assert {"qwen3_moe/null-head_dim", "falcon_h1/null-mamba_d_conv", "dbrx/01"} <= set(noted)

@@ -30,19 +30,39 @@ def test_cohere2_layer_types_win_over_the_pattern(tmp_path: Path) -> None:
 
 def test_gpt_neo_attention_types_are_groups(tmp_path: Path) -> None:
     types = [[["global"], 2], [["local", "local", "global"], 2], [["local"], 4]]
-    spec = spec_of(tmp_path, "gpt-neo-125m", attention_types=types)
+    spec = spec_of(tmp_path, "gpt-neo-125m", attention_types=types, attention_layers=...)
     assert windows(spec) == [(4, None), (8, 256)]
     assert spec.layers is not None and len(spec.layers) == 3
 
 
 def test_gpt_neo_all_global_is_flat(tmp_path: Path) -> None:
-    spec = spec_of(tmp_path, "gpt-neo-125m", attention_types=[[["global"], 12]])
+    types = [[["global"], 12]]
+    spec = spec_of(tmp_path, "gpt-neo-125m", attention_types=types, attention_layers=...)
     assert spec.layers is None and spec.sliding_window is None
 
 
 def test_gpt_neo_attention_types_must_cover_the_layers(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="gives 10 layers, but the model has 12"):
-        spec_of(tmp_path, "gpt-neo-125m", attention_types=[[["global", "local"], 5]])
+        types = [[["global", "local"], 5]]
+        spec_of(tmp_path, "gpt-neo-125m", attention_types=types, attention_layers=...)
+
+
+def test_gpt_neo_reads_the_files_attention_layers(tmp_path: Path) -> None:
+    """GPTNeoConfig.__post_init__ derives attention_layers from attention_types, then sets the
+    file's attention_layers over it (a key that is no field), and each GPTNeoBlock reads its
+    kind there; validate_architecture checks that list's length alone (transformers 5.24 builds
+    gpt-neo-125m with attention_types covering 10 layers beside its 12 attention_layers)."""
+    fixture = spec_of(tmp_path, "gpt-neo-125m")
+    covering_ten = spec_of(tmp_path, "gpt-neo-125m", attention_types=[[["global", "local"], 5]])
+    assert windows(covering_ten) == windows(fixture) == [(6, None), (6, 256)]
+    assert param_report(covering_ten).total == param_report(fixture).total
+    listed = ["local"] * 4 + ["global"] * 8
+    spec = spec_of(tmp_path, "gpt-neo-125m", attention_layers=listed)
+    assert windows(spec) == [(4, 256), (8, None)]
+    with pytest.raises(ConfigError, match="lists 11 layers, but the model has 12"):
+        spec_of(tmp_path, "gpt-neo-125m", attention_layers=listed[1:])
+    with pytest.raises(ConfigError, match=r"attention_layers.*null, but GPTNeoConfig fails"):
+        spec_of(tmp_path, "gpt-neo-125m", attention_layers=None)
 
 
 def test_cohere_qk_norm_adds_a_weight_per_head(tmp_path: Path) -> None:
@@ -108,18 +128,29 @@ def test_bigcode_without_multi_query_is_gpt2_attention(tmp_path: Path) -> None:
     assert param_report(cross).total - param_report(spec).total == L * (4 * D * D + 6 * D)
 
 
+def test_settings_transformers_cannot_build_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"add_cross_attention.*not supported"):
+        spec_of(tmp_path, "starcoderbase-1b", add_cross_attention=True)
+
+
 @pytest.mark.parametrize(
-    ("fixture", "changes", "key"),
+    ("changes", "said"),
     [
-        ("mpt-7b", {"expansion_ratio": 8}, "expansion_ratio"),
-        ("starcoderbase-1b", {"add_cross_attention": True}, "add_cross_attention"),
+        ({"expansion_ratio": 8}, "expansion_ratio is 8, but transformers' MPT always builds"),
+        ({"attn_config": {"qk_ln": True}}, "attn_config.qk_ln is set, but transformers' MPT"),
     ],
 )
-def test_settings_transformers_cannot_build_are_refused(
-    tmp_path: Path, fixture: str, changes: dict[str, Any], key: str
+def test_mpt_keys_no_module_reads_are_counted_as_built(
+    tmp_path: Path, changes: dict[str, Any], said: str
 ) -> None:
-    with pytest.raises(ConfigError, match=f"{key}.*not supported"):
-        spec_of(tmp_path, fixture, **changes)
+    """modeling_mpt.py's MptMLP is ``4 * hidden_size`` wide and MptAttention builds no q/k
+    norms, whatever MptConfig holds: counted as built (the transformers 5.24 differential
+    records of MPT with expansion_ratio 1 and 3 agree), with a note."""
+    loaded = load_file(write_config(tmp_path, "mpt-7b", **changes))
+    assert loaded.spec == spec_of(tmp_path, "mpt-7b")
+    assert [note for note in loaded.notes if note.startswith(said)]
+    with pytest.raises(ConfigError, match=r"expansion_ratio.*whole number"):
+        spec_of(tmp_path, "mpt-7b", expansion_ratio="4")
 
 
 @pytest.mark.parametrize("key", ["parallel_attn", "multi_query", "alibi"])

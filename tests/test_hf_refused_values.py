@@ -75,6 +75,30 @@ CASES: dict[str, tuple[str, tuple[str, ...], Any, str]] = {
         [0.0],
         "expected a pair of floats",
     ),
+    "granite-4-time-step-limit": (
+        "granitemoehybrid",
+        ("time_step_limit",),
+        [0.0, 1.0, 2.0],
+        "GraniteMoeHybridConfig types it as a pair of floats",
+    ),
+    "bamba-null-mamba-heads": (
+        "bamba",
+        ("mamba_n_heads",),
+        None,
+        "BambaConfig fails on a null here (TypeError)",
+    ),
+    "qwen3-next-null-attention-interval": (
+        "qwen3_next",
+        ("full_attention_interval",),
+        None,
+        "or give layer_types",
+    ),
+    "cohere2-null-window-pattern": (
+        "cohere2",
+        ("sliding_window_pattern",),
+        None,
+        "Cohere2Config fails on a null here (TypeError)",
+    ),
     "lfm2-attention-index": ("lfm2", ("full_attn_idxs",), 2, "expected a list of layer indices"),
     "lfm2-null-ff-dim": ("lfm2", ("block_ff_dim",), None, "intermediate_size takes no null"),
     "molmo2-scaled-layers": (
@@ -158,3 +182,26 @@ def test_refused_with_the_key_and_why(name: str) -> None:
     assert f"  {named}: " in message
     assert why in message
     assert "transformers" in message.split(named, 1)[1]
+
+
+@pytest.mark.parametrize(
+    ("family", "key", "other"),
+    [
+        ("qwen3_next", "full_attention_interval", "linear_attention"),
+        ("cohere2", "sliding_window_pattern", "sliding_attention"),
+    ],
+)
+def test_a_null_the_class_derives_layer_types_from_is_taken_beside_them(
+    family: str, key: str, other: str
+) -> None:
+    """Qwen3NextConfig and Cohere2Config derive ``layer_types`` from ``key`` (every n-th layer
+    full attention, the others ``other``) only when the file gives none (the probe's
+    ``unless``): beside the list they would derive, the null is taken and counts the same."""
+    config = records()[f"{family}/00"]["config"]
+    n = config[key]
+    types = [other if (i + 1) % n else "full_attention" for i in range(layers(config))]
+    nulled = {**copy.deepcopy(config), key: None}
+    with pytest.raises(CostcalcError, match=f"{key}.*or give layer_types"):
+        load(nulled)
+    listed = load({**nulled, "layer_types": types}).spec
+    assert param_report(listed).total == param_report(load(config).spec).total

@@ -39,7 +39,7 @@ def failures(config: dict[str, Any]) -> list[str]:
 
 NULL_CASES = [(family, rule.key) for family, rules in NULLS.items() for rule in rules]
 
-SPELLED = {"bailing_hybrid": "num_shared_experts"}
+SPELLED = {("bailing_hybrid", "n_shared_experts"): "num_shared_experts"}
 """The key set to null where it is not the rule's own: BailingHybridConfig types
 ``n_shared_experts`` as an int (a null is refused), but sets its alias after validating."""
 
@@ -59,7 +59,7 @@ def test_a_null_the_code_computes_with_is_noted(family: str, key: str) -> None:
     config, holder = base(family)
     for other in (*rule.unless, *DROPPED.get(family, ())):
         holder.pop(other, None)
-    spelled = SPELLED.get(family, key)
+    spelled = SPELLED.get((family, key), key)
     holder[spelled] = None
     notes = failures(config)
     assert len(notes) == 1

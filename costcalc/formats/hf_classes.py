@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
 from typing import Any
@@ -47,6 +47,10 @@ class ConfigClass:
     """The class refuses Gated DeltaNet value heads that are not a multiple of its key heads."""
     not_null: frozenset[str] = frozenset()
     """Fields whose type admits no None: the class refuses a file that sets one to null."""
+    null_refused: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    """Keys the file may leave out but not set to null: the class's ``__post_init__`` or a
+    ``validate_*`` fails on the null; each with the exception's class and the layer lists
+    that, given, make the null taken (the class derives them from the key only when absent)."""
     odd_heads: frozenset[str] = frozenset()
     """Which odd heads the class's ``validate_rope`` refuses when rotated whole
     (:mod:`costcalc.formats.hf_rotary`): ``head_dim`` (the file's head_dim), ``width`` (D // H,
@@ -107,6 +111,10 @@ def config_class(model_type: str | None) -> ConfigClass | None:
         found.get("heads_group", False),
         found.get("linear_heads_group", False),
         frozenset(found.get("not_null", ())),
+        {
+            key: (refused["error"], tuple(refused["unless"]))
+            for key, refused in found.get("null_refused", {}).items()
+        },
         frozenset(found.get("odd_heads", ())),
         _padded("tables", model_type),
         _padded("positions", model_type),

@@ -350,17 +350,34 @@ class Reader:
         self.notes.extend(notes)
 
     def _nulls_refused(self) -> None:
-        """A null where the class types the field as never null: transformers refuses the file
-        (its strict dataclass validation), whether or not the count reads the key."""
+        """A null where the class types the field as never null (its strict dataclass
+        validation), or where its ``__post_init__`` or a ``validate_*`` fails on one unless a
+        layer list it would derive is given: transformers refuses the file, whether or not the
+        count reads the key."""
         known = self.config_class
         if known is None:
             return
         for key, value in self.data.items():
-            if value is None and key in known.not_null:
+            if value is not None:
+                continue
+            attribute = known.aliases.get(key, key)
+            if key in known.not_null:
                 self.fail(
                     key,
                     f"null, but {known.name} takes no null here: transformers refuses the file "
                     "(give a value, or leave the key out for the class default)",
+                )
+            elif refused := known.null_refused.get(key, known.null_refused.get(attribute)):
+                error, unless = refused
+                spelt = (name for listed in unless for name in known.spellings(listed))
+                if any(self.data.get(name) is not None for name in spelt):
+                    continue
+                instead = "".join(f", or give {name}" for name in unless)
+                self.fail(
+                    key,
+                    f"null, but {known.name} fails on a null here ({error}): transformers "
+                    f"refuses the file (give a value, or leave the key out for the class "
+                    f"default{instead})",
                 )
 
     def _width_refused(self) -> None:

@@ -75,9 +75,11 @@ def _head_read(data: dict[str, Any], known: ConfigClass) -> tuple[str, int] | No
 
 
 def _value(data: dict[str, Any], known: ConfigClass, key: str) -> tuple[str, int] | None:
-    """The whole number the file gives ``key`` under one of its spellings (or the class
-    default), with the spelling; None when it is not a whole number."""
-    spelled = next((name for name in known.spellings(key) if data.get(name) is not None), None)
+    """The whole number the file gives ``key`` under one of its spellings (the one
+    transformers sets last, where it gives several; or the class default), with the spelling;
+    None when it is not a whole number."""
+    given = [name for name in known.spellings(key) if data.get(name) is not None]
+    spelled = known.set_last(given, data) if given else None
     value = data[spelled] if spelled is not None else known.default(key)
     if isinstance(value, bool) or not isinstance(value, int):
         return None

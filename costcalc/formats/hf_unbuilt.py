@@ -65,15 +65,89 @@ SHARED = NullFails(
     "moe_num_shared_experts", "its MoE block compares moe_num_shared_experts with 0", "TypeError"
 )
 
+ROTARY_READ = NullFails(
+    "partial_rotary_factor",
+    "its attention reads rope_parameters['partial_rotary_factor'], which a null leaves out",
+    "KeyError",
+    unless=ROPE,
+)
+V_HEAD_DIM = NullFails(
+    "v_head_dim",
+    "its attention sizes kv_b_proj num_heads x (qk_nope_head_dim + v_head_dim)",
+    "TypeError",
+)
+FIRST_DENSE = NullFails(
+    "first_k_dense_replace",
+    "each decoder layer compares its index with first_k_dense_replace",
+    "TypeError",
+)
+
+
+def experts(key: str, made: str = "torch.empty") -> NullFails:
+    """A null expert count, which the experts' weights are made with."""
+    return NullFails(key, f"its experts' weights are made with {made}({key}, ...)", "TypeError")
+
+
+def shared(key: str) -> NullFails:
+    """A null count of shared experts, which sizes the shared expert."""
+    return NullFails(key, f"its MoE block sizes the shared expert by {key}", "TypeError")
+
+
+def layers(key: str) -> NullFails:
+    """A null layer count, which the model makes ``range`` of its blocks with."""
+    return NullFails(key, f"the model makes its blocks over range({key})", "TypeError")
+
+
+def activation(key: str) -> NullFails:
+    """A null activation, which the MLP looks up by name."""
+    return NullFails(key, f"its MLP looks {key} up in ACT2FN", "KeyError")
+
+
+MAMBA2 = (
+    NullFails("mamba_d_conv", "its Mamba-2 mixer pads conv1d by mamba_d_conv - 1", "TypeError"),
+    NullFails(
+        "mamba_d_state",
+        "its Mamba-2 mixer sizes conv1d and in_proj by 2 x mamba_n_groups x mamba_d_state",
+        "TypeError",
+    ),
+    NullFails(
+        "mamba_n_groups",
+        "its Mamba-2 mixer sizes conv1d and in_proj by 2 x mamba_n_groups x mamba_d_state",
+        "TypeError",
+    ),
+)
+MAMBA_INNER = NullFails(
+    "intermediate_size",
+    "it is set after __post_init__ derives it from expand, and the mixer builds its conv1d "
+    "with groups=intermediate_size",
+    "TypeError",
+)
+
 NULLS: dict[str, tuple[NullFails, ...]] = {
-    "afmoe": (HEAD_DIM,),
+    "afmoe": (
+        HEAD_DIM,
+        NullFails(
+            "num_dense_layers",
+            "each decoder layer compares its index with num_dense_layers",
+            "TypeError",
+        ),
+        experts("num_experts"),
+        shared("num_shared_experts"),
+    ),
     "bailing_hybrid": (
         NullFails(
             "n_shared_experts",
             "its MoE block sizes the shared expert moe_intermediate_size x n_shared_experts",
             "TypeError",
         ),
+        experts("num_experts"),
+        NullFails(
+            "num_nextn_predict_layers",
+            "the model adds num_nextn_predict_layers to the layers it builds",
+            "TypeError",
+        ),
     ),
+    "bamba": MAMBA2,
     "cohere2": (HEAD_DIM,),
     "dbrx": (
         NullFails(
@@ -83,14 +157,9 @@ NULLS: dict[str, tuple[NullFails, ...]] = {
             "AttributeError",
         ),
         NullFails("n_heads", "its rotary embedding divides hidden_size by n_heads", "TypeError"),
+        layers("n_layers"),
     ),
-    "deepseek_v3": (
-        NullFails(
-            "first_k_dense_replace",
-            "each decoder layer compares its index with first_k_dense_replace",
-            "TypeError",
-        ),
-    ),
+    "deepseek_v3": (FIRST_DENSE, V_HEAD_DIM),
     "diffllama": (
         NullFails(
             "lambda_std_dev",
@@ -98,9 +167,21 @@ NULLS: dict[str, tuple[NullFails, ...]] = {
             "TypeError",
         ),
     ),
+    "dots1": (FIRST_DENSE,),
     "emu3_text_model": (KV_HEADS,),
-    "ernie4_5_moe": (SHARED, *LAYER_BOUNDS, KV_HEADS),
-    "ernie4_5_vl_moe_text": (SHARED,),
+    "ernie4_5_moe": (
+        SHARED,
+        *LAYER_BOUNDS,
+        KV_HEADS,
+        NullFails(
+            "moe_layer_interval",
+            "each decoder layer takes its index modulo moe_layer_interval",
+            "TypeError",
+        ),
+        experts("moe_num_experts", "torch.zeros"),
+    ),
+    "ernie4_5_vl_moe_text": (SHARED, KV_HEADS, experts("moe_num_experts", "torch.zeros")),
+    "exaone": (layers("num_layers"), activation("activation_function")),
     "exaone4": (
         NullFails(
             "sliding_window",
@@ -109,7 +190,11 @@ NULLS: dict[str, tuple[NullFails, ...]] = {
             "ZeroDivisionError",
             unless=("layer_types",),
         ),
+        HEAD_DIM,
     ),
+    "falcon": (activation("activation"),),
+    "falcon_h1": (HEAD_DIM, *MAMBA2),
+    "falcon_mamba": (MAMBA_INNER,),
     "gemma3_text": (
         NullFails(
             "rope_local_base_freq",
@@ -119,9 +204,10 @@ NULLS: dict[str, tuple[NullFails, ...]] = {
             unless=ROPE,
         ),
     ),
-    "glm": (KV_HEADS,),
+    "glm": (KV_HEADS, HEAD_DIM),
     "glm4_moe": (HEAD_DIM,),
     "glm4v_moe_text": (HEAD_DIM,),
+    "glm_ocr_text": (HEAD_DIM,),
     "gpt_neox_japanese": (
         NullFails(
             "rotary_emb_base",
@@ -136,13 +222,17 @@ NULLS: dict[str, tuple[NullFails, ...]] = {
             unless=ROPE,
         ),
     ),
+    "granitemoe": (experts("num_local_experts"),),
+    "granitemoe_swa": (experts("num_local_experts"),),
     "granitemoehybrid": (
+        *MAMBA2,
         NullFails(
-            "mamba_d_state",
-            "its Mamba-2 mixer sizes conv1d and in_proj by 2 x mamba_n_groups x mamba_d_state",
+            "num_local_experts",
+            "each decoder layer compares num_local_experts with 0",
             "TypeError",
         ),
     ),
+    "granitemoeshared": (experts("num_local_experts"),),
     "hunyuan_v1_dense": (HEAD_DIM,),
     "hunyuan_v1_moe": (HEAD_DIM,),
     "hunyuan_vl_text": (HEAD_DIM,),
@@ -152,42 +242,27 @@ NULLS: dict[str, tuple[NullFails, ...]] = {
             "its MoE block sizes the shared expert moe_intermediate_size x num_shared_experts",
             "TypeError",
         ),
+        experts("num_experts"),
     ),
-    "mamba": (
-        NullFails(
-            "intermediate_size",
-            "it is set after __post_init__ derives it from expand, and the mixer builds its "
-            "conv1d with groups=intermediate_size",
-            "TypeError",
-        ),
-    ),
+    "kimi_linear": (experts("num_experts"), shared("num_shared_experts"), V_HEAD_DIM),
+    "mamba": (MAMBA_INNER,),
     "ministral": (HEAD_DIM,),
-    "nemotron": (
-        KV_HEADS,
-        NullFails(
-            "partial_rotary_factor",
-            "its attention reads rope_parameters['partial_rotary_factor'], which a null leaves out",
-            "KeyError",
-            unless=ROPE,
-        ),
-    ),
+    "nemotron": (KV_HEADS, ROTARY_READ),
     "qwen2_moe": (KV_HEADS,),
-    "sarvam_mla": (
+    "qwen3_moe": (HEAD_DIM,),
+    "sarvam_mla": (V_HEAD_DIM, FIRST_DENSE),
+    "phi": (ROTARY_READ,),
+    "stablelm": (ROTARY_READ,),
+    "step3p5": (
+        experts("moe_num_experts"),
         NullFails(
-            "v_head_dim",
-            "its attention sizes kv_b_proj num_heads x (qk_nope_head_dim + v_head_dim)",
+            "num_attention_groups",
+            "its attention divides the heads by it (num_attention_heads // num_attention_groups)",
             "TypeError",
-        ),
-    ),
-    "stablelm": (
-        NullFails(
-            "partial_rotary_factor",
-            "its attention reads rope_parameters['partial_rotary_factor'], which a null leaves out",
-            "KeyError",
-            unless=ROPE,
         ),
     ),
     "qwen3_omni_moe_text": (HEAD_DIM,),
+    "youtu": (V_HEAD_DIM,),
 }
 
 

@@ -5,6 +5,7 @@ Run by hand (pytest does not collect this file), in chunks if the machine is sha
     nice python tests/reference/make_differential.py                      # every family
     nice python tests/reference/make_differential.py --only qwen3_moe jamba
     nice python tests/reference/make_differential.py --salt fresh   # differential_fresh.json.gz
+    nice python tests/reference/make_differential.py --nulls        # differential_nulls.json.gz
 
 For each family costcalc reads (``costcalc.formats.families.model_types()``), the fixture of
 its first record in make_golden.py's or make_golden_families.py's ``MODELS`` (a record on the
@@ -21,7 +22,11 @@ tying, unless that model needs a package not installed: Gemma 3n's timm); a conf
 transformers refuses (``from_dict`` or the model's constructor raises) is recorded with the
 exception. Recorded: ``sum(p.numel())``, the tied output matrix, and, where a forward pass runs
 on meta, the cache after a B=1, T=16 forward with ``use_cache=True`` and FlopCounterMode's MACs
-of the same pass. Results merge into the existing file by family: a run of some families
+of the same pass. With ``--nulls``, each family's variants are its fixture with one key nulled
+(each key the class or the fixture holds that sizes something, ``SKIPPED`` left out), kept
+where transformers' configuration reads the null otherwise than the key left out: refused,
+kept as None, or derived into another value (ids ``<family>/null-<key>``). Results merge into
+the existing file by family: a run of some families
 (``--only``) leaves the others, and the file's torch, transformers and date, as they were, and
 stamps each family it makes with its own.
 """
@@ -49,7 +54,7 @@ from transformers import CONFIG_MAPPING, PreTrainedConfig
 
 sys.path.insert(0, str(ROOT))
 from costcalc.formats.families import model_types, text_location
-from tests.differential_configs import family_variants, varied
+from tests.differential_configs import DROP, SKIPPED, _at, family_variants, varied
 
 OUTPUT = ROOT / "tests" / "golden" / "differential.json.gz"
 GENERATOR = "tests/reference/make_differential.py"
@@ -186,6 +191,54 @@ def run_family(family: str, fixture: str, text: bool, salt: str) -> dict:
     return {"fixture": fixture, "touched": touched, "variants": records}
 
 
+def run_nulls(family: str, fixture: str, text: bool) -> dict:
+    """The family's fixture with each key it or its class holds nulled alone, where
+    transformers' configuration reads the null otherwise than the key left out (the null
+    refused, kept, or derived into another value), and each such variant's record."""
+    base = json.loads(fixture_path(fixture).read_text())
+    _, path = fixture_family(base)
+    fields, _ = class_fields(base, text)
+    records = []
+    for key in sorted(k for k in {*fields, *_at(base, path)} if not SKIPPED.search(k)):
+        nulled, dropped = (with_key(base, path, key, value) for value in (None, DROP))
+        if read_as(nulled, text, key) == read_as(dropped, text, key):
+            continue
+        signal.alarm(SECONDS)
+        try:
+            result = measured(copy.deepcopy(nulled), text)
+        except SlowBuildError as exc:
+            result = {"refused": str(exc)}
+        finally:
+            signal.alarm(0)
+        edit = {"edits": [f"{key} = null"], "touched": [f"key {key}"], "to_dict": False}
+        records.append({"id": f"{family}/null-{key}", **edit, "config": nulled, **result})
+    return {"fixture": fixture, "touched": [], "variants": records}
+
+
+def with_key(base: dict, path: tuple[str, ...], key: str, value: object) -> dict:
+    """``base`` with ``key`` of its text decoder's keys set to ``value`` (``DROP``: removed)."""
+    config = copy.deepcopy(base)
+    keys = config
+    for part in path:
+        keys = keys[part]
+    if value is DROP:
+        keys.pop(key, None)
+    else:
+        keys[key] = value
+    return config
+
+
+def read_as(data: dict, text: bool, key: str) -> str:
+    """What the built configuration holds under ``key`` (its exception's class if it refuses
+    ``data``), shown."""
+    try:
+        whole = CONFIG_MAPPING[data["model_type"]].from_dict(copy.deepcopy(data))
+    except Exception as exc:
+        return f"refused: {type(exc).__name__}"
+    config = whole.get_text_config() if text else whole
+    return repr(getattr(config, key, "absent"))
+
+
 def load(output: Path) -> dict:
     if output.exists():
         return json.loads(gzip.decompress(output.read_bytes()))
@@ -222,7 +275,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--only", nargs="+", choices=sorted(bases), default=sorted(bases))
     parser.add_argument("--salt", default="", help="a further set of variants, seeded by this")
     parser.add_argument("--output", type=Path, help="merge into this file")
+    parser.add_argument(
+        "--nulls",
+        action="store_true",
+        help="each key nulled alone where transformers reads the null otherwise than the key "
+        "left out (differential_nulls.json.gz)",
+    )
     args = parser.parse_args(argv)
+    if args.nulls:
+        args.salt = "nulls"
     if args.output is None:
         args.output = OUTPUT.with_name(f"differential_{args.salt}.json.gz") if args.salt else OUTPUT
     transformers.logging.set_verbosity_error()
@@ -233,7 +294,10 @@ def main(argv: list[str]) -> int:
         fixture, text = bases[family]
         print(f"{family}: {fixture}", flush=True)
         try:
-            made = run_family(family, fixture, text, args.salt)
+            if args.nulls:
+                made = run_nulls(family, fixture, text)
+            else:
+                made = run_family(family, fixture, text, args.salt)
         except Exception:
             traceback.print_exc()
             continue

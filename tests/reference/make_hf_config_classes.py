@@ -13,7 +13,11 @@ attribute), and ``heads_divide_width`` when the class refuses a width its heads 
 heads that are not a multiple of the key/value heads (4 over 3), ``linear_heads_group`` when it
 refuses Gated DeltaNet value heads that are not a multiple of its key heads (3 over 2),
 ``not_null``: the fields whose type admits no None (a file setting one to null is refused by the
-class's strict validation), and ``odd_heads``: where the class's ``validate_rope``
+class's strict validation), ``null_refused``: the fields whose type admits None and whose default
+is not None, but whose null the class refuses over its own defaults (``__post_init__`` computes
+with it, or a ``validate_*`` fails), each with the exception's class and the layer lists that,
+given, make the null taken (``unless``: the class derives them from the field only when they are
+absent), and ``odd_heads``: where the class's ``validate_rope``
 (transformers/modeling_rope_utils.py, lines 902-914) finds an odd head it refuses when rotated
 whole: ``head_dim`` (a head_dim of 7 given), ``width`` (no head_dim, 28 over 4 heads: the class
 derives D // H), ``qk_rope_head_dim`` (a multi-head latent attention's rotary slice of 7, which
@@ -39,6 +43,7 @@ attribute under two spellings the one transformers sets last wins.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
@@ -54,6 +59,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from costcalc.formats.families import registry  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tests" / "reference"))
+from make_differential import family_bases, fixture_family  # noqa: E402
+from make_golden import fixture_path  # noqa: E402
 
 OUTPUT = ROOT / "costcalc" / "data" / "hf_config_classes.json"
 BASE_FIELDS = {field.name for field in dataclasses.fields(PretrainedConfig)}
@@ -85,7 +94,8 @@ Granite 4.0: ``mamba_n_heads must divide mamba_expand * hidden_size``) passes an
 probe finds only a heads check."""
 
 
-def record(cls: type) -> dict:
+def record(cls: type, keys: dict) -> dict:
+    """What costcalc reads of ``cls``; ``keys``: the family fixture's keys for that class."""
     fields = [f for f in dataclasses.fields(cls) if f.name not in BASE_FIELDS]
     found = {
         "class": cls.__name__,
@@ -102,6 +112,9 @@ def record(cls: type) -> dict:
     if linear and not builds(cls, 64, **{**LINEAR, "linear_num_value_heads": 3}):
         found["linear_heads_group"] = True
     found["not_null"] = [f.name for f in fields if not nullable(f.type)]
+    refused = nulls_refused(cls, [f for f in fields if nullable(f.type)], keys)
+    if refused:
+        found["null_refused"] = refused
     odd = odd_heads(cls)
     if odd:
         found["odd_heads"] = odd
@@ -148,6 +161,69 @@ def odd_heads(cls: type) -> list[str]:
     if any(refuses_odd(cls, **sizes) for sizes in cases.values()):
         found.append("defaults")
     return found
+
+
+def made(cls: type, **values: object) -> str | None:
+    """The exception's class name where ``cls(**values)`` raises, else None."""
+    try:
+        cls(**copy.deepcopy(values))
+    except Exception as exc:
+        return type(exc).__name__
+    return None
+
+
+def nulls_refused(cls: type, fields: list, keys: dict) -> dict[str, dict]:
+    """The keys whose null the class refuses (its ``__post_init__`` or a ``validate_*`` fails
+    on it) though the key may be left out: each field whose type admits None and whose
+    default is not one, and each key of the family's fixture ``keys`` that is no field (a
+    legacy key ``__post_init__`` reads). A null is refused when it is over the class's
+    defaults and over the fixture (a field), or over the fixture (a legacy key), wherever the
+    key left out builds; each with the exception and the layer lists that, given as the class
+    derives them, make the null taken (the class then derives nothing from it)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    fixture = {k: v for k, v in keys.items() if k not in BASE_FIELDS and k != "model_type"}
+    cases = [f.name for f in fields if f.default is not None]
+    cases += [k for k, v in fixture.items() if k not in names and v is not None]
+    found = {}
+    for key in cases:
+        bases = [fixture] if key not in names else [{}, fixture] if fixture else [{}]
+        refusals = [null_refusal(cls, base, key) for base in bases]
+        if any(r == {} for r in refusals) or all(r is None for r in refusals):
+            continue
+        found[key] = next(r for r in refusals if r)
+    return found
+
+
+def null_refusal(cls: type, base: dict, key: str) -> dict | None:
+    """``{"error", "unless"}`` where ``cls`` refuses ``key`` null over ``base`` (the layer
+    lists the class derives left out, where it builds without them), ``{}`` where it takes it,
+    None where ``base`` without the key does not build."""
+    derivable = [
+        f.name for f in dataclasses.fields(cls) if f.name not in BASE_FIELDS and f.default is None
+    ]
+    left_out = {k: v for k, v in base.items() if k != key}
+    if made(cls, **left_out) is not None:
+        return None
+    derived = cls(**copy.deepcopy(left_out))
+    lists = [
+        name
+        for name in derivable
+        if name != key and isinstance(getattr(derived, name, None), list | tuple)
+    ]
+    stripped = {k: v for k, v in left_out.items() if k not in lists}
+    if made(cls, **stripped) is None:
+        left_out = stripped
+    else:  # the base needs its lists (GPT-Neo's attention_types): the null over them
+        lists = [name for name in lists if name not in left_out]
+    error = made(cls, **{**left_out, key: None})
+    if error is None:
+        return {}
+    unless = [
+        name
+        for name in lists
+        if made(cls, **{**left_out, key: None, name: list(getattr(derived, name))}) is None
+    ]
+    return {"error": error, "unless": unless}
 
 
 def nullable(kind: object) -> bool:
@@ -221,9 +297,23 @@ def head_is_token_table(model: torch.nn.Module) -> bool:
     return len(names) > 1
 
 
+def fixture_keys() -> dict[str, dict]:
+    """Each family's keys in its differential fixture (make_differential.family_bases): the
+    text decoder's for a family read from a multimodal file."""
+    found = {}
+    for family, (fixture, _) in family_bases().items():
+        data = json.loads(fixture_path(fixture).read_text())
+        keys = data
+        for part in fixture_family(data)[1]:
+            keys = keys[part]
+        found.setdefault(family, keys)
+    return found
+
+
 def main() -> int:
+    keys = fixture_keys()
     classes = {
-        model_type: record(CONFIG_MAPPING[model_type])
+        model_type: record(CONFIG_MAPPING[model_type], keys.get(model_type, {}))
         for model_type in sorted(registry())
         if model_type in CONFIG_MAPPING
     }

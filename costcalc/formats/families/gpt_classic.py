@@ -13,7 +13,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.layernorm import GPT_KEYS
-from costcalc.formats.hf_reader import Reader, cross_attention, standard_sizes
+from costcalc.formats.hf_reader import Reader, cross_attention, is_whole, standard_sizes
 from costcalc.formats.peft_names import GPT2, GPT2_MLP, NEOX_MLP, llama_names
 
 
@@ -79,25 +79,49 @@ def gpt_neo(r: Reader) -> dict[str, Any]:
     items = _neo_items(r, types)
     if n is None or items is None:
         return fields
+    listed = _neo_listed(r, n)
     total = sum(len(kinds) * repeat for kinds, repeat in items)
-    if total != n:
+    if listed is None and total != n:
         r.fail("attention_types", f"gives {total:,} layers, but the model has {n:,}")
         return fields
+    expanded = [kind for kinds, repeat in items for kind in kinds * repeat]
+    key = "attention_types" if listed in (None, expanded) else "attention_layers"
+    kinds = set(expanded if key == "attention_types" else listed or ())
     blocks = {"global": {}, "local": {"sliding_window": window, "kv_cache_all_tokens": True}}
-    kinds = {kind for item, _ in items for kind in item}
-    if len(kinds) == 1:
-        hf_layers.apply(r, fields, [(kinds.pop(), n)], blocks, "attention_types")
-        return fields
     if not kinds <= set(blocks):
         unknown = sorted(kinds - set(blocks))[0]
-        r.fail("attention_types", f"unknown attention type {unknown!r}; expected global, local")
-        return fields
-    fields["layers"] = [
-        hf_layers.cycle(len(item) * repeat, hf_layers.runs(item), blocks)[0]
-        for item, repeat in items
-        if repeat
-    ]
+        r.fail(key, f"unknown attention type {unknown!r}; expected global, local")
+    elif len(kinds) == 1:
+        hf_layers.apply(r, fields, [(kinds.pop(), n)], blocks, key)
+    elif key == "attention_layers":
+        fields["layers"] = hf_layers.groups(hf_layers.runs(listed or ()), blocks)
+    else:
+        fields["layers"] = [
+            hf_layers.cycle(len(item) * repeat, hf_layers.runs(item), blocks)[0]
+            for item, repeat in items
+            if repeat
+        ]
     return fields
+
+
+def _neo_listed(r: Reader, n: int) -> list[str] | None:
+    """The file's ``attention_layers``, if it gives one: ``GPTNeoConfig`` derives its own from
+    ``attention_types``, then sets the file's over it (a key that is no field), and each block
+    reads its kind there; ``validate_architecture`` refuses a list whose length is not the
+    layer count (whatever ``attention_types`` gives), and a null."""
+    listed = r.data.get("attention_layers")
+    if listed is None:  # absent, or a null (refused with the class's refusals)
+        return None
+    if not (isinstance(listed, list) and all(isinstance(kind, str) for kind in listed)):
+        r.fail("attention_layers", "expected a list of layer kinds (global, local)")
+        return None
+    if len(listed) != n:
+        r.fail(
+            "attention_layers",
+            f"lists {len(listed):,} layers, but the model has {n:,}: GPTNeoConfig's "
+            "validate_architecture refuses the file",
+        )
+    return listed
 
 
 def _neo_items(r: Reader, types: Any) -> list[tuple[list[str], int]] | None:
@@ -192,13 +216,19 @@ def mpt(r: Reader) -> dict[str, Any]:
     ``attn.out_proj`` (D x D), ``norm_2``, ``ffn.up_proj`` (D x 4D), ``ffn.down_proj``
     (4D x D), no linear biases; ``norm_f``; every LayerNorm a weight without bias; ``lm_head``
     tied by default. ALiBi positions: no parameters (``learned_pos_emb`` builds nothing).
-    transformers builds exactly this, so an ``expansion_ratio`` other than 4 or
-    ``attn_config.qk_ln`` are refused; ``no_bias`` false is read by no module of transformers'
-    MPT, which builds no biases all the same (counted so, with a note)."""
+    transformers builds exactly this whatever ``expansion_ratio``, ``attn_config.qk_ln`` and
+    ``no_bias`` say: no module of transformers' MPT reads them (counted as built, with a
+    note)."""
     fields = standard_sizes(r, MPT_KEYS)
     ratio = r.data.get("expansion_ratio")
-    if ratio is not None and ratio != 4:
-        r.unsupported("expansion_ratio", "transformers' MPT always builds a 4 x MLP")
+    if ratio is not None and not is_whole(ratio, 0):
+        r.fail("expansion_ratio", f"expected a whole number (got {ratio!r}): MptConfig types it so")
+    elif ratio is not None and ratio != 4:
+        r.note(
+            f"expansion_ratio is {ratio}, but transformers' MPT always builds a 4 x MLP (its "
+            "MptMLP reads no such key; a checkpoint of another width does not load): counted "
+            "as built, 4 x"
+        )
     if not r.flag("no_bias", True):
         r.note(
             "no_bias is false, but transformers' MPT reads no such key and builds no biases "
@@ -206,7 +236,10 @@ def mpt(r: Reader) -> dict[str, Any]:
         )
     attn = r.data.get("attn_config")
     if isinstance(attn, dict) and attn.get("qk_ln"):
-        r.unsupported("attn_config.qk_ln", "transformers' MPT builds no query/key norms")
+        r.note(
+            "attn_config.qk_ln is set, but transformers' MPT builds no query/key norms (a "
+            "checkpoint's are left unloaded): counted without them"
+        )
     fields.update(
         position="none",
         norm_bias=False,

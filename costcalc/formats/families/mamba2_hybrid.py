@@ -83,9 +83,9 @@ def _attention_keys(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _kv_heads(r: Reader, fields: dict[str, Any], default: int | None) -> Any:
-    """``num_key_value_heads``: the family's default; null (or absent with no default) means
-    the query heads."""
-    heads = r.value("n_kv_heads", "num_key_value_heads", default=default)
+    """``num_key_value_heads``: the family's default when absent; null (or absent with no
+    default) means the query heads, as the configuration classes' ``__post_init__`` sets it."""
+    heads = r.nullable("n_kv_heads", "num_key_value_heads", default)
     return fields["n_heads"] if heads is None else heads
 
 
@@ -151,6 +151,7 @@ def granitemoehybrid(r: Reader) -> dict[str, Any]:
     ``attention``), else Mamba-2 ``mamba`` (:func:`mamba2_mixer`); default every layer Mamba-2.
     Final ``norm``; ``lm_head`` untied by default. The multipliers hold no parameters."""
     fields = standard_sizes(r)
+    _time_step_pair(r)
     rope = r.value("position", "position_embedding_type", default=None) == "rope"
     fields.update(
         n_kv_heads=_kv_heads(r, fields, None),
@@ -186,6 +187,20 @@ def granitemoehybrid(r: Reader) -> dict[str, Any]:
     return fields
 
 
+def _time_step_pair(r: Reader) -> None:
+    """``time_step_limit`` sizes nothing, but FalconH1Config and GraniteMoeHybridConfig type it
+    as a pair of floats (``list[float, float] | tuple[float, float] | None``) and refuse
+    anything else."""
+    limit = r.data.get("time_step_limit")
+    pair = isinstance(limit, list) and len(limit) == 2
+    if limit is not None and not (pair and all(isinstance(t, float) for t in limit)):
+        r.fail(
+            "time_step_limit",
+            f"expected a pair of floats, such as [0.0, Infinity] (got {limit!r}): transformers "
+            f"refuses the file ({hf_layers.known_name(r)} types it as a pair of floats)",
+        )
+
+
 def falcon_h1(r: Reader) -> dict[str, Any]:
     """FalconH1ForCausalLM: ``embed_tokens`` (V x D); every layer ``input_layernorm`` and
     ``pre_ff_layernorm`` (RMSNorm, D each), attention ``self_attn`` AND a Mamba-2 ``mamba`` run
@@ -197,18 +212,10 @@ def falcon_h1(r: Reader) -> dict[str, Any]:
     ``mamba_expand`` x D)), the gated RMSNorm only when ``mamba_rms_norm`` (false), in_proj's
     bias ``mamba_proj_bias`` and out_proj's ``projectors_bias`` (both false). Final
     ``final_layernorm``; ``lm_head`` untied by default. The multipliers (muP) hold no parameters
-    (``mup_vector`` is a buffer). ``time_step_limit`` sizes nothing, but FalconH1Config types it
-    as a pair of floats (``list[float, float] | tuple[float, float] | None``, made a tuple in
-    ``__post_init__``) and refuses anything else."""
+    (``mup_vector`` is a buffer). ``time_step_limit`` must be a pair of floats
+    (:func:`_time_step_pair`)."""
     fields = _attention_swiglu(r)
-    limit = r.data.get("time_step_limit")
-    pair = isinstance(limit, list) and len(limit) == 2
-    if limit is not None and not (pair and all(isinstance(t, float) for t in limit)):
-        r.fail(
-            "time_step_limit",
-            f"expected a pair of floats, such as [0.0, Infinity] (got {limit!r}): transformers "
-            "refuses the file (FalconH1Config types it as a pair of floats)",
-        )
+    _time_step_pair(r)
     inner = r.nullable("mamba2", "mamba_d_ssm", 1024)
     mixer = mamba2_mixer(r, fields["d_model"], inner)
     mixer["mamba2"]["gated_norm"] = r.flag("mamba_rms_norm", False)

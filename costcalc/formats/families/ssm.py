@@ -75,6 +75,7 @@ def mamba2(r: Reader) -> dict[str, Any]:
     d_model = r.size("d_model", "hidden_size")
     sizes = _mamba2_sizes(r, ("num_heads", 128), ("head_dim", 64))
     sizes["proj_bias"] = r.value("mamba2", "use_bias", default=False)
+    _time_step_rank(r)  # sizes nothing in Mamba-2, but the mixer takes int() of it
     expand = r.value("mamba2", "expand", default=2)
     heads, head_dim = sizes["heads"], sizes["head_dim"]
     inner = heads * head_dim if is_whole(heads, 1) and is_whole(head_dim, 1) else None
@@ -91,6 +92,24 @@ def mamba2(r: Reader) -> dict[str, Any]:
     return _mixer_only(r, d_model, "mamba2", sizes, tie=False)
 
 
+def _time_step_rank(r: Reader) -> Any:
+    """``time_step_rank``: "auto" (the default), or what the mixer makes a rank of with
+    ``int(config.time_step_rank)`` (a whole number, a float it truncates, a string of digits);
+    anything else fails it (a problem, and None)."""
+    rank = r.value("mamba", "time_step_rank", default="auto")
+    if rank == "auto":
+        return rank
+    try:
+        return int(rank)
+    except (TypeError, ValueError, OverflowError):
+        r.fail(
+            "time_step_rank",
+            f'expected "auto" or a whole number (got {rank!r}): transformers\' mixer takes '
+            "int() of it and fails",
+        )
+        return None
+
+
 def mamba(r: Reader) -> dict[str, Any]:
     """MambaForCausalLM: ``backbone.embeddings`` (V x D); per block one RMSNorm ``norm`` (D)
     and a Mamba v1 ``mixer``: ``in_proj`` D -> 2I, ``conv1d`` (I, 1, k), ``x_proj`` I -> R + 2N,
@@ -102,7 +121,7 @@ def mamba(r: Reader) -> dict[str, Any]:
     ceil(D / 16)), k ``conv_kernel`` (4). No positions."""
     d_model = r.size("d_model", "hidden_size")
     expand = r.number("mamba", "expand", default=2)
-    rank = r.value("mamba", "time_step_rank", default="auto")
+    rank = _time_step_rank(r)
     if rank == "auto":
         rank = math.ceil(d_model / 16) if is_whole(d_model, 1) else None
     inner = int(expand * d_model) if expand is not None and is_whole(d_model, 1) else None

@@ -201,7 +201,30 @@ def cosmos3_edge_text(r: Reader) -> dict[str, Any]:
     fields = arcee(r, kv_heads=8, head_dim=128, sizes=COSMOS3_EDGE_SIZES)
     fields["tie_embeddings"] = False
     r.forget("tie_embeddings")
+    _cosmos3_edge_sections(r, fields)
     return fields
+
+
+def _cosmos3_edge_sections(r: Reader, fields: dict[str, Any]) -> None:
+    """Cosmos3EdgeTextConfig's ``validate_architecture`` refuses rotary sections
+    (``rope_parameters.mrope_section``; with no rotary settings its default ``[24, 20, 20]``)
+    that are not three summing to ``head_dim // 2`` (head_dim, else D // H)."""
+    rope = r.data.get("rope_parameters")
+    if rope is not None and not isinstance(rope, dict):
+        return  # reported where the rotary settings are read
+    sections = [24, 20, 20] if rope is None else rope.get("mrope_section")
+    head, d, h = fields.get("head_dim"), fields.get("d_model"), fields.get("n_heads")
+    if head is None and is_whole(d) and is_whole(h, 1):
+        head = d // h
+    whole = isinstance(sections, list) and all(is_whole(s) for s in sections)
+    if is_whole(head) and not (whole and len(sections) == 3 and sum(sections) == head // 2):
+        where = "rope_parameters.mrope_section" if rope is not None else "head_dim"
+        r.fail(
+            where,
+            f"rotary sections {sections} do not split the {head:,}-wide head: transformers "
+            "refuses the file (Cosmos3EdgeTextConfig's validate_architecture wants three "
+            f"summing to {head // 2:,})",
+        )
 
 
 COSMOS3_EDGE_SIZES: dict[str, Any] = {
