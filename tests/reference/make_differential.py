@@ -26,9 +26,8 @@ of the same pass. With ``--nulls``, each family's variants are its fixture with 
 (each key the class or the fixture holds that sizes something, ``SKIPPED`` left out), kept
 where transformers' configuration reads the null otherwise than the key left out: refused,
 kept as None, or derived into another value (ids ``<family>/null-<key>``). Results merge into
-the existing file by family: a run of some families
-(``--only``) leaves the others, and the file's torch, transformers and date, as they were, and
-stamps each family it makes with its own.
+the existing file by family: a run of some families (``--only``) leaves the others, and the
+file's torch, transformers and date, as they were, and stamps each family it makes with its own.
 """
 
 from __future__ import annotations
