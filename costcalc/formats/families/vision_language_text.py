@@ -212,7 +212,7 @@ def _cosmos3_edge_sections(r: Reader, fields: dict[str, Any]) -> None:
     rope = r.data.get("rope_parameters")
     if rope is not None and not isinstance(rope, dict):
         return  # reported where the rotary settings are read
-    sections = [24, 20, 20] if rope is None else rope.get("mrope_section")
+    sections: Any = [24, 20, 20] if rope is None else rope.get("mrope_section")
     head, d, h = fields.get("head_dim"), fields.get("d_model"), fields.get("n_heads")
     if head is None and is_whole(d) and is_whole(h, 1):
         head = d // h
