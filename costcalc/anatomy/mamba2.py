@@ -17,7 +17,17 @@ class Mamba2Sizes(MixerSizes):
     heads: Size = Field(description="SSM heads H.")
     head_dim: Size = Field(description="Width P of one head; the inner width is I = H P.")
     state: Size = Field(description="State size N per head.")
-    groups: Size = Field(default=1, description="Groups G sharing B and C (H a multiple of G).")
+    groups: Size = Field(
+        default=1, description="Groups G sharing B and C (H a multiple of G, unless ungrouped)."
+    )
+    ungrouped: Flag = Field(
+        default=False,
+        description=(
+            "H is not a multiple of G, as a Hugging Face config may set them: transformers "
+            "builds the projections and the conv, but its forward, which gives each group "
+            "H // G heads, fails. The weights are counted as built; the forward figures as sized."
+        ),
+    )
     conv_kernel: Size = Field(default=4, description="Width k of the causal depthwise conv.")
     conv_bias: Flag = Field(default=True, description="Bias on the conv.")
     proj_bias: Flag = Field(default=False, description="Bias on in_proj and out_proj.")
@@ -84,10 +94,16 @@ class Mamba2(RecurrentMixer[Mamba2Sizes]):
         return m.heads * m.head_dim * m.state
 
     def problems(self, sizes: Mamba2Sizes) -> Iterator[str]:
-        if sizes.heads % sizes.groups:
+        ungrouped = sizes.heads % sizes.groups != 0
+        if ungrouped and not sizes.ungrouped:
             yield (
                 f"{sizes.heads:,} heads cannot share B and C over {sizes.groups:,} groups "
                 "(heads must be a multiple of groups)"
+            )
+        elif sizes.ungrouped and not ungrouped:
+            yield (
+                f"{sizes.heads:,} heads group over {sizes.groups:,} groups; ungrouped is for "
+                "heads that do not"
             )
 
 

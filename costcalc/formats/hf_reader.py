@@ -287,15 +287,16 @@ class Reader:
 
     def _ungrouped_heads(self, fields: dict[str, Any]) -> None:
         """Mark the blocks whose heads transformers builds but cannot pair
-        (``ungrouped_kv_heads``, Gated DeltaNet's ``ungrouped``), with a note for each such
-        pairing, or refuse them where the configuration class does (:mod:`hf_classes`). The
-        modules are sized as the file says (q_proj H d, k_proj and v_proj K d; the DeltaNet's
-        projections 2 Hk dk + 2 Hv dv), but the forward fails: ``repeat_kv`` copies each
-        key/value head H // K times, K (H // K) heads that do not pair with the H query heads
-        in the attention product; the Gated DeltaNet gives each key head Hv // Hk value heads
+        (``ungrouped_kv_heads``, Gated DeltaNet's and Mamba-2's ``ungrouped``), with a note for
+        each such pairing, or refuse them where the configuration class does (:mod:`hf_classes`).
+        The modules are sized as the file says (q_proj H d, k_proj and v_proj K d; the
+        DeltaNet's projections 2 Hk dk + 2 Hv dv; Mamba-2's in_proj and conv1d 2 G N for B and
+        C), but the forward fails: ``repeat_kv`` copies each key/value head H // K times,
+        K (H // K) heads that do not pair with the H query heads in the attention product; the
+        Gated DeltaNet gives each key head Hv // Hk value heads
         (``Qwen3NextGatedDeltaNet.fix_query_key_value_ordering`` views its projection so,
         Qwen3.5's ``repeat_interleave`` copies the queries and keys so), which leaves value
-        heads unpaired."""
+        heads unpaired; Mamba-2 repeats B and C H // G times per group."""
         known = self.config_class
         notes: dict[str, None] = {}
         refused: dict[tuple[str, str], None] = {}
@@ -313,6 +314,18 @@ class Reader:
                     "query heads, and fails; counted as built, the forward figures as if each "
                     "query head read one key/value head."
                 ] = None
+            ssm = block.get("mamba2")
+            if isinstance(ssm, dict) and (mixer == "mamba2" or block.get("parallel_mamba2")):
+                heads, groups = ssm.get("heads"), ssm.get("groups", 1)
+                if is_whole(heads, 1) and is_whole(groups, 1) and heads % groups:
+                    own["mamba2"] = {**ssm, "ungrouped": True}
+                    notes[
+                        f"{heads:,} Mamba-2 heads do not group over {groups:,} groups: "
+                        "transformers builds the mixer's projections and conv as sized (2 G N "
+                        f"channels for B and C), but its forward gives each group H // G = "
+                        f"{heads // groups:,} heads, which leaves heads without B and C, and "
+                        "fails; counted as built, the forward figures as sized."
+                    ] = None
             sizes = block.get("gated_deltanet")
             if mixer != "gated_deltanet" or not isinstance(sizes, dict):
                 continue
