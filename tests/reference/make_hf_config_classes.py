@@ -189,7 +189,9 @@ def wrapper_ties(model_type: str, cls: type) -> dict[str, bool] | None:
     configs = {}
     for wrapper, outer in SETTINGS.items():
         for text, inner in SETTINGS.items():
-            data: dict = {"text_config": {} if inner is None else {"tie_word_embeddings": inner}}
+            data: dict = {"text_config": text_keys(cls)}
+            if inner is not None:
+                data["text_config"]["tie_word_embeddings"] = inner
             if outer is not None:
                 data["tie_word_embeddings"] = outer
             try:
@@ -210,6 +212,15 @@ def wrapper_ties(model_type: str, cls: type) -> dict[str, bool] | None:
         key: bool(getattr(c, "tie_word_embeddings", False)) and declared
         for key, c in configs.items()
     }
+
+
+def text_keys(cls: type) -> dict:
+    """The keys an empty ``text_config`` of ``cls`` starts from: none, or the ``model_type`` its
+    class defaults name, for a class that reads the text config's ``model_type`` before it fills
+    the defaults in (Exaone4_5_Config's ``__post_init__``)."""
+    spec = getattr(cls, "sub_configs_defaults", {}).get("text_config")
+    model_type = getattr(spec, "model_type", None)
+    return {"model_type": model_type} if isinstance(model_type, str) else {}
 
 
 def head_is_token_table(model: torch.nn.Module) -> bool:

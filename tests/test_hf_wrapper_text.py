@@ -1,0 +1,69 @@
+"""Multimodal wrappers whose configuration class decides what its text decoder is: the tying of
+the LM head (EXAONE 4.5: the wrapper's ``tie_word_embeddings`` alone) and the ``model_type`` an
+old ``text_config`` is built as (EXAONE 4.5's ``exaone4_5_text``, Kimi-K2.5's ``kimi_k2``). The
+totals were counted in transformers 5.24 by building the conditional-generation model on the
+meta device (its language model and LM head) from these files."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from costcalc.loaders import load_file
+from costcalc.params import param_report
+
+SMALL_EXAONE_4_5: dict[str, Any] = {
+    "architectures": ["Exaone4_5_ForConditionalGeneration"],
+    "model_type": "exaone4_5",
+    "text_config": {
+        "model_type": "exaone4",
+        "hidden_size": 64,
+        "intermediate_size": 96,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 256,
+        "sliding_window": 16,
+        "layer_types": ["sliding_attention", "full_attention"],
+    },
+    "vision_config": {
+        "depth": 1,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_heads": 2,
+        "out_hidden_size": 64,
+    },
+}
+UNTIED, TIED = 94_592, 78_208
+"""Exaone4_5_ForConditionalGeneration's language model and LM head, untied and tied (the token
+table, 256 x 64, once)."""
+
+
+def _total(tmp_path: Path, data: dict[str, Any]) -> int:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return param_report(load_file(path).spec).total
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "text", "total"),
+    [
+        (None, None, UNTIED),  # Exaone4_5_Config's default: false
+        (True, False, TIED),
+        (False, True, UNTIED),  # the text config's key is not read
+        (None, True, UNTIED),
+    ],
+)
+def test_exaone4_5_ties_by_its_own_key(
+    tmp_path: Path, wrapper: bool | None, text: bool | None, total: int
+) -> None:
+    data = copy.deepcopy(SMALL_EXAONE_4_5)
+    if wrapper is not None:
+        data["tie_word_embeddings"] = wrapper
+    if text is not None:
+        data["text_config"]["tie_word_embeddings"] = text
+    assert _total(tmp_path, data) == total
