@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from costcalc.errors import UnsupportedModelError
 from costcalc.loaders import load_file
 from costcalc.params import param_report
 
@@ -67,3 +68,39 @@ def test_exaone4_5_ties_by_its_own_key(
     if text is not None:
         data["text_config"]["tie_word_embeddings"] = text
     assert _total(tmp_path, data) == total
+
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = json.loads((ROOT / "tests" / "golden" / "hf_families.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("record", "written", "built"),
+    [
+        ("exaone-4.5-33b-text", "exaone4_5_text", "exaone4"),
+        ("kimi-k2.5-nvfp4-text", "kimi_k2", "deepseek_v3"),
+    ],
+)
+def test_a_renamed_text_config_is_read_as_its_class_builds_it(
+    tmp_path: Path, record: str, written: str, built: str
+) -> None:
+    path = ROOT / GOLDEN["models"][record]["config"]
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["text_config"]["model_type"] == written
+    assert GOLDEN["models"][record]["model_type"] == built
+    loaded = load_file(path)
+    assert param_report(loaded.spec).total == GOLDEN["models"][record]["parameters_total"]
+    assert any(f"{written!r} is read as {built!r}" in note for note in loaded.notes)
+    # The new name itself reads the same.
+    data["text_config"]["model_type"] = built
+    assert _total(tmp_path, data) == GOLDEN["models"][record]["parameters_total"]
+
+
+def test_the_old_name_is_not_renamed_outside_its_wrapper(tmp_path: Path) -> None:
+    data = copy.deepcopy(SMALL_EXAONE_4_5)
+    data["model_type"] = "llava"
+    data["text_config"]["model_type"] = "exaone4_5_text"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(UnsupportedModelError):
+        load_file(path)

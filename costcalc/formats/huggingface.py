@@ -24,6 +24,7 @@ from costcalc.formats.families import (
     model_types,
     ported,
     text_location,
+    text_model_type,
     translator,
 )
 from costcalc.formats.hf_classes import wrapper_tie
@@ -52,11 +53,19 @@ def translate(doc: Document) -> Translation:
         reader = Reader(doc, family=model_type)
         return replace(reader.finish(family(reader)), family=model_type)
     text = doc.data.get("text_config")
-    text_type = text.get("model_type") if isinstance(text, dict) else None
+    written = text.get("model_type") if isinstance(text, dict) else None
+    text_type = text_model_type(model_type, written) if isinstance(written, str) else written
     decoder = translator(text_type) if isinstance(text_type, str) else None
     if isinstance(text, dict) and isinstance(text_type, str) and decoder is not None:
         reader = Reader(doc, ("text_config",), text_type)
-        return _text_decoder(reader, decoder, model_type, text_type, "text_config")
+        translation = _text_decoder(reader, decoder, model_type, text_type, "text_config")
+        if text_type != written:
+            note = (
+                f"its text_config's model_type {written!r} is read as {text_type!r}: "
+                f"transformers' {model_type} configuration class renames it so before building"
+            )
+            translation = replace(translation, notes=(*translation.notes, note))
+        return translation
     located = text_location(model_type) if isinstance(model_type, str) else None
     decoder = translator(located[1]) if located is not None else None
     if text is None and located is not None and decoder is not None:

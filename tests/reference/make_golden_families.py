@@ -278,6 +278,9 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-glm5-next", ("tiny-glm5-next", True, "cpu")),
         ("hrm-text-defaults", ("hrm-text-defaults", False, "meta")),
         ("hrm-text-one-high-cycle", ("hrm-text-one-high-cycle", False, "meta")),
+        # text configs their wrapper's class renames before building them
+        ("exaone-4.5-33b-text", ("exaone-4.5-33b", True, "meta")),
+        ("kimi-k2.5-nvfp4-text", ("kimi-k2.5-nvfp4", True, "meta")),
         ("dory-defaults", ("dory-defaults", False, "meta")),
         ("dory-three-loops", ("dory-three-loops", False, "meta")),
         ("dory-last-loop", ("dory-last-loop", False, "meta")),
@@ -381,10 +384,12 @@ class TextDecoder(PreTrainedModel):
 
 
 def generation_class(config) -> type:
-    """The class the file's ``architectures`` names, else the ``*ForConditionalGeneration``
-    class the auto mappings give the wrapper's model_type."""
-    if config.architectures:
-        return getattr(transformers, config.architectures[0])
+    """The class the file's ``architectures`` names, else (none named, or a class of the
+    model's own code transformers does not have: Kimi-K2.5's KimiK25ForConditionalGeneration)
+    the ``*ForConditionalGeneration`` class the auto mappings give the wrapper's model_type."""
+    named = getattr(transformers, config.architectures[0], None) if config.architectures else None
+    if named is not None:
+        return named
     model_type = config.model_type
     names = {
         classes[model_type]

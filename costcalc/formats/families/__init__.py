@@ -255,6 +255,24 @@ LOCATED_IN: dict[str, str] = {
 }
 """Multimodal ``model_type`` -> the module whose ``TEXT_LOCATIONS`` says where its text keys sit."""
 
+TEXT_RENAMES: dict[str, tuple[str, str]] = {
+    "exaone4_5": ("exaone4_5_text", "exaone4"),
+    "kimi_k25": ("kimi_k2", "deepseek_v3"),
+}
+"""Multimodal ``model_type`` -> (a ``text_config`` ``model_type`` its published files give, the
+one its configuration class replaces it with before building the text config): EXAONE 4.5's
+first files name ``exaone4_5_text`` (``Exaone4_5_Config.__post_init__``,
+transformers/models/exaone4_5/configuration_exaone4_5.py), Kimi-K2.5's the remote ``kimi_k2``
+(``Kimi_K25Config.__post_init__``, transformers/models/kimi_k25/configuration_kimi_k25.py)."""
+
+
+def text_model_type(model_type: object, text_type: str) -> str:
+    """The ``model_type`` transformers builds a ``text_config`` of ``text_type`` as, inside the
+    multimodal ``model_type`` (:data:`TEXT_RENAMES`); ``text_type`` itself elsewhere."""
+    renamed = TEXT_RENAMES.get(model_type) if isinstance(model_type, str) else None
+    return renamed[1] if renamed is not None and renamed[0] == text_type else text_type
+
+
 MODULE_OF: dict[str, str] = {t: m for m, types in FAMILY_MODULES.items() for t in types}
 """``model_type`` -> the module that translates it."""
 
