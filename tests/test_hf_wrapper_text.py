@@ -1,6 +1,7 @@
 """Multimodal wrappers whose configuration class decides what its text decoder is: the tying of
-the LM head (EXAONE 4.5: the wrapper's ``tie_word_embeddings`` alone) and the ``model_type`` an
-old ``text_config`` is built as (EXAONE 4.5's ``exaone4_5_text``, Kimi-K2.5's ``kimi_k2``). The
+the LM head (EXAONE 4.5: the wrapper's ``tie_word_embeddings`` alone) and the ``model_type`` its
+``text_config`` is built as (its sub-config spec's class, or the file's ``model_type``, else the
+spec's default; EXAONE 4.5's old ``exaone4_5_text`` and Kimi-K2.5's ``kimi_k2`` renamed). The
 totals were counted in transformers 5.24 by building the conditional-generation model on the
 meta device (its language model and LM head) from these files."""
 
@@ -90,7 +91,7 @@ def test_a_renamed_text_config_is_read_as_its_class_builds_it(
     assert GOLDEN["models"][record]["model_type"] == built
     loaded = load_file(path)
     assert param_report(loaded.spec).total == GOLDEN["models"][record]["parameters_total"]
-    assert any(f"{written!r} is read as {built!r}" in note for note in loaded.notes)
+    assert any(f"model_type {written!r}: read as {built!r}" in note for note in loaded.notes)
     # The new name itself reads the same.
     data["text_config"]["model_type"] = built
     assert _total(tmp_path, data) == GOLDEN["models"][record]["parameters_total"]
@@ -104,3 +105,33 @@ def test_the_old_name_is_not_renamed_outside_its_wrapper(tmp_path: Path) -> None
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(UnsupportedModelError):
         load_file(path)
+
+
+@pytest.mark.parametrize(
+    ("record", "written"),
+    [
+        ("gemma-3-4b", None),  # Gemma3Config builds a Gemma3TextConfig
+        ("gemma-3-4b", "gemma2"),  # whatever model_type the file gives
+        ("llama-4-scout-text", "llama"),  # Llama4Config: a Llama4TextConfig
+        ("llava-1.5-7b-text", None),  # LlavaConfig's spec names AutoConfig, default llama
+        ("ministral-3-3b-reasoning-2512-text", None),  # Mistral3Config's: mistral
+    ],
+)
+def test_the_text_config_is_built_as_its_spec_says(
+    tmp_path: Path, record: str, written: str | None
+) -> None:
+    data = json.loads((ROOT / GOLDEN["models"][record]["config"]).read_text(encoding="utf-8"))
+    if written is None:
+        data["text_config"].pop("model_type")
+    else:
+        data["text_config"]["model_type"] = written
+    assert _total(tmp_path, data) == GOLDEN["models"][record]["parameters_total"]
+
+
+def test_a_file_model_type_is_read_where_the_spec_names_autoconfig(tmp_path: Path) -> None:
+    # LlavaConfig builds the text_config as the model_type the file gives: here a Qwen2Config
+    # (its defaults for the sizes the file leaves out, biases on q, k and v).
+    record = "llava-1.5-7b-text"
+    data = json.loads((ROOT / GOLDEN["models"][record]["config"]).read_text(encoding="utf-8"))
+    data["text_config"]["model_type"] = "qwen2"
+    assert _total(tmp_path, data) == 11_067_854_848

@@ -54,15 +54,16 @@ def translate(doc: Document) -> Translation:
         return replace(reader.finish(family(reader)), family=model_type)
     text = doc.data.get("text_config")
     written = text.get("model_type") if isinstance(text, dict) else None
-    text_type = text_model_type(model_type, written) if isinstance(written, str) else written
+    text_type = text_model_type(model_type, written) if isinstance(text, dict) else written
     decoder = translator(text_type) if isinstance(text_type, str) else None
     if isinstance(text, dict) and isinstance(text_type, str) and decoder is not None:
         reader = Reader(doc, ("text_config",), text_type)
         translation = _text_decoder(reader, decoder, model_type, text_type, "text_config")
         if text_type != written:
+            given = "gives no model_type" if written is None else f"model_type {written!r}"
             note = (
-                f"its text_config's model_type {written!r} is read as {text_type!r}: "
-                f"transformers' {model_type} configuration class renames it so before building"
+                f"its text_config's {given}: read as {text_type!r}, as transformers' "
+                f"{model_type} configuration class builds it"
             )
             translation = replace(translation, notes=(*translation.notes, note))
         return translation

@@ -23,6 +23,7 @@ from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
+from costcalc.formats.hf_classes import text_config_type
 from costcalc.formats.hf_reader import Reader
 
 if TYPE_CHECKING:
@@ -266,11 +267,23 @@ transformers/models/exaone4_5/configuration_exaone4_5.py), Kimi-K2.5's the remot
 (``Kimi_K25Config.__post_init__``, transformers/models/kimi_k25/configuration_kimi_k25.py)."""
 
 
-def text_model_type(model_type: object, text_type: str) -> str:
-    """The ``model_type`` transformers builds a ``text_config`` of ``text_type`` as, inside the
-    multimodal ``model_type`` (:data:`TEXT_RENAMES`); ``text_type`` itself elsewhere."""
-    renamed = TEXT_RENAMES.get(model_type) if isinstance(model_type, str) else None
-    return renamed[1] if renamed is not None and renamed[0] == text_type else text_type
+def text_model_type(model_type: object, text_type: object) -> object:
+    """The ``model_type`` transformers builds a ``text_config`` whose ``model_type`` is
+    ``text_type`` (None: the key is absent) as, inside the multimodal ``model_type``: renamed as
+    :data:`TEXT_RENAMES` says, and as the class's sub-config spec decides
+    (:func:`~costcalc.formats.hf_classes.text_config_type`: its default when the file gives
+    none, its own class whatever the file gives); ``text_type`` itself for a class costcalc does
+    not have."""
+    if not isinstance(model_type, str):
+        return text_type
+    renamed = TEXT_RENAMES.get(model_type)
+    if renamed is not None and renamed[0] == text_type:
+        text_type = renamed[1]
+    spec = text_config_type(model_type)
+    if spec is None:
+        return text_type
+    default, read_from_file = spec
+    return text_type if read_from_file and text_type is not None else default
 
 
 MODULE_OF: dict[str, str] = {t: m for m, types in FAMILY_MODULES.items() for t in types}
