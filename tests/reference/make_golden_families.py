@@ -317,6 +317,8 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tinyllama-1.1b-chat-v1.0", ("tinyllama-1.1b-chat-v1.0", False, "meta")),
         ("smollm2-360m", ("smollm2-360m", False, "meta")),
         ("qwen3-1.7b", ("qwen3-1.7b", False, "meta")),
+        # DeepSeek-V3 modules under new names
+        ("mistral-small-4-defaults-text", ("mistral-small-4-defaults", True, "meta")),
         ("dory-defaults", ("dory-defaults", False, "meta")),
         ("dory-three-loops", ("dory-three-loops", False, "meta")),
         ("dory-last-loop", ("dory-last-loop", False, "meta")),

@@ -44,6 +44,7 @@ FAMILY_MODULES: dict[str, tuple[str, ...]] = {
         "glm4_moe_lite",
         "glm_moe_dsa",
         "minicpm3",
+        "mistral4",
         "sarvam_mla",
         "youtu",
     ),
