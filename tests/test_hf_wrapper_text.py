@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from costcalc.errors import UnsupportedModelError
+from costcalc.errors import ConfigError, UnsupportedModelError
 from costcalc.loaders import load_file
 from costcalc.params import param_report
 
@@ -135,3 +135,52 @@ def test_a_file_model_type_is_read_where_the_spec_names_autoconfig(tmp_path: Pat
     data = json.loads((ROOT / GOLDEN["models"][record]["config"]).read_text(encoding="utf-8"))
     data["text_config"]["model_type"] = "qwen2"
     assert _total(tmp_path, data) == 11_067_854_848
+
+
+SMALL_OVIS2: dict[str, Any] = {
+    "architectures": ["Ovis2ForConditionalGeneration"],
+    "model_type": "ovis2",
+    "text_config": {
+        "model_type": "qwen2",
+        "hidden_size": 64,
+        "intermediate_size": 96,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 300,
+        "tie_word_embeddings": False,
+    },
+    "vision_config": {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "vocab_size": 16,
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "total"),
+    [
+        ({"tie_word_embeddings": True}, 81_216),  # the head is the token table, 300 x 64
+        ({"tie_word_embeddings": False, "hidden_size": 64, "vocab_size": 300}, 100_416),
+        ({"tie_word_embeddings": False, "hidden_size": 64, "vocab_size": 256}, 97_600),
+        # Ovis2Config's default vocab_size: 151,643 rows
+        ({"tie_word_embeddings": False, "hidden_size": 64}, 9_786_368),
+    ],
+)
+def test_ovis2_sizes_its_untied_head_by_its_own_keys(
+    tmp_path: Path, wrapper: dict[str, Any], total: int
+) -> None:
+    data = copy.deepcopy(SMALL_OVIS2)
+    data.update(wrapper)
+    assert _total(tmp_path, data) == total
+
+
+def test_ovis2_head_narrower_than_its_decoder_is_refused(tmp_path: Path) -> None:
+    # transformers builds nn.Linear(32, 300) over a decoder of width 64: its forward cannot run.
+    data = copy.deepcopy(SMALL_OVIS2)
+    data.update(tie_word_embeddings=False, hidden_size=32, vocab_size=300)
+    with pytest.raises(ConfigError, match="LM head is 32 wide"):
+        _total(tmp_path, data)
