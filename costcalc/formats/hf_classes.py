@@ -135,6 +135,18 @@ def wrapper_tie(model_type: str, wrapper: bool | None, text: bool | None) -> boo
     return tied
 
 
+def text_config_type(model_type: str) -> tuple[str, bool] | None:
+    """The ``model_type`` the multimodal class ``model_type`` builds its ``text_config`` as, and
+    whether a ``model_type`` the file's ``text_config`` gives is built instead (its sub-config
+    spec names ``AutoConfig``: LLaVA's ``llama`` is a default; a spec naming a class, Gemma 3's
+    ``gemma3_text``, builds that class whatever the file says); None when costcalc does not have
+    the class."""
+    found = _read(CLASSES).get("text_types", {}).get(model_type)
+    if found is None:
+        return None
+    return str(found["model_type"]), bool(found["file"])
+
+
 def _padded(field: str, model_type: str) -> tuple[tuple[str, int], ...]:
     """``model_type``'s padded tables of kind ``field`` (``PADDING``), each (key, extra rows)."""
     return tuple((key, extra) for key, extra in _read(PADDING)[field].get(model_type, ()))

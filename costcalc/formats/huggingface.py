@@ -24,6 +24,7 @@ from costcalc.formats.families import (
     model_types,
     ported,
     text_location,
+    text_model_type,
     translator,
 )
 from costcalc.formats.hf_classes import wrapper_tie
@@ -52,11 +53,20 @@ def translate(doc: Document) -> Translation:
         reader = Reader(doc, family=model_type)
         return replace(reader.finish(family(reader)), family=model_type)
     text = doc.data.get("text_config")
-    text_type = text.get("model_type") if isinstance(text, dict) else None
+    written = text.get("model_type") if isinstance(text, dict) else None
+    text_type = text_model_type(model_type, written) if isinstance(text, dict) else written
     decoder = translator(text_type) if isinstance(text_type, str) else None
     if isinstance(text, dict) and isinstance(text_type, str) and decoder is not None:
         reader = Reader(doc, ("text_config",), text_type)
-        return _text_decoder(reader, decoder, model_type, text_type, "text_config")
+        translation = _text_decoder(reader, decoder, model_type, text_type, "text_config")
+        if text_type != written:
+            given = "gives no model_type" if written is None else f"model_type {written!r}"
+            note = (
+                f"its text_config's {given}: read as {text_type!r}, as transformers' "
+                f"{model_type} configuration class builds it"
+            )
+            translation = replace(translation, notes=(*translation.notes, note))
+        return translation
     located = text_location(model_type) if isinstance(model_type, str) else None
     decoder = translator(located[1]) if located is not None else None
     if text is None and located is not None and decoder is not None:
@@ -106,6 +116,7 @@ def _text_decoder(
     fields = decoder(reader)
     if reader.prefix and isinstance(model_type, str):
         _wrapper_tying(reader, fields, model_type)
+        _wrapper_head(reader, fields, model_type)
     translation = reader.finish(fields)
     note = (
         f"{model_type} is multimodal: counted is its text decoder ({text_type}, {where}); "
@@ -178,6 +189,41 @@ def _wrapper_tying(reader: Reader, fields: dict[str, Any], model_type: str) -> N
         fields["tie_embeddings"] = tied
         if outer is not ...:
             reader.key_names["tie_embeddings"] = key
+
+
+WRAPPER_HEADS: dict[str, tuple[int, int]] = {"ovis2": (151643, 1536)}
+"""Multimodal classes whose untied LM head the wrapper's own keys size, not the text config's:
+``model_type`` -> the defaults of its ``vocab_size`` and ``hidden_size``.
+Ovis2ForConditionalGeneration builds ``nn.Linear(config.hidden_size, config.vocab_size)`` of
+``Ovis2Config`` (transformers/models/ovis2/modeling_ovis2.py; tied, it is the token table)."""
+
+
+def _wrapper_head(reader: Reader, fields: dict[str, Any], model_type: str) -> None:
+    """An untied LM head sized by the wrapper's keys (:data:`WRAPPER_HEADS`): its rows are the
+    wrapper's ``vocab_size``; a width other than the text decoder's is refused (transformers
+    builds that head, but its forward cannot apply it to the decoder's hidden states)."""
+    sizes = WRAPPER_HEADS.get(model_type)
+    if sizes is None or fields.get("tie_embeddings") is not False:
+        return
+    data = reader.doc.data
+    rows, width = data.get("vocab_size", sizes[0]), data.get("hidden_size", sizes[1])
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (rows, width)):
+        return  # the text decoder's own reading reports a bad size
+    if width != fields.get("d_model"):
+        problem = Problem(
+            "hidden_size",
+            f"not supported: {model_type}'s untied LM head is {width} wide (the top-level "
+            f"hidden_size{'' if 'hidden_size' in data else ', by default'}), its text decoder "
+            f"{fields.get('d_model')}: transformers builds that head, but its forward cannot "
+            "apply it",
+            reader.doc.line_of(("hidden_size",)) if "hidden_size" in data else None,
+        )
+        reader.problems.append(problem)
+        return
+    if rows != fields.get("vocab_size"):
+        fields["head_rows"] = rows
+        if "vocab_size" in data:
+            reader.key_names["head_rows"] = "vocab_size"
 
 
 def _mapping_at(data: Any, path: tuple[str, ...]) -> bool:

@@ -278,6 +278,47 @@ MODELS: dict[str, tuple[str, bool, str]] = OrderedDict(
         ("tiny-glm5-next", ("tiny-glm5-next", True, "cpu")),
         ("hrm-text-defaults", ("hrm-text-defaults", False, "meta")),
         ("hrm-text-one-high-cycle", ("hrm-text-one-high-cycle", False, "meta")),
+        # text configs their wrapper's class renames before building them
+        ("exaone-4.5-33b-text", ("exaone-4.5-33b", True, "meta")),
+        ("kimi-k2.5-nvfp4-text", ("kimi-k2.5-nvfp4", True, "meta")),
+        # published files checked against transformers 5.24
+        ("deepseek-coder-v2-instruct", ("deepseek-coder-v2-instruct", False, "meta")),
+        ("phi-3-medium-4k-instruct", ("phi-3-medium-4k-instruct", False, "meta")),
+        ("mixtral-8x22b", ("mixtral-8x22b", False, "meta")),
+        ("llama-2-7b", ("llama-2-7b", False, "meta")),
+        ("llama-2-70b", ("llama-2-70b", False, "meta")),
+        ("codellama-34b", ("codellama-34b", False, "meta")),
+        ("qwen2-72b-instruct", ("qwen2-72b-instruct", False, "meta")),
+        ("qwen2.5-14b", ("qwen2.5-14b", False, "meta")),
+        ("qwen2.5-32b", ("qwen2.5-32b", False, "meta")),
+        ("qwen3-4b", ("qwen3-4b", False, "meta")),
+        ("qwen3-14b", ("qwen3-14b", False, "meta")),
+        ("qwen3-32b", ("qwen3-32b", False, "meta")),
+        ("llama-3.2-3b", ("llama-3.2-3b", False, "meta")),
+        ("olmo-2-1124-13b", ("olmo-2-1124-13b", False, "meta")),
+        ("gemma-2-9b-it", ("gemma-2-9b-it", False, "meta")),
+        ("gemma-2-27b", ("gemma-2-27b", False, "meta")),
+        ("mistral-nemo-base-2407", ("mistral-nemo-base-2407", False, "meta")),
+        ("llama-4-maverick-text", ("llama-4-maverick", True, "meta")),
+        ("llama-3.3-70b-instruct", ("llama-3.3-70b-instruct", False, "meta")),
+        ("laguna-s-2.1", ("laguna-s-2.1", False, "meta")),
+        ("qwen3-vl-235b-a22b-thinking-text", ("qwen3-vl-235b-a22b-thinking", True, "meta")),
+        ("qwen3.5-397b-a17b-text", ("qwen3.5-397b-a17b", True, "meta")),
+        ("gemma-3-27b-text", ("gemma-3-27b", True, "meta")),
+        ("gemma-3-12b-text", ("gemma-3-12b", True, "meta")),
+        ("ministral-3-3b-reasoning-2512-text", ("ministral-3-3b-reasoning-2512", True, "meta")),
+        ("phi-3.5-mini-instruct", ("phi-3.5-mini-instruct", False, "meta")),
+        ("phi-4-mini-instruct", ("phi-4-mini-instruct", False, "meta")),
+        ("mistral-7b-v0.3", ("mistral-7b-v0.3", False, "meta")),
+        ("santacoder", ("santacoder", False, "meta")),
+        ("redpajama-incite-3b-v1", ("redpajama-incite-3b-v1", False, "meta")),
+        ("stablelm-3b-4e1t", ("stablelm-3b-4e1t", False, "meta")),
+        ("llava-1.5-7b-text", ("llava-1.5-7b", True, "meta")),
+        ("tinyllama-1.1b-chat-v1.0", ("tinyllama-1.1b-chat-v1.0", False, "meta")),
+        ("smollm2-360m", ("smollm2-360m", False, "meta")),
+        ("qwen3-1.7b", ("qwen3-1.7b", False, "meta")),
+        # DeepSeek-V3 modules under new names
+        ("mistral-small-4-defaults-text", ("mistral-small-4-defaults", True, "meta")),
         ("dory-defaults", ("dory-defaults", False, "meta")),
         ("dory-three-loops", ("dory-three-loops", False, "meta")),
         ("dory-last-loop", ("dory-last-loop", False, "meta")),
@@ -381,10 +422,12 @@ class TextDecoder(PreTrainedModel):
 
 
 def generation_class(config) -> type:
-    """The class the file's ``architectures`` names, else the ``*ForConditionalGeneration``
-    class the auto mappings give the wrapper's model_type."""
-    if config.architectures:
-        return getattr(transformers, config.architectures[0])
+    """The class the file's ``architectures`` names, else (none named, or a class of the
+    model's own code transformers does not have: Kimi-K2.5's KimiK25ForConditionalGeneration)
+    the ``*ForConditionalGeneration`` class the auto mappings give the wrapper's model_type."""
+    named = getattr(transformers, config.architectures[0], None) if config.architectures else None
+    if named is not None:
+        return named
     model_type = config.model_type
     names = {
         classes[model_type]

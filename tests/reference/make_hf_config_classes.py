@@ -34,7 +34,11 @@ parts ties by its own config's ``tie_word_embeddings``; where the class defaults
 model, AutoModelForCausalLM's model, else the built config's key, and never when the model
 declares no ``_tied_weights_keys``), for the
 wrapper's and the ``text_config``'s key each absent, true or false (``"wrapper/text"``, e.g.
-``"absent/false"``).
+``"absent/false"``). Under ``text_types``, for every class with a ``text_config`` sub-config: the
+``model_type`` it builds that config as (``SubConfigSpec``, transformers/configuration_utils.py),
+and whether a ``model_type`` the file's ``text_config`` gives is read instead (``file`` true: the
+spec names ``AutoConfig``; a spec naming a configuration class builds that class whatever the
+file says).
 
 costcalc reads a file's keys through these (costcalc/formats/hf_classes.py): a key the file leaves
 out takes the class default, an alias is read as its attribute, and when a file gives an
@@ -265,7 +269,9 @@ def wrapper_ties(model_type: str, cls: type) -> dict[str, bool] | None:
     configs = {}
     for wrapper, outer in SETTINGS.items():
         for text, inner in SETTINGS.items():
-            data: dict = {"text_config": {} if inner is None else {"tie_word_embeddings": inner}}
+            data: dict = {"text_config": text_keys(cls)}
+            if inner is not None:
+                data["text_config"]["tie_word_embeddings"] = inner
             if outer is not None:
                 data["tie_word_embeddings"] = outer
             try:
@@ -286,6 +292,26 @@ def wrapper_ties(model_type: str, cls: type) -> dict[str, bool] | None:
         key: bool(getattr(c, "tie_word_embeddings", False)) and declared
         for key, c in configs.items()
     }
+
+
+def text_keys(cls: type) -> dict:
+    """The keys an empty ``text_config`` of ``cls`` starts from: none, or the ``model_type`` its
+    class defaults name, for a class that reads the text config's ``model_type`` before it fills
+    the defaults in (Exaone4_5_Config's ``__post_init__``)."""
+    spec = getattr(cls, "sub_configs_defaults", {}).get("text_config")
+    model_type = getattr(spec, "model_type", None)
+    return {"model_type": model_type} if isinstance(model_type, str) else {}
+
+
+def text_type(cls: type) -> dict | None:
+    """The ``model_type`` class ``cls`` builds its ``text_config`` as, and whether a file's
+    ``text_config.model_type`` is read instead (``SubConfigSpec.create_subconfig``); None
+    without a ``text_config`` sub-config."""
+    spec = getattr(cls, "sub_configs_defaults", {}).get("text_config")
+    if spec is None or not isinstance(spec.model_type, str):
+        return None
+    named = isinstance(spec.config_class, type) and issubclass(spec.config_class, PretrainedConfig)
+    return {"model_type": spec.model_type, "file": not named}
 
 
 def head_is_token_table(model: torch.nn.Module) -> bool:
@@ -323,12 +349,19 @@ def main() -> int:
         if "text_config" in getattr(cls, "sub_configs", {})
         and (found := wrapper_ties(model_type, cls)) is not None
     }
+    text_types = {
+        model_type: found
+        for model_type, cls in sorted(CONFIG_MAPPING.items())
+        if (found := text_type(cls)) is not None
+    }
     head = {"generator": "tests/reference/make_hf_config_classes.py"}
     head["transformers"] = transformers.__version__
     lines = [f"{json.dumps(name)}: {json.dumps(data)}" for name, data in classes.items()]
     tie_lines = [f"{json.dumps(name)}: {json.dumps(data)}" for name, data in ties.items()]
     text = json.dumps(head)[:-1] + ', "classes": {\n' + ",\n".join(lines) + "\n},\n"
-    text += '"ties": {\n' + ",\n".join(tie_lines) + "\n}}\n"
+    type_lines = [f"{json.dumps(name)}: {json.dumps(data)}" for name, data in text_types.items()]
+    text += '"ties": {\n' + ",\n".join(tie_lines) + "\n},\n"
+    text += '"text_types": {\n' + ",\n".join(type_lines) + "\n}}\n"
     json.loads(text)
     OUTPUT.write_text(text)
     print(len(classes), "classes,", OUTPUT.stat().st_size, "bytes")

@@ -796,6 +796,11 @@ NAMED_FAMILIES: list[tuple[str, list[str], list[str]]] = [
     ("ministral-8b", QKVO, []),  # ministral
     ("ministral-3-8b", QKVO, []),  # ministral3
     ("mistral-7b-v0.1", QKVO, []),  # mistral
+    (
+        "mistral-small-4-defaults",
+        ["kv_a_proj_with_mqa", "kv_b_proj", "o_proj", "q_a_proj", "q_b_proj"],
+        [*EXPERTS, "gate.weight"],
+    ),  # mistral4
     ("molmo2-8b-defaults", QKVO, []),  # molmo2_text
     ("mpt-7b", ["Wqkv", "out_proj"], []),  # mpt
     ("muse-glimmer-50-layers", QKVO, []),  # muse_glimmer_text

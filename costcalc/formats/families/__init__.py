@@ -23,6 +23,7 @@ from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
+from costcalc.formats.hf_classes import text_config_type
 from costcalc.formats.hf_reader import Reader
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ FAMILY_MODULES: dict[str, tuple[str, ...]] = {
         "glm4_moe_lite",
         "glm_moe_dsa",
         "minicpm3",
+        "mistral4",
         "sarvam_mla",
         "youtu",
     ),
@@ -254,6 +256,36 @@ LOCATED_IN: dict[str, str] = {
     "qwen3_omni_moe": "qwen_vl",
 }
 """Multimodal ``model_type`` -> the module whose ``TEXT_LOCATIONS`` says where its text keys sit."""
+
+TEXT_RENAMES: dict[str, tuple[str, str]] = {
+    "exaone4_5": ("exaone4_5_text", "exaone4"),
+    "kimi_k25": ("kimi_k2", "deepseek_v3"),
+}
+"""Multimodal ``model_type`` -> (a ``text_config`` ``model_type`` its published files give, the
+one its configuration class replaces it with before building the text config): EXAONE 4.5's
+first files name ``exaone4_5_text`` (``Exaone4_5_Config.__post_init__``,
+transformers/models/exaone4_5/configuration_exaone4_5.py), Kimi-K2.5's the remote ``kimi_k2``
+(``Kimi_K25Config.__post_init__``, transformers/models/kimi_k25/configuration_kimi_k25.py)."""
+
+
+def text_model_type(model_type: object, text_type: object) -> object:
+    """The ``model_type`` transformers builds a ``text_config`` whose ``model_type`` is
+    ``text_type`` (None: the key is absent) as, inside the multimodal ``model_type``: renamed as
+    :data:`TEXT_RENAMES` says, and as the class's sub-config spec decides
+    (:func:`~costcalc.formats.hf_classes.text_config_type`: its default when the file gives
+    none, its own class whatever the file gives); ``text_type`` itself for a class costcalc does
+    not have."""
+    if not isinstance(model_type, str):
+        return text_type
+    renamed = TEXT_RENAMES.get(model_type)
+    if renamed is not None and renamed[0] == text_type:
+        text_type = renamed[1]
+    spec = text_config_type(model_type)
+    if spec is None:
+        return text_type
+    default, read_from_file = spec
+    return text_type if read_from_file and text_type is not None else default
+
 
 MODULE_OF: dict[str, str] = {t: m for m, types in FAMILY_MODULES.items() for t in types}
 """``model_type`` -> the module that translates it."""

@@ -1,6 +1,7 @@
-"""DeepSeek-V2, DeepSeek-V3, DeepSeek-V3.2 and GLM-4.7-Flash: multi-head latent attention (MLA)
-and a mixture of experts after dense layers (transformers 5.24, ``models/deepseek_v2``,
-``deepseek_v3``, ``deepseek_v32``, ``glm4_moe_lite``); Youtu-LLM and MiniCPM3: the same
+"""DeepSeek-V2, DeepSeek-V3, DeepSeek-V3.2, GLM-4.7-Flash and Mistral Small 4: multi-head latent
+attention (MLA) and a mixture of experts after dense layers (transformers 5.24,
+``models/deepseek_v2``, ``deepseek_v3``, ``deepseek_v32``, ``glm4_moe_lite``, ``mistral4``: V3's
+modules renamed); Youtu-LLM and MiniCPM3: the same
 attention with a dense MLP in every layer (``models/youtu``, ``models/minicpm3``).
 
 Per block: ``input_layernorm`` and ``post_attention_layernorm`` (RMSNorm, D); ``self_attn``:
@@ -195,6 +196,44 @@ def sarvam_mla(r: Reader) -> dict[str, Any]:
     )
 
 
+MISTRAL4_MLA: dict[str, int | None] = {
+    "q_lora_rank": 1024,
+    "kv_lora_rank": 256,
+    "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 64,
+    "v_head_dim": 128,
+}
+"""``Mistral4Config``'s attention sizes (Mistral Small 4)."""
+
+MISTRAL4_SIZES: dict[str, Any] = {
+    "vocab_size": 131072,
+    "d_model": 4096,
+    "n_layers": 36,
+    "n_heads": 32,
+    "context_length": 1048576,
+    "ffn_hidden": 12288,
+}
+"""``Mistral4Config``'s defaults for the standard sizes."""
+
+
+def mistral4(r: Reader) -> dict[str, Any]:
+    """Mistral4ForCausalLM (Mistral Small 4; transformers 5.24, ``models/mistral4``, DeepSeek-V3's
+    modules under new names): V3's layout with ``Mistral4Config``'s defaults (vocabulary 131,072,
+    width 4,096, 36 layers, 32 heads, 1,048,576 positions, dense MLP 12,288; q rank 1,024, or a
+    direct ``q_proj`` when null; kv rank 256, r 64, n 64, v 128; 128 experts of 2,048, top 4, one
+    shared; no dense layers); untied by default. Its router has no correction bias and its
+    queries are scaled by position (Llama 4's scaling), which changes no count."""
+    return deepseek_layout(
+        r,
+        experts=(128, 4),
+        moe_hidden=2048,
+        shared=1,
+        layers=_first_dense(0),
+        mla=MISTRAL4_MLA,
+        sizes=MISTRAL4_SIZES,
+    )
+
+
 GLM_MOE_DSA_MLA: dict[str, int | None] = {
     "q_lora_rank": 2048,
     "kv_lora_rank": 512,
@@ -379,6 +418,7 @@ FAMILIES = {
     "glm4_moe_lite": glm4_moe_lite,
     "glm_moe_dsa": glm_moe_dsa,
     "sarvam_mla": sarvam_mla,
+    "mistral4": mistral4,
     "axk1": axk1,
     "axk2": axk2,
 }
@@ -409,6 +449,7 @@ PEFT_NAMES = {
         ),
         DEEPSEEK,
     ),
+    "mistral4": DEEPSEEK_NAMES,
     **dict.fromkeys(("minicpm3", "youtu"), LLAMA),
     "axk1": DEEPSEEK_NAMES,
     "axk2": AXK2_NAMES,
