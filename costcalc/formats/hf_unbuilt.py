@@ -247,6 +247,7 @@ NULLS: dict[str, tuple[NullFails, ...]] = {
     "kimi_linear": (experts("num_experts"), shared("num_shared_experts"), V_HEAD_DIM),
     "mamba": (MAMBA_INNER,),
     "ministral": (HEAD_DIM,),
+    "mistral4": (FIRST_DENSE, HEAD_DIM, V_HEAD_DIM),
     "nemotron": (KV_HEADS, ROTARY_READ),
     "qwen2_moe": (KV_HEADS,),
     "qwen3_moe": (HEAD_DIM,),
