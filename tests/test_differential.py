@@ -85,10 +85,6 @@ KNOWN: dict[str, list[str]] = {
         "costcalc refuses what transformers builds: heads 1 wide on Beam's rotated and "
         "unrotated layers (keys 2 and 1 wide; costcalc holds one key width per model)"
     ): ["beam/probe1204-03"],
-    (
-        "transformers' KimiLinearConfig refuses the layer_types it derives for these sizes "
-        "(StrictDataclassFieldValidationError); costcalc counts them"
-    ): ["kimi_linear/probe1204-04"],
 }
 """Causes still open, each with the records where costcalc's refusal differs from
 transformers' (costcalc counts a config transformers refuses without saying so, or refuses one

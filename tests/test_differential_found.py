@@ -19,6 +19,7 @@ from costcalc.memory import kv_cache_elements
 from costcalc.params import param_report
 from tests.conftest import FIXTURES
 from tests.hf_helpers import config_data, spec_of
+from tests.test_differential import records
 
 
 def total(tmp_path: Path, fixture: str, **changes: Any) -> int:
@@ -303,3 +304,15 @@ def test_mamba2_heads_that_do_not_group_are_counted_as_built(
     said = f"Mamba-2 heads do not group over {groups} groups"
     assert [note for note in loaded.notes if said in note]
     assert param_report(loaded.spec).total != total(tmp_path, fixture)
+
+
+def test_dory_keeps_every_other_layer_type_of_a_paired_list() -> None:
+    # DoryConfig.__post_init__ takes layer_types[::2] of a list that names "mlp" and halves
+    # num_hidden_layers, checking nothing more: a list one short (its last "mlp" left out)
+    # builds the same model (transformers 5.24 built such a list of 71 beside 72 layers).
+    config = records()["dory/00"]["config"]
+    assert "mlp" in config["layer_types"]
+    short = {**config, "layer_types": config["layer_types"][:-1]}
+    assert param_report(load(short).spec).total == param_report(load(config).spec).total
+    with pytest.raises(ConfigError, match="every other entry"):
+        load({**config, "layer_types": config["layer_types"][:-3]})

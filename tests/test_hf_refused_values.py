@@ -79,7 +79,37 @@ CASES: dict[str, tuple[str, tuple[str, ...], Any, str]] = {
         "granitemoehybrid",
         ("time_step_limit",),
         [0.0, 1.0, 2.0],
-        "GraniteMoeHybridConfig types it as a pair of floats",
+        "expected a pair of floats",
+    ),
+    "bamba-time-step-limit": (
+        "bamba",
+        ("time_step_limit",),
+        [0.0],
+        "BambaConfig types it so",
+    ),
+    "nemotron-h-time-step-limit": (
+        "nemotron_h",
+        ("time_step_limit",),
+        [0, 1],
+        "expected a list of floats",
+    ),
+    "recurrent-gemma-zero-wide-mlp": (
+        "recurrent_gemma",
+        ("intermediate_size",),
+        1,
+        "intermediate_size // 2 = 0 wide",
+    ),
+    "kimi-linear-layer-past-the-model": (
+        "kimi_linear",
+        ("linear_attn_config", "full_attn_layers"),
+        lambda c: [4, 8, 12, 16, 20, 24, 28],
+        "KimiLinearConfig's __post_init__ raises an IndexError",
+    ),
+    "kimi-linear-layer-left-unset": (
+        "kimi_linear",
+        ("num_hidden_layers",),
+        28,
+        "leave layer 28 without a kind",
     ),
     "bamba-null-mamba-heads": (
         "bamba",
@@ -147,9 +177,12 @@ CASES: dict[str, tuple[str, tuple[str, ...], Any, str]] = {
 """name -> (family, key path edited, its value (or a function of the config), what the error
 says)."""
 
-NAMED = {"hunyuan-vl-sections": "text_config.rope_scaling.xdrope_section"}
+NAMED = {
+    "hunyuan-vl-sections": "text_config.rope_scaling.xdrope_section",
+    "kimi-linear-layer-left-unset": "linear_attn_config",
+}
 """The key the error names, where it is not the key edited: the sections that no longer split
-the narrower head."""
+the narrower head; the layer lists that no longer cover the layers."""
 
 
 def edited(family: str, path: tuple[str, ...], value: Any) -> dict[str, Any]:

@@ -76,6 +76,14 @@ def edit_compass(holder: dict[str, Any]) -> None:
     holder["layer_types"] = ["sliding_attention"] * holder["num_hidden_layers"]
 
 
+def edit_dbrx(holder: dict[str, Any]) -> None:
+    holder["attn_config"] = {k: v for k, v in holder["attn_config"].items() if k != "rope_theta"}
+
+
+def edit_deepseek_v4(holder: dict[str, Any]) -> None:
+    holder["qk_rope_head_dim"] = 65  # beside the fixture's YaRN rope_scaling
+
+
 def edit_ernie(holder: dict[str, Any]) -> None:
     holder["num_attention_heads"], holder["num_key_value_heads"] = 2, 1
 
@@ -92,6 +100,8 @@ def edit_zamba(holder: dict[str, Any]) -> None:
 CHECK_CASES = {
     "cohere2": (edit_cohere2, "sliding_window is null, and its sliding layers", "TypeError"),
     "cohere_compass_text": (edit_compass, "no settings for sliding_attention layers", "KeyError"),
+    "dbrx": (edit_dbrx, "attn_config gives no rope_theta", "AttributeError"),
+    "deepseek_v4": (edit_deepseek_v4, "qk_rope_head_dim is 65, odd", "RuntimeError"),
     "ernie4_5_vl_moe_text": (edit_ernie, "does not cover the 640 rotary frequencies", "Runtime"),
     "olmo_hybrid": (edit_olmo, "linear_dt_max is 0.0", "ValueError"),
     "zamba": (edit_zamba, "the model has one hybrid layer", "ValueError"),

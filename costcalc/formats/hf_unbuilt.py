@@ -150,12 +150,6 @@ NULLS: dict[str, tuple[NullFails, ...]] = {
     "bamba": MAMBA2,
     "cohere2": (HEAD_DIM,),
     "dbrx": (
-        NullFails(
-            "attn_config",
-            "its attention reads attn_config.rope_theta, which DbrxAttentionConfig's defaults "
-            "do not define",
-            "AttributeError",
-        ),
         NullFails("n_heads", "its rotary embedding divides hidden_size by n_heads", "TypeError"),
         layers("n_layers"),
     ),
@@ -417,8 +411,55 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _dbrx_rope(r: Reader, blocks: list[dict[str, Any]]) -> str | None:
+    """DbrxAttention reads ``attn_config.rope_theta``, which DbrxAttentionConfig's defaults do
+    not define: an ``attn_config`` absent, null, or without ``rope_theta`` (as ``to_dict()``
+    writes the defaults) fails it."""
+    attn = dict.get(r.data, "attn_config")
+    if isinstance(attn, dict) and "rope_theta" in attn:
+        return None
+    if attn is None:
+        given = "is null" if "attn_config" in r.data else "is left out"
+    elif isinstance(attn, dict):
+        given = "gives no rope_theta"
+    else:
+        return None  # no mapping: refused where it is read
+    return fails_to_build(
+        f"attn_config {given}, and its attention reads attn_config.rope_theta, which "
+        "DbrxAttentionConfig's defaults do not define",
+        "AttributeError",
+    )
+
+
+def _odd_yarn(r: Reader, blocks: list[dict[str, Any]]) -> str | None:
+    """DeepSeek-V4's rotary embeddings rotate ``qk_rope_head_dim`` dimensions; YaRN's
+    initialisation (``_compute_yarn_parameters``) blends ``dim // 2`` extrapolated frequencies
+    with the ``torch.arange(0, dim, 2)`` ones, one more for an odd dim: the model's
+    construction fails to broadcast them (transformers 5.24 builds it with default rotary
+    settings)."""
+    dim = r.setting("qk_rope_head_dim")
+    if not _whole(dim) or dim % 2 == 0:
+        return None
+    settings = [r.setting(key) for key in ROPE]
+    kinds = [
+        part.get("rope_type", part.get("type"))
+        for found in settings
+        if isinstance(found, dict)
+        for part in (found, *(v for v in found.values() if isinstance(v, dict)))
+    ]
+    if "yarn" not in kinds:
+        return None
+    return fails_to_build(
+        f"qk_rope_head_dim is {dim:,}, odd, and its YaRN rotary settings blend {dim // 2:,} "
+        f"frequencies with the {dim // 2 + 1:,} of torch.arange(0, {dim:,}, 2)",
+        "RuntimeError",
+    )
+
+
 CHECKS: dict[str, Callable[[Reader, list[dict[str, Any]]], str | None]] = {
     "cohere2": _null_window,
+    "dbrx": _dbrx_rope,
+    "deepseek_v4": _odd_yarn,
     "cohere_compass_text": _compass_rope,
     "ernie4_5_vl_moe_text": _ernie_sections,
     "olmo_hybrid": _dt_range,

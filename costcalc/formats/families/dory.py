@@ -42,17 +42,28 @@ defaults to the layers the others leave)."""
 def _layer_kinds(r: Reader, listed: bool) -> tuple[Any, list[str] | None]:
     """The layer count and each layer's kind: ``layer_types``, where a released file lists
     each layer's attention and its ``mlp`` as two entries (and so doubles every layer count,
-    which ``DoryConfig`` halves), else every 4th layer full attention and the others sliding."""
+    which ``DoryConfig`` halves: it keeps ``layer_types[::2]``, so the list may be one short),
+    else every 4th layer full attention and the others sliding."""
     n = r.value("n_layers", "num_hidden_layers", default=SIZES["n_layers"])
     if not listed:
         layers = hf_layers.by_rule(r, n, "num_hidden_layers")
         if layers is None:
             return n, None
         return n, ["full_attention" if (i + 1) % 4 == 0 else KINDS[0] for i in layers]
-    kinds = hf_layers.layer_types(r, n)
+    raw = r.data.get("layer_types")
+    paired = isinstance(raw, list) and "mlp" in raw
+    kinds = hf_layers.layer_types(r, None if paired else n)
     if kinds is None:
         return n, None
-    kinds = kinds[::2] if "mlp" in kinds else kinds
+    if paired:  # DoryConfig keeps every other entry and halves the count, checking no more
+        kinds = kinds[::2]
+        if is_whole(n) and len(kinds) != n // 2:
+            r.fail(
+                "layer_types",
+                f"lists {len(kinds):,} layers (every other entry), but the model has "
+                f"{n // 2:,} (num_hidden_layers {n:,}, halved)",
+            )
+            return n, None
     unknown = sorted(set(kinds) - set(KINDS))
     if unknown:
         r.fail("layer_types", f"unknown layer types {unknown}; Dory builds {', '.join(KINDS)}")

@@ -622,14 +622,49 @@ def kimi_linear(r: Reader) -> dict[str, Any]:
     listed = hf_layers.layer_types(r, n)
     full, kda = lin.get("full_attn_layers"), lin.get("kda_layers")
     if listed is None and isinstance(full, list) and isinstance(kda, list):
-        layers = hf_layers.by_rule(r, n, "linear_attn_config.full_attn_layers")
-        if layers is None:
+        if hf_layers.by_rule(r, n, "linear_attn_config.full_attn_layers") is None:
             return fields
-        chosen = {i - 1 for i in full if is_whole(i, 1)}
-        listed = ["full_attention" if i in chosen else "linear_attention" for i in layers]
+        listed = _kimi_listed(r, n, full, kda)
+        if listed is None:
+            return fields
     blocks = _delta_blocks(mla, delta, _moe(r, (256, 8), 1024))
     _delta_layers(r, fields, n, listed, blocks, _kimi_mixer, 4, 1)
     return fields
+
+
+def _kimi_listed(r: Reader, n: int, full: list[Any], kda: list[Any]) -> list[str] | None:
+    """The layer kinds KimiLinearConfig's ``__post_init__`` derives from ``linear_attn_config``:
+    n unset kinds, each 1-based entry of ``full_attn_layers`` set to full attention, then each
+    of ``kda_layers`` to linear (``layer_types[layer - 1] = ...``: a layer past n is an
+    IndexError, 0 and below count from the end as Python's negative indices do); a layer left
+    unset is refused by the class's layer_types validation. None (and a problem) where
+    transformers refuses the file."""
+    kinds: list[str | None] = [None] * n
+    for key, entries, kind in (
+        ("full_attn_layers", full, "full_attention"),
+        ("kda_layers", kda, "linear_attention"),
+    ):
+        for layer in entries:
+            if not is_whole(layer):
+                r.fail(f"linear_attn_config.{key}", f"expected layer numbers (got {layer!r})")
+                return None
+            if not -n <= layer - 1 < n:
+                r.fail(
+                    f"linear_attn_config.{key}",
+                    f"layer {layer:,} is past the model's {n:,} layers: transformers refuses "
+                    "the file (KimiLinearConfig's __post_init__ raises an IndexError)",
+                )
+                return None
+            kinds[layer - 1] = kind
+    unset = [i + 1 for i, kind in enumerate(kinds) if kind is None]
+    if unset:
+        r.fail(
+            "linear_attn_config",
+            f"full_attn_layers and kda_layers leave layer {unset[0]:,} without a kind: "
+            "transformers refuses the file (KimiLinearConfig's layer_types validation)",
+        )
+        return None
+    return [kind for kind in kinds if kind is not None]
 
 
 def kimi_delta_block(r: Reader, heads: int) -> dict[str, Any]:
@@ -686,6 +721,12 @@ def recurrent_gemma(r: Reader) -> dict[str, Any]:
     hidden = r.value("ffn_hidden", "intermediate_size", default=None)
     if hidden is None and is_whole(d_model, 1):
         hidden = 3 * d_model
+    if hidden == 1:
+        r.unsupported(
+            "intermediate_size",
+            "1: transformers builds MLP projections intermediate_size // 2 = 0 wide (down_proj "
+            "keeps only its bias); costcalc counts MLPs 1 or more wide",
+        )
     fields["ffn_hidden"] = hidden // 2 if is_whole(hidden, 2) else hidden
     attention: dict[str, Any] = {"mixer": "attention", "n_heads": heads}
     attention["n_kv_heads"] = r.value("n_kv_heads", "num_key_value_heads", default=None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from costcalc.files import FLOAT_TAG, NON_FINITE
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import floored_head_dim
 from costcalc.formats.families.moe import routed_experts
@@ -120,6 +121,7 @@ def bamba(r: Reader) -> dict[str, Any]:
     (I + 2GN, 1, k), ``dt_bias``/``A_log``/``D`` (H), gated RMSNorm ``norm`` (I), ``out_proj``
     I -> D. Final ``final_layernorm``; ``lm_head`` untied by default."""
     fields = _attention_swiglu(r)
+    time_step_limit(r, pair=True)
     d, h = fields.get("head_dim"), fields["n_heads"]
     if d is None and is_whole(fields["d_model"], 1) and is_whole(h, 1):
         d = fields["d_model"] // h
@@ -151,7 +153,7 @@ def granitemoehybrid(r: Reader) -> dict[str, Any]:
     ``attention``), else Mamba-2 ``mamba`` (:func:`mamba2_mixer`); default every layer Mamba-2.
     Final ``norm``; ``lm_head`` untied by default. The multipliers hold no parameters."""
     fields = standard_sizes(r)
-    _time_step_pair(r)
+    time_step_limit(r, pair=True)
     rope = r.value("position", "position_embedding_type", default=None) == "rope"
     fields.update(
         n_kv_heads=_kv_heads(r, fields, None),
@@ -187,18 +189,28 @@ def granitemoehybrid(r: Reader) -> dict[str, Any]:
     return fields
 
 
-def _time_step_pair(r: Reader) -> None:
-    """``time_step_limit`` sizes nothing, but FalconH1Config and GraniteMoeHybridConfig type it
-    as a pair of floats (``list[float, float] | tuple[float, float] | None``) and refuse
-    anything else."""
+def time_step_limit(r: Reader, pair: bool) -> None:
+    """``time_step_limit`` sizes nothing, but the configuration classes type it and refuse
+    anything else: FalconH1Config, BambaConfig and GraniteMoeHybridConfig as a pair of floats
+    (``tuple[float, float]``, the list made a tuple in ``__post_init__``), Mamba2Config and
+    NemotronHConfig as floats (``list[float] | tuple[float, ...]``)."""
     limit = r.data.get("time_step_limit")
-    pair = isinstance(limit, list) and len(limit) == 2
-    if limit is not None and not (pair and all(isinstance(t, float) for t in limit)):
-        r.fail(
-            "time_step_limit",
-            f"expected a pair of floats, such as [0.0, Infinity] (got {limit!r}): transformers "
-            f"refuses the file ({hf_layers.known_name(r)} types it as a pair of floats)",
-        )
+    floats = isinstance(limit, list) and all(map(_a_float, limit))
+    if limit is None or (floats and (len(limit) == 2 or not pair)):
+        return
+    kind = "a pair of floats, such as [0.0, Infinity]" if pair else "a list of floats"
+    r.fail(
+        "time_step_limit",
+        f"expected {kind} (got {limit!r}): transformers refuses the file "
+        f"({hf_layers.known_name(r)} types it so)",
+    )
+
+
+def _a_float(value: Any) -> bool:
+    """A float, or transformers 5's tag for one that is not finite (``{"__float__":
+    "Infinity"}``, as a mapping given in Python may still hold it)."""
+    tag = value.get(FLOAT_TAG) if isinstance(value, dict) and len(value) == 1 else None
+    return isinstance(value, float) or tag in NON_FINITE
 
 
 def falcon_h1(r: Reader) -> dict[str, Any]:
@@ -213,9 +225,9 @@ def falcon_h1(r: Reader) -> dict[str, Any]:
     bias ``mamba_proj_bias`` and out_proj's ``projectors_bias`` (both false). Final
     ``final_layernorm``; ``lm_head`` untied by default. The multipliers (muP) hold no parameters
     (``mup_vector`` is a buffer). ``time_step_limit`` must be a pair of floats
-    (:func:`_time_step_pair`)."""
+    (:func:`time_step_limit`)."""
     fields = _attention_swiglu(r)
-    _time_step_pair(r)
+    time_step_limit(r, pair=True)
     inner = r.nullable("mamba2", "mamba_d_ssm", 1024)
     mixer = mamba2_mixer(r, fields["d_model"], inner)
     mixer["mamba2"]["gated_norm"] = r.flag("mamba_rms_norm", False)

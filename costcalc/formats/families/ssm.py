@@ -15,6 +15,7 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import floored_head_dim
+from costcalc.formats.families.mamba2_hybrid import time_step_limit
 from costcalc.formats.families.moe import experts_without_bias, routed_experts
 from costcalc.formats.hf_reader import Reader, is_whole, mlp_bias
 from costcalc.formats.peft_names import FEED_FORWARD, MAMBA_REFUSED, llama_names
@@ -76,6 +77,7 @@ def mamba2(r: Reader) -> dict[str, Any]:
     sizes = _mamba2_sizes(r, ("num_heads", 128), ("head_dim", 64))
     sizes["proj_bias"] = r.value("mamba2", "use_bias", default=False)
     _time_step_rank(r)  # sizes nothing in Mamba-2, but the mixer takes int() of it
+    time_step_limit(r, pair=False)
     expand = r.value("mamba2", "expand", default=2)
     heads, head_dim = sizes["heads"], sizes["head_dim"]
     inner = heads * head_dim if is_whole(heads, 1) and is_whole(head_dim, 1) else None
@@ -163,6 +165,7 @@ def nemotron_h(r: Reader) -> dict[str, Any]:
     sizes = _mamba2_sizes(r, ("mamba_num_heads", 128), ("mamba_head_dim", 64))
     sizes["proj_bias"] = r.value("mamba2", "use_bias", default=False)  # not mamba_proj_bias
     r.forget("mamba2")
+    time_step_limit(r, pair=False)
     blocks: dict[str, dict[str, Any]] = {
         "linear_attention": {"mixer": "mamba2", "mamba2": sizes, "ffn": "none"},
         "full_attention": {
