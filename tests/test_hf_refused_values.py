@@ -111,6 +111,18 @@ CASES: dict[str, tuple[str, tuple[str, ...], Any, str]] = {
         28,
         "leave layer 28 without a kind",
     ),
+    "arcee-one-wide-heads-beside-yarn": (
+        "arcee",
+        ("head_dim",),
+        1,
+        "transformers' cos and sin, queries and keys are 0 wide",
+    ),
+    "cosmos3-edge-odd-head": (
+        "cosmos3_edge_text",
+        ("text_config", "head_dim"),
+        129,
+        "Cosmos3EdgeTextConfig's validate_rope",
+    ),
     "bamba-null-mamba-heads": (
         "bamba",
         ("mamba_n_heads",),

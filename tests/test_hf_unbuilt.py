@@ -84,6 +84,10 @@ def edit_deepseek_v4(holder: dict[str, Any]) -> None:
     holder["qk_rope_head_dim"] = 65  # beside the fixture's YaRN rope_scaling
 
 
+def edit_olmo3(holder: dict[str, Any]) -> None:
+    holder["hidden_size"] = 4095  # heads floored to 127 wide, rotated whole, beside YaRN
+
+
 def edit_ernie(holder: dict[str, Any]) -> None:
     holder["num_attention_heads"], holder["num_key_value_heads"] = 2, 1
 
@@ -101,13 +105,14 @@ CHECK_CASES = {
     "cohere2": (edit_cohere2, "sliding_window is null, and its sliding layers", "TypeError"),
     "cohere_compass_text": (edit_compass, "no settings for sliding_attention layers", "KeyError"),
     "dbrx": (edit_dbrx, "attn_config gives no rope_theta", "AttributeError"),
-    "deepseek_v4": (edit_deepseek_v4, "qk_rope_head_dim is 65, odd", "RuntimeError"),
+    "deepseek_v4": (edit_deepseek_v4, "65 rotary dimensions per head, an odd", "RuntimeError"),
+    "olmo3": (edit_olmo3, "127 rotary dimensions per head, an odd count, beside YaRN", "Runtime"),
     "ernie4_5_vl_moe_text": (edit_ernie, "does not cover the 640 rotary frequencies", "Runtime"),
     "olmo_hybrid": (edit_olmo, "linear_dt_max is 0.0", "ValueError"),
     "zamba": (edit_zamba, "the model has one hybrid layer", "ValueError"),
 }
 """family -> (the edit, what the note says, the error): values of other kinds the code fails
-on (``hf_unbuilt.CHECKS``)."""
+on (``hf_unbuilt.CHECKS``; an odd rotary width beside YaRN settings, ``odd_yarn``)."""
 
 
 @pytest.mark.parametrize("family", sorted(CHECK_CASES))

@@ -17,8 +17,8 @@ from costcalc.errors import ConfigError, Problem
 from costcalc.files import Document
 from costcalc.formats.architectures import transformers_model_types
 from costcalc.formats.hf_classes import config_class
-from costcalc.formats.hf_rotary import odd_heads_rotated, refused_odd_head
-from costcalc.formats.hf_unbuilt import unbuilt_notes
+from costcalc.formats.hf_rotary import OneWideYarnError, odd_heads_rotated, refused_odd_head
+from costcalc.formats.hf_unbuilt import odd_yarn, unbuilt_notes, yarn
 from costcalc.formats.translation import Translation
 from costcalc.scalars import MAX_SIZE
 
@@ -273,7 +273,16 @@ class Reader:
             raise ConfigError(self.doc.path, [*self.problems, *self.near_misses()])
         fields = {k: v for k, v in fields.items() if v is not None}
         merged = [merged for _, merged in blocks(fields)]
-        rotated = odd_heads_rotated(fields, merged, self.config_class)
+        try:
+            rotated = odd_heads_rotated(fields, merged, self.config_class, yarn(self.data))
+        except OneWideYarnError:
+            self.unsupported(
+                self.spelling("head_dim"),
+                "heads 1 wide beside YaRN rotary settings: YaRN blends no frequency for them, "
+                "so transformers' cos and sin, queries and keys are 0 wide; costcalc counts "
+                "keys 1 or more wide",
+            )
+            raise ConfigError(self.doc.path, self.problems) from None
         if isinstance(model_type, str) and model_type in transformers_model_types():
             self.notes.extend(unbuilt_notes(self, merged))
         name = self.doc.data.get("_name_or_path")
@@ -603,7 +612,10 @@ def rotary_width(
         )
         fields["position"] = "none"
         return None
-    if rotary % 2:
+    if rotary % 2 and yarn(r.data):
+        r.note(odd_yarn(rotary))
+        rotary += 1
+    elif rotary % 2:
         r.note(
             f"{key} gives {rotary:,} rotary dimensions per head, an odd "
             f"count: transformers' rotary embedding takes {rotary // 2 + 1:,} frequencies "

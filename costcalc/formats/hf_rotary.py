@@ -23,6 +23,7 @@ import math
 from typing import Any
 
 from costcalc.formats.hf_classes import ConfigClass
+from costcalc.formats.hf_unbuilt import odd_yarn
 
 ROPE_KEYS = ("rope_scaling", "rope_parameters")
 """Where a file gives its rotary settings; ``rope_scaling`` wins when both are given
@@ -119,16 +120,27 @@ HEAD_ONE_FAILS = {
 """How an attention that cannot take heads 1 wide fails (:attr:`ConfigClass.head_one`)."""
 
 
+class OneWideYarnError(Exception):
+    """Heads 1 wide, rotated whole, beside YaRN settings: YaRN blends no frequency for them
+    (``dim // 2`` = 0 extrapolated ones broadcast the one of ``torch.arange(0, 1, 2)`` away), so
+    transformers' cos and sin are 0 wide, and so are its queries and keys: not counted."""
+
+
 def odd_heads_rotated(
-    fields: dict[str, Any], blocks: list[dict[str, Any]], known: ConfigClass | None = None
+    fields: dict[str, Any],
+    blocks: list[dict[str, Any]],
+    known: ConfigClass | None = None,
+    yarn_settings: bool = False,
 ) -> str | None:
     """Sets ``rotary_dim`` for odd attention heads rotated whole, as transformers' forward takes
     them, and says so (None when there are none): heads 1 wide meet 2-wide cos and sin
     (``rotary_dim`` 2, queries and keys 2 wide), which most attentions broadcast and some
     cannot take (:attr:`ConfigClass.head_one`: the note says which); a wider odd head d cannot
     run (cos and sin d + 1 wide), so it is counted as built, its rotary part taken as the d - 1
-    dimensions of whole pairs. Only when every attention block (``blocks``: each kind of block
-    with the keys it inherits) has a head of that one width."""
+    dimensions of whole pairs (beside YaRN settings, ``yarn_settings``, transformers cannot
+    even build it: :func:`odd_yarn`; heads 1 wide raise :class:`OneWideYarnError`). Only when
+    every attention block (``blocks``: each kind of block with the keys it inherits) has a head
+    of that one width."""
     if fields.get("position") != "rotary" or fields.get("rotary_dim") is not None:
         return None
     widths = {_width(block) for block in blocks if block.get("mixer", "attention") == "attention"}
@@ -137,6 +149,8 @@ def odd_heads_rotated(
     width = widths.pop()
     if width is None or width % 2 == 0:
         return None
+    if width == 1 and yarn_settings:
+        raise OneWideYarnError
     if width == 1:
         fields["rotary_dim"] = 2
         if known is not None and (failure := HEAD_ONE_FAILS.get(known.head_one or "")):
@@ -154,6 +168,8 @@ def odd_heads_rotated(
             "and attention scores take 2 products per head."
         )
     fields["rotary_dim"] = width - 1
+    if yarn_settings:
+        return odd_yarn(width)
     return (
         f"heads {width:,} wide, rotated whole: transformers builds the model (rotary "
         "positions hold no parameters), but its rotary cos and sin are "

@@ -65,6 +65,12 @@ SHARED = NullFails(
     "moe_num_shared_experts", "its MoE block compares moe_num_shared_experts with 0", "TypeError"
 )
 
+LOCAL_BASE = NullFails(
+    "rope_local_base_freq",
+    "it becomes the sliding layers' rope_theta, which their rotary embedding raises to a power",
+    "TypeError",
+    unless=ROPE,
+)
 ROTARY_READ = NullFails(
     "partial_rotary_factor",
     "its attention reads rope_parameters['partial_rotary_factor'], which a null leaves out",
@@ -189,15 +195,8 @@ NULLS: dict[str, tuple[NullFails, ...]] = {
     "falcon": (activation("activation"),),
     "falcon_h1": (HEAD_DIM, *MAMBA2),
     "falcon_mamba": (MAMBA_INNER,),
-    "gemma3_text": (
-        NullFails(
-            "rope_local_base_freq",
-            "it becomes the sliding layers' rope_theta, which their rotary embedding raises "
-            "to a power",
-            "TypeError",
-            unless=ROPE,
-        ),
-    ),
+    "gemma3_text": (LOCAL_BASE,),
+    "gemma3n_text": (LOCAL_BASE,),
     "glm": (KV_HEADS, HEAD_DIM),
     "glm4_moe": (HEAD_DIM,),
     "glm4v_moe_text": (HEAD_DIM,),
@@ -273,10 +272,30 @@ def fails_to_build(what: str, error: str) -> str:
 
 def unbuilt_notes(r: Reader, blocks: list[dict[str, Any]]) -> list[str]:
     """Every note of ``NULLS`` and ``CHECKS`` for what ``r`` reads, whose model has the kinds
-    of block ``blocks``."""
+    of block ``blocks``, and of the checks every family's code makes (``_null_theta``)."""
     check = CHECKS.get(r.family or "")
-    found = check(r, blocks) if check is not None else None
-    return [*_nulls(r), *([found] if found else [])]
+    found = [check(r, blocks) if check is not None else None, _null_theta(r, blocks)]
+    return [*_nulls(r), *(note for note in found if note)]
+
+
+def _null_theta(r: Reader, blocks: list[dict[str, Any]]) -> str | None:
+    """Rotary settings that give ``rope_theta`` as null (flat, or in a layer type's settings,
+    as ``to_dict()`` writes a null legacy base put into them): the rotary embedding computes
+    ``base ** (torch.arange(0, dim, 2) / dim)`` and fails. The settings read are
+    ``rope_scaling``'s where given, else ``rope_parameters``'."""
+    if not any(block.get("position") == "rotary" for block in blocks):
+        return None
+    settings = next((r.setting(key) for key in ROPE if r.setting(key) is not None), None)
+    if not isinstance(settings, dict):
+        return None
+    parts = [settings, *(v for v in settings.values() if isinstance(v, dict))]
+    if not any("rope_theta" in part and part["rope_theta"] is None for part in parts):
+        return None
+    return fails_to_build(
+        "the rotary settings give rope_theta as null, and the rotary embedding raises it to "
+        "a power",
+        "TypeError",
+    )
 
 
 def _nulls(r: Reader) -> list[str]:
@@ -431,29 +450,40 @@ def _dbrx_rope(r: Reader, blocks: list[dict[str, Any]]) -> str | None:
     )
 
 
-def _odd_yarn(r: Reader, blocks: list[dict[str, Any]]) -> str | None:
-    """DeepSeek-V4's rotary embeddings rotate ``qk_rope_head_dim`` dimensions; YaRN's
-    initialisation (``_compute_yarn_parameters``) blends ``dim // 2`` extrapolated frequencies
-    with the ``torch.arange(0, dim, 2)`` ones, one more for an odd dim: the model's
-    construction fails to broadcast them (transformers 5.24 builds it with default rotary
-    settings)."""
-    dim = r.setting("qk_rope_head_dim")
-    if not _whole(dim) or dim % 2 == 0:
-        return None
-    settings = [r.setting(key) for key in ROPE]
-    kinds = [
-        part.get("rope_type", part.get("type"))
-        for found in settings
-        if isinstance(found, dict)
-        for part in (found, *(v for v in found.values() if isinstance(v, dict)))
-    ]
-    if "yarn" not in kinds:
-        return None
+ROPE_READ = ("rope_scaling", "rope_parameters")
+"""The rotary settings transformers reads: ``rope_scaling``'s where given."""
+
+
+def yarn(data: dict[str, Any]) -> bool:
+    """The file's rotary settings (``rope_scaling``'s where given, else ``rope_parameters``', flat
+    or per layer type) are YaRN's."""
+    rope = next((data[key] for key in ROPE_READ if isinstance(data.get(key), dict)), None)
+    if rope is None:
+        return False
+    parts = [rope, *(entry for entry in rope.values() if isinstance(entry, dict))]
+    return any(part.get("rope_type", part.get("type")) == "yarn" for part in parts)
+
+
+def odd_yarn(dim: int) -> str:
+    """The note for an odd rotary width beside YaRN settings, which transformers cannot build:
+    ``_compute_yarn_parameters`` blends ``dim // 2`` extrapolated frequencies with the
+    ``torch.arange(0, dim, 2)`` ones, one more."""
     return fails_to_build(
-        f"qk_rope_head_dim is {dim:,}, odd, and its YaRN rotary settings blend {dim // 2:,} "
-        f"frequencies with the {dim // 2 + 1:,} of torch.arange(0, {dim:,}, 2)",
+        f"{dim:,} rotary dimensions per head, an odd count, beside YaRN rotary settings, whose "
+        f"initialisation blends {dim // 2:,} frequencies with the {dim // 2 + 1:,} of "
+        f"torch.arange(0, {dim:,}, 2)",
         "RuntimeError",
     )
+
+
+def _odd_yarn(r: Reader, blocks: list[dict[str, Any]]) -> str | None:
+    """DeepSeek-V4's rotary embeddings rotate ``qk_rope_head_dim`` dimensions, which YaRN's
+    initialisation cannot take odd (:func:`odd_yarn`; transformers 5.24 builds it with default
+    rotary settings)."""
+    dim = r.setting("qk_rope_head_dim")
+    if not _whole(dim) or dim % 2 == 0 or not yarn(r.data):
+        return None
+    return odd_yarn(dim)
 
 
 CHECKS: dict[str, Callable[[Reader, list[dict[str, Any]]], str | None]] = {

@@ -19,7 +19,8 @@ with it, or a ``validate_*`` fails), each with the exception's class and the lay
 given, make the null taken (``unless``: the class derives them from the field only when they are
 absent), and ``odd_heads``: where the class's ``validate_rope``
 (transformers/modeling_rope_utils.py, lines 902-914) finds an odd head it refuses when rotated
-whole: ``head_dim`` (a head_dim of 7 given), ``width`` (no head_dim, 28 over 4 heads: the class
+whole: ``head_dim`` (a head_dim of 7 or 129 given: Cosmos 3 Edge's rotary sections, which
+must sum to half the head, take 129), ``width`` (no head_dim, 28 over 4 heads: the class
 derives D // H), ``qk_rope_head_dim`` (a multi-head latent attention's rotary slice of 7, which
 the class points ``head_dim`` at), each probed with the whole head rotated
 (``partial_rotary_factor`` 1), and ``defaults`` when any is refused with the class's own rotary
@@ -152,17 +153,17 @@ def refuses_odd(cls: type, **sizes: object) -> bool:
 def odd_heads(cls: type) -> list[str]:
     """Which odd heads the class's validate_rope refuses (see the module docstring)."""
     cases = {
-        "head_dim": {"hidden_size": 32, "head_dim": 7},
-        "width": {"hidden_size": 28},
+        "head_dim": [{"hidden_size": 32, "head_dim": 7}, {"hidden_size": 32, "head_dim": 129}],
+        "width": [{"hidden_size": 28}],
     }
     if "qk_rope_head_dim" in {f.name for f in dataclasses.fields(cls)}:
-        cases["qk_rope_head_dim"] = {"hidden_size": 32, "qk_rope_head_dim": 7}
+        cases["qk_rope_head_dim"] = [{"hidden_size": 32, "qk_rope_head_dim": 7}]
     found = [
         name
-        for name, sizes in cases.items()
-        if any(refuses_odd(cls, **sizes, **whole) for whole in WHOLE)
+        for name, tried in cases.items()
+        if any(refuses_odd(cls, **sizes, **whole) for sizes in tried for whole in WHOLE)
     ]
-    if any(refuses_odd(cls, **sizes) for sizes in cases.values()):
+    if any(refuses_odd(cls, **sizes) for tried in cases.values() for sizes in tried):
         found.append("defaults")
     return found
 
