@@ -49,6 +49,10 @@ def test_the_differential_records_agree_with_the_data() -> None:
             assert HEAD_ONE_FAILS[kind] in " ".join(notes), case
             checked.add(kind)
         elif kind == "broadcast":
+            if "kv_cache" not in record:  # no forward on meta, or one that fails otherwise
+                fixture_runs = "kv_cache" in records()[f"{record['family']}/00"]
+                assert not fixture_runs or any("do not group" in n for n in notes), case
+                continue
             widths = {
                 (k["tensors"]["keys"][-1], k["tensors"]["values"][-1])
                 for k in record["kv_cache"]["cache_layer_kinds"]
