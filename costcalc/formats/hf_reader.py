@@ -630,6 +630,15 @@ def rotary_width(
     return rotary
 
 
+def head_width(fields: dict[str, Any]) -> Any:
+    """One attention head's width as a configuration class derives it: ``head_dim``, else
+    D // H (floored) where both are whole numbers; None when neither is."""
+    head, d, h = fields.get("head_dim"), fields.get("d_model"), fields.get("n_heads")
+    if head is None and is_whole(d) and is_whole(h, 1):
+        head = d // h
+    return head
+
+
 def is_whole(value: Any, minimum: int | None = None) -> TypeGuard[int]:
     """``value`` is a whole number (an int, not a bool), at least ``minimum`` when one is given."""
     return (

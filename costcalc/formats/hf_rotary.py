@@ -23,11 +23,7 @@ import math
 from typing import Any
 
 from costcalc.formats.hf_classes import ConfigClass
-from costcalc.formats.hf_unbuilt import odd_yarn
-
-ROPE_KEYS = ("rope_scaling", "rope_parameters")
-"""Where a file gives its rotary settings; ``rope_scaling`` wins when both are given
-(``convert_rope_params_to_dict``)."""
+from costcalc.formats.hf_unbuilt import odd_yarn, rotary_settings
 
 
 def refused_odd_head(data: dict[str, Any], known: ConfigClass | None) -> tuple[str, str] | None:
@@ -94,7 +90,7 @@ def _factors(data: dict[str, Any], known: ConfigClass) -> list[Any]:
     ``nested_rope_parameter_keys`` finds none and the outer mapping is the one setting), each
     defaulting to the top-level ``partial_rotary_factor`` (the file's, else the class default),
     then 1; with none in the file, the class's own settings."""
-    rope = next((data[key] for key in ROPE_KEYS if isinstance(data.get(key), dict)), None)
+    rope = rotary_settings(data)
     top = data.get("partial_rotary_factor")
     top = known.default("partial_rotary_factor") if top is None else top
     if not rope:

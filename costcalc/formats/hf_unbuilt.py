@@ -48,6 +48,10 @@ class NullFails:
     unless: tuple[str, ...] = ()
 
 
+ROPE_KEYS = ("rope_scaling", "rope_parameters")
+"""Where a file gives its rotary settings; ``rope_scaling`` wins when both are given
+(``convert_rope_params_to_dict``)."""
+
 ROPE = ("rope_parameters", "rope_scaling")
 """Rotary settings: a legacy rotary key is put into them only when they do not give it."""
 
@@ -260,6 +264,14 @@ NULLS: dict[str, tuple[NullFails, ...]] = {
 }
 
 
+def rotary_settings(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The rotary settings transformers reads from ``data`` (``ROPE_KEYS``), if a mapping."""
+    found: dict[str, Any] | None = next(
+        (data[key] for key in ROPE_KEYS if isinstance(data.get(key), dict)), None
+    )
+    return found
+
+
 def fails_to_build(what: str, error: str) -> str:
     """The note for a config transformers 5.24 takes but fails to build: ``what`` it does,
     and the ``error`` it raises."""
@@ -285,7 +297,7 @@ def _null_theta(r: Reader, blocks: list[dict[str, Any]]) -> str | None:
     ``rope_scaling``'s where given, else ``rope_parameters``'."""
     if not any(block.get("position") == "rotary" for block in blocks):
         return None
-    settings = next((r.setting(key) for key in ROPE if r.setting(key) is not None), None)
+    settings = next((found for key in ROPE_KEYS if (found := r.setting(key)) is not None), None)
     if not isinstance(settings, dict):
         return None
     parts = [settings, *(v for v in settings.values() if isinstance(v, dict))]
@@ -450,14 +462,10 @@ def _dbrx_rope(r: Reader, blocks: list[dict[str, Any]]) -> str | None:
     )
 
 
-ROPE_READ = ("rope_scaling", "rope_parameters")
-"""The rotary settings transformers reads: ``rope_scaling``'s where given."""
-
-
 def yarn(data: dict[str, Any]) -> bool:
     """The file's rotary settings (``rope_scaling``'s where given, else ``rope_parameters``', flat
     or per layer type) are YaRN's."""
-    rope = next((data[key] for key in ROPE_READ if isinstance(data.get(key), dict)), None)
+    rope = rotary_settings(data)
     if rope is None:
         return False
     parts = [rope, *(entry for entry in rope.values() if isinstance(entry, dict))]

@@ -14,8 +14,8 @@ from typing import Any
 
 from costcalc.formats import hf_layers
 from costcalc.formats.families.llama import llama_layout
-from costcalc.formats.hf_reader import Reader, attention_bias, is_whole, mlp_bias
-from costcalc.formats.hf_rotary import ROPE_KEYS
+from costcalc.formats.hf_reader import Reader, attention_bias, head_width, is_whole, mlp_bias
+from costcalc.formats.hf_unbuilt import ROPE_KEYS, rotary_settings
 from costcalc.formats.peft_names import LLAMA
 
 
@@ -151,14 +151,12 @@ def _rotary_sections(r: Reader, fields: dict[str, Any]) -> None:
     """HunYuanVLTextConfig's ``__post_init__`` (``_validate_mrope_section``) refuses rotary
     sections (the rotary settings' ``mrope_section``, else the legacy ``xdrope_section``) that
     are not whole numbers summing to ``head_dim // 2`` (head_dim, else D // H)."""
-    rope = next((r.data[k] for k in ROPE_KEYS if isinstance(r.data.get(k), dict)), None)
+    rope = rotary_settings(r.data)
     if rope is None:
         return
     name = "mrope_section" if rope.get("mrope_section") is not None else "xdrope_section"
-    sections, head = rope.get(name), fields.get("head_dim")
-    d, h = fields.get("d_model"), fields.get("n_heads")
-    if head is None and is_whole(d) and is_whole(h, 1):
-        head = d // h
+    sections: Any = rope.get(name)
+    head = head_width(fields)
     numbers = isinstance(sections, list) and all(
         isinstance(s, int | float) and not isinstance(s, bool) and float(s).is_integer()
         for s in sections

@@ -32,6 +32,7 @@ from costcalc.formats.hf_reader import (
     attention_bias,
     cross_attention,
     gate_without_bias,
+    head_width,
     is_whole,
 )
 from costcalc.formats.peft_names import (
@@ -213,9 +214,7 @@ def _cosmos3_edge_sections(r: Reader, fields: dict[str, Any]) -> None:
     if rope is not None and not isinstance(rope, dict):
         return  # reported where the rotary settings are read
     sections: Any = [24, 20, 20] if rope is None else rope.get("mrope_section")
-    head, d, h = fields.get("head_dim"), fields.get("d_model"), fields.get("n_heads")
-    if head is None and is_whole(d) and is_whole(h, 1):
-        head = d // h
+    head = head_width(fields)
     whole = isinstance(sections, list) and all(is_whole(s) for s in sections)
     if is_whole(head) and not (whole and len(sections) == 3 and sum(sections) == head // 2):
         where = "rope_parameters.mrope_section" if rope is not None else "head_dim"
