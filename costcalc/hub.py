@@ -301,10 +301,15 @@ def library_failure(
             f"{exc}; set HF_ENDPOINT to the Hub's address, like {DEFAULT_ENDPOINT}",
         )
     if isinstance(exc, UnicodeError):
+        shown = (
+            f"{exc.object[exc.start : exc.end]!r}"
+            if isinstance(exc, UnicodeEncodeError)
+            else "characters"
+        )
         return HubError(
             label,
-            f"HF_TOKEN (or the saved token) holds characters a request cannot carry "
-            f"({exc}); set it to the token as the Hub shows it",
+            f"HF_TOKEN (or the saved token) holds {shown}, which a request's headers cannot "
+            "carry (ASCII only); set it to the token as the Hub shows it",
         )
     if isinstance(exc, OSError):
         return HubError(label, f"cannot write the cache ({settings.cache}): {os_reason(exc)}")

@@ -422,9 +422,8 @@ def test_a_trickling_hub_meets_the_deadline_of_each_file(
         (
             "HF_TOKEN",
             "caf\N{LATIN SMALL LETTER E WITH ACUTE}",
-            "org/gpt2: HF_TOKEN (or the saved token) holds characters a request cannot carry "
-            "('ascii' codec can't encode character '\\xe9' in position 10: ordinal not in "
-            "range(128)); set it to the token as the Hub shows it",
+            "org/gpt2: HF_TOKEN (or the saved token) holds '\xe9', which a request's headers "
+            "cannot carry (ASCII only); set it to the token as the Hub shows it",
         ),
     ],
 )
